@@ -1,0 +1,34 @@
+# Every TIERPOOL_* option in one place, each with a sentence saying what the default is and why.
+
+set(TIERPOOL_ENABLE_CUDA "AUTO" CACHE STRING
+  "Build the CUDA backend: AUTO (default) turns it on when find_package(CUDAToolkit) succeeds, so the same tree builds on machines with and without a toolkit; ON requires it; OFF never builds it")
+set_property(CACHE TIERPOOL_ENABLE_CUDA PROPERTY STRINGS AUTO ON OFF)
+
+option(TIERPOOL_BUILD_TESTS
+  "Build the test suite (default: on when tierpool is the top-level project, off when it is a subproject)"
+  ${PROJECT_IS_TOP_LEVEL})
+option(TIERPOOL_BUILD_BENCH
+  "Build the Google Benchmark micro-benchmarks (default: on at top level; the tierpool CLI's bench commands are always built)"
+  ${PROJECT_IS_TOP_LEVEL})
+option(TIERPOOL_BUILD_EXAMPLES
+  "Build the examples, the oversubscription demo among them (default: on at top level)"
+  ${PROJECT_IS_TOP_LEVEL})
+option(TIERPOOL_BUILD_TOOLS
+  "Build the tierpool command-line tool (default: on at top level)"
+  ${PROJECT_IS_TOP_LEVEL})
+option(TIERPOOL_ENABLE_INSTALL
+  "Generate install rules and the tierpool CMake package (default: on at top level)"
+  ${PROJECT_IS_TOP_LEVEL})
+option(TIERPOOL_DEBUG_FULL
+  "Compile expensive invariant checks (TIERPOOL_ASSERT_EXPENSIVE); off by default because they change complexity"
+  OFF)
+option(TIERPOOL_WARNINGS_AS_ERRORS
+  "Treat compiler warnings in tierpool's own targets as errors (default: on, the code base is warning-free)"
+  ON)
+
+set(TIERPOOL_SANITIZE "" CACHE STRING
+  "Sanitizers for tierpool's own targets: empty (default, none), 'address+undefined' or 'thread'")
+set_property(CACHE TIERPOOL_SANITIZE PROPERTY STRINGS "" "address+undefined" "address" "undefined" "thread")
+
+set(TIERPOOL_CUDA_ARCHITECTURES "75;80;90" CACHE STRING
+  "CUDA architectures for GPU tests and examples that compile kernels (default covers Turing to Hopper; 'native' needs a GPU at configure time)")

@@ -1,0 +1,133 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file error.hpp
+ * @brief Status codes (below the API) and the exception hierarchy (at the API).
+ *
+ * Backends, policies and the arena never throw on expected paths: they return a
+ * `status`, a bool or an optional. The public API turns failures into exceptions:
+ *
+ * | exception                 | base               | meaning                                  |
+ * |---------------------------|--------------------|------------------------------------------|
+ * | tierpool::logic_error     | std::logic_error   | a broken precondition (misuse)           |
+ * | tierpool::backend_error   | std::runtime_error | a device / driver / injected failure     |
+ * | tierpool::bad_alloc       | std::bad_alloc     | could not allocate                       |
+ * | tierpool::out_of_memory   | tierpool::bad_alloc| every step of the OOM ladder failed      |
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <tierpool/export.hpp>
+#include <tierpool/types.hpp>
+
+namespace tierpool {
+
+/// @brief Result of a backend primitive. `ok` is zero.
+enum class status : std::uint8_t {
+  ok = 0,          ///< success
+  not_ready,       ///< an event or stream has not completed yet (not an error)
+  invalid_value,   ///< bad argument: null pointer, zero bytes, unknown handle
+  out_of_memory,   ///< the backend could not provide the memory
+  not_supported,   ///< the backend or device lacks this capability
+  no_device,       ///< no usable device (no driver, no GPU)
+  device_error,    ///< the device or driver reported a failure
+  injected_fault,  ///< a fault injected by the sim backend's fault options
+};
+
+/// @brief Lower-case name of a status ("ok", "out_of_memory", ...).
+[[nodiscard]] TIERPOOL_EXPORT std::string_view to_string(status s) noexcept;
+
+/// @brief A broken precondition: misuse of the API (double free, foreign pointer, bad option).
+struct TIERPOOL_EXPORT logic_error : std::logic_error {
+  using std::logic_error::logic_error;
+};
+
+/// @brief A failure reported by a backend (device, driver, or an injected fault).
+class TIERPOOL_EXPORT backend_error : public std::runtime_error {
+ public:
+  /**
+   * @brief Build from the failing status and a message saying what was attempted.
+   * @param code The status the backend returned.
+   * @param what_arg Description; the status name is appended.
+   */
+  backend_error(status code, std::string const& what_arg);
+
+  /// @brief The status the backend returned.
+  [[nodiscard]] status code() const noexcept { return code_; }
+
+ private:
+  status code_;
+};
+
+/// @brief Could not allocate. Carries a full message (std::bad_alloc's is fixed).
+class TIERPOOL_EXPORT bad_alloc : public std::bad_alloc {
+ public:
+  /// @param what_arg The diagnosis to return from what().
+  explicit bad_alloc(std::string what_arg);
+  /// @brief The diagnosis given at construction.
+  [[nodiscard]] char const* what() const noexcept override;
+
+ private:
+  std::string what_;
+};
+
+/**
+ * @brief Every step of the out-of-memory ladder failed for a request.
+ *
+ * The message is a diagnosis: requested bytes, tier, capacity, what is resident, pinned
+ * and in flight, the largest free block, and the cause with the option that would help.
+ */
+class TIERPOOL_EXPORT out_of_memory : public bad_alloc {
+ public:
+  /**
+   * @param what_arg  The diagnosis.
+   * @param tier      The tier that could not satisfy the request.
+   * @param requested Requested bytes.
+   */
+  out_of_memory(std::string what_arg, tier_id tier, std::size_t requested);
+  /// @brief Tier that could not satisfy the request.
+  [[nodiscard]] tier_id tier() const noexcept { return tier_; }
+  /// @brief Requested bytes.
+  [[nodiscard]] std::size_t requested() const noexcept { return requested_; }
+
+ private:
+  tier_id tier_;
+  std::size_t requested_;
+};
+
+namespace detail {
+[[noreturn]] TIERPOOL_EXPORT void throw_logic_error(char const* file, int line, std::string_view msg);
+[[noreturn]] TIERPOOL_EXPORT void throw_backend_error(char const* file, int line, status s, char const* expr);
+}  // namespace detail
+
+}  // namespace tierpool
+
+/// @brief Check a precondition; on failure throw tierpool::logic_error with file and line.
+#define TIERPOOL_EXPECTS(cond, msg)                                          \
+  do {                                                                       \
+    if (!(cond)) [[unlikely]] {                                              \
+      ::tierpool::detail::throw_logic_error(__FILE__, __LINE__, (msg));      \
+    }                                                                        \
+  } while (0)
+
+/// @brief Evaluate an expression returning tierpool::status; throw backend_error unless ok.
+#define TIERPOOL_TRY(expr)                                                        \
+  do {                                                                            \
+    ::tierpool::status const tierpool_try_status_ = (expr);                       \
+    if (tierpool_try_status_ != ::tierpool::status::ok) [[unlikely]] {            \
+      ::tierpool::detail::throw_backend_error(__FILE__, __LINE__, tierpool_try_status_, #expr); \
+    }                                                                             \
+  } while (0)
+
+/// @brief Debug-build assertion (on unless NDEBUG).
+#ifndef NDEBUG
+#define TIERPOOL_ASSERT(cond) TIERPOOL_EXPECTS(cond, "assertion failed: " #cond)
+#else
+#define TIERPOOL_ASSERT(cond) ((void)0)
+#endif

@@ -1,0 +1,16 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file export.hpp
+ * @brief Symbol visibility macros. The library builds with hidden visibility; public
+ *        entities are marked TIERPOOL_EXPORT.
+ */
+#pragma once
+
+#if defined(_WIN32)
+#define TIERPOOL_EXPORT
+#define TIERPOOL_HIDDEN
+#else
+#define TIERPOOL_EXPORT __attribute__((visibility("default")))
+#define TIERPOOL_HIDDEN __attribute__((visibility("hidden")))
+#endif

@@ -1,0 +1,40 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file tier.hpp
+ * @brief The kinds of memory a tier can live in.
+ */
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include <tierpool/export.hpp>
+
+namespace tierpool {
+
+/**
+ * @brief Kind of memory behind a tier, fastest first.
+ *
+ * - `device`: VRAM (cudaMalloc), reached directly by kernels.
+ * - `pinned_host`: page-locked host memory (cudaHostAlloc), reached by DMA copies.
+ * - `managed`: CUDA managed memory (cudaMallocManaged), page-faulting, steered with
+ *   prefetch/advise.
+ * - `host`: ordinary pageable host memory, optionally bound to a NUMA node (a CPU-less
+ *   node is far memory, e.g. CXL).
+ */
+enum class tier_kind : std::uint8_t { device, pinned_host, managed, host };
+
+/// @brief Number of tier kinds (for arrays indexed by tier_kind).
+inline constexpr std::size_t tier_kind_count = 4;
+
+/// @brief Lower-case name of a tier kind ("device", "pinned_host", "managed", "host").
+[[nodiscard]] TIERPOOL_EXPORT std::string_view to_string(tier_kind kind) noexcept;
+
+/// @brief True when memory of this kind can be read and written by the host CPU.
+[[nodiscard]] constexpr bool is_host_accessible(tier_kind kind) noexcept
+{
+  return kind != tier_kind::device;
+}
+
+}  // namespace tierpool

@@ -1,0 +1,67 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// error.cpp — status names and the exception types of include/tierpool/error.hpp.
+#include <tierpool/error.hpp>
+#include <tierpool/tier.hpp>
+
+#include <string>
+#include <utility>
+
+namespace tierpool {
+
+std::string_view to_string(status s) noexcept
+{
+  switch (s) {
+    case status::ok: return "ok";
+    case status::not_ready: return "not_ready";
+    case status::invalid_value: return "invalid_value";
+    case status::out_of_memory: return "out_of_memory";
+    case status::not_supported: return "not_supported";
+    case status::no_device: return "no_device";
+    case status::device_error: return "device_error";
+    case status::injected_fault: return "injected_fault";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(tier_kind kind) noexcept
+{
+  switch (kind) {
+    case tier_kind::device: return "device";
+    case tier_kind::pinned_host: return "pinned_host";
+    case tier_kind::managed: return "managed";
+    case tier_kind::host: return "host";
+  }
+  return "unknown";
+}
+
+backend_error::backend_error(status code, std::string const& what_arg)
+  : std::runtime_error(what_arg + " [" + std::string(to_string(code)) + "]"), code_(code)
+{
+}
+
+bad_alloc::bad_alloc(std::string what_arg) : what_(std::move(what_arg)) {}
+
+char const* bad_alloc::what() const noexcept { return what_.c_str(); }
+
+out_of_memory::out_of_memory(std::string what_arg, tier_id tier, std::size_t requested)
+  : bad_alloc(std::move(what_arg)), tier_(tier), requested_(requested)
+{
+}
+
+namespace detail {
+
+void throw_logic_error(char const* file, int line, std::string_view msg)
+{
+  throw logic_error("tierpool: " + std::string(msg) + " (" + file + ":" + std::to_string(line) + ")");
+}
+
+void throw_backend_error(char const* file, int line, status s, char const* expr)
+{
+  throw backend_error(s, std::string("tierpool: backend call failed: ") + expr + " (" + file + ":" +
+                           std::to_string(line) + ")");
+}
+
+}  // namespace detail
+}  // namespace tierpool

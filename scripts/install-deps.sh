@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what tierpool needs to build and test on Debian 12, skipping what is already there.
+# Usage: scripts/install-deps.sh   (as root, or with sudo available)
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config
+  libhwloc-dev hwloc-nox          # topology: NUMA / CPU-less (CXL) nodes; lstopo + hwloc-annotate for fixtures
+  libtbb-dev                      # oneTBB: concurrent containers, worker arenas
+  libboost1.81-dev libboost-json1.81-dev libboost-program-options1.81-dev   # intrusive, JSON, CLI
+  libgtest-dev libgmock-dev googletest  # tests
+  libbenchmark-dev                # micro-benchmarks
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: everything is already installed"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

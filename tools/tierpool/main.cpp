@@ -1,0 +1,79 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// main.cpp — the `tierpool` command line. It only dispatches: every command is a thin
+// layer over the library (see commands.hpp).
+#include "commands.hpp"
+
+#include <tierpool/error.hpp>
+#include <tierpool/version.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+struct command {
+  std::vector<std::string_view> path;  // e.g. {"bench", "arena"}
+  int (*run)(int, char**);
+  char const* summary;
+};
+
+command const commands[] = {
+  {{"info"}, tierpool::cli::info_command, "backend in use and why, devices, NUMA nodes, default tiers"},
+  {{"bench", "arena"}, tierpool::cli::bench_arena_command,
+   "arena sub-allocator workloads (rand50, rand85, dnn-static, dnn-dyn, dnn-tight)"},
+};
+
+void print_usage(std::FILE* out)
+{
+  std::fprintf(out, "tierpool %s — a tiered GPU memory pool\n\nusage: tierpool <command> [options]\n\ncommands:\n",
+               tierpool::version_string);
+  for (auto const& c : commands) {
+    std::string name;
+    for (auto p : c.path) { name += std::string(p) + " "; }
+    std::fprintf(out, "  %-16s%s\n", name.c_str(), c.summary);
+  }
+  std::fprintf(out, "\n`tierpool <command> --help` describes a command's options.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    print_usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  if (std::strcmp(argv[1], "--version") == 0) {
+    std::printf("tierpool %s\n", tierpool::version_string);
+    return 0;
+  }
+  for (auto const& c : commands) {
+    auto const depth = static_cast<int>(c.path.size());
+    if (argc <= depth) { continue; }
+    bool match = true;
+    for (int i = 0; i < depth; ++i) {
+      if (c.path[static_cast<std::size_t>(i)] != argv[i + 1]) { match = false; break; }
+    }
+    if (!match) { continue; }
+    std::string const self = "tierpool";
+    try {
+      // Hand the command its own argv: argv[0] names the command, then its options.
+      return c.run(argc - depth, argv + depth);
+    } catch (tierpool::logic_error const& e) {
+      std::fprintf(stderr, "tierpool: error: %s\n", e.what());
+      return 2;
+    } catch (std::exception const& e) {
+      std::fprintf(stderr, "tierpool: error: %s\n", e.what());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "tierpool: unknown command '%s'\n\n", argv[1]);
+  print_usage(stderr);
+  return 2;
+}

@@ -1,0 +1,16 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file tierpool.hpp
+ * @brief Umbrella header: everything a program that links tierpool::tierpool uses.
+ *        Includes no CUDA header.
+ */
+#pragma once
+
+#include <tierpool/config.hpp>
+#include <tierpool/version.hpp>
+#include <tierpool/export.hpp>
+#include <tierpool/types.hpp>
+#include <tierpool/error.hpp>
+#include <tierpool/tier.hpp>
+#include <tierpool/backend.hpp>

@@ -1,0 +1,27 @@
+# cmake -P script run by the install test; see install_test.cmake.
+file(REMOVE_RECURSE ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+
+function(run_step what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "install test: ${what} failed (${rc})\n${out}\n${err}")
+  endif()
+  set(step_output "${out}" PARENT_SCOPE)
+endfunction()
+
+run_step("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+if(NOT EXISTS ${prefix}/lib/cmake/tierpool/tierpoolConfig.cmake)
+  message(FATAL_ERROR "install test: no package config installed under ${prefix}/lib/cmake/tierpool")
+endif()
+if(NOT EXISTS ${prefix}/include/tierpool/config.hpp)
+  message(FATAL_ERROR "install test: the generated config.hpp was not installed")
+endif()
+run_step("configure consumer" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install/consumer -B ${WORK_DIR}/build
+  -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${prefix}
+  -DTIERPOOL_SOURCE_DIR=${SOURCE_DIR})
+run_step("build consumer" ${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+run_step("run consumer" ${WORK_DIR}/build/consumer)
+message(STATUS "consumer said: ${step_output}")
+run_step("run basic_pool example" ${WORK_DIR}/build/basic_pool/basic_pool)
+message(STATUS "install test: ok")

@@ -1,0 +1,264 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file arena.hpp
+ * @brief The arena: an offset-based two-level segregated fit (TLSF) sub-allocator.
+ *
+ * @defgroup arena Arena sub-allocator
+ * @{
+ */
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <tierpool/export.hpp>
+
+namespace tierpool {
+
+/**
+ * @brief Construction options of an @ref arena (create-info style aggregate).
+ */
+struct arena_options {
+  /// Granularity and minimum alignment in bytes: every block size and offset is a
+  /// multiple of it. Power of two, at least 8. 256 matches cudaMalloc's alignment.
+  std::uint64_t min_alignment{256};
+  /// log2 of the second-level subdivisions per power of two (2..6). 5 gives 32 bins per
+  /// power of two: a block's size is known to within 1/32 from its bin.
+  std::uint32_t second_level_log2{5};
+  /// Blocks examined per bin when choosing the tightest block: in the request's own bin,
+  /// and in the first bin that guarantees a fit (0 = whole lists, no longer O(1)).
+  /// See runtime/arena/README.md.
+  std::uint32_t bin_scan_limit{4};
+};
+
+/// @brief Figures of an arena at one moment (see @ref arena::statistics).
+struct arena_statistics {
+  std::uint64_t capacity{0};           ///< SUM of region capacities, bytes
+  std::uint64_t used_bytes{0};         ///< SUM of allocated block sizes, bytes
+  std::uint64_t free_bytes{0};         ///< capacity - used_bytes
+  std::uint64_t largest_free_block{0}; ///< size of the largest free block, bytes
+  std::uint64_t allocation_count{0};   ///< COUNT of live allocations
+  std::uint64_t free_block_count{0};   ///< COUNT of free blocks
+  std::uint32_t region_count{0};       ///< COUNT of regions
+  double external_fragmentation{0.0};  ///< 1 - largest_free / free (0 when free == 0)
+};
+
+/**
+ * @brief An offset sub-allocator over one or more independent regions, with O(1)
+ *        allocate and free (two-level segregated fit, neighbour coalescing).
+ *
+ * It hands out offsets, never touches the memory it manages (which may be device
+ * memory) and keeps its metadata in its own node storage: a vector of nodes with a free
+ * index list, so after warm-up no operation allocates.
+ *
+ * Regions: the first region is given to the constructor; `add_region` appends more (a
+ * tier that grows by another backend chunk). Regions are laid end to end in one global
+ * offset space, region `r` covering `[region_base(r), region_base(r) + region_capacity(r))`.
+ * Blocks never span or coalesce across regions. Alignment is guaranteed for the offset
+ * *within the region* (`offset - region_base(region)`), since the memory behind a region
+ * is a backend chunk whose base the backend aligns; for alignments up to
+ * `min_alignment` the global offset is aligned too.
+ *
+ * Thread safety: none. Like VMA's virtual block, an arena is externally synchronized
+ * (the tier that owns one calls it under the tier's lock).
+ *
+ * Ownership: move-only. Allocation handles are plain values; they stay valid until
+ * freed, `reset()` or the arena's destruction.
+ *
+ * @code
+ * tierpool::arena a{64_MiB};
+ * auto blk = a.allocate(1000);            // 1024 bytes reserved at a 256-aligned offset
+ * if (blk) { use(base + blk->offset); a.deallocate(*blk); }
+ * @endcode
+ */
+class TIERPOOL_EXPORT arena {
+ public:
+  /**
+   * @brief A live allocation: where it is and an O(1) handle to free it.
+   *
+   * A small value (32 bytes). `offset`, `size` and `region` are for the caller; the rest
+   * identifies the arena's node so that free needs no lookup and a stale or foreign
+   * handle is detected.
+   */
+  struct allocation {
+    std::uint64_t offset{0};  ///< global offset (region base + offset within the region)
+    std::uint64_t size{0};    ///< bytes reserved: the request rounded up to min_alignment
+    std::uint32_t region{0};  ///< index of the region holding the block
+
+    /// @brief Equal when both refer to the same allocation of the same arena.
+    friend bool operator==(allocation const&, allocation const&) noexcept = default;
+
+   private:
+    friend class arena;
+    std::uint32_t node_{0xFFFF'FFFFU};  ///< index into the arena's node storage
+    std::uint32_t generation_{0};       ///< node generation when allocated
+    std::uint32_t owner_{0};            ///< id of the arena that made it
+  };
+
+  /**
+   * @brief Create an arena whose first region holds `capacity` bytes.
+   * @param capacity Bytes of the first region, rounded down to `opts.min_alignment`.
+   *                 0 creates an arena with no region (add them with add_region).
+   * @param opts     Granularity and size-class options.
+   * @throws tierpool::logic_error if the options are invalid (min_alignment not a power of
+   *         two or < 8, second_level_log2 outside 2..6) or 0 < capacity < min_alignment.
+   */
+  explicit arena(std::uint64_t capacity, arena_options opts = {});
+  ~arena();
+  arena(arena const&) = delete;
+  arena& operator=(arena const&) = delete;
+  /// @brief Move: the source is left with no region; handles keep referring to the target.
+  arena(arena&&) noexcept;
+  /// @brief Move-assign; handles of the previous target's state become foreign.
+  arena& operator=(arena&&) noexcept;
+
+  /**
+   * @brief Reserve `bytes` at an offset aligned to `alignment` (within its region).
+   *
+   * O(1): the tightest of a few blocks of the request's own bin, else of the first bin
+   * whose blocks all fit, found with two bitmap searches (see Note [Best of a few: own
+   * bin first, then the guaranteed bin] in arena.cpp).
+   *
+   * @param bytes     Requested bytes, > 0; the reservation is rounded up to min_alignment.
+   * @param alignment Power of two, or 0 for min_alignment; smaller values act as min_alignment.
+   * @return The allocation, or std::nullopt when no free block can hold it.
+   * @throws tierpool::logic_error if `bytes == 0` or `alignment` is not a power of two.
+   */
+  [[nodiscard]] std::optional<allocation> allocate(std::uint64_t bytes, std::uint64_t alignment = 0);
+
+  /**
+   * @brief Free an allocation, coalescing with free neighbours in its region. O(1).
+   * @param a A live allocation of this arena.
+   * @throws tierpool::logic_error if `a` is not live in this arena (double free, freed by
+   *         reset, or another arena's handle); the arena is left unchanged.
+   */
+  void deallocate(allocation const& a);
+
+  /**
+   * @brief Free an allocation if it is live in this arena; never throws.
+   * @param a The allocation to free.
+   * @return false (and no change) if `a` is not a live allocation of this arena.
+   */
+  [[nodiscard]] bool try_deallocate(allocation const& a) noexcept;
+
+  /// @brief True when `a` is a live allocation of this arena. O(1).
+  [[nodiscard]] bool owns(allocation const& a) const noexcept;
+
+  /**
+   * @brief Append an independent region of `bytes` (rounded down to min_alignment).
+   * @param bytes Capacity of the new region.
+   * @return The new region's index.
+   * @throws tierpool::logic_error if `bytes < min_alignment` or the global offset space
+   *         (2^64) would overflow.
+   */
+  std::uint32_t add_region(std::uint64_t bytes);
+
+  /// @brief Free everything: each region becomes one free block. Every handle becomes stale.
+  void reset() noexcept;
+
+  /// @brief Total bytes of all regions.
+  [[nodiscard]] std::uint64_t capacity() const noexcept { return capacity_; }
+  /// @brief Bytes in allocated blocks.
+  [[nodiscard]] std::uint64_t used_bytes() const noexcept { return used_; }
+  /// @brief Bytes in free blocks (capacity - used).
+  [[nodiscard]] std::uint64_t free_bytes() const noexcept { return capacity_ - used_; }
+  /// @brief Number of live allocations.
+  [[nodiscard]] std::uint64_t allocation_count() const noexcept { return allocation_count_; }
+  /// @brief Number of free blocks.
+  [[nodiscard]] std::uint64_t free_block_count() const noexcept { return free_block_count_; }
+  /**
+   * @brief Size of the largest free block. O(levels + blocks in the highest non-empty bin);
+   *        that bin holds blocks within 1/2^second_level_log2 of each other, usually one.
+   */
+  [[nodiscard]] std::uint64_t largest_free_block() const noexcept;
+  /// @brief External fragmentation `1 - largest_free / free`; 0 when nothing is free.
+  [[nodiscard]] double external_fragmentation() const noexcept;
+  /// @brief All figures at once.
+  [[nodiscard]] arena_statistics statistics() const noexcept;
+
+  /// @brief Number of regions.
+  [[nodiscard]] std::uint32_t region_count() const noexcept { return static_cast<std::uint32_t>(regions_.size()); }
+  /// @brief Global offset of region `r`'s first byte. @throws tierpool::logic_error if r is out of range.
+  [[nodiscard]] std::uint64_t region_base(std::uint32_t r) const;
+  /// @brief Capacity of region `r`. @throws tierpool::logic_error if r is out of range.
+  [[nodiscard]] std::uint64_t region_capacity(std::uint32_t r) const;
+  /// @brief The options in effect.
+  [[nodiscard]] arena_options const& options() const noexcept { return opts_; }
+
+  /**
+   * @brief Check every invariant: blocks tile each region exactly, no two adjacent free
+   *        blocks, free lists and bitmaps agree with the blocks, counters match. O(n).
+   * @return true when every invariant holds.
+   */
+  [[nodiscard]] bool validate() const;
+
+ private:
+  static constexpr std::uint32_t none = 0xFFFF'FFFFU;
+  enum class node_state : std::uint8_t { unused, free, used };
+
+  // One block (or an unused slot). Physical neighbours link blocks of one region in
+  // offset order; free blocks are also on their bin's free list. Unused nodes form a
+  // singly linked list through next_free.
+  struct node {
+    std::uint64_t offset;     // global offset of the block
+    std::uint64_t size;       // bytes, multiple of min_alignment, > 0
+    std::uint32_t prev_phys;  // none at the start of a region
+    std::uint32_t next_phys;  // none at the end of a region
+    std::uint32_t prev_free;  // free list of the block's bin
+    std::uint32_t next_free;
+    std::uint32_t generation; // incremented each time the node becomes an allocation
+    std::uint32_t region;
+    node_state state;
+  };
+
+  struct region_info {
+    std::uint64_t base;
+    std::uint64_t capacity;
+    std::uint32_t first_node;  // never changes: splits keep the left piece in place
+  };
+
+  std::optional<allocation> allocate_unchecked(std::uint64_t bytes, std::uint64_t alignment) noexcept;
+  std::optional<allocation> allocate_aligned(std::uint64_t size, std::uint64_t alignment) noexcept;
+  [[noreturn]] static void fail_allocate(std::uint64_t bytes, std::uint64_t alignment);
+  void free_block(std::uint32_t b) noexcept;
+  [[nodiscard]] bool is_live(allocation const& a) const noexcept;
+  allocation take(std::uint32_t b, std::uint64_t offset, std::uint64_t size) noexcept;
+  [[nodiscard]] std::uint32_t find_fit(std::uint64_t size) const noexcept;
+  [[nodiscard]] std::uint32_t search_bins(std::uint32_t bin) const noexcept;
+  [[nodiscard]] std::uint32_t bin_of(std::uint64_t size) const noexcept;
+  [[nodiscard]] std::uint32_t bin_round_up(std::uint64_t size) const noexcept;
+  [[nodiscard]] std::uint64_t bin_lower_bound(std::uint32_t bin) const noexcept;
+  void insert_free(std::uint32_t b) noexcept;
+  void remove_free(std::uint32_t b) noexcept;
+  [[nodiscard]] std::uint32_t new_node() noexcept;
+  void release_node(std::uint32_t n) noexcept;
+  bool grow_nodes() noexcept;
+  void init_region_block(std::uint32_t r);
+
+  arena_options opts_;
+  std::uint64_t gran_mask_{0};      // min_alignment - 1
+  std::uint32_t gran_shift_{0};     // log2(min_alignment)
+  std::uint32_t sl_log2_{0};
+  std::uint32_t fl_count_{0};
+  std::uint32_t owner_{0};
+
+  std::vector<node> nodes_;
+  std::uint32_t unused_head_{none};
+  std::uint32_t spare_nodes_{0};    // COUNT of nodes on the unused list
+
+  std::vector<std::uint32_t> heads_;      // free-list head per bin, bin = fl << sl_log2 | sl
+  std::uint64_t fl_bitmap_{0};            // bit fl set <=> sl_bitmap_[fl] != 0
+  std::vector<std::uint64_t> sl_bitmap_;  // bit sl set <=> heads_[bin(fl, sl)] != none
+
+  std::vector<region_info> regions_;
+  std::uint64_t capacity_{0};          // SUM(region capacity)
+  std::uint64_t used_{0};              // SUM(size of used blocks)
+  std::uint64_t allocation_count_{0};  // COUNT(used blocks)
+  std::uint64_t free_block_count_{0};  // COUNT(free blocks)
+};
+
+}  // namespace tierpool
+
+/** @} */

@@ -1,3 +1,834 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// sim_backend_tests.cpp — the backend conformance suite instantiated for the sim backend
+// in each memory × clock mode, then the sim-only behaviour: exact virtual-clock timings,
+// link serialization and overlap, determinism, wall-clock throttling (lower bounds only),
+// fault injection, phantom memory, link parsing and argument validation.
 #include <gtest/gtest.h>
-// placeholder: being written
-TEST(Placeholder, Builds) { SUCCEED(); }
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <tierpool/backends/sim_backend.hpp>
+
+#include "conformance/backend_conformance.hpp"
+
+namespace {
+
+using namespace tierpool::literals;
+using tierpool::copy_desc;
+using tierpool::event_handle;
+using tierpool::link_model;
+using tierpool::sim_backend;
+using tierpool::sim_call;
+using tierpool::sim_clock_mode;
+using tierpool::sim_link;
+using tierpool::sim_links;
+using tierpool::sim_memory_mode;
+using tierpool::sim_options;
+using tierpool::status;
+using tierpool::stream_handle;
+using tierpool::tick;
+using tierpool::tier_kind;
+
+// ---- conformance instantiations ----
+
+template <sim_memory_mode Memory, sim_clock_mode Clock, bool Throttled>
+struct sim_factory {
+  static bool available() { return true; }
+  static std::unique_ptr<tierpool::backend> make()
+  {
+    sim_options o;
+    o.memory = Memory;
+    o.clock = Clock;
+    if (Throttled) {
+      o.links = sim_links::from_host_link(link_model::pcie5());
+    }
+    return tierpool::make_sim_backend(o);
+  }
+  static char const* name()
+  {
+    if (Memory == sim_memory_mode::real) {
+      if (Clock == sim_clock_mode::wall) {
+        return Throttled ? "RealWallPcie5" : "RealWall";
+      }
+      return "RealVirtual";
+    }
+    return Clock == sim_clock_mode::wall ? "PhantomWall" : "PhantomVirtual";
+  }
+};
+
+using sim_real_wall = sim_factory<sim_memory_mode::real, sim_clock_mode::wall, false>;
+using sim_real_wall_throttled = sim_factory<sim_memory_mode::real, sim_clock_mode::wall, true>;
+using sim_real_virtual = sim_factory<sim_memory_mode::real, sim_clock_mode::virtual_clock, false>;
+using sim_phantom_wall = sim_factory<sim_memory_mode::phantom, sim_clock_mode::wall, false>;
+using sim_phantom_virtual = sim_factory<sim_memory_mode::phantom, sim_clock_mode::virtual_clock, false>;
+
+struct sim_factory_names {
+  template <class T>
+  static std::string GetName(int /*index*/)
+  {
+    return T::name();
+  }
+};
+
+using sim_factories =
+  ::testing::Types<sim_real_wall, sim_real_wall_throttled, sim_real_virtual, sim_phantom_wall, sim_phantom_virtual>;
+
+}  // namespace
+
+INSTANTIATE_TYPED_TEST_SUITE_P(Sim, BackendConformance, sim_factories, sim_factory_names);
+
+namespace {
+
+// ---- helpers ----
+
+sim_options virtual_options(link_model h2d = {1e9, 1000}, link_model d2h = {1e9, 1000})
+{
+  sim_options o;
+  o.clock = sim_clock_mode::virtual_clock;
+  o.links = sim_links{h2d, d2h, link_model{1e9, 0}, link_model{1e9, 0}};
+  return o;
+}
+
+struct buffers {
+  buffers(sim_backend& be, std::size_t bytes) : be_(be), bytes_(bytes)
+  {
+    EXPECT_EQ(be.allocate(tier_kind::pinned_host, bytes, &host), status::ok);
+    EXPECT_EQ(be.allocate(tier_kind::device, bytes, &dev), status::ok);
+    EXPECT_EQ(be.allocate(tier_kind::device, bytes, &dev2), status::ok);
+  }
+  ~buffers()
+  {
+    be_.deallocate(tier_kind::pinned_host, host, bytes_);
+    be_.deallocate(tier_kind::device, dev, bytes_);
+    be_.deallocate(tier_kind::device, dev2, bytes_);
+  }
+  buffers(buffers const&) = delete;
+  buffers& operator=(buffers const&) = delete;
+  [[nodiscard]] copy_desc h2d(std::size_t n) const { return {dev, host, n, tier_kind::device, tier_kind::pinned_host}; }
+  [[nodiscard]] copy_desc d2h(std::size_t n) const { return {host, dev2, n, tier_kind::pinned_host, tier_kind::device}; }
+  [[nodiscard]] copy_desc d2d(std::size_t n) const { return {dev2, dev, n, tier_kind::device, tier_kind::device}; }
+
+  sim_backend& be_;
+  std::size_t bytes_;
+  void* host{nullptr};
+  void* dev{nullptr};
+  void* dev2{nullptr};
+};
+
+stream_handle new_stream(sim_backend& be)
+{
+  stream_handle s{};
+  EXPECT_EQ(be.create_stream(&s), status::ok);
+  return s;
+}
+
+event_handle new_event(sim_backend& be)
+{
+  event_handle e{};
+  EXPECT_EQ(be.create_event(&e), status::ok);
+  return e;
+}
+
+/// Resident set size of this process in bytes (Linux).
+std::size_t resident_bytes()
+{
+  std::ifstream f("/proc/self/statm");
+  std::size_t pages_total = 0;
+  std::size_t pages_resident = 0;
+  f >> pages_total >> pages_resident;
+  return pages_resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// ---- virtual clock ----
+
+TEST(SimVirtualClock, CopyCompletesAtLatencyPlusBytesOverBandwidth)
+{
+  sim_backend be{virtual_options({1e9, 1000})};  // 1 B/ns, 1 us
+  EXPECT_TRUE(be.caps().virtual_clock);
+  buffers b(be, 64_KiB);
+  stream_handle const s = new_stream(be);
+  event_handle const e = new_event(be);
+  EXPECT_EQ(be.now(), 0U);
+  ASSERT_EQ(be.copy_async(b.h2d(4096), s), status::ok);
+  ASSERT_EQ(be.record_event(e, s), status::ok);
+  EXPECT_EQ(be.event_time(e), std::optional<tick>{1000 + 4096});
+  EXPECT_EQ(be.stream_tail(s), std::optional<tick>{5096});
+  EXPECT_EQ(be.query_event(e), status::not_ready);
+  EXPECT_EQ(be.now(), 0U) << "enqueueing never moves the virtual clock";
+  ASSERT_EQ(be.synchronize_event(e), status::ok);
+  EXPECT_EQ(be.now(), 5096U);
+  EXPECT_EQ(be.query_event(e), status::ok);
+
+  // A copy enqueued later starts no earlier than now().
+  ASSERT_EQ(be.advance_by(10'000), status::ok);
+  EXPECT_EQ(be.now(), 15'096U);
+  ASSERT_EQ(be.copy_async(b.h2d(1000), s), status::ok);
+  EXPECT_EQ(be.stream_tail(s), std::optional<tick>{15'096 + 1000 + 1000});
+  ASSERT_EQ(be.synchronize_stream(s), status::ok);
+  EXPECT_EQ(be.now(), 17'096U);
+
+  auto const st = be.link_stats(sim_link::h2d);
+  EXPECT_EQ(st.copies, 2U);
+  EXPECT_EQ(st.bytes, 5096U);
+  EXPECT_EQ(st.busy_ns, 5096U + 2000U);
+}
+
+TEST(SimVirtualClock, TwoCopiesOnOneLinkSerialize)
+{
+  sim_backend be{virtual_options()};
+  buffers b(be, 64_KiB);
+  stream_handle const s1 = new_stream(be);
+  stream_handle const s2 = new_stream(be);
+  ASSERT_EQ(be.copy_async(b.h2d(4096), s1), status::ok);
+  ASSERT_EQ(be.copy_async(b.h2d(4096), s2), status::ok);
+  EXPECT_EQ(be.stream_tail(s1), std::optional<tick>{5096});
+  EXPECT_EQ(be.stream_tail(s2), std::optional<tick>{2 * 5096}) << "second copy waits for the h2d link";
+}
+
+TEST(SimVirtualClock, CopiesOnTwoLinksOverlap)
+{
+  sim_backend be{virtual_options()};
+  buffers b(be, 64_KiB);
+  stream_handle const s1 = new_stream(be);
+  stream_handle const s2 = new_stream(be);
+  ASSERT_EQ(be.copy_async(b.h2d(4096), s1), status::ok);
+  ASSERT_EQ(be.copy_async(b.d2h(4096), s2), status::ok);
+  EXPECT_EQ(be.stream_tail(s1), std::optional<tick>{5096});
+  EXPECT_EQ(be.stream_tail(s2), std::optional<tick>{5096}) << "h2d and d2h are separate links";
+  // Same stream, different links: still in stream order.
+  stream_handle const s3 = new_stream(be);
+  ASSERT_EQ(be.copy_async(b.d2d(1000), s3), status::ok);  // d2d: 1 B/ns, no latency
+  EXPECT_EQ(be.stream_tail(s3), std::optional<tick>{1000});
+  ASSERT_EQ(be.compute_async(s3, 500), status::ok);
+  EXPECT_EQ(be.stream_tail(s3), std::optional<tick>{1500});
+}
+
+TEST(SimVirtualClock, StreamWaitOnEventDelaysStart)
+{
+  sim_backend be{virtual_options({1e9, 1000}, {1e9, 0})};
+  buffers b(be, 64_KiB);
+  stream_handle const a = new_stream(be);
+  stream_handle const c = new_stream(be);
+  stream_handle const free_stream = new_stream(be);
+  event_handle const e = new_event(be);
+  ASSERT_EQ(be.copy_async(b.h2d(4096), a), status::ok);  // ends 5096
+  ASSERT_EQ(be.record_event(e, a), status::ok);
+  ASSERT_EQ(be.stream_wait_event(c, e), status::ok);
+  ASSERT_EQ(be.copy_async(b.d2h(1000), c), status::ok);
+  EXPECT_EQ(be.stream_tail(c), std::optional<tick>{5096 + 1000}) << "start delayed to the event";
+  ASSERT_EQ(be.copy_async(b.d2h(1000), free_stream), status::ok);
+  // free_stream did not wait; it queues behind c's copy on the d2h link only.
+  EXPECT_EQ(be.stream_tail(free_stream), std::optional<tick>{6096 + 1000});
+
+  // Waiting on a never-recorded event does not delay.
+  sim_backend be2{virtual_options({1e9, 1000}, {1e9, 0})};
+  buffers b2(be2, 64_KiB);
+  stream_handle const s = new_stream(be2);
+  event_handle const never = new_event(be2);
+  ASSERT_EQ(be2.stream_wait_event(s, never), status::ok);
+  ASSERT_EQ(be2.copy_async(b2.d2h(1000), s), status::ok);
+  EXPECT_EQ(be2.stream_tail(s), std::optional<tick>{1000});
+}
+
+std::vector<tick> scripted_run()
+{
+  sim_options o;
+  o.clock = sim_clock_mode::virtual_clock;
+  o.links = sim_links::from_host_link(link_model::pcie4());
+  sim_backend be{o};
+  buffers b(be, 4_MiB);
+  std::vector<stream_handle> s;
+  std::vector<event_handle> e;
+  for (int i = 0; i < 3; ++i) {
+    s.push_back(new_stream(be));
+    e.push_back(new_event(be));
+  }
+  std::vector<tick> times;
+  for (std::size_t step = 0; step < 30; ++step) {
+    std::size_t const i = step % 3;
+    std::size_t const bytes = (step * 37'001) % (4_MiB) + 1;
+    copy_desc const d = step % 2 == 0 ? b.h2d(bytes) : b.d2h(bytes);
+    EXPECT_EQ(be.copy_async(d, s[i]), status::ok);
+    EXPECT_EQ(be.compute_async(s[i], step * 100), status::ok);
+    EXPECT_EQ(be.record_event(e[i], s[i]), status::ok);
+    EXPECT_EQ(be.stream_wait_event(s[(i + 1) % 3], e[i]), status::ok);
+    times.push_back(be.event_time(e[i]).value_or(0));
+    if (step % 7 == 0) {
+      EXPECT_EQ(be.synchronize_event(e[i]), status::ok);
+      times.push_back(be.now());
+    }
+  }
+  for (auto const st : s) {
+    EXPECT_EQ(be.synchronize_stream(st), status::ok);
+  }
+  times.push_back(be.now());
+  return times;
+}
+
+TEST(SimVirtualClock, SameSequenceGivesIdenticalTimes)
+{
+  std::vector<tick> const first = scripted_run();
+  std::vector<tick> const second = scripted_run();
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(first, second);
+  EXPECT_GT(first.back(), 0U);
+  EXPECT_GE(first.back(), *std::max_element(first.begin(), first.end())) << "the final sync covers every event";
+}
+
+TEST(SimVirtualClock, AdvanceIsMonotonicAndWallClockRefusesIt)
+{
+  sim_backend be{virtual_options()};
+  ASSERT_EQ(be.advance_to(500), status::ok);
+  ASSERT_EQ(be.advance_to(100), status::ok);
+  EXPECT_EQ(be.now(), 500U);
+  sim_backend wall{};
+  EXPECT_EQ(wall.advance_by(1), status::not_supported);
+  EXPECT_EQ(wall.event_time(new_event(wall)), std::nullopt);
+}
+
+// ---- wall clock ----
+
+TEST(SimWallClock, ThrottledCopyCompletesNoEarlierThanModelled)
+{
+  sim_options o;
+  o.links = sim_links{link_model{1e9, 200'000}, link_model{1e9, 200'000}, {}, {}};  // 1 B/ns, 200 us
+  sim_backend be{o};
+  buffers b(be, 1_MiB);
+  stream_handle const s = new_stream(be);
+  std::memset(b.host, 0x5A, 1_MiB);
+  tick const modelled = o.links->h2d.transfer_ns(1_MiB);
+  EXPECT_EQ(modelled, 200'000U + 1'048'576U);
+  tick const t0 = be.now();
+  ASSERT_EQ(be.copy_async(b.h2d(1_MiB), s), status::ok);
+  ASSERT_EQ(be.copy_async(b.d2d(1_MiB), s), status::ok);
+  ASSERT_EQ(be.synchronize_stream(s), status::ok);
+  EXPECT_GE(be.now() - t0, modelled);
+  EXPECT_EQ(static_cast<unsigned char*>(b.dev2)[1_MiB - 1], 0x5A);
+
+  // Two copies on one link serialize: at least twice the modelled time.
+  stream_handle const s2 = new_stream(be);
+  tick const t1 = be.now();
+  ASSERT_EQ(be.copy_async(b.h2d(1_MiB), s), status::ok);  // host -> dev
+  ASSERT_EQ(be.copy_async({b.dev2, b.host, 1_MiB, tier_kind::device, tier_kind::pinned_host}, s2), status::ok);
+  ASSERT_EQ(be.synchronize_stream(s), status::ok);
+  ASSERT_EQ(be.synchronize_stream(s2), status::ok);
+  EXPECT_GE(be.now() - t1, 2 * modelled);
+}
+
+TEST(SimWallClock, ComputeOccupiesTheStream)
+{
+  sim_backend be{};
+  stream_handle const s = new_stream(be);
+  tick const t0 = be.now();
+  ASSERT_EQ(be.compute_async(s, 2'000'000), status::ok);  // 2 ms
+  ASSERT_EQ(be.synchronize_stream(s), status::ok);
+  EXPECT_GE(be.now() - t0, 2'000'000U);
+}
+
+// ---- fault injection ----
+
+TEST(SimFaults, KthAllocateFailsWithNoSideEffect)
+{
+  sim_backend be{};
+  be.set_faults({0, {{sim_call::allocate, 3, 0.0}}});
+  void* p1 = nullptr;
+  void* p2 = nullptr;
+  ASSERT_EQ(be.allocate(tier_kind::device, 1_MiB, &p1), status::ok);
+  ASSERT_EQ(be.allocate(tier_kind::device, 1_MiB, &p2), status::ok);
+  std::size_t const used = be.allocated_bytes(tier_kind::device);
+  std::size_t const live = be.live_allocations();
+  void* p3 = reinterpret_cast<void*>(std::uintptr_t{0x1});
+  EXPECT_EQ(be.allocate(tier_kind::device, 1_MiB, &p3), status::injected_fault);
+  EXPECT_EQ(p3, nullptr);
+  EXPECT_EQ(be.allocated_bytes(tier_kind::device), used);
+  EXPECT_EQ(be.live_allocations(), live);
+  EXPECT_NE(be.last_error().find("injected fault: allocate call #3"), std::string::npos) << be.last_error();
+  EXPECT_EQ(be.faults_injected(), 1U);
+  void* p4 = nullptr;
+  EXPECT_EQ(be.allocate(tier_kind::device, 1_MiB, &p4), status::ok) << "only the 3rd call fails";
+  EXPECT_EQ(be.call_count(sim_call::allocate), 4U);
+  for (void* p : {p1, p2, p4}) {
+    be.deallocate(tier_kind::device, p, 1_MiB);
+  }
+  EXPECT_EQ(be.allocated_bytes(tier_kind::device), 0U);
+}
+
+std::vector<int> failing_indices(std::uint64_t seed, double p)
+{
+  sim_options o;
+  o.faults = {seed, {{sim_call::allocate, 0, p}}};
+  sim_backend be{o};
+  std::vector<int> fails;
+  for (int i = 0; i < 200; ++i) {
+    void* ptr = nullptr;
+    status const s = be.allocate(tier_kind::host, 64, &ptr);
+    if (s == status::injected_fault) {
+      fails.push_back(i);
+    } else {
+      EXPECT_EQ(s, status::ok);
+      be.deallocate(tier_kind::host, ptr, 64);
+    }
+  }
+  EXPECT_EQ(be.faults_injected(), fails.size());
+  return fails;
+}
+
+TEST(SimFaults, ProbabilityWithSeedIsReproducible)
+{
+  auto const a = failing_indices(42, 0.25);
+  auto const b = failing_indices(42, 0.25);
+  auto const c = failing_indices(43, 0.25);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c) << "a different seed should fail different calls";
+  EXPECT_GT(a.size(), 20U);   // ~50 expected of 200
+  EXPECT_LT(a.size(), 100U);
+  EXPECT_TRUE(failing_indices(7, 0.0).empty());
+  EXPECT_EQ(failing_indices(7, 1.0).size(), 200U);
+}
+
+/// Observable state of a backend after the fault scenario body.
+struct signature {
+  std::size_t live{0};
+  std::size_t device_bytes{0};
+  std::size_t pinned_bytes{0};
+  std::size_t managed_bytes{0};
+  std::uint64_t enqueued{0};
+  int host_calls{0};
+  int handles_created{0};
+  friend bool operator==(signature const&, signature const&) = default;
+};
+
+std::ostream& operator<<(std::ostream& os, signature const& s)
+{
+  return os << "{live " << s.live << ", dev " << s.device_bytes << ", pinned " << s.pinned_bytes << ", managed "
+            << s.managed_bytes << ", enqueued " << s.enqueued << ", host " << s.host_calls << ", handles "
+            << s.handles_created << "}";
+}
+
+/// Runs every fallible call once on resources made in setup. Records each call's status
+/// and, when `trace` is non-null, the signature after each call.
+class fault_scenario {
+ public:
+  explicit fault_scenario(sim_backend& be) : be_(be), bufs_(be, 4096)
+  {
+    s_ = new_stream(be);
+    s2_ = new_stream(be);
+    e_ = new_event(be);
+    EXPECT_EQ(be.allocate(tier_kind::managed, 4096, &managed_), status::ok);
+  }
+  ~fault_scenario()
+  {
+    for (void* p : made_device_) {
+      be_.deallocate(tier_kind::device, p, 1024);
+    }
+    for (void* p : made_pinned_) {
+      be_.deallocate(tier_kind::pinned_host, p, 1024);
+    }
+    be_.deallocate(tier_kind::managed, managed_, 4096);
+  }
+  fault_scenario(fault_scenario const&) = delete;
+  fault_scenario& operator=(fault_scenario const&) = delete;
+
+  [[nodiscard]] signature sig() const
+  {
+    return {be_.live_allocations(),
+            be_.allocated_bytes(tier_kind::device),
+            be_.allocated_bytes(tier_kind::pinned_host),
+            be_.allocated_bytes(tier_kind::managed),
+            be_.enqueued_operations(),
+            host_calls_.load(),
+            handles_};
+  }
+
+  std::vector<status> run(std::vector<signature>* trace)
+  {
+    std::vector<std::function<status()>> const calls{
+      [&] {
+        void* p = nullptr;
+        status const r = be_.allocate(tier_kind::device, 1024, &p);
+        if (r == status::ok) {
+          made_device_.push_back(p);
+        }
+        return r;
+      },
+      [&] {
+        void* p = nullptr;
+        status const r = be_.allocate(tier_kind::pinned_host, 1024, &p);
+        if (r == status::ok) {
+          made_pinned_.push_back(p);
+        }
+        return r;
+      },
+      [&] {
+        stream_handle s{};
+        status const r = be_.create_stream(&s);
+        handles_ += r == status::ok ? 1 : 0;
+        return r;
+      },
+      [&] {
+        event_handle e{};
+        status const r = be_.create_event(&e);
+        handles_ += r == status::ok ? 1 : 0;
+        return r;
+      },
+      [&] { return be_.copy_async(bufs_.h2d(4096), s_); },
+      [&] { return be_.record_event(e_, s_); },
+      [&] { return be_.stream_wait_event(s2_, e_); },
+      [&] { return be_.launch_host_func(s_, &tierpool::conformance::host_counter_increment, &host_calls_); },
+      [&] { return be_.prefetch_async(managed_, 4096, {tier_kind::device, -1}, s_); },
+      [&] { return be_.compute_async(s_, 100); },
+      [&] { return be_.copy_async(bufs_.d2d(4096), s2_); },
+    };
+    std::vector<status> out;
+    for (auto const& c : calls) {
+      out.push_back(c());
+      if (trace != nullptr) {
+        trace->push_back(sig());
+      }
+    }
+    return out;
+  }
+
+ private:
+  sim_backend& be_;
+  buffers bufs_;
+  stream_handle s_{};
+  stream_handle s2_{};
+  event_handle e_{};
+  void* managed_{nullptr};
+  std::vector<void*> made_device_;
+  std::vector<void*> made_pinned_;
+  std::atomic<int> host_calls_{0};
+  int handles_{0};
+};
+
+signature minus(signature a, signature const& before, signature const& after)
+{
+  a.live -= after.live - before.live;
+  a.device_bytes -= after.device_bytes - before.device_bytes;
+  a.pinned_bytes -= after.pinned_bytes - before.pinned_bytes;
+  a.managed_bytes -= after.managed_bytes - before.managed_bytes;
+  a.enqueued -= after.enqueued - before.enqueued;
+  a.host_calls -= after.host_calls - before.host_calls;
+  a.handles_created -= after.handles_created - before.handles_created;
+  return a;
+}
+
+TEST(SimFaults, FailEachFallibleCallInTurnLeavesNoSideEffect)
+{
+  sim_options const o = virtual_options();  // eager, so the signature is exact at once
+  std::vector<signature> trace;
+  signature start;
+  std::uint64_t n = 0;
+  {
+    sim_backend be{o};
+    fault_scenario sc(be);
+    be.reset_call_counts();
+    start = sc.sig();
+    for (status const s : sc.run(&trace)) {
+      ASSERT_EQ(s, status::ok) << be.last_error();
+    }
+    n = be.call_count(sim_call::any);
+    for (std::size_t k = 0; k < tierpool::sim_call_count; ++k) {
+      EXPECT_GT(be.call_count(static_cast<sim_call>(k)), 0U)
+        << "scenario misses kind " << tierpool::to_string(static_cast<sim_call>(k));
+    }
+  }
+  ASSERT_EQ(n, trace.size()) << "one counted call per scenario step";
+  for (std::uint64_t k = 1; k <= n; ++k) {
+    SCOPED_TRACE("failing call #" + std::to_string(k));
+    sim_backend be{o};
+    fault_scenario sc(be);
+    be.set_faults({0, {{sim_call::any, k, 0.0}}});  // installed after setup
+    std::vector<status> const got = sc.run(nullptr);
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i], i + 1 == k ? status::injected_fault : status::ok) << "step " << i;
+    }
+    EXPECT_EQ(be.faults_injected(), 1U);
+    signature const before = k == 1 ? start : trace[k - 2];
+    EXPECT_EQ(sc.sig(), minus(trace.back(), before, trace[k - 1])) << "the failed call left a side effect";
+  }
+}
+
+TEST(SimFaults, EachKindFailsOnItsFirstCall)
+{
+  for (std::size_t k = 0; k < tierpool::sim_call_count; ++k) {
+    auto const kind = static_cast<sim_call>(k);
+    SCOPED_TRACE(std::string(tierpool::to_string(kind)));
+    sim_backend be{virtual_options()};
+    fault_scenario sc(be);
+    be.reset_call_counts();
+    be.set_faults({0, {{kind, 1, 0.0}}});
+    std::vector<status> const got = sc.run(nullptr);
+    EXPECT_EQ(std::count(got.begin(), got.end(), status::injected_fault), 1);
+    EXPECT_EQ(be.faults_injected(), 1U);
+    be.clear_faults();
+    void* p = nullptr;
+    EXPECT_EQ(be.allocate(tier_kind::host, 64, &p), status::ok) << "cleared rules fail nothing";
+    be.deallocate(tier_kind::host, p, 64);
+  }
+}
+
+TEST(SimFaults, InvalidCallsAreNotCounted)
+{
+  sim_backend be{};
+  void* p = nullptr;
+  EXPECT_EQ(be.allocate(tier_kind::device, 0, &p), status::invalid_value);
+  EXPECT_EQ(be.record_event(event_handle{12345}, stream_handle{}), status::invalid_value);
+  EXPECT_EQ(be.call_count(sim_call::any), 0U);
+  EXPECT_THROW(be.set_faults({0, {{sim_call::copy, 0, 1.5}}}), tierpool::logic_error);
+}
+
+// ---- phantom memory ----
+
+TEST(SimPhantom, EightyGigabyteDeviceUsesNoHostMemory)
+{
+  sim_options o;
+  o.memory = sim_memory_mode::phantom;
+  o.clock = sim_clock_mode::virtual_clock;
+  o.device_bytes = 80'000'000'000ULL;
+  o.managed_bytes = 0;
+  sim_backend be{o};
+  EXPECT_FALSE(be.caps().real_memory);
+  EXPECT_EQ(be.caps().device_name, "simulated device (80 GB, phantom memory, virtual clock)");
+  std::size_t const rss_before = resident_bytes();
+  std::vector<void*> dev;
+  for (int i = 0; i < 9; ++i) {
+    void* p = nullptr;
+    ASSERT_EQ(be.allocate(tier_kind::device, 8_GiB, &p), status::ok) << i << ": " << be.last_error();
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 256, 0U);
+    dev.push_back(p);
+  }
+  void* too_much = nullptr;
+  EXPECT_EQ(be.allocate(tier_kind::device, 8_GiB, &too_much), status::out_of_memory);
+  EXPECT_NE(be.last_error().find("exceeds capacity"), std::string::npos) << be.last_error();
+  void* host = nullptr;
+  ASSERT_EQ(be.allocate(tier_kind::host, 512_GiB, &host), status::ok);  // host is unbounded
+  std::size_t const rss_after = resident_bytes();
+  EXPECT_LT(rss_after, rss_before + 64_MiB) << "phantom allocations must not touch host memory";
+
+  copy_desc const down{host, dev[0], 8_GiB, tier_kind::host, tier_kind::device};
+  copy_desc const across{dev[1], dev[0], 8_GiB, tier_kind::device, tier_kind::device};
+  ASSERT_EQ(be.copy_async(down, stream_handle{}), status::ok);
+  ASSERT_EQ(be.copy_async(across, stream_handle{}), status::ok);
+  ASSERT_EQ(be.synchronize_stream(stream_handle{}), status::ok);
+  EXPECT_GT(be.now(), 8_GiB / 25U) << "pcie4 default link: 8 GiB takes ~0.34 s of virtual time";
+  EXPECT_EQ(be.link_stats(sim_link::d2h).bytes, 8_GiB);
+
+  std::size_t free_b = 0;
+  std::size_t total_b = 0;
+  ASSERT_EQ(be.device_memory_info(&free_b, &total_b), status::ok);
+  EXPECT_EQ(total_b, 80'000'000'000ULL);
+  EXPECT_EQ(free_b, 80'000'000'000ULL - 9 * 8_GiB);
+  for (void* p : dev) {
+    be.deallocate(tier_kind::device, p, 8_GiB);
+  }
+  be.deallocate(tier_kind::host, host, 512_GiB);
+  EXPECT_EQ(be.live_allocations(), 0U);
+  EXPECT_EQ(be.invalid_deallocations(), 0U);
+}
+
+// ---- link models ----
+
+TEST(SimLinks, PresetsAndTransferTimes)
+{
+  EXPECT_EQ(link_model::pcie4().transfer_ns(25'000'000'000ULL), 1'000'000'000U + 2'000U);
+  EXPECT_EQ(link_model{}.transfer_ns(1_GiB), 0U);
+  EXPECT_TRUE(link_model{}.unthrottled());
+  EXPECT_EQ(link_model({1e9, 0}).transfer_ns(1), 1U);
+  EXPECT_GT(link_model::cxl().latency_ns, link_model::pcie4().latency_ns);
+  EXPECT_GT(link_model::nvlink_c2c().bandwidth_bytes_per_s, link_model::pcie5().bandwidth_bytes_per_s);
+  EXPECT_EQ(tierpool::link_for(tier_kind::device, tier_kind::pinned_host), sim_link::h2d);
+  EXPECT_EQ(tierpool::link_for(tier_kind::device, tier_kind::managed), sim_link::h2d);
+  EXPECT_EQ(tierpool::link_for(tier_kind::host, tier_kind::device), sim_link::d2h);
+  EXPECT_EQ(tierpool::link_for(tier_kind::device, tier_kind::device), sim_link::d2d);
+  EXPECT_EQ(tierpool::link_for(tier_kind::host, tier_kind::pinned_host), sim_link::h2h);
+  EXPECT_EQ(tierpool::to_string(sim_link::d2h), "d2h");
+}
+
+TEST(SimLinks, ParsesPresetsAndNumbers)
+{
+  EXPECT_EQ(tierpool::parse_link_model("pcie4"), link_model::pcie4());
+  EXPECT_EQ(tierpool::parse_link_model(" PCIe5 "), link_model::pcie5());
+  EXPECT_EQ(tierpool::parse_link_model("nvlink-c2c"), link_model::nvlink_c2c());
+  EXPECT_EQ(tierpool::parse_link_model("cxl"), link_model::cxl());
+  EXPECT_EQ(tierpool::parse_link_model("none"), link_model{});
+  EXPECT_EQ(tierpool::parse_link_model("25e9,2000"), (link_model{25e9, 2000}));
+  EXPECT_EQ(tierpool::parse_link_model("1e9, 1.5e3"), (link_model{1e9, 1500}));
+  EXPECT_EQ(tierpool::parse_link_model("0,0"), link_model{});
+}
+
+TEST(SimLinks, RejectsBadStringsWithAReason)
+{
+  for (char const* bad : {"", "   ", "pcie9", "25e9", "abc,10", "-1,5", "1e9,-3", "1e9,2000,3", "nan,1", "inf,1",
+                          ",", "1e9,", "25 GB/s,2000"}) {
+    SCOPED_TRACE(bad);
+    std::string err;
+    EXPECT_EQ(tierpool::parse_link_model(bad, &err), std::nullopt);
+    EXPECT_FALSE(err.empty());
+  }
+  std::string err;
+  (void)tierpool::parse_link_model("pcie9", &err);
+  EXPECT_NE(err.find("pcie9"), std::string::npos) << err;
+  EXPECT_NE(err.find("pcie4"), std::string::npos) << "the message lists the presets: " << err;
+  EXPECT_EQ(tierpool::parse_link_model("pcie9"), std::nullopt) << "a null error pointer is fine";
+}
+
+// ---- validation, caps, options ----
+
+TEST(SimValidation, DefaultCapsDescribeTheDevice)
+{
+  auto const be = tierpool::make_sim_backend();
+  auto const& c = be->caps();
+  EXPECT_EQ(c.name, "sim");
+  EXPECT_EQ(c.device_name, "simulated device (256 MiB, real memory, wall clock)");
+  EXPECT_EQ(c.device_bytes, 256_MiB);
+  EXPECT_EQ(c.managed_bytes, 256_MiB);
+  EXPECT_TRUE(c.has_managed);
+  EXPECT_TRUE(c.has_managed_prefetch);
+  EXPECT_TRUE(c.real_memory);
+  EXPECT_FALSE(c.virtual_clock);
+  EXPECT_EQ(c.allocation_alignment, 256U);
+  auto const* sim = dynamic_cast<sim_backend const*>(be.get());
+  ASSERT_NE(sim, nullptr);
+  EXPECT_EQ(sim->options().links, sim_links::unthrottled());
+  sim_backend v{virtual_options()};
+  sim_options vo;
+  vo.clock = sim_clock_mode::virtual_clock;
+  EXPECT_EQ(sim_backend{vo}.options().links, sim_links::from_host_link(link_model::pcie4()));
+}
+
+TEST(SimValidation, ForeignAndMismatchedFreesAreIgnoredAndRecorded)
+{
+  sim_backend be{};
+  int local = 0;
+  be.deallocate(tier_kind::device, &local, sizeof local);
+  EXPECT_EQ(be.invalid_deallocations(), 1U);
+  EXPECT_NE(be.last_error().find("not allocated by this backend"), std::string::npos) << be.last_error();
+
+  void* d = nullptr;
+  ASSERT_EQ(be.allocate(tier_kind::device, 1000, &d), status::ok);
+  EXPECT_EQ(be.allocated_bytes(tier_kind::device), 1024U) << "sizes round up to 256";
+  be.deallocate(tier_kind::host, d, 1000);  // wrong kind: ignored
+  EXPECT_EQ(be.invalid_deallocations(), 2U);
+  EXPECT_EQ(be.live_allocations(), 1U);
+  be.deallocate(tier_kind::device, d, 1000);
+  EXPECT_EQ(be.live_allocations(), 0U);
+  be.deallocate(tier_kind::device, d, 1000);  // double free: ignored
+  EXPECT_EQ(be.invalid_deallocations(), 3U);
+
+  void* m = nullptr;
+  ASSERT_EQ(be.allocate(tier_kind::pinned_host, 512, &m), status::ok);
+  be.deallocate(tier_kind::pinned_host, m, 4096);  // wrong size: freed anyway, recorded
+  EXPECT_EQ(be.live_allocations(), 0U);
+  EXPECT_EQ(be.invalid_deallocations(), 4U);
+}
+
+TEST(SimValidation, CopiesMustStayInsideBackendAllocations)
+{
+  sim_backend be{};
+  buffers b(be, 4096);
+  std::vector<std::byte> user(8192);
+  EXPECT_EQ(be.copy_async({b.dev, user.data(), 4096, tier_kind::device, tier_kind::host}, {}), status::ok)
+    << "host kinds may be any host memory";
+  EXPECT_EQ(be.copy_async({user.data(), b.host, 4096, tier_kind::device, tier_kind::pinned_host}, {}),
+            status::invalid_value)
+    << "device destination not from this backend";
+  EXPECT_NE(be.last_error().find("destination range"), std::string::npos) << be.last_error();
+  EXPECT_EQ(be.copy_async({b.dev, b.host, 4097, tier_kind::device, tier_kind::pinned_host}, {}), status::invalid_value)
+    << "past the end of the device allocation";
+  EXPECT_EQ(be.copy_async({static_cast<std::byte*>(b.dev) + 16, b.dev, 64, tier_kind::device, tier_kind::device}, {}),
+            status::invalid_value)
+    << "overlapping ranges";
+  EXPECT_EQ(be.prefetch_async(b.dev, 64, {tier_kind::device, -1}, {}), status::invalid_value)
+    << "prefetch needs managed memory";
+  EXPECT_EQ(be.synchronize_stream({}), status::ok);
+}
+
+TEST(SimValidation, NoManagedMemoryMeansNotSupported)
+{
+  sim_options o;
+  o.managed_bytes = 0;
+  sim_backend be{o};
+  EXPECT_FALSE(be.caps().has_managed);
+  EXPECT_FALSE(be.caps().has_managed_prefetch);
+  void* p = nullptr;
+  EXPECT_EQ(be.allocate(tier_kind::managed, 64, &p), status::not_supported);
+  int x = 0;
+  EXPECT_EQ(be.prefetch_async(&x, 4, {}, {}), status::not_supported);
+}
+
+TEST(SimValidation, BadOptionsThrowLogicError)
+{
+  sim_options zero;
+  zero.device_bytes = 0;
+  EXPECT_THROW(sim_backend{zero}, tierpool::logic_error);
+  sim_options neg;
+  neg.links = sim_links{link_model{-1.0, 0}, {}, {}, {}};
+  EXPECT_THROW((void)tierpool::make_sim_backend(neg), tierpool::logic_error);
+  sim_options prob;
+  prob.faults.rules.push_back({sim_call::any, 0, -0.5});
+  EXPECT_THROW(sim_backend{prob}, tierpool::logic_error);
+}
+
+TEST(SimValidation, LastErrorIsPerThreadAndPerBackend)
+{
+  sim_backend be{};
+  sim_backend other{};
+  void* p = nullptr;
+  EXPECT_EQ(be.last_error(), "");
+  EXPECT_EQ(be.allocate(tier_kind::device, 512_MiB, &p), status::out_of_memory);
+  std::string const msg = be.last_error();
+  EXPECT_NE(msg.find("out_of_memory"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("268435456"), std::string::npos) << "message names the capacity: " << msg;
+  EXPECT_EQ(other.last_error(), "");
+  std::string seen_elsewhere = "unset";
+  std::thread([&] { seen_elsewhere = be.last_error(); }).join();
+  EXPECT_EQ(seen_elsewhere, "");
+}
+
+TEST(SimValidation, DeviceMemoryInfoTracksAllocations)
+{
+  sim_options o;
+  o.device_bytes = 1_MiB;
+  sim_backend be{o};
+  void* p = nullptr;
+  ASSERT_EQ(be.allocate(tier_kind::device, 300_KiB, &p), status::ok);
+  std::size_t free_b = 0;
+  std::size_t total_b = 0;
+  ASSERT_EQ(be.device_memory_info(&free_b, &total_b), status::ok);
+  EXPECT_EQ(total_b, 1_MiB);
+  EXPECT_EQ(free_b, 1_MiB - 300_KiB);
+  EXPECT_EQ(be.device_memory_info(nullptr, &total_b), status::invalid_value);
+  be.deallocate(tier_kind::device, p, 300_KiB);
+}
+
+TEST(SimWallClock, DestructorDrainsQueuedWork)
+{
+  std::atomic<int> counter{0};
+  {
+    sim_backend be{};
+    stream_handle const s = new_stream(be);
+    ASSERT_EQ(be.compute_async(s, 1'000'000), status::ok);
+    for (int i = 0; i < 10; ++i) {
+      ASSERT_EQ(be.launch_host_func(s, &tierpool::conformance::host_counter_increment, &counter), status::ok);
+    }
+  }
+  EXPECT_EQ(counter.load(), 10);
+}
+
+}  // namespace

@@ -1,0 +1,61 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file fault_injector.hpp
+ * @brief Private: the sim backend's reproducible fault injector and call counters.
+ */
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <tierpool/backends/sim_backend.hpp>
+
+namespace tierpool::detail {
+
+/**
+ * @brief Counts fallible calls per kind and decides which fail.
+ *
+ * Thread safety: every member is safe to call concurrently (one mutex).
+ * Determinism: for a rule with probability p, the decision for its i-th matching call is
+ * hash(seed, rule index, i) < p, independent of other rules and of timing.
+ */
+class fault_injector {
+ public:
+  /// @brief Validate `opts` (probabilities in [0, 1]); throws tierpool::logic_error otherwise.
+  static void validate(sim_fault_options const& opts);
+
+  /// @brief Replace the rules; each rule's match count restarts at 0. Throws like validate().
+  void set(sim_fault_options opts);
+  /// @brief Remove every rule.
+  void clear() noexcept;
+  /**
+   * @brief Count one call of `kind` and decide whether it fails.
+   * @param why When the call must fail, receives a description (may stay unchanged otherwise).
+   * @return true when the call must fail with status::injected_fault.
+   */
+  [[nodiscard]] bool check(sim_call kind, std::string* why) noexcept;
+
+  /// @brief Counted calls of `kind` (`any`: all kinds).
+  [[nodiscard]] std::uint64_t count(sim_call kind) const noexcept;
+  /// @brief Zero the per-kind counters.
+  void reset_counts() noexcept;
+  /// @brief Calls failed so far.
+  [[nodiscard]] std::uint64_t injected() const noexcept;
+
+ private:
+  struct rule_state {
+    sim_fault_rule rule;
+    std::uint64_t seen{0};  // matching calls since the rule was installed
+  };
+  mutable std::mutex mtx_;
+  std::uint64_t seed_{0};
+  std::vector<rule_state> rules_;
+  std::array<std::uint64_t, sim_call_count> counts_{};
+  std::uint64_t injected_{0};
+};
+
+}  // namespace tierpool::detail

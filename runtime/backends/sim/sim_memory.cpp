@@ -1,0 +1,143 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// sim_memory.cpp — the sim backend's memory: real aligned host allocations or phantom
+// address ranges, capacity accounting per tier kind, and pointer validation for copies
+// and frees. Main entry points: sim_memory::allocate / deallocate / contains.
+#include "sim_memory.hpp"
+
+#include <cstdlib>
+#include <iterator>
+#include <new>
+
+namespace tierpool::detail {
+
+namespace {
+
+constexpr std::size_t kind_index(tier_kind k) noexcept { return static_cast<std::size_t>(k); }
+
+// Phantom ranges: 2^56 bytes (64 PiB) of address space per kind, above the canonical
+// user-space range so a dereference faults instead of corrupting memory.
+constexpr unsigned kPhantomShift = 56;
+constexpr std::uintptr_t phantom_base(std::size_t k) noexcept { return std::uintptr_t{k + 1} << kPhantomShift; }
+constexpr std::uintptr_t phantom_span = std::uintptr_t{1} << kPhantomShift;
+
+}  // namespace
+
+sim_memory::sim_memory(sim_memory_mode mode, std::array<std::size_t, tier_kind_count> capacities) noexcept
+  : mode_(mode), capacity_(capacities)
+{
+  for (std::size_t k = 0; k < tier_kind_count; ++k) {
+    phantom_next_[k] = phantom_base(k);
+  }
+}
+
+sim_memory::~sim_memory()
+{
+  std::lock_guard lock(mtx_);
+  if (mode_ == sim_memory_mode::real) {
+    for (auto const& [addr, b] : blocks_) {
+      std::free(reinterpret_cast<void*>(addr));  // NOLINT(cppcoreguidelines-no-malloc)
+    }
+  }
+  blocks_.clear();
+}
+
+status sim_memory::allocate(tier_kind kind, std::size_t bytes, void** out) noexcept
+{
+  std::size_t const k = kind_index(kind);
+  if (bytes > SIZE_MAX - sim_alignment) {
+    return status::out_of_memory;
+  }
+  std::size_t const rounded = (bytes + sim_alignment - 1) / sim_alignment * sim_alignment;
+  bool const bounded = kind == tier_kind::device || kind == tier_kind::managed || capacity_[k] != 0;
+  if (kind == tier_kind::managed && capacity_[k] == 0) {
+    return status::not_supported;
+  }
+  std::lock_guard lock(mtx_);
+  if (bounded && rounded > capacity_[k] - used_[k]) {
+    return status::out_of_memory;
+  }
+  std::uintptr_t addr = 0;
+  if (mode_ == sim_memory_mode::real) {
+    void* p = std::aligned_alloc(sim_alignment, rounded);  // NOLINT(cppcoreguidelines-no-malloc)
+    if (p == nullptr) {
+      return status::out_of_memory;
+    }
+    addr = reinterpret_cast<std::uintptr_t>(p);
+  } else {
+    if (rounded > phantom_base(k) + phantom_span - phantom_next_[k]) {
+      return status::out_of_memory;
+    }
+    addr = phantom_next_[k];
+    phantom_next_[k] += rounded;
+  }
+  try {
+    blocks_.emplace(addr, block{rounded, kind});
+  } catch (...) {
+    release_locked(addr, block{rounded, kind});
+    used_[k] += rounded;  // release_locked subtracted it; it was never added
+    return status::out_of_memory;
+  }
+  used_[k] += rounded;
+  *out = reinterpret_cast<void*>(addr);
+  return status::ok;
+}
+
+void sim_memory::release_locked(std::uintptr_t addr, block const& b) noexcept
+{
+  std::size_t const k = kind_index(b.kind);
+  used_[k] -= b.bytes;
+  if (mode_ == sim_memory_mode::real) {
+    std::free(reinterpret_cast<void*>(addr));  // NOLINT(cppcoreguidelines-no-malloc)
+  } else if (addr + b.bytes == phantom_next_[k]) {
+    phantom_next_[k] = addr;  // give back the top of the bump range (LIFO frees reuse addresses)
+  }
+}
+
+sim_memory::free_result sim_memory::deallocate(tier_kind kind, void* ptr, std::size_t bytes) noexcept
+{
+  if (ptr == nullptr) {
+    return free_result::null_pointer;
+  }
+  std::lock_guard lock(mtx_);
+  auto const it = blocks_.find(reinterpret_cast<std::uintptr_t>(ptr));
+  if (it == blocks_.end()) {
+    return free_result::unknown_pointer;
+  }
+  if (it->second.kind != kind) {
+    return free_result::wrong_kind;
+  }
+  std::size_t const rounded = (bytes + sim_alignment - 1) / sim_alignment * sim_alignment;
+  bool const size_ok = rounded == it->second.bytes;
+  release_locked(it->first, it->second);
+  blocks_.erase(it);
+  return size_ok ? free_result::ok : free_result::size_mismatch;
+}
+
+bool sim_memory::contains(tier_kind kind, void const* p, std::size_t bytes) const noexcept
+{
+  auto const addr = reinterpret_cast<std::uintptr_t>(p);
+  std::lock_guard lock(mtx_);
+  auto it = blocks_.upper_bound(addr);
+  if (it == blocks_.begin()) {
+    return false;
+  }
+  --it;
+  return it->second.kind == kind && addr - it->first <= it->second.bytes &&
+         bytes <= it->second.bytes - (addr - it->first);
+}
+
+std::size_t sim_memory::used(tier_kind kind) const noexcept
+{
+  std::lock_guard lock(mtx_);
+  return used_[kind_index(kind)];
+}
+
+std::size_t sim_memory::live() const noexcept
+{
+  std::lock_guard lock(mtx_);
+  return blocks_.size();
+}
+
+}  // namespace tierpool::detail

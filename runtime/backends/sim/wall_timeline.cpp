@@ -1,0 +1,449 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// wall_timeline.cpp — the sim backend's wall-clock engine (sim_clock_mode::wall): each
+// stream is an in-order queue run by its own worker thread; copies are memcpy, throttled
+// to the link model by sleeping until the modelled completion time. Main entry point:
+// make_wall_timeline.
+//
+// Note [One worker thread per stream]
+//   Rationale: a stream may block on an event recorded on another stream
+//   (stream_wait_event). With a shared pool, a blocked task would hold a pool thread and
+//   enough blocked streams could starve the stream they wait for. A thread per stream
+//   makes in-order execution and blocking waits trivially correct, and the runtime
+//   creates few streams (caps().max_copy_streams = 16).
+//   Approach: the worker sleeps on the stream's condition variable when its queue is
+//   empty (no spinning); event waits sleep on one backend-wide condition variable that
+//   every record completion notifies.
+//   Limitations: a program creating thousands of streams gets thousands of threads.
+//
+// Note [Wall-clock link throttling]
+//   A copy on link L that starts executing at time t is given
+//   end = max(t, L.free) + L.transfer_ns(bytes); L.free = end; the worker memcpys and
+//   then sleeps until `end`. So copies on one link serialize and never finish before
+//   their modelled time; unthrottled links (the default) cost only the memcpy.
+#include "sim_timeline.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace tierpool::detail {
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+/// One record_event: done once the stream's worker reaches it. Guarded by wall_timeline::ev_mtx_.
+struct record_state {
+  bool done{false};
+};
+
+enum class op_kind : std::uint8_t { transfer, compute, host_func, record, wait };
+
+struct wall_op {
+  op_kind kind{op_kind::compute};
+  sim_link link{sim_link::h2d};
+  std::size_t bytes{0};
+  sim_effect effect{};
+  tick duration{0};
+  host_fn fn{nullptr};
+  void* user_data{nullptr};
+  std::shared_ptr<record_state> rec{};
+};
+
+struct wall_stream {
+  std::mutex mtx;
+  std::condition_variable cv;  // queue non-empty / stop (worker); completed moved (sync)
+  std::deque<wall_op> queue;
+  std::uint64_t enqueued{0};   // completed <= enqueued
+  std::uint64_t completed{0};
+  bool stop{false};            // set once: drain the queue, then exit
+  std::thread worker;
+};
+
+class wall_timeline final : public sim_timeline {
+ public:
+  explicit wall_timeline(sim_links const& links) : links_(links), epoch_(steady::now())
+  {
+    auto def = start_stream();  // may throw std::system_error; nothing to undo yet
+    try {
+      streams_.emplace(0, def);
+    } catch (...) {
+      stop_and_join(*def);
+      throw;
+    }
+  }
+
+  ~wall_timeline() override { shutdown(); }
+
+  bool has_stream(stream_handle s) const noexcept override { return find_stream(s) != nullptr; }
+
+  bool has_event(event_handle e) const noexcept override
+  {
+    std::lock_guard lock(ev_mtx_);
+    return events_.contains(e.value);
+  }
+
+  status create_stream(stream_handle* out) noexcept override
+  {
+    try {
+      auto st = start_stream();
+      std::unique_lock lock(streams_mtx_);
+      std::uintptr_t const h = make_handle(++next_stream_, kStreamTag);
+      try {
+        streams_.emplace(h, st);
+      } catch (...) {
+        lock.unlock();
+        stop_and_join(*st);
+        return status::out_of_memory;
+      }
+      *out = stream_handle{h};
+      return status::ok;
+    } catch (...) {  // std::system_error from std::thread, or bad_alloc
+      return status::out_of_memory;
+    }
+  }
+
+  bool destroy_stream(stream_handle s) noexcept override
+  {
+    if (s.is_default()) {
+      return false;
+    }
+    std::shared_ptr<wall_stream> st;
+    {
+      std::unique_lock lock(streams_mtx_);
+      auto const it = streams_.find(s.value);
+      if (it == streams_.end()) {
+        return false;
+      }
+      st = std::move(it->second);
+      streams_.erase(it);
+    }
+    stop_and_join(*st);  // drains the queue first
+    return true;
+  }
+
+  status synchronize_stream(stream_handle s) noexcept override
+  {
+    auto const st = find_stream(s);
+    if (st == nullptr) {
+      return status::invalid_value;
+    }
+    std::unique_lock lock(st->mtx);
+    std::uint64_t const target = st->enqueued;
+    st->cv.wait(lock, [&] { return st->completed >= target; });
+    return status::ok;
+  }
+
+  status create_event(event_handle* out) noexcept override
+  {
+    std::lock_guard lock(ev_mtx_);
+    try {
+      std::uintptr_t const h = make_handle(++next_event_, kEventTag);
+      events_.emplace(h, nullptr);
+      *out = event_handle{h};
+      return status::ok;
+    } catch (...) {
+      return status::out_of_memory;
+    }
+  }
+
+  bool destroy_event(event_handle e) noexcept override
+  {
+    // Records in flight keep their record_state alive through the queued op.
+    std::lock_guard lock(ev_mtx_);
+    return events_.erase(e.value) != 0;
+  }
+
+  status record_event(event_handle e, stream_handle s) noexcept override
+  {
+    std::shared_ptr<record_state> rec;
+    try {
+      rec = std::make_shared<record_state>();
+    } catch (...) {
+      return status::out_of_memory;
+    }
+    if (!has_event(e)) {
+      return status::invalid_value;
+    }
+    wall_op op;
+    op.kind = op_kind::record;
+    op.rec = rec;
+    if (status const r = enqueue(s, std::move(op)); r != status::ok) {
+      return r;
+    }
+    std::lock_guard lock(ev_mtx_);
+    auto const it = events_.find(e.value);
+    if (it == events_.end()) {
+      return status::invalid_value;  // destroyed meanwhile; the queued record completes harmlessly
+    }
+    it->second = std::move(rec);
+    return status::ok;
+  }
+
+  status query_event(event_handle e) noexcept override
+  {
+    std::lock_guard lock(ev_mtx_);
+    auto const it = events_.find(e.value);
+    if (it == events_.end()) {
+      return status::invalid_value;
+    }
+    return it->second == nullptr || it->second->done ? status::ok : status::not_ready;
+  }
+
+  status synchronize_event(event_handle e) noexcept override
+  {
+    std::unique_lock lock(ev_mtx_);
+    auto const it = events_.find(e.value);
+    if (it == events_.end()) {
+      return status::invalid_value;
+    }
+    std::shared_ptr<record_state> const rec = it->second;
+    if (rec != nullptr) {
+      ev_cv_.wait(lock, [&] { return rec->done; });
+    }
+    return status::ok;
+  }
+
+  status stream_wait_event(stream_handle s, event_handle e) noexcept override
+  {
+    std::shared_ptr<record_state> rec;
+    {
+      std::lock_guard lock(ev_mtx_);
+      auto const it = events_.find(e.value);
+      if (it == events_.end()) {
+        return status::invalid_value;
+      }
+      rec = it->second;
+    }
+    if (rec == nullptr) {  // never recorded: complete, nothing to wait for
+      return has_stream(s) ? status::ok : status::invalid_value;
+    }
+    wall_op op;
+    op.kind = op_kind::wait;
+    op.rec = std::move(rec);
+    return enqueue(s, std::move(op));
+  }
+
+  status enqueue_transfer(stream_handle s, sim_link link, std::size_t bytes, sim_effect effect) noexcept override
+  {
+    wall_op op;
+    op.kind = op_kind::transfer;
+    op.link = link;
+    op.bytes = bytes;
+    op.effect = effect;
+    return enqueue(s, std::move(op));
+  }
+
+  status enqueue_compute(stream_handle s, tick duration) noexcept override
+  {
+    wall_op op;
+    op.kind = op_kind::compute;
+    op.duration = duration;
+    return enqueue(s, std::move(op));
+  }
+
+  status enqueue_host_func(stream_handle s, host_fn fn, void* user_data) noexcept override
+  {
+    wall_op op;
+    op.kind = op_kind::host_func;
+    op.fn = fn;
+    op.user_data = user_data;
+    return enqueue(s, std::move(op));
+  }
+
+  tick now() const noexcept override
+  {
+    return static_cast<tick>(std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - epoch_).count());
+  }
+
+  sim_link_stats link_stats(sim_link link) const noexcept override
+  {
+    std::lock_guard lock(link_mtx_);
+    return stats_[static_cast<std::size_t>(link)];
+  }
+
+  void shutdown() noexcept override
+  {
+    std::vector<std::shared_ptr<wall_stream>> all;
+    {
+      std::unique_lock lock(streams_mtx_);
+      try {
+        all.reserve(streams_.size());
+      } catch (...) {
+      }
+      for (auto& [h, st] : streams_) {
+        if (all.size() < all.capacity()) {
+          all.push_back(std::move(st));
+        } else {
+          stop_and_join(*st);  // out of memory: join serially under the lock (no waits across)
+        }
+      }
+      streams_.clear();
+    }
+    // Stop every stream first, then join: a stream waiting on another's event still
+    // progresses because every worker keeps draining until its queue is empty.
+    for (auto const& st : all) {
+      std::lock_guard lock(st->mtx);
+      st->stop = true;
+      st->cv.notify_all();
+    }
+    for (auto const& st : all) {
+      stop_and_join(*st);
+    }
+  }
+
+ private:
+  std::shared_ptr<wall_stream> start_stream()
+  {
+    auto st = std::make_shared<wall_stream>();
+    st->worker = std::thread([this, raw = st.get()] { run(*raw); });
+    return st;
+  }
+
+  void stop_and_join(wall_stream& st) noexcept
+  {
+    {
+      std::lock_guard lock(st.mtx);
+      st.stop = true;
+    }
+    st.cv.notify_all();
+    if (st.worker.joinable()) {
+      if (st.worker.get_id() == std::this_thread::get_id()) {
+        st.worker.detach();  // misuse (a host function destroying its own stream): don't self-join
+      } else {
+        st.worker.join();
+      }
+    }
+  }
+
+  std::shared_ptr<wall_stream> find_stream(stream_handle s) const noexcept
+  {
+    std::shared_lock lock(streams_mtx_);
+    auto const it = streams_.find(s.value);
+    return it == streams_.end() ? nullptr : it->second;
+  }
+
+  status enqueue(stream_handle s, wall_op op) noexcept
+  {
+    auto const st = find_stream(s);
+    if (st == nullptr) {
+      return status::invalid_value;
+    }
+    {
+      std::lock_guard lock(st->mtx);
+      if (st->stop) {
+        return status::invalid_value;
+      }
+      try {
+        st->queue.push_back(std::move(op));
+      } catch (...) {
+        return status::out_of_memory;
+      }
+      ++st->enqueued;
+    }
+    st->cv.notify_all();
+    return status::ok;
+  }
+
+  void run(wall_stream& st) noexcept
+  {
+    for (;;) {
+      wall_op op;
+      {
+        std::unique_lock lock(st.mtx);
+        st.cv.wait(lock, [&] { return st.stop || !st.queue.empty(); });
+        if (st.queue.empty()) {
+          return;  // stop requested and drained
+        }
+        op = std::move(st.queue.front());
+        st.queue.pop_front();
+      }
+      execute(op);
+      {
+        std::lock_guard lock(st.mtx);
+        ++st.completed;
+      }
+      st.cv.notify_all();
+    }
+  }
+
+  void execute(wall_op const& op) noexcept
+  {
+    switch (op.kind) {
+      case op_kind::transfer: transfer(op); break;
+      case op_kind::compute: std::this_thread::sleep_for(std::chrono::nanoseconds(op.duration)); break;
+      case op_kind::host_func: op.fn(op.user_data); break;
+      case op_kind::record: {
+        {
+          std::lock_guard lock(ev_mtx_);
+          op.rec->done = true;
+        }
+        ev_cv_.notify_all();
+        break;
+      }
+      case op_kind::wait: {
+        std::unique_lock lock(ev_mtx_);
+        ev_cv_.wait(lock, [&] { return op.rec->done; });
+        break;
+      }
+    }
+  }
+
+  // See Note [Wall-clock link throttling].
+  void transfer(wall_op const& op) noexcept
+  {
+    auto const l = static_cast<std::size_t>(op.link);
+    link_model const& model = links_.get(op.link);
+    tick const cost = model.transfer_ns(op.bytes);
+    tick end = 0;
+    {
+      std::lock_guard lock(link_mtx_);
+      stats_[l].copies += 1;
+      stats_[l].bytes += op.bytes;
+      stats_[l].busy_ns += cost;
+      if (!model.unthrottled()) {
+        end = std::max(now(), link_free_[l]) + cost;
+        link_free_[l] = end;
+      }
+    }
+    op.effect.apply();
+    if (end != 0) {
+      std::this_thread::sleep_until(epoch_ + std::chrono::nanoseconds(end));
+    }
+  }
+
+  sim_links const links_;
+  steady::time_point const epoch_;
+
+  mutable std::shared_mutex streams_mtx_;
+  std::unordered_map<std::uintptr_t, std::shared_ptr<wall_stream>> streams_;
+  std::uint64_t next_stream_{0};  // guarded by streams_mtx_
+
+  mutable std::mutex ev_mtx_;       // guards events_, next_event_ and every record_state::done
+  std::condition_variable ev_cv_;   // notified when a record completes
+  std::unordered_map<std::uintptr_t, std::shared_ptr<record_state>> events_;  // null: never recorded
+  std::uint64_t next_event_{0};
+
+  mutable std::mutex link_mtx_;  // guards link_free_ and stats_
+  std::array<tick, sim_link_count> link_free_{};  // ns since epoch_ when the link is free
+  std::array<sim_link_stats, sim_link_count> stats_{};
+};
+
+}  // namespace
+
+std::unique_ptr<sim_timeline> make_wall_timeline(sim_links const& links)
+{
+  return std::make_unique<wall_timeline>(links);
+}
+
+}  // namespace tierpool::detail

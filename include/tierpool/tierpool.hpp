@@ -14,3 +14,8 @@
 #include <tierpool/error.hpp>
 #include <tierpool/tier.hpp>
 #include <tierpool/backend.hpp>
+#include <tierpool/arena.hpp>
+#include <tierpool/topology.hpp>
+#include <tierpool/backends/sim_backend.hpp>
+#include <tierpool/backends/cuda_backend.hpp>
+#include <tierpool/backend_factory.hpp>

@@ -1,1 +1,694 @@
-// placeholder: being written
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// cuda_backend.cpp — owns the CUDA backend: tierpool::backend over the CUDA runtime API
+// (static cudart, never the driver stub). Device discovery and the capability probe,
+// allocation per memory kind (cudaMalloc / cudaHostAlloc or hwloc + cudaHostRegister /
+// cudaMallocManaged / aligned or hwloc-bound host memory), streams, events, copies,
+// managed prefetch and advice in their CUDA 13 cudaMemLocation forms, host functions.
+// Entry points: make_cuda_backend(), cuda_device_count().
+//
+// Invariants:
+//   every non-default stream_handle accepted by a member is in streams_;
+//   every event_handle accepted by a member is in events_;
+//   bound_pinned_ / bound_host_ hold exactly the live hwloc-allocated ranges (ptr -> bytes).
+//
+// Note [Device guard]
+// CUDA's current device is per host thread, and backend members may be called from any
+// thread. Every member that touches CUDA sets this backend's device for the duration of
+// the call and restores the caller's device afterwards (device_guard), so the backend
+// never changes what the application sees as current.
+#include "cuda_check.hpp"
+
+#include <tierpool/backends/cuda_backend.hpp>
+#include <tierpool/topology.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+namespace tierpool {
+namespace {
+
+namespace cu = detail::cuda;
+
+// Alignment of pageable host allocations made without a NUMA node; matches cudaMalloc's
+// 256-byte guarantee so that every kind honours caps().allocation_alignment.
+constexpr std::size_t kHostAlignment = 256;
+
+// See Note [Device guard].
+class device_guard {
+ public:
+  explicit device_guard(int device) noexcept
+  {
+    int current = -1;
+    error_ = cudaGetDevice(&current);
+    if (error_ != cudaSuccess) { return; }
+    if (current != device) {
+      error_ = cudaSetDevice(device);
+      if (error_ == cudaSuccess) { previous_ = current; }
+    }
+  }
+  device_guard(device_guard const&) = delete;
+  device_guard& operator=(device_guard const&) = delete;
+  ~device_guard()
+  {
+    if (previous_) { (void)cudaSetDevice(*previous_); }
+  }
+  [[nodiscard]] cudaError_t error() const noexcept { return error_; }
+
+ private:
+  cudaError_t error_{cudaSuccess};
+  std::optional<int> previous_;
+};
+
+// The most recent failure on this thread, tagged with the backend that recorded it.
+struct last_error_slot {
+  void const* owner{nullptr};
+  std::string text;
+};
+thread_local last_error_slot tl_last_error;
+
+std::string reason_for_init_failure(cudaError_t e)
+{
+  if (e == cudaErrorInsufficientDriver) { return "no CUDA driver (" + cu::describe(e) + ")"; }
+  if (e == cudaErrorNoDevice) { return "no CUDA device (" + cu::describe(e) + ")"; }
+  return "CUDA initialization failed (" + cu::describe(e) + ")";
+}
+
+// A stream-ordered memcpy between two host-side ranges, run by cudaLaunchHostFunc.
+struct host_copy {
+  void* dst;
+  void const* src;
+  std::size_t bytes;
+};
+
+void run_host_copy(void* user) noexcept
+{
+  // Runs on a CUDA-internal thread: must not call CUDA.
+  std::unique_ptr<host_copy> const c(static_cast<host_copy*>(user));
+  std::memcpy(c->dst, c->src, c->bytes);
+}
+
+bool is_host_side(tier_kind k) noexcept { return k == tier_kind::host || k == tier_kind::pinned_host; }
+
+class cuda_backend final : public backend {
+ public:
+  static std::unique_ptr<backend> create(int device, std::string* why_not);
+
+  cuda_backend(cuda_backend const&) = delete;
+  cuda_backend& operator=(cuda_backend const&) = delete;
+  ~cuda_backend() override;
+
+  [[nodiscard]] backend_caps const& caps() const noexcept override { return caps_; }
+  [[nodiscard]] status allocate(tier_kind kind, std::size_t bytes, void** out, int numa_node) noexcept override;
+  void deallocate(tier_kind kind, void* ptr, std::size_t bytes) noexcept override;
+  [[nodiscard]] status device_memory_info(std::size_t* free_bytes, std::size_t* total_bytes) noexcept override;
+  [[nodiscard]] status create_stream(stream_handle* out, int priority) noexcept override;
+  void destroy_stream(stream_handle s) noexcept override;
+  [[nodiscard]] status synchronize_stream(stream_handle s) noexcept override;
+  [[nodiscard]] status create_event(event_handle* out) noexcept override;
+  void destroy_event(event_handle e) noexcept override;
+  [[nodiscard]] status record_event(event_handle e, stream_handle s) noexcept override;
+  [[nodiscard]] status query_event(event_handle e) noexcept override;
+  [[nodiscard]] status synchronize_event(event_handle e) noexcept override;
+  [[nodiscard]] status stream_wait_event(stream_handle s, event_handle e) noexcept override;
+  [[nodiscard]] status copy_async(copy_desc const& d, stream_handle s) noexcept override;
+  [[nodiscard]] status prefetch_async(void* ptr, std::size_t bytes, memory_location to,
+                                      stream_handle s) noexcept override;
+  [[nodiscard]] status advise(void* ptr, std::size_t bytes, mem_advice advice,
+                              memory_location where) noexcept override;
+  [[nodiscard]] status launch_host_func(stream_handle s, host_fn fn, void* user_data) noexcept override;
+  [[nodiscard]] tick now() const noexcept override;
+  [[nodiscard]] std::string last_error() const override;
+
+ private:
+  explicit cuda_backend(int device) noexcept : device_(device) {}
+
+  // Probe capabilities and create the default stream; "" on success, else the reason.
+  std::string initialize();
+
+  // Record a failure for last_error() and return its status.
+  status fail(cudaError_t e, char const* expr) noexcept;
+  status fail(status s, char const* what) noexcept;
+  void record(std::string text) const noexcept;
+
+  [[nodiscard]] bool resolve(stream_handle s, cudaStream_t* out) const noexcept;
+  [[nodiscard]] bool resolve(event_handle e, cudaEvent_t* out) const noexcept;
+  [[nodiscard]] cudaMemLocation to_location(memory_location where) const noexcept;
+
+  status allocate_bound(tier_kind kind, std::size_t bytes, void** out, unsigned node) noexcept;
+  std::optional<std::size_t> take_bound(std::unordered_map<void*, std::size_t>& map, void* p) noexcept;
+
+  int device_;
+  backend_caps caps_{};
+  int least_priority_{0};     // numerically largest (lowest-priority) stream priority
+  int greatest_priority_{0};  // numerically smallest (highest-priority) stream priority
+  cudaStream_t default_stream_{nullptr};
+  std::optional<topology> topology_;  // for NUMA binding; absent when discovery failed
+
+  mutable std::shared_mutex handles_mtx_;
+  std::unordered_set<cudaStream_t> streams_;
+  std::unordered_set<cudaEvent_t> events_;
+
+  std::mutex bound_mtx_;
+  std::unordered_map<void*, std::size_t> bound_pinned_;  // hwloc + cudaHostRegister
+  std::unordered_map<void*, std::size_t> bound_host_;    // hwloc only
+};
+
+std::unique_ptr<backend> cuda_backend::create(int device, std::string* why_not)
+{
+  auto set_reason = [&](std::string r) {
+    if (why_not != nullptr) { *why_not = std::move(r); }
+  };
+  std::string reason;
+  int const count = cuda_device_count(&reason);
+  if (count == 0) {
+    set_reason(std::move(reason));
+    return nullptr;
+  }
+  if (device < 0 || device >= count) {
+    set_reason("CUDA device " + std::to_string(device) + " does not exist (" + std::to_string(count) +
+               " device(s) visible)");
+    return nullptr;
+  }
+  std::unique_ptr<cuda_backend> b(new cuda_backend(device));
+  reason = b->initialize();
+  if (!reason.empty()) {
+    set_reason(std::move(reason));
+    return nullptr;
+  }
+  return b;
+}
+
+std::string cuda_backend::initialize()
+{
+  auto failed = [this](char const* what, cudaError_t e) {
+    cu::clear_last_error();
+    return "CUDA device " + std::to_string(device_) + ": " + what + " failed (" + cu::describe(e) + ")";
+  };
+  device_guard const guard(device_);
+  if (guard.error() != cudaSuccess) { return failed("cudaSetDevice", guard.error()); }
+
+  cudaDeviceProp prop{};
+  if (auto e = cudaGetDeviceProperties(&prop, device_); e != cudaSuccess) {
+    return failed("cudaGetDeviceProperties", e);
+  }
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+  if (auto e = cudaMemGetInfo(&free_bytes, &total_bytes); e != cudaSuccess) { return failed("cudaMemGetInfo", e); }
+
+  auto attribute = [this](cudaDeviceAttr a, int fallback) {
+    int v = 0;
+    if (cudaDeviceGetAttribute(&v, a, device_) != cudaSuccess) {
+      cu::clear_last_error();  // an attribute this driver does not know: use the fallback
+      return fallback;
+    }
+    return v;
+  };
+
+  caps_.name = "cuda";
+  caps_.device_name = std::string(prop.name, ::strnlen(prop.name, sizeof(prop.name)));
+  caps_.device_ordinal = device_;
+  caps_.compute_capability_major = attribute(cudaDevAttrComputeCapabilityMajor, prop.major);
+  caps_.compute_capability_minor = attribute(cudaDevAttrComputeCapabilityMinor, prop.minor);
+  caps_.device_bytes = total_bytes;
+  caps_.pinned_host_bytes = 0;  // bounded only by the host
+  caps_.has_managed = attribute(cudaDevAttrManagedMemory, 0) != 0;
+  caps_.concurrent_managed_access = attribute(cudaDevAttrConcurrentManagedAccess, 0) != 0;
+  // cudaMemPrefetchAsync / cudaMemAdvise with a location need concurrent managed access.
+  caps_.has_managed_prefetch = caps_.has_managed && caps_.concurrent_managed_access;
+  // DESIGN §3: managed memory is always bounded, on a real GPU by the free device memory.
+  caps_.managed_bytes = caps_.has_managed ? free_bytes : 0;
+  caps_.allocation_alignment = 256;  // cudaMalloc guarantees 256; host kinds are aligned to match
+  caps_.copy_granularity = 256;
+  caps_.real_memory = true;
+  caps_.virtual_clock = false;
+  caps_.max_copy_streams = 16;
+  caps_.host_numa_node = attribute(cudaDevAttrHostNumaId, -1);
+
+  if (auto e = cudaDeviceGetStreamPriorityRange(&least_priority_, &greatest_priority_); e != cudaSuccess) {
+    return failed("cudaDeviceGetStreamPriorityRange", e);
+  }
+  if (auto e = cudaStreamCreateWithFlags(&default_stream_, cudaStreamNonBlocking); e != cudaSuccess) {
+    return failed("cudaStreamCreateWithFlags", e);
+  }
+
+  try {
+    topology_.emplace(topology::discover());
+  } catch (std::exception const&) {
+    topology_.reset();  // no NUMA binding; everything else works
+  }
+  caps_.has_numa_binding = topology_.has_value();
+  return {};
+}
+
+cuda_backend::~cuda_backend()
+{
+  device_guard const guard(device_);
+  std::unique_lock const lock(handles_mtx_);
+  // Destroy calls return at once; CUDA releases each stream after its queued work.
+  for (cudaEvent_t e : events_) { (void)cudaEventDestroy(e); }
+  for (cudaStream_t s : streams_) { (void)cudaStreamDestroy(s); }
+  if (default_stream_ != nullptr) {
+    (void)cudaStreamSynchronize(default_stream_);
+    (void)cudaStreamDestroy(default_stream_);
+  }
+  // hwloc-bound ranges still live cannot be freed once topology_ is gone: free them now.
+  // (cudaMalloc'd memory left behind is released with the primary context.)
+  if (topology_) {
+    std::lock_guard const bound_lock(bound_mtx_);
+    for (auto const& [p, bytes] : bound_pinned_) {
+      (void)cudaHostUnregister(p);
+      topology_->deallocate_on_node(p, bytes);
+    }
+    for (auto const& [p, bytes] : bound_host_) { topology_->deallocate_on_node(p, bytes); }
+  }
+  cu::clear_last_error();
+  if (tl_last_error.owner == this) { tl_last_error = {}; }
+}
+
+void cuda_backend::record(std::string text) const noexcept
+{
+  try {
+    tl_last_error.owner = this;
+    tl_last_error.text = std::move(text);
+  } catch (...) {
+    // Out of memory while describing an error: keep the previous text.
+  }
+}
+
+status cuda_backend::fail(cudaError_t e, char const* expr) noexcept
+{
+  status const s = cu::to_status(e);
+  try {
+    record(std::string(expr) + " failed: " + cu::describe(e));
+  } catch (...) {
+  }
+  cu::clear_last_error();
+  return s;
+}
+
+status cuda_backend::fail(status s, char const* what) noexcept
+{
+  try {
+    record(std::string(what));
+  } catch (...) {
+  }
+  return s;
+}
+
+std::string cuda_backend::last_error() const
+{
+  return tl_last_error.owner == this ? tl_last_error.text : std::string{};
+}
+
+bool cuda_backend::resolve(stream_handle s, cudaStream_t* out) const noexcept
+{
+  if (s.is_default()) {
+    *out = default_stream_;
+    return true;
+  }
+  auto* const cs = reinterpret_cast<cudaStream_t>(s.value);
+  std::shared_lock const lock(handles_mtx_);
+  if (!streams_.contains(cs)) { return false; }
+  *out = cs;
+  return true;
+}
+
+bool cuda_backend::resolve(event_handle e, cudaEvent_t* out) const noexcept
+{
+  auto* const ce = reinterpret_cast<cudaEvent_t>(e.value);
+  std::shared_lock const lock(handles_mtx_);
+  if (ce == nullptr || !events_.contains(ce)) { return false; }
+  *out = ce;
+  return true;
+}
+
+cudaMemLocation cuda_backend::to_location(memory_location where) const noexcept
+{
+  cudaMemLocation loc{};
+  if (is_host_side(where.kind)) {
+    if (where.numa_node >= 0) {
+      loc.type = cudaMemLocationTypeHostNuma;
+      loc.id = where.numa_node;
+    } else {
+      loc.type = cudaMemLocationTypeHost;
+      loc.id = 0;  // ignored for Host
+    }
+  } else {  // device, or managed (whose fast home is the device)
+    loc.type = cudaMemLocationTypeDevice;
+    loc.id = device_;
+  }
+  return loc;
+}
+
+status cuda_backend::allocate(tier_kind kind, std::size_t bytes, void** out, int numa_node) noexcept
+{
+  if (out == nullptr) { return fail(status::invalid_value, "allocate: out is null"); }
+  *out = nullptr;
+  if (bytes == 0) { return fail(status::invalid_value, "allocate: bytes must be > 0"); }
+  if (numa_node >= 0 && is_host_side(kind)) {
+    return allocate_bound(kind, bytes, out, static_cast<unsigned>(numa_node));
+  }
+  switch (kind) {
+    case tier_kind::device: {
+      device_guard const guard(device_);
+      TIERPOOL_CUDA_TRY(guard.error());
+      TIERPOOL_CUDA_TRY(cudaMalloc(out, bytes));
+      return status::ok;
+    }
+    case tier_kind::pinned_host: {
+      device_guard const guard(device_);
+      TIERPOOL_CUDA_TRY(guard.error());
+      TIERPOOL_CUDA_TRY(cudaHostAlloc(out, bytes, cudaHostAllocPortable));
+      return status::ok;
+    }
+    case tier_kind::managed: {
+      if (!caps_.has_managed) { return fail(status::not_supported, "allocate: device has no managed memory"); }
+      device_guard const guard(device_);
+      TIERPOOL_CUDA_TRY(guard.error());
+      TIERPOOL_CUDA_TRY(cudaMallocManaged(out, bytes, cudaMemAttachGlobal));
+      return status::ok;
+    }
+    case tier_kind::host: {
+      void* p = ::operator new(bytes, std::align_val_t{kHostAlignment}, std::nothrow);
+      if (p == nullptr) { return fail(status::out_of_memory, "allocate: host memory exhausted"); }
+      *out = p;
+      return status::ok;
+    }
+  }
+  return fail(status::invalid_value, "allocate: unknown tier kind");
+}
+
+status cuda_backend::allocate_bound(tier_kind kind, std::size_t bytes, void** out, unsigned node) noexcept
+{
+  if (!topology_) { return fail(status::not_supported, "allocate: no hwloc topology, cannot bind to a NUMA node"); }
+  if (topology_->find_node(node) == nullptr) {
+    return fail(status::invalid_value, "allocate: no such NUMA node in the topology");
+  }
+  void* p = topology_->allocate_on_node(bytes, node);
+  if (p == nullptr) { return fail(status::out_of_memory, "allocate: hwloc_alloc_membind failed"); }
+  if (kind == tier_kind::pinned_host) {
+    device_guard const guard(device_);
+    cudaError_t e = guard.error();
+    if (e == cudaSuccess) { e = cudaHostRegister(p, bytes, cudaHostRegisterPortable); }
+    if (e != cudaSuccess) {
+      topology_->deallocate_on_node(p, bytes);
+      return fail(e, "cudaHostRegister(hwloc-bound pages)");
+    }
+  }
+  try {
+    std::lock_guard const lock(bound_mtx_);
+    (kind == tier_kind::pinned_host ? bound_pinned_ : bound_host_).emplace(p, bytes);
+  } catch (...) {
+    if (kind == tier_kind::pinned_host) { (void)cudaHostUnregister(p); }
+    topology_->deallocate_on_node(p, bytes);
+    return fail(status::out_of_memory, "allocate: bookkeeping allocation failed");
+  }
+  *out = p;
+  return status::ok;
+}
+
+std::optional<std::size_t> cuda_backend::take_bound(std::unordered_map<void*, std::size_t>& map, void* p) noexcept
+{
+  std::lock_guard const lock(bound_mtx_);
+  auto const it = map.find(p);
+  if (it == map.end()) { return std::nullopt; }
+  std::size_t const bytes = it->second;
+  map.erase(it);
+  return bytes;
+}
+
+void cuda_backend::deallocate(tier_kind kind, void* ptr, std::size_t /*bytes*/) noexcept
+{
+  if (ptr == nullptr) { return; }
+  device_guard const guard(device_);
+  switch (kind) {
+    case tier_kind::device:
+    case tier_kind::managed: (void)cudaFree(ptr); break;
+    case tier_kind::pinned_host:
+      if (auto const bound = take_bound(bound_pinned_, ptr)) {
+        (void)cudaHostUnregister(ptr);
+        topology_->deallocate_on_node(ptr, *bound);
+      } else {
+        (void)cudaFreeHost(ptr);
+      }
+      break;
+    case tier_kind::host:
+      if (auto const bound = take_bound(bound_host_, ptr)) {
+        topology_->deallocate_on_node(ptr, *bound);
+      } else {
+        ::operator delete(ptr, std::align_val_t{kHostAlignment});
+      }
+      break;
+  }
+  cu::clear_last_error();
+}
+
+status cuda_backend::device_memory_info(std::size_t* free_bytes, std::size_t* total_bytes) noexcept
+{
+  if (free_bytes == nullptr || total_bytes == nullptr) {
+    return fail(status::invalid_value, "device_memory_info: null out-pointer");
+  }
+  device_guard const guard(device_);
+  TIERPOOL_CUDA_TRY(guard.error());
+  TIERPOOL_CUDA_TRY(cudaMemGetInfo(free_bytes, total_bytes));
+  return status::ok;
+}
+
+status cuda_backend::create_stream(stream_handle* out, int priority) noexcept
+{
+  if (out == nullptr) { return fail(status::invalid_value, "create_stream: out is null"); }
+  *out = {};
+  // CUDA: lower numbers run first; greatest_priority_ <= least_priority_.
+  int const p = std::clamp(priority, greatest_priority_, least_priority_);
+  device_guard const guard(device_);
+  TIERPOOL_CUDA_TRY(guard.error());
+  cudaStream_t s = nullptr;
+  TIERPOOL_CUDA_TRY(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, p));
+  try {
+    std::unique_lock const lock(handles_mtx_);
+    streams_.insert(s);
+  } catch (...) {
+    (void)cudaStreamDestroy(s);
+    return fail(status::out_of_memory, "create_stream: bookkeeping allocation failed");
+  }
+  out->value = reinterpret_cast<std::uintptr_t>(s);
+  return status::ok;
+}
+
+void cuda_backend::destroy_stream(stream_handle s) noexcept
+{
+  if (s.is_default()) { return; }
+  auto* const cs = reinterpret_cast<cudaStream_t>(s.value);
+  {
+    std::unique_lock const lock(handles_mtx_);
+    if (streams_.erase(cs) == 0) { return; }  // not ours: ignore
+  }
+  device_guard const guard(device_);
+  (void)cudaStreamDestroy(cs);  // returns at once; released after its queued work
+}
+
+status cuda_backend::synchronize_stream(stream_handle s) noexcept
+{
+  cudaStream_t cs = nullptr;
+  if (!resolve(s, &cs)) { return fail(status::invalid_value, "synchronize_stream: unknown stream"); }
+  device_guard const guard(device_);
+  TIERPOOL_CUDA_TRY(guard.error());
+  TIERPOOL_CUDA_TRY(cudaStreamSynchronize(cs));
+  return status::ok;
+}
+
+status cuda_backend::create_event(event_handle* out) noexcept
+{
+  if (out == nullptr) { return fail(status::invalid_value, "create_event: out is null"); }
+  *out = {};
+  device_guard const guard(device_);
+  TIERPOOL_CUDA_TRY(guard.error());
+  cudaEvent_t e = nullptr;
+  TIERPOOL_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  try {
+    std::unique_lock const lock(handles_mtx_);
+    events_.insert(e);
+  } catch (...) {
+    (void)cudaEventDestroy(e);
+    return fail(status::out_of_memory, "create_event: bookkeeping allocation failed");
+  }
+  out->value = reinterpret_cast<std::uintptr_t>(e);
+  return status::ok;
+}
+
+void cuda_backend::destroy_event(event_handle e) noexcept
+{
+  auto* const ce = reinterpret_cast<cudaEvent_t>(e.value);
+  if (ce == nullptr) { return; }
+  {
+    std::unique_lock const lock(handles_mtx_);
+    if (events_.erase(ce) == 0) { return; }
+  }
+  device_guard const guard(device_);
+  (void)cudaEventDestroy(ce);  // a pending record still completes; resources freed then
+}
+
+status cuda_backend::record_event(event_handle e, stream_handle s) noexcept
+{
+  cudaEvent_t ce = nullptr;
+  cudaStream_t cs = nullptr;
+  if (!resolve(e, &ce)) { return fail(status::invalid_value, "record_event: unknown event"); }
+  if (!resolve(s, &cs)) { return fail(status::invalid_value, "record_event: unknown stream"); }
+  device_guard const guard(device_);
+  TIERPOOL_CUDA_TRY(guard.error());
+  TIERPOOL_CUDA_TRY(cudaEventRecord(ce, cs));
+  return status::ok;
+}
+
+status cuda_backend::query_event(event_handle e) noexcept
+{
+  cudaEvent_t ce = nullptr;
+  if (!resolve(e, &ce)) { return fail(status::invalid_value, "query_event: unknown event"); }
+  device_guard const guard(device_);
+  TIERPOOL_CUDA_TRY(guard.error());
+  cudaError_t const r = cudaEventQuery(ce);  // success also for a never-recorded event
+  if (r == cudaErrorNotReady) { return status::not_ready; }  // not an error; nothing to clear
+  TIERPOOL_CUDA_TRY(r);
+  return status::ok;
+}
+
+status cuda_backend::synchronize_event(event_handle e) noexcept
+{
+  cudaEvent_t ce = nullptr;
+  if (!resolve(e, &ce)) { return fail(status::invalid_value, "synchronize_event: unknown event"); }
+  device_guard const guard(device_);
+  TIERPOOL_CUDA_TRY(guard.error());
+  TIERPOOL_CUDA_TRY(cudaEventSynchronize(ce));
+  return status::ok;
+}
+
+status cuda_backend::stream_wait_event(stream_handle s, event_handle e) noexcept
+{
+  cudaEvent_t ce = nullptr;
+  cudaStream_t cs = nullptr;
+  if (!resolve(e, &ce)) { return fail(status::invalid_value, "stream_wait_event: unknown event"); }
+  if (!resolve(s, &cs)) { return fail(status::invalid_value, "stream_wait_event: unknown stream"); }
+  device_guard const guard(device_);
+  TIERPOOL_CUDA_TRY(guard.error());
+  TIERPOOL_CUDA_TRY(cudaStreamWaitEvent(cs, ce, cudaEventWaitDefault));
+  return status::ok;
+}
+
+status cuda_backend::copy_async(copy_desc const& d, stream_handle s) noexcept
+{
+  if (d.dst == nullptr || d.src == nullptr) { return fail(status::invalid_value, "copy_async: null pointer"); }
+  if (d.bytes == 0) { return fail(status::invalid_value, "copy_async: bytes must be > 0"); }
+  auto const dst = reinterpret_cast<std::uintptr_t>(d.dst);
+  auto const src = reinterpret_cast<std::uintptr_t>(d.src);
+  if (dst < src + d.bytes && src < dst + d.bytes) {
+    return fail(status::invalid_value, "copy_async: source and destination overlap");
+  }
+  cudaStream_t cs = nullptr;
+  if (!resolve(s, &cs)) { return fail(status::invalid_value, "copy_async: unknown stream"); }
+  device_guard const guard(device_);
+  TIERPOOL_CUDA_TRY(guard.error());
+
+  // Pageable host <-> host: cudaMemcpyAsync would copy on the calling thread; a host
+  // function keeps the copy asynchronous and in stream order.
+  bool const host_only = is_host_side(d.dst_kind) && is_host_side(d.src_kind) &&
+                         (d.dst_kind == tier_kind::host || d.src_kind == tier_kind::host);
+  if (host_only) {
+    auto* const job = new (std::nothrow) host_copy{d.dst, d.src, d.bytes};
+    if (job == nullptr) { return fail(status::out_of_memory, "copy_async: host copy descriptor"); }
+    cudaError_t const e = cudaLaunchHostFunc(cs, run_host_copy, job);
+    if (e != cudaSuccess) {
+      delete job;
+      return fail(e, "cudaLaunchHostFunc(host copy)");
+    }
+    return status::ok;
+  }
+  // Unified addressing: cudaMemcpyDefault infers the direction from the pointers.
+  TIERPOOL_CUDA_TRY(cudaMemcpyAsync(d.dst, d.src, d.bytes, cudaMemcpyDefault, cs));
+  return status::ok;
+}
+
+status cuda_backend::prefetch_async(void* ptr, std::size_t bytes, memory_location to, stream_handle s) noexcept
+{
+  if (ptr == nullptr || bytes == 0) { return fail(status::invalid_value, "prefetch_async: empty range"); }
+  if (!caps_.has_managed_prefetch) {
+    return fail(status::not_supported, "prefetch_async: device lacks concurrent managed access");
+  }
+  cudaStream_t cs = nullptr;
+  if (!resolve(s, &cs)) { return fail(status::invalid_value, "prefetch_async: unknown stream"); }
+  device_guard const guard(device_);
+  TIERPOOL_CUDA_TRY(guard.error());
+  TIERPOOL_CUDA_TRY(cudaMemPrefetchAsync(ptr, bytes, to_location(to), 0, cs));
+  return status::ok;
+}
+
+status cuda_backend::advise(void* ptr, std::size_t bytes, mem_advice advice, memory_location where) noexcept
+{
+  if (ptr == nullptr || bytes == 0) { return fail(status::invalid_value, "advise: empty range"); }
+  if (!caps_.has_managed) { return fail(status::not_supported, "advise: device has no managed memory"); }
+  cudaMemoryAdvise a = cudaMemAdviseSetReadMostly;
+  switch (advice) {
+    case mem_advice::set_read_mostly: a = cudaMemAdviseSetReadMostly; break;
+    case mem_advice::unset_read_mostly: a = cudaMemAdviseUnsetReadMostly; break;
+    case mem_advice::set_preferred_location: a = cudaMemAdviseSetPreferredLocation; break;
+    case mem_advice::unset_preferred_location: a = cudaMemAdviseUnsetPreferredLocation; break;
+    case mem_advice::set_accessed_by: a = cudaMemAdviseSetAccessedBy; break;
+    case mem_advice::unset_accessed_by: a = cudaMemAdviseUnsetAccessedBy; break;
+  }
+  device_guard const guard(device_);
+  TIERPOOL_CUDA_TRY(guard.error());
+  TIERPOOL_CUDA_TRY(cudaMemAdvise(ptr, bytes, a, to_location(where)));
+  return status::ok;
+}
+
+status cuda_backend::launch_host_func(stream_handle s, host_fn fn, void* user_data) noexcept
+{
+  if (fn == nullptr) { return fail(status::invalid_value, "launch_host_func: fn is null"); }
+  cudaStream_t cs = nullptr;
+  if (!resolve(s, &cs)) { return fail(status::invalid_value, "launch_host_func: unknown stream"); }
+  device_guard const guard(device_);
+  TIERPOOL_CUDA_TRY(guard.error());
+  TIERPOOL_CUDA_TRY(cudaLaunchHostFunc(cs, fn, user_data));
+  return status::ok;
+}
+
+tick cuda_backend::now() const noexcept
+{
+  auto const ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+    std::chrono::steady_clock::now().time_since_epoch());
+  return static_cast<tick>(ns.count());
+}
+
+}  // namespace
+
+int cuda_device_count(std::string* why_not)
+{
+  int count = 0;
+  cudaError_t const e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    cu::clear_last_error();
+    if (why_not != nullptr) { *why_not = reason_for_init_failure(e); }
+    return 0;
+  }
+  if (count == 0 && why_not != nullptr) { *why_not = "no CUDA device (cudaGetDeviceCount found none)"; }
+  return count;
+}
+
+std::unique_ptr<backend> make_cuda_backend(int device, std::string* why_not)
+{
+  return cuda_backend::create(device, why_not);
+}
+
+}  // namespace tierpool

@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/scoped_env.hpp"
+
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -24,32 +26,7 @@ namespace {
 
 using namespace tierpool::literals;
 
-class scoped_env {
- public:
-  scoped_env(char const* name, char const* value) : name_(name)
-  {
-    if (char const* old = std::getenv(name)) { old_ = std::string(old); }
-    if (value != nullptr) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  scoped_env(scoped_env const&) = delete;
-  scoped_env& operator=(scoped_env const&) = delete;
-  ~scoped_env()
-  {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  char const* name_;
-  std::optional<std::string> old_;
-};
+using tierpool::test::scoped_env;
 
 // True when the CUDA driver library can be loaded (a machine with a driver installed).
 [[maybe_unused]] bool driver_library_present()

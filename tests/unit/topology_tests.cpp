@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/scoped_env.hpp"
+
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -17,33 +19,7 @@ namespace {
 
 std::string fixture(char const* name) { return std::string(TIERPOOL_TEST_FIXTURES) + "/" + name; }
 
-// Sets (or clears) an environment variable for one scope and restores it afterwards.
-class scoped_env {
- public:
-  scoped_env(char const* name, char const* value) : name_(name)
-  {
-    if (char const* old = std::getenv(name)) { old_ = std::string(old); }
-    if (value != nullptr) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  scoped_env(scoped_env const&) = delete;
-  scoped_env& operator=(scoped_env const&) = delete;
-  ~scoped_env()
-  {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  char const* name_;
-  std::optional<std::string> old_;
-};
+using tierpool::test::scoped_env;
 
 void expect_cxl_fixture(tierpool::topology const& topo)
 {

@@ -15,6 +15,7 @@
 #include <tierpool/tier.hpp>
 #include <tierpool/backend.hpp>
 #include <tierpool/arena.hpp>
+#include <tierpool/policy.hpp>
 #include <tierpool/topology.hpp>
 #include <tierpool/backends/sim_backend.hpp>
 #include <tierpool/backends/cuda_backend.hpp>

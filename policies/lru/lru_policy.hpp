@@ -1,0 +1,200 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file lru_policy.hpp
+ * @brief Least-recently-used eviction: `tierpool::lru_policy`, registered as `"lru"`.
+ *        Include as `<tierpool/policies/lru_policy.hpp>`.
+ *
+ * @ingroup policies
+ *
+ * The textbook LRU keeps every resident item on one recency list, moves an item to the
+ * front on each access, and evicts from the back. This version differs in four ways.
+ * (1) **Pinned tensors leave the list**: `on_pin` moves a tensor to a side list and
+ * `on_unpin` puts it back at the most-recently-used end (the end of a lease is a use),
+ * so `propose` never walks past a pinned tensor and costs O(victims), where CacheLib's
+ * MMLru skips in-use items during its eviction walk. (2) **Promotion is rate-limited and
+ * selective**, as in CacheLib's MMLru (`lruRefreshTime`, `updateOnWrite`/`updateOnRead`):
+ * an access moves a tensor only when `refresh_interval` ticks have passed since its last
+ * promotion, and only for the access kinds the config allows; this keeps hot tensors
+ * from churning the list and lets write-once outputs age. (3) **Proposals are sized**:
+ * victims are taken from the cold end until their bytes cover the request, and every
+ * evictable tensor is proposed when they cannot. (4) **No pointers, no per-access
+ * allocation**: nodes live in a slab indexed by 32-bit positions with a free list, and
+ * an `std::unordered_map` maps ids to positions; an access is a hash lookup and at most
+ * four index writes. Proposals depend only on the event sequence (the hash map is never
+ * iterated), as replay requires.
+ *
+ * @see N. Megiddo, D. Modha, "ARC: A Self-Tuning, Low Overhead Replacement Cache", FAST 2003 (LRU as baseline)
+ * @see CacheLib `cachelib/allocator/MMLru.h` (refresh time, update on read/write)
+ * @see policies/lru/README.md for the design and its limits
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <tierpool/export.hpp>
+#include <tierpool/policy.hpp>
+#include <tierpool/types.hpp>
+
+namespace tierpool {
+
+/**
+ * @brief Least-recently-used eviction over the tensors of one tier.
+ *
+ * Complexity: on_access, on_erase, on_pin, on_unpin O(1) expected (one hash lookup), no
+ * allocation; on_insert O(1) amortized (one hash node, slab growth amortized); propose
+ * O(victims).
+ * Thread safety: externally synchronized (called under the tier's lock).
+ * Ownership: a value; copying copies the whole ordering.
+ *
+ * @code
+ * tierpool::lru_policy lru{{.refresh_interval = 0, .promote_on_write = true}};
+ * lru.on_insert({.id = tierpool::tensor_id{1}, .bytes = 100, .last_access = 1});
+ * lru.on_insert({.id = tierpool::tensor_id{2}, .bytes = 100, .last_access = 2});
+ * lru.on_access({.id = tierpool::tensor_id{1}, .bytes = 100, .last_access = 3});
+ * tierpool::eviction_proposal out;
+ * lru.propose({.bytes_needed = 100}, out);   // out.victims == {tensor_id{2}}
+ * @endcode
+ */
+class TIERPOOL_EXPORT lru_policy {
+ public:
+  /// @brief Configuration (registry parameters of the same names).
+  struct config {
+    /// Promote a tensor at most once per this many ticks (0 = on every access). An access
+    /// within the interval of the last promotion leaves the order unchanged.
+    tick refresh_interval{0};
+    /// Promote on read accesses (`tensor_view::write_access == false`).
+    bool promote_on_read{true};
+    /// Promote on write accesses (`tensor_view::write_access == true`).
+    bool promote_on_write{true};
+  };
+
+  /// @brief An empty policy with the default configuration.
+  lru_policy() noexcept;
+  /**
+   * @brief An empty policy.
+   * @param cfg Configuration.
+   */
+  explicit lru_policy(config cfg) noexcept;
+
+  /**
+   * @brief A tensor became resident: it enters at the most-recently-used end (or the
+   *        pinned list when `v.pinned`). A known id is updated and promoted.
+   * @param v The tensor.
+   */
+  void on_insert(tensor_view const& v) noexcept;
+  /**
+   * @brief A use: promote per config. Adopts `v.pinned` and `v.bytes`. Unknown id: no-op.
+   * @param v The tensor and the access tick.
+   */
+  void on_access(tensor_view const& v) noexcept;
+  /// @brief Forget a tensor. Unknown id: no-op.
+  void on_erase(tensor_id id) noexcept;
+  /// @brief Take a tensor out of the eviction order. Idempotent; unknown id: no-op.
+  void on_pin(tensor_id id) noexcept;
+  /// @brief Return a pinned tensor at the most-recently-used end. Idempotent; unknown id: no-op.
+  void on_unpin(tensor_id id) noexcept;
+
+  /**
+   * @brief Append least-recently-used unpinned tensors to `out` until their bytes cover
+   *        `req.bytes_needed` (nothing when it is 0), or all of them when they cannot.
+   * @param req What to free; `from`, `now` and `contiguous_bytes` are not used.
+   * @param out Proposal to append to (the caller clears it).
+   * @throws std::bad_alloc only when `out` must grow and the host is out of memory
+   */
+  void propose(eviction_request const& req, eviction_proposal& out) const;
+
+  /// @brief "lru".
+  [[nodiscard]] std::string_view name() const noexcept { return "lru"; }
+  /// @brief The configuration.
+  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
+
+  /// @brief Tensors tracked (pinned or not).
+  [[nodiscard]] std::size_t size() const noexcept { return lru_.count + pinned_.count; }
+  /// @brief Tensors that may be proposed.
+  [[nodiscard]] std::size_t evictable_count() const noexcept { return lru_.count; }
+  /// @brief Sum of the evictable tensors' bytes (saturating at SIZE_MAX).
+  [[nodiscard]] std::size_t evictable_bytes() const noexcept { return lru_.bytes(); }
+  /// @brief Pinned tensors tracked.
+  [[nodiscard]] std::size_t pinned_count() const noexcept { return pinned_.count; }
+  /// @brief True when `id` is tracked.
+  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.find(id) != index_.end(); }
+
+  /**
+   * @brief Check every invariant: list links, counts and byte sums, pinned flags, the
+   *        index, the free list. O(n); for tests.
+   * @return True when consistent.
+   */
+  [[nodiscard]] bool validate() const noexcept;
+
+ private:
+  using index_t = std::uint32_t;
+  static constexpr index_t npos = std::numeric_limits<index_t>::max();
+
+  struct node {
+    tensor_id id{};
+    std::size_t bytes{0};
+    tick promoted_at{0};  // tick of the last move to the MRU end
+    index_t prev{npos};   // towards MRU (head)
+    index_t next{npos};   // towards LRU (tail); free-list link for free slots
+    bool pinned{false};
+    bool live{false};
+  };
+  // A doubly-linked list over slab positions.
+  // Invariant: count == #nodes reachable from head;
+  //            bytes_high * 2^64 + bytes_low == exact sum of their bytes (two-word, so that
+  //            removing a huge tensor after a sum overflowed stays exact).
+  struct list {
+    index_t head{npos};  // most recently used
+    index_t tail{npos};  // least recently used
+    std::size_t count{0};
+    std::size_t bytes_low{0};
+    std::size_t bytes_high{0};
+    void add(std::size_t n) noexcept
+    {
+      bytes_low += n;  // unsigned: wraps modulo 2^64, the carry goes to bytes_high
+      if (bytes_low < n) { ++bytes_high; }
+    }
+    void sub(std::size_t n) noexcept
+    {
+      if (bytes_low < n) { --bytes_high; }
+      bytes_low -= n;
+    }
+    [[nodiscard]] std::size_t bytes() const noexcept
+    {
+      return bytes_high != 0 ? std::numeric_limits<std::size_t>::max() : bytes_low;
+    }
+  };
+
+  void link_front(list& l, index_t i) noexcept;
+  void unlink(list& l, index_t i) noexcept;
+  [[nodiscard]] list& list_of(node const& n) noexcept { return n.pinned ? pinned_ : lru_; }
+  void set_bytes(index_t i, std::size_t bytes) noexcept;
+  [[nodiscard]] index_t lookup(tensor_id id) const noexcept;
+
+  config cfg_;
+  std::vector<node> nodes_;    // slab; size() == live + free
+  index_t free_head_{npos};    // free slots chained through node::next
+  std::unordered_map<tensor_id, index_t> index_;  // id -> slab position; never iterated
+  list lru_;                   // evictable, MRU at head
+  list pinned_;                // pinned; order irrelevant
+};
+
+namespace policies {
+/**
+ * @brief Register `"lru"` (parameters refresh_interval, promote_on_read,
+ *        promote_on_write) in `registry`. Called by register_builtin_policies().
+ * @param registry The registry.
+ * @throws tierpool::logic_error if "lru" is already registered
+ */
+TIERPOOL_EXPORT void register_lru(policy_registry& registry);
+}  // namespace policies
+
+}  // namespace tierpool
+
+static_assert(tierpool::eviction_policy<tierpool::lru_policy>, "lru_policy must satisfy tierpool::eviction_policy");

@@ -29,8 +29,9 @@ struct arena_options {
   std::uint32_t second_level_log2{5};
   /// Blocks examined per bin when choosing the tightest block: in the request's own bin,
   /// and in the first bin that guarantees a fit (0 = whole lists, no longer O(1)).
-  /// See runtime/arena/README.md.
-  std::uint32_t bin_scan_limit{4};
+  /// 1 (bin heads only) is the fastest; longer scans buy few failures since the
+  /// allocation is placed against its block's larger neighbour. See runtime/arena/README.md.
+  std::uint32_t bin_scan_limit{1};
 };
 
 /// @brief Figures of an arena at one moment (see @ref arena::statistics).
@@ -119,7 +120,9 @@ class TIERPOOL_EXPORT arena {
    *
    * O(1): the tightest of a few blocks of the request's own bin, else of the first bin
    * whose blocks all fit, found with two bitmap searches (see Note [Best of a few: own
-   * bin first, then the guaranteed bin] in arena.cpp).
+   * bin first, then the guaranteed bin] in arena.cpp). The allocation takes the end of
+   * that block next to its larger physical neighbour (Note [Place against the larger
+   * neighbour]); with `alignment` above min_alignment, the lowest aligned offset.
    *
    * @param bytes     Requested bytes, > 0; the reservation is rounded up to min_alignment.
    * @param alignment Power of two, or 0 for min_alignment; smaller values act as min_alignment.
@@ -210,6 +213,7 @@ class TIERPOOL_EXPORT arena {
     std::uint32_t next_free;
     std::uint32_t generation; // incremented each time the node becomes an allocation
     std::uint32_t region;
+    std::uint16_t bin;        // while free: the bin whose list holds it (bins < 2^16)
     node_state state;
   };
 
@@ -224,7 +228,11 @@ class TIERPOOL_EXPORT arena {
   [[noreturn]] static void fail_allocate(std::uint64_t bytes, std::uint64_t alignment);
   void free_block(std::uint32_t b) noexcept;
   [[nodiscard]] bool is_live(allocation const& a) const noexcept;
-  allocation take(std::uint32_t b, std::uint64_t offset, std::uint64_t size) noexcept;
+  allocation take_at(std::uint32_t b, std::uint64_t offset, std::uint64_t size) noexcept;
+  allocation take_placed(std::uint32_t b, std::uint64_t size) noexcept;
+  allocation mark_used(std::uint32_t b) noexcept;
+  void split_free_left(std::uint32_t b, std::uint64_t left) noexcept;
+  void split_free_right(std::uint32_t b, std::uint64_t keep) noexcept;
   [[nodiscard]] std::uint32_t find_fit(std::uint64_t size) const noexcept;
   [[nodiscard]] std::uint32_t search_bins(std::uint32_t bin) const noexcept;
   [[nodiscard]] std::uint32_t bin_of(std::uint64_t size) const noexcept;
@@ -249,6 +257,7 @@ class TIERPOOL_EXPORT arena {
   std::uint32_t spare_nodes_{0};    // COUNT of nodes on the unused list
 
   std::vector<std::uint32_t> heads_;      // free-list head per bin, bin = fl << sl_log2 | sl
+  std::vector<std::uint64_t> head_size_;  // size of heads_[bin]'s block, 0 when the list is empty
   std::uint64_t fl_bitmap_{0};            // bit fl set <=> sl_bitmap_[fl] != 0
   std::vector<std::uint64_t> sl_bitmap_;  // bit sl set <=> heads_[bin(fl, sl)] != none
 

@@ -32,7 +32,8 @@ struct config {
 std::vector<config> configs()
 {
   return {
-    {"default_g256_sl5_scan4", arena_options{256, 5, 4}},
+    {"default", arena_options{}},
+    {"g256_sl5_scan4", arena_options{256, 5, 4}},
     {"g256_sl6_fullscan", arena_options{256, 6, 0}},
     {"g8_sl2_scan1", arena_options{8, 2, 1}},
     {"g4096_sl4_scan4", arena_options{4096, 4, 4}},
@@ -396,6 +397,138 @@ TEST(Arena, TightestFitIsPreferredOverTheNextBinHead)
   auto x = a.allocate(kMiB + 256);
   ASSERT_TRUE(x);
   EXPECT_EQ(x->offset, b2->offset);
+  EXPECT_TRUE(a.validate());
+}
+
+TEST(Arena, DefaultsScanOneBlockPerBin)
+{
+  arena_options const o{};
+  EXPECT_EQ(o.min_alignment, 256U);
+  EXPECT_EQ(o.second_level_log2, 5U);
+  EXPECT_EQ(o.bin_scan_limit, 1U);
+}
+
+// A hole of `hole` granules between used blocks of `left` and `right` granules, at
+// granule `left`; everything else is allocated. Returns the arena and the handles.
+struct hole_setup {
+  arena a;
+  std::vector<arena::allocation> held;  // left, right, rest
+  arena::allocation hole;
+};
+
+hole_setup make_hole(std::uint64_t left, std::uint64_t hole, std::uint64_t right, arena_options o = {})
+{
+  std::uint64_t const g = o.min_alignment;
+  hole_setup h{arena((left + hole + right + 8) * g, o), {}, {}};
+  auto l = h.a.allocate(left * g);
+  auto m = h.a.allocate(hole * g);
+  auto r = h.a.allocate(right * g);
+  auto rest = h.a.allocate(8 * g);
+  EXPECT_TRUE(l && m && r && rest);
+  EXPECT_EQ(m->offset, left * g);  // sequential fill: each block starts where the last ended
+  EXPECT_EQ(rest->offset, (left + hole + right) * g);
+  h.held = {*l, *r, *rest};
+  h.hole = *m;
+  h.a.deallocate(*m);
+  EXPECT_EQ(h.a.largest_free_block(), hole * g);
+  return h;
+}
+
+TEST(Arena, AllocationIsPlacedAgainstTheLargerNeighbour)
+{
+  constexpr std::uint64_t g = 256;
+  {
+    auto h = make_hole(1, 4, 3);  // right neighbour larger: take the high end
+    auto x = h.a.allocate(g);
+    ASSERT_TRUE(x);
+    EXPECT_EQ(x->offset, 4 * g);
+    EXPECT_EQ(h.a.largest_free_block(), 3 * g);
+    EXPECT_TRUE(h.a.validate());
+    auto y = h.a.allocate(3 * g);  // the remainder, still next to the left neighbour
+    ASSERT_TRUE(y);
+    EXPECT_EQ(y->offset, g);
+    h.a.deallocate(*x);
+    EXPECT_THROW(h.a.deallocate(*x), tierpool::logic_error) << "double free of a high-end block";
+    h.a.deallocate(*y);
+    EXPECT_EQ(h.a.largest_free_block(), 4 * g) << "high-end block did not coalesce";
+    EXPECT_EQ(h.a.free_block_count(), 1U);
+    EXPECT_TRUE(h.a.validate());
+  }
+  {
+    auto h = make_hole(3, 4, 1);  // left neighbour larger: take the low end
+    auto x = h.a.allocate(g);
+    ASSERT_TRUE(x);
+    EXPECT_EQ(x->offset, 3 * g);
+    EXPECT_TRUE(h.a.validate());
+  }
+  {
+    auto h = make_hole(2, 4, 2);  // tie: the low end
+    auto x = h.a.allocate(g);
+    ASSERT_TRUE(x);
+    EXPECT_EQ(x->offset, 2 * g);
+    EXPECT_TRUE(h.a.validate());
+  }
+}
+
+TEST(Arena, PlacementAtRegionEdgesAndExactFits)
+{
+  constexpr std::uint64_t g = 256;
+  arena a(16 * g);
+  auto first = a.allocate(g);  // no neighbours at all: the low end
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->offset, 0U);
+  auto second = a.allocate(2 * g);  // left neighbour only (the region end counts as 0)
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->offset, g);
+  a.deallocate(*first);  // hole [0, 1): region start on the left, `second` on the right
+  auto exact = a.allocate(g);
+  ASSERT_TRUE(exact);
+  EXPECT_EQ(exact->offset, 0U);
+  a.deallocate(*exact);
+  a.deallocate(*second);
+  auto r1 = a.allocate(13 * g);
+  ASSERT_TRUE(r1);
+  a.deallocate(*r1);
+  auto tail = a.allocate(3 * g);
+  ASSERT_TRUE(tail);
+  EXPECT_EQ(tail->offset, 0U);
+  EXPECT_TRUE(a.validate());
+}
+
+TEST(Arena, AlignedRequestsTakeTheLowestAlignedOffset)
+{
+  constexpr std::uint64_t g = 256;
+  auto h = make_hole(1, 4, 3);  // the high end (4g) would also be 2g-aligned
+  auto x = h.a.allocate(g, 2 * g);
+  ASSERT_TRUE(x);
+  EXPECT_EQ(x->offset, 2 * g);
+  EXPECT_EQ(h.a.free_block_count(), 2U);  // the padding [1g, 2g) and the tail [3g, 5g)
+  EXPECT_TRUE(h.a.validate());
+}
+
+TEST(Arena, OwnBinHeadSizeFollowsRemovals)
+{
+  // Two free blocks in one bin; taking the head must make the other block's size the
+  // bin's head size (the own-bin check reads it without touching the node).
+  constexpr std::uint64_t kMiB = 1U << 20U;
+  arena a(16 * kMiB);
+  auto b1 = a.allocate(kMiB + 512);
+  auto s1 = a.allocate(256);
+  auto b2 = a.allocate(kMiB + 1024);
+  auto s2 = a.allocate(256);
+  ASSERT_TRUE(b1 && s1 && b2 && s2);
+  a.deallocate(*b1);
+  a.deallocate(*b2);  // head of the bin, then b1
+  auto x = a.allocate(kMiB + 1024);
+  ASSERT_TRUE(x);
+  EXPECT_EQ(x->offset, b2->offset);
+  EXPECT_TRUE(a.validate());
+  auto y = a.allocate(kMiB + 768);  // does not fit b1 (1 MiB + 512): a larger bin's block
+  ASSERT_TRUE(y);
+  EXPECT_NE(y->offset, b1->offset);
+  auto z = a.allocate(kMiB + 512);  // b1, found as the own bin's head
+  ASSERT_TRUE(z);
+  EXPECT_EQ(z->offset, b1->offset);
   EXPECT_TRUE(a.validate());
 }
 

@@ -1,0 +1,522 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// runtime/tiers/tier.cpp — one tier: backend chunks + arena + budget + deferred frees.
+// Entry points: tier::allocate (ladder steps 1, arena, grow), tier::deallocate_after
+// (stream-ordered free), tier::reclaim_oldest_blocking. Externally synchronized.
+//
+// Invariants (checked by validate()):
+//   used_ + deferred_bytes_ + arena_.free_bytes() == reserved_ <= capacity
+//   arena_.capacity()   == reserved_ + placeholder_bytes_
+//   arena_.used_bytes() == used_ + deferred_bytes_ + placeholder_bytes_
+//   SUM(chunk.blocks)   == live_count_ + deferred_count_
+//   chunks_.size()      == arena_.region_count(), chunks_[r].bytes == region_capacity(r)
+//
+// Note [Deferred frees: one FIFO per stream]
+//
+// Rationale: a block freed after event e may return to the arena only once e has
+// completed. Polling must be cheap (it runs on every allocation) and must not stall
+// behind an unrelated slow stream.
+//
+// Approach: deferred frees are kept in one FIFO ("lane") per stream the event was
+// recorded on, in deferral order, each entry stamped with a global sequence number.
+// Events recorded on one stream complete in recording order, so in a lane the first
+// not-ready event means the rest are not ready either: polling queries each lane's head
+// until the first not-ready, i.e. (lanes + entries reclaimed) queries in all. A single
+// global FIFO that stops at the first not-ready would be head-of-line blocked by a slow
+// stream (a long compute stream's last-use event hides a finished d2h copy behind it);
+// polling everything would cost a query per pending entry per allocation. The oldest
+// deferral overall (for reclaim_oldest_blocking) is the lane head with the smallest seq.
+// Correctness never rests on the ordering assumption: an entry is reclaimed only when
+// its own event queries ok. If a caller defers out of recording order on one stream
+// (two threads record, then lock in the other order), a reclaim is merely delayed until
+// the later event completes.
+//
+// Limitations: a query error (e.g. device_error) counts as not ready; such an entry only
+// leaves via reclaim_oldest_blocking (which reports the error) or the destructor.
+#include "tiers/tier.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "migration/event_pool.hpp"
+
+namespace tierpool::detail {
+
+namespace {
+
+constexpr std::size_t round_up(std::size_t v, std::size_t a) noexcept { return (v + a - 1) & ~(a - 1); }
+constexpr std::size_t round_down(std::size_t v, std::size_t a) noexcept { return v & ~(a - 1); }
+
+tier_config checked(backend const& be, event_pool const& events, tier_config c)
+{
+  std::size_t const base = be.caps().allocation_alignment;
+  TIERPOOL_EXPECTS(&events.get_backend() == &be, "tier: the event pool belongs to another backend");
+  TIERPOOL_EXPECTS(std::has_single_bit(c.alignment) && c.alignment >= 8,
+                   "tier: alignment must be a power of two >= 8");
+  TIERPOOL_EXPECTS(c.alignment <= base, "tier: alignment " + std::to_string(c.alignment) +
+                                          " exceeds the backend's allocation alignment " + std::to_string(base));
+  TIERPOOL_EXPECTS(c.capacity_bytes >= c.alignment, "tier: capacity_bytes must be at least alignment");
+  TIERPOOL_EXPECTS(c.chunk_bytes > 0, "tier: chunk_bytes must be > 0");
+  TIERPOOL_EXPECTS(c.initial_bytes <= c.capacity_bytes, "tier: initial_bytes exceeds capacity_bytes");
+  TIERPOOL_EXPECTS(c.numa_node >= -1, "tier: numa_node must be >= -1");
+  c.capacity_bytes = round_down(c.capacity_bytes, c.alignment);
+  c.chunk_bytes = std::min(round_up(c.chunk_bytes, c.alignment), c.capacity_bytes);
+  c.initial_bytes = std::min(round_up(c.initial_bytes, c.alignment), c.capacity_bytes);
+  if (c.name.empty()) {
+    c.name = std::string{to_string(c.kind)};
+  }
+  return c;
+}
+
+}  // namespace
+
+std::string_view to_string(tier_alloc_result r) noexcept
+{
+  switch (r) {
+    case tier_alloc_result::ok: return "ok";
+    case tier_alloc_result::no_fit: return "no_fit";
+    case tier_alloc_result::over_capacity: return "over_capacity";
+    case tier_alloc_result::backend_failed: return "backend_failed";
+  }
+  return "unknown";
+}
+
+tier::tier(backend& be, event_pool& events, tier_config config)
+  : backend_{&be},
+    events_{&events},
+    config_{checked(be, events, std::move(config))},
+    gran_{config_.alignment},
+    base_align_{be.caps().allocation_alignment},
+    arena_{0, arena_options{.min_alignment = config_.alignment}}
+{
+  if (config_.initial_bytes > 0) {
+    tier_alloc_report r;
+    grow(config_.initial_bytes, r);
+    if (r.result != tier_alloc_result::ok) {
+      detail::throw_backend_error(__FILE__, __LINE__, r.backend_status,
+                                  ("tier '" + config_.name + "': initial chunk").c_str());
+    }
+  }
+}
+
+tier::~tier()
+{
+  for (lane& l : lanes_) {
+    for (deferred_free const& d : l.fifo) {
+      (void)backend_->synchronize_event(d.event);  // the memory is freed below: wait for its users
+      (void)events_->try_release(d.event);
+    }
+  }
+  for (chunk const& c : chunks_) {
+    if (c.base != nullptr) {
+      backend_->deallocate(config_.kind, c.base, c.bytes);
+    }
+  }
+}
+
+std::byte* tier::slot_base(arena::allocation const& a) const
+{
+  return static_cast<std::byte*>(chunks_[a.region].base) + (a.offset - arena_.region_base(a.region));
+}
+
+void tier::fill_report(tier_alloc_report& report) const noexcept
+{
+  report.deferred_bytes = deferred_bytes_;
+  report.largest_free_block = arena_.largest_free_block();
+  report.free_bytes = arena_.free_bytes();
+}
+
+std::optional<block> tier::allocate(std::size_t bytes, std::size_t alignment, tier_alloc_report* report,
+                                    tier_grow grow_mode)
+{
+  TIERPOOL_EXPECTS(bytes > 0, "tier::allocate: bytes must be > 0");
+  TIERPOOL_EXPECTS(alignment == 0 || std::has_single_bit(alignment),
+                   "tier::allocate: alignment must be a power of two (or 0)");
+  tier_alloc_report local;
+  tier_alloc_report& rep = report != nullptr ? *report : local;
+  rep = {};
+  std::size_t const align = std::max(alignment, gran_);
+  // Up to base_align_ the arena's region-relative alignment is absolute (chunk bases are
+  // base_align_-aligned). Beyond it, pad the slot and align the pointer inside it.
+  std::size_t const pad = align > base_align_ ? align - base_align_ : 0;
+  std::size_t const cap = config_.capacity_bytes;
+  if (bytes > cap || pad > cap - bytes) {
+    rep.result = tier_alloc_result::over_capacity;
+    fill_report(rep);
+    return std::nullopt;
+  }
+  std::size_t const request = bytes + pad;
+  std::size_t const arena_align = pad != 0 ? base_align_ : align;
+
+  if (deferred_count_ != 0) {
+    rep.reclaimed_bytes = reclaim_completed();  // step 1
+  }
+  std::optional<arena::allocation> slot = arena_.allocate(request, arena_align);  // step 2
+  if (!slot) {
+    if (grow_mode == tier_grow::allow) {
+      grow(round_up(request, gran_), rep);  // step 3
+      if (rep.result == tier_alloc_result::ok) {
+        // A fresh region's block heads its bin's free list, so the arena finds it.
+        slot = arena_.allocate(request, arena_align);
+        if (!slot) {
+          rep.result = tier_alloc_result::no_fit;
+        }
+      }
+    } else {
+      rep.result = tier_alloc_result::no_fit;
+    }
+  }
+  if (!slot) {
+    fill_report(rep);
+    return std::nullopt;
+  }
+  std::byte* p = slot_base(*slot);
+  if (pad != 0) {
+    auto const addr = reinterpret_cast<std::uintptr_t>(p);
+    p += round_up(addr, align) - addr;
+  }
+  ++chunks_[slot->region].blocks;
+  used_ += slot->size;
+  peak_used_ = std::max(peak_used_, used_);
+  ++live_count_;
+  fill_report(rep);
+  return block{*slot, p, bytes};
+}
+
+// Grow by a chunk able to hold `need` bytes (a multiple of gran_). Changes nothing on failure.
+void tier::grow(std::size_t need, tier_alloc_report& report)
+{
+  std::size_t const remaining = config_.capacity_bytes - reserved_;
+  if (need > remaining) {
+    report.result = tier_alloc_result::over_capacity;
+    return;
+  }
+  if (revive_chunk(need, remaining, report)) {
+    return;
+  }
+  if (report.result != tier_alloc_result::ok) {
+    return;
+  }
+  // max(chunk, need), but never beyond the budget (remaining is a multiple of gran_).
+  std::size_t size = std::min(std::max(config_.chunk_bytes, need), remaining);
+  chunks_.reserve(chunks_.size() + 1);  // may throw bad_alloc: nothing changed yet
+  void* p = nullptr;
+  status s = backend_->allocate(config_.kind, size, &p, config_.numa_node);
+  if (s == status::out_of_memory && size > need) {
+    ++grow_failures_;
+    size = need;  // the device may still have room for the request alone
+    s = backend_->allocate(config_.kind, size, &p, config_.numa_node);
+  }
+  if (s != status::ok) {
+    ++grow_failures_;
+    report.result = tier_alloc_result::backend_failed;
+    report.backend_status = s;
+    return;
+  }
+  TIERPOOL_ASSERT(reinterpret_cast<std::uintptr_t>(p) % base_align_ == 0);
+  try {
+    [[maybe_unused]] std::uint32_t const r = arena_.add_region(size);
+    TIERPOOL_ASSERT(r == chunks_.size());
+  } catch (...) {
+    backend_->deallocate(config_.kind, p, size);
+    throw;
+  }
+  chunks_.push_back(chunk{p, size, 0, std::nullopt});  // capacity reserved above
+  reserved_ += size;
+  ++grow_count_;
+  report.grew = true;
+}
+
+// Revive the smallest released chunk with need <= bytes <= remaining. Returns true when
+// one was revived; false with report.result set when its backend allocate failed; false
+// with ok when there is no candidate.
+bool tier::revive_chunk(std::size_t need, std::size_t remaining, tier_alloc_report& report)
+{
+  chunk* best = nullptr;
+  for (chunk& c : chunks_) {
+    if (c.placeholder && c.bytes >= need && c.bytes <= remaining && (best == nullptr || c.bytes < best->bytes)) {
+      best = &c;
+    }
+  }
+  if (best == nullptr) {
+    return false;
+  }
+  void* p = nullptr;
+  status const s = backend_->allocate(config_.kind, best->bytes, &p, config_.numa_node);
+  if (s != status::ok) {
+    ++grow_failures_;
+    report.result = tier_alloc_result::backend_failed;
+    report.backend_status = s;
+    return false;
+  }
+  [[maybe_unused]] bool const freed = arena_.try_deallocate(*best->placeholder);
+  TIERPOOL_ASSERT(freed);
+  best->placeholder.reset();
+  best->base = p;
+  reserved_ += best->bytes;
+  placeholder_bytes_ -= best->bytes;
+  ++grow_count_;
+  report.grew = true;
+  return true;
+}
+
+void tier::check_block(block const& b, char const* what) const
+{
+  TIERPOOL_EXPECTS(arena_.owns(b.slot), std::string{what} + ": block is not live in tier '" + config_.name +
+                                          "' (double free, or another tier's block)");
+  TIERPOOL_EXPECTS(!deferred_offsets_.contains(b.slot.offset),
+                   std::string{what} + ": block is already awaiting a deferred free in tier '" + config_.name + "'");
+  std::byte const* const lo = slot_base(b.slot);
+  auto const* const p = static_cast<std::byte const*>(b.ptr);
+  TIERPOOL_EXPECTS(p >= lo && b.bytes <= b.slot.size && p - lo <= static_cast<std::ptrdiff_t>(b.slot.size - b.bytes),
+                   std::string{what} + ": block's pointer or size does not match its slot in tier '" +
+                     config_.name + "'");
+}
+
+void tier::deallocate(block const& b)
+{
+  check_block(b, "tier::deallocate");
+  [[maybe_unused]] bool const freed = arena_.try_deallocate(b.slot);
+  TIERPOOL_ASSERT(freed);
+  --chunks_[b.slot.region].blocks;
+  used_ -= b.slot.size;
+  --live_count_;
+}
+
+void tier::deallocate_after(block const& b, event_handle e, stream_handle recorded_on)
+{
+  if (!e) {
+    deallocate(b);
+    return;
+  }
+  check_block(b, "tier::deallocate_after");
+  TIERPOOL_EXPECTS(events_->owns(e), "tier::deallocate_after: the event is not outstanding in the tier's event pool");
+  auto it = std::find_if(lanes_.begin(), lanes_.end(), [&](lane const& l) { return l.stream == recorded_on; });
+  if (it == lanes_.end()) {
+    lanes_.push_back(lane{recorded_on, {}});  // may throw: nothing changed
+    it = std::prev(lanes_.end());
+  }
+  try {
+    deferred_offsets_.insert(b.slot.offset);
+    try {
+      it->fifo.push_back(deferred_free{b, e, next_seq_});
+    } catch (...) {
+      deferred_offsets_.erase(b.slot.offset);
+      throw;
+    }
+  } catch (...) {
+    drop_empty_lanes();  // a lane created above stays only if it holds something
+    throw;
+  }
+  ++next_seq_;
+  used_ -= b.slot.size;
+  --live_count_;
+  deferred_bytes_ += b.slot.size;
+  ++deferred_count_;
+}
+
+void tier::finish_deferred(deferred_free const& d) noexcept
+{
+  [[maybe_unused]] bool const freed = arena_.try_deallocate(d.b.slot);
+  TIERPOOL_ASSERT(freed);
+  --chunks_[d.b.slot.region].blocks;
+  deferred_offsets_.erase(d.b.slot.offset);
+  deferred_bytes_ -= d.b.slot.size;
+  --deferred_count_;
+  (void)events_->try_release(d.event);
+}
+
+void tier::drop_empty_lanes() noexcept
+{
+  std::erase_if(lanes_, [](lane const& l) { return l.fifo.empty(); });
+}
+
+std::size_t tier::reclaim_completed() noexcept
+{
+  std::size_t bytes = 0;
+  for (lane& l : lanes_) {
+    while (!l.fifo.empty() && backend_->query_event(l.fifo.front().event) == status::ok) {
+      bytes += l.fifo.front().b.slot.size;
+      finish_deferred(l.fifo.front());
+      l.fifo.pop_front();
+    }
+  }
+  drop_empty_lanes();
+  return bytes;
+}
+
+status tier::reclaim_oldest_blocking(std::size_t* reclaimed) noexcept
+{
+  if (reclaimed != nullptr) {
+    *reclaimed = 0;
+  }
+  lane* oldest = nullptr;
+  for (lane& l : lanes_) {
+    if (!l.fifo.empty() && (oldest == nullptr || l.fifo.front().seq < oldest->fifo.front().seq)) {
+      oldest = &l;
+    }
+  }
+  if (oldest == nullptr) {
+    return status::ok;
+  }
+  status const s = backend_->synchronize_event(oldest->fifo.front().event);
+  if (s != status::ok) {
+    return s;
+  }
+  std::size_t bytes = oldest->fifo.front().b.slot.size;
+  finish_deferred(oldest->fifo.front());
+  oldest->fifo.pop_front();
+  bytes += reclaim_completed();  // also drops the lane if it emptied
+  if (reclaimed != nullptr) {
+    *reclaimed = bytes;
+  }
+  return status::ok;
+}
+
+std::size_t tier::release_unused_chunks() noexcept
+{
+  if (deferred_count_ != 0) {
+    (void)reclaim_completed();
+  }
+  std::size_t released = 0;
+  std::vector<arena::allocation> held;  // other regions' blocks taken while searching
+  for (std::uint32_t r = 0; r < chunks_.size(); ++r) {
+    chunk& c = chunks_[r];
+    if (c.base == nullptr || c.blocks != 0) {
+      continue;
+    }
+    // The region is one free block of c.bytes. Allocate exactly that size until the arena
+    // hands out this region (another region's equal or larger free block may come first).
+    std::optional<arena::allocation> whole;
+    try {
+      held.reserve(2 * chunks_.size() + 8);
+    } catch (...) {
+      return released;
+    }
+    for (std::size_t attempt = 0; attempt < held.capacity(); ++attempt) {
+      std::optional<arena::allocation> a = arena_.allocate(c.bytes, gran_);
+      if (!a) {
+        break;
+      }
+      if (a->region == r) {
+        whole = a;
+        break;
+      }
+      held.push_back(*a);
+    }
+    for (arena::allocation const& h : held) {
+      (void)arena_.try_deallocate(h);
+    }
+    held.clear();
+    if (!whole) {
+      continue;
+    }
+    backend_->deallocate(config_.kind, c.base, c.bytes);
+    c.base = nullptr;
+    c.placeholder = whole;
+    reserved_ -= c.bytes;
+    placeholder_bytes_ += c.bytes;
+    released += c.bytes;
+    ++chunk_releases_;
+  }
+  return released;
+}
+
+bool tier::owns(block const& b) const noexcept
+{
+  return arena_.owns(b.slot) && !deferred_offsets_.contains(b.slot.offset);
+}
+
+tier_usage tier::usage() const noexcept
+{
+  tier_usage u;
+  u.capacity_bytes = config_.capacity_bytes;
+  u.reserved_bytes = reserved_;
+  u.used_bytes = used_;
+  u.peak_used_bytes = peak_used_;
+  u.deferred_bytes = deferred_bytes_;
+  u.free_bytes = arena_.free_bytes();
+  u.largest_free_block = arena_.largest_free_block();
+  u.external_fragmentation = arena_.external_fragmentation();
+  u.chunk_count = static_cast<std::size_t>(
+    std::count_if(chunks_.begin(), chunks_.end(), [](chunk const& c) { return c.base != nullptr; }));
+  u.allocation_count = live_count_;
+  u.deferred_count = deferred_count_;
+  u.grow_count = grow_count_;
+  u.grow_failure_count = grow_failures_;
+  u.chunk_release_count = chunk_releases_;
+  return u;
+}
+
+std::vector<chunk_range> tier::chunk_ranges() const
+{
+  std::vector<chunk_range> out;
+  out.reserve(chunks_.size());
+  for (chunk const& c : chunks_) {
+    out.push_back(chunk_range{c.base, c.bytes});
+  }
+  return out;
+}
+
+bool tier::validate() const
+{
+  if (!arena_.validate()) {
+    return false;
+  }
+  if (arena_.region_count() != chunks_.size()) {
+    return false;
+  }
+  std::size_t live_bytes = 0;
+  std::size_t placeholder_bytes = 0;
+  std::size_t blocks = 0;
+  std::size_t placeholders = 0;
+  for (std::uint32_t r = 0; r < chunks_.size(); ++r) {
+    chunk const& c = chunks_[r];
+    if (arena_.region_capacity(r) != c.bytes || (c.base == nullptr) != c.placeholder.has_value()) {
+      return false;
+    }
+    if (c.placeholder) {
+      if (c.blocks != 0 || !arena_.owns(*c.placeholder) || c.placeholder->size != c.bytes) {
+        return false;
+      }
+      placeholder_bytes += c.bytes;
+      ++placeholders;
+    } else {
+      if (reinterpret_cast<std::uintptr_t>(c.base) % base_align_ != 0) {
+        return false;
+      }
+      live_bytes += c.bytes;
+      blocks += c.blocks;
+    }
+  }
+  std::size_t deferred = 0;
+  std::size_t deferred_bytes = 0;
+  for (lane const& l : lanes_) {
+    if (l.fifo.empty()) {
+      return false;  // empty lanes are dropped after every reclaim
+    }
+    for (std::size_t i = 0; i < l.fifo.size(); ++i) {
+      deferred_free const& d = l.fifo[i];
+      if (!arena_.owns(d.b.slot) || !deferred_offsets_.contains(d.b.slot.offset) || !d.event ||
+          d.seq >= next_seq_ || (i != 0 && d.seq <= l.fifo[i - 1].seq)) {
+        return false;
+      }
+      ++deferred;
+      deferred_bytes += d.b.slot.size;
+    }
+  }
+  return live_bytes == reserved_ && placeholder_bytes == placeholder_bytes_ &&
+         reserved_ <= config_.capacity_bytes && arena_.capacity() == reserved_ + placeholder_bytes_ &&
+         arena_.used_bytes() == used_ + deferred_bytes_ + placeholder_bytes_ &&
+         used_ + deferred_bytes_ + arena_.free_bytes() == reserved_ && deferred == deferred_count_ &&
+         deferred_bytes == deferred_bytes_ && deferred_offsets_.size() == deferred_count_ &&
+         blocks == live_count_ + deferred_count_ &&
+         arena_.allocation_count() == live_count_ + deferred_count_ + placeholders && peak_used_ >= used_ &&
+         used_ <= reserved_;
+}
+
+}  // namespace tierpool::detail

@@ -1,0 +1,293 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file tier.hpp
+ * @brief Internal: one tier of the pool — backend chunks of one memory kind, sub-allocated
+ *        by an arena, with a capacity budget, stream-ordered (deferred) frees and figures.
+ *
+ * Not installed API. The pool (runtime/core) sits on top: it adds eviction, the policy
+ * and the rest of the out-of-memory ladder. See docs/notes/pool_design.md and
+ * runtime/tiers/README.md.
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include <tierpool/arena.hpp>
+#include <tierpool/backend.hpp>
+#include <tierpool/error.hpp>
+#include <tierpool/export.hpp>
+#include <tierpool/tier.hpp>
+#include <tierpool/types.hpp>
+
+namespace tierpool::detail {
+
+class event_pool;
+
+/// @brief Construction options of a @ref tier (create-info aggregate).
+struct tier_config {
+  tier_kind kind{tier_kind::device};  ///< memory kind of every chunk
+  int numa_node{-1};                  ///< for host kinds: NUMA node to bind chunks to (-1: none)
+  std::size_t capacity_bytes{0};      ///< budget: reserved (chunks) never exceeds it; rounded down to alignment
+  std::size_t chunk_bytes{0};         ///< growth step; rounded up to alignment; > 0
+  std::size_t initial_bytes{0};       ///< reserved eagerly at construction (one chunk); <= capacity
+  std::size_t alignment{256};         ///< granularity and default alignment (power of two, 8..backend alignment)
+  std::string name{};                 ///< for messages; empty: the kind's name
+};
+
+/// @brief A live block of a tier: the arena slot, the pointer and the requested size.
+struct block {
+  arena::allocation slot{};  ///< arena handle (offset is global; size is the reservation)
+  void* ptr{nullptr};        ///< first byte: chunk base + offset within the region (+ alignment padding)
+  std::size_t bytes{0};      ///< bytes requested; [ptr, ptr + bytes) lies inside the slot
+};
+
+/// @brief Where one chunk lies (see tier::chunk_ranges). A released chunk has a null base.
+struct chunk_range {
+  void const* base{nullptr};  ///< first byte, or null while released
+  std::size_t bytes{0};       ///< size of the chunk (== its arena region's capacity)
+};
+
+/// @brief Whether tier::allocate may grow the tier by a backend chunk.
+enum class tier_grow : bool { forbid = false, allow = true };
+
+/// @brief Why tier::allocate returned no block.
+enum class tier_alloc_result : std::uint8_t {
+  ok,              ///< a block was returned
+  no_fit,          ///< no free block fits and growing was forbidden by the caller
+  over_capacity,   ///< no free block fits and a chunk big enough would exceed capacity_bytes
+  backend_failed,  ///< growing was within budget but the backend's allocate failed (see backend_status)
+};
+
+/// @brief Lower-case name of a result ("ok", "no_fit", "over_capacity", "backend_failed").
+[[nodiscard]] TIERPOOL_EXPORT std::string_view to_string(tier_alloc_result r) noexcept;
+
+/// @brief What tier::allocate did, for the caller's next ladder step and its diagnosis.
+struct tier_alloc_report {
+  tier_alloc_result result{tier_alloc_result::ok};
+  status backend_status{status::ok};  ///< status of the last backend allocate tried (ok if none failed)
+  bool grew{false};                   ///< a chunk was added (or a released one revived)
+  std::size_t reclaimed_bytes{0};     ///< deferred frees returned to the arena by step 1
+  std::size_t deferred_bytes{0};      ///< bytes still awaiting events afterwards (reclaim_oldest_blocking may help)
+  std::size_t largest_free_block{0};  ///< afterwards, bytes
+  std::size_t free_bytes{0};          ///< afterwards: free in the arena (fragmentation when >= request)
+};
+
+/// @brief Figures of a tier at one moment. Invariant: used + deferred + free == reserved <= capacity.
+struct tier_usage {
+  std::size_t capacity_bytes{0};       ///< budget (rounded down to alignment)
+  std::size_t reserved_bytes{0};       ///< SUM of live chunk sizes
+  std::size_t used_bytes{0};           ///< SUM of slot sizes of live blocks
+  std::size_t peak_used_bytes{0};      ///< MAX of used_bytes since construction
+  std::size_t deferred_bytes{0};       ///< SUM of slot sizes awaiting their events
+  std::size_t free_bytes{0};           ///< free in the arena (inside live chunks)
+  std::size_t largest_free_block{0};   ///< bytes
+  double external_fragmentation{0.0};  ///< 1 - largest_free / free (0 when nothing free)
+  std::size_t chunk_count{0};          ///< COUNT of live chunks
+  std::size_t allocation_count{0};     ///< COUNT of live blocks (deferred ones excluded)
+  std::size_t deferred_count{0};       ///< COUNT of blocks awaiting events
+  std::uint64_t grow_count{0};         ///< COUNT of chunks obtained from the backend
+  std::uint64_t grow_failure_count{0}; ///< COUNT of backend allocate failures while growing
+  std::uint64_t chunk_release_count{0};///< COUNT of chunks given back by release_unused_chunks
+};
+
+/**
+ * @brief One tier: memory of one kind obtained from a backend in chunks, each chunk one
+ *        arena region, with a capacity budget and deferred (event-ordered) frees.
+ *
+ * `allocate` runs the tier's own steps of the out-of-memory ladder (pool_design.md):
+ * (1) return deferred frees whose events completed, (2) the arena, (3) grow by a chunk
+ * within the budget. It never evicts and never blocks; the pool does the rest, calling
+ * `reclaim_oldest_blocking` when eviction cannot help.
+ *
+ * Thread safety: none inside — the tier is **externally synchronized**. Its owner (the
+ * pool) holds `mutex()` around every call, including const ones; backend calls made
+ * under it (allocate while growing, query_event while polling, synchronize_event in
+ * reclaim_oldest_blocking and the destructor) therefore run under the owner's lock.
+ *
+ * Ownership: not copyable or movable. Owns its chunks (freed by the destructor) and the
+ * events handed to deallocate_after (returned to the event pool once complete). The
+ * backend and the event pool must outlive the tier. Blocks still live at destruction
+ * simply become invalid (their chunk is freed).
+ *
+ * Stream semantics: a block's memory may be reused only after every use of it has
+ * completed; deallocate() asserts that now (the caller has synchronized or never used
+ * it on a stream), deallocate_after(b, e, s) defers the reuse until event `e` (last
+ * recorded on stream `s`) completes. See Note [Deferred frees: one FIFO per stream] in
+ * tier.cpp.
+ *
+ * @code
+ * tierpool::detail::event_pool events{be};
+ * tierpool::detail::tier t{be, events, {.kind = tier_kind::device, .capacity_bytes = 1_GiB,
+ *                                       .chunk_bytes = 64_MiB}};
+ * std::lock_guard lock(t.mutex());
+ * tierpool::detail::tier_alloc_report why;
+ * if (auto b = t.allocate(4_MiB, 0, &why)) { use(b->ptr); t.deallocate(*b); }
+ * @endcode
+ */
+class TIERPOOL_EXPORT tier {
+ public:
+  /**
+   * @brief Build a tier and reserve `initial_bytes` (one chunk) eagerly.
+   * @param be     Backend providing the chunks; must outlive the tier.
+   * @param events Pool the deferred-free events return to; must outlive the tier.
+   * @param config Kind, budget, chunking and alignment.
+   * @throws tierpool::logic_error if the config is invalid: alignment not a power of two,
+   *         < 8 or above the backend's allocation_alignment; capacity below alignment;
+   *         chunk_bytes 0; initial_bytes above capacity; events of another backend.
+   * @throws tierpool::backend_error if the initial chunk cannot be allocated.
+   */
+  tier(backend& be, event_pool& events, tier_config config);
+  /// @brief Waits for outstanding deferred frees' events, returns them, frees every chunk.
+  ~tier();
+  tier(tier const&) = delete;
+  tier& operator=(tier const&) = delete;
+
+  /**
+   * @brief Allocate `bytes` aligned to `alignment`: reclaim completed deferred frees, try
+   *        the arena, then (if `grow` allows) add a chunk within the budget. Never blocks.
+   *
+   * A request larger than chunk_bytes gets a dedicated chunk of its (rounded) size; a
+   * chunk never takes the reservation beyond capacity_bytes (the last one may be
+   * smaller than chunk_bytes). A failed backend allocate changes nothing.
+   *
+   * @param bytes     Requested bytes, > 0 (the slot is rounded up to the alignment config).
+   * @param alignment Power of two, or 0 for config.alignment. Alignments up to the
+   *                  backend's allocation_alignment cost nothing; larger ones pad the slot.
+   * @param report    When non-null, receives what happened (always filled).
+   * @param grow      tier_grow::forbid: arena only (the pool evicts before growing).
+   * @return The block, or std::nullopt (see report->result).
+   * @throws tierpool::logic_error if `bytes == 0` or `alignment` is not a power of two.
+   * @throws std::bad_alloc if the tier's own bookkeeping cannot grow (state unchanged).
+   */
+  [[nodiscard]] std::optional<block> allocate(std::size_t bytes, std::size_t alignment = 0,
+                                              tier_alloc_report* report = nullptr,
+                                              tier_grow grow = tier_grow::allow);
+
+  /**
+   * @brief Return a block to the arena now. The caller guarantees no queued work uses it.
+   * @throws tierpool::logic_error if `b` is not a live block of this tier (double free,
+   *         already deferred, another tier's block, or a pointer/size not matching its
+   *         slot); the tier is left unchanged.
+   */
+  void deallocate(block const& b);
+
+  /**
+   * @brief Return a block once `e` has completed (stream-ordered free).
+   *
+   * The tier takes ownership of `e` (which must come from the tier's event pool and be
+   * recorded, last, on `recorded_on`) and releases it to the pool when done. A null `e`
+   * means "nothing pending": the block is freed at once.
+   *
+   * @throws tierpool::logic_error as deallocate(), or if `e` is not outstanding in the
+   *         tier's event pool; then nothing changes and the caller keeps `e`.
+   * @throws std::bad_alloc if the bookkeeping cannot grow (nothing changes).
+   */
+  void deallocate_after(block const& b, event_handle e, stream_handle recorded_on = {});
+
+  /// @brief Step 1 alone: return every deferred free whose event completed. @return bytes returned.
+  std::size_t reclaim_completed() noexcept;
+
+  /**
+   * @brief Block until the oldest deferred free's event completes, then return it (and any
+   *        other completed ones).
+   * @param reclaimed When non-null, receives the bytes returned (0 if nothing was deferred).
+   * @return ok (also when nothing was deferred), or the backend's synchronize_event status
+   *         (the entry then stays deferred).
+   */
+  [[nodiscard]] status reclaim_oldest_blocking(std::size_t* reclaimed = nullptr) noexcept;
+
+  /**
+   * @brief Give back to the backend every chunk with no live or deferred block (after
+   *        reclaiming completed deferred frees). The arena cannot drop a region, so a
+   *        released chunk stays as a reserved placeholder region that a later grow of a
+   *        fitting size revives. Best effort: a chunk the arena cannot pin down is kept.
+   * @return Bytes given back.
+   */
+  std::size_t release_unused_chunks() noexcept;
+
+  /// @brief True when `b` is a live (not deferred) block of this tier.
+  [[nodiscard]] bool owns(block const& b) const noexcept;
+
+  /// @brief All figures at once. O(1) plus the arena's largest_free_block.
+  [[nodiscard]] tier_usage usage() const noexcept;
+
+  /// @brief Every chunk, indexed like arena regions (`block.slot.region`). O(chunks), allocates.
+  [[nodiscard]] std::vector<chunk_range> chunk_ranges() const;
+
+  /// @brief Bytes awaiting events. O(1).
+  [[nodiscard]] std::size_t deferred_bytes() const noexcept { return deferred_bytes_; }
+
+  /// @brief Check the arena and that the counters agree (see tier.cpp). O(chunks + deferred + arena).
+  [[nodiscard]] bool validate() const;
+
+  /// @brief The config, with capacity/chunk sizes as rounded at construction.
+  [[nodiscard]] tier_config const& config() const noexcept { return config_; }
+  /// @brief Kind of memory.
+  [[nodiscard]] tier_kind kind() const noexcept { return config_.kind; }
+  /// @brief Name used in messages.
+  [[nodiscard]] std::string const& name() const noexcept { return config_.name; }
+  /// @brief The mutex the owner holds around every call (the tier never locks it itself).
+  [[nodiscard]] std::mutex& mutex() const noexcept { return mtx_; }
+
+ private:
+  struct chunk {
+    void* base;                                // null while released
+    std::size_t bytes;                         // == arena region capacity
+    std::size_t blocks;                        // COUNT of live + deferred slots in the region
+    std::optional<arena::allocation> placeholder;  // set while released: the whole region
+  };
+  struct deferred_free {
+    block b;
+    event_handle event;
+    std::uint64_t seq;  // global deferral order (oldest = smallest)
+  };
+  struct lane {  // deferred frees whose events were recorded on one stream, in deferral order
+    stream_handle stream;
+    std::deque<deferred_free> fifo;
+  };
+
+  void check_block(block const& b, char const* what) const;
+  void grow(std::size_t need, tier_alloc_report& report);
+  bool revive_chunk(std::size_t need, std::size_t remaining, tier_alloc_report& report);
+  void finish_deferred(deferred_free const& d) noexcept;
+  void drop_empty_lanes() noexcept;
+  [[nodiscard]] std::byte* slot_base(arena::allocation const& a) const;
+  void fill_report(tier_alloc_report& report) const noexcept;
+
+  backend* backend_;
+  event_pool* events_;
+  tier_config config_;
+  std::size_t gran_;        // arena granularity == config_.alignment
+  std::size_t base_align_;  // every chunk base is aligned to this (backend allocation_alignment)
+  arena arena_;
+  mutable std::mutex mtx_;
+
+  std::vector<chunk> chunks_;  // index == arena region index
+  std::vector<lane> lanes_;
+  std::unordered_set<std::uint64_t> deferred_offsets_;  // slot offsets of deferred blocks
+
+  // used_ + deferred_bytes_ + arena_.free_bytes() == reserved_ <= config_.capacity_bytes
+  // arena_.capacity() == reserved_ + placeholder_bytes_
+  std::size_t reserved_{0};
+  std::size_t placeholder_bytes_{0};
+  std::size_t used_{0};
+  std::size_t peak_used_{0};
+  std::size_t deferred_bytes_{0};
+  std::size_t live_count_{0};
+  std::size_t deferred_count_{0};
+  std::uint64_t next_seq_{0};
+  std::uint64_t grow_count_{0};
+  std::uint64_t grow_failures_{0};
+  std::uint64_t chunk_releases_{0};
+};
+
+}  // namespace tierpool::detail

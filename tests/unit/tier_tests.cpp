@@ -1,0 +1,716 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// Unit tests of one tier (runtime/tiers/tier.hpp) on the sim backend: chunked growth
+// within the budget, pointer geometry, byte integrity under churn, deferred frees
+// ordered by events (virtual clock), injected faults, release of unused chunks, misuse.
+// validate() runs after every step.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include <tierpool/backends/sim_backend.hpp>
+#include <tierpool/error.hpp>
+
+#include "migration/event_pool.hpp"
+#include "tiers/tier.hpp"
+
+namespace {
+
+using namespace tierpool::literals;
+using tierpool::event_handle;
+using tierpool::sim_backend;
+using tierpool::sim_call;
+using tierpool::sim_options;
+using tierpool::status;
+using tierpool::stream_handle;
+using tierpool::tier_kind;
+using tierpool::detail::block;
+using tierpool::detail::event_pool;
+using tierpool::detail::tier;
+using tierpool::detail::tier_alloc_report;
+using tierpool::detail::tier_alloc_result;
+using tierpool::detail::tier_config;
+using tierpool::detail::tier_grow;
+
+// Backend first, events second: both outlive any tier a test builds after them.
+struct rig {
+  explicit rig(sim_options o = {}) : be{std::move(o)} {}
+  sim_backend be;
+  event_pool events{be};
+};
+
+sim_options virtual_clock()
+{
+  sim_options o;
+  o.clock = tierpool::sim_clock_mode::virtual_clock;
+  return o;
+}
+
+tier_config config(tier_kind kind, std::size_t capacity, std::size_t chunk)
+{
+  tier_config c;
+  c.kind = kind;
+  c.capacity_bytes = capacity;
+  c.chunk_bytes = chunk;
+  c.name = "test";
+  return c;
+}
+
+auto addr(void const* p) { return reinterpret_cast<std::uintptr_t>(p); }
+
+// The block lies inside the chunk of its region, and inside its slot.
+void expect_inside_chunk(tier const& t, block const& b)
+{
+  auto const chunks = t.chunk_ranges();
+  ASSERT_LT(b.slot.region, chunks.size());
+  auto const& c = chunks[b.slot.region];
+  ASSERT_NE(c.base, nullptr);
+  EXPECT_GE(addr(b.ptr), addr(c.base));
+  EXPECT_LE(addr(b.ptr) + b.bytes, addr(c.base) + c.bytes);
+  EXPECT_GE(b.slot.size, b.bytes);
+}
+
+// No two blocks overlap (sorted sweep).
+void expect_disjoint(std::vector<block> blocks)
+{
+  std::sort(blocks.begin(), blocks.end(), [](block const& x, block const& y) { return addr(x.ptr) < addr(y.ptr); });
+  for (std::size_t i = 1; i < blocks.size(); ++i) {
+    EXPECT_LE(addr(blocks[i - 1].ptr) + blocks[i - 1].bytes, addr(blocks[i].ptr)) << "blocks " << i - 1 << " and " << i;
+  }
+}
+
+TEST(Tier, GrowsChunkByChunkUpToCapacityThenFails)
+{
+  rig r;
+  tier t{r.be, r.events, config(tier_kind::device, 1_MiB, 256_KiB)};
+  ASSERT_TRUE(t.validate());
+  EXPECT_EQ(t.usage().reserved_bytes, 0U);
+  std::vector<block> blocks;
+  for (int i = 0; i < 16; ++i) {
+    tier_alloc_report rep;
+    auto b = t.allocate(64_KiB, 0, &rep);
+    ASSERT_TRUE(b) << i;
+    EXPECT_EQ(rep.result, tier_alloc_result::ok);
+    EXPECT_EQ(rep.grew, i % 4 == 0) << i;  // a new 256 KiB chunk every 4 blocks
+    EXPECT_EQ(t.usage().reserved_bytes, static_cast<std::size_t>(i / 4 + 1) * 256_KiB);
+    blocks.push_back(*b);
+    ASSERT_TRUE(t.validate());
+  }
+  tier_alloc_report rep;
+  EXPECT_FALSE(t.allocate(64_KiB, 0, &rep));
+  EXPECT_EQ(rep.result, tier_alloc_result::over_capacity);
+  EXPECT_EQ(rep.free_bytes, 0U);
+  EXPECT_FALSE(t.allocate(2_MiB, 0, &rep));  // larger than the whole budget
+  EXPECT_EQ(rep.result, tier_alloc_result::over_capacity);
+  auto const u = t.usage();
+  EXPECT_EQ(u.reserved_bytes, 1_MiB);
+  EXPECT_EQ(u.used_bytes, 1_MiB);
+  EXPECT_EQ(u.peak_used_bytes, 1_MiB);
+  EXPECT_EQ(u.chunk_count, 4U);
+  EXPECT_EQ(u.allocation_count, 16U);
+  EXPECT_EQ(u.grow_count, 4U);
+  EXPECT_EQ(u.grow_failure_count, 0U);
+  EXPECT_EQ(r.be.allocated_bytes(tier_kind::device), 1_MiB);
+  ASSERT_TRUE(t.validate());
+  for (auto const& b : blocks) {
+    expect_inside_chunk(t, b);
+  }
+  expect_disjoint(blocks);
+  t.deallocate(blocks[3]);
+  ASSERT_TRUE(t.validate());
+  EXPECT_TRUE(t.allocate(64_KiB));  // freed space is reused without growing
+  EXPECT_EQ(t.usage().grow_count, 4U);
+}
+
+TEST(Tier, GrowForbiddenReportsNoFit)
+{
+  rig r;
+  tier t{r.be, r.events, config(tier_kind::device, 1_MiB, 256_KiB)};
+  tier_alloc_report rep;
+  EXPECT_FALSE(t.allocate(1_KiB, 0, &rep, tier_grow::forbid));
+  EXPECT_EQ(rep.result, tier_alloc_result::no_fit);
+  EXPECT_EQ(t.usage().reserved_bytes, 0U);
+  ASSERT_TRUE(t.allocate(1_KiB));
+  EXPECT_TRUE(t.allocate(1_KiB, 0, &rep, tier_grow::forbid));  // fits the existing chunk
+  ASSERT_TRUE(t.validate());
+}
+
+TEST(Tier, RandomBlocksNeverOverlapAndLieInTheirChunk)
+{
+  rig r;
+  tier t{r.be, r.events, config(tier_kind::host, 8_MiB, 512_KiB)};
+  std::mt19937_64 rng{1234};
+  std::vector<block> live;
+  for (int step = 0; step < 2000; ++step) {
+    if (!live.empty() && (rng() % 3 == 0)) {
+      std::size_t const i = rng() % live.size();
+      t.deallocate(live[i]);
+      live[i] = live.back();
+      live.pop_back();
+    } else {
+      std::size_t const bytes = 1 + rng() % 200_KiB;
+      std::size_t const align = std::size_t{1} << (rng() % 13);  // 1 .. 4096 (above the backend's 256)
+      if (auto b = t.allocate(bytes, align)) {
+        EXPECT_EQ(addr(b->ptr) % align, 0U);
+        expect_inside_chunk(t, *b);
+        live.push_back(*b);
+      }
+    }
+    ASSERT_TRUE(t.validate()) << step;
+  }
+  expect_disjoint(live);
+  auto const chunks = t.chunk_ranges();
+  std::vector<block> as_blocks;  // chunks never overlap each other either
+  for (auto const& c : chunks) {
+    as_blocks.push_back(block{{}, const_cast<void*>(c.base), c.bytes});
+  }
+  expect_disjoint(as_blocks);
+}
+
+// ---- byte integrity -------------------------------------------------------------------
+
+std::uint8_t pattern(std::uint64_t id, std::size_t i)
+{
+  return static_cast<std::uint8_t>((id * 131U + i * 7U) ^ (i >> 8U));
+}
+
+struct tagged {
+  block b;
+  std::uint64_t id;
+};
+
+// Writes / checks a block's bytes: directly for host-accessible kinds, via copies otherwise.
+struct byte_io {
+  sim_backend& be;
+  tier_kind kind;
+
+  void fill(tagged const& x) const
+  {
+    std::vector<std::uint8_t> buf(x.b.bytes);
+    for (std::size_t i = 0; i < buf.size(); ++i) {
+      buf[i] = pattern(x.id, i);
+    }
+    if (tierpool::is_host_accessible(kind)) {
+      std::memcpy(x.b.ptr, buf.data(), buf.size());
+      return;
+    }
+    ASSERT_EQ(be.copy_async({x.b.ptr, buf.data(), buf.size(), kind, tier_kind::host}, {}), status::ok);
+    ASSERT_EQ(be.synchronize_stream({}), status::ok);
+  }
+
+  [[nodiscard]] bool intact(tagged const& x) const
+  {
+    std::vector<std::uint8_t> buf(x.b.bytes);
+    if (tierpool::is_host_accessible(kind)) {
+      std::memcpy(buf.data(), x.b.ptr, buf.size());
+    } else {
+      if (be.copy_async({buf.data(), x.b.ptr, buf.size(), tier_kind::host, kind}, {}) != status::ok ||
+          be.synchronize_stream({}) != status::ok) {
+        return false;
+      }
+    }
+    for (std::size_t i = 0; i < buf.size(); ++i) {
+      if (buf[i] != pattern(x.id, i)) {
+        return false;
+      }
+    }
+    return true;
+  }
+};
+
+class TierBytes : public ::testing::TestWithParam<tier_kind> {};
+
+TEST_P(TierBytes, PatternsSurviveRandomChurn)
+{
+  tier_kind const kind = GetParam();
+  rig r;
+  tier t{r.be, r.events, config(kind, 2_MiB, 256_KiB)};
+  byte_io const io{r.be, kind};
+  std::mt19937_64 rng{99};
+  std::vector<tagged> live;
+  std::uint64_t next_id = 1;
+  int const steps = kind == tier_kind::device ? 600 : 2000;
+  for (int step = 0; step < steps; ++step) {
+    if (!live.empty() && rng() % 5 < 2) {  // allocations win: the tier runs full
+      std::size_t const i = rng() % live.size();
+      ASSERT_TRUE(io.intact(live[i])) << "block " << live[i].id << " clobbered at step " << step;
+      t.deallocate(live[i].b);
+      live[i] = live.back();
+      live.pop_back();
+    } else {
+      std::size_t const bytes = 1 + rng() % 48_KiB;
+      if (auto b = t.allocate(bytes, std::size_t{1} << (rng() % 10))) {
+        live.push_back({*b, next_id++});
+        io.fill(live.back());
+      }
+    }
+    ASSERT_TRUE(t.validate()) << step;
+  }
+  for (auto const& x : live) {
+    EXPECT_TRUE(io.intact(x)) << "block " << x.id;
+  }
+  EXPECT_GT(t.usage().peak_used_bytes, 3 * 512_KiB);
+  EXPECT_EQ(t.usage().reserved_bytes, 2_MiB);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, TierBytes,
+                         ::testing::Values(tier_kind::host, tier_kind::pinned_host, tier_kind::device),
+                         [](auto const& p) { return std::string{tierpool::to_string(p.param)}; });
+
+// ---- deferred frees -------------------------------------------------------------------
+
+// Makes `s` busy for `duration` ns and returns a pooled event recorded after that work.
+event_handle busy_event(rig& r, stream_handle s, tierpool::tick duration)
+{
+  event_handle e{};
+  EXPECT_EQ(r.events.acquire(&e), status::ok);
+  EXPECT_EQ(r.be.compute_async(s, duration), status::ok);
+  EXPECT_EQ(r.be.record_event(e, s), status::ok);
+  return e;
+}
+
+TEST(TierDeferred, SpaceIsNotReusedBeforeTheEventCompletes)
+{
+  rig r{virtual_clock()};
+  stream_handle s{};
+  ASSERT_EQ(r.be.create_stream(&s), status::ok);
+  // Room for exactly two 64 KiB blocks.
+  tier t{r.be, r.events, config(tier_kind::device, 128_KiB, 128_KiB)};
+  auto a = t.allocate(64_KiB);
+  ASSERT_TRUE(a);
+  event_handle const e = busy_event(r, s, 10'000);
+  t.deallocate_after(*a, e, s);
+  ASSERT_TRUE(t.validate());
+  EXPECT_EQ(t.usage().deferred_bytes, 64_KiB);
+  EXPECT_EQ(t.usage().deferred_count, 1U);
+  EXPECT_EQ(t.usage().used_bytes, 0U);
+  EXPECT_FALSE(t.owns(*a));
+  EXPECT_THROW(t.deallocate(*a), tierpool::logic_error);  // already deferred
+  ASSERT_TRUE(t.validate());
+
+  tier_alloc_report rep;
+  auto b = t.allocate(64_KiB, 0, &rep);  // the other half: never the deferred range
+  ASSERT_TRUE(b);
+  EXPECT_EQ(rep.reclaimed_bytes, 0U);
+  EXPECT_TRUE(addr(b->ptr) + b->bytes <= addr(a->ptr) || addr(a->ptr) + a->bytes <= addr(b->ptr));
+  EXPECT_FALSE(t.allocate(64_KiB, 0, &rep));
+  EXPECT_EQ(rep.result, tier_alloc_result::over_capacity);
+  EXPECT_EQ(rep.deferred_bytes, 64_KiB);
+  ASSERT_TRUE(t.validate());
+
+  ASSERT_EQ(r.be.advance_to(*r.be.event_time(e) - 1), status::ok);  // not quite
+  EXPECT_FALSE(t.allocate(64_KiB, 0, &rep));
+  EXPECT_EQ(r.events.stats().outstanding, 1U);  // the tier still holds the event
+
+  ASSERT_EQ(r.be.advance_to(*r.be.event_time(e)), status::ok);
+  auto c = t.allocate(64_KiB, 0, &rep);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(rep.reclaimed_bytes, 64_KiB);
+  EXPECT_EQ(c->ptr, a->ptr);  // now the range comes back
+  EXPECT_EQ(t.usage().deferred_bytes, 0U);
+  EXPECT_EQ(r.events.stats().outstanding, 0U);  // event handed back to the pool
+  EXPECT_EQ(r.events.stats().cached, 1U);
+  ASSERT_TRUE(t.validate());
+}
+
+TEST(TierDeferred, PerStreamLanesAreNotBlockedByASlowStream)
+{
+  rig r{virtual_clock()};
+  stream_handle slow{};
+  stream_handle fast{};
+  ASSERT_EQ(r.be.create_stream(&slow), status::ok);
+  ASSERT_EQ(r.be.create_stream(&fast), status::ok);
+  tier t{r.be, r.events, config(tier_kind::device, 1_MiB, 1_MiB)};
+  auto a = t.allocate(64_KiB);
+  auto b = t.allocate(64_KiB);
+  auto c = t.allocate(64_KiB);
+  ASSERT_TRUE(a && b && c);
+  event_handle const ea = busy_event(r, slow, 50'000);
+  t.deallocate_after(*a, ea, slow);  // oldest, on the slow stream
+  event_handle const eb = busy_event(r, fast, 1'000);
+  t.deallocate_after(*b, eb, fast);
+  event_handle const ec = busy_event(r, fast, 1'000);  // later on the same stream
+  t.deallocate_after(*c, ec, fast);
+  ASSERT_TRUE(t.validate());
+
+  ASSERT_EQ(r.be.advance_to(*r.be.event_time(eb)), status::ok);
+  EXPECT_EQ(t.reclaim_completed(), 64_KiB);  // b only: c's event is later on its stream
+  ASSERT_TRUE(t.validate());
+  ASSERT_EQ(r.be.advance_to(*r.be.event_time(ec)), status::ok);
+  EXPECT_EQ(t.reclaim_completed(), 64_KiB);  // c, though a (older) is still pending
+  EXPECT_EQ(t.usage().deferred_bytes, 64_KiB);
+  ASSERT_TRUE(t.validate());
+
+  std::size_t reclaimed = 0;
+  EXPECT_EQ(t.reclaim_oldest_blocking(&reclaimed), status::ok);
+  EXPECT_EQ(reclaimed, 64_KiB);
+  EXPECT_EQ(r.be.now(), *r.be.event_time(ea));  // it waited for a's event
+  EXPECT_EQ(t.usage().deferred_bytes, 0U);
+  EXPECT_EQ(t.reclaim_oldest_blocking(&reclaimed), status::ok);  // nothing left: no-op
+  EXPECT_EQ(reclaimed, 0U);
+  EXPECT_EQ(r.events.stats().outstanding, 0U);
+  ASSERT_TRUE(t.validate());
+}
+
+TEST(TierDeferred, ReclaimOldestBlockingTakesTheOldestFirst)
+{
+  rig r{virtual_clock()};
+  stream_handle s1{};
+  stream_handle s2{};
+  ASSERT_EQ(r.be.create_stream(&s1), status::ok);
+  ASSERT_EQ(r.be.create_stream(&s2), status::ok);
+  tier t{r.be, r.events, config(tier_kind::device, 128_KiB, 128_KiB)};
+  auto a = t.allocate(64_KiB);
+  auto b = t.allocate(64_KiB);
+  ASSERT_TRUE(a && b);
+  event_handle const ea = busy_event(r, s1, 3'000);
+  t.deallocate_after(*a, ea, s1);
+  event_handle const eb = busy_event(r, s2, 9'000);
+  t.deallocate_after(*b, eb, s2);
+  EXPECT_FALSE(t.allocate(64_KiB));
+  std::size_t reclaimed = 0;
+  ASSERT_EQ(t.reclaim_oldest_blocking(&reclaimed), status::ok);
+  EXPECT_EQ(reclaimed, 64_KiB);
+  EXPECT_EQ(r.be.now(), *r.be.event_time(ea));
+  auto c = t.allocate(64_KiB);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->ptr, a->ptr);
+  EXPECT_EQ(t.usage().deferred_bytes, 64_KiB);  // b still waits
+  ASSERT_TRUE(t.validate());
+}
+
+TEST(TierDeferred, NullEventFreesAtOnceAndForeignEventIsRejected)
+{
+  rig r{virtual_clock()};
+  tier t{r.be, r.events, config(tier_kind::device, 128_KiB, 128_KiB)};
+  auto a = t.allocate(64_KiB);
+  ASSERT_TRUE(a);
+  t.deallocate_after(*a, event_handle{}, {});
+  EXPECT_EQ(t.usage().used_bytes, 0U);
+  EXPECT_EQ(t.usage().deferred_bytes, 0U);
+  auto b = t.allocate(64_KiB);
+  ASSERT_TRUE(b);
+  event_handle foreign{};
+  ASSERT_EQ(r.be.create_event(&foreign), status::ok);
+  EXPECT_THROW(t.deallocate_after(*b, foreign, {}), tierpool::logic_error);
+  EXPECT_TRUE(t.owns(*b));  // unchanged; the caller keeps the event
+  ASSERT_TRUE(t.validate());
+  r.be.destroy_event(foreign);
+  t.deallocate(*b);
+  ASSERT_TRUE(t.validate());
+}
+
+TEST(TierDeferred, DestructorWaitsForPendingEventsAndLeaksNothing)
+{
+  rig r;  // wall clock: the compute really takes 20 ms
+  stream_handle s{};
+  ASSERT_EQ(r.be.create_stream(&s), status::ok);
+  {
+    tier t{r.be, r.events, config(tier_kind::pinned_host, 1_MiB, 256_KiB)};
+    auto a = t.allocate(64_KiB);
+    auto b = t.allocate(300_KiB);
+    ASSERT_TRUE(a && b);
+    auto const e = busy_event(r, s, 20'000'000);
+    t.deallocate_after(*a, e, s);
+    ASSERT_TRUE(t.validate());
+    EXPECT_EQ(r.be.query_event(e), status::not_ready);
+    // b is still live: the tier frees its chunk anyway.
+  }
+  EXPECT_EQ(r.be.live_allocations(), 0U);
+  EXPECT_EQ(r.events.stats().outstanding, 0U);
+  EXPECT_EQ(r.be.synchronize_stream(s), status::ok);
+  r.be.destroy_stream(s);
+}
+
+TEST(TierDeferred, DestructorOnVirtualClockAdvancesToTheEvents)
+{
+  rig r{virtual_clock()};
+  stream_handle s{};
+  ASSERT_EQ(r.be.create_stream(&s), status::ok);
+  tierpool::tick t_end = 0;
+  {
+    tier t{r.be, r.events, config(tier_kind::device, 1_MiB, 256_KiB)};
+    for (int i = 0; i < 6; ++i) {
+      auto a = t.allocate(64_KiB);
+      ASSERT_TRUE(a);
+      auto const e = busy_event(r, s, 1'000);
+      t_end = *r.be.event_time(e);
+      t.deallocate_after(*a, e, s);
+    }
+    EXPECT_EQ(t.usage().deferred_count, 6U);
+  }
+  EXPECT_EQ(r.be.now(), t_end);
+  EXPECT_EQ(r.be.live_allocations(), 0U);
+  EXPECT_EQ(r.events.stats().outstanding, 0U);
+}
+
+// ---- growth details -------------------------------------------------------------------
+
+TEST(TierGrowth, DedicatedChunkForLargeRequests)
+{
+  rig r;
+  tier t{r.be, r.events, config(tier_kind::device, 4_MiB, 256_KiB)};
+  tier_alloc_report rep;
+  auto big = t.allocate(1_MiB + 1, 0, &rep);
+  ASSERT_TRUE(big);
+  EXPECT_TRUE(rep.grew);
+  auto u = t.usage();
+  EXPECT_EQ(u.reserved_bytes, 1_MiB + 256);  // exactly the request, rounded to the granule
+  EXPECT_EQ(u.chunk_count, 1U);
+  EXPECT_EQ(u.free_bytes, 0U);
+  expect_inside_chunk(t, *big);
+  auto small = t.allocate(1_KiB, 0, &rep);
+  ASSERT_TRUE(small);
+  EXPECT_TRUE(rep.grew);
+  u = t.usage();
+  EXPECT_EQ(u.reserved_bytes, 1_MiB + 256 + 256_KiB);  // a regular chunk
+  EXPECT_EQ(u.chunk_count, 2U);
+  EXPECT_NE(big->slot.region, small->slot.region);
+  ASSERT_TRUE(t.validate());
+}
+
+TEST(TierGrowth, CapacityNotAMultipleOfTheChunk)
+{
+  rig r;
+  tier t{r.be, r.events, config(tier_kind::host, 640_KiB, 256_KiB)};
+  std::vector<block> blocks;
+  while (auto b = t.allocate(64_KiB)) {
+    blocks.push_back(*b);
+    ASSERT_TRUE(t.validate());
+  }
+  EXPECT_EQ(blocks.size(), 10U);
+  auto const u = t.usage();
+  EXPECT_EQ(u.reserved_bytes, 640_KiB);
+  EXPECT_EQ(u.chunk_count, 3U);  // 256 + 256 + 128 (the last one clipped to the budget)
+  auto const chunks = t.chunk_ranges();
+  ASSERT_EQ(chunks.size(), 3U);
+  EXPECT_EQ(chunks[2].bytes, 128_KiB);
+  tier_alloc_report rep;
+  EXPECT_FALSE(t.allocate(1, 0, &rep));
+  EXPECT_EQ(rep.result, tier_alloc_result::over_capacity);
+  // Capacity that is not a multiple of the alignment is rounded down.
+  tier t2{r.be, r.events, config(tier_kind::host, 1000, 256)};
+  EXPECT_EQ(t2.config().capacity_bytes, 768U);
+}
+
+TEST(TierGrowth, InitialBytesAreReservedEagerly)
+{
+  rig r;
+  tier_config c = config(tier_kind::device, 1_MiB, 256_KiB);
+  c.initial_bytes = 600_KiB;
+  tier t{r.be, r.events, c};
+  auto const u = t.usage();
+  EXPECT_EQ(u.reserved_bytes, 600_KiB);
+  EXPECT_EQ(u.chunk_count, 1U);
+  EXPECT_EQ(r.be.allocated_bytes(tier_kind::device), 600_KiB);
+  tier_alloc_report rep;
+  EXPECT_TRUE(t.allocate(500_KiB, 0, &rep));
+  EXPECT_FALSE(rep.grew);
+  ASSERT_TRUE(t.validate());
+}
+
+TEST(TierGrowth, InitialChunkFailureThrowsBackendError)
+{
+  rig r;
+  r.be.set_faults({1, {{sim_call::allocate, 1, 0.0}}});
+  tier_config c = config(tier_kind::device, 1_MiB, 256_KiB);
+  c.initial_bytes = 256_KiB;
+  try {
+    tier t{r.be, r.events, c};
+    FAIL() << "expected backend_error";
+  } catch (tierpool::backend_error const& e) {
+    EXPECT_EQ(e.code(), status::injected_fault);
+  }
+  EXPECT_EQ(r.be.live_allocations(), 0U);
+}
+
+TEST(TierGrowth, InjectedAllocateFaultLeavesTheTierValidAndUsable)
+{
+  rig r;
+  tier t{r.be, r.events, config(tier_kind::device, 1_MiB, 256_KiB)};
+  ASSERT_TRUE(t.allocate(200_KiB));
+  r.be.set_faults({1, {{sim_call::allocate, 1, 0.0}}});
+  tier_alloc_report rep;
+  EXPECT_FALSE(t.allocate(200_KiB, 0, &rep));  // needs a second chunk: its allocate fails
+  EXPECT_EQ(rep.result, tier_alloc_result::backend_failed);
+  EXPECT_EQ(rep.backend_status, status::injected_fault);
+  auto u = t.usage();
+  EXPECT_EQ(u.reserved_bytes, 256_KiB);
+  EXPECT_EQ(u.chunk_count, 1U);
+  EXPECT_EQ(u.grow_failure_count, 1U);
+  ASSERT_TRUE(t.validate());
+  EXPECT_TRUE(t.allocate(200_KiB, 0, &rep));  // the rule fired once; now it grows
+  EXPECT_TRUE(rep.grew);
+  ASSERT_TRUE(t.validate());
+}
+
+TEST(TierGrowth, RandomInjectedFaultsDuringChurn)
+{
+  rig r;
+  tier t{r.be, r.events, config(tier_kind::host, 4_MiB, 128_KiB)};
+  byte_io const io{r.be, tier_kind::host};
+  r.be.set_faults({2024, {{sim_call::allocate, 0, 0.3}}});
+  std::mt19937_64 rng{5};
+  std::vector<tagged> live;
+  std::uint64_t id = 1;
+  int failures = 0;
+  for (int step = 0; step < 3000; ++step) {
+    if (!live.empty() && rng() % 2 == 0) {
+      std::size_t const i = rng() % live.size();
+      ASSERT_TRUE(io.intact(live[i]));
+      t.deallocate(live[i].b);
+      live[i] = live.back();
+      live.pop_back();
+      if (rng() % 16 == 0) {
+        (void)t.release_unused_chunks();  // revivals go through the faulty allocate too
+      }
+    } else {
+      tier_alloc_report rep;
+      if (auto b = t.allocate(1 + rng() % 100_KiB, 0, &rep)) {
+        live.push_back({*b, id++});
+        io.fill(live.back());
+      } else if (rep.result == tier_alloc_result::backend_failed) {
+        EXPECT_EQ(rep.backend_status, status::injected_fault);
+        ++failures;
+      } else {
+        EXPECT_EQ(rep.result, tier_alloc_result::over_capacity);
+      }
+    }
+    ASSERT_TRUE(t.validate()) << step;
+  }
+  EXPECT_GT(failures, 0);
+  EXPECT_EQ(t.usage().grow_failure_count, static_cast<std::uint64_t>(failures));
+  for (auto const& x : live) {
+    EXPECT_TRUE(io.intact(x));
+  }
+}
+
+TEST(TierGrowth, BackendOutOfMemoryRetriesWithTheRequestAlone)
+{
+  sim_options o;
+  o.device_bytes = 512_KiB + 128_KiB;
+  rig r{o};
+  tier t{r.be, r.events, config(tier_kind::device, 4_MiB, 256_KiB)};
+  ASSERT_TRUE(t.allocate(256_KiB));
+  ASSERT_TRUE(t.allocate(256_KiB));
+  tier_alloc_report rep;
+  auto b = t.allocate(64_KiB, 0, &rep);  // a 256 KiB chunk does not fit the device; 64 KiB does
+  ASSERT_TRUE(b);
+  EXPECT_TRUE(rep.grew);
+  EXPECT_EQ(t.usage().reserved_bytes, 576_KiB);
+  EXPECT_EQ(t.usage().grow_failure_count, 1U);
+  EXPECT_FALSE(t.allocate(128_KiB, 0, &rep));
+  EXPECT_EQ(rep.result, tier_alloc_result::backend_failed);
+  EXPECT_EQ(rep.backend_status, status::out_of_memory);
+  ASSERT_TRUE(t.validate());
+}
+
+TEST(TierGrowth, ReleaseUnusedChunksAndReviveThem)
+{
+  rig r;
+  tier t{r.be, r.events, config(tier_kind::device, 1_MiB, 256_KiB)};
+  std::vector<block> blocks;
+  for (int i = 0; i < 12; ++i) {  // 3 chunks
+    auto b = t.allocate(64_KiB);
+    ASSERT_TRUE(b);
+    blocks.push_back(*b);
+  }
+  EXPECT_EQ(t.usage().chunk_count, 3U);
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    if (blocks[i].slot.region != 1) {
+      t.deallocate(blocks[i]);  // chunks 0 and 2 become entirely free
+    }
+  }
+  ASSERT_TRUE(t.validate());
+  EXPECT_EQ(t.release_unused_chunks(), 512_KiB);
+  ASSERT_TRUE(t.validate());
+  auto u = t.usage();
+  EXPECT_EQ(u.reserved_bytes, 256_KiB);
+  EXPECT_EQ(u.chunk_count, 1U);
+  EXPECT_EQ(u.chunk_release_count, 2U);
+  EXPECT_EQ(u.free_bytes, 0U);
+  EXPECT_EQ(r.be.allocated_bytes(tier_kind::device), 256_KiB);
+  EXPECT_EQ(t.release_unused_chunks(), 0U);
+  tier_alloc_report rep;
+  auto again = t.allocate(64_KiB, 0, &rep);  // revives a released chunk (no new region)
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(rep.grew);
+  EXPECT_EQ(t.chunk_ranges().size(), 3U);
+  EXPECT_EQ(t.usage().chunk_count, 2U);
+  expect_inside_chunk(t, *again);
+  ASSERT_TRUE(t.validate());
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    if (blocks[i].slot.region == 1) {
+      t.deallocate(blocks[i]);
+    }
+  }
+  t.deallocate(*again);
+  EXPECT_EQ(t.release_unused_chunks(), 512_KiB);
+  EXPECT_EQ(r.be.live_allocations(), 0U);
+  ASSERT_TRUE(t.validate());
+}
+
+// ---- misuse ---------------------------------------------------------------------------
+
+TEST(TierMisuse, DoubleForeignAndForgedFreesThrowAndChangeNothing)
+{
+  rig r;
+  tier t{r.be, r.events, config(tier_kind::device, 1_MiB, 256_KiB)};
+  tier other{r.be, r.events, config(tier_kind::device, 1_MiB, 256_KiB)};
+  auto a = t.allocate(4_KiB);
+  auto b = t.allocate(4_KiB);
+  auto o = other.allocate(4_KiB);
+  ASSERT_TRUE(a && b && o);
+  t.deallocate(*a);
+  auto const before = t.usage();
+  EXPECT_THROW(t.deallocate(*a), tierpool::logic_error);  // double free
+  EXPECT_THROW(t.deallocate(*o), tierpool::logic_error);  // another tier's block
+  block forged = *b;
+  forged.ptr = static_cast<std::byte*>(forged.ptr) + 8_KiB;  // pointer outside its slot
+  EXPECT_THROW(t.deallocate(forged), tierpool::logic_error);
+  forged = *b;
+  forged.bytes = 8_KiB;  // larger than its slot
+  EXPECT_THROW(t.deallocate(forged), tierpool::logic_error);
+  EXPECT_THROW((void)t.allocate(0), tierpool::logic_error);
+  EXPECT_THROW((void)t.allocate(16, 3), tierpool::logic_error);
+  auto const after = t.usage();
+  EXPECT_EQ(before.used_bytes, after.used_bytes);
+  EXPECT_EQ(before.allocation_count, after.allocation_count);
+  EXPECT_TRUE(t.owns(*b));
+  ASSERT_TRUE(t.validate());
+  ASSERT_TRUE(other.validate());
+  t.deallocate(*b);
+  other.deallocate(*o);
+}
+
+TEST(TierMisuse, InvalidConfigThrows)
+{
+  rig r;
+  auto make = [&](tier_config c) { tier t{r.be, r.events, std::move(c)}; };
+  tier_config c = config(tier_kind::device, 1_MiB, 256_KiB);
+  c.alignment = 512;  // above the sim backend's 256
+  EXPECT_THROW(make(c), tierpool::logic_error);
+  c.alignment = 96;
+  EXPECT_THROW(make(c), tierpool::logic_error);
+  c = config(tier_kind::device, 100, 256_KiB);
+  EXPECT_THROW(make(c), tierpool::logic_error);
+  c = config(tier_kind::device, 1_MiB, 0);
+  EXPECT_THROW(make(c), tierpool::logic_error);
+  c = config(tier_kind::device, 1_MiB, 256_KiB);
+  c.initial_bytes = 2_MiB;
+  EXPECT_THROW(make(c), tierpool::logic_error);
+  sim_backend other;
+  event_pool other_events{other};
+  EXPECT_THROW((tier{r.be, other_events, config(tier_kind::device, 1_MiB, 256_KiB)}), tierpool::logic_error);
+  EXPECT_EQ(r.be.live_allocations(), 0U);
+}
+
+}  // namespace

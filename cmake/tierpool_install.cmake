@@ -4,7 +4,7 @@ include(CMakePackageConfigHelpers)
 
 set(TIERPOOL_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/tierpool)
 
-install(TARGETS tierpool tierpool_core tierpool_policies
+install(TARGETS tierpool tierpool_core tierpool_policies tierpool_runtime
   EXPORT tierpoolTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -20,3 +20,6 @@
 #include <tierpool/backends/sim_backend.hpp>
 #include <tierpool/backends/cuda_backend.hpp>
 #include <tierpool/backend_factory.hpp>
+#include <tierpool/telemetry.hpp>
+#include <tierpool/pool_options.hpp>
+#include <tierpool/pool.hpp>

@@ -1,0 +1,251 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file pool.hpp
+ * @brief The tiered pool: tensors whose home can change, leases that make their bytes
+ *        reachable on a stream, prefetch, demotion and eviction across tiers.
+ *
+ * See DESIGN.md §2 and docs/notes/pool_design.md for the contract and its reasons.
+ */
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <tierpool/backend.hpp>
+#include <tierpool/error.hpp>
+#include <tierpool/export.hpp>
+#include <tierpool/pool_options.hpp>
+#include <tierpool/telemetry.hpp>
+#include <tierpool/types.hpp>
+
+namespace tierpool {
+
+class pool;
+
+namespace detail {
+class pool_impl;
+struct tensor_record;
+}  // namespace detail
+
+/**
+ * @brief An owning, move-only handle to a tensor of a pool. Destroying it frees the
+ *        tensor (stream-ordered: its space returns once outstanding work completes).
+ *
+ * Thread safety: a handle is externally synchronized (like VmaAllocation); different
+ * handles may be used from different threads at once. A moved-from or freed handle is
+ * empty: using it throws tierpool::logic_error.
+ */
+class TIERPOOL_EXPORT tensor {
+ public:
+  tensor() noexcept = default;
+  tensor(tensor&& other) noexcept;
+  tensor& operator=(tensor&& other) noexcept;
+  tensor(tensor const&) = delete;
+  tensor& operator=(tensor const&) = delete;
+  ~tensor();
+
+  /// @brief The tensor's id in its pool.
+  [[nodiscard]] tensor_id id() const noexcept { return id_; }
+  /// @brief Size in bytes as requested.
+  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+  /// @brief True unless moved from or freed.
+  [[nodiscard]] bool valid() const noexcept { return impl_ != nullptr; }
+  [[nodiscard]] explicit operator bool() const noexcept { return valid(); }
+
+ private:
+  friend class pool;
+  friend class detail::pool_impl;
+  tensor(std::shared_ptr<detail::pool_impl> impl, std::shared_ptr<detail::tensor_record> rec, tensor_id id,
+         std::size_t bytes) noexcept;
+  void reset() noexcept;
+
+  std::shared_ptr<detail::pool_impl> impl_{};
+  std::shared_ptr<detail::tensor_record> rec_{};  // the pool's record: no table lookup on the hit path
+  tensor_id id_{};
+  std::size_t bytes_{0};
+};
+
+/**
+ * @brief A pin on a tensor that makes its bytes reachable at data(): in device-accessible
+ *        memory for pool::acquire, host memory for pool::acquire_host.
+ *
+ * While a lease lives the tensor is neither moved nor evicted. Ending it (destructor or
+ * release()) unpins; for a device lease the bytes are not moved or reused until work
+ * already enqueued on the lease's stream has completed. Move-only.
+ *
+ * A lease that outlives its pool object is misuse that is caught, not undefined
+ * behaviour: pool::close() throws tierpool::logic_error naming the live leases, and the
+ * destructor (which cannot throw) keeps the pool's memory alive until the last lease ends
+ * and says so on stderr.
+ *
+ * Thread safety: externally synchronized, like tensor.
+ */
+class TIERPOOL_EXPORT lease {
+ public:
+  lease() noexcept = default;
+  lease(lease&& other) noexcept;
+  lease& operator=(lease&& other) noexcept;
+  lease(lease const&) = delete;
+  lease& operator=(lease const&) = delete;
+  ~lease();
+
+  /// @brief The bytes: device-accessible (acquire) or host (acquire_host). Null when empty.
+  [[nodiscard]] void* data() const noexcept { return data_; }
+  /// @brief Typed view of data().
+  template <class T>
+  [[nodiscard]] T* as() const noexcept { return static_cast<T*>(data_); }
+  /// @brief Size in bytes.
+  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+  /// @brief The access this lease was taken with.
+  [[nodiscard]] access_mode access() const noexcept { return access_; }
+  /// @brief The stream the lease is ordered on (default stream for host leases).
+  [[nodiscard]] stream_handle stream() const noexcept { return stream_; }
+  /// @brief The tensor's id.
+  [[nodiscard]] tensor_id id() const noexcept { return id_; }
+  /// @brief True while the lease holds a pin.
+  [[nodiscard]] bool active() const noexcept { return impl_ != nullptr; }
+  /// @brief End the lease now (idempotent).
+  void release() noexcept;
+
+ private:
+  friend class detail::pool_impl;
+  std::shared_ptr<detail::pool_impl> impl_{};
+  std::shared_ptr<detail::tensor_record> rec_{};
+  void* data_{nullptr};
+  std::size_t bytes_{0};
+  tensor_id id_{};
+  stream_handle stream_{};
+  access_mode access_{access_mode::read};
+  bool host_{false};
+  std::uint32_t tier_{0};
+};
+
+/**
+ * @brief The tiered pool.
+ *
+ * Thread safety: every member may be called concurrently from many threads (internally
+ * synchronized). Separate pools are independent; there is no global state.
+ *
+ * Stream semantics: acquire() and prefetch() never block the host on a copy; the user's
+ * stream waits on the copy's event. Eviction waits (stream-wise) for a victim's last use
+ * before copying it out, and space is reused only after the copy that vacated it is done.
+ *
+ * @code
+ * tierpool::pool p;                                  // default tiers, LRU, auto backend
+ * auto s = p.create_stream();
+ * tierpool::tensor w = p.allocate(64_MiB, {.name = "w0"});
+ * { auto h = p.acquire_host(w, tierpool::access_mode::write_discard); fill(h.as<float>()); }
+ * { auto l = p.acquire(w, tierpool::access_mode::read, s); launch(kernel, l.data(), s); }
+ * p.prefetch(w);                                      // bring it back before the next use
+ * @endcode
+ */
+class TIERPOOL_EXPORT pool {
+ public:
+  /**
+   * @brief Build a pool: select the backend, build the tiers and their policies.
+   * @throws tierpool::logic_error for invalid options or an unknown policy name.
+   * @throws tierpool::backend_error when the backend cannot be built or a tier cannot
+   *         reserve its initial memory.
+   */
+  explicit pool(pool_options options = {});
+  ~pool();
+  pool(pool const&) = delete;
+  pool& operator=(pool const&) = delete;
+  pool(pool&&) noexcept;
+  pool& operator=(pool&&) noexcept;
+
+  /**
+   * @brief Create a tensor of `bytes` bytes (contents undefined), placed in the preferred
+   *        tier (evicting there if needed), else the fastest tier with room without
+   *        evicting, else the lowest tier that can hold it (evicting there).
+   *        See docs/chapters/tiers.md.
+   * @throws tierpool::logic_error if bytes == 0 or the preferred tier is unknown.
+   * @throws tierpool::out_of_memory if no tier can hold it (the message is a diagnosis).
+   */
+  [[nodiscard]] tensor allocate(std::size_t bytes, tensor_options options = {});
+
+  /**
+   * @brief Make `t`'s bytes reachable in device-accessible memory for work on `stream`.
+   *
+   * Copies the tensor in if needed (evicting others from the device tier), and makes
+   * `stream` wait on that copy; the host does not wait. A write access marks lower copies
+   * stale.
+   *
+   * @throws tierpool::logic_error for an empty/foreign/freed tensor, a closed pool, or a
+   *         pool without a device-accessible tier. (An unknown stream is not detected: the
+   *         pool falls back to waiting on the host where the backend rejects it.)
+   * @throws tierpool::out_of_memory if the device tier cannot make room (all pinned, ...).
+   * @throws tierpool::backend_error if a copy fails; the tensor's bytes are unchanged.
+   */
+  [[nodiscard]] lease acquire(tensor const& t, access_mode access, stream_handle stream = {});
+
+  /**
+   * @brief Make `t`'s bytes reachable in host memory, synchronously (for filling and checking).
+   * @throws as acquire().
+   */
+  [[nodiscard]] lease acquire_host(tensor const& t, access_mode access);
+
+  /**
+   * @brief Queue a copy of `t` into `to` (default: the fastest tier) and return at once.
+   *        A no-op when resident or already in flight there. A later acquire only waits
+   *        (stream-wise) for this copy. A hint: it evicts like a miss, and when there is
+   *        no room or the copy fails nothing happens (no exception).
+   * @throws tierpool::logic_error for an empty/foreign tensor or unknown tier.
+   */
+  void prefetch(tensor const& t, tier_id to = tier_id{0});
+
+  /**
+   * @brief Move `t` down to tier `to`, writing it back if its newest bytes are above.
+   *        Copies above `to` are dropped; copies below stay.
+   * @throws tierpool::logic_error if `t` is pinned (has a live lease) or `to` is unknown.
+   * @throws tierpool::out_of_memory / tierpool::backend_error as acquire() when the copy
+   *         into `to` cannot be made (the tensor is unchanged then).
+   */
+  void demote(tensor const& t, tier_id to);
+
+  /**
+   * @brief Free `t` now (stream-ordered); `t` becomes empty. Same as destroying the handle,
+   *        except that a handle destroyed while leased frees the tensor at the last release.
+   * @throws tierpool::logic_error if `t` is empty (double free), foreign, or has live leases.
+   */
+  void free(tensor& t);
+
+  /// @brief Create a stream owned by the pool.
+  [[nodiscard]] stream_handle create_stream(int priority = 0);
+  /// @brief Use a native stream (a cudaStream_t on the CUDA backend); the caller keeps ownership.
+  [[nodiscard]] stream_handle wrap_native_stream(void* native);
+  /// @brief Destroy a stream made by create_stream().
+  void destroy_stream(stream_handle s);
+  /// @brief Block until all work on `s` has completed.
+  void synchronize(stream_handle s);
+
+  /**
+   * @brief Shut the pool down: wait for outstanding copies and free every tier.
+   * @throws tierpool::logic_error if leases are still live (naming them); nothing is freed then.
+   */
+  void close();
+
+  /// @brief Statistics now.
+  [[nodiscard]] pool_stats stats() const;
+  /// @brief A human-readable table of stats() (like torch.cuda.memory_summary).
+  [[nodiscard]] std::string summary() const;
+  /// @brief stats() as one JSON object.
+  [[nodiscard]] std::string summary_json() const;
+  /// @brief Check every invariant (tests). Takes every lock.
+  [[nodiscard]] bool validate() const;
+
+  /// @brief The backend in use.
+  [[nodiscard]] tierpool::backend& backend() const noexcept;
+  /// @brief Why this backend was chosen.
+  [[nodiscard]] std::string const& backend_reason() const noexcept;
+  /// @brief Number of tiers.
+  [[nodiscard]] std::size_t tier_count() const noexcept;
+
+ private:
+  std::shared_ptr<detail::pool_impl> impl_;
+};
+
+}  // namespace tierpool

@@ -1,0 +1,80 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file pool_options.hpp
+ * @brief Create-info aggregates of the tiered pool (VMA style): tiers, policies, streams,
+ *        backend choice, and the per-tensor options of pool::allocate.
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <tierpool/backend.hpp>
+#include <tierpool/backend_factory.hpp>
+#include <tierpool/backends/sim_backend.hpp>
+#include <tierpool/tier.hpp>
+#include <tierpool/types.hpp>
+
+namespace tierpool {
+
+class policy_registry;
+
+/// @brief One tier of a pool, fastest first in pool_options::tiers.
+struct tier_options {
+  tier_kind kind{tier_kind::device};  ///< memory behind the tier
+  int numa_node{-1};                  ///< host kinds: bind to this NUMA node (-1: none)
+  /// Capacity in bytes; 0 = the default for the kind (device: the device's memory, or
+  /// TIERPOOL_DEVICE_BYTES; host kinds: a share of the node's memory).
+  std::size_t capacity_bytes{0};
+  /// Bytes requested from the backend at a time; 0 = min(capacity, 64 MiB).
+  std::size_t chunk_bytes{0};
+  /// Eviction policy spec for this tier ("lru", "s3fifo:small_ratio=0.1"); empty = pool_options::policy.
+  std::string policy{};
+  std::string name{};  ///< for messages and statistics; empty = the kind's name
+};
+
+/// @brief How a lease uses a tensor's bytes.
+enum class access_mode : std::uint8_t {
+  read,           ///< reads only: lower copies stay valid
+  read_write,     ///< reads and writes: lower copies become stale
+  write_discard,  ///< overwrites every byte: no copy-in is needed, lower copies become stale
+};
+
+/**
+ * @brief Options of a tiered pool.
+ *
+ * Defaults come from the device and the topology; with `read_environment` the variables
+ * TIERPOOL_BACKEND, TIERPOOL_DEVICE_BYTES, TIERPOOL_POLICY and TIERPOOL_TRACE override them.
+ */
+struct pool_options {
+  /// Tiers, fastest first. Empty = device, pinned_host, host (device capacity from the
+  /// backend; see docs/chapters/tiers.md).
+  std::vector<tier_options> tiers{};
+  std::string policy{"lru"};            ///< default eviction policy spec of every tier
+  std::uint32_t h2d_streams{2};         ///< copy streams host -> device (copy-in, prefetch)
+  std::uint32_t d2h_streams{1};         ///< copy streams device -> host (write-back)
+  backend_choice backend{backend_choice::automatic};  ///< which backend to build
+  sim_options sim{};                    ///< options of the sim backend when it is chosen
+  int device{0};                        ///< CUDA device ordinal
+  /// Use this backend instead of building one (tests, replay). Shared with the caller.
+  std::shared_ptr<tierpool::backend> backend_object{};
+  /// Registry to create policies from; null = the built-in policies.
+  policy_registry const* registry{nullptr};
+  bool read_environment{true};          ///< honour the TIERPOOL_* variables
+  fallback_notice notice{fallback_notice::stderr_line};  ///< announce a fallback to sim
+};
+
+/// @brief Per-tensor options of pool::allocate.
+struct tensor_options {
+  std::string name{};                   ///< for messages, statistics and traces
+  float priority{0.0F};                 ///< hint in [0, 1]; higher = keep resident longer
+  std::uint32_t tenant{0};              ///< owner for quotas and statistics
+  std::optional<tier_id> preferred_tier{};  ///< where to place it first; default: fastest with room
+};
+
+}  // namespace tierpool

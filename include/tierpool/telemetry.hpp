@@ -1,0 +1,63 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file telemetry.hpp
+ * @brief Statistics of a pool: per tier and per direction (PyTorch DeviceStats style:
+ *        each field says whether it is a COUNT or a SUM of bytes, and of what).
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <tierpool/tier.hpp>
+
+namespace tierpool {
+
+/// @brief A gauge with its peak and totals.
+struct stat {
+  std::int64_t current{0};    ///< now
+  std::int64_t peak{0};       ///< highest `current` seen
+  std::int64_t allocated{0};  ///< total added over the pool's life
+  std::int64_t freed{0};      ///< total removed over the pool's life
+};
+
+/// @brief Figures of one tier.
+struct tier_stats {
+  std::string name;                  ///< tier name
+  tier_kind kind{tier_kind::device};
+  std::size_t capacity_bytes{0};     ///< SUM: budget of the tier
+  std::size_t reserved_bytes{0};     ///< SUM: chunks obtained from the backend
+  stat used_bytes{};                 ///< SUM: bytes of live copies in the tier
+  std::size_t pinned_bytes{0};       ///< SUM: bytes of tensors with live leases, resident here
+  std::size_t in_flight_bytes{0};    ///< SUM: bytes being copied into or out of the tier
+  std::size_t largest_free_block{0}; ///< SUM: largest contiguous free range
+  double fragmentation{0.0};         ///< 1 - largest_free / free
+  std::uint64_t resident_tensors{0}; ///< COUNT: tensors with a valid copy here
+  std::uint64_t evictions{0};        ///< COUNT: copies evicted from this tier
+  std::uint64_t evictions_clean{0};  ///< COUNT: evictions that wrote nothing back
+  std::uint64_t allocation_failures{0};  ///< COUNT: allocations the arena could not place
+};
+
+/// @brief Figures of a whole pool.
+struct pool_stats {
+  std::vector<tier_stats> tiers;          ///< fastest first
+  std::uint64_t tensors{0};               ///< COUNT: live tensors
+  std::size_t tensor_bytes{0};            ///< SUM: bytes of live tensors
+  std::uint64_t acquires{0};              ///< COUNT: leases taken
+  std::uint64_t hits{0};                  ///< COUNT: acquires that found the tensor resident
+  std::uint64_t misses{0};                ///< COUNT: acquires that needed a copy-in
+  std::size_t bytes_h2d{0};               ///< SUM: bytes copied towards the device (up a tier)
+  std::size_t bytes_d2h{0};               ///< SUM: bytes copied away from the device (down a tier)
+  std::uint64_t copies_h2d{0};            ///< COUNT: copies towards the device
+  std::uint64_t copies_d2h{0};            ///< COUNT: copies away from the device
+  std::uint64_t prefetches{0};            ///< COUNT: prefetch requests that issued a copy
+  std::uint64_t prefetch_hits{0};         ///< COUNT: prefetched and complete before its acquire
+  std::uint64_t prefetch_late{0};         ///< COUNT: prefetched but still in flight at acquire
+  std::uint64_t prefetch_wasted{0};       ///< COUNT: prefetched and evicted or freed unused
+  double stall_seconds{0.0};              ///< SUM: host time spent blocked waiting in the pool
+};
+
+}  // namespace tierpool

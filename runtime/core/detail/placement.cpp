@@ -1,0 +1,143 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// placement.cpp — owns the out-of-memory ladder of one tier (pool_impl::place) and the
+// diagnosis an out_of_memory carries (oom_message_locked). Eviction itself is in
+// runtime/migration/eviction.cpp.
+//
+// The ladder, in order; each step is cheaper and less disruptive than the next
+// (docs/notes/pool_design.md, "Out of memory is a ladder"):
+//   1. deferred frees whose events completed        (tier::allocate step 1)
+//   2. the arena's free space                        (tier::allocate step 2)
+//   3. grow the tier by a backend chunk, in budget   (tier::allocate step 3)
+//   4. when deferred frees alone would make room: wait for the oldest (host stall)
+//   5. evict via the policy (clean: drop; dirty: write back to the next lower tier)
+//   6. wait for the oldest deferred free (the write-backs of step 5)
+//   7. out_of_memory with a diagnosis (or backend_error when growing failed in the backend)
+// Growing comes before evicting (the note had it after): evicting while budget is unused
+// trades a cheap backend allocate for copies. Low-memory callbacks are not implemented.
+#include <tierpool/detail/parse.hpp>
+#include <tierpool/error.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <utility>
+#include <string>
+
+#include "core/detail/pool_impl.hpp"
+
+namespace tierpool::detail {
+namespace {
+
+// Upper bound on ladder rounds of one request. Each round evicts or reclaims something,
+// so it is only reached when other threads keep taking the room made (then we give up).
+constexpr int kMaxLadderRounds = 4096;
+
+}  // namespace
+
+std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_mode mode, place_failure* why)
+{
+  tier_state& ts = *tiers_[k];
+  status last_backend = status::ok;
+  auto wait_oldest = [&]() -> bool {  // under the tier lock
+    auto const t0 = std::chrono::steady_clock::now();
+    std::size_t got = 0;
+    status const st = ts.mem->reclaim_oldest_blocking(&got);
+    add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return st == status::ok && got != 0;
+  };
+  for (int round = 0; round < kMaxLadderRounds; ++round) {
+    {
+      std::lock_guard tl(ts.mem->mutex());
+      drain_accesses_locked(ts);
+      tier_alloc_report rep;
+      if (auto b = ts.mem->allocate(bytes, 0, &rep, tier_grow::allow)) {
+        ts.bytes_allocated.fetch_add(static_cast<std::int64_t>(b->slot.size), std::memory_order_relaxed);
+        return b;
+      }
+      ts.alloc_failures.fetch_add(1, std::memory_order_relaxed);
+      if (rep.result == tier_alloc_result::backend_failed) { last_backend = rep.backend_status; }
+      if (mode == place_mode::try_only) {
+        if (why != nullptr) { why->backend_status = last_backend; }
+        return std::nullopt;
+      }
+      std::size_t const unreserved = ts.capacity - std::min(ts.capacity, ts.mem->usage().reserved_bytes);
+      if (rep.deferred_bytes != 0 && rep.free_bytes + rep.deferred_bytes + unreserved >= bytes && wait_oldest()) {
+        continue;
+      }
+    }
+    if (evict_round(k, bytes)) { continue; }
+    std::lock_guard tl(ts.mem->mutex());
+    if (ts.mem->deferred_bytes() != 0 && wait_oldest()) { continue; }
+    break;
+  }
+  if (why != nullptr) {
+    std::lock_guard tl(ts.mem->mutex());
+    why->diagnosis = oom_message_locked(k, bytes);
+    why->backend_status = last_backend;
+  }
+  return std::nullopt;
+}
+
+void pool_impl::give_back_now(std::uint32_t k, block const& b) noexcept
+{
+  tier_state& ts = *tiers_[k];
+  std::lock_guard tl(ts.mem->mutex());
+  try {
+    ts.mem->deallocate(b);
+    ts.bytes_freed.fetch_add(static_cast<std::int64_t>(b.slot.size), std::memory_order_relaxed);
+  } catch (...) {  // not a live block: nothing to give back
+  }
+}
+
+std::string pool_impl::oom_message_locked(std::uint32_t k, std::size_t bytes) const
+{
+  tier_state const& ts = *tiers_[k];
+  tier_usage const u = ts.mem->usage();
+  std::size_t const pinned = ts.pinned_bytes.load(std::memory_order_relaxed);
+  std::size_t const unreserved = u.capacity_bytes - std::min(u.capacity_bytes, u.reserved_bytes);
+  std::size_t const free_total = u.free_bytes + unreserved;
+  std::size_t const largest = std::max(u.largest_free_block, unreserved);
+  std::string const raise = ts.kind == tier_kind::device
+                              ? "raise tier_options::capacity_bytes (or TIERPOOL_DEVICE_BYTES) of tier '" + ts.name + "'"
+                              : "raise tier_options::capacity_bytes of tier '" + ts.name + "'";
+  std::string cause;
+  if (bytes > u.capacity_bytes) {
+    cause = "capacity — the request is larger than the tier; " + raise + " or split the tensor";
+  } else if (pinned + bytes > u.capacity_bytes) {
+    cause = "pinned — live leases pin " + format_byte_size(pinned) +
+            " of the tier; release leases (end lease objects) before acquiring more, or " + raise;
+  } else if (free_total + u.deferred_bytes >= bytes && largest < bytes) {
+    cause = "fragmentation — " + format_byte_size(free_total) + " free but the largest free block is " +
+            format_byte_size(largest) + "; free or demote neighbouring tensors, use fewer distinct sizes, or " + raise;
+  } else {
+    cause = "capacity — what is resident cannot be evicted (pinned, busy, or dirty with no room in a lower tier); " +
+            raise + " or a lower tier's, or keep fewer tensors live";
+  }
+  std::string msg = "tierpool: out of memory: cannot place " + format_byte_size(bytes) + " (" + std::to_string(bytes) +
+                    " bytes) in tier " + std::to_string(k) + " '" + ts.name + "' (" + std::string(to_string(ts.kind)) +
+                    "): capacity " + format_byte_size(u.capacity_bytes) + ", reserved " +
+                    format_byte_size(u.reserved_bytes) + ", resident " + format_byte_size(u.used_bytes) + " in " +
+                    std::to_string(ts.resident.load(std::memory_order_relaxed)) + " tensors, pinned " +
+                    format_byte_size(pinned) + ", in flight " + format_byte_size(u.deferred_bytes) +
+                    ", free " + format_byte_size(free_total) + ", largest free block " + format_byte_size(largest) +
+                    "; cause: " + cause;
+  return msg;
+}
+
+void pool_impl::throw_place_failure(std::uint32_t k, std::size_t bytes, place_failure const& why) const
+{
+  if (why.backend_status != status::ok && why.backend_status != status::out_of_memory) {
+    throw backend_error(why.backend_status, "pool: growing tier '" + tiers_[k]->name + "' for " +
+                                              std::to_string(bytes) + " bytes failed in the backend");
+  }
+  std::string msg = why.diagnosis;
+  if (msg.empty()) {
+    std::lock_guard tl(tiers_[k]->mem->mutex());
+    msg = oom_message_locked(k, bytes);
+  }
+  throw out_of_memory(std::move(msg), tier_id{k}, bytes);
+}
+
+}  // namespace tierpool::detail

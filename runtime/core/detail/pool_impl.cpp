@@ -1,0 +1,618 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// pool_impl.cpp — owns the pool's construction (backend, tiers, policies, streams, the
+// environment overrides) and the tensor-level operations: allocate, acquire,
+// acquire_host, prefetch, demote, free, lease release, close. Placement and the OOM
+// ladder live in placement.cpp, eviction and copies in runtime/migration/.
+// Entry point: detail::pool_impl (behind tierpool::pool).
+//
+// Note [Lock order of the pool]
+// -----------------------------
+// Rationale: many threads allocate, acquire and free at once; eviction runs while one
+// tensor is locked and must touch others.
+// Approach: a mutex per tensor record and one per tier (tier::mutex()). Order: tensor
+// before tier. A thread blocks on a tensor lock only while holding no other lock (or, in
+// validate(), only tensor locks in id order); victims are try-locked and skipped when
+// busy. A thread never holds two tier locks: eviction claims victims under the tier lock,
+// drops it, writes dirty victims back (locking the lower tier), then relocks to vacate.
+// A thread-local list of the records it holds keeps it from try-locking its own (UB on a
+// std::mutex). Leaf locks: table_mtx_, stream_mtx_, tier_state::acc_mtx. Hits buffer
+// their policy access events in acc_buf (leaf lock), applied under the tier lock later.
+// Limitations: a victim busy in another thread is skipped for this round (counted as
+// "in flight" by asking the policy for more bytes), so eviction may pick a less ideal one.
+#include "core/detail/pool_impl.hpp"
+
+#include <tierpool/backend_factory.hpp>
+#include <tierpool/detail/parse.hpp>
+#include <tierpool/error.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include "core/detail/record_lock.hpp"
+
+namespace tierpool::detail {
+namespace {
+
+// Default chunk size: big enough that a tier grows rarely, small enough that a mostly
+// empty tier does not hold much (the tier README's growth step).
+constexpr std::size_t kDefaultChunkBytes = 64_MiB;
+// Share of the free device memory a default device tier takes on CUDA (DESIGN.md §3):
+// leaves room for the CUDA context, cuBLAS workspaces and other allocators.
+constexpr double kDeviceFreeFraction = 0.9;
+// Pending hit events per tier before a hit applies them itself (each 80 bytes).
+constexpr std::size_t kAccessBufferCap = 256;
+
+char const* env(char const* name)
+{
+  char const* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read once at construction
+  return (v != nullptr && *v != '\0') ? v : nullptr;
+}
+
+std::size_t host_memory_share()
+{
+  long const pages = ::sysconf(_SC_PHYS_PAGES);
+  long const page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) { return 64_GiB; }
+  return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / 2;
+}
+
+bool device_accessible(tier_kind k) noexcept { return k == tier_kind::device || k == tier_kind::managed; }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Construction
+// ---------------------------------------------------------------------------------------
+
+pool_impl::pool_impl(pool_options options)
+{
+  // Backend: given, or chosen (TIERPOOL_BACKEND overrides options.backend).
+  if (options.backend_object) {
+    backend_ = options.backend_object;
+    backend_reason_ = "given by pool_options::backend_object";
+  } else {
+    backend_selection sel = options.read_environment
+                              ? select_backend_from_env(options.sim, options.device, options.notice, options.backend)
+                              : select_backend(options.backend, options.sim, options.device, options.notice);
+    backend_ = std::shared_ptr<tierpool::backend>(std::move(sel.backend));
+    backend_reason_ = std::move(sel.reason);
+  }
+  backend_caps const& caps = backend_->caps();
+
+  // Environment overrides.
+  std::optional<std::size_t> env_device_bytes;
+  if (options.read_environment) {
+    if (char const* v = env("TIERPOOL_DEVICE_BYTES")) {
+      try {
+        env_device_bytes = parse_byte_size(v);
+      } catch (logic_error const& e) {
+        throw logic_error(std::string("TIERPOOL_DEVICE_BYTES: ") + e.what());
+      }
+    }
+    if (char const* v = env("TIERPOOL_POLICY")) { options.policy = v; }
+  }
+
+  // Default tiers: device, pinned_host (2x device), host (half the physical memory).
+  std::size_t device_default = env_device_bytes.value_or(caps.device_bytes);
+  if (caps.name == "cuda") {
+    std::size_t free_b = 0;
+    std::size_t total_b = 0;
+    if (backend_->device_memory_info(&free_b, &total_b) == status::ok) {
+      device_default = std::min(device_default,
+                                static_cast<std::size_t>(static_cast<double>(free_b) * kDeviceFreeFraction));
+    }
+  }
+  if (options.tiers.empty()) {
+    options.tiers.push_back({.kind = tier_kind::device});
+    options.tiers.push_back({.kind = tier_kind::pinned_host});
+    options.tiers.push_back({.kind = tier_kind::host});
+  }
+  TIERPOOL_EXPECTS(options.tiers.size() <= 64, "pool_options::tiers: at most 64 tiers");
+
+  events_ = std::make_unique<event_pool>(*backend_);
+  policy_registry const registry = options.registry != nullptr ? *options.registry : policy_registry::with_builtins();
+
+  std::size_t device_cap_seen = 0;
+  for (std::size_t i = 0; i < options.tiers.size(); ++i) {
+    tier_options const& to = options.tiers[i];
+    std::size_t cap = to.capacity_bytes;
+    if (cap == 0) {
+      switch (to.kind) {
+        case tier_kind::device: cap = device_default; break;
+        case tier_kind::pinned_host:
+          cap = 2 * (device_cap_seen != 0 ? device_cap_seen : device_default);
+          if (caps.pinned_host_bytes != 0) { cap = std::min(cap, caps.pinned_host_bytes); }
+          break;
+        case tier_kind::managed: cap = caps.managed_bytes; break;
+        case tier_kind::host: cap = host_memory_share(); break;
+      }
+    }
+    if (to.kind == tier_kind::device && device_cap_seen == 0) { device_cap_seen = cap; }
+    TIERPOOL_EXPECTS(cap >= 256, "pool_options::tiers[" + std::to_string(i) + "] (" + std::string(to_string(to.kind)) +
+                                   "): capacity is 0 or below 256 bytes (for managed: the backend has no managed memory)");
+    auto ts = std::make_unique<tier_state>();
+    ts->kind = to.kind;
+    ts->name = to.name.empty() ? std::string(to_string(to.kind)) : to.name;
+    tier_config cfg;
+    cfg.kind = to.kind;
+    cfg.numa_node = to.numa_node;
+    cfg.capacity_bytes = cap;
+    cfg.chunk_bytes = to.chunk_bytes != 0 ? to.chunk_bytes : std::min(cap, kDefaultChunkBytes);
+    cfg.initial_bytes = 0;
+    cfg.alignment = std::min<std::size_t>(256, caps.allocation_alignment);
+    cfg.name = ts->name;
+    ts->policy.emplace(registry.create(to.policy.empty() ? options.policy : to.policy));
+    ts->mem = std::make_unique<tier>(*backend_, *events_, cfg);
+    ts->capacity = ts->mem->config().capacity_bytes;
+    ts->acc_buf.reserve(kAccessBufferCap);
+    ts->acc_drain.reserve(kAccessBufferCap);
+    tiers_.push_back(std::move(ts));
+  }
+
+  // Copy streams (at least one per direction) and the retire stream.
+  auto make_stream = [&](char const* what) {
+    stream_handle s{};
+    status const st = backend_->create_stream(&s, 0);
+    if (st != status::ok) { throw backend_error(st, std::string("pool: creating the ") + what + " stream"); }
+    return s;
+  };
+  try {
+    std::uint32_t const cap_streams = std::max<std::uint32_t>(caps.max_copy_streams, 3);
+    std::uint32_t const nh = std::clamp<std::uint32_t>(options.h2d_streams, 1, cap_streams - 2);
+    std::uint32_t const nd = std::clamp<std::uint32_t>(options.d2h_streams, 1, cap_streams - 1 - nh);
+    for (std::uint32_t i = 0; i < nh; ++i) { h2d_.push_back(make_stream("h2d copy")); }
+    for (std::uint32_t i = 0; i < nd; ++i) { d2h_.push_back(make_stream("d2h copy")); }
+    retire_ = make_stream("retire");
+  } catch (...) {
+    for (stream_handle s : h2d_) { backend_->destroy_stream(s); }
+    for (stream_handle s : d2h_) { backend_->destroy_stream(s); }
+    throw;
+  }
+}
+
+pool_impl::~pool_impl()
+{
+  // Every handle is gone (they hold shared_ptrs to us): free what is left.
+  {
+    std::lock_guard lock(table_mtx_);
+    for (auto& [id, rec] : table_) {
+      std::lock_guard rl(rec->mtx);
+      free_slots_locked(*rec);
+    }
+    table_.clear();
+  }
+  for (stream_handle s : h2d_) { (void)backend_->synchronize_stream(s); }
+  for (stream_handle s : d2h_) { (void)backend_->synchronize_stream(s); }
+  (void)backend_->synchronize_stream(retire_);
+  tiers_.clear();  // ~tier waits for deferred frees and frees the chunks
+  for (stream_handle s : h2d_) { backend_->destroy_stream(s); }
+  for (stream_handle s : d2h_) { backend_->destroy_stream(s); }
+  backend_->destroy_stream(retire_);
+  for (stream_handle s : owned_streams_) { backend_->destroy_stream(s); }
+  events_.reset();
+}
+
+// ---------------------------------------------------------------------------------------
+// Lookup
+// ---------------------------------------------------------------------------------------
+
+void pool_impl::check_open(char const* what) const
+{
+  if (closed_.load(std::memory_order_acquire)) [[unlikely]] {
+    throw logic_error(std::string("pool::") + what + ": the pool is closed");
+  }
+}
+
+tensor_record& pool_impl::checked_record(tensor const& t, char const* what) const
+{
+  if (t.rec_ == nullptr) [[unlikely]] {
+    throw logic_error(std::string("pool::") + what + ": empty tensor handle (moved from or freed)");
+  }
+  if (t.rec_->owner != this) [[unlikely]] {
+    throw logic_error(std::string("pool::") + what + ": the tensor belongs to another pool");
+  }
+  check_open(what);
+  return *t.rec_;
+}
+
+std::size_t pool_impl::device_tier() const
+{
+  for (std::size_t k = 0; k < tiers_.size(); ++k) {
+    if (device_accessible(tiers_[k]->kind)) { return k; }
+  }
+  throw logic_error("pool::acquire: the pool has no device-accessible tier (device or managed)");
+}
+
+// ---------------------------------------------------------------------------------------
+// allocate
+// ---------------------------------------------------------------------------------------
+
+tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
+{
+  check_open("allocate");
+  TIERPOOL_EXPECTS(bytes > 0, "pool::allocate: bytes must be > 0");
+  auto const n = static_cast<std::uint32_t>(tiers_.size());
+  if (options.preferred_tier) {
+    TIERPOOL_EXPECTS(static_cast<std::uint32_t>(*options.preferred_tier) < n,
+                     "pool::allocate: preferred_tier " + std::to_string(static_cast<std::uint32_t>(*options.preferred_tier)) +
+                       " is unknown (the pool has " + std::to_string(n) + " tiers)");
+  }
+  bool fits_somewhere = false;
+  for (auto const& ts : tiers_) { fits_somewhere = fits_somewhere || bytes <= ts->capacity; }
+  if (!fits_somewhere) {
+    std::string msg = "tierpool: out of memory: tensor";
+    if (!options.name.empty()) { msg += " '" + options.name + "'"; }
+    msg += " of " + format_byte_size(bytes) + " (" + std::to_string(bytes) + " bytes) is larger than every tier:";
+    for (std::size_t k = 0; k < tiers_.size(); ++k) {
+      msg += std::string(k == 0 ? " " : ", ") + tiers_[k]->name + " " + format_byte_size(tiers_[k]->capacity);
+    }
+    msg += "; cause: capacity — raise tier_options::capacity_bytes of a tier (TIERPOOL_DEVICE_BYTES for the "
+           "device tier) or split the tensor";
+    throw out_of_memory(msg, tier_id{n - 1}, bytes);
+  }
+
+  auto rec = std::make_shared<tensor_record>();
+  rec->owner = this;
+  rec->bytes = bytes;
+  rec->opts = std::move(options);
+  rec->slots.resize(n);
+
+  // Placement (see docs/chapters/tiers.md): the preferred tier with the whole ladder; else
+  // the fastest tier with room without evicting; else the whole ladder in the lowest tier
+  // that can hold the tensor.
+  std::optional<block> b;
+  std::uint32_t where = 0;
+  place_failure why;
+  if (rec->opts.preferred_tier) {
+    where = static_cast<std::uint32_t>(*rec->opts.preferred_tier);
+    b = place(where, bytes, place_mode::ladder, &why);
+  } else {
+    for (std::uint32_t k = 0; k < n && !b; ++k) {
+      if (bytes <= tiers_[k]->capacity) {
+        b = place(k, bytes, place_mode::try_only, nullptr);
+        where = k;
+      }
+    }
+    for (std::uint32_t k = n; k-- > 0 && !b;) {
+      if (bytes <= tiers_[k]->capacity) {
+        where = k;
+        b = place(k, bytes, place_mode::ladder, &why);
+        break;
+      }
+    }
+  }
+  if (!b) { throw_place_failure(where, bytes, why); }
+
+  {
+    std::lock_guard lock(table_mtx_);
+    rec->id = tensor_id{next_id_++};
+    table_.emplace(static_cast<std::uint64_t>(rec->id), rec);
+  }
+  {
+    std::lock_guard rl(rec->mtx);
+    copy_slot& s = rec->slots[where];
+    s.state = copy_state::valid;
+    s.blk = *b;
+    insert_into_policy(*rec, where, true);
+  }
+  live_tensors_.fetch_add(1, std::memory_order_relaxed);
+  live_tensor_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  tensor_id const id = rec->id;
+  return tensor(shared_from_this(), std::move(rec), id, bytes);
+}
+
+// ---------------------------------------------------------------------------------------
+// acquire
+// ---------------------------------------------------------------------------------------
+
+lease pool_impl::make_lease(std::shared_ptr<tensor_record> const& recp, std::uint32_t k, access_mode access,
+                            stream_handle s, bool host)
+{
+  tensor_record& rec = *recp;
+  lease l;
+  l.impl_ = shared_from_this();
+  l.rec_ = recp;
+  l.data_ = rec.slots[k].blk.ptr;
+  l.bytes_ = rec.bytes;
+  l.id_ = rec.id;
+  l.stream_ = s;
+  l.access_ = access;
+  l.host_ = host;
+  l.tier_ = k;
+  pin_locked(rec, k);
+  acquires_.fetch_add(1, std::memory_order_relaxed);
+  return l;
+}
+
+lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stream)
+{
+  tensor_record& rec = checked_record(t, "acquire");
+  auto const d = static_cast<std::uint32_t>(device_tier());
+  record_lock rl(rec);
+  TIERPOOL_EXPECTS(!rec.freed, "pool::acquire: the tensor was freed");
+  copy_slot& slot = rec.slots[d];
+  bool const write = access != access_mode::read;
+
+  if (slot.state == copy_state::valid) {
+    // Hit: no backend call when the copy-in is known complete.
+    hits_.fetch_add(1, std::memory_order_relaxed);
+    if (rec.prefetched) {
+      rec.prefetched = false;
+      (ready_complete(slot) ? prefetch_hits_ : prefetch_late_).fetch_add(1, std::memory_order_relaxed);
+    }
+    if (slot.ready && !ready_complete(slot)) { stream_wait_event_or_sync(stream, slot.ready); }
+    note_access(rec, d, write);
+  } else {
+    misses_.fetch_add(1, std::memory_order_relaxed);
+    rec.prefetched = false;
+    (void)ensure_valid_locked(rec, d, access, place_mode::ladder);
+    if (slot.ready) { stream_wait_event_or_sync(stream, slot.ready); }
+  }
+  if (write) {
+    // Work already queued that reads this copy (a write-back, another stream) runs first.
+    for (stream_handle u : slot.users) {
+      if (u != stream) { stream_wait_stream(stream, u); }
+    }
+    mark_others_stale_locked(rec, d);
+  }
+  if (std::find(slot.users.begin(), slot.users.end(), stream) == slot.users.end()) { slot.users.push_back(stream); }
+  return make_lease(t.rec_, d, access, stream, false);
+}
+
+lease pool_impl::acquire_host(tensor const& t, access_mode access)
+{
+  tensor_record& rec = checked_record(t, "acquire_host");
+  auto const n = static_cast<std::uint32_t>(tiers_.size());
+  record_lock rl(rec);
+  TIERPOOL_EXPECTS(!rec.freed, "pool::acquire_host: the tensor was freed");
+  bool const write = access != access_mode::read;
+
+  // The fastest host-accessible copy that is valid; else fill one (a stale block first,
+  // then a tier with room, then the lowest host-accessible tier with the whole ladder).
+  std::optional<std::uint32_t> h;
+  for (std::uint32_t k = 0; k < n && !h; ++k) {
+    if (is_host_accessible(tiers_[k]->kind) && rec.slots[k].state == copy_state::valid) { h = k; }
+  }
+  if (h) {
+    hits_.fetch_add(1, std::memory_order_relaxed);
+    note_access(rec, *h, write);
+  } else {
+    misses_.fetch_add(1, std::memory_order_relaxed);
+    std::optional<std::uint32_t> last_host;
+    for (std::uint32_t k = 0; k < n && !h; ++k) {
+      if (!is_host_accessible(tiers_[k]->kind)) { continue; }
+      last_host = k;
+      if (rec.slots[k].state == copy_state::stale) {
+        (void)ensure_valid_locked(rec, k, access, place_mode::try_only);
+        h = k;
+      }
+    }
+    TIERPOOL_EXPECTS(last_host.has_value(), "pool::acquire_host: the pool has no host-accessible tier");
+    for (std::uint32_t k = 0; k < n && !h; ++k) {
+      if (is_host_accessible(tiers_[k]->kind) && rec.bytes <= tiers_[k]->capacity &&
+          ensure_valid_locked(rec, k, access, place_mode::try_only) != fill_result::no_room) {
+        h = k;
+      }
+    }
+    if (!h) {
+      (void)ensure_valid_locked(rec, *last_host, access, place_mode::ladder);
+      h = *last_host;
+    }
+  }
+  copy_slot& slot = rec.slots[*h];
+  host_wait_slot(slot, write);
+  if (write) { mark_others_stale_locked(rec, *h); }
+  return make_lease(t.rec_, *h, access, stream_handle{}, true);
+}
+
+// ---------------------------------------------------------------------------------------
+// prefetch, demote
+// ---------------------------------------------------------------------------------------
+
+void pool_impl::prefetch(tensor const& t, tier_id to)
+{
+  tensor_record& rec = checked_record(t, "prefetch");
+  auto const k = static_cast<std::uint32_t>(to);
+  TIERPOOL_EXPECTS(k < tiers_.size(), "pool::prefetch: unknown tier " + std::to_string(k));
+  record_lock rl(rec);
+  TIERPOOL_EXPECTS(!rec.freed, "pool::prefetch: the tensor was freed");
+  if (rec.slots[k].state == copy_state::valid) { return; }  // resident or in flight
+  // A hint: when there is no room or a copy fails, nothing happens (the bytes stay where
+  // they are; the next acquire does the work and reports the error).
+  try {
+    if (ensure_valid_locked(rec, k, access_mode::read, place_mode::ladder) == fill_result::filled) {
+      prefetches_.fetch_add(1, std::memory_order_relaxed);
+      rec.prefetched = true;
+    }
+  } catch (out_of_memory const&) {
+  } catch (backend_error const&) {
+  }
+}
+
+void pool_impl::demote(tensor const& t, tier_id to)
+{
+  tensor_record& rec = checked_record(t, "demote");
+  auto const k = static_cast<std::uint32_t>(to);
+  TIERPOOL_EXPECTS(k < tiers_.size(), "pool::demote: unknown tier " + std::to_string(k));
+  record_lock rl(rec);
+  TIERPOOL_EXPECTS(!rec.freed, "pool::demote: the tensor was freed");
+  TIERPOOL_EXPECTS(rec.pins == 0, "pool::demote: tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) +
+                                    " has " + std::to_string(rec.pins) + " live lease(s)");
+  (void)ensure_valid_locked(rec, k, access_mode::read, place_mode::ladder);
+  for (std::uint32_t j = 0; j < k; ++j) {
+    if (rec.slots[j].state != copy_state::absent) { vacate_locked(rec, j); }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// free, release
+// ---------------------------------------------------------------------------------------
+
+void pool_impl::free(tensor& t)
+{
+  tensor_record& rec = checked_record(t, "free");
+  {
+    record_lock rl(rec);
+    TIERPOOL_EXPECTS(!rec.freed, "pool::free: the tensor was already freed");
+    if (rec.pins != 0) {
+      throw logic_error("pool::free: tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) +
+                        (rec.opts.name.empty() ? std::string() : " '" + rec.opts.name + "'") + " has " +
+                        std::to_string(rec.pins) + " live lease(s); release them first");
+    }
+    free_slots_locked(rec);
+  }
+  {
+    std::lock_guard lock(table_mtx_);
+    table_.erase(static_cast<std::uint64_t>(rec.id));
+  }
+  t.impl_.reset();
+  t.rec_.reset();
+  t.bytes_ = 0;
+}
+
+void pool_impl::free_handle(tensor& t) noexcept
+{
+  if (t.rec_ == nullptr) { return; }
+  tensor_record& rec = *t.rec_;
+  bool erase = false;
+  {
+    record_lock rl(rec);
+    if (!rec.freed) {
+      if (rec.pins != 0) {
+        rec.free_when_unpinned = true;  // the last lease release frees it
+      } else {
+        free_slots_locked(rec);
+      }
+      erase = true;
+    }
+  }
+  if (erase) {
+    std::lock_guard lock(table_mtx_);
+    table_.erase(static_cast<std::uint64_t>(rec.id));
+  }
+}
+
+void pool_impl::release(lease& l) noexcept
+{
+  if (l.rec_ == nullptr) { return; }
+  tensor_record& rec = *l.rec_;
+  record_lock rl(rec);
+  unpin_locked(rec, l.tier_);
+  if (rec.pins == 0 && rec.free_when_unpinned && !rec.freed) { free_slots_locked(rec); }
+}
+
+// ---------------------------------------------------------------------------------------
+// Streams
+// ---------------------------------------------------------------------------------------
+
+stream_handle pool_impl::create_stream(int priority)
+{
+  check_open("create_stream");
+  stream_handle s{};
+  TIERPOOL_TRY(backend_->create_stream(&s, priority));
+  try {
+    std::lock_guard lock(stream_mtx_);
+    owned_streams_.push_back(s);
+  } catch (...) {
+    backend_->destroy_stream(s);
+    throw;
+  }
+  return s;
+}
+
+stream_handle pool_impl::wrap_native_stream(void* native)
+{
+  TIERPOOL_EXPECTS(native != nullptr, "pool::wrap_native_stream: null stream");
+  return stream_handle{reinterpret_cast<std::uintptr_t>(native)};
+}
+
+void pool_impl::destroy_stream(stream_handle s)
+{
+  std::lock_guard lock(stream_mtx_);
+  auto const it = std::find(owned_streams_.begin(), owned_streams_.end(), s);
+  TIERPOOL_EXPECTS(it != owned_streams_.end(), "pool::destroy_stream: the stream was not made by create_stream()");
+  owned_streams_.erase(it);
+  backend_->destroy_stream(s);
+}
+
+void pool_impl::synchronize(stream_handle s)
+{
+  auto const t0 = std::chrono::steady_clock::now();
+  TIERPOOL_TRY(backend_->synchronize_stream(s));
+  add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+// ---------------------------------------------------------------------------------------
+// close
+// ---------------------------------------------------------------------------------------
+
+void pool_impl::close()
+{
+  std::lock_guard cl(close_mtx_);
+  if (closed_.load(std::memory_order_acquire)) { return; }
+  std::vector<std::shared_ptr<tensor_record>> recs;
+  {
+    std::lock_guard lock(table_mtx_);
+    recs.reserve(table_.size());
+    for (auto const& [id, rec] : table_) { recs.push_back(rec); }
+  }
+  std::sort(recs.begin(), recs.end(), [](auto const& a, auto const& b) { return a->id < b->id; });
+  std::string leased;
+  std::size_t n_leases = 0;
+  for (auto const& rec : recs) {
+    std::lock_guard rl(rec->mtx);
+    if (rec->pins != 0) {
+      n_leases += rec->pins;
+      if (leased.size() < 400) {
+        leased += (leased.empty() ? "" : ", ") + std::to_string(static_cast<std::uint64_t>(rec->id));
+        if (!rec->opts.name.empty()) { leased += " '" + rec->opts.name + "'"; }
+        leased += " (" + std::to_string(rec->pins) + ")";
+      }
+    }
+  }
+  if (n_leases != 0) {
+    throw logic_error("pool::close: " + std::to_string(n_leases) + " lease(s) still live on tensors " + leased +
+                      "; end them first (nothing was freed)");
+  }
+  closed_.store(true, std::memory_order_release);
+  for (auto const& rec : recs) {
+    std::lock_guard rl(rec->mtx);
+    free_slots_locked(*rec);
+  }
+  {
+    std::lock_guard lock(table_mtx_);
+    table_.clear();
+  }
+  for (stream_handle s : h2d_) { (void)backend_->synchronize_stream(s); }
+  for (stream_handle s : d2h_) { (void)backend_->synchronize_stream(s); }
+  (void)backend_->synchronize_stream(retire_);
+  for (auto& ts : tiers_) {
+    std::lock_guard tl(ts->mem->mutex());
+    while (ts->mem->deferred_bytes() != 0) {
+      if (ts->mem->reclaim_oldest_blocking() != status::ok) { break; }
+    }
+    (void)ts->mem->release_unused_chunks();
+  }
+}
+
+void pool_impl::close_from_destructor() noexcept
+{
+  try {
+    close();
+  } catch (logic_error const& e) {
+    std::fprintf(stderr, "tierpool: pool destroyed with live leases (%s); its memory is kept until the last one ends\n",
+                 e.what());
+  } catch (std::exception const& e) {
+    std::fprintf(stderr, "tierpool: pool destroyed: close failed: %s\n", e.what());
+  }
+}
+
+}  // namespace tierpool::detail

@@ -1,0 +1,213 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file pool_impl.hpp
+ * @brief Internal: the engine behind tierpool::pool — tensor records (one copy slot per
+ *        tier), the tiers with their policies, placement, the out-of-memory ladder,
+ *        eviction and the copies between tiers.
+ *
+ * Not installed API. See docs/notes/pool_design.md for the plan this implements and
+ * docs/chapters/tiers.md for the user-facing behaviour.
+ *
+ * Locks (one order, no exceptions; see Note [Lock order of the pool] in pool_impl.cpp):
+ * tensor_record::mtx before tier_state's mutex (tier::mutex()); a thread never blocks on a
+ * second tensor lock while holding one (victims are try-locked) and never holds two tier
+ * locks. table_mtx_, stream_mtx_ and tier_state::acc_mtx are leaves.
+ */
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <tierpool/backend.hpp>
+#include <tierpool/policy.hpp>
+#include <tierpool/pool.hpp>
+#include <tierpool/pool_options.hpp>
+#include <tierpool/telemetry.hpp>
+
+#include "migration/event_pool.hpp"
+#include "tiers/tier.hpp"
+
+namespace tierpool::detail {
+
+/// @brief State of a tensor's copy in one tier.
+enum class copy_state : std::uint8_t {
+  absent,  ///< no block in the tier
+  valid,   ///< holds the tensor's newest bytes (possibly still being copied in: see ready)
+  stale,   ///< holds a block whose bytes are outdated (kept: a later copy or write-back reuses it)
+};
+
+/// @brief One tier's copy of a tensor. Guarded by the record's mutex.
+struct copy_slot {
+  copy_state state{copy_state::absent};
+  block blk{};                       ///< the tier's block (absent: empty)
+  event_handle ready{};              ///< completes when the copy that filled blk is done; null = done
+  std::vector<stream_handle> users;  ///< streams that used blk since `ready` (leases, copies reading it)
+  std::uint32_t pins{0};             ///< live leases on this copy
+  bool policy_pinned{false};         ///< this tier's policy was told on_pin (told on_unpin at pins 0)
+};
+
+/// @brief What the pool knows about one tensor. Guarded by `mtx` except the constants.
+struct tensor_record {
+  std::mutex mtx;
+  pool_impl* owner{nullptr};      ///< constant
+  tensor_id id{};                 ///< constant
+  std::size_t bytes{0};           ///< constant
+  tensor_options opts{};          ///< constant
+  std::vector<copy_slot> slots;   ///< one per tier; invariant: >= 1 valid while live
+  std::uint32_t pins{0};          ///< == SUM(slots[k].pins)
+  std::uint32_t access_count{0};
+  bool freed{false};              ///< freed (or the pool closed): every slot absent
+  bool free_when_unpinned{false}; ///< the handle died while leased: the last release frees it
+  bool prefetched{false};         ///< a prefetch copied it in and no acquire used it yet
+};
+
+/// @brief One tier of the pool: memory, policy, figures.
+struct tier_state {
+  std::unique_ptr<tier> mem;                 ///< guarded by mem->mutex()
+  std::optional<any_eviction_policy> policy; ///< guarded by mem->mutex()
+  eviction_proposal proposal;                ///< reused under mem->mutex()
+  std::string name;
+  tier_kind kind{tier_kind::device};
+  std::size_t capacity{0};
+  // Access events of hits, applied to the policy when the tier lock is next taken
+  // (see Note [Lock order of the pool]). acc_mtx is a leaf lock.
+  std::mutex acc_mtx;
+  std::vector<tensor_view> acc_buf;
+  std::vector<tensor_view> acc_drain;  ///< under mem->mutex(): swapped with acc_buf
+  // Figures (relaxed atomics: read without locks by stats()).
+  std::atomic<std::size_t> pinned_bytes{0};   ///< SUM(bytes) of tensors with a lease on their copy here
+  std::atomic<std::uint64_t> resident{0};     ///< COUNT of slots not absent
+  std::atomic<std::uint64_t> evictions{0};
+  std::atomic<std::uint64_t> evictions_clean{0};
+  std::atomic<std::uint64_t> alloc_failures{0};
+  std::atomic<std::int64_t> bytes_allocated{0};  ///< SUM of slot sizes placed here, over the pool's life
+  std::atomic<std::int64_t> bytes_freed{0};      ///< SUM of slot sizes vacated here
+};
+
+/// @brief How hard placement in one tier tries.
+enum class place_mode : std::uint8_t {
+  try_only,  ///< reclaim completed frees, the arena, grow: no eviction, no waiting
+  ladder,    ///< the whole ladder: also evict via the policy and wait for deferred frees
+};
+
+/// @brief Why place() returned no block.
+struct place_failure {
+  std::string diagnosis;                ///< the out_of_memory message (ladder mode only)
+  status backend_status{status::ok};    ///< last failed backend allocate while growing, if any
+};
+
+/// @brief The engine behind tierpool::pool. Every public member is internally synchronized.
+class pool_impl : public std::enable_shared_from_this<pool_impl> {
+ public:
+  explicit pool_impl(pool_options options);
+  ~pool_impl();
+  pool_impl(pool_impl const&) = delete;
+  pool_impl& operator=(pool_impl const&) = delete;
+
+  tensor allocate(std::size_t bytes, tensor_options options);
+  lease acquire(tensor const& t, access_mode access, stream_handle stream);
+  lease acquire_host(tensor const& t, access_mode access);
+  void prefetch(tensor const& t, tier_id to);
+  void demote(tensor const& t, tier_id to);
+  void free(tensor& t);
+  void free_handle(tensor& t) noexcept;  ///< the handle's destructor
+  void release(lease& l) noexcept;
+
+  stream_handle create_stream(int priority);
+  stream_handle wrap_native_stream(void* native);
+  void destroy_stream(stream_handle s);
+  void synchronize(stream_handle s);
+
+  void close();
+  /// @brief Destructor path of pool: close() unless leases live; then one stderr line.
+  void close_from_destructor() noexcept;
+
+  [[nodiscard]] pool_stats stats() const;
+  [[nodiscard]] std::string summary() const;
+  [[nodiscard]] std::string summary_json() const;
+  [[nodiscard]] bool validate() const;
+
+  [[nodiscard]] tierpool::backend& get_backend() const noexcept { return *backend_; }
+  [[nodiscard]] std::string const& backend_reason() const noexcept { return backend_reason_; }
+  [[nodiscard]] std::size_t tier_count() const noexcept { return tiers_.size(); }
+
+ private:
+  friend struct eviction_context;
+
+  // ---- lookup and checks ----
+  tensor_record& checked_record(tensor const& t, char const* what) const;
+  void check_open(char const* what) const;
+  [[nodiscard]] std::size_t device_tier() const;
+
+  // ---- placement and the out-of-memory ladder (pool_placement.cpp) ----
+  std::optional<block> place(std::uint32_t k, std::size_t bytes, place_mode mode, place_failure* why);
+  bool evict_round(std::uint32_t k, std::size_t bytes);
+  [[nodiscard]] std::string oom_message_locked(std::uint32_t k, std::size_t bytes) const;
+  [[noreturn]] void throw_place_failure(std::uint32_t k, std::size_t bytes, place_failure const& why) const;
+  void give_back_now(std::uint32_t k, block const& b) noexcept;
+
+  // ---- copies and slots (pool_migration.cpp); the record is locked ----
+  enum class fill_result : std::uint8_t { hit, filled, no_room };
+  fill_result ensure_valid_locked(tensor_record& rec, std::uint32_t k, access_mode access, place_mode mode);
+  status copy_locked(tensor_record& rec, std::uint32_t from, std::uint32_t to);
+  bool write_back_locked(tensor_record& rec, std::uint32_t k) noexcept;
+  void vacate_locked(tensor_record& rec, std::uint32_t k) noexcept;
+  void mark_others_stale_locked(tensor_record& rec, std::uint32_t k) noexcept;
+  void free_slots_locked(tensor_record& rec) noexcept;
+  void insert_into_policy(tensor_record& rec, std::uint32_t k, bool write) noexcept;
+  void note_access(tensor_record& rec, std::uint32_t k, bool write) noexcept;
+  void drain_accesses_locked(tier_state& ts) noexcept;
+  void pin_locked(tensor_record& rec, std::uint32_t k) noexcept;
+  void unpin_locked(tensor_record& rec, std::uint32_t k) noexcept;
+
+  // ---- stream-ordering primitives (never throw; fall back to host waits) ----
+  void stream_wait_stream(stream_handle waiter, stream_handle source) noexcept;
+  void stream_wait_event_or_sync(stream_handle waiter, event_handle e) noexcept;
+  [[nodiscard]] event_handle record_or_sync(stream_handle s) noexcept;
+  void host_wait_slot(copy_slot& slot, bool include_users) noexcept;
+  void release_event(event_handle& e) noexcept;
+  [[nodiscard]] bool ready_complete(copy_slot& slot) noexcept;
+  [[nodiscard]] stream_handle copy_stream(std::uint32_t to, std::uint32_t from) noexcept;
+  void add_stall(double seconds) noexcept;
+
+  lease make_lease(std::shared_ptr<tensor_record> const& recp, std::uint32_t k, access_mode access, stream_handle s,
+                   bool host);
+
+  // ---- state ----
+  std::shared_ptr<tierpool::backend> backend_;  // destroyed last
+  std::string backend_reason_;
+  std::unique_ptr<event_pool> events_;
+  std::vector<std::unique_ptr<tier_state>> tiers_;
+  std::vector<stream_handle> h2d_;
+  std::vector<stream_handle> d2h_;
+  stream_handle retire_{};  // collects the last uses of vacated blocks (deferred frees)
+  std::atomic<std::uint32_t> rr_{0};
+
+  mutable std::mutex table_mtx_;  // leaf
+  std::unordered_map<std::uint64_t, std::shared_ptr<tensor_record>> table_;
+  std::uint64_t next_id_{1};
+
+  mutable std::mutex stream_mtx_;  // leaf
+  std::vector<stream_handle> owned_streams_;
+
+  std::atomic<bool> closed_{false};
+  std::mutex close_mtx_;
+
+  // Figures.
+  std::atomic<std::uint64_t> acquires_{0}, hits_{0}, misses_{0};
+  std::atomic<std::uint64_t> bytes_h2d_{0}, bytes_d2h_{0}, copies_h2d_{0}, copies_d2h_{0};
+  std::atomic<std::uint64_t> prefetches_{0}, prefetch_hits_{0}, prefetch_late_{0}, prefetch_wasted_{0};
+  std::atomic<std::uint64_t> stall_ns_{0};
+  std::atomic<std::uint64_t> live_tensors_{0};
+  std::atomic<std::uint64_t> live_tensor_bytes_{0};
+};
+
+}  // namespace tierpool::detail

@@ -1,0 +1,218 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// pool_report.cpp — owns what the pool says about itself: stats(), summary() (a table,
+// like torch.cuda.memory_summary), summary_json() (Boost.JSON) and validate() (every
+// invariant, for tests).
+//
+// Invariants checked by validate(), with every lock held:
+//   every live record has >= 1 valid slot;  record.pins == SUM(slot.pins)
+//   SUM(slot sizes of non-absent slots in tier k) == tier k's usage().used_bytes
+//   COUNT(non-absent slots in tier k) == tier_state::resident
+//   SUM(bytes of records with slot.pins > 0 in tier k) == tier_state::pinned_bytes
+//   each tier's validate() and its policy's validate()
+#include <boost/json.hpp>
+
+#include <tierpool/detail/parse.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/detail/pool_impl.hpp"
+
+namespace tierpool::detail {
+
+pool_stats pool_impl::stats() const
+{
+  pool_stats st;
+  for (auto const& tsp : tiers_) {
+    tier_state const& ts = *tsp;
+    tier_stats t;
+    t.name = ts.name;
+    t.kind = ts.kind;
+    tier_usage u{};
+    {
+      std::lock_guard tl(ts.mem->mutex());
+      u = ts.mem->usage();
+    }
+    t.capacity_bytes = u.capacity_bytes;
+    t.reserved_bytes = u.reserved_bytes;
+    t.used_bytes.current = static_cast<std::int64_t>(u.used_bytes);
+    t.used_bytes.peak = static_cast<std::int64_t>(u.peak_used_bytes);
+    t.used_bytes.allocated = ts.bytes_allocated.load(std::memory_order_relaxed);
+    t.used_bytes.freed = ts.bytes_freed.load(std::memory_order_relaxed);
+    t.pinned_bytes = ts.pinned_bytes.load(std::memory_order_relaxed);
+    t.in_flight_bytes = u.deferred_bytes;
+    t.largest_free_block = u.largest_free_block;
+    t.fragmentation = u.external_fragmentation;
+    t.resident_tensors = ts.resident.load(std::memory_order_relaxed);
+    t.evictions = ts.evictions.load(std::memory_order_relaxed);
+    t.evictions_clean = ts.evictions_clean.load(std::memory_order_relaxed);
+    t.allocation_failures = ts.alloc_failures.load(std::memory_order_relaxed);
+    st.tiers.push_back(std::move(t));
+  }
+  st.tensors = live_tensors_.load(std::memory_order_relaxed);
+  st.tensor_bytes = live_tensor_bytes_.load(std::memory_order_relaxed);
+  st.acquires = acquires_.load(std::memory_order_relaxed);
+  st.hits = hits_.load(std::memory_order_relaxed);
+  st.misses = misses_.load(std::memory_order_relaxed);
+  st.bytes_h2d = bytes_h2d_.load(std::memory_order_relaxed);
+  st.bytes_d2h = bytes_d2h_.load(std::memory_order_relaxed);
+  st.copies_h2d = copies_h2d_.load(std::memory_order_relaxed);
+  st.copies_d2h = copies_d2h_.load(std::memory_order_relaxed);
+  st.prefetches = prefetches_.load(std::memory_order_relaxed);
+  st.prefetch_hits = prefetch_hits_.load(std::memory_order_relaxed);
+  st.prefetch_late = prefetch_late_.load(std::memory_order_relaxed);
+  st.prefetch_wasted = prefetch_wasted_.load(std::memory_order_relaxed);
+  st.stall_seconds = static_cast<double>(stall_ns_.load(std::memory_order_relaxed)) * 1e-9;
+  return st;
+}
+
+std::string pool_impl::summary() const
+{
+  pool_stats const st = stats();
+  std::string out;
+  char line[256];
+  auto add = [&](int n) {
+    if (n > 0) { out.append(line, std::min(static_cast<std::size_t>(n), sizeof(line) - 1)); }
+  };
+  add(std::snprintf(line, sizeof line, "tierpool pool summary (backend: %s)\n", backend_->caps().name.c_str()));
+  add(std::snprintf(line, sizeof line, "%-12s %-12s %11s %11s %11s %11s %11s %9s %9s %6s\n", "tier", "kind", "capacity",
+                    "reserved", "used", "peak", "pinned", "resident", "evicted", "frag"));
+  for (tier_stats const& t : st.tiers) {
+    add(std::snprintf(line, sizeof line, "%-12s %-12s %11s %11s %11s %11s %11s %9llu %9llu %5.1f%%\n", t.name.c_str(),
+                      std::string(to_string(t.kind)).c_str(), format_byte_size(t.capacity_bytes).c_str(),
+                      format_byte_size(t.reserved_bytes).c_str(),
+                      format_byte_size(static_cast<std::uint64_t>(t.used_bytes.current)).c_str(),
+                      format_byte_size(static_cast<std::uint64_t>(t.used_bytes.peak)).c_str(),
+                      format_byte_size(t.pinned_bytes).c_str(), static_cast<unsigned long long>(t.resident_tensors),
+                      static_cast<unsigned long long>(t.evictions), t.fragmentation * 100.0));
+  }
+  add(std::snprintf(line, sizeof line, "tensors %llu (%s); acquires %llu: hits %llu, misses %llu\n",
+                    static_cast<unsigned long long>(st.tensors), format_byte_size(st.tensor_bytes).c_str(),
+                    static_cast<unsigned long long>(st.acquires), static_cast<unsigned long long>(st.hits),
+                    static_cast<unsigned long long>(st.misses)));
+  add(std::snprintf(line, sizeof line, "copies up %llu (%s), down %llu (%s); host stalls %.6f s\n",
+                    static_cast<unsigned long long>(st.copies_h2d), format_byte_size(st.bytes_h2d).c_str(),
+                    static_cast<unsigned long long>(st.copies_d2h), format_byte_size(st.bytes_d2h).c_str(),
+                    st.stall_seconds));
+  add(std::snprintf(line, sizeof line, "prefetches %llu: hits %llu, late %llu, wasted %llu\n",
+                    static_cast<unsigned long long>(st.prefetches), static_cast<unsigned long long>(st.prefetch_hits),
+                    static_cast<unsigned long long>(st.prefetch_late),
+                    static_cast<unsigned long long>(st.prefetch_wasted)));
+  return out;
+}
+
+std::string pool_impl::summary_json() const
+{
+  pool_stats const st = stats();
+  boost::json::array tiers;
+  for (tier_stats const& t : st.tiers) {
+    boost::json::object o;
+    o["name"] = t.name;
+    o["kind"] = std::string(to_string(t.kind));
+    o["capacity_bytes"] = t.capacity_bytes;
+    o["reserved_bytes"] = t.reserved_bytes;
+    o["used_bytes"] = {{"current", t.used_bytes.current},
+                       {"peak", t.used_bytes.peak},
+                       {"allocated", t.used_bytes.allocated},
+                       {"freed", t.used_bytes.freed}};
+    o["pinned_bytes"] = t.pinned_bytes;
+    o["in_flight_bytes"] = t.in_flight_bytes;
+    o["largest_free_block"] = t.largest_free_block;
+    o["fragmentation"] = t.fragmentation;
+    o["resident_tensors"] = t.resident_tensors;
+    o["evictions"] = t.evictions;
+    o["evictions_clean"] = t.evictions_clean;
+    o["allocation_failures"] = t.allocation_failures;
+    tiers.push_back(std::move(o));
+  }
+  boost::json::object root;
+  root["backend"] = backend_->caps().name;
+  root["tiers"] = std::move(tiers);
+  root["tensors"] = st.tensors;
+  root["tensor_bytes"] = st.tensor_bytes;
+  root["acquires"] = st.acquires;
+  root["hits"] = st.hits;
+  root["misses"] = st.misses;
+  root["bytes_h2d"] = st.bytes_h2d;
+  root["bytes_d2h"] = st.bytes_d2h;
+  root["copies_h2d"] = st.copies_h2d;
+  root["copies_d2h"] = st.copies_d2h;
+  root["prefetches"] = st.prefetches;
+  root["prefetch_hits"] = st.prefetch_hits;
+  root["prefetch_late"] = st.prefetch_late;
+  root["prefetch_wasted"] = st.prefetch_wasted;
+  root["stall_seconds"] = st.stall_seconds;
+  return boost::json::serialize(root);
+}
+
+bool pool_impl::validate() const
+{
+  std::vector<std::shared_ptr<tensor_record>> recs;
+  {
+    std::lock_guard lock(table_mtx_);
+    recs.reserve(table_.size());
+    for (auto const& [id, rec] : table_) { recs.push_back(rec); }
+  }
+  std::sort(recs.begin(), recs.end(), [](auto const& a, auto const& b) { return a->id < b->id; });
+  std::vector<std::unique_lock<std::mutex>> rlocks;
+  rlocks.reserve(recs.size());
+  for (auto const& r : recs) { rlocks.emplace_back(r->mtx); }  // id order: see Note [Lock order of the pool]
+
+  bool ok = true;
+  auto fail = [&](std::string const& why) {
+    std::fprintf(stderr, "tierpool: pool::validate: %s\n", why.c_str());
+    ok = false;
+  };
+  std::size_t const n = tiers_.size();
+  std::vector<std::size_t> bytes(n, 0);
+  std::vector<std::size_t> pinned(n, 0);
+  std::vector<std::uint64_t> resident(n, 0);
+  for (auto const& r : recs) {
+    std::string const name = "tensor " + std::to_string(static_cast<std::uint64_t>(r->id));
+    if (r->freed) {
+      fail(name + ": freed but still in the table");
+      continue;
+    }
+    std::uint32_t pins = 0;
+    bool any_valid = false;
+    for (std::size_t k = 0; k < n; ++k) {
+      copy_slot const& s = r->slots[k];
+      pins += s.pins;
+      if (s.state == copy_state::absent) {
+        if (s.pins != 0) { fail(name + ": pinned in tier " + std::to_string(k) + " without a copy there"); }
+        continue;
+      }
+      any_valid = any_valid || s.state == copy_state::valid;
+      if (s.blk.ptr == nullptr || s.blk.bytes != r->bytes) { fail(name + ": bad block in tier " + std::to_string(k)); }
+      bytes[k] += static_cast<std::size_t>(s.blk.slot.size);
+      ++resident[k];
+      if (s.pins != 0) {
+        pinned[k] += r->bytes;
+        if (s.state != copy_state::valid) { fail(name + ": leased copy in tier " + std::to_string(k) + " is stale"); }
+      }
+    }
+    if (!any_valid) { fail(name + ": no valid copy"); }
+    if (pins != r->pins) { fail(name + ": pin count " + std::to_string(r->pins) + " != sum over tiers"); }
+  }
+  for (std::size_t k = 0; k < n; ++k) {
+    tier_state const& ts = *tiers_[k];
+    std::lock_guard tl(ts.mem->mutex());
+    if (!ts.mem->validate()) { fail("tier " + ts.name + ": tier::validate failed"); }
+    if (!ts.policy->validate()) { fail("tier " + ts.name + ": policy validate failed"); }
+    tier_usage const u = ts.mem->usage();
+    if (u.used_bytes != bytes[k]) {
+      fail("tier " + ts.name + ": used " + std::to_string(u.used_bytes) + " != copies " + std::to_string(bytes[k]));
+    }
+    if (ts.resident.load() != resident[k]) { fail("tier " + ts.name + ": resident count mismatch"); }
+    if (ts.pinned_bytes.load() != pinned[k]) { fail("tier " + ts.name + ": pinned bytes mismatch"); }
+  }
+  return ok;
+}
+
+}  // namespace tierpool::detail

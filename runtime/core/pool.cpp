@@ -1,0 +1,158 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// pool.cpp — owns the public handles: tierpool::pool (forwards to detail::pool_impl),
+// tierpool::tensor and tierpool::lease (move-only owners of a tensor and a pin).
+// Entry points: the members declared in include/tierpool/pool.hpp.
+#include <tierpool/pool.hpp>
+
+#include <utility>
+
+#include "core/detail/pool_impl.hpp"
+
+namespace tierpool {
+namespace {
+
+detail::pool_impl& checked(std::shared_ptr<detail::pool_impl> const& impl, char const* what)
+{
+  if (impl == nullptr) [[unlikely]] {
+    throw logic_error(std::string("pool::") + what + ": the pool was moved from");
+  }
+  return *impl;
+}
+
+}  // namespace
+
+// ---- tensor ----
+
+tensor::tensor(std::shared_ptr<detail::pool_impl> impl, std::shared_ptr<detail::tensor_record> rec, tensor_id id,
+               std::size_t bytes) noexcept
+  : impl_(std::move(impl)), rec_(std::move(rec)), id_(id), bytes_(bytes)
+{
+}
+
+tensor::tensor(tensor&& other) noexcept
+  : impl_(std::move(other.impl_)), rec_(std::move(other.rec_)), id_(other.id_), bytes_(std::exchange(other.bytes_, 0))
+{
+}
+
+tensor& tensor::operator=(tensor&& other) noexcept
+{
+  if (this != &other) {
+    reset();
+    impl_ = std::move(other.impl_);
+    rec_ = std::move(other.rec_);
+    id_ = other.id_;
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+tensor::~tensor() { reset(); }
+
+void tensor::reset() noexcept
+{
+  if (impl_ != nullptr) { impl_->free_handle(*this); }
+  impl_.reset();
+  rec_.reset();
+  bytes_ = 0;
+}
+
+// ---- lease ----
+
+lease::lease(lease&& other) noexcept
+  : impl_(std::move(other.impl_)),
+    rec_(std::move(other.rec_)),
+    data_(std::exchange(other.data_, nullptr)),
+    bytes_(std::exchange(other.bytes_, 0)),
+    id_(other.id_),
+    stream_(other.stream_),
+    access_(other.access_),
+    host_(other.host_),
+    tier_(other.tier_)
+{
+}
+
+lease& lease::operator=(lease&& other) noexcept
+{
+  if (this != &other) {
+    release();
+    impl_ = std::move(other.impl_);
+    rec_ = std::move(other.rec_);
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+    id_ = other.id_;
+    stream_ = other.stream_;
+    access_ = other.access_;
+    host_ = other.host_;
+    tier_ = other.tier_;
+  }
+  return *this;
+}
+
+lease::~lease() { release(); }
+
+void lease::release() noexcept
+{
+  if (impl_ == nullptr) { return; }
+  impl_->release(*this);
+  impl_.reset();
+  rec_.reset();
+  data_ = nullptr;
+}
+
+// ---- pool ----
+
+pool::pool(pool_options options) : impl_(std::make_shared<detail::pool_impl>(std::move(options))) {}
+
+pool::~pool()
+{
+  if (impl_ != nullptr) { impl_->close_from_destructor(); }
+}
+
+pool::pool(pool&&) noexcept = default;
+
+pool& pool::operator=(pool&& other) noexcept
+{
+  if (this != &other) {
+    if (impl_ != nullptr) { impl_->close_from_destructor(); }
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+
+tensor pool::allocate(std::size_t bytes, tensor_options options)
+{
+  return checked(impl_, "allocate").allocate(bytes, std::move(options));
+}
+
+lease pool::acquire(tensor const& t, access_mode access, stream_handle stream)
+{
+  return checked(impl_, "acquire").acquire(t, access, stream);
+}
+
+lease pool::acquire_host(tensor const& t, access_mode access)
+{
+  return checked(impl_, "acquire_host").acquire_host(t, access);
+}
+
+void pool::prefetch(tensor const& t, tier_id to) { checked(impl_, "prefetch").prefetch(t, to); }
+void pool::demote(tensor const& t, tier_id to) { checked(impl_, "demote").demote(t, to); }
+void pool::free(tensor& t) { checked(impl_, "free").free(t); }
+stream_handle pool::create_stream(int priority) { return checked(impl_, "create_stream").create_stream(priority); }
+stream_handle pool::wrap_native_stream(void* native)
+{
+  return checked(impl_, "wrap_native_stream").wrap_native_stream(native);
+}
+void pool::destroy_stream(stream_handle s) { checked(impl_, "destroy_stream").destroy_stream(s); }
+void pool::synchronize(stream_handle s) { checked(impl_, "synchronize").synchronize(s); }
+void pool::close() { checked(impl_, "close").close(); }
+pool_stats pool::stats() const { return checked(impl_, "stats").stats(); }
+std::string pool::summary() const { return checked(impl_, "summary").summary(); }
+std::string pool::summary_json() const { return checked(impl_, "summary_json").summary_json(); }
+bool pool::validate() const { return checked(impl_, "validate").validate(); }
+tierpool::backend& pool::backend() const noexcept { return impl_->get_backend(); }
+std::string const& pool::backend_reason() const noexcept { return impl_->backend_reason(); }
+std::size_t pool::tier_count() const noexcept { return impl_ != nullptr ? impl_->tier_count() : 0; }
+
+}  // namespace tierpool

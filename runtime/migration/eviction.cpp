@@ -1,0 +1,129 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// eviction.cpp — owns one round of eviction in one tier (pool_impl::evict_round), step 5
+// of the ladder in runtime/core/detail/placement.cpp.
+//
+// Two phases (docs/notes/pool_design.md, "Eviction is two-phase"):
+//   1. under the tier lock: ask the policy, try-lock each proposed victim, skip the busy
+//      ones (ask for more bytes) and the pinned ones (tell the policy on_pin, then ask
+//      again, so that it does not propose them again), claim the rest until the request
+//      is covered;
+//   2. without the tier lock: write dirty victims back to the next lower tier (which may
+//      evict there in turn), then vacate their blocks into deferred frees ordered after
+//      the write-back and every last use. A failed write-back keeps the victim resident.
+// A victim is clean when another valid copy exists (or its copy here is stale): it is
+// dropped, nothing is written.
+#include <tierpool/error.hpp>
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "core/detail/pool_impl.hpp"
+#include "core/detail/record_lock.hpp"
+
+namespace tierpool::detail {
+namespace {
+
+// Times the policy is asked per round; each new ask follows a skipped victim.
+constexpr int kMaxProposals = 4;
+
+std::size_t sat_add(std::size_t a, std::size_t b) noexcept
+{
+  return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max() : a + b;
+}
+
+}  // namespace
+
+bool pool_impl::evict_round(std::uint32_t k, std::size_t bytes)
+{
+  tier_state& ts = *tiers_[k];
+  std::vector<std::pair<std::shared_ptr<tensor_record>, record_lock>> claimed;
+  {
+    std::lock_guard tl(ts.mem->mutex());
+    drain_accesses_locked(ts);
+    std::size_t extra = 0;
+    std::size_t got = 0;
+    eviction_request req{};
+    req.from = tier_id{k};
+    req.contiguous_bytes = bytes;
+    req.now = backend_->now();
+    for (int ask = 0; ask < kMaxProposals && got < bytes; ++ask) {
+      req.bytes_needed = sat_add(bytes, extra);
+      ts.policy->propose(req, ts.proposal);
+      if (ts.proposal.empty()) { break; }
+      bool learned = false;
+      for (tensor_id const id : ts.proposal.victims) {
+        if (got >= bytes) { break; }
+        if (std::any_of(claimed.begin(), claimed.end(), [&](auto const& c) { return c.first->id == id; })) {
+          continue;
+        }
+        std::shared_ptr<tensor_record> rec;
+        {
+          std::lock_guard lock(table_mtx_);
+          if (auto it = table_.find(static_cast<std::uint64_t>(id)); it != table_.end()) { rec = it->second; }
+        }
+        if (rec == nullptr) {  // freed meanwhile and not yet erased, or unknown to us
+          ts.policy->on_erase(id);
+          learned = true;
+          continue;
+        }
+        if (holds_record(*rec)) {  // this thread is working on it (the tensor being placed)
+          extra = sat_add(extra, rec->bytes);
+          learned = true;
+          continue;
+        }
+        record_lock vl(*rec, std::try_to_lock);
+        if (!vl.owns()) {  // busy in another thread: "in flight"
+          extra = sat_add(extra, rec->bytes);
+          learned = true;
+          continue;
+        }
+        copy_slot& s = rec->slots[k];
+        if (rec->freed || s.state == copy_state::absent) {
+          ts.policy->on_erase(id);
+          learned = true;
+          continue;
+        }
+        if (s.pins != 0) {
+          if (!s.policy_pinned) {
+            ts.policy->on_pin(id);  // see policy.hpp, Note [How a policy learns that a tensor is pinned]
+            s.policy_pinned = true;
+          } else {
+            extra = sat_add(extra, rec->bytes);  // the policy proposes pinned tensors anyway
+          }
+          learned = true;
+          continue;
+        }
+        got += s.blk.slot.size;
+        claimed.emplace_back(std::move(rec), std::move(vl));
+      }
+      if (!learned) { break; }
+    }
+  }
+
+  bool progress = false;
+  for (auto& [rec, vl] : claimed) {
+    copy_slot& s = rec->slots[k];
+    bool dirty = s.state == copy_state::valid;
+    for (std::uint32_t j = 0; j < rec->slots.size() && dirty; ++j) {
+      dirty = !(j != k && rec->slots[j].state == copy_state::valid);
+    }
+    if (dirty && !write_back_locked(*rec, k)) { continue; }  // stays resident
+    if (rec->prefetched) {
+      prefetch_wasted_.fetch_add(1, std::memory_order_relaxed);
+      rec->prefetched = false;
+    }
+    vacate_locked(*rec, k);
+    ts.evictions.fetch_add(1, std::memory_order_relaxed);
+    if (!dirty) { ts.evictions_clean.fetch_add(1, std::memory_order_relaxed); }
+    progress = true;
+  }
+  return progress;  // `claimed` unlocks the victims
+}
+
+}  // namespace tierpool::detail

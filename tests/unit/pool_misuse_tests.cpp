@@ -1,0 +1,140 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// pool_misuse_tests.cpp — misuse of the pool is caught, typed and named: double free, use
+// of a freed or foreign tensor, bad options, unknown policy, close() with live leases, a
+// lease outliving its pool, tensors larger than every tier.
+#include "unit/pool_test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <tierpool/pool.hpp>
+
+#include <string>
+
+namespace tierpool::test {
+namespace {
+
+TEST(PoolMisuse, DoubleFreeAndUseAfterFree)
+{
+  pool p{small_tiers(make_sim())};
+  tensor t = p.allocate(4_KiB);
+  p.free(t);
+  EXPECT_FALSE(t.valid());
+  EXPECT_THROW(p.free(t), logic_error);
+  EXPECT_THROW((void)p.acquire(t, access_mode::read), logic_error);
+  EXPECT_THROW((void)p.acquire_host(t, access_mode::read), logic_error);
+  EXPECT_THROW(p.prefetch(t), logic_error);
+  tensor moved = p.allocate(4_KiB);
+  tensor other = std::move(moved);
+  EXPECT_THROW((void)p.acquire(moved, access_mode::read), logic_error);  // NOLINT(bugprone-use-after-move)
+  EXPECT_TRUE(p.validate());
+}
+
+TEST(PoolMisuse, ForeignTensorAndBadArguments)
+{
+  pool p{small_tiers(make_sim())};
+  pool q{small_tiers(make_sim())};
+  tensor t = q.allocate(4_KiB);
+  EXPECT_THROW((void)p.acquire(t, access_mode::read), logic_error);
+  EXPECT_THROW((void)p.allocate(0), logic_error);
+  EXPECT_THROW((void)p.allocate(4_KiB, {.preferred_tier = tier_id{7}}), logic_error);
+  EXPECT_THROW(q.prefetch(t, tier_id{9}), logic_error);
+  EXPECT_THROW(q.demote(t, tier_id{9}), logic_error);
+}
+
+TEST(PoolMisuse, UnknownPolicyListsRegisteredNames)
+{
+  pool_options o = small_tiers(make_sim());
+  o.policy = "no_such_policy";
+  try {
+    pool p{o};
+    FAIL() << "expected logic_error";
+  } catch (logic_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("lru"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PoolMisuse, TensorLargerThanEveryTier)
+{
+  pool p{small_tiers(make_sim(), 1_MiB, 0, 4_MiB)};
+  try {
+    (void)p.allocate(8_MiB, {.name = "huge"});
+    FAIL() << "expected out_of_memory";
+  } catch (out_of_memory const& e) {
+    std::string const m = e.what();
+    EXPECT_NE(m.find("'huge'"), std::string::npos) << m;
+    EXPECT_NE(m.find("device 1.0 MiB"), std::string::npos) << m;
+    EXPECT_NE(m.find("host 4.0 MiB"), std::string::npos) << m;
+    EXPECT_EQ(e.requested(), 8_MiB);
+  }
+}
+
+TEST(PoolMisuse, FreeOrDemoteWithLiveLease)
+{
+  pool p{small_tiers(make_sim())};
+  tensor t = p.allocate(4_KiB);
+  lease l = p.acquire(t, access_mode::read);
+  EXPECT_THROW(p.free(t), logic_error);
+  EXPECT_THROW(p.demote(t, tier_id{2}), logic_error);
+  l.release();
+  EXPECT_FALSE(l.active());
+  l.release();  // idempotent
+  p.demote(t, tier_id{2});
+  p.free(t);
+  EXPECT_TRUE(p.validate());
+}
+
+TEST(PoolMisuse, CloseWithLiveLeaseNamesIt)
+{
+  pool p{small_tiers(make_sim())};
+  tensor t = p.allocate(4_KiB, {.name = "weights"});
+  lease l = p.acquire_host(t, access_mode::write_discard);
+  try {
+    p.close();
+    FAIL() << "expected logic_error";
+  } catch (logic_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("'weights'"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(p.validate());  // nothing was freed
+  l.release();
+  p.close();
+  p.close();  // idempotent
+  EXPECT_THROW((void)p.allocate(4_KiB), logic_error);
+  EXPECT_THROW((void)p.acquire(t, access_mode::read), logic_error);
+}
+
+TEST(PoolMisuse, LeaseOutlivesPool)
+{
+  tensor t;
+  lease l;
+  testing::internal::CaptureStderr();
+  {
+    pool p{small_tiers(make_sim())};
+    t = p.allocate(4_KiB);
+    l = p.acquire_host(t, access_mode::write_discard);
+    write_pattern(l.data(), l.bytes(), 1, 1);
+  }
+  std::string const err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("live leases"), std::string::npos) << err;
+  EXPECT_TRUE(has_pattern(l.data(), l.bytes(), 1, 1));  // memory kept alive
+  l.release();
+  t = tensor{};
+}
+
+TEST(PoolMisuse, HandleDestroyedWhileLeasedFreesAtRelease)
+{
+  pool p{small_tiers(make_sim())};
+  lease l;
+  {
+    tensor t = p.allocate(4_KiB);
+    l = p.acquire_host(t, access_mode::write_discard);
+  }
+  EXPECT_EQ(p.stats().tensors, 1U);
+  l.release();
+  EXPECT_EQ(p.stats().tensors, 0U);
+  EXPECT_TRUE(p.validate());
+}
+
+}  // namespace
+}  // namespace tierpool::test

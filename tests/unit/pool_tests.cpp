@@ -1,0 +1,445 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// pool_tests.cpp — the tiered pool on the sim backend (real memory): construction and
+// defaults, placement, eviction (clean and dirty), write leases, stream ordering,
+// prefetch, demote, statistics, out-of-memory diagnoses, and a multi-threaded stress
+// test. Every tensor's bytes are checked against a pattern derived from (id, version)
+// after each cycle, and validate() runs after each step.
+#include "unit/pool_test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <tierpool/pool.hpp>
+
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tierpool::test {
+namespace {
+
+TEST(Pool, DefaultTiersFromBackend)
+{
+  auto be = make_sim(sim_clock_mode::wall, 8_MiB);
+  pool_options o;
+  o.backend_object = be;
+  o.read_environment = false;
+  pool p{o};
+  ASSERT_EQ(p.tier_count(), 3U);
+  pool_stats const st = p.stats();
+  EXPECT_EQ(st.tiers[0].name, "device");
+  EXPECT_EQ(st.tiers[0].capacity_bytes, 8_MiB);
+  EXPECT_EQ(st.tiers[1].kind, tier_kind::pinned_host);
+  EXPECT_EQ(st.tiers[1].capacity_bytes, 16_MiB);
+  EXPECT_EQ(st.tiers[2].kind, tier_kind::host);
+  EXPECT_GT(st.tiers[2].capacity_bytes, 0U);
+  EXPECT_EQ(p.backend_reason(), "given by pool_options::backend_object");
+  EXPECT_TRUE(p.validate());
+}
+
+TEST(Pool, EnvironmentOverridesDeviceBytesAndPolicy)
+{
+  ::setenv("TIERPOOL_DEVICE_BYTES", "2MiB", 1);
+  ::setenv("TIERPOOL_POLICY", "lru", 1);
+  pool_options o;
+  o.backend_object = make_sim();
+  pool p{o};
+  ::unsetenv("TIERPOOL_DEVICE_BYTES");
+  ::unsetenv("TIERPOOL_POLICY");
+  EXPECT_EQ(p.stats().tiers[0].capacity_bytes, 2_MiB);
+}
+
+TEST(Pool, EnvironmentSelectsSimBackend)
+{
+  ::setenv("TIERPOOL_BACKEND", "sim", 1);
+  pool_options o;
+  o.sim.device_bytes = 4_MiB;
+  pool p{o};
+  ::unsetenv("TIERPOOL_BACKEND");
+  EXPECT_EQ(p.backend().caps().name, "sim");
+  EXPECT_EQ(p.stats().tiers[0].capacity_bytes, 4_MiB);
+}
+
+TEST(Pool, AllocateFillReadBack)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be)};
+  std::vector<tensor> ts;
+  for (std::uint64_t i = 0; i < 6; ++i) {
+    ts.push_back(p.allocate(256_KiB, {.name = "t" + std::to_string(i)}));
+    fill(p, ts.back(), i, 1);
+    ASSERT_TRUE(p.validate());
+  }
+  for (std::uint64_t i = 0; i < 6; ++i) { EXPECT_TRUE(check(p, ts[i], i, 1)) << i; }
+  EXPECT_EQ(p.stats().tensors, 6U);
+  EXPECT_EQ(p.stats().tensor_bytes, 6 * 256_KiB);
+  ts.clear();
+  EXPECT_EQ(p.stats().tensors, 0U);
+  EXPECT_TRUE(p.validate());
+}
+
+TEST(Pool, EvictionCyclesKeepEveryByte)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be)};
+  stream_handle s = p.create_stream();
+  std::vector<std::unique_ptr<modify_job>> jobs;
+  constexpr std::uint64_t n = 16;  // 16 x 256 KiB = 4 MiB: device 1 MiB + pinned 2 MiB cannot hold them
+  std::vector<tensor> ts;
+  std::vector<std::uint32_t> ver(n, 1);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    ts.push_back(p.allocate(256_KiB));
+    fill(p, ts.back(), i, 1);
+  }
+  for (int round = 0; round < 4; ++round) {
+    for (std::uint64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(modify_on_stream(p, ts[i], s, i, ++ver[i], jobs), status::ok);
+      ASSERT_TRUE(p.validate());
+    }
+    for (std::uint64_t i = 0; i < n; ++i) { ASSERT_TRUE(check(p, ts[i], i, ver[i])) << "round " << round << " t" << i; }
+    // prefetch, demote, free + reallocate some
+    p.prefetch(ts[static_cast<std::size_t>(round)]);
+    p.demote(ts[static_cast<std::size_t>(round + 1)], tier_id{2});
+    ASSERT_TRUE(p.validate());
+    auto const k = static_cast<std::size_t>(round + 2);
+    p.free(ts[k]);
+    EXPECT_FALSE(ts[k].valid());
+    ts[k] = p.allocate(256_KiB);
+    fill(p, ts[k], k, ver[k] = 100);
+    ASSERT_TRUE(p.validate());
+    for (std::uint64_t i = 0; i < n; ++i) { ASSERT_TRUE(check(p, ts[i], i, ver[i])) << "round " << round << " t" << i; }
+  }
+  pool_stats const st = p.stats();
+  EXPECT_GT(st.tiers[0].evictions, 0U);
+  EXPECT_GT(st.misses, 0U);
+  p.synchronize(s);
+}
+
+TEST(Pool, CleanEvictionWritesNothingDirtyWritesBack)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be, 1_MiB, 0, 16_MiB)};
+  stream_handle s = p.create_stream();
+  std::vector<tensor> ts;
+  for (std::uint64_t i = 0; i < 5; ++i) {
+    ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{1}}));
+    fill(p, ts.back(), i, 1);
+  }
+  // Bring 4 in for reading: the device is full of clean copies.
+  for (std::uint64_t i = 0; i < 4; ++i) { (void)p.acquire(ts[i], access_mode::read, s); }
+  std::size_t const d2h0 = p.stats().bytes_d2h;
+  (void)p.acquire(ts[4], access_mode::read, s);  // evicts one clean copy
+  pool_stats st = p.stats();
+  EXPECT_EQ(st.bytes_d2h, d2h0);
+  EXPECT_EQ(st.tiers[0].evictions, 1U);
+  EXPECT_EQ(st.tiers[0].evictions_clean, 1U);
+  ASSERT_TRUE(p.validate());
+
+  // Now make every device copy dirty, then force one out.
+  std::vector<std::unique_ptr<modify_job>> jobs;
+  for (std::uint64_t i = 1; i < 5; ++i) { ASSERT_EQ(modify_on_stream(p, ts[i], s, i, 2, jobs), status::ok); }
+  std::size_t const d2h1 = p.stats().bytes_d2h;
+  (void)p.acquire(ts[0], access_mode::read, s);
+  st = p.stats();
+  EXPECT_EQ(st.bytes_d2h, d2h1 + 256_KiB);
+  EXPECT_EQ(st.tiers[0].evictions, 2U);
+  EXPECT_EQ(st.tiers[0].evictions_clean, 1U);
+  ASSERT_TRUE(p.validate());
+  EXPECT_TRUE(check(p, ts[0], 0, 1));
+  for (std::uint64_t i = 1; i < 5; ++i) { EXPECT_TRUE(check(p, ts[i], i, 2)) << i; }
+  p.synchronize(s);
+}
+
+TEST(Pool, WriteLeaseInvalidatesLowerCopies)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be)};
+  stream_handle s = p.create_stream();
+  tensor t = p.allocate(128_KiB, {.preferred_tier = tier_id{2}});
+  fill(p, t, 7, 1);
+  { lease l = p.acquire(t, access_mode::read, s); }
+  EXPECT_TRUE(check(p, t, 7, 1));
+  std::size_t const d2h = p.stats().bytes_d2h;
+  EXPECT_EQ(d2h, 0U);  // the host copy was valid: nothing copied down
+  std::vector<std::unique_ptr<modify_job>> jobs;
+  ASSERT_EQ(modify_on_stream(p, t, s, 7, 2, jobs), status::ok);
+  EXPECT_TRUE(check(p, t, 7, 2));  // must copy the device copy down
+  EXPECT_EQ(p.stats().bytes_d2h, 128_KiB);
+  // A host write makes the device copy stale: the next acquire copies in again.
+  fill(p, t, 7, 3);
+  std::uint64_t const misses = p.stats().misses;
+  { lease l = p.acquire(t, access_mode::read, s); }
+  EXPECT_EQ(p.stats().misses, misses + 1);
+  EXPECT_TRUE(check(p, t, 7, 3));
+  ASSERT_TRUE(p.validate());
+  p.synchronize(s);
+}
+
+TEST(Pool, VirtualClockStreamWaitsForCopyIn)
+{
+  auto be = make_sim(sim_clock_mode::virtual_clock);
+  pool p{small_tiers(be)};
+  stream_handle s = p.create_stream();
+  tensor t = p.allocate(512_KiB, {.preferred_tier = tier_id{2}});
+  fill(p, t, 1, 1);
+  tick const before = be->stream_tail(s).value_or(0);
+  tick const copy_ns = be->options().links->h2d.transfer_ns(512_KiB);
+  {
+    lease l = p.acquire(t, access_mode::read, s);
+    EXPECT_GE(be->stream_tail(s).value_or(0), before + copy_ns);
+  }
+  // A hit adds nothing to the stream.
+  tick const tail = be->stream_tail(s).value_or(0);
+  std::uint64_t const ops = be->enqueued_operations();
+  { lease l = p.acquire(t, access_mode::read, s); }
+  EXPECT_EQ(be->stream_tail(s).value_or(0), tail);
+  p.synchronize(s);
+  (void)ops;
+  EXPECT_TRUE(check(p, t, 1, 1));
+}
+
+TEST(Pool, HitPathMakesNoBackendCall)
+{
+  auto be = make_sim(sim_clock_mode::virtual_clock);
+  pool p{small_tiers(be)};
+  stream_handle s = p.create_stream();
+  tensor t = p.allocate(64_KiB);
+  fill(p, t, 1, 1);
+  { lease l = p.acquire(t, access_mode::read, s); }
+  ASSERT_EQ(be->advance_by(1'000'000'000), status::ok);
+  { lease l = p.acquire(t, access_mode::read, s); }  // completes the ready event once
+  be->reset_call_counts();
+  for (int i = 0; i < 10; ++i) { lease l = p.acquire(t, access_mode::read, s); }
+  EXPECT_EQ(be->call_count(sim_call::any), 0U);
+}
+
+TEST(Pool, PrefetchThenAcquireCountsHitOrLate)
+{
+  auto be = make_sim(sim_clock_mode::virtual_clock);
+  pool p{small_tiers(be)};
+  stream_handle s = p.create_stream();
+  tensor a = p.allocate(256_KiB, {.preferred_tier = tier_id{2}});
+  tensor b = p.allocate(256_KiB, {.preferred_tier = tier_id{2}});
+  fill(p, a, 1, 1);
+  fill(p, b, 2, 1);
+  p.prefetch(a);
+  p.prefetch(a);  // no-op: in flight
+  EXPECT_EQ(p.stats().prefetches, 1U);
+  ASSERT_EQ(be->advance_by(1'000'000'000), status::ok);
+  { lease l = p.acquire(a, access_mode::read, s); }
+  p.prefetch(b);
+  { lease l = p.acquire(b, access_mode::read, s); }
+  pool_stats const st = p.stats();
+  EXPECT_EQ(st.prefetches, 2U);
+  EXPECT_EQ(st.prefetch_hits, 1U);
+  EXPECT_EQ(st.prefetch_late, 1U);
+  EXPECT_EQ(st.hits, 4U);  // 2 fills (host copy valid) + 2 acquires
+  p.synchronize(s);
+  EXPECT_TRUE(check(p, a, 1, 1));
+  EXPECT_TRUE(check(p, b, 2, 1));
+  ASSERT_TRUE(p.validate());
+}
+
+TEST(Pool, DemoteMovesDownAndKeepsBytes)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be)};
+  stream_handle s = p.create_stream();
+  tensor t = p.allocate(256_KiB);
+  std::vector<std::unique_ptr<modify_job>> jobs;
+  fill(p, t, 3, 1);
+  ASSERT_EQ(modify_on_stream(p, t, s, 3, 2, jobs), status::ok);
+  p.demote(t, tier_id{2});
+  pool_stats st = p.stats();
+  EXPECT_EQ(st.tiers[0].resident_tensors, 0U);
+  EXPECT_EQ(st.tiers[1].resident_tensors, 0U);
+  EXPECT_EQ(st.tiers[2].resident_tensors, 1U);
+  ASSERT_TRUE(p.validate());
+  EXPECT_TRUE(check(p, t, 3, 2));
+  p.synchronize(s);
+}
+
+TEST(Pool, SummaryAndJson)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be)};
+  tensor t = p.allocate(64_KiB, {.name = "w"});
+  fill(p, t, 1, 1);
+  std::string const s = p.summary();
+  EXPECT_NE(s.find("device"), std::string::npos);
+  EXPECT_NE(s.find("pinned_host"), std::string::npos);
+  std::string const j = p.summary_json();
+  EXPECT_NE(j.find("\"tiers\""), std::string::npos);
+  EXPECT_NE(j.find("\"evictions_clean\""), std::string::npos);
+  EXPECT_NE(j.find("\"tensors\":1"), std::string::npos);
+}
+
+// ---- out of memory ----
+
+TEST(PoolOom, AllPinnedNamesPinnedAndLeases)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be, 1_MiB, 0, 16_MiB)};
+  stream_handle s = p.create_stream();
+  std::vector<tensor> ts;
+  std::vector<lease> ls;
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    ts.push_back(p.allocate(256_KiB));
+    fill(p, ts.back(), i, 1);
+    ls.push_back(p.acquire(ts.back(), access_mode::read, s));
+  }
+  tensor extra = p.allocate(256_KiB);
+  EXPECT_EQ(p.stats().tiers[0].resident_tensors, 4U);
+  try {
+    (void)p.acquire(extra, access_mode::read, s);
+    FAIL() << "expected out_of_memory";
+  } catch (out_of_memory const& e) {
+    std::string const m = e.what();
+    EXPECT_NE(m.find("262144 bytes"), std::string::npos) << m;
+    EXPECT_NE(m.find("'device'"), std::string::npos) << m;
+    EXPECT_NE(m.find("capacity 1.0 MiB"), std::string::npos) << m;
+    EXPECT_NE(m.find("pinned 1.0 MiB"), std::string::npos) << m;
+    EXPECT_NE(m.find("cause: pinned"), std::string::npos) << m;
+    EXPECT_NE(m.find("release leases"), std::string::npos) << m;
+    EXPECT_EQ(e.requested(), 256_KiB);
+    EXPECT_EQ(e.tier(), tier_id{0});
+  }
+  ASSERT_TRUE(p.validate());
+  ls.clear();
+  { lease l = p.acquire(extra, access_mode::read, s); }  // now it evicts
+  for (std::uint64_t i = 0; i < 4; ++i) { EXPECT_TRUE(check(p, ts[i], i, 1)); }
+  p.synchronize(s);
+}
+
+TEST(PoolOom, FragmentationIsDiagnosed)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be, 1_MiB, 0, 16_MiB)};
+  stream_handle s = p.create_stream();
+  std::vector<tensor> ts;
+  std::vector<lease> ls;
+  for (std::uint64_t i = 0; i < 8; ++i) {
+    ts.push_back(p.allocate(128_KiB));
+    fill(p, ts.back(), i, 1);
+  }
+  for (std::size_t i = 0; i < 8; i += 2) { ls.push_back(p.acquire(ts[i], access_mode::read, s)); }
+  for (std::size_t i = 1; i < 8; i += 2) { p.free(ts[i]); }
+  tensor big = p.allocate(256_KiB, {.preferred_tier = tier_id{1}});
+  try {
+    (void)p.acquire(big, access_mode::read, s);
+    FAIL() << "expected out_of_memory";
+  } catch (out_of_memory const& e) {
+    std::string const m = e.what();
+    EXPECT_NE(m.find("cause: fragmentation"), std::string::npos) << m;
+    EXPECT_NE(m.find("largest free block 128.0 KiB"), std::string::npos) << m;
+  }
+  ASSERT_TRUE(p.validate());
+  p.synchronize(s);
+}
+
+TEST(PoolOom, TensorLargerThanDeviceTier)
+{
+  // A tensor larger than the device tier cannot be acquired.
+  pool q{small_tiers(make_sim(), 1_MiB, 0, 4_MiB)};
+  tensor huge = q.allocate(2_MiB);
+  try {
+    (void)q.acquire(huge, access_mode::read);
+    FAIL() << "expected out_of_memory";
+  } catch (out_of_memory const& e) {
+    std::string const m = e.what();
+    EXPECT_NE(m.find("cause: capacity"), std::string::npos) << m;
+    EXPECT_NE(m.find("TIERPOOL_DEVICE_BYTES"), std::string::npos) << m;
+  }
+  EXPECT_TRUE(q.validate());
+}
+
+TEST(PoolOom, DirtyVictimsWithNoRoomBelow)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be, 1_MiB, 0, 1_MiB)};
+  stream_handle s = p.create_stream();
+  std::vector<tensor> ts;
+  // Device: 4 tensors whose only copy is there; host: 4 others, full.
+  for (std::uint64_t i = 0; i < 8; ++i) {
+    ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{i < 4 ? 0U : 1U}}));
+  }
+  std::vector<std::unique_ptr<modify_job>> jobs;
+  for (std::uint64_t i = 0; i < 4; ++i) { ASSERT_EQ(modify_on_stream(p, ts[i], s, i, 1, jobs), status::ok); }
+  for (std::uint64_t i = 4; i < 8; ++i) { fill(p, ts[i], i, 1); }
+  try {
+    (void)p.acquire(ts[4], access_mode::read, s);
+    FAIL() << "expected out_of_memory";
+  } catch (out_of_memory const& e) {
+    EXPECT_NE(std::string(e.what()).find("cause: capacity"), std::string::npos) << e.what();
+  }
+  ASSERT_TRUE(p.validate());
+  p.synchronize(s);
+  for (std::uint64_t i = 4; i < 8; ++i) { EXPECT_TRUE(check(p, ts[i], i, 1)) << i; }
+}
+
+// ---- threads ----
+
+TEST(PoolThreads, FourThreadsThousandsOfOps)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be, 1_MiB, 1_MiB, 16_MiB)};
+  constexpr int kThreads = 4;
+  constexpr int kOps = 800;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int th = 0; th < kThreads; ++th) {
+    threads.emplace_back([&, th] {
+      std::mt19937_64 rng(static_cast<std::uint64_t>(th) + 1);
+      stream_handle s = p.create_stream();
+      std::vector<std::unique_ptr<modify_job>> jobs;
+      constexpr std::size_t n = 6;
+      std::vector<tensor> ts(n);
+      std::vector<std::uint32_t> ver(n, 0);
+      auto key = [&](std::size_t i) { return static_cast<std::uint64_t>(th) * 1000 + i; };
+      for (std::size_t i = 0; i < n; ++i) {
+        ts[i] = p.allocate(64_KiB * (1 + i % 3));
+        fill(p, ts[i], key(i), ver[i] = 1);
+      }
+      for (int op = 0; op < kOps; ++op) {
+        std::size_t const i = rng() % n;
+        try {
+          switch (rng() % 6) {
+            case 0:
+            case 1:
+              if (modify_on_stream(p, ts[i], s, key(i), ver[i] + 1, jobs) == status::ok) { ++ver[i]; }
+              break;
+            case 2:
+              if (!check(p, ts[i], key(i), ver[i])) { ++failures; }
+              break;
+            case 3: p.prefetch(ts[i]); break;
+            case 4: p.demote(ts[i], tier_id{static_cast<std::uint32_t>(1 + rng() % 2)}); break;
+            case 5:
+              p.free(ts[i]);
+              ts[i] = p.allocate(64_KiB * (1 + i % 3));
+              fill(p, ts[i], key(i), ver[i] = 1);
+              break;
+          }
+        } catch (out_of_memory const&) {
+          // another thread holds leases at the moment: acceptable, bytes must be unchanged
+        }
+        if (jobs.size() > 64) {
+          p.synchronize(s);
+          jobs.clear();
+        }
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!check(p, ts[i], key(i), ver[i])) { ++failures; }
+      }
+      p.synchronize(s);
+    });
+  }
+  for (auto& t : threads) { t.join(); }
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_TRUE(p.validate());
+}
+
+}  // namespace
+}  // namespace tierpool::test

@@ -1,0 +1,105 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file compute_backend.hpp
+ * @brief The kernels the oversubscription demo's MLP needs, behind one interface, so that
+ *        the same training loop runs its math on the host (the simulated device, whose
+ *        "device memory" is host memory) or, once written, on a GPU.
+ *
+ * Every call is stream-ordered: it enqueues work on `stream` and returns at once; the
+ * pointers must stay valid (their leases alive, or ended after this call: the pool keeps
+ * bytes in place until work already enqueued on the lease's stream completes) until the
+ * work has run. Matrices are row-major fp32.
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <tierpool/backend.hpp>
+#include <tierpool/types.hpp>
+
+namespace oversubscribe {
+
+/// @brief Whether a gemm operand is used as stored or transposed.
+enum class transpose : std::uint8_t { no, yes };
+
+/// @brief Hyper-parameters of one Adam step, bias corrections already computed for the step.
+struct adam_params {
+  float lr{1e-3F};                ///< learning rate
+  float beta1{0.9F};              ///< first-moment decay
+  float beta2{0.999F};            ///< second-moment decay
+  float eps{1e-8F};               ///< denominator guard
+  float bias_correction1{1.0F};   ///< 1 - beta1^t
+  float bias_correction2{1.0F};   ///< 1 - beta2^t
+};
+
+/**
+ * @brief Stream-ordered fp32 kernels of an MLP: gemm, bias, ReLU, softmax cross-entropy
+ *        gradient, and Adam.
+ *
+ * Thread safety: one instance is used by one thread at a time (the demo's trainer).
+ * Ownership: not copyable; holds a reference to the tierpool backend it enqueues on, which
+ * must outlive it.
+ * Stream semantics: each call enqueues on `stream` and returns without waiting; results
+ * are visible to later work on the same stream. Every implementation computes bit-identical
+ * results for identical inputs (a fixed summation order), which the demo's verification
+ * relies on.
+ */
+class compute_backend {
+ public:
+  compute_backend() = default;
+  compute_backend(compute_backend const&) = delete;
+  compute_backend& operator=(compute_backend const&) = delete;
+  virtual ~compute_backend() = default;
+
+  /// @brief Short name ("host", "cuda").
+  [[nodiscard]] virtual std::string_view name() const noexcept = 0;
+
+  /**
+   * @brief `c[m×n] = op(a)[m×k] · op(b)[k×n]`, or `c += ...` when `accumulate`.
+   * @param ta  `no`: `a` is stored m×k; `yes`: stored k×m.
+   * @param tb  `no`: `b` is stored k×n; `yes`: stored n×k.
+   * @throws std::runtime_error if the work cannot be enqueued.
+   */
+  virtual void gemm(tierpool::stream_handle stream, transpose ta, transpose tb, std::size_t m, std::size_t n,
+                    std::size_t k, float const* a, float const* b, float* c, bool accumulate) = 0;
+  /// @brief `y[r][j] += bias[j]` for a rows×cols `y`. @throws std::runtime_error as gemm.
+  virtual void bias_add(tierpool::stream_handle stream, float* y, float const* bias, std::size_t rows,
+                        std::size_t cols) = 0;
+  /// @brief `dbias[j] = sum_r dy[r][j]` for a rows×cols `dy`. @throws std::runtime_error as gemm.
+  virtual void bias_grad(tierpool::stream_handle stream, float const* dy, float* dbias, std::size_t rows,
+                         std::size_t cols) = 0;
+  /// @brief `y = max(y, 0)` over `n` values. @throws std::runtime_error as gemm.
+  virtual void relu_fwd(tierpool::stream_handle stream, float* y, std::size_t n) = 0;
+  /// @brief `dy = y > 0 ? dy : 0` over `n` values (`y` is the ReLU's output). @throws as gemm.
+  virtual void relu_bwd(tierpool::stream_handle stream, float* dy, float const* y, std::size_t n) = 0;
+  /**
+   * @brief Gradient of the mean softmax cross-entropy over `rows` samples:
+   *        `dlogits = (softmax(logits) - onehot(labels)) / rows`.
+   * @throws std::runtime_error as gemm.
+   */
+  virtual void softmax_xent_grad(tierpool::stream_handle stream, float const* logits, std::int32_t const* labels,
+                                 float* dlogits, std::size_t rows, std::size_t classes) = 0;
+  /// @brief One Adam step over `n` parameters, updating `w`, `m` and `v` in place. @throws as gemm.
+  virtual void adam_step(tierpool::stream_handle stream, float* w, float* m, float* v, float const* g,
+                         std::size_t n, adam_params const& p) = 0;
+};
+
+/**
+ * @brief The kernels for `be`: host loops on a sim backend with real memory, CUDA kernels
+ *        on the CUDA backend when this build has them.
+ * @param be   The backend the pool runs on; must outlive the result.
+ * @param why  Receives, when the result is null, why no kernels fit this backend.
+ * @return The kernels, or null when none can run on `be` (phantom memory; CUDA without
+ *         the demo's kernels compiled in).
+ */
+[[nodiscard]] std::unique_ptr<compute_backend> make_compute_backend(tierpool::backend& be, std::string* why);
+
+/// @brief True when this build compiled the demo's CUDA kernels.
+[[nodiscard]] bool has_cuda_kernels() noexcept;
+
+}  // namespace oversubscribe

@@ -1,0 +1,209 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// host_kernels — the MLP's math as plain loops, and host_compute_backend, which queues
+// each kernel on a backend stream with launch_host_func (entry: make_host_compute_backend).
+//
+// Every reduction runs in one fixed order, so two runs over the same bytes give the same
+// bits; that is what lets the demo compare an oversubscribed run with a reference run
+// bit for bit.
+#include "host_kernels.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace oversubscribe::host_kernels {
+
+void gemm(transpose ta, transpose tb, std::size_t m, std::size_t n, std::size_t k, float const* a, float const* b,
+          float* c, bool accumulate, std::vector<float>& scratch)
+{
+  // Rows of op(b) must be contiguous for the vectorisable inner loop: transpose b once.
+  float const* bn = b;
+  if (tb == transpose::yes) {
+    scratch.resize(k * n);
+    for (std::size_t j = 0; j < n; ++j) {
+      float const* bj = b + j * k;
+      for (std::size_t p = 0; p < k; ++p) { scratch[p * n + j] = bj[p]; }
+    }
+    bn = scratch.data();
+  }
+  for (std::size_t i = 0; i < m; ++i) {
+    float* ci = c + i * n;
+    if (!accumulate) { std::fill(ci, ci + n, 0.0F); }
+    for (std::size_t p = 0; p < k; ++p) {
+      float const aip = ta == transpose::no ? a[i * k + p] : a[p * m + i];
+      float const* bp = bn + p * n;
+      for (std::size_t j = 0; j < n; ++j) { ci[j] += aip * bp[j]; }
+    }
+  }
+}
+
+void bias_add(float* y, float const* bias, std::size_t rows, std::size_t cols)
+{
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* yr = y + r * cols;
+    for (std::size_t j = 0; j < cols; ++j) { yr[j] += bias[j]; }
+  }
+}
+
+void bias_grad(float const* dy, float* dbias, std::size_t rows, std::size_t cols)
+{
+  std::fill(dbias, dbias + cols, 0.0F);
+  for (std::size_t r = 0; r < rows; ++r) {
+    float const* dr = dy + r * cols;
+    for (std::size_t j = 0; j < cols; ++j) { dbias[j] += dr[j]; }
+  }
+}
+
+void relu_fwd(float* y, std::size_t n)
+{
+  for (std::size_t i = 0; i < n; ++i) { y[i] = y[i] > 0.0F ? y[i] : 0.0F; }
+}
+
+void relu_bwd(float* dy, float const* y, std::size_t n)
+{
+  for (std::size_t i = 0; i < n; ++i) { dy[i] = y[i] > 0.0F ? dy[i] : 0.0F; }
+}
+
+void softmax_xent_grad(float const* logits, std::int32_t const* labels, float* dlogits, std::size_t rows,
+                       std::size_t classes)
+{
+  double const inv_rows = 1.0 / static_cast<double>(rows);
+  for (std::size_t r = 0; r < rows; ++r) {
+    float const* x = logits + r * classes;
+    float* d = dlogits + r * classes;
+    double const mx = *std::max_element(x, x + classes);
+    double sum = 0.0;
+    for (std::size_t j = 0; j < classes; ++j) { sum += std::exp(static_cast<double>(x[j]) - mx); }
+    auto const label = static_cast<std::size_t>(labels[r]);
+    for (std::size_t j = 0; j < classes; ++j) {
+      double const p = std::exp(static_cast<double>(x[j]) - mx) / sum;
+      d[j] = static_cast<float>((p - (j == label ? 1.0 : 0.0)) * inv_rows);
+    }
+  }
+}
+
+double softmax_xent_loss(float const* logits, std::int32_t const* labels, std::size_t rows, std::size_t classes)
+{
+  double total = 0.0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    float const* x = logits + r * classes;
+    double const mx = *std::max_element(x, x + classes);
+    double sum = 0.0;
+    for (std::size_t j = 0; j < classes; ++j) { sum += std::exp(static_cast<double>(x[j]) - mx); }
+    auto const label = static_cast<std::size_t>(labels[r]);
+    total += mx + std::log(sum) - static_cast<double>(x[label]);
+  }
+  return total / static_cast<double>(rows);
+}
+
+void adam_step(float* w, float* m, float* v, float const* g, std::size_t n, adam_params const& p)
+{
+  float const one_minus_b1 = 1.0F - p.beta1;
+  float const one_minus_b2 = 1.0F - p.beta2;
+  for (std::size_t i = 0; i < n; ++i) {
+    float const gi = g[i];
+    float const mi = p.beta1 * m[i] + one_minus_b1 * gi;
+    float const vi = p.beta2 * v[i] + one_minus_b2 * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    float const m_hat = mi / p.bias_correction1;
+    float const v_hat = vi / p.bias_correction2;
+    w[i] -= p.lr * m_hat / (std::sqrt(v_hat) + p.eps);
+  }
+}
+
+}  // namespace oversubscribe::host_kernels
+
+namespace oversubscribe {
+namespace {
+
+/// Queues each kernel as a host function; the job owns its arguments and deletes itself.
+class host_compute_backend final : public compute_backend {
+ public:
+  explicit host_compute_backend(tierpool::backend& be) : be_(be) {}
+
+  [[nodiscard]] std::string_view name() const noexcept override { return "host"; }
+
+  void gemm(tierpool::stream_handle stream, transpose ta, transpose tb, std::size_t m, std::size_t n, std::size_t k,
+            float const* a, float const* b, float* c, bool accumulate) override
+  {
+    enqueue(stream, [=] {
+      thread_local std::vector<float> scratch;  // one per stream worker thread
+      host_kernels::gemm(ta, tb, m, n, k, a, b, c, accumulate, scratch);
+    });
+  }
+  void bias_add(tierpool::stream_handle stream, float* y, float const* bias, std::size_t rows,
+                std::size_t cols) override
+  {
+    enqueue(stream, [=] { host_kernels::bias_add(y, bias, rows, cols); });
+  }
+  void bias_grad(tierpool::stream_handle stream, float const* dy, float* dbias, std::size_t rows,
+                 std::size_t cols) override
+  {
+    enqueue(stream, [=] { host_kernels::bias_grad(dy, dbias, rows, cols); });
+  }
+  void relu_fwd(tierpool::stream_handle stream, float* y, std::size_t n) override
+  {
+    enqueue(stream, [=] { host_kernels::relu_fwd(y, n); });
+  }
+  void relu_bwd(tierpool::stream_handle stream, float* dy, float const* y, std::size_t n) override
+  {
+    enqueue(stream, [=] { host_kernels::relu_bwd(dy, y, n); });
+  }
+  void softmax_xent_grad(tierpool::stream_handle stream, float const* logits, std::int32_t const* labels,
+                         float* dlogits, std::size_t rows, std::size_t classes) override
+  {
+    enqueue(stream, [=] { host_kernels::softmax_xent_grad(logits, labels, dlogits, rows, classes); });
+  }
+  void adam_step(tierpool::stream_handle stream, float* w, float* m, float* v, float const* g, std::size_t n,
+                 adam_params const& p) override
+  {
+    enqueue(stream, [=] { host_kernels::adam_step(w, m, v, g, n, p); });
+  }
+
+ private:
+  using job = std::function<void()>;
+
+  static void run(void* user_data)
+  {
+    std::unique_ptr<job> const j{static_cast<job*>(user_data)};
+    try {
+      (*j)();
+    } catch (std::exception const& e) {
+      // A host function has nobody to throw to; the only failure is a scratch allocation.
+      std::fprintf(stderr, "oversubscribe: host kernel failed: %s\n", e.what());
+      std::abort();
+    }
+  }
+
+  template <class F>
+  void enqueue(tierpool::stream_handle stream, F&& f)
+  {
+    auto j = std::make_unique<job>(std::forward<F>(f));
+    tierpool::status const s = be_.launch_host_func(stream, &run, j.get());
+    if (s != tierpool::status::ok) {
+      throw std::runtime_error("launch_host_func failed (" + std::string(tierpool::to_string(s)) +
+                               "): " + be_.last_error());
+    }
+    (void)j.release();  // run() owns it now
+  }
+
+  tierpool::backend& be_;
+};
+
+}  // namespace
+
+std::unique_ptr<compute_backend> make_host_compute_backend(tierpool::backend& be)
+{
+  return std::make_unique<host_compute_backend>(be);
+}
+
+}  // namespace oversubscribe

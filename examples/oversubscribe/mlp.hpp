@@ -1,0 +1,126 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file mlp.hpp
+ * @brief A small MLP trained with Adam whose every tensor (weights, activations,
+ *        gradients, optimizer state) lives in a tierpool pool.
+ */
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <tierpool/pool.hpp>
+
+#include "compute_backend.hpp"
+
+namespace oversubscribe {
+
+/// @brief Shape and training settings of the MLP.
+struct mlp_config {
+  std::size_t layers{16};    ///< linear layers (ReLU after all but the last)
+  std::size_t width{512};    ///< input and hidden width
+  std::size_t batch{64};     ///< samples per step (one fixed synthetic batch)
+  std::size_t classes{10};   ///< outputs of the last layer (softmax cross-entropy)
+  std::uint64_t seed{1};     ///< initial weights, inputs and labels
+  bool prefetch{true};       ///< prefetch the next operation's inputs while one computes
+  float lr{1e-3F};           ///< Adam learning rate
+};
+
+/**
+ * @brief Trains an MLP on one pool: each step runs forward, the loss gradient, backward
+ *        and Adam as a sequence of operations on one compute stream, and returns the loss
+ *        computed from the logits read back through the pool.
+ *
+ * Every operation acquires its tensors on the compute stream (read, read_write or
+ * write_discard), enqueues its kernels, releases the leases, and prefetches the next
+ * operation's inputs so that their copies overlap the computation. The host stays at most
+ * two operations ahead of the stream, so a prefetch is issued while the work before it runs.
+ *
+ * Thread safety: one thread at a time. Ownership: not copyable; owns its tensors and its
+ * stream; `pool` and `compute` must outlive it. Stream semantics: step() returns after the
+ * stream has completed the step's work.
+ *
+ * @code
+ * oversubscribe::mlp_trainer t{pool, *compute, cfg};
+ * double const loss = t.step();
+ * @endcode
+ */
+class mlp_trainer {
+ public:
+  /**
+   * @brief Allocate and initialise every tensor (deterministically from `cfg.seed`).
+   * @throws tierpool::out_of_memory if the pool cannot hold the working set.
+   * @throws tierpool::backend_error if a copy or stream call fails.
+   */
+  mlp_trainer(tierpool::pool& pool, compute_backend& compute, mlp_config cfg);
+  /// @brief Waits for the stream, frees the tensors and destroys the stream.
+  ~mlp_trainer();
+  mlp_trainer(mlp_trainer const&) = delete;
+  mlp_trainer& operator=(mlp_trainer const&) = delete;
+
+  /// @brief Bytes of all tensors of a model with this configuration.
+  [[nodiscard]] static std::size_t working_set_bytes(mlp_config const& cfg);
+  /// @brief Bytes the largest single operation leases at once (the least a device tier must hold).
+  [[nodiscard]] static std::size_t largest_operation_bytes(mlp_config const& cfg);
+
+  /**
+   * @brief One training step.
+   * @return The mean cross-entropy of this step's forward pass, computed on the host
+   *         from the logits and labels read with pool::acquire_host.
+   * @throws tierpool::out_of_memory if an operation's tensors cannot all be made resident.
+   * @throws tierpool::backend_error if a copy fails; std::runtime_error if a kernel cannot be queued.
+   */
+  [[nodiscard]] double step();
+
+  /// @brief FNV-1a digest of every parameter's bytes, read with pool::acquire_host.
+  [[nodiscard]] std::uint64_t parameter_digest();
+
+  /// @brief Operations per step (3 × layers + 1).
+  [[nodiscard]] std::size_t operations_per_step() const noexcept { return ops_.size(); }
+
+ private:
+  struct use {
+    tierpool::tensor const* tensor;
+    tierpool::access_mode access;
+  };
+  struct operation {
+    std::vector<use> uses;  // leased in this order; launch() gets the leases in the same order
+    std::function<void(std::vector<tierpool::lease> const&)> launch;
+  };
+
+  [[nodiscard]] std::size_t out_dim(std::size_t layer) const noexcept;
+  [[nodiscard]] tierpool::tensor const& layer_input(std::size_t layer) const noexcept;
+  [[nodiscard]] tierpool::tensor make_tensor(std::size_t bytes, std::string name);
+  void initialise();
+  void build_operations();
+  void run(std::size_t index);
+  void mark_done();
+  void wait_until_at_most(std::uint64_t outstanding);
+  static void on_done(void* self);
+
+  tierpool::pool& pool_;
+  compute_backend& compute_;
+  mlp_config cfg_;
+  tierpool::stream_handle stream_{};
+  std::uint64_t steps_{0};
+
+  // One per layer; act_[l] is layer l's output (the logits for the last layer).
+  std::vector<tierpool::tensor> w_, grad_w_, adam_m_, adam_v_, act_, grad_act_;
+  tierpool::tensor input_, labels_;
+  std::vector<operation> ops_;
+  std::vector<tierpool::lease> leases_;
+
+  // Completion of enqueued operations, signalled by a host function after each one.
+  std::mutex mutex_;
+  std::condition_variable done_cv_;
+  std::uint64_t enqueued_{0};
+  std::uint64_t done_{0};  // guarded by mutex_; done_ <= enqueued_
+};
+
+}  // namespace oversubscribe

@@ -1,0 +1,520 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// oversubscribe — trains a small MLP with Adam whose working set (weights, activations,
+// gradients, optimizer state) is several times the device tier, and proves that the
+// tiered pool moved every byte correctly: each step's loss, read back through the pool,
+// must equal bit for bit the loss of a reference run of the same computation on a pool
+// whose device tier holds everything (no evictions). Ends with the pool's summary.
+//
+// Runs on the default backend: the simulated device where there is no GPU.
+#include <tierpool/pool.hpp>
+#include <tierpool/tierpool.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "compute_backend.hpp"
+#include "mlp.hpp"
+
+namespace {
+
+using namespace tierpool::literals;
+
+constexpr int kExitOk = 0;
+constexpr int kExitMismatch = 1;  // a loss or the final parameters differ from the reference
+constexpr int kExitUsage = 2;
+constexpr int kExitError = 3;     // out of memory, backend failure, ...
+
+constexpr double kDefaultOversubscription = 4.0;  // the issue asks for a working set >= 4x the device tier
+
+struct usage_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct options {
+  oversubscribe::mlp_config model{};
+  std::size_t iterations{5};
+  std::optional<std::size_t> device_bytes{};
+  std::optional<double> oversubscription{};
+  std::string policy{};
+  std::string backend{};
+  std::string link{};
+  std::string json{};
+  bool help{false};
+};
+
+char const* const kUsage = R"(usage: oversubscribe [options]
+
+Trains an MLP with Adam on a tiered pool whose device tier is a fraction of the working
+set, and checks every step's loss bit for bit against a run with unlimited device memory.
+
+  --iterations N        training steps (default 5)
+  --layers L            linear layers (default 16)
+  --width W             hidden width (default 512)
+  --batch B             batch size (default 64)
+  --classes C           output classes (default 10)
+  --seed S              seed of weights, inputs and labels (default 1)
+  --device-bytes SIZE   device tier capacity, e.g. 16MiB (default: working set / 4,
+                        or TIERPOOL_DEVICE_BYTES when set)
+  --oversubscription X  device tier = working set / X (instead of --device-bytes)
+  --policy NAME         eviction policy spec (default: TIERPOOL_POLICY, else lru)
+  --backend NAME        auto, sim or cuda (default: TIERPOOL_BACKEND, else auto)
+  --link MODEL          sim only: throttle host<->device copies, e.g. pcie4 or 25e9,2000
+  --no-prefetch         do not prefetch the next operation's tensors
+  --json FILE           write the results and the pool's statistics as JSON
+  --help                this text
+
+Exit status: 0 verified, 1 a loss differs from the reference, 2 usage, 3 runtime error.
+)";
+
+// ---- text helpers ---------------------------------------------------------------------
+
+std::string lower(std::string_view s)
+{
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+/// "512MiB", "1.5GB", "4096": binary units K/KiB/M/MiB/G/GiB/T/TiB, decimal KB/MB/GB/TB.
+std::size_t parse_bytes(std::string_view text, std::string_view what)
+{
+  std::string const t = lower(text);
+  std::size_t i = 0;
+  while (i < t.size() && (std::isdigit(static_cast<unsigned char>(t[i])) != 0 || t[i] == '.')) { ++i; }
+  double value = 0.0;
+  if (i == 0 || std::sscanf(t.substr(0, i).c_str(), "%lf", &value) != 1) {
+    throw usage_error(std::string(what) + ": '" + std::string(text) + "' is not a byte size (e.g. 64MiB)");
+  }
+  std::string unit = t.substr(i);
+  unit.erase(std::remove(unit.begin(), unit.end(), ' '), unit.end());
+  double scale = 0.0;
+  if (unit.empty() || unit == "b") { scale = 1.0; }
+  else if (unit == "k" || unit == "kib") { scale = 0x1.0p10; }
+  else if (unit == "m" || unit == "mib") { scale = 0x1.0p20; }
+  else if (unit == "g" || unit == "gib") { scale = 0x1.0p30; }
+  else if (unit == "t" || unit == "tib") { scale = 0x1.0p40; }
+  else if (unit == "kb") { scale = 1e3; }
+  else if (unit == "mb") { scale = 1e6; }
+  else if (unit == "gb") { scale = 1e9; }
+  else if (unit == "tb") { scale = 1e12; }
+  else {
+    throw usage_error(std::string(what) + ": unknown unit '" + unit + "' in '" + std::string(text) +
+                      "' (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
+  }
+  double const bytes = value * scale;
+  if (!(bytes >= 1.0) || bytes > 0x1.0p62) {
+    throw usage_error(std::string(what) + ": '" + std::string(text) + "' is out of range");
+  }
+  return static_cast<std::size_t>(bytes);
+}
+
+std::string format_bytes(std::uint64_t bytes)
+{
+  char buf[32];
+  auto const b = static_cast<double>(bytes);
+  if (bytes < 1_KiB) { std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes)); }
+  else if (bytes < 1_MiB) { std::snprintf(buf, sizeof buf, "%.1f KiB", b / 0x1.0p10); }
+  else if (bytes < 1_GiB) { std::snprintf(buf, sizeof buf, "%.1f MiB", b / 0x1.0p20); }
+  else { std::snprintf(buf, sizeof buf, "%.2f GiB", b / 0x1.0p30); }
+  return buf;
+}
+
+template <class T>
+T parse_number(std::string_view text, std::string_view what)
+{
+  T value{};
+  auto const [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size()) {
+    throw usage_error(std::string(what) + ": '" + std::string(text) + "' is not a number");
+  }
+  return value;
+}
+
+std::string json_string(std::string_view s)
+{
+  std::string out = "\"";
+  for (char const c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_double(double v)
+{
+  if (!std::isfinite(v)) { return "null"; }
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// ---- options --------------------------------------------------------------------------
+
+options parse_options(int argc, char** argv)
+{
+  options o;
+  std::vector<std::string_view> const args(argv + 1, argv + argc);
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    std::optional<std::string_view> inline_value;
+    if (auto const eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
+      inline_value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    }
+    auto value = [&]() -> std::string_view {
+      if (inline_value) { return *inline_value; }
+      if (i + 1 >= args.size()) { throw usage_error(std::string(arg) + " needs a value"); }
+      return args[++i];
+    };
+    auto positive = [&](std::string_view what) {
+      auto const n = parse_number<std::size_t>(value(), what);
+      if (n == 0) { throw usage_error(std::string(what) + " must be positive"); }
+      return n;
+    };
+    if (arg == "--help" || arg == "-h") { o.help = true; }
+    else if (arg == "--iterations") { o.iterations = positive(arg); }
+    else if (arg == "--layers") { o.model.layers = positive(arg); }
+    else if (arg == "--width") { o.model.width = positive(arg); }
+    else if (arg == "--batch") { o.model.batch = positive(arg); }
+    else if (arg == "--classes") { o.model.classes = positive(arg); }
+    else if (arg == "--seed") { o.model.seed = parse_number<std::uint64_t>(value(), arg); }
+    else if (arg == "--device-bytes") { o.device_bytes = parse_bytes(value(), arg); }
+    else if (arg == "--oversubscription") {
+      std::string const v(value());
+      char* end = nullptr;
+      double const x = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(x >= 1.0) || !std::isfinite(x)) {
+        throw usage_error("--oversubscription: '" + v + "' is not a number >= 1");
+      }
+      o.oversubscription = x;
+    }
+    else if (arg == "--policy") { o.policy = value(); }
+    else if (arg == "--backend") { o.backend = value(); }
+    else if (arg == "--link") { o.link = value(); }
+    else if (arg == "--no-prefetch") { o.model.prefetch = false; }
+    else if (arg == "--json") { o.json = value(); }
+    else { throw usage_error("unknown option '" + std::string(args[i]) + "' (see --help)"); }
+    if (inline_value && (arg == "--help" || arg == "-h" || arg == "--no-prefetch")) {
+      throw usage_error(std::string(arg) + " takes no value");
+    }
+  }
+  if (o.device_bytes && o.oversubscription) {
+    throw usage_error("give --device-bytes or --oversubscription, not both");
+  }
+  if (o.model.classes > static_cast<std::size_t>(INT32_MAX)) { throw usage_error("--classes is too large"); }
+  return o;
+}
+
+char const* env(char const* name)
+{
+  char const* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : nullptr;
+}
+
+// ---- pools ----------------------------------------------------------------------------
+
+constexpr std::size_t round_up(std::size_t v, std::size_t to) noexcept { return (v + to - 1) / to * to; }
+
+/// A backend of `kind` ("sim" or "cuda") whose device can hold `device_bytes`.
+std::shared_ptr<tierpool::backend> make_backend(tierpool::backend_choice choice, std::size_t device_bytes,
+                                                std::optional<tierpool::link_model> const& link,
+                                                tierpool::fallback_notice notice, std::string* reason)
+{
+  tierpool::sim_options so;
+  // The simulated card is larger than the device tier, as a real one would be: the
+  // tier's capacity, not the card, is what the demo oversubscribes.
+  so.device_bytes = std::max(so.device_bytes, round_up(2 * device_bytes, 1_MiB));
+  so.memory = tierpool::sim_memory_mode::real;  // the kernels compute on these bytes
+  if (link) { so.links = tierpool::sim_links::from_host_link(*link); }
+  auto sel = tierpool::select_backend(choice, so, 0, notice);
+  if (reason != nullptr) { *reason = sel.reason; }
+  return std::shared_ptr<tierpool::backend>(std::move(sel.backend));
+}
+
+/// Options of a three-tier pool (device, pinned host, host) on `be`. The demo reads the
+/// TIERPOOL_* variables itself, so that its flags win over them (the pool's
+/// read_environment would let TIERPOOL_POLICY override --policy).
+tierpool::pool_options pool_options_for(std::shared_ptr<tierpool::backend> be, std::size_t device_bytes,
+                                        std::string const& policy)
+{
+  tierpool::pool_options po;
+  po.tiers = {
+    {.kind = tierpool::tier_kind::device, .capacity_bytes = device_bytes, .name = "device"},
+    {.kind = tierpool::tier_kind::pinned_host, .name = "pinned_host"},
+    {.kind = tierpool::tier_kind::host, .name = "host"},
+  };
+  if (!policy.empty()) { po.policy = policy; }
+  po.backend_object = std::move(be);
+  po.read_environment = false;
+  po.notice = tierpool::fallback_notice::silent;
+  return po;
+}
+
+std::uint64_t total_evictions(tierpool::pool_stats const& s)
+{
+  std::uint64_t n = 0;
+  for (auto const& t : s.tiers) { n += t.evictions; }
+  return n;
+}
+
+bool same_bits(double a, double b) noexcept { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
+
+double seconds_since(std::chrono::steady_clock::time_point t0)
+{
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// ---- the run --------------------------------------------------------------------------
+
+int run(options const& o)
+{
+  oversubscribe::mlp_config const& cfg = o.model;
+  std::size_t const working_set = oversubscribe::mlp_trainer::working_set_bytes(cfg);
+  std::size_t const largest_op = oversubscribe::mlp_trainer::largest_operation_bytes(cfg);
+
+  // Device tier: --device-bytes, --oversubscription, TIERPOOL_DEVICE_BYTES, working set / 4.
+  std::size_t device_bytes = 0;
+  char const* env_device = env("TIERPOOL_DEVICE_BYTES");
+  if (o.device_bytes) { device_bytes = *o.device_bytes; }
+  else if (o.oversubscription) { device_bytes = static_cast<std::size_t>(static_cast<double>(working_set) / *o.oversubscription); }
+  else if (env_device != nullptr) { device_bytes = parse_bytes(env_device, "TIERPOOL_DEVICE_BYTES"); }
+  else { device_bytes = static_cast<std::size_t>(static_cast<double>(working_set) / kDefaultOversubscription); }
+  device_bytes = std::max<std::size_t>(device_bytes / 256 * 256, 256);  // rounded down: never less oversubscribed
+  if (device_bytes < largest_op) {
+    std::fprintf(stderr,
+                 "oversubscribe: a device tier of %s is too small: one operation (Adam on a layer: its "
+                 "weights, gradient and two moments) leases %s at once; use --device-bytes %s or more, "
+                 "a smaller --width, or more --layers\n",
+                 format_bytes(device_bytes).c_str(), format_bytes(largest_op).c_str(),
+                 format_bytes(round_up(largest_op + largest_op / 4, 1_MiB)).c_str());
+    return kExitUsage;
+  }
+
+  std::string policy = o.policy;
+  if (policy.empty() && env("TIERPOOL_POLICY") != nullptr) { policy = env("TIERPOOL_POLICY"); }
+  tierpool::backend_choice choice = tierpool::backend_choice::automatic;
+  if (!o.backend.empty()) { choice = tierpool::parse_backend_choice(o.backend); }
+  else if (auto const from_env = tierpool::backend_choice_from_env()) { choice = *from_env; }
+  std::optional<tierpool::link_model> link;
+  if (!o.link.empty()) {
+    std::string why;
+    link = tierpool::parse_link_model(o.link, &why);
+    if (!link) { throw usage_error("--link: " + why); }
+  }
+
+  // The backend, and kernels that can run on it.
+  std::string reason;
+  auto be = make_backend(choice, device_bytes, link, tierpool::fallback_notice::silent, &reason);  // reason printed below
+  std::string why;
+  auto compute = oversubscribe::make_compute_backend(*be, &why);
+  if (!compute) {
+    if (be->caps().name == "sim") { throw std::runtime_error("no kernels for this backend: " + why); }
+    // Decision: without the demo's GPU kernels the CUDA device cannot compute, so the
+    // demo runs on the simulated device rather than doing nothing (see README.md).
+    std::printf("note: %s; running on the simulated device instead\n", why.c_str());
+    choice = tierpool::backend_choice::sim;
+    be = make_backend(choice, device_bytes, link, tierpool::fallback_notice::silent, &reason);
+    compute = oversubscribe::make_compute_backend(*be, &why);
+  }
+  std::string const backend_name = be->caps().name;
+
+  // The reference: the same backend kind and code, with a device tier that holds
+  // everything, so nothing is ever evicted.
+  std::size_t const ref_device_bytes = round_up(working_set + working_set / 4 + 1_MiB, 1_MiB);
+  auto ref_be = make_backend(be->caps().name == "sim" ? tierpool::backend_choice::sim : tierpool::backend_choice::cuda,
+                             ref_device_bytes, link, tierpool::fallback_notice::silent, nullptr);
+  auto ref_compute = oversubscribe::make_compute_backend(*ref_be, &why);
+
+  tierpool::pool pool{pool_options_for(be, device_bytes, policy)};
+  tierpool::pool ref_pool{pool_options_for(ref_be, ref_device_bytes, policy)};
+
+  std::size_t const tier_bytes = pool.stats().tiers.at(0).capacity_bytes;
+  if (tier_bytes != device_bytes) {
+    std::printf("note: asked for a device tier of %s, the pool made it %s\n", format_bytes(device_bytes).c_str(),
+                format_bytes(tier_bytes).c_str());
+  }
+  double const oversubscription = static_cast<double>(working_set) / static_cast<double>(tier_bytes);
+
+  std::printf("oversubscribe: MLP %zu x %zu, batch %zu, %zu classes, Adam; %zu iterations%s\n", cfg.layers,
+              cfg.width, cfg.batch, cfg.classes, o.iterations, cfg.prefetch ? "" : ", no prefetch");
+  std::printf("backend: %s (%s); kernels: %s; policy: %s\n", backend_name.c_str(), reason.c_str(),
+              std::string(compute->name()).c_str(), policy.empty() ? "lru (default)" : policy.c_str());
+  std::printf("working set %s on a device tier of %s: oversubscription %.2fx\n", format_bytes(working_set).c_str(),
+              format_bytes(tier_bytes).c_str(), oversubscription);
+
+  oversubscribe::mlp_trainer ref{ref_pool, *ref_compute, cfg};
+  oversubscribe::mlp_trainer tiered{pool, *compute, cfg};
+  std::printf("reference: the same run on a device tier of %s (no evictions)\n\n", format_bytes(ref_device_bytes).c_str());
+
+  std::printf("%4s  %-14s %-14s %-5s  %21s  %9s  %13s\n", "iter", "loss", "reference", "match",
+              "moved h2d / d2h", "evictions", "prefetch hits");
+  std::vector<double> losses;
+  std::vector<double> ref_losses;
+  bool verified = true;
+  double tiered_seconds = 0.0;
+  double ref_seconds = 0.0;
+  tierpool::pool_stats before = pool.stats();
+  for (std::size_t it = 1; it <= o.iterations; ++it) {
+    auto t0 = std::chrono::steady_clock::now();
+    double const ref_loss = ref.step();
+    ref_seconds += seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    double const loss = tiered.step();
+    tiered_seconds += seconds_since(t0);
+
+    bool const match = same_bits(loss, ref_loss);
+    verified = verified && match;
+    losses.push_back(loss);
+    ref_losses.push_back(ref_loss);
+    tierpool::pool_stats const now = pool.stats();
+    std::string const moved =
+      format_bytes(now.bytes_h2d - before.bytes_h2d) + " / " + format_bytes(now.bytes_d2h - before.bytes_d2h);
+    std::string const hits = std::to_string(now.prefetch_hits - before.prefetch_hits) + "/" +
+                             std::to_string(now.prefetches - before.prefetches);
+    std::printf("%4zu  %-14.10f %-14.10f %-5s  %21s  %9llu  %13s\n", it, loss, ref_loss, match ? "yes" : "NO",
+                moved.c_str(), static_cast<unsigned long long>(total_evictions(now) - total_evictions(before)),
+                hits.c_str());
+    std::fflush(stdout);
+    before = now;
+  }
+
+  // Statistics of the training only: taken before the parameter check reads everything back.
+  tierpool::pool_stats const stats = pool.stats();
+  std::string const summary = pool.summary();
+  std::string const summary_json = pool.summary_json();
+  std::uint64_t const digest = tiered.parameter_digest();
+  std::uint64_t const ref_digest = ref.parameter_digest();
+  bool const params_match = digest == ref_digest;
+  std::uint64_t const ref_evictions = total_evictions(ref_pool.stats());
+
+  std::printf("\n%s\n", summary.c_str());
+  std::printf("moved %s host->device (%llu copies) and %s device->host (%llu copies); %llu evictions\n",
+              format_bytes(stats.bytes_h2d).c_str(), static_cast<unsigned long long>(stats.copies_h2d),
+              format_bytes(stats.bytes_d2h).c_str(), static_cast<unsigned long long>(stats.copies_d2h),
+              static_cast<unsigned long long>(total_evictions(stats)));
+  std::printf("prefetch: %llu issued, %llu hits, %llu late, %llu wasted; pool stall %.3f s\n",
+              static_cast<unsigned long long>(stats.prefetches), static_cast<unsigned long long>(stats.prefetch_hits),
+              static_cast<unsigned long long>(stats.prefetch_late),
+              static_cast<unsigned long long>(stats.prefetch_wasted), stats.stall_seconds);
+  std::printf("time: %.2f s oversubscribed (%.3f s/iteration), %.2f s reference\n", tiered_seconds,
+              tiered_seconds / static_cast<double>(o.iterations), ref_seconds);
+  std::printf("parameters after training: digest %016llx, reference %016llx (%s)\n",
+              static_cast<unsigned long long>(digest), static_cast<unsigned long long>(ref_digest),
+              params_match ? "identical" : "DIFFERENT");
+  if (ref_evictions != 0) {
+    std::printf("note: the reference pool evicted %llu times; it was meant to hold everything\n",
+                static_cast<unsigned long long>(ref_evictions));
+  }
+  verified = verified && params_match;
+
+  if (!o.json.empty()) {
+    std::ostringstream js;
+    auto list = [](std::vector<double> const& v) {
+      std::string s = "[";
+      for (std::size_t i = 0; i < v.size(); ++i) { s += (i == 0 ? "" : ", ") + json_double(v[i]); }
+      return s + "]";
+    };
+    js << "{\n"
+       << "  \"oversubscription\": " << json_double(oversubscription) << ",\n"
+       << "  \"verified\": " << (verified ? "true" : "false") << ",\n"
+       << "  \"parameters_match\": " << (params_match ? "true" : "false") << ",\n"
+       << "  \"iterations\": " << o.iterations << ",\n"
+       << "  \"losses\": " << list(losses) << ",\n"
+       << "  \"reference_losses\": " << list(ref_losses) << ",\n"
+       << "  \"device_bytes\": " << tier_bytes << ",\n"
+       << "  \"working_set_bytes\": " << working_set << ",\n"
+       << "  \"backend\": " << json_string(backend_name) << ",\n"
+       << "  \"kernels\": " << json_string(compute->name()) << ",\n"
+       << "  \"policy\": " << json_string(policy.empty() ? "lru" : policy) << ",\n"
+       << "  \"prefetch\": " << (cfg.prefetch ? "true" : "false") << ",\n"
+       << "  \"layers\": " << cfg.layers << ", \"width\": " << cfg.width << ", \"batch\": " << cfg.batch
+       << ", \"classes\": " << cfg.classes << ", \"seed\": " << cfg.seed << ",\n"
+       << "  \"bytes_h2d\": " << stats.bytes_h2d << ",\n"
+       << "  \"bytes_d2h\": " << stats.bytes_d2h << ",\n"
+       << "  \"copies_h2d\": " << stats.copies_h2d << ",\n"
+       << "  \"copies_d2h\": " << stats.copies_d2h << ",\n"
+       << "  \"evictions\": " << total_evictions(stats) << ",\n"
+       << "  \"prefetches\": " << stats.prefetches << ",\n"
+       << "  \"prefetch_hits\": " << stats.prefetch_hits << ",\n"
+       << "  \"prefetch_late\": " << stats.prefetch_late << ",\n"
+       << "  \"prefetch_wasted\": " << stats.prefetch_wasted << ",\n"
+       << "  \"stall_seconds\": " << json_double(stats.stall_seconds) << ",\n"
+       << "  \"seconds\": " << json_double(tiered_seconds) << ",\n"
+       << "  \"reference_seconds\": " << json_double(ref_seconds) << ",\n"
+       << "  \"pool\": " << (summary_json.empty() ? "null" : summary_json) << "\n"
+       << "}\n";
+    std::ofstream out(o.json);
+    out << js.str();
+    if (!out) {
+      std::fprintf(stderr, "oversubscribe: cannot write %s\n", o.json.c_str());
+      return kExitError;
+    }
+  }
+
+  if (!verified) {
+    std::printf("FAILED: the oversubscribed run differs from the reference (see the match column "
+                "and the parameter digests)\n");
+    return kExitMismatch;
+  }
+  std::printf("verified: %zu losses and the final parameters are bit-identical to the reference run "
+              "(oversubscription %.2fx)\n",
+              o.iterations, oversubscription);
+  return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+  try {
+    options const o = parse_options(argc, argv);
+    if (o.help) {
+      std::fputs(kUsage, stdout);
+      return kExitOk;
+    }
+    return run(o);
+  } catch (usage_error const& e) {
+    std::fprintf(stderr, "oversubscribe: %s\n", e.what());
+    return kExitUsage;
+  } catch (tierpool::out_of_memory const& e) {
+    std::fprintf(stderr, "oversubscribe: out of memory: %s\n", e.what());
+    return kExitError;
+  } catch (tierpool::logic_error const& e) {
+    std::fprintf(stderr, "oversubscribe: %s\n", e.what());
+    return kExitUsage;
+  } catch (std::exception const& e) {
+    std::fprintf(stderr, "oversubscribe: %s\n", e.what());
+    return kExitError;
+  }
+}

@@ -82,3 +82,46 @@ set_tests_properties(cli.bench_arena.corrupt_trace_fails PROPERTIES LABELS cpu W
 add_test(NAME cli.bench_arena.unknown_workload_fails COMMAND $<TARGET_FILE:tierpool_cli> bench arena --workload rand99)
 set_tests_properties(cli.bench_arena.unknown_workload_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
 # ---- end tierpool bench arena -----------------------------------------------------
+
+# ---- tierpool bench hitpath / bench copy ----------------------------------------
+# Short runs of BENCHMARKS.md §3; figures are not asserted (benchmarks are not timed
+# tests), only that each command runs, prints its fields and rejects bad options.
+add_test(NAME cli.bench_hitpath.table COMMAND $<TARGET_FILE:tierpool_cli> bench hitpath --threads 2 --ops 2000 --runs 1)
+set_tests_properties(cli.bench_hitpath.table PROPERTIES LABELS cpu ENVIRONMENT "TIERPOOL_BACKEND="
+  PASS_REGULAR_EXPRESSION "pool hit path: .*backend sim .*ns per pair, 1 thread +[0-9.]+.*ns per pair, 2 threads +[0-9.]+.*ratio to 1 thread +[0-9.]+.*pool valid at end +yes")
+
+add_test(NAME cli.bench_hitpath.json COMMAND $<TARGET_FILE:tierpool_cli> bench hitpath --threads 2 --ops 2000 --runs 1 --json)
+set_tests_properties(cli.bench_hitpath.json PROPERTIES LABELS cpu ENVIRONMENT "TIERPOOL_BACKEND="
+  PASS_REGULAR_EXPRESSION "^{\"benchmark\":\"hitpath\",\"backend\":\"sim\",\"threads\":2,\"runs\":1,.*\"ns_per_pair\":[-+.0-9Ee]+,.*\"ns_per_pair_1thread\":[-+.0-9Ee]+,.*\"ratio_to_1thread\":[-+.0-9Ee]+,.*\"misses\":0,.*\"valid\":true}")
+
+add_test(NAME cli.bench_hitpath.bad_threads_fails COMMAND $<TARGET_FILE:tierpool_cli> bench hitpath --threads 0)
+set_tests_properties(cli.bench_hitpath.bad_threads_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+add_test(NAME cli.bench_hitpath.bad_threads_message COMMAND $<TARGET_FILE:tierpool_cli> bench hitpath --threads 0)
+set_tests_properties(cli.bench_hitpath.bad_threads_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool bench hitpath: --threads must be in 1\\.\\.64")
+add_test(NAME cli.bench_hitpath.unknown_option_message COMMAND $<TARGET_FILE:tierpool_cli> bench hitpath --bogus)
+set_tests_properties(cli.bench_hitpath.unknown_option_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool bench hitpath: unrecognised option '--bogus'")
+
+add_test(NAME cli.bench_copy.table COMMAND $<TARGET_FILE:tierpool_cli> bench copy --bytes 8MiB --tensor-bytes 1MiB --runs 1)
+set_tests_properties(cli.bench_copy.table PROPERTIES LABELS cpu ENVIRONMENT "TIERPOOL_BACKEND="
+  PASS_REGULAR_EXPRESSION "pool copy throughput: 8 tensors x 1\\.0 MiB = 8\\.0 MiB, device tier 2\\.0 MiB.*pool GB/s +[0-9.]+.*memcpy GB/s +[0-9.]+.*ratio pool / memcpy +[0-9.]+.*bytes intact +yes.*pool valid at end +yes")
+
+add_test(NAME cli.bench_copy.json COMMAND $<TARGET_FILE:tierpool_cli> bench copy --bytes 8MiB --tensor-bytes 1MiB --runs 1 --json)
+set_tests_properties(cli.bench_copy.json PROPERTIES LABELS cpu ENVIRONMENT "TIERPOOL_BACKEND="
+  PASS_REGULAR_EXPRESSION "^{\"benchmark\":\"copy\",\"backend\":\"sim\",\"bytes\":8388608,.*\"runs\":1,\"pool_gbps\":[-+.0-9Ee]+,.*\"memcpy_gbps\":[-+.0-9Ee]+,.*\"ratio\":[-+.0-9Ee]+,.*\"bytes_moved_per_run\":{\"min\":16777216,\"max\":16777216,\"expected\":16777216},.*\"bytes_intact\":true,\"valid\":true}")
+
+add_test(NAME cli.bench_copy.too_small_fails COMMAND $<TARGET_FILE:tierpool_cli> bench copy --bytes 1MiB --tensor-bytes 1MiB)
+set_tests_properties(cli.bench_copy.too_small_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+add_test(NAME cli.bench_copy.too_small_message COMMAND $<TARGET_FILE:tierpool_cli> bench copy --bytes 1MiB --tensor-bytes 1MiB)
+set_tests_properties(cli.bench_copy.too_small_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool bench copy: --bytes must hold at least 2 tensors of --tensor-bytes")
+add_test(NAME cli.bench_copy.bad_bytes_fails COMMAND $<TARGET_FILE:tierpool_cli> bench copy --bytes lots)
+set_tests_properties(cli.bench_copy.bad_bytes_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+add_test(NAME cli.bench_copy.bad_bytes_message COMMAND $<TARGET_FILE:tierpool_cli> bench copy --bytes lots)
+set_tests_properties(cli.bench_copy.bad_bytes_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool: error: invalid byte size 'lots'")
+add_test(NAME cli.bench_copy.bad_lower_message COMMAND $<TARGET_FILE:tierpool_cli> bench copy --lower managed)
+set_tests_properties(cli.bench_copy.bad_lower_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool bench copy: unknown --lower 'managed' \\(valid: pinned_host, host\\)")
+# ---- end tierpool bench hitpath / bench copy ------------------------------------

@@ -1,66 +1,79 @@
 // SPDX-FileCopyrightText: 2026 tierpool contributors
 // SPDX-License-Identifier: Apache-2.0
 //
-// basic_pool — the building blocks a tier is made of, used by hand: a backend chunk of
-// device memory, an arena sub-allocating offsets inside it, stream-ordered copies in and
-// out, and an event to wait on. (The tiered pool wraps exactly this; until it lands, this
-// is the smallest complete program against the installed package.)
+// basic_pool — the smallest complete program on a tiered pool: tensors that together
+// exceed the device tier, filled from the host, used on a stream (here a host function
+// stands in for a kernel), evicted and brought back by the pool, checked at the end.
 //
-// Runs on the simulated device, so it works on any machine.
+// Runs on the simulated device (real memory), so it works on any machine; on the sim
+// backend a device pointer is host memory, which is what lets a host function use it.
 #include <tierpool/tierpool.hpp>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <vector>
+
+namespace {
+
+// Adds 1 to every byte: queued on the stream, it runs after the copy-in it depends on.
+struct increment_job {
+  unsigned char* data;
+  std::size_t bytes;
+};
+void increment(void* user)
+{
+  auto* job = static_cast<increment_job*>(user);
+  for (std::size_t i = 0; i < job->bytes; ++i) { job->data[i] = static_cast<unsigned char>(job->data[i] + 1); }
+}
+
+}  // namespace
 
 int main()
 {
   using namespace tierpool::literals;
-  auto be = tierpool::make_sim_backend({});  // 256 MiB simulated device, real memory
 
-  // One 64 MiB device chunk, sub-allocated by an arena (offsets only: the arena never
-  // touches device memory).
-  constexpr std::size_t chunk_bytes = 64_MiB;
-  void* chunk = nullptr;
-  TIERPOOL_TRY(be->allocate(tierpool::tier_kind::device, chunk_bytes, &chunk));
-  tierpool::arena arena(chunk_bytes);
+  tierpool::sim_options sim;
+  sim.device_bytes = 8_MiB;
+  tierpool::pool_options options;
+  options.backend_object = tierpool::make_sim_backend(sim);
+  options.tiers = {{.kind = tierpool::tier_kind::device, .capacity_bytes = 8_MiB},
+                   {.kind = tierpool::tier_kind::host, .capacity_bytes = 256_MiB}};
+  options.read_environment = false;
+  tierpool::pool pool(options);
+  auto stream = pool.create_stream();
 
-  tierpool::stream_handle stream;
-  TIERPOOL_TRY(be->create_stream(&stream));
-  tierpool::event_handle done;
-  TIERPOOL_TRY(be->create_event(&done));
-
-  // Three "tensors": fill on the host, copy to their device slots, copy back, check.
-  std::vector<std::size_t> const sizes{1_MiB, 3_MiB + 512, 16_MiB};
-  bool ok = true;
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    auto slot = arena.allocate(sizes[i]);
-    if (!slot) {
-      std::fprintf(stderr, "arena full\n");
-      return 1;
-    }
-    auto* dev = static_cast<std::byte*>(chunk) + slot->offset;
-    std::vector<unsigned char> in(sizes[i]);
-    std::vector<unsigned char> out(sizes[i], 0);
-    for (std::size_t b = 0; b < in.size(); ++b) { in[b] = static_cast<unsigned char>((b * 31 + i) & 0xFF); }
-
-    TIERPOOL_TRY(be->copy_async({dev, in.data(), in.size(), tierpool::tier_kind::device, tierpool::tier_kind::host}, stream));
-    TIERPOOL_TRY(be->copy_async({out.data(), dev, out.size(), tierpool::tier_kind::host, tierpool::tier_kind::device}, stream));
-    TIERPOOL_TRY(be->record_event(done, stream));
-    TIERPOOL_TRY(be->synchronize_event(done));
-    bool const same = std::memcmp(in.data(), out.data(), in.size()) == 0;
-    ok = ok && same;
-    std::printf("tensor %zu: %zu bytes at device offset %llu, round trip %s\n", i, sizes[i],
-                static_cast<unsigned long long>(slot->offset), same ? "ok" : "CORRUPT");
-    arena.deallocate(*slot);
+  // 8 tensors of 3 MiB = 24 MiB on an 8 MiB device tier.
+  std::vector<tierpool::tensor> tensors;
+  for (int i = 0; i < 8; ++i) {
+    tensors.push_back(pool.allocate(3_MiB, {.name = "t" + std::to_string(i)}));
+    auto h = pool.acquire_host(tensors.back(), tierpool::access_mode::write_discard);
+    std::memset(h.data(), i, h.bytes());
   }
-  std::printf("arena after frees: %llu free of %llu, fragmentation %.3f, valid %s\n",
-              static_cast<unsigned long long>(arena.free_bytes()),
-              static_cast<unsigned long long>(arena.capacity()), arena.external_fragmentation(),
-              arena.validate() ? "yes" : "NO");
 
-  be->destroy_event(done);
-  be->destroy_stream(stream);
-  be->deallocate(tierpool::tier_kind::device, chunk, chunk_bytes);
-  return ok && arena.validate() ? 0 : 1;
+  // Two passes over all of them on the device: each acquire may evict an earlier one.
+  std::vector<increment_job> jobs(tensors.size());
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      auto lease = pool.acquire(tensors[i], tierpool::access_mode::read_write, stream);
+      jobs[i] = {lease.as<unsigned char>(), lease.bytes()};
+      TIERPOOL_TRY(pool.backend().launch_host_func(stream, increment, &jobs[i]));
+      if (i + 1 < tensors.size()) { pool.prefetch(tensors[i + 1]); }
+    }  // each lease ends here; the pool keeps the bytes in place until the stream is past them
+    pool.synchronize(stream);
+  }
+
+  bool ok = true;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    auto h = pool.acquire_host(tensors[i], tierpool::access_mode::read);
+    auto const* p = h.as<unsigned char>();
+    for (std::size_t b = 0; b < h.bytes(); ++b) {
+      if (p[b] != static_cast<unsigned char>(i + 2)) { ok = false; break; }
+    }
+  }
+  std::printf("%s\n", pool.summary().c_str());
+  std::printf("basic_pool: %zu tensors of 3 MiB on an 8 MiB device tier: %s\n", tensors.size(),
+              ok && pool.validate() ? "every byte as expected" : "CORRUPT");
+  return ok ? 0 : 1;
 }

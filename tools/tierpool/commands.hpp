@@ -12,5 +12,9 @@ namespace tierpool::cli {
 int info_command(int argc, char** argv);
 /// `tierpool bench arena ...`: the arena workloads of BENCHMARKS.md §1.
 int bench_arena_command(int argc, char** argv);
+/// `tierpool bench hitpath ...`: acquire + release of a resident tensor (BENCHMARKS.md §3).
+int bench_hitpath_command(int argc, char** argv);
+/// `tierpool bench copy ...`: pool migration throughput against memcpy (BENCHMARKS.md §3).
+int bench_copy_command(int argc, char** argv);
 
 }  // namespace tierpool::cli

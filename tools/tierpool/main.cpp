@@ -27,6 +27,9 @@ command const commands[] = {
   {{"info"}, tierpool::cli::info_command, "backend in use and why, devices, NUMA nodes, default tiers"},
   {{"bench", "arena"}, tierpool::cli::bench_arena_command,
    "arena sub-allocator workloads (rand50, rand85, dnn-static, dnn-dyn, dnn-tight)"},
+  {{"bench", "hitpath"}, tierpool::cli::bench_hitpath_command,
+   "pool hit path: acquire + release of a resident tensor, 1 and N threads"},
+  {{"bench", "copy"}, tierpool::cli::bench_copy_command, "pool migration throughput against memcpy"},
 };
 
 void print_usage(std::FILE* out)

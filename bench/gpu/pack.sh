@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 tierpool contributors
+# SPDX-License-Identifier: Apache-2.0
+#
+# bench/gpu/pack.sh — prepare what bench/gpu/check.sh runs on a lent GPU machine, on this
+# (GPU-less) machine: a build with the CUDA backend, slimmed to the executables the check
+# runs, plus the shared libraries the GPU machine lacks (hwloc, TBB, Boost, ...).
+#
+#   bench/gpu/pack.sh            # builds in build-gpu-work/, assembles build-gpu/
+#   then carry "build-gpu" in the device run and call bench/gpu/check.sh there.
+#
+# Environment:
+#   WORK_BUILD   build tree to build in (default build-gpu-work; an existing configured
+#                tree such as build-bench is reused as is)
+#   JOBS         parallel jobs (default 2)
+#
+# build-gpu/ keeps the work tree's layout for what it holds (bin/, tests/, examples/, the
+# CTestTestfile.cmake files) with paths rewritten to build-gpu, and adds lib-carry/:
+#   lib-carry/*.so*          libraries found with ldd that are not part of the C runtime
+#   lib-carry/SOURCE_ROOT    this checkout's path (check.sh maps it onto the GPU machine's)
+#   lib-carry/gpu_tests.txt  the test executables labelled `gpu` (run directly without ctest)
+# The whole of build-gpu must stay well under the device tool's 64 MiB carry limit.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+WORK=${WORK_BUILD:-build-gpu-work}
+case $WORK in /*) ;; *) WORK=$ROOT/$WORK ;; esac
+DEST=$ROOT/build-gpu
+JOBS=${JOBS:-2}
+
+if [[ ! -f $WORK/CMakeCache.txt ]]; then
+  cmake -S "$ROOT" -B "$WORK" -G Ninja -DTIERPOOL_ENABLE_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+fi
+grep -q '^TIERPOOL_ENABLE_CUDA:STRING=OFF' "$WORK/CMakeCache.txt" &&
+  { echo "pack.sh: $WORK is configured without CUDA" >&2; exit 1; }
+
+# Test executables with the gpu label (tierpool_add_test(NAME x ... LABELS gpu)).
+mapfile -t GPU_TESTS < <(grep -ho 'tierpool_add_test(NAME [A-Za-z0-9_]\+ .*LABELS[^)]*gpu' tests/CMakeLists.txt |
+  sed 's/tierpool_add_test(NAME \([A-Za-z0-9_]*\) .*/\1/' | sort -u)
+TARGETS=(tierpool_cli "${GPU_TESTS[@]}")
+grep -q 'add_executable(oversubscribe' examples/oversubscribe/CMakeLists.txt 2>/dev/null && TARGETS+=(oversubscribe)
+echo "pack.sh: building ${TARGETS[*]} in $WORK"
+cmake --build "$WORK" -j "$JOBS" --target "${TARGETS[@]}"
+
+rm -rf "$DEST"
+mkdir -p "$DEST/lib-carry" "$DEST/bin"
+copy_exe() {  # copy_exe RELATIVE_PATH: stripped copy at the same place under build-gpu
+  local rel=$1
+  [[ -x $WORK/$rel ]] || { echo "pack.sh: $WORK/$rel missing, skipped" >&2; return 0; }
+  mkdir -p "$DEST/$(dirname "$rel")"
+  cp "$WORK/$rel" "$DEST/$rel"
+  strip --strip-debug "$DEST/$rel" 2>/dev/null || true
+}
+copy_exe bin/tierpool
+: > "$DEST/lib-carry/gpu_tests.txt"
+for t in "${GPU_TESTS[@]}"; do
+  copy_exe "tests/$t"
+  [[ -x $DEST/tests/$t ]] && echo "tests/$t" >> "$DEST/lib-carry/gpu_tests.txt"
+done
+copy_exe examples/oversubscribe/oversubscribe
+
+# The cudaMemcpyAsync baseline.
+if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  "$NVCC" -O2 -std=c++17 -o "$DEST/bin/copy_bw" bench/gpu/copy_bw.cu || echo "pack.sh: nvcc failed; check.sh compiles copy_bw there" >&2
+fi
+
+# CTest files (paths rewritten to build-gpu), so `ctest -L gpu` runs in build-gpu. Discover
+# the gtest cases here first (`ctest -N` runs each executable's --gtest_list_tests), so the
+# GPU machine needs no CMake modules of its own.
+(cd "$WORK" && ctest -N -L gpu > /dev/null) || echo "pack.sh: ctest -N -L gpu failed; discovery happens there" >&2
+(cd "$WORK" && find . -name CTestTestfile.cmake -o -name '*_include.cmake' -o -name '*_tests.cmake') |
+  while read -r f; do
+    case $f in ./CMakeFiles/*|*/CMakeFiles/*) continue ;; esac
+    mkdir -p "$DEST/$(dirname "$f")"
+    sed "s#$WORK#$DEST#g" "$WORK/$f" > "$DEST/$f"
+  done
+# Discovered test lists must stay newer than the executables and the include files, or
+# ctest would rediscover (which needs this machine's CMake modules).
+find "$DEST" -name '*_tests.cmake' -exec touch {} +
+
+# Shared libraries the GPU machine lacks: everything ldd resolves except the C runtime.
+for exe in "$DEST"/bin/* "$DEST"/tests/* "$DEST"/examples/oversubscribe/oversubscribe; do
+  [[ -f $exe && -x $exe ]] || continue
+  ldd "$exe" 2>/dev/null | awk '/=> \// { print $3 }'
+done | sort -u | while read -r lib; do
+  case $(basename "$lib") in
+    libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libcuda.so*) continue ;;
+  esac
+  cp -L "$lib" "$DEST/lib-carry/"
+done
+echo "$ROOT" > "$DEST/lib-carry/SOURCE_ROOT"
+echo "$DEST" > "$DEST/lib-carry/BUILD_ROOT"
+
+du -sh "$DEST"
+ls "$DEST/lib-carry"

@@ -130,7 +130,8 @@ class TIERPOOL_EXPORT lease {
  * synchronized). Separate pools are independent; there is no global state.
  *
  * Stream semantics: acquire() and prefetch() never block the host on a copy; the user's
- * stream waits on the copy's event. Eviction waits (stream-wise) for a victim's last use
+ * stream waits on the copy's event. prefetch() never blocks at all; acquire() may wait on
+ * the host for space that eviction has freed but whose last use is still running. Eviction waits (stream-wise) for a victim's last use
  * before copying it out, and space is reused only after the copy that vacated it is done.
  *
  * @code
@@ -174,9 +175,10 @@ class TIERPOOL_EXPORT pool {
    * `stream` wait on that copy; the host does not wait. A write access marks lower copies
    * stale.
    *
-   * @throws tierpool::logic_error for an empty/foreign/freed tensor, a closed pool, or a
-   *         pool without a device-accessible tier. (An unknown stream is not detected: the
-   *         pool falls back to waiting on the host where the backend rejects it.)
+   * @throws tierpool::logic_error for an empty/foreign/freed tensor, a closed pool, a pool
+   *         without a device-accessible tier, or a stream the pool does not know (made
+   *         neither by create_stream() nor wrap_native_stream(), not the default stream,
+   *         or destroyed).
    * @throws tierpool::out_of_memory if the device tier cannot make room (all pinned, ...).
    * @throws tierpool::backend_error if a copy fails; the tensor's bytes are unchanged.
    */
@@ -189,10 +191,14 @@ class TIERPOOL_EXPORT pool {
   [[nodiscard]] lease acquire_host(tensor const& t, access_mode access);
 
   /**
-   * @brief Queue a copy of `t` into `to` (default: the fastest tier) and return at once.
-   *        A no-op when resident or already in flight there. A later acquire only waits
-   *        (stream-wise) for this copy. A hint: it evicts like a miss, and when there is
-   *        no room or the copy fails nothing happens (no exception).
+   * @brief Queue a copy of `t` into `to` (default: the fastest tier) and return at once;
+   *        never blocks the host. A no-op when resident, in flight or already queued there.
+   *        A later acquire only waits (stream-wise) for this copy. Room is made without
+   *        waiting (completed frees, growing, one stream-ordered eviction round); when room
+   *        can only come from frees still in flight the request waits in a small queue
+   *        (tensor priority, then request order), served by later pool calls and dropped
+   *        when the tensor is freed or resident by then (pool_stats::prefetch_queued,
+   *        prefetch_dropped). A hint: no room or a failed copy does nothing (no exception).
    * @throws tierpool::logic_error for an empty/foreign tensor or unknown tier.
    */
   void prefetch(tensor const& t, tier_id to = tier_id{0});

@@ -28,8 +28,8 @@ class policy_registry;
 struct tier_options {
   tier_kind kind{tier_kind::device};  ///< memory behind the tier
   int numa_node{-1};                  ///< host kinds: bind to this NUMA node (-1: none)
-  /// Capacity in bytes; 0 = the default for the kind (device: the device's memory, or
-  /// TIERPOOL_DEVICE_BYTES; host kinds: a share of the node's memory).
+  /// Capacity in bytes; 0 = the default for the kind (device: the device's memory; host
+  /// kinds: a share of the node's memory). TIERPOOL_DEVICE_BYTES replaces it for device tiers.
   std::size_t capacity_bytes{0};
   /// Bytes requested from the backend at a time; 0 = min(capacity, 64 MiB).
   std::size_t chunk_bytes{0};
@@ -48,8 +48,18 @@ enum class access_mode : std::uint8_t {
 /**
  * @brief Options of a tiered pool.
  *
- * Defaults come from the device and the topology; with `read_environment` the variables
- * TIERPOOL_BACKEND, TIERPOOL_DEVICE_BYTES, TIERPOOL_POLICY and TIERPOOL_TRACE override them.
+ * Defaults come from the device and the topology.
+ *
+ * Environment rule: with `read_environment` (the default) a set, non-empty TIERPOOL_*
+ * variable **always wins** over the corresponding field, whether the caller set it or
+ * left the default (an aggregate cannot tell), like CUDA_VISIBLE_DEVICES; set
+ * `read_environment = false` to ignore every variable.
+ *  - TIERPOOL_BACKEND replaces `backend` (ignored when `backend_object` is given: an object
+ *    is not an option the variable can name);
+ *  - TIERPOOL_DEVICE_BYTES replaces `capacity_bytes` of every `device` tier (0 or not);
+ *  - TIERPOOL_POLICY replaces `policy` and every `tier_options::policy`;
+ *  - TIERPOOL_TRACE is reserved (not read yet).
+ * An invalid value throws tierpool::logic_error naming the variable.
  */
 struct pool_options {
   /// Tiers, fastest first. Empty = device, pinned_host, host (device capacity from the
@@ -65,7 +75,7 @@ struct pool_options {
   std::shared_ptr<tierpool::backend> backend_object{};
   /// Registry to create policies from; null = the built-in policies.
   policy_registry const* registry{nullptr};
-  bool read_environment{true};          ///< honour the TIERPOOL_* variables
+  bool read_environment{true};          ///< honour the TIERPOOL_* variables (they win over the fields)
   fallback_notice notice{fallback_notice::stderr_line};  ///< announce a fallback to sim
 };
 

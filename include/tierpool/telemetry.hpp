@@ -49,15 +49,30 @@ struct pool_stats {
   std::uint64_t acquires{0};              ///< COUNT: leases taken
   std::uint64_t hits{0};                  ///< COUNT: acquires that found the tensor resident
   std::uint64_t misses{0};                ///< COUNT: acquires that needed a copy-in
-  std::size_t bytes_h2d{0};               ///< SUM: bytes copied towards the device (up a tier)
-  std::size_t bytes_d2h{0};               ///< SUM: bytes copied away from the device (down a tier)
-  std::uint64_t copies_h2d{0};            ///< COUNT: copies towards the device
-  std::uint64_t copies_d2h{0};            ///< COUNT: copies away from the device
-  std::uint64_t prefetches{0};            ///< COUNT: prefetch requests that issued a copy
+  // Copies between tiers. "Device tiers" are the device-accessible kinds (device,
+  // managed); a copy between two device tiers, or between two host tiers (e.g. a
+  // pinned_host -> host write-back), is neither h2d nor d2h, but is counted as up or down.
+  std::size_t bytes_h2d{0};               ///< SUM: bytes copied into a device tier from a host tier
+  std::size_t bytes_d2h{0};               ///< SUM: bytes copied out of a device tier into a host tier
+  std::uint64_t copies_h2d{0};            ///< COUNT: copies counted in bytes_h2d
+  std::uint64_t copies_d2h{0};            ///< COUNT: copies counted in bytes_d2h
+  std::size_t bytes_up{0};                ///< SUM: bytes copied to a faster tier (lower index), any tiers
+  std::size_t bytes_down{0};              ///< SUM: bytes copied to a slower tier (higher index), any tiers
+  std::uint64_t copies_up{0};             ///< COUNT: copies counted in bytes_up
+  std::uint64_t copies_down{0};           ///< COUNT: copies counted in bytes_down
+  std::uint64_t prefetches{0};            ///< COUNT: prefetch requests that issued a copy (at once or from the queue)
   std::uint64_t prefetch_hits{0};         ///< COUNT: prefetched and complete before its acquire
   std::uint64_t prefetch_late{0};         ///< COUNT: prefetched but still in flight at acquire
   std::uint64_t prefetch_wasted{0};       ///< COUNT: prefetched and evicted or freed unused
-  double stall_seconds{0.0};              ///< SUM: host time spent blocked waiting in the pool
+  /// COUNT: prefetch requests that found no room without waiting and were queued
+  std::uint64_t prefetch_queued{0};
+  /// COUNT: prefetch requests dropped unserved: queue full, or when served the tensor was
+  /// freed or already resident (e.g. an acquire copied it in first), or the copy failed
+  std::uint64_t prefetch_dropped{0};
+  /// SUM: host time blocked inside pool calls: waits for deferred frees in the OOM ladder,
+  /// acquire_host's wait for its copy, pool::synchronize, and fallback waits after failed
+  /// event calls. prefetch() never waits.
+  double stall_seconds{0.0};
 };
 
 }  // namespace tierpool

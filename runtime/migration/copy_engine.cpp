@@ -10,7 +10,27 @@
 //
 // Invariant kept by every function here (the record is locked by the caller):
 //   a live record has >= 1 valid slot; a slot's block is released only after an event
-//   covering its `ready` copy and every stream in `users` has completed.
+//   covering its `ready` copy and every use in `users` has completed.
+//
+// Note [Last-use marks]
+// ---------------------
+// Rationale: release records no event (the hit path makes no backend call), so the pool
+// learns when a use of a block ended only when it needs to (eviction, a write, a copy).
+// Recording an event *then* on the user's stream covers everything queued there since —
+// several kernels later — so a vacated block waits for unrelated work, and the ladder's
+// host waits for deferred frees grow with the depth of the user's queue.
+// Approach: every stream the pool knows has a generation `gen` and a ring of the last few
+// events ("marks") the pool recorded on it; a mark is labelled with the generation it was
+// given, incremented *before* recording. A use is stamped with the stream's generation
+// when the work is known to be enqueued: at lease release (an atomic load, no backend
+// call) or right after a copy is enqueued. A mark with a larger label was recorded after
+// the stamp, so it covers the use; the oldest such mark is waited on (or, when it has
+// completed, nothing at all: the block is free at once). Only when no mark is newer than
+// the stamp, or a lease is still live on the copy (its stamp is not settled), is a fresh
+// mark recorded. Marks are recorded on demand, so a stream that evicts often has fine-
+// grained marks.
+// Limitations: kMarks marks per stream; older ones are released, so a very old stamp
+// uses the oldest kept mark (later than needed, still correct).
 #include <tierpool/error.hpp>
 
 #include <algorithm>
@@ -60,6 +80,91 @@ event_handle pool_impl::record_or_sync(stream_handle s) noexcept
   return event_handle{};
 }
 
+stream_entry* pool_impl::find_stream(stream_handle s) const noexcept
+{
+  if (s.is_default()) { return const_cast<stream_entry*>(&default_stream_); }
+  constexpr std::size_t mask = kStreamTable - 1;
+  std::size_t i = static_cast<std::size_t>((static_cast<std::uint64_t>(s.value) * 0x9E3779B97F4A7C15ULL) >> 40U) & mask;
+  for (std::size_t n = 0; n < kStreamTable; ++n, i = (i + 1) & mask) {
+    std::uintptr_t const k = stream_keys_[i].load(std::memory_order_acquire);
+    if (k == s.value) { return stream_vals_[i].load(std::memory_order_acquire); }
+    if (k == 0) { return nullptr; }
+  }
+  return nullptr;
+}
+
+stream_entry& pool_impl::register_stream(stream_handle s, bool internal)
+{
+  std::lock_guard lock(stream_mtx_);
+  if (stream_entry* e = find_stream(s)) {
+    e->live.store(true, std::memory_order_release);
+    return *e;
+  }
+  if (stream_count_ >= kStreamTable / 2) {
+    throw logic_error("pool: too many distinct streams (" + std::to_string(stream_count_) +
+                      ") over the pool's life; reuse streams");
+  }
+  auto ent = std::make_unique<stream_entry>();
+  ent->handle = s;
+  ent->internal = internal;
+  stream_store_.push_back(nullptr);  // may throw: before anything is published
+  stream_entry* const raw = ent.get();
+  stream_store_.back() = std::move(ent);
+  constexpr std::size_t mask = kStreamTable - 1;
+  std::size_t i = static_cast<std::size_t>((static_cast<std::uint64_t>(s.value) * 0x9E3779B97F4A7C15ULL) >> 40U) & mask;
+  while (stream_keys_[i].load(std::memory_order_relaxed) != 0) { i = (i + 1) & mask; }
+  stream_vals_[i].store(raw, std::memory_order_release);
+  stream_keys_[i].store(s.value, std::memory_order_release);
+  ++stream_count_;
+  return *raw;
+}
+
+void pool_impl::add_use(copy_slot& slot, stream_entry& s, std::uint64_t gen)
+{
+  for (stream_use& u : slot.users) {
+    if (u.stream == &s) {
+      u.gen = std::max(u.gen, gen);
+      return;
+    }
+  }
+  slot.users.push_back(stream_use{&s, gen});
+}
+
+bool pool_impl::order_after_use(stream_handle waiter, stream_use const& use, bool settled) noexcept
+{
+  stream_entry& se = *use.stream;
+  if (se.handle == waiter) { return false; }  // stream order does it
+  std::lock_guard lock(se.mtx);
+  if (settled) {
+    for (std::size_t i = 0; i < se.count; ++i) {
+      stream_entry::mark const& m = se.marks[(se.first + i) % stream_entry::kMarks];
+      if (m.gen <= use.gen) { continue; }
+      if (backend_->query_event(m.event) == status::ok) { return false; }  // the use is over
+      stream_wait_event_or_sync(waiter, m.event);
+      return true;
+    }
+  }
+  // No mark covers the use yet: record one now (label first: see the Note).
+  std::uint64_t const g = se.gen.fetch_add(1, std::memory_order_seq_cst) + 1;
+  event_handle e{};
+  if (events_->acquire(&e) != status::ok || backend_->record_event(e, se.handle) != status::ok) {
+    release_event(e);
+    auto const t0 = std::chrono::steady_clock::now();
+    (void)backend_->synchronize_stream(se.handle);
+    add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return false;  // the host waited instead
+  }
+  if (se.count == stream_entry::kMarks) {
+    release_event(se.marks[se.first].event);
+    se.first = (se.first + 1) % stream_entry::kMarks;
+    --se.count;
+  }
+  se.marks[(se.first + se.count) % stream_entry::kMarks] = stream_entry::mark{g, e};
+  ++se.count;
+  stream_wait_event_or_sync(waiter, e);
+  return true;
+}
+
 void pool_impl::stream_wait_stream(stream_handle waiter, stream_handle source) noexcept
 {
   if (waiter == source) { return; }
@@ -87,8 +192,8 @@ void pool_impl::host_wait_slot(copy_slot& slot, bool include_users) noexcept
     waited = true;
   }
   if (include_users) {
-    for (stream_handle u : slot.users) {
-      event_handle e = record_or_sync(u);
+    for (stream_use const& u : slot.users) {
+      event_handle e = record_or_sync(u.stream->handle);
       if (e) {
         (void)backend_->synchronize_event(e);
         release_event(e);
@@ -200,9 +305,9 @@ status pool_impl::copy_locked(tensor_record& rec, std::uint32_t from, std::uint3
   stream_handle const c = copy_stream(to, from);
   // The copy reads src after whatever wrote it, and overwrites dst after whatever used it.
   if (!ready_complete(src)) { stream_wait_event_or_sync(c, src.ready); }
-  for (stream_handle u : src.users) { stream_wait_stream(c, u); }
+  for (stream_use const& u : src.users) { (void)order_after_use(c, u, src.pins == 0); }
   if (!ready_complete(dst)) { stream_wait_event_or_sync(c, dst.ready); }
-  for (stream_handle u : dst.users) { stream_wait_stream(c, u); }
+  for (stream_use const& u : dst.users) { (void)order_after_use(c, u, dst.pins == 0); }
   copy_desc d{};
   d.dst = dst.blk.ptr;
   d.src = src.blk.ptr;
@@ -214,11 +319,28 @@ status pool_impl::copy_locked(tensor_record& rec, std::uint32_t from, std::uint3
   release_event(dst.ready);
   dst.ready = e;
   dst.users.clear();  // covered by `ready`: the copy waited for them
-  if (std::find(src.users.begin(), src.users.end(), c) == src.users.end()) { src.users.push_back(c); }
+  if (stream_entry* ce = find_stream(c)) {
+    try {
+      add_use(src, *ce, ce->gen.load(std::memory_order_seq_cst));  // stamped after the enqueue
+    } catch (...) {  // bad_alloc: wait for the copy here instead of remembering it
+      host_wait_slot(dst, false);
+    }
+  }
+  // Figures (see telemetry.hpp): up/down by tier index; h2d/d2h across the device boundary.
   if (to < from) {
+    bytes_up_.fetch_add(rec.bytes, std::memory_order_relaxed);
+    copies_up_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    bytes_down_.fetch_add(rec.bytes, std::memory_order_relaxed);
+    copies_down_.fetch_add(1, std::memory_order_relaxed);
+  }
+  auto on_device = [](tier_kind kd) { return kd == tier_kind::device || kd == tier_kind::managed; };
+  bool const dev_to = on_device(tiers_[to]->kind);
+  bool const dev_from = on_device(tiers_[from]->kind);
+  if (dev_to && !dev_from) {
     bytes_h2d_.fetch_add(rec.bytes, std::memory_order_relaxed);
     copies_h2d_.fetch_add(1, std::memory_order_relaxed);
-  } else {
+  } else if (dev_from && !dev_to) {
     bytes_d2h_.fetch_add(rec.bytes, std::memory_order_relaxed);
     copies_d2h_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -238,7 +360,7 @@ pool_impl::fill_result pool_impl::ensure_valid_locked(tensor_record& rec, std::u
       b = place(k, rec.bytes, mode, mode == place_mode::ladder ? &why : nullptr);
     }
     if (!b) {
-      if (mode == place_mode::try_only) { return fill_result::no_room; }
+      if (mode != place_mode::ladder) { return fill_result::no_room; }
       throw_place_failure(k, rec.bytes, why);
     }
     dst.blk = *b;
@@ -262,7 +384,7 @@ pool_impl::fill_result pool_impl::ensure_valid_locked(tensor_record& rec, std::u
   return fill_result::filled;
 }
 
-bool pool_impl::write_back_locked(tensor_record& rec, std::uint32_t k) noexcept
+bool pool_impl::write_back_locked(tensor_record& rec, std::uint32_t k, place_mode mode) noexcept
 {
   for (auto j = static_cast<std::uint32_t>(k + 1); j < rec.slots.size(); ++j) {
     copy_slot& dst = rec.slots[j];
@@ -272,7 +394,7 @@ bool pool_impl::write_back_locked(tensor_record& rec, std::uint32_t k) noexcept
       if (rec.bytes > tiers_[j]->capacity) { continue; }
       std::optional<block> b;
       try {
-        b = place(j, rec.bytes, place_mode::ladder, nullptr);
+        b = place(j, rec.bytes, mode == place_mode::ladder ? place_mode::ladder : place_mode::no_wait, nullptr);
       } catch (...) {
         b.reset();
       }
@@ -298,15 +420,16 @@ void pool_impl::vacate_locked(tensor_record& rec, std::uint32_t k) noexcept
   copy_slot& s = rec.slots[k];
   if (s.state == copy_state::absent) { return; }
   tier_state& ts = *tiers_[k];
-  // One event on the retire stream covers the copy that filled the block and every use.
+  // One event on the retire stream covers the copy that filled the block and every use;
+  // when all of them are known complete (Note [Last-use marks]) the block is free at once.
   event_handle e{};
-  bool const pending = !ready_complete(s) ||
-                       std::any_of(s.users.begin(), s.users.end(), [&](stream_handle u) { return u != retire_; });
-  if (pending) {
-    if (s.ready) { stream_wait_event_or_sync(retire_, s.ready); }
-    for (stream_handle u : s.users) { stream_wait_stream(retire_, u); }
-    e = record_or_sync(retire_);
+  bool pending = false;
+  if (!ready_complete(s)) {
+    stream_wait_event_or_sync(retire_, s.ready);
+    pending = true;
   }
+  for (stream_use const& u : s.users) { pending = order_after_use(retire_, u, s.pins == 0) || pending; }
+  if (pending) { e = record_or_sync(retire_); }
   release_event(s.ready);
   {
     std::lock_guard tl(ts.mem->mutex());

@@ -39,7 +39,7 @@ std::size_t sat_add(std::size_t a, std::size_t b) noexcept
 
 }  // namespace
 
-bool pool_impl::evict_round(std::uint32_t k, std::size_t bytes)
+bool pool_impl::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode)
 {
   tier_state& ts = *tiers_[k];
   std::vector<std::pair<std::shared_ptr<tensor_record>, record_lock>> claimed;
@@ -113,7 +113,7 @@ bool pool_impl::evict_round(std::uint32_t k, std::size_t bytes)
     for (std::uint32_t j = 0; j < rec->slots.size() && dirty; ++j) {
       dirty = !(j != k && rec->slots[j].state == copy_state::valid);
     }
-    if (dirty && !write_back_locked(*rec, k)) { continue; }  // stays resident
+    if (dirty && !write_back_locked(*rec, k, mode)) { continue; }  // stays resident
     if (rec->prefetched) {
       prefetch_wasted_.fetch_add(1, std::memory_order_relaxed);
       rec->prefetched = false;

@@ -136,5 +136,25 @@ TEST(PoolMisuse, HandleDestroyedWhileLeasedFreesAtRelease)
   EXPECT_TRUE(p.validate());
 }
 
+TEST(PoolMisuse, AcquireOnAnUnknownStreamThrows)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be)};
+  tensor t = p.allocate(64_KiB);
+  fill(p, t, 1, 1);
+  EXPECT_THROW((void)p.acquire(t, access_mode::read, stream_handle{0xDEAD000}), logic_error);
+  stream_handle raw{};
+  ASSERT_EQ(be->create_stream(&raw), status::ok);  // made by the backend, not the pool
+  EXPECT_THROW((void)p.acquire(t, access_mode::read, raw), logic_error);
+  stream_handle s = p.create_stream();
+  { lease l = p.acquire(t, access_mode::read, s); }
+  { lease l = p.acquire(t, access_mode::read); }  // the default stream
+  p.synchronize(s);
+  p.destroy_stream(s);
+  EXPECT_THROW((void)p.acquire(t, access_mode::read, s), logic_error);
+  be->destroy_stream(raw);
+  EXPECT_TRUE(p.validate());
+}
+
 }  // namespace
 }  // namespace tierpool::test

@@ -12,6 +12,8 @@
 
 #include <tierpool/pool.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -61,6 +63,197 @@ TEST(Pool, EnvironmentSelectsSimBackend)
   ::unsetenv("TIERPOOL_BACKEND");
   EXPECT_EQ(p.backend().caps().name, "sim");
   EXPECT_EQ(p.stats().tiers[0].capacity_bytes, 4_MiB);
+}
+
+// A host function that holds its stream until released (or a deadline passes), so that
+// work queued behind it stays pending while the test measures whether the host waits.
+struct stream_gate {
+  std::atomic<bool> open{false};
+  static void run(void* self)
+  {
+    auto* g = static_cast<stream_gate*>(self);
+    auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (!g->open.load() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+};
+
+double seconds_of(auto&& f)
+{
+  auto const t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// device 1 MiB holding t[0..3] (used on `s`), t[4..7] in pinned_host; all filled.
+struct four_resident {
+  std::shared_ptr<sim_backend> be = make_sim();
+  pool p{small_tiers(be)};
+  stream_handle s = p.create_stream();
+  std::vector<tensor> t;
+  four_resident()
+  {
+    for (std::uint64_t i = 0; i < 8; ++i) { t.push_back(p.allocate(256_KiB, {.name = "t" + std::to_string(i)})); }
+    for (std::uint64_t i = 0; i < 8; ++i) { fill(p, t[i], i, 1); }
+    for (std::size_t i = 0; i < 4; ++i) { lease l = p.acquire(t[i], access_mode::read, s); }
+    p.synchronize(s);
+  }
+};
+
+TEST(PoolPrefetch, NeverBlocksTheHostAndQueuesWhenRoomIsInFlight)
+{
+  four_resident f;
+  auto& p = f.p;
+  stream_gate gate;
+  ASSERT_EQ(p.backend().launch_host_func(f.s, &stream_gate::run, &gate), status::ok);
+  // Every device copy was last used on f.s, now held by the gate: evicting one frees its
+  // block only after the gate. prefetch must neither wait for that nor fail loudly.
+  double const took = seconds_of([&] { p.prefetch(f.t[4]); });
+  EXPECT_LT(took, 1.0) << "prefetch waited on the host";
+  pool_stats st = p.stats();
+  EXPECT_EQ(st.prefetch_queued, 1U);
+  EXPECT_EQ(st.prefetches, 0U);
+  p.prefetch(f.t[4]);  // already queued: no second request
+  EXPECT_EQ(p.stats().prefetch_queued, 1U);
+  gate.open = true;
+  p.synchronize(f.s);
+  // A later pool call serves the queue once the room has landed.
+  for (int i = 0; i < 200 && p.stats().prefetches == 0; ++i) {
+    p.prefetch(f.t[5]);  // serves t[4] first (older request)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  st = p.stats();
+  EXPECT_GE(st.prefetches, 1U);
+  std::uint64_t const misses = st.misses;
+  {
+    lease l = p.acquire(f.t[4], access_mode::read, f.s);
+  }
+  EXPECT_EQ(p.stats().misses, misses) << "the served prefetch made t4 resident";
+  p.synchronize(f.s);
+  for (std::uint64_t i = 0; i < 8; ++i) { EXPECT_TRUE(check(p, f.t[i], i, 1)) << i; }
+  EXPECT_TRUE(p.validate());
+}
+
+TEST(PoolPrefetch, QueuedRequestIsDroppedWhenFreedOrResident)
+{
+  four_resident f;
+  auto& p = f.p;
+  stream_gate gate;
+  ASSERT_EQ(p.backend().launch_host_func(f.s, &stream_gate::run, &gate), status::ok);
+  p.prefetch(f.t[4]);
+  p.prefetch(f.t[5]);
+  EXPECT_EQ(p.stats().prefetch_queued, 2U);
+  p.free(f.t[4]);
+  gate.open = true;
+  p.synchronize(f.s);
+  {
+    lease l = p.acquire(f.t[5], access_mode::read, f.s);  // made resident by the acquire (or the queue)
+  }
+  p.synchronize(f.s);
+  p.prefetch(f.t[6]);  // serves (drops) whatever is left
+  pool_stats const st = p.stats();
+  EXPECT_GE(st.prefetch_dropped, 1U);  // t4 was freed
+  EXPECT_LE(st.prefetch_dropped, st.prefetch_queued);
+  EXPECT_TRUE(p.validate());
+}
+
+TEST(PoolStall, EvictingACopyWhoseLastUseIsDoneDoesNotWaitForLaterWork)
+{
+  four_resident f;
+  auto& p = f.p;
+  stream_handle s2 = p.create_stream();
+  // One eviction now records a mark on f.s after the uses of t0..t3.
+  {
+    lease l = p.acquire(f.t[4], access_mode::read, f.s);
+  }
+  p.synchronize(f.s);
+  stream_gate gate;
+  ASSERT_EQ(p.backend().launch_host_func(f.s, &stream_gate::run, &gate), status::ok);
+  // t1 is the next victim; its last use on f.s completed long before the gate.
+  double const took = seconds_of([&] { lease l = p.acquire(f.t[5], access_mode::read, s2); });
+  gate.open = true;
+  EXPECT_LT(took, 1.0) << "acquire waited for unrelated work queued after the victim's last use";
+  p.synchronize(f.s);
+  p.synchronize(s2);
+  for (std::uint64_t i = 0; i < 8; ++i) { EXPECT_TRUE(check(p, f.t[i], i, 1)) << i; }
+  EXPECT_TRUE(p.validate());
+}
+
+TEST(PoolStats, H2dD2hCountOnlyTheDeviceBoundaryUpDownCountAll)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be, 1_MiB, 1_MiB, 16_MiB)};
+  stream_handle s = p.create_stream();
+  std::vector<tensor> t;
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    t.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{1}}));
+    fill(p, t.back(), i, 1);
+  }
+  pool_stats st = p.stats();
+  EXPECT_EQ(st.bytes_down, 0U);
+  // A fifth tensor in pinned_host evicts a dirty one there: written back to host.
+  tensor e = p.allocate(256_KiB, {.preferred_tier = tier_id{1}});
+  st = p.stats();
+  EXPECT_EQ(st.copies_down, 1U);
+  EXPECT_EQ(st.bytes_down, 256_KiB);
+  EXPECT_EQ(st.copies_d2h, 0U) << "pinned_host -> host is not device -> host";
+  EXPECT_EQ(st.bytes_d2h, 0U);
+  // Copy-in to the device from pinned_host: h2d and up.
+  { lease l = p.acquire(t[3], access_mode::read, s); }
+  st = p.stats();
+  EXPECT_EQ(st.copies_h2d, 1U);
+  EXPECT_EQ(st.bytes_h2d, 256_KiB);
+  EXPECT_EQ(st.copies_up, 1U);
+  EXPECT_EQ(st.bytes_up, 256_KiB);
+  p.synchronize(s);
+  EXPECT_NE(p.summary().find("d2h 0 (0 B)"), std::string::npos) << p.summary();
+  EXPECT_NE(p.summary_json().find("\"bytes_down\":262144"), std::string::npos);
+  EXPECT_TRUE(p.validate());
+}
+
+TEST(Pool, EnvironmentWinsOverExplicitOptions)
+{
+  // TIERPOOL_DEVICE_BYTES replaces an explicit device capacity.
+  ::setenv("TIERPOOL_DEVICE_BYTES", "2MiB", 1);
+  {
+    pool_options o = small_tiers(make_sim(), 1_MiB);
+    o.read_environment = true;
+    pool p{o};
+    EXPECT_EQ(p.stats().tiers[0].capacity_bytes, 2_MiB);
+    o.read_environment = false;
+    pool q{o};
+    EXPECT_EQ(q.stats().tiers[0].capacity_bytes, 1_MiB);
+  }
+  ::unsetenv("TIERPOOL_DEVICE_BYTES");
+  // TIERPOOL_POLICY replaces pool_options::policy and every tier's own policy.
+  ::setenv("TIERPOOL_POLICY", "no-such-policy", 1);
+  {
+    pool_options o = small_tiers(make_sim());
+    for (auto& to : o.tiers) { to.policy = "lru"; }
+    o.policy = "lru";
+    o.read_environment = true;
+    try {
+      pool p{o};
+      ADD_FAILURE() << "TIERPOOL_POLICY was not applied";
+    } catch (logic_error const& e) {
+      EXPECT_NE(std::string(e.what()).find("TIERPOOL_POLICY"), std::string::npos) << e.what();
+    }
+    o.read_environment = false;
+    EXPECT_NO_THROW(pool{o});
+  }
+  ::unsetenv("TIERPOOL_POLICY");
+  // TIERPOOL_BACKEND replaces an explicit pool_options::backend.
+  ::setenv("TIERPOOL_BACKEND", "sim", 1);
+  {
+    pool_options o;
+    o.backend = backend_choice::cuda;
+    o.sim.device_bytes = 4_MiB;
+    o.notice = fallback_notice::silent;
+    pool p{o};
+    EXPECT_EQ(p.backend().caps().name, "sim");
+  }
+  ::unsetenv("TIERPOOL_BACKEND");
 }
 
 TEST(Pool, AllocateFillReadBack)

@@ -11,8 +11,11 @@
 //   2. the arena's free space                        (tier::allocate step 2)
 //   3. grow the tier by a backend chunk, in budget   (tier::allocate step 3)
 //   4. when deferred frees alone would make room: wait for the oldest (host stall)
-//   5. evict via the policy (clean: drop; dirty: write back to the next lower tier)
+//   5. evict via the policy (clean: drop; dirty: write back to the next lower tier); a
+//      victim whose last use and copies have completed returns to the arena at once
 //   6. wait for the oldest deferred free (the write-backs of step 5)
+// place_mode::no_wait (prefetch) stops before each wait: steps 1-3, then at most one
+// eviction round (stream-ordered, no host wait) and a retry; the caller queues on failure.
 //   7. out_of_memory with a diagnosis (or backend_error when growing failed in the backend)
 // Growing comes before evicting (the note had it after): evicting while budget is unused
 // trades a cheap backend allocate for copies. Low-memory callbacks are not implemented.
@@ -47,6 +50,7 @@ std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_
     add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     return st == status::ok && got != 0;
   };
+  bool evicted = false;
   for (int round = 0; round < kMaxLadderRounds; ++round) {
     {
       std::lock_guard tl(ts.mem->mutex());
@@ -58,16 +62,26 @@ std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_
       }
       ts.alloc_failures.fetch_add(1, std::memory_order_relaxed);
       if (rep.result == tier_alloc_result::backend_failed) { last_backend = rep.backend_status; }
-      if (mode == place_mode::try_only) {
+      if (mode == place_mode::try_only || (mode == place_mode::no_wait && evicted)) {
         if (why != nullptr) { why->backend_status = last_backend; }
         return std::nullopt;
       }
       std::size_t const unreserved = ts.capacity - std::min(ts.capacity, ts.mem->usage().reserved_bytes);
-      if (rep.deferred_bytes != 0 && rep.free_bytes + rep.deferred_bytes + unreserved >= bytes && wait_oldest()) {
-        continue;
+      if (rep.deferred_bytes != 0 && rep.free_bytes + rep.deferred_bytes + unreserved >= bytes) {
+        // The vacated blocks alone would make room once their last uses complete: wait
+        // for them (ladder) rather than evict more; no_wait gives up (the caller queues).
+        if (mode == place_mode::no_wait) {
+          if (why != nullptr) { why->backend_status = last_backend; }
+          return std::nullopt;
+        }
+        if (wait_oldest()) { continue; }
       }
     }
-    if (evict_round(k, bytes)) { continue; }
+    if (evict_round(k, bytes, mode)) {
+      evicted = true;
+      continue;
+    }
+    if (mode == place_mode::no_wait) { break; }
     std::lock_guard tl(ts.mem->mutex());
     if (ts.mem->deferred_bytes() != 0 && wait_oldest()) { continue; }
     break;

@@ -87,8 +87,11 @@ pool_impl::pool_impl(pool_options options)
   }
   backend_caps const& caps = backend_->caps();
 
-  // Environment overrides.
+  // Environment overrides. Rule (pool_options.hpp, docs/chapters/tiers.md): with
+  // read_environment a set TIERPOOL_* variable always wins over the options, explicit or
+  // default (like CUDA_VISIBLE_DEVICES); read_environment = false ignores them all.
   std::optional<std::size_t> env_device_bytes;
+  std::optional<std::string> env_policy;
   if (options.read_environment) {
     if (char const* v = env("TIERPOOL_DEVICE_BYTES")) {
       try {
@@ -97,7 +100,10 @@ pool_impl::pool_impl(pool_options options)
         throw logic_error(std::string("TIERPOOL_DEVICE_BYTES: ") + e.what());
       }
     }
-    if (char const* v = env("TIERPOOL_POLICY")) { options.policy = v; }
+    if (char const* v = env("TIERPOOL_POLICY")) {
+      env_policy = v;
+      options.policy = v;
+    }
   }
 
   // Default tiers: device, pinned_host (2x device), host (half the physical memory).
@@ -122,7 +128,9 @@ pool_impl::pool_impl(pool_options options)
 
   std::size_t device_cap_seen = 0;
   for (std::size_t i = 0; i < options.tiers.size(); ++i) {
-    tier_options const& to = options.tiers[i];
+    tier_options& to = options.tiers[i];
+    if (env_policy) { to.policy = *env_policy; }
+    if (env_device_bytes && to.kind == tier_kind::device) { to.capacity_bytes = *env_device_bytes; }
     std::size_t cap = to.capacity_bytes;
     if (cap == 0) {
       switch (to.kind) {
@@ -149,7 +157,12 @@ pool_impl::pool_impl(pool_options options)
     cfg.initial_bytes = 0;
     cfg.alignment = std::min<std::size_t>(256, caps.allocation_alignment);
     cfg.name = ts->name;
-    ts->policy.emplace(registry.create(to.policy.empty() ? options.policy : to.policy));
+    try {
+      ts->policy.emplace(registry.create(to.policy.empty() ? options.policy : to.policy));
+    } catch (logic_error const& e) {
+      if (env_policy) { throw logic_error(std::string("TIERPOOL_POLICY: ") + e.what()); }
+      throw;
+    }
     ts->mem = std::make_unique<tier>(*backend_, *events_, cfg);
     ts->capacity = ts->mem->config().capacity_bytes;
     ts->acc_buf.reserve(kAccessBufferCap);
@@ -171,9 +184,13 @@ pool_impl::pool_impl(pool_options options)
     for (std::uint32_t i = 0; i < nh; ++i) { h2d_.push_back(make_stream("h2d copy")); }
     for (std::uint32_t i = 0; i < nd; ++i) { d2h_.push_back(make_stream("d2h copy")); }
     retire_ = make_stream("retire");
+    for (stream_handle s : h2d_) { (void)register_stream(s, true); }
+    for (stream_handle s : d2h_) { (void)register_stream(s, true); }
+    (void)register_stream(retire_, true);
   } catch (...) {
     for (stream_handle s : h2d_) { backend_->destroy_stream(s); }
     for (stream_handle s : d2h_) { backend_->destroy_stream(s); }
+    if (retire_.value != 0) { backend_->destroy_stream(retire_); }
     throw;
   }
 }
@@ -197,6 +214,14 @@ pool_impl::~pool_impl()
   for (stream_handle s : d2h_) { backend_->destroy_stream(s); }
   backend_->destroy_stream(retire_);
   for (stream_handle s : owned_streams_) { backend_->destroy_stream(s); }
+  auto drop_marks = [&](stream_entry& se) {
+    for (std::size_t i = 0; i < se.count; ++i) {
+      release_event(se.marks[(se.first + i) % stream_entry::kMarks].event);
+    }
+    se.count = 0;
+  };
+  drop_marks(default_stream_);
+  for (auto& se : stream_store_) { drop_marks(*se); }
   events_.reset();
 }
 
@@ -336,6 +361,13 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
 {
   tensor_record& rec = checked_record(t, "acquire");
   auto const d = static_cast<std::uint32_t>(device_tier());
+  stream_entry* const se = find_stream(stream);
+  if (se == nullptr || se->internal || !se->live.load(std::memory_order_relaxed)) [[unlikely]] {
+    throw logic_error("pool::acquire: unknown stream " + std::to_string(stream.value) +
+                      (se == nullptr ? " (not made by create_stream or wrap_native_stream, nor the default stream)"
+                                     : se->internal ? " (a copy stream of the pool)" : " (destroyed)"));
+  }
+  if (pq_size_.load(std::memory_order_relaxed) != 0) [[unlikely]] { serve_prefetches(); }
   record_lock rl(rec);
   TIERPOOL_EXPECTS(!rec.freed, "pool::acquire: the tensor was freed");
   copy_slot& slot = rec.slots[d];
@@ -358,12 +390,10 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
   }
   if (write) {
     // Work already queued that reads this copy (a write-back, another stream) runs first.
-    for (stream_handle u : slot.users) {
-      if (u != stream) { stream_wait_stream(stream, u); }
-    }
+    for (stream_use const& u : slot.users) { (void)order_after_use(stream, u, slot.pins == 0); }
     mark_others_stale_locked(rec, d);
   }
-  if (std::find(slot.users.begin(), slot.users.end(), stream) == slot.users.end()) { slot.users.push_back(stream); }
+  add_use(slot, *se, se->gen.load(std::memory_order_relaxed));  // settled at release
   return make_lease(t.rec_, d, access, stream, false);
 }
 
@@ -371,6 +401,7 @@ lease pool_impl::acquire_host(tensor const& t, access_mode access)
 {
   tensor_record& rec = checked_record(t, "acquire_host");
   auto const n = static_cast<std::uint32_t>(tiers_.size());
+  if (pq_size_.load(std::memory_order_relaxed) != 0) [[unlikely]] { serve_prefetches(); }
   record_lock rl(rec);
   TIERPOOL_EXPECTS(!rec.freed, "pool::acquire_host: the tensor was freed");
   bool const write = access != access_mode::read;
@@ -422,19 +453,97 @@ void pool_impl::prefetch(tensor const& t, tier_id to)
   tensor_record& rec = checked_record(t, "prefetch");
   auto const k = static_cast<std::uint32_t>(to);
   TIERPOOL_EXPECTS(k < tiers_.size(), "pool::prefetch: unknown tier " + std::to_string(k));
+  if (pq_size_.load(std::memory_order_relaxed) != 0) { serve_prefetches(); }  // older requests first
   record_lock rl(rec);
   TIERPOOL_EXPECTS(!rec.freed, "pool::prefetch: the tensor was freed");
-  if (rec.slots[k].state == copy_state::valid) { return; }  // resident or in flight
-  // A hint: when there is no room or a copy fails, nothing happens (the bytes stay where
-  // they are; the next acquire does the work and reports the error).
+  if (rec.slots[k].state == copy_state::valid || rec.prefetch_queued) { return; }  // resident, in flight, queued
+  // Never blocks the host: placement without waiting (completed frees, arena, grow, one
+  // stream-ordered eviction round); when room can only be made by waiting, the request
+  // is queued and served by later pool calls. A hint: errors do nothing.
   try {
-    if (ensure_valid_locked(rec, k, access_mode::read, place_mode::ladder) == fill_result::filled) {
+    fill_result const r = ensure_valid_locked(rec, k, access_mode::read, place_mode::no_wait);
+    if (r == fill_result::filled) {
       prefetches_.fetch_add(1, std::memory_order_relaxed);
       rec.prefetched = true;
+    } else if (r == fill_result::no_room && rec.bytes <= tiers_[k]->capacity) {
+      enqueue_prefetch(t.rec_, k);
     }
   } catch (out_of_memory const&) {
   } catch (backend_error const&) {
+  } catch (std::bad_alloc const&) {
   }
+}
+
+void pool_impl::enqueue_prefetch(std::shared_ptr<tensor_record> const& recp, std::uint32_t k)
+{
+  tensor_record& rec = *recp;  // locked by the caller
+  std::lock_guard lock(pq_mtx_);
+  if (pq_.size() >= kPrefetchQueueCap) {
+    prefetch_dropped_.fetch_add(1, std::memory_order_relaxed);  // full: the newest request is dropped
+    return;
+  }
+  pq_.push_back(prefetch_request{recp, k, rec.opts.priority, pq_seq_++});
+  rec.prefetch_queued = true;
+  prefetch_queued_.fetch_add(1, std::memory_order_relaxed);
+  pq_size_.store(pq_.size(), std::memory_order_relaxed);
+}
+
+// Serves queued prefetches, best first (higher tensor priority, then older), while they
+// can be placed without waiting; stops at the first that cannot (its room is still in
+// flight). One thread serves at a time; the caller holds no record or tier lock, and
+// records are only try-locked, so this never blocks.
+void pool_impl::serve_prefetches() noexcept
+{
+  if (!held_records().empty()) { return; }  // defensive: only from lock-free entry points
+  if (pq_serving_.exchange(true, std::memory_order_acquire)) { return; }
+  auto remove = [&](std::uint64_t seq) {
+    std::lock_guard lock(pq_mtx_);
+    auto it = std::find_if(pq_.begin(), pq_.end(), [&](prefetch_request const& r) { return r.seq == seq; });
+    if (it != pq_.end()) { pq_.erase(it); }
+    pq_size_.store(pq_.size(), std::memory_order_relaxed);
+  };
+  for (;;) {
+    prefetch_request req;
+    {
+      std::lock_guard lock(pq_mtx_);
+      if (pq_.empty()) { break; }
+      auto best = std::min_element(pq_.begin(), pq_.end(), [](prefetch_request const& a, prefetch_request const& b) {
+        return a.priority != b.priority ? a.priority > b.priority : a.seq < b.seq;
+      });
+      req = *best;
+    }
+    std::shared_ptr<tensor_record> const rec = req.rec.lock();
+    if (rec == nullptr || closed_.load(std::memory_order_acquire)) {  // freed and gone
+      remove(req.seq);
+      prefetch_dropped_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    record_lock rl(*rec, std::try_to_lock);
+    if (!rl.owns()) { break; }  // busy: try again at a later call
+    if (rec->freed || rec->slots[req.tier].state == copy_state::valid) {  // freed, or resident by now
+      rec->prefetch_queued = false;
+      remove(req.seq);
+      prefetch_dropped_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    fill_result r = fill_result::no_room;
+    bool failed = false;
+    try {
+      r = ensure_valid_locked(*rec, req.tier, access_mode::read, place_mode::no_wait);
+    } catch (...) {
+      failed = true;
+    }
+    if (!failed && r == fill_result::no_room) { break; }  // still no room without waiting
+    rec->prefetch_queued = false;
+    remove(req.seq);
+    if (failed) {
+      prefetch_dropped_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      prefetches_.fetch_add(1, std::memory_order_relaxed);
+      rec->prefetched = true;
+    }
+  }
+  pq_serving_.store(false, std::memory_order_release);
 }
 
 void pool_impl::demote(tensor const& t, tier_id to)
@@ -504,9 +613,21 @@ void pool_impl::release(lease& l) noexcept
 {
   if (l.rec_ == nullptr) { return; }
   tensor_record& rec = *l.rec_;
-  record_lock rl(rec);
-  unpin_locked(rec, l.tier_);
-  if (rec.pins == 0 && rec.free_when_unpinned && !rec.freed) { free_slots_locked(rec); }
+  {
+    record_lock rl(rec);
+    if (!l.host_ && l.tier_ < rec.slots.size()) {
+      // Settle the lease's use: its work is enqueued now (Note [Last-use marks]).
+      for (stream_use& u : rec.slots[l.tier_].users) {
+        if (u.stream->handle == l.stream_) {
+          u.gen = u.stream->gen.load(std::memory_order_seq_cst);
+          break;
+        }
+      }
+    }
+    unpin_locked(rec, l.tier_);
+    if (rec.pins == 0 && rec.free_when_unpinned && !rec.freed) { free_slots_locked(rec); }
+  }
+  if (pq_size_.load(std::memory_order_relaxed) != 0) [[unlikely]] { serve_prefetches(); }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -519,6 +640,7 @@ stream_handle pool_impl::create_stream(int priority)
   stream_handle s{};
   TIERPOOL_TRY(backend_->create_stream(&s, priority));
   try {
+    (void)register_stream(s, false);
     std::lock_guard lock(stream_mtx_);
     owned_streams_.push_back(s);
   } catch (...) {
@@ -531,7 +653,10 @@ stream_handle pool_impl::create_stream(int priority)
 stream_handle pool_impl::wrap_native_stream(void* native)
 {
   TIERPOOL_EXPECTS(native != nullptr, "pool::wrap_native_stream: null stream");
-  return stream_handle{reinterpret_cast<std::uintptr_t>(native)};
+  stream_handle const s{reinterpret_cast<std::uintptr_t>(native)};
+  stream_entry const& e = register_stream(s, false);
+  TIERPOOL_EXPECTS(!e.internal, "pool::wrap_native_stream: that is one of the pool's copy streams");
+  return s;
 }
 
 void pool_impl::destroy_stream(stream_handle s)
@@ -540,6 +665,7 @@ void pool_impl::destroy_stream(stream_handle s)
   auto const it = std::find(owned_streams_.begin(), owned_streams_.end(), s);
   TIERPOOL_EXPECTS(it != owned_streams_.end(), "pool::destroy_stream: the stream was not made by create_stream()");
   owned_streams_.erase(it);
+  if (stream_entry* e = find_stream(s)) { e->live.store(false, std::memory_order_relaxed); }
   backend_->destroy_stream(s);
 }
 
@@ -565,10 +691,15 @@ void pool_impl::close()
     for (auto const& [id, rec] : table_) { recs.push_back(rec); }
   }
   std::sort(recs.begin(), recs.end(), [](auto const& a, auto const& b) { return a->id < b->id; });
+  // Every record stays locked from the lease check to its free (id order, as validate()):
+  // an acquire racing with close() either pinned before the check (close throws) or sees
+  // the record freed afterwards (it throws), never a lease on freed memory.
+  std::vector<std::unique_lock<std::mutex>> rlocks;
+  rlocks.reserve(recs.size());
+  for (auto const& rec : recs) { rlocks.emplace_back(rec->mtx); }
   std::string leased;
   std::size_t n_leases = 0;
   for (auto const& rec : recs) {
-    std::lock_guard rl(rec->mtx);
     if (rec->pins != 0) {
       n_leases += rec->pins;
       if (leased.size() < 400) {
@@ -583,10 +714,13 @@ void pool_impl::close()
                       "; end them first (nothing was freed)");
   }
   closed_.store(true, std::memory_order_release);
-  for (auto const& rec : recs) {
-    std::lock_guard rl(rec->mtx);
-    free_slots_locked(*rec);
+  {
+    std::lock_guard lock(pq_mtx_);
+    pq_.clear();
+    pq_size_.store(0, std::memory_order_relaxed);
   }
+  for (auto const& rec : recs) { free_slots_locked(*rec); }
+  rlocks.clear();
   {
     std::lock_guard lock(table_mtx_);
     table_.clear();

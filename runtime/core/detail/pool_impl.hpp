@@ -16,6 +16,7 @@
  */
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -44,12 +45,46 @@ enum class copy_state : std::uint8_t {
   stale,   ///< holds a block whose bytes are outdated (kept: a later copy or write-back reuses it)
 };
 
+/**
+ * @brief A stream the pool knows (made by create_stream, wrapped, the default stream, or
+ *        one of the pool's copy streams), with the events the pool recorded on it.
+ *
+ * See Note [Last-use marks] in copy_engine.cpp: `gen` counts the events recorded on the
+ * stream by the pool; a use of a tensor stamped with generation g (read at lease release,
+ * or right after a copy was enqueued) is covered by any mark with a larger generation.
+ * Entries live as long as the pool (a destroyed stream is only marked not live).
+ */
+struct stream_entry {
+  struct mark {
+    std::uint64_t gen{0};
+    event_handle event{};
+  };
+  static constexpr std::size_t kMarks = 8;  ///< recent marks kept (older ones are released)
+
+  stream_handle handle{};
+  bool internal{false};               ///< a copy or retire stream of the pool (not usable by callers)
+  std::atomic<bool> live{true};       ///< false once destroy_stream ran
+  std::atomic<std::uint64_t> gen{0};  ///< generation of the newest mark (incremented before recording)
+  std::mutex mtx;                     ///< leaf: guards marks / first / count
+  std::array<mark, kMarks> marks{};   ///< ring, oldest at `first`
+  std::size_t first{0};
+  std::size_t count{0};
+};
+
+/// @brief A stream that used a copy, and when (see stream_entry).
+struct stream_use {
+  stream_entry* stream{nullptr};
+  std::uint64_t gen{0};  ///< stream's generation when the use was known to be enqueued
+};
+
 /// @brief One tier's copy of a tensor. Guarded by the record's mutex.
 struct copy_slot {
   copy_state state{copy_state::absent};
   block blk{};                       ///< the tier's block (absent: empty)
   event_handle ready{};              ///< completes when the copy that filled blk is done; null = done
-  std::vector<stream_handle> users;  ///< streams that used blk since `ready` (leases, copies reading it)
+  /// Streams that used blk since `ready` (leases, copies reading it). A lease's stamp is
+  /// settled at its release; while `pins != 0` stamps of lease streams may be early.
+  std::vector<stream_use> users;
   std::uint32_t pins{0};             ///< live leases on this copy
   bool policy_pinned{false};         ///< this tier's policy was told on_pin (told on_unpin at pins 0)
 };
@@ -67,6 +102,7 @@ struct tensor_record {
   bool freed{false};              ///< freed (or the pool closed): every slot absent
   bool free_when_unpinned{false}; ///< the handle died while leased: the last release frees it
   bool prefetched{false};         ///< a prefetch copied it in and no acquire used it yet
+  bool prefetch_queued{false};    ///< a request for it waits in the prefetch queue
 };
 
 /// @brief One tier of the pool: memory, policy, figures.
@@ -95,6 +131,7 @@ struct tier_state {
 /// @brief How hard placement in one tier tries.
 enum class place_mode : std::uint8_t {
   try_only,  ///< reclaim completed frees, the arena, grow: no eviction, no waiting
+  no_wait,   ///< as try_only, then one round of eviction (stream-ordered): the host never waits
   ladder,    ///< the whole ladder: also evict via the policy and wait for deferred frees
 };
 
@@ -149,7 +186,7 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
 
   // ---- placement and the out-of-memory ladder (pool_placement.cpp) ----
   std::optional<block> place(std::uint32_t k, std::size_t bytes, place_mode mode, place_failure* why);
-  bool evict_round(std::uint32_t k, std::size_t bytes);
+  bool evict_round(std::uint32_t k, std::size_t bytes, place_mode mode);
   [[nodiscard]] std::string oom_message_locked(std::uint32_t k, std::size_t bytes) const;
   [[noreturn]] void throw_place_failure(std::uint32_t k, std::size_t bytes, place_failure const& why) const;
   void give_back_now(std::uint32_t k, block const& b) noexcept;
@@ -158,7 +195,7 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   enum class fill_result : std::uint8_t { hit, filled, no_room };
   fill_result ensure_valid_locked(tensor_record& rec, std::uint32_t k, access_mode access, place_mode mode);
   status copy_locked(tensor_record& rec, std::uint32_t from, std::uint32_t to);
-  bool write_back_locked(tensor_record& rec, std::uint32_t k) noexcept;
+  bool write_back_locked(tensor_record& rec, std::uint32_t k, place_mode mode) noexcept;
   void vacate_locked(tensor_record& rec, std::uint32_t k) noexcept;
   void mark_others_stale_locked(tensor_record& rec, std::uint32_t k) noexcept;
   void free_slots_locked(tensor_record& rec) noexcept;
@@ -168,7 +205,18 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   void pin_locked(tensor_record& rec, std::uint32_t k) noexcept;
   void unpin_locked(tensor_record& rec, std::uint32_t k) noexcept;
 
+  // ---- streams known to the pool (see stream_entry) ----
+  [[nodiscard]] stream_entry* find_stream(stream_handle s) const noexcept;
+  stream_entry& register_stream(stream_handle s, bool internal);
+  void add_use(copy_slot& slot, stream_entry& s, std::uint64_t gen);
+
+  // ---- the prefetch queue (requests that found no room without waiting) ----
+  void serve_prefetches() noexcept;
+  void enqueue_prefetch(std::shared_ptr<tensor_record> const& recp, std::uint32_t k);
+
   // ---- stream-ordering primitives (never throw; fall back to host waits) ----
+  /// Make `waiter` wait for `use`; @return false when nothing was pending (no wait enqueued).
+  bool order_after_use(stream_handle waiter, stream_use const& use, bool settled) noexcept;
   void stream_wait_stream(stream_handle waiter, stream_handle source) noexcept;
   void stream_wait_event_or_sync(stream_handle waiter, event_handle e) noexcept;
   [[nodiscard]] event_handle record_or_sync(stream_handle s) noexcept;
@@ -195,8 +243,31 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   std::unordered_map<std::uint64_t, std::shared_ptr<tensor_record>> table_;
   std::uint64_t next_id_{1};
 
+  // Known streams: an open-addressing table read without locks (keys then values are
+  // published with release stores under stream_mtx_; entries are never removed or freed
+  // before the pool). Key 0 is free; the default stream has its own entry.
+  static constexpr std::size_t kStreamTable = 1024;  // power of two; at most half used
   mutable std::mutex stream_mtx_;  // leaf
   std::vector<stream_handle> owned_streams_;
+  std::vector<std::unique_ptr<stream_entry>> stream_store_;  // under stream_mtx_
+  std::array<std::atomic<std::uintptr_t>, kStreamTable> stream_keys_{};
+  std::array<std::atomic<stream_entry*>, kStreamTable> stream_vals_{};
+  std::size_t stream_count_{0};  // under stream_mtx_
+  stream_entry default_stream_{};
+
+  // Prefetch queue: leaf lock; pq_size_ lets the hit path skip it with one load.
+  static constexpr std::size_t kPrefetchQueueCap = 64;
+  struct prefetch_request {
+    std::weak_ptr<tensor_record> rec;
+    std::uint32_t tier{0};
+    float priority{0.0F};
+    std::uint64_t seq{0};
+  };
+  std::mutex pq_mtx_;
+  std::vector<prefetch_request> pq_;
+  std::uint64_t pq_seq_{0};
+  std::atomic<std::size_t> pq_size_{0};
+  std::atomic<bool> pq_serving_{false};
 
   std::atomic<bool> closed_{false};
   std::mutex close_mtx_;
@@ -204,7 +275,9 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   // Figures.
   std::atomic<std::uint64_t> acquires_{0}, hits_{0}, misses_{0};
   std::atomic<std::uint64_t> bytes_h2d_{0}, bytes_d2h_{0}, copies_h2d_{0}, copies_d2h_{0};
+  std::atomic<std::uint64_t> bytes_up_{0}, bytes_down_{0}, copies_up_{0}, copies_down_{0};
   std::atomic<std::uint64_t> prefetches_{0}, prefetch_hits_{0}, prefetch_late_{0}, prefetch_wasted_{0};
+  std::atomic<std::uint64_t> prefetch_queued_{0}, prefetch_dropped_{0};
   std::atomic<std::uint64_t> stall_ns_{0};
   std::atomic<std::uint64_t> live_tensors_{0};
   std::atomic<std::uint64_t> live_tensor_bytes_{0};

@@ -64,6 +64,12 @@ pool_stats pool_impl::stats() const
   st.bytes_d2h = bytes_d2h_.load(std::memory_order_relaxed);
   st.copies_h2d = copies_h2d_.load(std::memory_order_relaxed);
   st.copies_d2h = copies_d2h_.load(std::memory_order_relaxed);
+  st.bytes_up = bytes_up_.load(std::memory_order_relaxed);
+  st.bytes_down = bytes_down_.load(std::memory_order_relaxed);
+  st.copies_up = copies_up_.load(std::memory_order_relaxed);
+  st.copies_down = copies_down_.load(std::memory_order_relaxed);
+  st.prefetch_queued = prefetch_queued_.load(std::memory_order_relaxed);
+  st.prefetch_dropped = prefetch_dropped_.load(std::memory_order_relaxed);
   st.prefetches = prefetches_.load(std::memory_order_relaxed);
   st.prefetch_hits = prefetch_hits_.load(std::memory_order_relaxed);
   st.prefetch_late = prefetch_late_.load(std::memory_order_relaxed);
@@ -96,14 +102,18 @@ std::string pool_impl::summary() const
                     static_cast<unsigned long long>(st.tensors), format_byte_size(st.tensor_bytes).c_str(),
                     static_cast<unsigned long long>(st.acquires), static_cast<unsigned long long>(st.hits),
                     static_cast<unsigned long long>(st.misses)));
-  add(std::snprintf(line, sizeof line, "copies up %llu (%s), down %llu (%s); host stalls %.6f s\n",
+  add(std::snprintf(line, sizeof line, "copies h2d %llu (%s), d2h %llu (%s); all tiers: up %llu (%s), down %llu (%s)\n",
                     static_cast<unsigned long long>(st.copies_h2d), format_byte_size(st.bytes_h2d).c_str(),
                     static_cast<unsigned long long>(st.copies_d2h), format_byte_size(st.bytes_d2h).c_str(),
-                    st.stall_seconds));
-  add(std::snprintf(line, sizeof line, "prefetches %llu: hits %llu, late %llu, wasted %llu\n",
+                    static_cast<unsigned long long>(st.copies_up), format_byte_size(st.bytes_up).c_str(),
+                    static_cast<unsigned long long>(st.copies_down), format_byte_size(st.bytes_down).c_str()));
+  add(std::snprintf(line, sizeof line,
+                    "prefetches %llu: hits %llu, late %llu, wasted %llu; queued %llu, dropped %llu; host stalls %.6f s\n",
                     static_cast<unsigned long long>(st.prefetches), static_cast<unsigned long long>(st.prefetch_hits),
                     static_cast<unsigned long long>(st.prefetch_late),
-                    static_cast<unsigned long long>(st.prefetch_wasted)));
+                    static_cast<unsigned long long>(st.prefetch_wasted),
+                    static_cast<unsigned long long>(st.prefetch_queued),
+                    static_cast<unsigned long long>(st.prefetch_dropped), st.stall_seconds));
   return out;
 }
 
@@ -143,10 +153,16 @@ std::string pool_impl::summary_json() const
   root["bytes_d2h"] = st.bytes_d2h;
   root["copies_h2d"] = st.copies_h2d;
   root["copies_d2h"] = st.copies_d2h;
+  root["bytes_up"] = st.bytes_up;
+  root["bytes_down"] = st.bytes_down;
+  root["copies_up"] = st.copies_up;
+  root["copies_down"] = st.copies_down;
   root["prefetches"] = st.prefetches;
   root["prefetch_hits"] = st.prefetch_hits;
   root["prefetch_late"] = st.prefetch_late;
   root["prefetch_wasted"] = st.prefetch_wasted;
+  root["prefetch_queued"] = st.prefetch_queued;
+  root["prefetch_dropped"] = st.prefetch_dropped;
   root["stall_seconds"] = st.stall_seconds;
   return boost::json::serialize(root);
 }

@@ -112,8 +112,11 @@ class TIERPOOL_EXPORT lease {
 
  private:
   friend class detail::pool_impl;
-  std::shared_ptr<detail::pool_impl> impl_{};
-  std::shared_ptr<detail::tensor_record> rec_{};
+  // Raw: a shared refcount would be written by every lease (the pool's by every thread's).
+  // The tensor handle keeps pool and record alive; once every handle of the tensor is gone
+  // the record keeps both alive until the last release (see pool_impl::free_handle).
+  detail::pool_impl* impl_{nullptr};
+  detail::tensor_record* rec_{nullptr};
   void* data_{nullptr};
   std::size_t bytes_{0};
   tensor_id id_{};

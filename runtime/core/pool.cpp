@@ -61,8 +61,8 @@ void tensor::reset() noexcept
 // ---- lease ----
 
 lease::lease(lease&& other) noexcept
-  : impl_(std::move(other.impl_)),
-    rec_(std::move(other.rec_)),
+  : impl_(std::exchange(other.impl_, nullptr)),
+    rec_(std::exchange(other.rec_, nullptr)),
     data_(std::exchange(other.data_, nullptr)),
     bytes_(std::exchange(other.bytes_, 0)),
     id_(other.id_),
@@ -77,8 +77,8 @@ lease& lease::operator=(lease&& other) noexcept
 {
   if (this != &other) {
     release();
-    impl_ = std::move(other.impl_);
-    rec_ = std::move(other.rec_);
+    impl_ = std::exchange(other.impl_, nullptr);
+    rec_ = std::exchange(other.rec_, nullptr);
     data_ = std::exchange(other.data_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
     id_ = other.id_;
@@ -95,9 +95,9 @@ lease::~lease() { release(); }
 void lease::release() noexcept
 {
   if (impl_ == nullptr) { return; }
-  impl_->release(*this);
-  impl_.reset();
-  rec_.reset();
+  detail::pool_impl* const impl = std::exchange(impl_, nullptr);
+  impl->release(*this);  // may end the pool and the record (keep_alive): touch only *this after
+  rec_ = nullptr;
   data_ = nullptr;
 }
 

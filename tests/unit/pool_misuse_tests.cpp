@@ -122,6 +122,30 @@ TEST(PoolMisuse, LeaseOutlivesPool)
   t = tensor{};
 }
 
+// The lease holds raw pointers to the pool and the record: once the pool object and every
+// tensor handle are gone, the record keeps both alive until the last release (run under
+// ASan/TSan this catches a use after free).
+TEST(PoolMisuse, LeaseOutlivesPoolAndEveryHandle)
+{
+  lease host_l;
+  lease dev_l;
+  {
+    pool p{small_tiers(make_sim())};
+    tensor a = p.allocate(4_KiB);
+    tensor b = p.allocate(4_KiB);
+    host_l = p.acquire_host(a, access_mode::write_discard);
+    write_pattern(host_l.data(), host_l.bytes(), 2, 1);
+    dev_l = p.acquire(b, access_mode::read);
+  }  // the handles (freed at the last release), then the pool object, die here
+  EXPECT_TRUE(host_l.active());
+  EXPECT_TRUE(has_pattern(host_l.data(), host_l.bytes(), 2, 1));  // memory kept alive
+  lease moved = std::move(host_l);
+  EXPECT_FALSE(host_l.active());
+  moved.release();   // the pool lives on through b's record
+  dev_l.release();   // the last release ends the pool
+  EXPECT_FALSE(dev_l.active());
+}
+
 TEST(PoolMisuse, HandleDestroyedWhileLeasedFreesAtRelease)
 {
   pool p{small_tiers(make_sim())};

@@ -65,26 +65,46 @@ TEST(Pool, EnvironmentSelectsSimBackend)
   EXPECT_EQ(p.stats().tiers[0].capacity_bytes, 4_MiB);
 }
 
-// A host function that holds its stream until released (or a deadline passes), so that
-// work queued behind it stays pending while the test measures whether the host waits.
+// A host function that holds its stream until released, so that work queued behind it
+// stays pending while the test checks whether a pool call waited for it. The long
+// deadline only keeps a broken pool from hanging the test; it is not a timing assertion.
 struct stream_gate {
   std::atomic<bool> open{false};
   static void run(void* self)
   {
     auto* g = static_cast<stream_gate*>(self);
-    auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (!g->open.load() && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
 };
 
-double seconds_of(auto&& f)
-{
-  auto const t0 = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+// Holds `s` with a gate and records an event behind it. While the gate is closed the event
+// is not_ready; a pool call that waited on the host for `s` could only have returned
+// after the gate gave up, with the event complete. So "still not_ready after the call"
+// proves deterministically that the call did not wait.
+struct held_stream {
+  tierpool::backend& be;
+  stream_gate gate;
+  event_handle behind{};
+  held_stream(tierpool::backend& b, stream_handle s) : be(b)
+  {
+    EXPECT_EQ(be.launch_host_func(s, &stream_gate::run, &gate), status::ok);
+    EXPECT_EQ(be.create_event(&behind), status::ok);
+    EXPECT_EQ(be.record_event(behind, s), status::ok);
+  }
+  [[nodiscard]] bool still_held() { return be.query_event(behind) == status::not_ready; }
+  void open() { gate.open = true; }
+  held_stream(held_stream const&) = delete;
+  held_stream& operator=(held_stream const&) = delete;
+  ~held_stream()
+  {
+    gate.open = true;
+    (void)be.synchronize_event(behind);
+    be.destroy_event(behind);
+  }
+};
 
 // device 1 MiB holding t[0..3] (used on `s`), t[4..7] in pinned_host; all filled.
 struct four_resident {
@@ -105,18 +125,18 @@ TEST(PoolPrefetch, NeverBlocksTheHostAndQueuesWhenRoomIsInFlight)
 {
   four_resident f;
   auto& p = f.p;
-  stream_gate gate;
-  ASSERT_EQ(p.backend().launch_host_func(f.s, &stream_gate::run, &gate), status::ok);
+  held_stream held(p.backend(), f.s);
   // Every device copy was last used on f.s, now held by the gate: evicting one frees its
   // block only after the gate. prefetch must neither wait for that nor fail loudly.
-  double const took = seconds_of([&] { p.prefetch(f.t[4]); });
-  EXPECT_LT(took, 1.0) << "prefetch waited on the host";
+  p.prefetch(f.t[4]);
+  EXPECT_TRUE(held.still_held()) << "prefetch waited on the host for the held stream";
   pool_stats st = p.stats();
   EXPECT_EQ(st.prefetch_queued, 1U);
   EXPECT_EQ(st.prefetches, 0U);
   p.prefetch(f.t[4]);  // already queued: no second request
   EXPECT_EQ(p.stats().prefetch_queued, 1U);
-  gate.open = true;
+  EXPECT_TRUE(held.still_held());
+  held.open();
   p.synchronize(f.s);
   // A later pool call serves the queue once the room has landed.
   for (int i = 0; i < 200 && p.stats().prefetches == 0; ++i) {
@@ -168,12 +188,13 @@ TEST(PoolStall, EvictingACopyWhoseLastUseIsDoneDoesNotWaitForLaterWork)
     lease l = p.acquire(f.t[4], access_mode::read, f.s);
   }
   p.synchronize(f.s);
-  stream_gate gate;
-  ASSERT_EQ(p.backend().launch_host_func(f.s, &stream_gate::run, &gate), status::ok);
+  held_stream held(p.backend(), f.s);
   // t1 is the next victim; its last use on f.s completed long before the gate.
-  double const took = seconds_of([&] { lease l = p.acquire(f.t[5], access_mode::read, s2); });
-  gate.open = true;
-  EXPECT_LT(took, 1.0) << "acquire waited for unrelated work queued after the victim's last use";
+  {
+    lease l = p.acquire(f.t[5], access_mode::read, s2);
+  }
+  EXPECT_TRUE(held.still_held()) << "acquire waited for unrelated work queued after the victim's last use";
+  held.open();
   p.synchronize(f.s);
   p.synchronize(s2);
   for (std::uint64_t i = 0; i < 8; ++i) { EXPECT_TRUE(check(p, f.t[i], i, 1)) << i; }

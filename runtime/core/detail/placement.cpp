@@ -109,7 +109,7 @@ std::string pool_impl::oom_message_locked(std::uint32_t k, std::size_t bytes) co
 {
   tier_state const& ts = *tiers_[k];
   tier_usage const u = ts.mem->usage();
-  std::size_t const pinned = ts.pinned_bytes.load(std::memory_order_relaxed);
+  std::size_t const pinned = ts.pinned_bytes();
   std::size_t const unreserved = u.capacity_bytes - std::min(u.capacity_bytes, u.reserved_bytes);
   std::size_t const free_total = u.free_bytes + unreserved;
   std::size_t const largest = std::max(u.largest_free_block, unreserved);

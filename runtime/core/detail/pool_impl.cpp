@@ -17,8 +17,9 @@
 // busy. A thread never holds two tier locks: eviction claims victims under the tier lock,
 // drops it, writes dirty victims back (locking the lower tier), then relocks to vacate.
 // A thread-local list of the records it holds keeps it from try-locking its own (UB on a
-// std::mutex). Leaf locks: table_mtx_, stream_mtx_, tier_state::acc_mtx. Hits buffer
-// their policy access events in acc_buf (leaf lock), applied under the tier lock later.
+// std::mutex). Leaf locks: table_mtx_, stream_mtx_, access_shard::busy. Hits buffer
+// their policy access events per shard (Note [The hit path takes no shared lock] in
+// copy_engine.cpp), applied under the tier lock later.
 // Limitations: a victim busy in another thread is skipped for this round (counted as
 // "in flight" by asking the policy for more bytes), so eviction may pick a less ideal one.
 #include "core/detail/pool_impl.hpp"
@@ -47,8 +48,6 @@ constexpr std::size_t kDefaultChunkBytes = 64_MiB;
 // Share of the free device memory a default device tier takes on CUDA (DESIGN.md §3):
 // leaves room for the CUDA context, cuBLAS workspaces and other allocators.
 constexpr double kDeviceFreeFraction = 0.9;
-// Pending hit events per tier before a hit applies them itself (each 80 bytes).
-constexpr std::size_t kAccessBufferCap = 256;
 
 char const* env(char const* name)
 {
@@ -165,8 +164,8 @@ pool_impl::pool_impl(pool_options options)
     }
     ts->mem = std::make_unique<tier>(*backend_, *events_, cfg);
     ts->capacity = ts->mem->config().capacity_bytes;
-    ts->acc_buf.reserve(kAccessBufferCap);
-    ts->acc_drain.reserve(kAccessBufferCap);
+    ts->index = static_cast<std::uint32_t>(i);
+    ts->acc_drain.reserve((kShards + 1) * access_shard::kCap);
     tiers_.push_back(std::move(ts));
   }
 
@@ -338,13 +337,13 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
 // acquire
 // ---------------------------------------------------------------------------------------
 
-lease pool_impl::make_lease(std::shared_ptr<tensor_record> const& recp, std::uint32_t k, access_mode access,
-                            stream_handle s, bool host)
+lease pool_impl::make_lease(tensor_record& rec, std::uint32_t k, access_mode access, stream_handle s, bool host)
 {
-  tensor_record& rec = *recp;
   lease l;
-  l.impl_ = shared_from_this();
-  l.rec_ = recp;
+  // Raw pointers: no shared refcount on the hit path. The tensor handle keeps both alive;
+  // once it is gone, tensor_record::keep_alive / keep_self do until the last release.
+  l.impl_ = this;
+  l.rec_ = &rec;
   l.data_ = rec.slots[k].blk.ptr;
   l.bytes_ = rec.bytes;
   l.id_ = rec.id;
@@ -353,7 +352,6 @@ lease pool_impl::make_lease(std::shared_ptr<tensor_record> const& recp, std::uin
   l.host_ = host;
   l.tier_ = k;
   pin_locked(rec, k);
-  acquires_.fetch_add(1, std::memory_order_relaxed);
   return l;
 }
 
@@ -375,15 +373,17 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
 
   if (slot.state == copy_state::valid) {
     // Hit: no backend call when the copy-in is known complete.
-    hits_.fetch_add(1, std::memory_order_relaxed);
+    std::size_t const sh = thread_shard();
+    counter_shard& cs = counters_[sh];
+    bump(cs.hits, std::uint64_t{1}, sh);
     if (rec.prefetched) {
       rec.prefetched = false;
-      (ready_complete(slot) ? prefetch_hits_ : prefetch_late_).fetch_add(1, std::memory_order_relaxed);
+      bump(ready_complete(slot) ? cs.prefetch_hits : cs.prefetch_late, std::uint64_t{1}, sh);
     }
     if (slot.ready && !ready_complete(slot)) { stream_wait_event_or_sync(stream, slot.ready); }
     note_access(rec, d, write);
   } else {
-    misses_.fetch_add(1, std::memory_order_relaxed);
+    bump(counters_[thread_shard()].misses, std::uint64_t{1}, thread_shard());
     rec.prefetched = false;
     (void)ensure_valid_locked(rec, d, access, place_mode::ladder);
     if (slot.ready) { stream_wait_event_or_sync(stream, slot.ready); }
@@ -394,7 +394,7 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
     mark_others_stale_locked(rec, d);
   }
   add_use(slot, *se, se->gen.load(std::memory_order_relaxed));  // settled at release
-  return make_lease(t.rec_, d, access, stream, false);
+  return make_lease(rec, d, access, stream, false);
 }
 
 lease pool_impl::acquire_host(tensor const& t, access_mode access)
@@ -413,10 +413,10 @@ lease pool_impl::acquire_host(tensor const& t, access_mode access)
     if (is_host_accessible(tiers_[k]->kind) && rec.slots[k].state == copy_state::valid) { h = k; }
   }
   if (h) {
-    hits_.fetch_add(1, std::memory_order_relaxed);
+    bump(counters_[thread_shard()].hits, std::uint64_t{1}, thread_shard());
     note_access(rec, *h, write);
   } else {
-    misses_.fetch_add(1, std::memory_order_relaxed);
+    bump(counters_[thread_shard()].misses, std::uint64_t{1}, thread_shard());
     std::optional<std::uint32_t> last_host;
     for (std::uint32_t k = 0; k < n && !h; ++k) {
       if (!is_host_accessible(tiers_[k]->kind)) { continue; }
@@ -441,7 +441,7 @@ lease pool_impl::acquire_host(tensor const& t, access_mode access)
   copy_slot& slot = rec.slots[*h];
   host_wait_slot(slot, write);
   if (write) { mark_others_stale_locked(rec, *h); }
-  return make_lease(t.rec_, *h, access, stream_handle{}, true);
+  return make_lease(rec, *h, access, stream_handle{}, true);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -597,6 +597,10 @@ void pool_impl::free_handle(tensor& t) noexcept
     if (!rec.freed) {
       if (rec.pins != 0) {
         rec.free_when_unpinned = true;  // the last lease release frees it
+        // The leases hold a raw pool pointer: this record (which they hold) now keeps the
+        // pool alive until the last release. Set only as the record leaves the table (no cycle).
+        rec.keep_alive = t.impl_;
+        rec.keep_self = t.rec_;  // a cycle the last release breaks
       } else {
         free_slots_locked(rec);
       }
@@ -613,6 +617,8 @@ void pool_impl::release(lease& l) noexcept
 {
   if (l.rec_ == nullptr) { return; }
   tensor_record& rec = *l.rec_;
+  std::shared_ptr<pool_impl> keep_alive;     // dropped last: it may end this pool
+  std::shared_ptr<tensor_record> keep_self;  // dropped after the unlock: it may end the record
   {
     record_lock rl(rec);
     if (!l.host_ && l.tier_ < rec.slots.size()) {
@@ -626,6 +632,10 @@ void pool_impl::release(lease& l) noexcept
     }
     unpin_locked(rec, l.tier_);
     if (rec.pins == 0 && rec.free_when_unpinned && !rec.freed) { free_slots_locked(rec); }
+    if (rec.pins == 0) {
+      keep_alive = std::move(rec.keep_alive);
+      keep_self = std::move(rec.keep_self);
+    }
   }
   if (pq_size_.load(std::memory_order_relaxed) != 0) [[unlikely]] { serve_prefetches(); }
 }

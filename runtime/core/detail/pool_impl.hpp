@@ -12,7 +12,7 @@
  * Locks (one order, no exceptions; see Note [Lock order of the pool] in pool_impl.cpp):
  * tensor_record::mtx before tier_state's mutex (tier::mutex()); a thread never blocks on a
  * second tensor lock while holding one (victims are try-locked) and never holds two tier
- * locks. table_mtx_, stream_mtx_ and tier_state::acc_mtx are leaves.
+ * locks. table_mtx_, stream_mtx_ and access_shard::busy are leaves.
  */
 #pragma once
 
@@ -24,6 +24,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -89,8 +90,66 @@ struct copy_slot {
   bool policy_pinned{false};         ///< this tier's policy was told on_pin (told on_unpin at pins 0)
 };
 
+/**
+ * @brief Shards of the hit path (Note [The hit path takes no shared lock], copy_engine.cpp).
+ *
+ * A thread uses shard thread_shard() (assigned round-robin at its first pool call, so the
+ * first kShards threads never share one). Each shard sits on its own 128-byte pair of cache
+ * lines (adjacent-line prefetch makes 64 bytes too few).
+ */
+inline constexpr std::size_t kShards = 16;
+/// Shard kShards (the last) is shared by every thread after the first kShards ones; the
+/// others have one writer each, so their figures are updated without a locked instruction.
+[[nodiscard]] std::size_t thread_shard() noexcept;
+
+/// @brief Add `d` to a figure of shard `shard` (a plain load + store when it has one writer).
+template <class T>
+inline void bump(std::atomic<T>& c, T d, std::size_t shard) noexcept
+{
+  if (shard < kShards) [[likely]] {
+    c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+  } else {
+    c.fetch_add(d, std::memory_order_relaxed);
+  }
+}
+
+/// @brief One buffered hit (a policy access event, stamped with a tick when drained).
+struct access_event {
+  tensor_id id{};
+  std::size_t bytes{0};
+  std::uint32_t access_count{0};
+  bool write{false};
+};
+
+/// @brief A shard's buffer of hits of one tier: a tiny spin lock, taken by its own
+///        threads on a hit and by the tier-lock holder when draining (a leaf lock).
+struct alignas(128) access_shard {
+  static constexpr std::size_t kCap = 32;
+  std::atomic<bool> busy{false};
+  std::uint32_t count{0};  ///< under busy
+  std::array<access_event, kCap> events{};
+  void lock() noexcept
+  {
+    while (busy.exchange(true, std::memory_order_acquire)) {
+      while (busy.load(std::memory_order_relaxed)) { std::this_thread::yield(); }
+    }
+  }
+  void unlock() noexcept { busy.store(false, std::memory_order_release); }
+};
+
+/// @brief A shard's figures: written by its own threads (relaxed), summed by stats().
+struct alignas(128) counter_shard {
+  std::atomic<std::uint64_t> hits{0}, misses{0}, prefetch_hits{0}, prefetch_late{0};  // acquires = hits + misses
+};
+
+/// @brief A shard's share of a tier's pinned bytes (may be negative: pin here, unpin there).
+struct alignas(128) pinned_shard {
+  std::atomic<std::int64_t> bytes{0};
+};
+
 /// @brief What the pool knows about one tensor. Guarded by `mtx` except the constants.
-struct tensor_record {
+/// Aligned so that records of tensors used by different threads share no cache lines.
+struct alignas(128) tensor_record {
   std::mutex mtx;
   pool_impl* owner{nullptr};      ///< constant
   tensor_id id{};                 ///< constant
@@ -103,6 +162,11 @@ struct tensor_record {
   bool free_when_unpinned{false}; ///< the handle died while leased: the last release frees it
   bool prefetched{false};         ///< a prefetch copied it in and no acquire used it yet
   bool prefetch_queued{false};    ///< a request for it waits in the prefetch queue
+  /// Set when the handle dies while leased (the record leaves the table): keep the pool
+  /// and this record alive for the leases, which hold raw pointers (no shared refcount on
+  /// the hit path); the last release drops both, after unlocking.
+  std::shared_ptr<pool_impl> keep_alive;
+  std::shared_ptr<tensor_record> keep_self;
 };
 
 /// @brief One tier of the pool: memory, policy, figures.
@@ -111,15 +175,22 @@ struct tier_state {
   std::optional<any_eviction_policy> policy; ///< guarded by mem->mutex()
   eviction_proposal proposal;                ///< reused under mem->mutex()
   std::string name;
+  std::uint32_t index{0};  ///< position in the pool's tiers
   tier_kind kind{tier_kind::device};
   std::size_t capacity{0};
-  // Access events of hits, applied to the policy when the tier lock is next taken
-  // (see Note [Lock order of the pool]). acc_mtx is a leaf lock.
-  std::mutex acc_mtx;
-  std::vector<tensor_view> acc_buf;
-  std::vector<tensor_view> acc_drain;  ///< under mem->mutex(): swapped with acc_buf
+  // Access events of hits, per shard, applied to the policy when the tier lock is next
+  // taken (Note [The hit path takes no shared lock]). access_shard::busy is a leaf lock.
+  std::array<access_shard, kShards + 1> acc{};
+  std::atomic<std::uint64_t> acc_nonempty{0};  ///< bit i: shard i may hold events
+  std::vector<access_event> acc_drain;         ///< under mem->mutex()
   // Figures (relaxed atomics: read without locks by stats()).
-  std::atomic<std::size_t> pinned_bytes{0};   ///< SUM(bytes) of tensors with a lease on their copy here
+  std::array<pinned_shard, kShards + 1> pinned{};  ///< SUM over shards: bytes of tensors with a lease on their copy here
+  [[nodiscard]] std::size_t pinned_bytes() const noexcept
+  {
+    std::int64_t n = 0;
+    for (pinned_shard const& p : pinned) { n += p.bytes.load(std::memory_order_relaxed); }
+    return n > 0 ? static_cast<std::size_t>(n) : 0;
+  }
   std::atomic<std::uint64_t> resident{0};     ///< COUNT of slots not absent
   std::atomic<std::uint64_t> evictions{0};
   std::atomic<std::uint64_t> evictions_clean{0};
@@ -226,7 +297,7 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   [[nodiscard]] stream_handle copy_stream(std::uint32_t to, std::uint32_t from) noexcept;
   void add_stall(double seconds) noexcept;
 
-  lease make_lease(std::shared_ptr<tensor_record> const& recp, std::uint32_t k, access_mode access, stream_handle s,
+  lease make_lease(tensor_record& rec, std::uint32_t k, access_mode access, stream_handle s,
                    bool host);
 
   // ---- state ----
@@ -273,10 +344,10 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   std::mutex close_mtx_;
 
   // Figures.
-  std::atomic<std::uint64_t> acquires_{0}, hits_{0}, misses_{0};
+  std::array<counter_shard, kShards + 1> counters_{};  // hits, misses, prefetch hits/late
   std::atomic<std::uint64_t> bytes_h2d_{0}, bytes_d2h_{0}, copies_h2d_{0}, copies_d2h_{0};
   std::atomic<std::uint64_t> bytes_up_{0}, bytes_down_{0}, copies_up_{0}, copies_down_{0};
-  std::atomic<std::uint64_t> prefetches_{0}, prefetch_hits_{0}, prefetch_late_{0}, prefetch_wasted_{0};
+  std::atomic<std::uint64_t> prefetches_{0}, prefetch_wasted_{0};
   std::atomic<std::uint64_t> prefetch_queued_{0}, prefetch_dropped_{0};
   std::atomic<std::uint64_t> stall_ns_{0};
   std::atomic<std::uint64_t> live_tensors_{0};

@@ -9,7 +9,7 @@
 //   every live record has >= 1 valid slot;  record.pins == SUM(slot.pins)
 //   SUM(slot sizes of non-absent slots in tier k) == tier k's usage().used_bytes
 //   COUNT(non-absent slots in tier k) == tier_state::resident
-//   SUM(bytes of records with slot.pins > 0 in tier k) == tier_state::pinned_bytes
+//   SUM(bytes of records with slot.pins > 0 in tier k) == tier_state::pinned_bytes()
 //   each tier's validate() and its policy's validate()
 #include <boost/json.hpp>
 
@@ -45,7 +45,7 @@ pool_stats pool_impl::stats() const
     t.used_bytes.peak = static_cast<std::int64_t>(u.peak_used_bytes);
     t.used_bytes.allocated = ts.bytes_allocated.load(std::memory_order_relaxed);
     t.used_bytes.freed = ts.bytes_freed.load(std::memory_order_relaxed);
-    t.pinned_bytes = ts.pinned_bytes.load(std::memory_order_relaxed);
+    t.pinned_bytes = ts.pinned_bytes();
     t.in_flight_bytes = u.deferred_bytes;
     t.largest_free_block = u.largest_free_block;
     t.fragmentation = u.external_fragmentation;
@@ -57,9 +57,13 @@ pool_stats pool_impl::stats() const
   }
   st.tensors = live_tensors_.load(std::memory_order_relaxed);
   st.tensor_bytes = live_tensor_bytes_.load(std::memory_order_relaxed);
-  st.acquires = acquires_.load(std::memory_order_relaxed);
-  st.hits = hits_.load(std::memory_order_relaxed);
-  st.misses = misses_.load(std::memory_order_relaxed);
+  for (counter_shard const& c : counters_) {  // per-shard figures (Note [The hit path takes no shared lock])
+    st.hits += c.hits.load(std::memory_order_relaxed);
+    st.misses += c.misses.load(std::memory_order_relaxed);
+    st.prefetch_hits += c.prefetch_hits.load(std::memory_order_relaxed);
+    st.prefetch_late += c.prefetch_late.load(std::memory_order_relaxed);
+  }
+  st.acquires = st.hits + st.misses;  // every acquire / acquire_host is exactly one of them
   st.bytes_h2d = bytes_h2d_.load(std::memory_order_relaxed);
   st.bytes_d2h = bytes_d2h_.load(std::memory_order_relaxed);
   st.copies_h2d = copies_h2d_.load(std::memory_order_relaxed);
@@ -71,8 +75,6 @@ pool_stats pool_impl::stats() const
   st.prefetch_queued = prefetch_queued_.load(std::memory_order_relaxed);
   st.prefetch_dropped = prefetch_dropped_.load(std::memory_order_relaxed);
   st.prefetches = prefetches_.load(std::memory_order_relaxed);
-  st.prefetch_hits = prefetch_hits_.load(std::memory_order_relaxed);
-  st.prefetch_late = prefetch_late_.load(std::memory_order_relaxed);
   st.prefetch_wasted = prefetch_wasted_.load(std::memory_order_relaxed);
   st.stall_seconds = static_cast<double>(stall_ns_.load(std::memory_order_relaxed)) * 1e-9;
   return st;
@@ -226,7 +228,7 @@ bool pool_impl::validate() const
       fail("tier " + ts.name + ": used " + std::to_string(u.used_bytes) + " != copies " + std::to_string(bytes[k]));
     }
     if (ts.resident.load() != resident[k]) { fail("tier " + ts.name + ": resident count mismatch"); }
-    if (ts.pinned_bytes.load() != pinned[k]) { fail("tier " + ts.name + ": pinned bytes mismatch"); }
+    if (ts.pinned_bytes() != pinned[k]) { fail("tier " + ts.name + ": pinned bytes mismatch"); }
   }
   return ok;
 }

@@ -1,0 +1,1069 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// pool_stress_tests.cpp — the tiered pool under load, on the sim backend (real memory):
+//
+// 1. PoolStress.IntegrityEightThreads: 8 threads x 25,000 operations (allocate + fill,
+//    read / write on the device on a few shared pool streams, read / write on the host,
+//    prefetch, demote, free) over ~13 MiB of live tensors with a 1 MiB device tier. Every
+//    byte is checked on every read: host reads inline, device reads by a host function on
+//    the stream (sim device pointers are host memory), and all tensors at the end.
+// 2. PoolStressVirtual.SeededRunIsReproducible: the same workload on a virtual clock, one
+//    thread driving 8 actors in a seeded order; two runs must end with identical figures
+//    and the identical virtual time.
+// 3. PoolStressFaults.*: random backend faults (0.1 %, 1 %, 5 % of every call kind) while
+//    3 threads run the workload: each failure is a typed error (backend_error or
+//    out_of_memory, never logic_error) and every tensor keeps its bytes (checked after each
+//    operation that succeeded, and at the end with the faults cleared).
+// 4. PoolStressMisuse.*: freeing / demoting a tensor while another thread holds a lease on
+//    it is a typed error; destroying the handle meanwhile defers the free; close() racing
+//    with acquires never frees under a live lease.
+//
+// Sizes: TIERPOOL_STRESS_OPS overrides the operations per thread of tests 1 and 3 (and the
+// total of test 2); sanitizer builds default to fewer operations. TIERPOOL_STRESS_WATCHDOG_S
+// (default 600) aborts a test that hangs, naming it.
+#include "unit/pool_test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <tierpool/pool.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define TIERPOOL_STRESS_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define TIERPOOL_STRESS_SANITIZED 1
+#endif
+#endif
+#ifndef TIERPOOL_STRESS_SANITIZED
+#define TIERPOOL_STRESS_SANITIZED 0
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define TIERPOOL_STRESS_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TIERPOOL_STRESS_TSAN 1
+#endif
+#endif
+#ifndef TIERPOOL_STRESS_TSAN
+#define TIERPOOL_STRESS_TSAN 0
+#endif
+
+namespace tierpool::test {
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// Configuration
+// ---------------------------------------------------------------------------------------
+
+long env_long(char const* name, long fallback)
+{
+  char const* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') { return fallback; }
+  char* end = nullptr;
+  long const x = std::strtol(v, &end, 10);
+  return (end != nullptr && *end == '\0' && x > 0) ? x : fallback;
+}
+
+/// Operations per thread (test 1, 3) or in all (test 2), scaled by `full` / `sanitized`.
+int stress_ops(int full, int sanitized)
+{
+  long const o = env_long("TIERPOOL_STRESS_OPS", 0);
+  if (o == 0) { return TIERPOOL_STRESS_SANITIZED ? sanitized : full; }
+  // TIERPOOL_STRESS_OPS is the figure of test 1; the others keep their ratio to it.
+  return static_cast<int>(std::max<long>(1, o * full / 25'000));
+}
+
+/// pool::validate() holds every tensor's lock at once; ThreadSanitizer's deadlock detector
+/// tracks at most 64 locks held by one thread and aborts beyond ("CHECK failed:
+/// sanitizer_deadlock_detector.h:67"). Under TSan, validate only pools with few tensors
+/// (the tests trim their tensors to this before a final validate).
+constexpr std::uint64_t kTsanValidateMaxTensors = 40;
+
+testing::AssertionResult pool_valid(pool const& p)
+{
+  if (TIERPOOL_STRESS_TSAN && p.stats().tensors > kTsanValidateMaxTensors) {
+    return testing::AssertionSuccess() << "(skipped under TSan: too many tensors)";
+  }
+  if (!p.validate()) { return testing::AssertionFailure() << "pool::validate() failed"; }
+  return testing::AssertionSuccess();
+}
+
+/// Aborts the process (naming the test) if the scope is not left in time: a hang in the
+/// pool becomes a failure with a name rather than a CI timeout.
+class watchdog {
+ public:
+  watchdog() : limit_(std::chrono::seconds(env_long("TIERPOOL_STRESS_WATCHDOG_S", 600)))
+  {
+    auto const* info = testing::UnitTest::GetInstance()->current_test_info();
+    name_ = info != nullptr ? std::string(info->test_suite_name()) + "." + info->name() : "?";
+    thread_ = std::thread([this] {
+      std::unique_lock lock(mtx_);
+      if (!cv_.wait_for(lock, limit_, [this] { return done_; })) {
+        std::fprintf(stderr, "pool_stress_test: %s did not finish within %llds (hang?); aborting\n", name_.c_str(),
+                     static_cast<long long>(limit_.count()));
+        std::fflush(stderr);
+        std::abort();
+      }
+    });
+  }
+  ~watchdog()
+  {
+    {
+      std::lock_guard lock(mtx_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  watchdog(watchdog const&) = delete;
+  watchdog& operator=(watchdog const&) = delete;
+
+ private:
+  std::chrono::seconds limit_;
+  std::string name_;
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  bool done_{false};
+  std::thread thread_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Byte patterns: 64-bit words derived from (key, version) — pool_test_util's byte pattern
+// is too slow for the ~10 GB these tests check.
+// ---------------------------------------------------------------------------------------
+
+std::uint64_t mix64(std::uint64_t x)
+{
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30U)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27U)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31U);
+}
+
+std::uint64_t pattern_seed(std::uint64_t key, std::uint32_t version)
+{
+  return mix64(key ^ (static_cast<std::uint64_t>(version) << 40U));  // keys < 2^40
+}
+
+std::uint8_t tail_byte(std::uint64_t seed, std::size_t i)
+{
+  return static_cast<std::uint8_t>((seed >> (8U * (i % 8U))) ^ i);
+}
+
+void put_pattern(void* p, std::size_t n, std::uint64_t key, std::uint32_t version)
+{
+  auto* b = static_cast<unsigned char*>(p);
+  std::uint64_t const seed = pattern_seed(key, version);
+  std::size_t const words = n / 8;
+  for (std::size_t j = 0; j < words; ++j) {
+    std::uint64_t const w = seed + j * 0xD1B54A32D192ED03ULL;
+    std::memcpy(b + j * 8, &w, 8);
+  }
+  for (std::size_t i = words * 8; i < n; ++i) { b[i] = tail_byte(seed, i); }
+}
+
+constexpr std::size_t kNoMismatch = std::numeric_limits<std::size_t>::max();
+
+/// Offset of the first byte that differs from the pattern, or kNoMismatch.
+std::size_t first_mismatch(void const* p, std::size_t n, std::uint64_t key, std::uint32_t version)
+{
+  auto const* b = static_cast<unsigned char const*>(p);
+  std::uint64_t const seed = pattern_seed(key, version);
+  std::size_t const words = n / 8;
+  for (std::size_t j = 0; j < words; ++j) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, b + j * 8, 8);
+    if (w != seed + j * 0xD1B54A32D192ED03ULL) {
+      for (std::size_t i = j * 8;; ++i) {
+        std::uint64_t e = seed + j * 0xD1B54A32D192ED03ULL;
+        auto const eb = static_cast<unsigned char>(e >> (8U * (i - j * 8)));
+        if (b[i] != eb) { return i; }
+      }
+    }
+  }
+  for (std::size_t i = words * 8; i < n; ++i) {
+    if (b[i] != tail_byte(seed, i)) { return i; }
+  }
+  return kNoMismatch;
+}
+
+TEST(PoolStressPattern, VersionsAndKeysDiffer)
+{
+  std::vector<unsigned char> buf(1003);
+  put_pattern(buf.data(), buf.size(), 5, 1);
+  EXPECT_EQ(first_mismatch(buf.data(), buf.size(), 5, 1), kNoMismatch);
+  EXPECT_NE(first_mismatch(buf.data(), buf.size(), 5, 2), kNoMismatch);
+  EXPECT_NE(first_mismatch(buf.data(), buf.size(), 6, 1), kNoMismatch);
+  buf[1001] ^= 1U;
+  EXPECT_EQ(first_mismatch(buf.data(), buf.size(), 5, 1), 1001U);
+  buf[1001] ^= 1U;
+  buf[17] ^= 0x80U;
+  EXPECT_EQ(first_mismatch(buf.data(), buf.size(), 5, 1), 17U);
+}
+
+// ---------------------------------------------------------------------------------------
+// Mismatch log and the host functions ("kernels") that check or write on a stream
+// ---------------------------------------------------------------------------------------
+
+struct mismatch_log {
+  std::atomic<std::uint64_t> count{0};
+  std::mutex mtx;
+  std::string first;
+
+  void note(char const* where, std::uint64_t key, std::uint32_t version, std::size_t bytes, std::size_t at)
+  {
+    if (count.fetch_add(1) == 0) {
+      std::lock_guard lock(mtx);
+      first = std::string(where) + ": tensor key " + std::to_string(key) + " version " + std::to_string(version) +
+              " (" + std::to_string(bytes) + " bytes) differs at byte " + std::to_string(at);
+    }
+  }
+  std::string describe()
+  {
+    std::lock_guard lock(mtx);
+    return std::to_string(count.load()) + " mismatching reads; first: " + first;
+  }
+};
+
+/// A "kernel" on a stream: checks the bytes against `version` (check), rewrites them with
+/// `version + 1` (write), or both (update, a read_write lease); deletes itself when run.
+/// With a virtual clock it runs inside launch_host_func, so ownership passes before the launch.
+enum class job_kind : std::uint8_t { check, write, update };
+
+struct stream_job {
+  void* ptr{nullptr};
+  std::size_t bytes{0};
+  std::uint64_t key{0};
+  std::uint32_t version{0};
+  job_kind kind{job_kind::check};
+  mismatch_log* log{nullptr};
+
+  static void run(void* self)
+  {
+    std::unique_ptr<stream_job> j(static_cast<stream_job*>(self));
+    if (j->kind != job_kind::write) {
+      std::size_t const at = first_mismatch(j->ptr, j->bytes, j->key, j->version);
+      if (at != kNoMismatch) {
+        j->log->note(j->kind == job_kind::check ? "device read (host function on the stream)"
+                                                : "device read_write (host function on the stream)",
+                     j->key, j->version, j->bytes, at);
+      }
+    }
+    if (j->kind != job_kind::check) { put_pattern(j->ptr, j->bytes, j->key, j->version + 1); }
+  }
+
+  /// @return the launch status; the job is gone either way.
+  static status launch(backend& be, stream_handle s, stream_job job)
+  {
+    auto* raw = new stream_job(job);
+    status const st = be.launch_host_func(s, &stream_job::run, raw);
+    if (st != status::ok) { delete raw; }  // a failed launch has no effect: it never ran
+    return st;
+  }
+};
+
+// ---------------------------------------------------------------------------------------
+// The workload: an actor owns its tensors (handles are externally synchronized) and runs
+// random operations on them against a model of each tensor's (key, version).
+// ---------------------------------------------------------------------------------------
+
+struct workload_config {
+  std::size_t tensors{48};        ///< per actor
+  std::size_t min_bytes{4_KiB};
+  std::size_t max_bytes{64_KiB};
+  bool verify_after_each_op{false};  ///< fault test: check the tensor after each op that succeeded
+  bool virtual_time{false};          ///< also advance the virtual clock now and then
+};
+
+struct actor_counts {
+  std::uint64_t ops{0};
+  std::uint64_t typed_backend{0};  ///< backend_error
+  std::uint64_t typed_oom{0};      ///< out_of_memory
+  std::uint64_t misuse{0};         ///< logic_error (must stay 0)
+  std::uint64_t other{0};          ///< anything else (must stay 0)
+  std::uint64_t host_checks{0};
+  std::uint64_t device_checks{0};
+  std::uint64_t writes{0};
+  std::string first_unexpected;
+};
+
+class actor {
+ public:
+  actor(pool& p, std::shared_ptr<sim_backend> be, std::vector<stream_handle> streams, std::uint32_t index,
+        std::uint64_t seed, workload_config cfg, mismatch_log& log)
+      : p_(p), be_(std::move(be)), streams_(std::move(streams)), index_(index), rng_(seed), cfg_(cfg), log_(log),
+        slots_(cfg.tensors)
+  {
+    if (be_->create_event(&order_event_) != status::ok) { order_event_ = event_handle{}; }
+  }
+  ~actor()
+  {
+    if (order_event_) { be_->destroy_event(order_event_); }
+  }
+  actor(actor const&) = delete;
+  actor& operator=(actor const&) = delete;
+
+  /// Allocate and fill every tensor (faults should be off).
+  void populate()
+  {
+    for (std::size_t i = 0; i < slots_.size(); ++i) { guarded(i, [&] { reallocate(i); }); }
+  }
+
+  void run(int ops)
+  {
+    for (int k = 0; k < ops; ++k) { step(); }
+  }
+
+  /// One random operation on one random tensor.
+  void step()
+  {
+    ++counts_.ops;
+    std::size_t const i = pick(slots_.size());
+    bool const ok = guarded(i, [&] {
+      slot& s = slots_[i];
+      if (!s.t.valid()) {
+        reallocate(i);
+        return;
+      }
+      unsigned const r = static_cast<unsigned>(pick(100));
+      if (r < 25) {
+        device_read(i);
+      } else if (r < 45) {
+        device_write(i);
+      } else if (r < 60) {
+        host_read(i, "host read");
+      } else if (r < 70) {
+        host_write(i);
+      } else if (r < 78) {
+        p_.prefetch(s.t, tier_id{pick(4) == 0 ? 1U : 0U});
+      } else if (r < 88) {
+        p_.demote(s.t, tier_id{static_cast<std::uint32_t>(1 + pick(2))});
+      } else if (r < 97 || !cfg_.virtual_time) {
+        p_.free(s.t);
+        reallocate(i);
+      } else {
+        (void)be_->advance_by(static_cast<tick>(pick(50'000)));
+      }
+    });
+    if (ok && cfg_.verify_after_each_op && slots_[i].t.valid()) {
+      guarded(i, [&] { host_read(i, "check after a successful operation"); });
+    }
+  }
+
+  /// Every tensor's bytes on the host (faults should be off, streams idle or not).
+  void verify_all(char const* where)
+  {
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i].t.valid()) {
+        guarded(i, [&] { host_read(i, where); });
+      }
+    }
+  }
+
+  /// Free all but the first `n` tensors (their bytes were checked by verify_all).
+  void keep_only(std::size_t n)
+  {
+    for (std::size_t i = n; i < slots_.size(); ++i) {
+      if (slots_[i].t.valid()) { p_.free(slots_[i].t); }
+    }
+  }
+
+  [[nodiscard]] actor_counts const& counts() const { return counts_; }
+  [[nodiscard]] std::size_t live_bytes() const
+  {
+    std::size_t n = 0;
+    for (slot const& s : slots_) { n += s.t.valid() ? s.t.bytes() : 0; }
+    return n;
+  }
+  [[nodiscard]] std::size_t live_tensors() const
+  {
+    return static_cast<std::size_t>(std::count_if(slots_.begin(), slots_.end(), [](slot const& s) { return s.t.valid(); }));
+  }
+
+ private:
+  struct slot {
+    tensor t;
+    std::uint64_t key{0};
+    std::uint32_t version{0};
+    std::optional<stream_handle> last_writer;  ///< stream of the last device write not yet seen by the host
+  };
+
+  std::size_t pick(std::size_t n) { return static_cast<std::size_t>(rng_() % n); }
+
+  /// Runs `f`; typed failures are counted (the model is unchanged then).
+  template <class F>
+  bool guarded(std::size_t i, F&& f)
+  {
+    try {
+      f();
+      return true;
+    } catch (out_of_memory const&) {
+      ++counts_.typed_oom;
+    } catch (backend_error const&) {
+      ++counts_.typed_backend;
+    } catch (logic_error const& e) {
+      ++counts_.misuse;
+      note_unexpected(i, "logic_error", e.what());
+    } catch (std::exception const& e) {
+      ++counts_.other;
+      note_unexpected(i, "exception", e.what());
+    }
+    return false;
+  }
+
+  void note_unexpected(std::size_t i, char const* kind, char const* what)
+  {
+    if (counts_.first_unexpected.empty()) {
+      counts_.first_unexpected = std::string(kind) + " on actor " + std::to_string(index_) + " tensor slot " +
+                                 std::to_string(i) + ": " + what;
+    }
+  }
+
+  std::size_t next_size()
+  {
+    return cfg_.min_bytes + pick(cfg_.max_bytes - cfg_.min_bytes + 1);
+  }
+
+  /// A new tensor in slot i, filled on the host or (sometimes) only on the device.
+  void reallocate(std::size_t i)
+  {
+    slot& s = slots_[i];
+    s.t = tensor{};
+    s.t = p_.allocate(next_size());
+    s.key = (static_cast<std::uint64_t>(index_) << 32U) | ++serial_;
+    s.version = 1;
+    s.last_writer.reset();
+    try {
+      if (pick(4) == 0) {
+        stream_handle const st = streams_[pick(streams_.size())];
+        lease l = p_.acquire(s.t, access_mode::write_discard, st);
+        TIERPOOL_TRY(stream_job::launch(*be_, st, {l.data(), l.bytes(), s.key, s.version - 1, job_kind::write, &log_}));
+        s.last_writer = st;
+      } else {
+        lease l = p_.acquire_host(s.t, access_mode::write_discard);
+        put_pattern(l.data(), l.bytes(), s.key, s.version);
+      }
+    } catch (...) {
+      p_.free(s.t);  // never filled: its bytes are undefined, drop it
+      throw;
+    }
+  }
+
+  /// Order `st` after the last device write of slot i when it was on another stream (the
+  /// pool orders copies after users, but user work on two streams is the user's to order).
+  void order_after_writer(slot& s, stream_handle st)
+  {
+    if (!s.last_writer || *s.last_writer == st) { return; }
+    if (!order_event_ || be_->record_event(order_event_, *s.last_writer) != status::ok ||
+        be_->stream_wait_event(st, order_event_) != status::ok) {
+      p_.synchronize(*s.last_writer);
+    }
+  }
+
+  void device_read(std::size_t i)
+  {
+    slot& s = slots_[i];
+    stream_handle const st = streams_[pick(streams_.size())];
+    order_after_writer(s, st);
+    lease l = p_.acquire(s.t, access_mode::read, st);
+    if (stream_job::launch(*be_, st, {l.data(), l.bytes(), s.key, s.version, job_kind::check, &log_}) == status::ok) {
+      ++counts_.device_checks;
+    }
+  }
+
+  void device_write(std::size_t i)
+  {
+    slot& s = slots_[i];
+    stream_handle const st = streams_[pick(streams_.size())];
+    order_after_writer(s, st);
+    bool const discard = pick(4) == 0;
+    lease l = p_.acquire(s.t, discard ? access_mode::write_discard : access_mode::read_write, st);
+    job_kind const kind = discard ? job_kind::write : job_kind::update;
+    if (stream_job::launch(*be_, st, {l.data(), l.bytes(), s.key, s.version, kind, &log_}) == status::ok) {
+      ++s.version;
+      s.last_writer = st;
+      ++counts_.writes;
+    } else if (discard) {
+      // write_discard promised to overwrite every byte and did not: the bytes are undefined now.
+      l.release();
+      p_.free(s.t);
+    }
+  }
+
+  void host_read(std::size_t i, char const* where)
+  {
+    slot& s = slots_[i];
+    lease l = p_.acquire_host(s.t, access_mode::read);
+    s.last_writer.reset();  // the host copy was made after the device write
+    ++counts_.host_checks;
+    std::size_t const at = first_mismatch(l.data(), l.bytes(), s.key, s.version);
+    if (at != kNoMismatch) { log_.note(where, s.key, s.version, l.bytes(), at); }
+  }
+
+  void host_write(std::size_t i)
+  {
+    slot& s = slots_[i];
+    lease l = p_.acquire_host(s.t, access_mode::write_discard);
+    put_pattern(l.data(), l.bytes(), s.key, s.version + 1);
+    ++s.version;
+    s.last_writer.reset();
+    ++counts_.writes;
+  }
+
+  pool& p_;
+  std::shared_ptr<sim_backend> be_;
+  std::vector<stream_handle> streams_;
+  std::uint32_t index_;
+  std::mt19937_64 rng_;
+  workload_config cfg_;
+  mismatch_log& log_;
+  std::vector<slot> slots_;
+  std::uint64_t serial_{0};
+  event_handle order_event_{};
+  actor_counts counts_{};
+};
+
+actor_counts sum_counts(std::vector<std::unique_ptr<actor>> const& actors)
+{
+  actor_counts t;
+  for (auto const& a : actors) {
+    actor_counts const& c = a->counts();
+    t.ops += c.ops;
+    t.typed_backend += c.typed_backend;
+    t.typed_oom += c.typed_oom;
+    t.misuse += c.misuse;
+    t.other += c.other;
+    t.host_checks += c.host_checks;
+    t.device_checks += c.device_checks;
+    t.writes += c.writes;
+    if (t.first_unexpected.empty()) { t.first_unexpected = c.first_unexpected; }
+  }
+  return t;
+}
+
+void sync_all(pool& p, std::vector<stream_handle> const& streams)
+{
+  for (stream_handle s : streams) { p.synchronize(s); }
+}
+
+/// Free all but 4 tensors per actor, re-check those, validate (also under TSan: see pool_valid).
+void trim_and_validate(pool& p, std::vector<std::unique_ptr<actor>>& actors, std::vector<stream_handle> const& streams)
+{
+  for (auto& a : actors) { a->keep_only(4); }
+  sync_all(p, streams);
+  for (auto& a : actors) { a->verify_all("check after trimming"); }
+  ASSERT_LE(p.stats().tensors, kTsanValidateMaxTensors);
+  EXPECT_TRUE(p.validate());
+}
+
+std::shared_ptr<sim_backend> make_backend(sim_clock_mode clock, std::size_t device)
+{
+  sim_options o;
+  o.clock = clock;
+  o.device_bytes = device;
+  o.memory = sim_memory_mode::real;
+  return std::make_shared<sim_backend>(o);
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. Integrity under stress
+// ---------------------------------------------------------------------------------------
+
+TEST(PoolStress, IntegrityEightThreads)
+{
+  watchdog const dog;
+  constexpr std::uint32_t kThreads = 8;
+  int const ops = stress_ops(25'000, 1'500);
+  auto be = make_backend(sim_clock_mode::wall, 64_MiB);
+  pool p{small_tiers(be, 1_MiB, 2_MiB, 32_MiB)};
+  std::vector<stream_handle> streams;
+  for (int i = 0; i < 4; ++i) { streams.push_back(p.create_stream()); }
+  mismatch_log log;
+  std::vector<std::unique_ptr<actor>> actors;
+  for (std::uint32_t th = 0; th < kThreads; ++th) {
+    actors.push_back(std::make_unique<actor>(p, be, streams, th, 1000 + th, workload_config{}, log));
+    actors.back()->populate();
+  }
+  std::size_t live = 0;
+  for (auto const& a : actors) { live += a->live_bytes(); }
+  EXPECT_GE(live, 8 * 1_MiB) << "the device tier should be a small fraction of the live bytes";
+
+  auto const t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (auto& a : actors) {
+    threads.emplace_back([&a, ops] { a->run(ops); });
+  }
+  for (auto& t : threads) { t.join(); }
+  sync_all(p, streams);
+  for (auto& a : actors) { a->verify_all("final check"); }
+  double const secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  actor_counts const c = sum_counts(actors);
+  EXPECT_EQ(log.count.load(), 0U) << log.describe();
+  EXPECT_EQ(c.misuse + c.other, 0U) << c.first_unexpected;
+  EXPECT_EQ(c.typed_backend, 0U) << "no faults are injected";
+  EXPECT_TRUE(pool_valid(p));
+
+  pool_stats const st = p.stats();
+  EXPECT_GT(st.bytes_h2d, 0U);
+  EXPECT_GT(st.bytes_d2h, 0U);
+  EXPECT_GT(st.copies_h2d, 0U);
+  EXPECT_GT(st.tiers[0].evictions, 0U);
+  EXPECT_GT(st.misses, 0U);
+  EXPECT_GT(st.hits, 0U);
+  EXPECT_GT(c.device_checks, 0U);
+  EXPECT_GT(c.host_checks, 0U);
+  std::size_t expect_tensors = 0;
+  std::size_t expect_bytes = 0;
+  for (auto const& a : actors) {
+    expect_tensors += a->live_tensors();
+    expect_bytes += a->live_bytes();
+  }
+  EXPECT_EQ(st.tensors, expect_tensors);
+  EXPECT_EQ(st.tensor_bytes, expect_bytes);
+  EXPECT_LE(st.tiers[0].used_bytes.current, static_cast<std::int64_t>(1_MiB));
+  // out_of_memory is legitimate only when eviction finds every victim busy (locked by
+  // another thread) or pinned; it must stay rare.
+  EXPECT_LT(c.typed_oom, c.ops / 100) << c.typed_oom << " out_of_memory in " << c.ops << " operations";
+  std::printf("[ stress   ] %u threads x %d ops in %.2fs: %llu host + %llu device checks, %llu writes, %llu OOM; "
+              "h2d %zu B (%llu copies), d2h %zu B (%llu copies), device evictions %llu (%llu clean)\n",
+              kThreads, ops, secs, static_cast<unsigned long long>(c.host_checks),
+              static_cast<unsigned long long>(c.device_checks), static_cast<unsigned long long>(c.writes),
+              static_cast<unsigned long long>(c.typed_oom), st.bytes_h2d, static_cast<unsigned long long>(st.copies_h2d),
+              st.bytes_d2h, static_cast<unsigned long long>(st.copies_d2h),
+              static_cast<unsigned long long>(st.tiers[0].evictions),
+              static_cast<unsigned long long>(st.tiers[0].evictions_clean));
+  trim_and_validate(p, actors, streams);
+  actors.clear();
+  sync_all(p, streams);
+  EXPECT_EQ(p.stats().tensors, 0U);
+  EXPECT_TRUE(pool_valid(p));
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. Reproducible on a virtual clock
+// ---------------------------------------------------------------------------------------
+
+struct run_figures {
+  std::vector<std::uint64_t> values;
+  std::vector<std::string> names;
+  void add(char const* name, std::uint64_t v)
+  {
+    names.emplace_back(name);
+    values.push_back(v);
+  }
+};
+
+run_figures seeded_virtual_run(std::uint64_t seed, int total_ops)
+{
+  constexpr std::uint32_t kActors = 8;
+  auto be = make_backend(sim_clock_mode::virtual_clock, 64_MiB);
+  run_figures f;
+  {
+    pool p{small_tiers(be, 1_MiB, 2_MiB, 32_MiB)};
+    std::vector<stream_handle> streams;
+    for (int i = 0; i < 3; ++i) { streams.push_back(p.create_stream()); }
+    mismatch_log log;
+    workload_config cfg;
+    cfg.tensors = 24;
+    cfg.virtual_time = true;
+    std::vector<std::unique_ptr<actor>> actors;
+    for (std::uint32_t a = 0; a < kActors; ++a) {
+      actors.push_back(std::make_unique<actor>(p, be, streams, a, seed * 100 + a, cfg, log));
+      actors.back()->populate();
+    }
+    std::mt19937_64 schedule(seed);
+    for (int k = 0; k < total_ops; ++k) { actors[schedule() % kActors]->step(); }
+    sync_all(p, streams);
+    for (auto& a : actors) { a->verify_all("final check"); }
+    actor_counts const c = sum_counts(actors);
+    EXPECT_EQ(log.count.load(), 0U) << log.describe();
+    EXPECT_EQ(c.misuse + c.other + c.typed_backend, 0U) << c.first_unexpected;
+    EXPECT_TRUE(pool_valid(p));
+
+    pool_stats const st = p.stats();
+    EXPECT_GT(st.tiers[0].evictions, 0U);
+    EXPECT_GT(st.bytes_h2d + st.bytes_d2h, 0U);
+    std::printf("[ virtual  ] seed %llu, %d ops: %llu host + %llu device checks, %llu writes, %llu OOM; virtual time %lld ns\n",
+                static_cast<unsigned long long>(seed), total_ops, static_cast<unsigned long long>(c.host_checks),
+                static_cast<unsigned long long>(c.device_checks), static_cast<unsigned long long>(c.writes),
+                static_cast<unsigned long long>(c.typed_oom), static_cast<long long>(be->now()));
+    f.add("virtual end time (ns)", static_cast<std::uint64_t>(be->now()));
+    for (stream_handle s : streams) { f.add("stream tail (ns)", static_cast<std::uint64_t>(be->stream_tail(s).value_or(0))); }
+    f.add("bytes_h2d", st.bytes_h2d);
+    f.add("bytes_d2h", st.bytes_d2h);
+    f.add("copies_h2d", st.copies_h2d);
+    f.add("copies_d2h", st.copies_d2h);
+    f.add("acquires", st.acquires);
+    f.add("hits", st.hits);
+    f.add("misses", st.misses);
+    f.add("prefetches", st.prefetches);
+    f.add("prefetch_hits", st.prefetch_hits);
+    f.add("prefetch_late", st.prefetch_late);
+    f.add("prefetch_wasted", st.prefetch_wasted);
+    f.add("tensors", st.tensors);
+    f.add("tensor_bytes", st.tensor_bytes);
+    for (tier_stats const& t : st.tiers) {
+      f.add("tier evictions", t.evictions);
+      f.add("tier evictions_clean", t.evictions_clean);
+      f.add("tier used_bytes.allocated", static_cast<std::uint64_t>(t.used_bytes.allocated));
+      f.add("tier used_bytes.peak", static_cast<std::uint64_t>(t.used_bytes.peak));
+      f.add("tier allocation_failures", t.allocation_failures);
+    }
+    f.add("out_of_memory", c.typed_oom);
+    f.add("host checks", c.host_checks);
+    f.add("device checks", c.device_checks);
+    for (sim_link l : {sim_link::h2d, sim_link::d2h, sim_link::d2d, sim_link::h2h}) {
+      f.add("link bytes", be->link_stats(l).bytes);
+      f.add("link busy_ns", static_cast<std::uint64_t>(be->link_stats(l).busy_ns));
+    }
+    f.add("backend calls", be->call_count(sim_call::any));
+    f.add("enqueued operations", be->enqueued_operations());
+    trim_and_validate(p, actors, streams);
+  actors.clear();
+  }
+  return f;
+}
+
+TEST(PoolStressVirtual, SeededRunIsReproducible)
+{
+  watchdog const dog;
+  int const ops = stress_ops(25'000, 3'000);
+  run_figures const a = seeded_virtual_run(7, ops);
+  run_figures const b = seeded_virtual_run(7, ops);
+  ASSERT_EQ(a.values.size(), b.values.size());
+  for (std::size_t i = 0; i < a.values.size(); ++i) {
+    EXPECT_EQ(a.values[i], b.values[i]) << a.names[i] << " (figure " << i << ") differs between two runs with seed 7";
+  }
+  EXPECT_GT(a.values[0], 0U) << "virtual time did not move";
+  // A different seed gives a different run (the figures are not trivially constant).
+  run_figures const c = seeded_virtual_run(8, std::max(ops / 10, 200));
+  EXPECT_NE(a.values, c.values);
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. Fault injection under load
+// ---------------------------------------------------------------------------------------
+
+class PoolStressFaults : public testing::TestWithParam<double> {};
+
+TEST_P(PoolStressFaults, TypedErrorsAndNoLostBytes)
+{
+  watchdog const dog;
+  double const rate = GetParam();
+  constexpr std::uint32_t kThreads = 3;
+  int const ops = stress_ops(10'000, 800);
+  auto be = make_backend(sim_clock_mode::wall, 64_MiB);
+  pool p{small_tiers(be, 512_KiB, 1_MiB, 16_MiB)};
+  std::vector<stream_handle> streams;
+  for (int i = 0; i < 3; ++i) { streams.push_back(p.create_stream()); }
+  mismatch_log log;
+  workload_config cfg;
+  cfg.tensors = 24;
+  cfg.min_bytes = 2_KiB;
+  cfg.max_bytes = 32_KiB;
+  cfg.verify_after_each_op = true;
+  std::vector<std::unique_ptr<actor>> actors;
+  for (std::uint32_t th = 0; th < kThreads; ++th) {
+    actors.push_back(std::make_unique<actor>(p, be, streams, th, 77 + th, cfg, log));
+    actors.back()->populate();
+  }
+  be->reset_call_counts();
+  be->set_faults({.seed = 0xF00D + static_cast<std::uint64_t>(rate * 1e4),
+                  .rules = {{.kind = sim_call::any, .probability = rate}}});
+  std::vector<std::thread> threads;
+  for (auto& a : actors) {
+    threads.emplace_back([&a, ops] { a->run(ops); });
+  }
+  for (auto& t : threads) { t.join(); }
+  std::uint64_t const injected = be->faults_injected();
+  be->clear_faults();
+  sync_all(p, streams);
+  for (auto& a : actors) { a->verify_all("final check with faults cleared"); }
+
+  actor_counts const c = sum_counts(actors);
+  EXPECT_GT(injected, 0U);
+  EXPECT_EQ(log.count.load(), 0U) << log.describe();
+  EXPECT_EQ(c.misuse, 0U) << "a fault surfaced as logic_error: " << c.first_unexpected;
+  EXPECT_EQ(c.other, 0U) << "a fault surfaced as an untyped exception: " << c.first_unexpected;
+  EXPECT_TRUE(pool_valid(p));
+  EXPECT_GT(c.host_checks, 0U);
+  std::printf("[ faults   ] rate %.3f: %llu calls, %llu faults injected -> %llu backend_error + %llu out_of_memory "
+              "(the rest absorbed by fallbacks), %llu checks\n",
+              rate, static_cast<unsigned long long>(be->call_count(sim_call::any)),
+              static_cast<unsigned long long>(injected), static_cast<unsigned long long>(c.typed_backend),
+              static_cast<unsigned long long>(c.typed_oom),
+              static_cast<unsigned long long>(c.host_checks + c.device_checks));
+  trim_and_validate(p, actors, streams);
+  actors.clear();
+  sync_all(p, streams);
+  EXPECT_TRUE(pool_valid(p));
+  EXPECT_EQ(p.stats().tensors, 0U);
+}
+
+INSTANTIATE_TEST_SUITE_P(Rates, PoolStressFaults, testing::Values(0.001, 0.01, 0.05),
+                         [](testing::TestParamInfo<double> const& pi) {
+                           return "permille_" + std::to_string(static_cast<int>(pi.param * 1000 + 0.5));
+                         });
+
+// ---------------------------------------------------------------------------------------
+// 4. Misuse under concurrency
+// ---------------------------------------------------------------------------------------
+
+/// A one-shot gate between two threads.
+class gate {
+ public:
+  void open()
+  {
+    {
+      std::lock_guard lock(m_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+  void wait()
+  {
+    std::unique_lock lock(m_);
+    cv_.wait(lock, [this] { return open_; });
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool open_{false};
+};
+
+void spin_for(std::chrono::microseconds d)
+{
+  auto const until = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < until) { std::this_thread::yield(); }
+}
+
+TEST(PoolStressMisuse, FreeOrDemoteWhileAnotherThreadHoldsLease)
+{
+  watchdog const dog;
+  int const rounds = TIERPOOL_STRESS_SANITIZED ? 60 : 300;
+  auto be = make_backend(sim_clock_mode::wall, 64_MiB);
+  pool p{small_tiers(be, 256_KiB, 512_KiB, 8_MiB)};
+  stream_handle const s = p.create_stream();
+  // Background tensors that the misuse must not disturb, and a thread churning them.
+  std::vector<tensor> bg;
+  for (std::uint64_t k = 0; k < 16; ++k) {
+    bg.push_back(p.allocate(32_KiB));
+    lease h = p.acquire_host(bg.back(), access_mode::write_discard);
+    put_pattern(h.data(), h.bytes(), 1'000'000 + k, 1);
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> bg_bad{0};
+  std::thread churn([&] {
+    stream_handle const cs = p.create_stream();
+    std::size_t k = 0;
+    while (!stop.load()) {
+      try {
+        { lease l = p.acquire(bg[k % bg.size()], access_mode::read, cs); }
+        p.synchronize(cs);
+        lease h = p.acquire_host(bg[k % bg.size()], access_mode::read);
+        if (first_mismatch(h.data(), h.bytes(), 1'000'000 + k % bg.size(), 1) != kNoMismatch) { ++bg_bad; }
+      } catch (out_of_memory const&) {
+      }
+      ++k;
+    }
+  });
+
+  std::uint64_t rejected_free = 0;
+  std::uint64_t rejected_demote = 0;
+  std::uint64_t early_free = 0;
+  std::atomic<std::uint64_t> bad_bytes{0};
+  for (int r = 0; r < rounds; ++r) {
+    auto const key = static_cast<std::uint64_t>(r);
+    tensor t = p.allocate(16_KiB + 256 * static_cast<std::size_t>(r % 16));
+    {
+      lease h = p.acquire_host(t, access_mode::write_discard);
+      put_pattern(h.data(), h.bytes(), key, 1);
+    }
+    gate leased;
+    std::atomic<bool> releasing{false};
+    int const mode = r % 3;
+    std::thread holder([&] {
+      lease l;
+      try {
+        l = mode == 0 ? p.acquire_host(t, access_mode::read)
+                      : p.acquire(t, mode == 1 ? access_mode::read : access_mode::read_write, s);
+      } catch (out_of_memory const&) {
+        l = p.acquire_host(t, access_mode::read);  // the churn pins device space: fall back
+      }
+      leased.open();  // from here on the main thread uses `t`; this thread only the lease
+      p.synchronize(s);  // a device lease's bytes are ready once its stream is
+      for (int k = 0; k < 3; ++k) {
+        if (first_mismatch(l.data(), l.bytes(), key, 1) != kNoMismatch) { ++bad_bytes; }
+        spin_for(std::chrono::microseconds(50 + 50 * (r % 4)));
+      }
+      releasing.store(true);
+      l.release();
+    });
+    leased.wait();
+    for (;;) {
+      try {
+        p.demote(t, tier_id{2});
+      } catch (logic_error const&) {
+        ++rejected_demote;
+      }
+      try {
+        p.free(t);
+        if (!releasing.load()) { ++early_free; }
+        break;
+      } catch (logic_error const& e) {
+        ++rejected_free;
+        bool const named = std::string(e.what()).find("live lease") != std::string::npos;
+        EXPECT_TRUE(named) << e.what();
+        EXPECT_TRUE(t.valid()) << "a rejected free emptied the handle: " << e.what();
+        if (!named || !t.valid()) { break; }  // (the holder is joined below either way)
+      }
+      std::this_thread::yield();
+    }
+    holder.join();
+    if (t.valid()) { p.free(t); }
+    EXPECT_THROW(p.free(t), logic_error);  // double free stays typed
+  }
+  stop.store(true);
+  churn.join();
+  EXPECT_EQ(early_free, 0U) << "free succeeded while another thread held a lease";
+  EXPECT_EQ(bad_bytes.load(), 0U) << "bytes under a lease changed while another thread tried to free them";
+  EXPECT_EQ(bg_bad.load(), 0U);
+  EXPECT_GT(rejected_free, 0U);
+  EXPECT_GT(rejected_demote, 0U);
+  EXPECT_EQ(p.stats().tensors, bg.size());
+  EXPECT_TRUE(pool_valid(p));
+  for (std::size_t k = 0; k < bg.size(); ++k) {
+    lease h = p.acquire_host(bg[k], access_mode::read);
+    EXPECT_EQ(first_mismatch(h.data(), h.bytes(), 1'000'000 + k, 1), kNoMismatch) << k;
+  }
+  p.synchronize(s);
+}
+
+TEST(PoolStressMisuse, HandleDestroyedWhileAnotherThreadHoldsLease)
+{
+  watchdog const dog;
+  int const rounds = TIERPOOL_STRESS_SANITIZED ? 60 : 300;
+  auto be = make_backend(sim_clock_mode::wall, 64_MiB);
+  pool p{small_tiers(be, 256_KiB, 512_KiB, 8_MiB)};
+  stream_handle const s = p.create_stream();
+  std::atomic<std::uint64_t> bad_bytes{0};
+  for (int r = 0; r < rounds; ++r) {
+    auto const key = static_cast<std::uint64_t>(r);
+    std::optional<tensor> t{p.allocate(8_KiB + 256 * static_cast<std::size_t>(r % 8))};
+    {
+      lease h = p.acquire_host(*t, access_mode::write_discard);
+      put_pattern(h.data(), h.bytes(), key, 1);
+    }
+    gate leased;
+    gate handle_gone;
+    std::thread holder([&] {
+      lease l = r % 2 == 0 ? p.acquire_host(*t, access_mode::read) : p.acquire(*t, access_mode::read, s);
+      leased.open();
+      if (r % 3 == 0) { handle_gone.wait(); }  // sometimes release strictly after the handle died
+      p.synchronize(s);
+      if (first_mismatch(l.data(), l.bytes(), key, 1) != kNoMismatch) { ++bad_bytes; }
+      l.release();
+    });
+    leased.wait();
+    t.reset();  // the handle dies while the other thread holds a lease: freed at its release
+    handle_gone.open();
+    holder.join();
+    ASSERT_EQ(p.stats().tensors, 0U) << "round " << r << ": the last release did not free the tensor";
+  }
+  EXPECT_EQ(bad_bytes.load(), 0U);
+  EXPECT_TRUE(pool_valid(p));
+  p.synchronize(s);
+}
+
+// close() racing with acquires on other threads: either close() throws logic_error (a lease
+// is live) or the acquire throws logic_error (the pool is closed); close() must never
+// succeed while a lease taken on another thread is live.
+//
+// Regression test for a bug found at 2ec1caa: close() checked each record's pins one
+// record after another and only then freed them all, so an acquire could pin an already
+// checked record and close() freed memory under its live lease. Fixed in f831925 (close()
+// holds every record lock from the check to the free).
+TEST(PoolStressMisuse, CloseRacingWithAcquireNeverFreesUnderALease)
+{
+  watchdog const dog;
+  int const rounds = TIERPOOL_STRESS_SANITIZED ? 10 : 40;
+  std::uint64_t violations = 0;
+  std::uint64_t rejected_close = 0;
+  std::uint64_t leases = 0;
+  for (int r = 0; r < rounds; ++r) {
+    auto be = make_backend(sim_clock_mode::wall, 64_MiB);
+    pool p{small_tiers(be, 1_MiB, 0, 8_MiB)};
+    std::vector<tensor> ts;
+    // close() checks each record in turn: many records widen the race. (Under TSan, close()
+    // may hold every record lock at once: stay under its deadlock detector's 64 locks.)
+    int const n = TIERPOOL_STRESS_TSAN ? static_cast<int>(kTsanValidateMaxTensors) : 2000;
+    for (int k = 0; k < n; ++k) { ts.push_back(p.allocate(256)); }
+    std::atomic<bool> close_done{false};
+    std::atomic<bool> in_close{false};
+    std::atomic<bool> started{false};
+    std::atomic<std::uint64_t> seen{0};
+    std::atomic<std::uint64_t> got{0};
+    std::thread user([&] {
+      std::mt19937 rng(static_cast<unsigned>(r));
+      for (;;) {
+        try {
+          lease l = p.acquire_host(ts[static_cast<std::size_t>(r) % 4], access_mode::read);
+          ++got;
+          started.store(true);
+          // Taken while a close() runs: hold it until that close() ends, then see how it ended.
+          while (in_close.load()) { std::this_thread::yield(); }
+          if (close_done.load()) { ++seen; }  // close() returned while this lease was live
+          l.release();
+        } catch (logic_error const&) {
+          if (close_done.load()) { return; }
+        }
+        spin_for(std::chrono::microseconds(rng() % 300));
+      }
+    });
+    while (!started.load()) { std::this_thread::yield(); }
+    for (;;) {
+      in_close.store(true);
+      try {
+        p.close();
+        close_done.store(true);
+        in_close.store(false);
+        break;
+      } catch (logic_error const&) {
+        ++rejected_close;
+      }
+      in_close.store(false);
+      spin_for(std::chrono::microseconds(20));
+    }
+    user.join();
+    violations += seen.load();
+    leases += got.load();
+    EXPECT_THROW((void)p.allocate(256), logic_error);
+  }
+  EXPECT_GT(leases, 0U);
+  EXPECT_EQ(violations, 0U) << "close() succeeded while another thread held a lease (" << rejected_close
+                            << " closes were rejected correctly)";
+}
+
+}  // namespace
+}  // namespace tierpool::test

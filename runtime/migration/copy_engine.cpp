@@ -165,6 +165,18 @@ bool pool_impl::order_after_use(stream_handle waiter, stream_use const& use, boo
   return true;
 }
 
+bool pool_impl::use_settled(stream_use const& use) noexcept
+{
+  stream_entry& se = *use.stream;
+  std::lock_guard lock(se.mtx);
+  for (std::size_t i = 0; i < se.count; ++i) {
+    stream_entry::mark const& m = se.marks[(se.first + i) % stream_entry::kMarks];
+    if (m.gen <= use.gen) { continue; }
+    return backend_->query_event(m.event) == status::ok;  // the oldest mark after the use
+  }
+  return false;  // no mark covers the use yet
+}
+
 void pool_impl::stream_wait_stream(stream_handle waiter, stream_handle source) noexcept
 {
   if (waiter == source) { return; }
@@ -486,13 +498,37 @@ void pool_impl::vacate_locked(tensor_record& rec, std::uint32_t k) noexcept
   // One event on the retire stream covers the copy that filled the block and every use;
   // when all of them are known complete (Note [Last-use marks]) the block is free at once.
   event_handle e{};
+  stream_handle lane = retire_;
   bool pending = false;
-  if (!ready_complete(s)) {
-    stream_wait_event_or_sync(retire_, s.ready);
+  // Fast path (Note [Vacating behind one copy stream]): the fill is done and only one of
+  // the pool's own copy streams may still use the block (an eviction's write-back): defer
+  // the free on an event recorded on that stream, not through the retire stream.
+  stream_entry* only = nullptr;
+  if (s.pins == 0 && ready_complete(s)) {
+    std::size_t open = 0;
+    for (stream_use const& u : s.users) {
+      if (!use_settled(u)) {
+        only = u.stream;
+        ++open;
+      }
+    }
+    if (open > 1 || (only != nullptr && !only->internal)) { only = nullptr; pending = true; }
+    if (open == 0) { s.users.clear(); }
+  } else {
     pending = true;
   }
-  for (stream_use const& u : s.users) { pending = order_after_use(retire_, u, s.pins == 0) || pending; }
-  if (pending) { e = record_or_sync(retire_); }
+  if (only != nullptr) {
+    e = record_or_sync(only->handle);  // after the write-back in stream order
+    if (e) { lane = only->handle; }
+  } else if (pending) {
+    pending = false;
+    if (!ready_complete(s)) {
+      stream_wait_event_or_sync(retire_, s.ready);
+      pending = true;
+    }
+    for (stream_use const& u : s.users) { pending = order_after_use(retire_, u, s.pins == 0) || pending; }
+    if (pending) { e = record_or_sync(retire_); }
+  }
   release_event(s.ready);
   {
     std::lock_guard tl(ts.mem->mutex());
@@ -500,7 +536,7 @@ void pool_impl::vacate_locked(tensor_record& rec, std::uint32_t k) noexcept
     ts.policy->on_erase(rec.id);
     try {
       if (e) {
-        ts.mem->deallocate_after(s.blk, e, retire_);
+        ts.mem->deallocate_after(s.blk, e, lane);
       } else {
         ts.mem->deallocate(s.blk);
       }

@@ -13,7 +13,7 @@
 //   makes in-order execution and blocking waits trivially correct, and the runtime
 //   creates few streams (caps().max_copy_streams = 16).
 //   Approach: the worker sleeps on the stream's condition variable when its queue is
-//   empty (no spinning); event waits sleep on one backend-wide condition variable that
+//   empty, after a bounded poll (Note [Bounded idle spin]); event waits sleep on one backend-wide condition variable that
 //   every record completion notifies.
 //   Limitations: a program creating thousands of streams gets thousands of threads.
 //
@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -66,6 +67,7 @@ struct wall_stream {
   std::deque<wall_op> queue;
   std::uint64_t enqueued{0};   // completed <= enqueued
   std::uint64_t completed{0};
+  std::atomic<std::uint64_t> posted{0};  // == enqueued; read without mtx by the idle spin
   bool stop{false};            // set once: drain the queue, then exit
   std::thread worker;
 };
@@ -350,16 +352,37 @@ class wall_timeline final : public sim_timeline {
         return status::out_of_memory;
       }
       ++st->enqueued;
+      st->posted.store(st->enqueued, std::memory_order_release);
     }
     st->cv.notify_all();
     return status::ok;
   }
 
+  // See Note [Bounded idle spin]: true if `ready()` turned true within the spin budget.
+  template <class Pred>
+  static bool spin_briefly(Pred ready) noexcept
+  {
+    auto const until = steady::now() + kIdleSpin;
+    for (;;) {
+      for (int i = 0; i < 64; ++i) {
+        if (ready()) { return true; }
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+      }
+      if (steady::now() >= until) { return ready(); }
+    }
+  }
+
   void run(wall_stream& st) noexcept
   {
+    std::uint64_t taken = 0;
     for (;;) {
       wall_op op;
       {
+        if (st.posted.load(std::memory_order_acquire) == taken) {
+          (void)spin_briefly([&] { return st.posted.load(std::memory_order_acquire) != taken; });
+        }
         std::unique_lock lock(st.mtx);
         st.cv.wait(lock, [&] { return st.stop || !st.queue.empty(); });
         if (st.queue.empty()) {
@@ -367,6 +390,7 @@ class wall_timeline final : public sim_timeline {
         }
         op = std::move(st.queue.front());
         st.queue.pop_front();
+        ++taken;
       }
       execute(op);
       {
@@ -421,6 +445,14 @@ class wall_timeline final : public sim_timeline {
       std::this_thread::sleep_until(epoch_ + std::chrono::nanoseconds(end));
     }
   }
+
+  // Note [Bounded idle spin]
+  //   A worker whose queue just ran dry polls it (pause loop, no lock) for at most
+  //   kIdleSpin before sleeping on its condition variable. A pool that waits for one copy
+  //   and then enqueues the next (eviction: write-back, then copy-in) finds the worker
+  //   still awake instead of paying a futex wake + reschedule per copy. Bounded: an idle
+  //   stream costs at most kIdleSpin of CPU after its last op, then sleeps as before.
+  static constexpr std::chrono::microseconds kIdleSpin{50};
 
   sim_links const links_;
   steady::time_point const epoch_;

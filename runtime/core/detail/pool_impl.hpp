@@ -288,6 +288,8 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   // ---- stream-ordering primitives (never throw; fall back to host waits) ----
   /// Make `waiter` wait for `use`; @return false when nothing was pending (no wait enqueued).
   bool order_after_use(stream_handle waiter, stream_use const& use, bool settled) noexcept;
+  /// True when a mark recorded after `use` on its stream has completed (no backend wait).
+  [[nodiscard]] bool use_settled(stream_use const& use) noexcept;
   void stream_wait_stream(stream_handle waiter, stream_handle source) noexcept;
   void stream_wait_event_or_sync(stream_handle waiter, event_handle e) noexcept;
   [[nodiscard]] event_handle record_or_sync(stream_handle s) noexcept;

@@ -54,6 +54,28 @@ TEST(Pool, EnvironmentOverridesDeviceBytesAndPolicy)
   EXPECT_EQ(p.stats().tiers[0].capacity_bytes, 2_MiB);
 }
 
+TEST(Pool, EnvironmentDeviceBytesSizesTheSimulatedDeviceThePoolBuilds)
+{
+  ::setenv("TIERPOOL_DEVICE_BYTES", "512MiB", 1);
+  pool_options o;
+  o.backend = backend_choice::sim;
+  o.notice = fallback_notice::silent;
+  pool p{o};
+  ::unsetenv("TIERPOOL_DEVICE_BYTES");
+  EXPECT_EQ(p.backend().caps().device_bytes, 512_MiB);
+  EXPECT_EQ(p.stats().tiers[0].capacity_bytes, 512_MiB);
+}
+
+TEST(Pool, DeviceTierIsClampedToTheDevice)
+{
+  pool_options o = small_tiers(make_sim(sim_clock_mode::wall, 4_MiB), 1_MiB);
+  o.read_environment = false;
+  o.tiers[0].capacity_bytes = 1_GiB;  // larger than the 4 MiB device
+  pool p{o};
+  EXPECT_EQ(p.stats().tiers[0].capacity_bytes, 4_MiB);
+  EXPECT_TRUE(p.validate());
+}
+
 TEST(Pool, EnvironmentSelectsSimBackend)
 {
   ::setenv("TIERPOOL_BACKEND", "sim", 1);

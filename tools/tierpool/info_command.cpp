@@ -18,6 +18,7 @@
 #include <tierpool/backend_factory.hpp>
 #include <tierpool/detail/parse.hpp>
 #include <tierpool/error.hpp>
+#include <tierpool/pool.hpp>
 #include <tierpool/topology.hpp>
 #include <tierpool/version.hpp>
 
@@ -29,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,8 +42,8 @@ namespace po = boost::program_options;
 namespace json = boost::json;
 using detail::format_byte_size;
 
-// One default tier as `tierpool info` derives it (the pool's own defaults follow the
-// same rules: DESIGN.md §3).
+// One tier this machine offers, as `tierpool info` derives it from the backend and the
+// topology (DESIGN.md §3); the pool's own defaults are printed separately.
 struct tier_row {
   tier_kind kind{tier_kind::device};
   std::uint64_t bytes{0};
@@ -57,7 +59,18 @@ struct info_report {
   std::size_t total_device_bytes{0};
   std::optional<topology> topo;
   std::vector<tier_row> tiers;
+  std::vector<tier_stats> pool_tiers;  // what a default-constructed pool builds here
 };
+
+// The tiers of `tierpool::pool{}` on this backend: built by the pool itself, so this
+// section can never disagree with what a program gets (environment variables included).
+std::vector<tier_stats> pool_default_tiers(backend& be)
+{
+  pool_options opts;
+  opts.backend_object = std::shared_ptr<backend>(&be, [](backend*) {});  // not owned
+  pool p(std::move(opts));
+  return p.stats().tiers;
+}
 
 std::vector<tier_row> default_tiers(backend_caps const& caps, std::size_t free_device, topology const& topo)
 {
@@ -136,7 +149,13 @@ void print_text(info_report const& r)
     std::printf("  node %u (L#%u): %s, %s\n", n.os_index, n.logical_index, format_byte_size(n.bytes).c_str(),
                 node_flags(n).c_str());
   }
-  std::printf("default tiers:\n");
+  std::printf("pool defaults (the tiers tierpool::pool{} builds here):\n");
+  for (std::size_t i = 0; i < r.pool_tiers.size(); ++i) {
+    auto const& t = r.pool_tiers[i];
+    std::printf("  %zu %-18s %12s  [%s]\n", i, t.name.c_str(), format_byte_size(t.capacity_bytes).c_str(),
+                std::string(to_string(t.kind)).c_str());
+  }
+  std::printf("tiers this machine offers (one per memory kind and NUMA node):\n");
   for (std::size_t i = 0; i < r.tiers.size(); ++i) {
     auto const& t = r.tiers[i];
     std::string name(to_string(t.kind));
@@ -196,6 +215,15 @@ void print_json(info_report const& r)
                                  {"source", t.note}});
   }
   out["tiers"] = std::move(tiers);
+  json::array pool_tiers;
+  for (std::size_t i = 0; i < r.pool_tiers.size(); ++i) {
+    auto const& t = r.pool_tiers[i];
+    pool_tiers.push_back(json::object{{"id", i},
+                                      {"name", t.name},
+                                      {"kind", to_string(t.kind)},
+                                      {"capacity_bytes", static_cast<std::uint64_t>(t.capacity_bytes)}});
+  }
+  out["pool_tiers"] = std::move(pool_tiers);
   std::cout << json::serialize(out) << '\n';
 }
 
@@ -231,15 +259,20 @@ int info_command(int argc, char** argv)
   }
 
   info_report r;
+  // As the pool does: TIERPOOL_DEVICE_BYTES also sizes a simulated device.
+  sim_options sim;
+  if (char const* v = std::getenv("TIERPOOL_DEVICE_BYTES"); v != nullptr && *v != '\0') {
+    sim.device_bytes = detail::parse_byte_size(v);
+  }
   // info prints the selection reason itself: no separate fallback line on stderr.
   if (vm.count("backend") != 0U) {
     auto const choice = parse_backend_choice(backend_name);  // logic_error lists valid names
     r.requested = std::string(to_string(choice));
-    r.selection = select_backend(choice, sim_options{}, device, fallback_notice::silent);
+    r.selection = select_backend(choice, sim, device, fallback_notice::silent);
   } else {
     auto const env = backend_choice_from_env();
     r.requested = env ? "TIERPOOL_BACKEND=" + std::string(to_string(*env)) : std::string("auto");
-    r.selection = select_backend_from_env(sim_options{}, device, fallback_notice::silent);
+    r.selection = select_backend_from_env(sim, device, fallback_notice::silent);
   }
   backend& be = *r.selection.backend;
   if (be.device_memory_info(&r.free_device_bytes, &r.total_device_bytes) != status::ok) {
@@ -250,6 +283,7 @@ int info_command(int argc, char** argv)
   topt.xml_file = topology_file;
   r.topo.emplace(topology::discover(topt));
   r.tiers = default_tiers(be.caps(), r.free_device_bytes, *r.topo);
+  r.pool_tiers = pool_default_tiers(be);
 
   if (vm.count("json") != 0U) {
     print_json(r);

@@ -73,19 +73,6 @@ bool device_accessible(tier_kind k) noexcept { return k == tier_kind::device || 
 
 pool_impl::pool_impl(pool_options options)
 {
-  // Backend: given, or chosen (TIERPOOL_BACKEND overrides options.backend).
-  if (options.backend_object) {
-    backend_ = options.backend_object;
-    backend_reason_ = "given by pool_options::backend_object";
-  } else {
-    backend_selection sel = options.read_environment
-                              ? select_backend_from_env(options.sim, options.device, options.notice, options.backend)
-                              : select_backend(options.backend, options.sim, options.device, options.notice);
-    backend_ = std::shared_ptr<tierpool::backend>(std::move(sel.backend));
-    backend_reason_ = std::move(sel.reason);
-  }
-  backend_caps const& caps = backend_->caps();
-
   // Environment overrides. Rule (pool_options.hpp, docs/chapters/tiers.md): with
   // read_environment a set TIERPOOL_* variable always wins over the options, explicit or
   // default (like CUDA_VISIBLE_DEVICES); read_environment = false ignores them all.
@@ -98,12 +85,27 @@ pool_impl::pool_impl(pool_options options)
       } catch (logic_error const& e) {
         throw logic_error(std::string("TIERPOOL_DEVICE_BYTES: ") + e.what());
       }
+      // A simulated device the pool builds itself is exactly as large as asked.
+      options.sim.device_bytes = *env_device_bytes;
     }
     if (char const* v = env("TIERPOOL_POLICY")) {
       env_policy = v;
       options.policy = v;
     }
   }
+
+  // Backend: given, or chosen (TIERPOOL_BACKEND overrides options.backend).
+  if (options.backend_object) {
+    backend_ = options.backend_object;
+    backend_reason_ = "given by pool_options::backend_object";
+  } else {
+    backend_selection sel = options.read_environment
+                              ? select_backend_from_env(options.sim, options.device, options.notice, options.backend)
+                              : select_backend(options.backend, options.sim, options.device, options.notice);
+    backend_ = std::shared_ptr<tierpool::backend>(std::move(sel.backend));
+    backend_reason_ = std::move(sel.reason);
+  }
+  backend_caps const& caps = backend_->caps();
 
   // Default tiers: device, pinned_host (2x device), host (half the physical memory).
   std::size_t device_default = env_device_bytes.value_or(caps.device_bytes);
@@ -142,6 +144,8 @@ pool_impl::pool_impl(pool_options options)
         case tier_kind::host: cap = host_memory_share(); break;
       }
     }
+    // A device tier never exceeds the device: past it the backend fails every allocation.
+    if (to.kind == tier_kind::device && caps.device_bytes != 0) { cap = std::min(cap, caps.device_bytes); }
     if (to.kind == tier_kind::device && device_cap_seen == 0) { device_cap_seen = cap; }
     TIERPOOL_EXPECTS(cap >= 256, "pool_options::tiers[" + std::to_string(i) + "] (" + std::string(to_string(to.kind)) +
                                    "): capacity is 0 or below 256 bytes (for managed: the backend has no managed memory)");

@@ -698,13 +698,7 @@ void pool_impl::close()
 {
   std::lock_guard cl(close_mtx_);
   if (closed_.load(std::memory_order_acquire)) { return; }
-  std::vector<std::shared_ptr<tensor_record>> recs;
-  {
-    std::lock_guard lock(table_mtx_);
-    recs.reserve(table_.size());
-    for (auto const& [id, rec] : table_) { recs.push_back(rec); }
-  }
-  std::sort(recs.begin(), recs.end(), [](auto const& a, auto const& b) { return a->id < b->id; });
+  std::vector<std::shared_ptr<tensor_record>> const recs = records_by_id();
   // Every record stays locked from the lease check to its free (id order, as validate()):
   // an acquire racing with close() either pinned before the check (close throws) or sees
   // the record freed afterwards (it throws), never a lease on freed memory.

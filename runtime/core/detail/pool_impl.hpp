@@ -242,6 +242,9 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   [[nodiscard]] std::string summary() const;
   [[nodiscard]] std::string summary_json() const;
   [[nodiscard]] bool validate() const;
+  /// Every live record, in id order (the order in which several records may be locked;
+  /// see Note [Lock order of the pool]).
+  [[nodiscard]] std::vector<std::shared_ptr<tensor_record>> records_by_id() const;
 
   [[nodiscard]] tierpool::backend& get_backend() const noexcept { return *backend_; }
   [[nodiscard]] std::string const& backend_reason() const noexcept { return backend_reason_; }

@@ -169,7 +169,7 @@ std::string pool_impl::summary_json() const
   return boost::json::serialize(root);
 }
 
-bool pool_impl::validate() const
+std::vector<std::shared_ptr<tensor_record>> pool_impl::records_by_id() const
 {
   std::vector<std::shared_ptr<tensor_record>> recs;
   {
@@ -178,6 +178,12 @@ bool pool_impl::validate() const
     for (auto const& [id, rec] : table_) { recs.push_back(rec); }
   }
   std::sort(recs.begin(), recs.end(), [](auto const& a, auto const& b) { return a->id < b->id; });
+  return recs;
+}
+
+bool pool_impl::validate() const
+{
+  std::vector<std::shared_ptr<tensor_record>> const recs = records_by_id();
   std::vector<std::unique_lock<std::mutex>> rlocks;
   rlocks.reserve(recs.size());
   for (auto const& r : recs) { rlocks.emplace_back(r->mtx); }  // id order: see Note [Lock order of the pool]

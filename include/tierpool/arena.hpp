@@ -231,6 +231,7 @@ class TIERPOOL_EXPORT arena {
   allocation take_at(std::uint32_t b, std::uint64_t offset, std::uint64_t size) noexcept;
   allocation take_placed(std::uint32_t b, std::uint64_t size) noexcept;
   allocation mark_used(std::uint32_t b) noexcept;
+  std::uint32_t split_at(std::uint32_t b, std::uint64_t at) noexcept;
   void split_free_left(std::uint32_t b, std::uint64_t left) noexcept;
   void split_free_right(std::uint32_t b, std::uint64_t keep) noexcept;
   [[nodiscard]] std::uint32_t find_fit(std::uint64_t size) const noexcept;

@@ -533,40 +533,35 @@ TIERPOOL_ARENA_HOT arena::allocation arena::mark_used(std::uint32_t b) noexcept
 // because GCC turns a plain ?: back into a branch. The remaining mispredictions are
 // mostly the coalescing tests in free_block and the own-bin "does the head fit" test.
 
-// Split block b (off the free lists) after `left` bytes: b keeps [offset, offset + left)
-// and goes on its free list; a new node takes the rest (the caller's block).
-TIERPOOL_ARENA_HOT void arena::split_free_left(std::uint32_t b, std::uint64_t left) noexcept
+// Split block b (off the free lists) after `at` bytes: b keeps [offset, offset + at) and a
+// new node, returned, takes the rest. Neither piece is put on a free list here.
+TIERPOOL_ARENA_HOT std::uint32_t arena::split_at(std::uint32_t b, std::uint64_t at) noexcept
 {
   std::uint32_t const n = new_node();
   node& l = nodes_[b];
   node& r = nodes_[n];
-  r.offset = l.offset + left;
-  r.size = l.size - left;
+  r.offset = l.offset + at;
+  r.size = l.size - at;
   r.region = l.region;
   r.prev_phys = b;
   r.next_phys = l.next_phys;
   if (l.next_phys != none) { nodes_[l.next_phys].prev_phys = n; }
   l.next_phys = n;
-  l.size = left;
+  l.size = at;
+  return n;
+}
+
+// b keeps the first `left` bytes and stays free; the rest (the caller's block) is new.
+TIERPOOL_ARENA_HOT void arena::split_free_left(std::uint32_t b, std::uint64_t left) noexcept
+{
+  (void)split_at(b, left);
   insert_free(b);
 }
 
-// Split block b (off the free lists) after `keep` bytes: b keeps [offset, offset + keep)
-// (the caller's block); a new node takes the rest and goes on its free list.
+// b keeps the first `keep` bytes (the caller's block); the rest is new and free.
 TIERPOOL_ARENA_HOT void arena::split_free_right(std::uint32_t b, std::uint64_t keep) noexcept
 {
-  std::uint32_t const t = new_node();
-  node& l = nodes_[b];
-  node& r = nodes_[t];
-  r.offset = l.offset + keep;
-  r.size = l.size - keep;
-  r.region = l.region;
-  r.prev_phys = b;
-  r.next_phys = l.next_phys;
-  if (l.next_phys != none) { nodes_[l.next_phys].prev_phys = t; }
-  l.next_phys = t;
-  l.size = keep;
-  insert_free(t);
+  insert_free(split_at(b, keep));
 }
 
 

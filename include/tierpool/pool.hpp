@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -214,6 +215,19 @@ class TIERPOOL_EXPORT pool {
    *         into `to` cannot be made (the tensor is unchanged then).
    */
   void demote(tensor const& t, tier_id to);
+
+  /**
+   * @brief Give the eviction policies a forecast of `t`'s next use (Belady's MIN needs one;
+   *        `tierpool replay` passes the trace's true next use before every access).
+   *
+   * The value is in any unit that grows with time (the replay uses the index of the next
+   * access event); policies only compare forecasts. `no_next_use` means "never used
+   * again"; `std::nullopt` withdraws the forecast. The policy of each tier sees it from the
+   * tensor's next insert or access on (tensor_view::next_use), so call it before acquire().
+   * Thread safety: safe concurrently with any other call; one atomic store.
+   * @throws tierpool::logic_error for an empty or foreign tensor.
+   */
+  void set_next_use(tensor const& t, std::optional<tick> next_use);
 
   /**
    * @brief Free `t` now (stream-ordered); `t` becomes empty. Same as destroying the handle,

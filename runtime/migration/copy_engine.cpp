@@ -280,6 +280,7 @@ void pool_impl::drain_accesses_locked(tier_state& ts) noexcept
     v.last_access = now;
     v.access_count = e.access_count;
     v.write_access = e.write;
+    v.next_use = forecast_of(e.next_use);
     ts.policy->on_access(v);
   }
   ts.acc_drain.clear();
@@ -296,6 +297,7 @@ void pool_impl::insert_into_policy(tensor_record& rec, std::uint32_t k, bool wri
   v.access_count = ++rec.access_count;
   v.pinned = rec.slots[k].pins != 0;
   v.write_access = write;
+  v.next_use = forecast_of(rec.next_use.load(std::memory_order_relaxed));
   std::lock_guard tl(ts.mem->mutex());
   drain_accesses_locked(ts);
   ts.policy->on_insert(v);
@@ -313,11 +315,12 @@ void pool_impl::note_access(tensor_record& rec, std::uint32_t k, bool write) noe
     access_event& e = sh.events[sh.count - 1];
     e.access_count = count;
     e.write = e.write || write;
+    e.next_use = rec.next_use.load(std::memory_order_relaxed);
     sh.unlock();
     return;
   }
   if (sh.count < access_shard::kCap) {
-    sh.events[sh.count++] = access_event{rec.id, rec.bytes, count, write};
+    sh.events[sh.count++] = access_event{rec.id, rec.bytes, count, write, rec.next_use.load(std::memory_order_relaxed)};
     if (sh.count == 1) { ts.acc_nonempty.fetch_or(std::uint64_t{1} << i, std::memory_order_release); }
     sh.unlock();
     return;
@@ -330,7 +333,7 @@ void pool_impl::note_access(tensor_record& rec, std::uint32_t k, bool write) noe
     if (sh.count < access_shard::kCap) { break; }
     sh.unlock();
   }
-  sh.events[sh.count++] = access_event{rec.id, rec.bytes, count, write};
+  sh.events[sh.count++] = access_event{rec.id, rec.bytes, count, write, rec.next_use.load(std::memory_order_relaxed)};
   ts.acc_nonempty.fetch_or(std::uint64_t{1} << i, std::memory_order_release);
   sh.unlock();
 }
@@ -455,7 +458,11 @@ pool_impl::fill_result pool_impl::ensure_valid_locked(tensor_record& rec, std::u
     }
   }
   dst.state = copy_state::valid;
-  if (fresh) { insert_into_policy(rec, k, access != access_mode::read); }
+  if (fresh) {
+    insert_into_policy(rec, k, access != access_mode::read);
+  } else {
+    note_access(rec, k, access != access_mode::read);  // a stale copy refreshed: the policy knows it, this is a use
+  }
   return fill_result::filled;
 }
 

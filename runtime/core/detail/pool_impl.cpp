@@ -356,6 +356,7 @@ lease pool_impl::make_lease(tensor_record& rec, std::uint32_t k, access_mode acc
   l.host_ = host;
   l.tier_ = k;
   pin_locked(rec, k);
+  if (access != access_mode::read) { ++rec.write_pins; }
   return l;
 }
 
@@ -452,6 +453,14 @@ lease pool_impl::acquire_host(tensor const& t, access_mode access)
 // prefetch, demote
 // ---------------------------------------------------------------------------------------
 
+void pool_impl::set_next_use(tensor const& t, std::optional<tick> next_use)
+{
+  tensor_record& rec = checked_record(t, "set_next_use");
+  tick v = next_use.value_or(kNoForecast);
+  if (next_use && v == kNoForecast) { v = kNoForecast - 1; }  // keep the sentinel free (a forecast 2^64-2 ticks away)
+  rec.next_use.store(v, std::memory_order_relaxed);
+}
+
 void pool_impl::prefetch(tensor const& t, tier_id to)
 {
   tensor_record& rec = checked_record(t, "prefetch");
@@ -461,6 +470,12 @@ void pool_impl::prefetch(tensor const& t, tier_id to)
   record_lock rl(rec);
   TIERPOOL_EXPECTS(!rec.freed, "pool::prefetch: the tensor was freed");
   if (rec.slots[k].state == copy_state::valid || rec.prefetch_queued) { return; }  // resident, in flight, queued
+  // A live write lease may be changing the bytes (on the host, or on a stream after the
+  // copy would run): a copy now would snapshot them half-written. Nothing to prefetch.
+  if (rec.write_pins != 0) {
+    prefetch_dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   // Never blocks the host: placement without waiting (completed frees, arena, grow, one
   // stream-ordered eviction round); when room can only be made by waiting, the request
   // is queued and served by later pool calls. A hint: errors do nothing.
@@ -524,7 +539,8 @@ void pool_impl::serve_prefetches() noexcept
     }
     record_lock rl(*rec, std::try_to_lock);
     if (!rl.owns()) { break; }  // busy: try again at a later call
-    if (rec->freed || rec->slots[req.tier].state == copy_state::valid) {  // freed, or resident by now
+    if (rec->freed || rec->slots[req.tier].state == copy_state::valid ||
+        rec->write_pins != 0) {  // freed, resident by now, or being written (see prefetch())
       rec->prefetch_queued = false;
       remove(req.seq);
       prefetch_dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -635,6 +651,7 @@ void pool_impl::release(lease& l) noexcept
       }
     }
     unpin_locked(rec, l.tier_);
+    if (l.access_ != access_mode::read) { --rec.write_pins; }
     if (rec.pins == 0 && rec.free_when_unpinned && !rec.freed) { free_slots_locked(rec); }
     if (rec.pins == 0) {
       keep_alive = std::move(rec.keep_alive);

@@ -113,12 +113,22 @@ inline void bump(std::atomic<T>& c, T d, std::size_t shard) noexcept
   }
 }
 
+/// @brief tensor_record::next_use value meaning "no forecast" (tensor_view::next_use empty).
+inline constexpr tick kNoForecast = no_next_use - 1;
+
+/// @brief tensor_view::next_use for a stored forecast.
+[[nodiscard]] inline std::optional<tick> forecast_of(tick v) noexcept
+{
+  return v == kNoForecast ? std::nullopt : std::optional<tick>{v};
+}
+
 /// @brief One buffered hit (a policy access event, stamped with a tick when drained).
 struct access_event {
   tensor_id id{};
   std::size_t bytes{0};
   std::uint32_t access_count{0};
   bool write{false};
+  tick next_use{0};  ///< the record's forecast when buffered (kNoForecast: none)
 };
 
 /// @brief A shard's buffer of hits of one tier: a tiny spin lock, taken by its own
@@ -157,7 +167,9 @@ struct alignas(128) tensor_record {
   tensor_options opts{};          ///< constant
   std::vector<copy_slot> slots;   ///< one per tier; invariant: >= 1 valid while live
   std::uint32_t pins{0};          ///< == SUM(slots[k].pins)
+  std::uint32_t write_pins{0};    ///< live leases that may write (no copy may read it meanwhile)
   std::uint32_t access_count{0};
+  std::atomic<tick> next_use{kNoForecast};  ///< pool::set_next_use (any thread, relaxed)
   bool freed{false};              ///< freed (or the pool closed): every slot absent
   bool free_when_unpinned{false}; ///< the handle died while leased: the last release frees it
   bool prefetched{false};         ///< a prefetch copied it in and no acquire used it yet
@@ -224,6 +236,7 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   lease acquire(tensor const& t, access_mode access, stream_handle stream);
   lease acquire_host(tensor const& t, access_mode access);
   void prefetch(tensor const& t, tier_id to);
+  void set_next_use(tensor const& t, std::optional<tick> next_use);
   void demote(tensor const& t, tier_id to);
   void free(tensor& t);
   void free_handle(tensor& t) noexcept;  ///< the handle's destructor

@@ -28,6 +28,7 @@ struct stat {
 struct tier_stats {
   std::string name;                  ///< tier name
   tier_kind kind{tier_kind::device};
+  int numa_node{-1};                 ///< NUMA node the tier is bound to; -1: none
   std::size_t capacity_bytes{0};     ///< SUM: budget of the tier
   std::size_t reserved_bytes{0};     ///< SUM: chunks obtained from the backend
   stat used_bytes{};                 ///< SUM: bytes of live copies in the tier
@@ -69,6 +70,11 @@ struct pool_stats {
   /// COUNT: prefetch requests dropped unserved: queue full, or when served the tensor was
   /// freed or already resident (e.g. an acquire copied it in first), or the copy failed
   std::uint64_t prefetch_dropped{0};
+  /// COUNT: managed copies used in place by acquire whose pages were steered to the device
+  /// (cudaMemPrefetchAsync on the lease's stream) instead of copied into a device tier
+  std::uint64_t managed_prefetches{0};
+  /// SUM: bytes of those managed ranges (they migrate over the link; not in bytes_h2d)
+  std::size_t managed_prefetch_bytes{0};
   /// SUM: host time blocked inside pool calls: waits for deferred frees in the OOM ladder,
   /// acquire_host's wait for its copy, pool::synchronize, and fallback waits after failed
   /// event calls. prefetch() never waits.

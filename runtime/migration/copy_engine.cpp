@@ -397,6 +397,7 @@ status pool_impl::copy_locked(tensor_record& rec, std::uint32_t from, std::uint3
   release_event(dst.ready);
   dst.ready = e;
   dst.users.clear();  // covered by `ready`: the copy waited for them
+  dst.pages_on_device = false;  // managed: where a copy leaves the pages is not ours to assume
   if (stream_entry* ce = find_stream(c)) {
     try {
       add_use(src, *ce, ce->gen.load(std::memory_order_seq_cst));  // stamped after the enqueue

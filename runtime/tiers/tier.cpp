@@ -218,6 +218,14 @@ void tier::grow(std::size_t need, tier_alloc_report& report)
     return;
   }
   TIERPOOL_ASSERT(reinterpret_cast<std::uintptr_t>(p) % base_align_ == 0);
+  if (config_.kind == tier_kind::managed && backend_->caps().has_managed_prefetch) {
+    // Map the chunk into the device's page tables, so that device access to pages living
+    // on the host neither faults nor migrates them behind the pool's back (a hint: the
+    // pool steers pages itself with prefetch_async; a failure changes nothing).
+    memory_location dev{};
+    dev.kind = tier_kind::device;
+    (void)backend_->advise(p, size, mem_advice::set_accessed_by, dev);
+  }
   try {
     [[maybe_unused]] std::uint32_t const r = arena_.add_region(size);
     TIERPOOL_ASSERT(r == chunks_.size());

@@ -6,12 +6,14 @@
 // prefetch, demote, statistics, out-of-memory diagnoses, and a multi-threaded stress
 // test. Every tensor's bytes are checked against a pattern derived from (id, version)
 // after each cycle, and validate() runs after each step.
+#include "support/scoped_env.hpp"
 #include "unit/pool_test_util.hpp"
 
 #include <gtest/gtest.h>
 
 #include <tierpool/policy.hpp>
 #include <tierpool/pool.hpp>
+#include <tierpool/topology.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -827,6 +829,172 @@ TEST(PoolForecast, SetNextUseReachesThePolicyAndARefusalIsATypedError)
   EXPECT_EQ(first[2], std::nullopt);
   tensor empty;
   EXPECT_THROW(p.set_next_use(empty, tick{1}), logic_error);
+}
+
+}  // namespace tierpool::test
+
+namespace tierpool::test {
+namespace {
+
+// device 1 MiB, managed 4 MiB, host 16 MiB.
+pool_options managed_tiers(std::shared_ptr<sim_backend>& be)
+{
+  sim_options so;
+  so.device_bytes = 64_MiB;
+  so.managed_bytes = 8_MiB;
+  so.memory = sim_memory_mode::real;
+  be = std::make_shared<sim_backend>(so);
+  pool_options o;
+  o.backend_object = be;
+  o.read_environment = false;
+  o.tiers.push_back({.kind = tier_kind::device, .capacity_bytes = 1_MiB, .chunk_bytes = 1_MiB});
+  o.tiers.push_back({.kind = tier_kind::managed, .capacity_bytes = 4_MiB, .chunk_bytes = 4_MiB});
+  o.tiers.push_back({.kind = tier_kind::host, .capacity_bytes = 16_MiB, .chunk_bytes = 4_MiB});
+  return o;
+}
+
+}  // namespace
+
+// A tensor whose valid copy is in the managed tier is used in place: the lease gets the
+// managed pointer (no copy into the device tier) and its pages are steered to the device
+// once, on the lease's stream; a host access sends them back.
+TEST(PoolManaged, LeaseGetsTheManagedPointerAndPagesAreSteered)
+{
+  std::shared_ptr<sim_backend> be;
+  pool p{managed_tiers(be)};
+  stream_handle s = p.create_stream();
+  tensor t = p.allocate(256_KiB, {.name = "m", .preferred_tier = tier_id{1}});
+  void* managed_ptr = nullptr;
+  {
+    lease h = p.acquire_host(t, access_mode::write_discard);  // managed is host-accessible
+    write_pattern(h.data(), h.bytes(), 3, 1);
+    managed_ptr = h.data();
+  }
+  std::uint64_t const copies = be->call_count(sim_call::copy);
+  std::uint64_t const prefetches = be->call_count(sim_call::prefetch);
+  {
+    lease l = p.acquire(t, access_mode::read, s);
+    EXPECT_EQ(l.data(), managed_ptr);
+  }
+  {
+    lease l = p.acquire(t, access_mode::read, s);  // pages already steered: no second prefetch
+    EXPECT_EQ(l.data(), managed_ptr);
+  }
+  EXPECT_EQ(be->call_count(sim_call::copy), copies) << "a managed copy is used in place";
+  EXPECT_EQ(be->call_count(sim_call::prefetch), prefetches + 1);
+  EXPECT_EQ(p.stats().managed_prefetches, 1U);
+  EXPECT_EQ(p.stats().managed_prefetch_bytes, 256_KiB);
+  EXPECT_EQ(p.stats().tiers[0].resident_tensors, 0U);
+  EXPECT_TRUE(check(p, t, 3, 1));  // the host touches the pages
+  { lease l = p.acquire(t, access_mode::read, s); }
+  EXPECT_EQ(p.stats().managed_prefetches, 2U);
+  p.synchronize(s);
+  EXPECT_TRUE(p.validate());
+}
+
+// Device work on a managed copy may still be writing when acquire_host comes: the host
+// waits for it (a host-accessible copy that device work uses in place).
+TEST(PoolManaged, AcquireHostWaitsForDeviceWritesInPlace)
+{
+  std::shared_ptr<sim_backend> be;
+  pool p{managed_tiers(be)};
+  stream_handle s = p.create_stream();
+  tensor t = p.allocate(256_KiB, {.preferred_tier = tier_id{1}});
+  fill(p, t, 5, 1);
+  stream_gate gate;
+  ASSERT_EQ(p.backend().launch_host_func(s, &stream_gate::run, &gate), status::ok);
+  std::vector<std::unique_ptr<modify_job>> jobs;
+  ASSERT_EQ(modify_on_stream(p, t, s, 5, 2, jobs), status::ok);  // runs after the gate
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    gate.open = true;
+  });
+  EXPECT_TRUE(check(p, t, 5, 2)) << "acquire_host returned before the device write";
+  opener.join();
+  p.synchronize(s);
+  EXPECT_TRUE(p.validate());
+}
+
+// Eviction from the device tier lands in the managed tier below it; the bytes survive.
+TEST(PoolManaged, DeviceEvictionsGoToManagedAndComeBack)
+{
+  std::shared_ptr<sim_backend> be;
+  pool p{managed_tiers(be)};
+  stream_handle s = p.create_stream();
+  std::vector<std::unique_ptr<modify_job>> jobs;
+  std::vector<tensor> ts;
+  for (std::uint64_t i = 0; i < 8; ++i) {  // 8 x 256 KiB: twice the device tier
+    ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{0}}));
+    fill(p, ts.back(), i, 1);
+  }
+  for (int round = 0; round < 3; ++round) {
+    for (std::uint64_t i = 0; i < 8; ++i) {
+      ASSERT_EQ(modify_on_stream(p, ts[i], s, i, static_cast<std::uint32_t>(round + 2), jobs), status::ok);
+    }
+  }
+  p.synchronize(s);
+  for (std::uint64_t i = 0; i < 8; ++i) { EXPECT_TRUE(check(p, ts[i], i, 4)) << i; }
+  pool_stats const st = p.stats();
+  EXPECT_GT(st.tiers[0].evictions, 0U);
+  EXPECT_GT(st.misses, 8U) << "evicted tensors come back into the device tier";
+  EXPECT_EQ(st.managed_prefetches, 0U) << "only tensors placed in the managed tier are used in place";
+  EXPECT_TRUE(p.validate());
+}
+
+}  // namespace tierpool::test
+
+namespace tierpool::test {
+
+// A CPU-less (CXL) NUMA node becomes a far host tier below DRAM in the default tiers.
+TEST(PoolNuma, DefaultTiersAddAFarHostTierPerFarNode)
+{
+  scoped_env xml("HWLOC_XMLFILE", TIERPOOL_TEST_FIXTURES "/two_sockets_cxl.xml");
+  auto be = make_sim(sim_clock_mode::wall, 8_MiB);
+  pool_options o;
+  o.backend_object = be;
+  o.read_environment = false;
+  pool p{o};
+  ASSERT_EQ(p.tier_count(), 4U);
+  pool_stats const st = p.stats();
+  EXPECT_EQ(st.tiers[2].kind, tier_kind::host);
+  EXPECT_EQ(st.tiers[2].numa_node, -1);
+  EXPECT_EQ(st.tiers[3].kind, tier_kind::host);
+  EXPECT_EQ(st.tiers[3].numa_node, 2);
+  EXPECT_EQ(st.tiers[3].name, "far host (node 2, CXL-DRAM)");
+  topology const topo = topology::discover();
+  ASSERT_NE(topo.find_node(2), nullptr);
+  EXPECT_EQ(st.tiers[3].capacity_bytes, topo.find_node(2)->bytes / 2);
+}
+
+// Tiers bound to NUMA nodes, end to end: evictions cascade device -> DRAM host -> far host
+// and every byte comes back.
+TEST(PoolNuma, EvictionsCascadeIntoTheFarTier)
+{
+  auto be = make_sim();
+  pool_options o;
+  o.backend_object = be;
+  o.read_environment = false;
+  o.tiers.push_back({.kind = tier_kind::device, .capacity_bytes = 1_MiB, .chunk_bytes = 1_MiB});
+  o.tiers.push_back({.kind = tier_kind::host, .numa_node = 0, .capacity_bytes = 2_MiB, .chunk_bytes = 1_MiB});
+  o.tiers.push_back({.kind = tier_kind::host, .numa_node = 2, .capacity_bytes = 16_MiB, .chunk_bytes = 4_MiB,
+                     .name = "far"});
+  pool p{o};
+  stream_handle s = p.create_stream();
+  std::vector<std::unique_ptr<modify_job>> jobs;
+  std::vector<tensor> ts;
+  for (std::uint64_t i = 0; i < 16; ++i) {  // 4 MiB: beyond device + DRAM tiers
+    ts.push_back(p.allocate(256_KiB));
+    fill(p, ts.back(), i, 1);
+  }
+  for (std::uint64_t i = 0; i < 16; ++i) { ASSERT_EQ(modify_on_stream(p, ts[i], s, i, 2, jobs), status::ok); }
+  p.synchronize(s);
+  pool_stats const st = p.stats();
+  EXPECT_EQ(st.tiers[2].name, "far");
+  EXPECT_EQ(st.tiers[2].numa_node, 2);
+  EXPECT_GT(st.tiers[2].resident_tensors, 0U);
+  EXPECT_GT(st.tiers[1].evictions, 0U) << "the DRAM tier spilled into the far tier";
+  for (std::uint64_t i = 0; i < 16; ++i) { EXPECT_TRUE(check(p, ts[i], i, 2)) << i; }
+  EXPECT_TRUE(p.validate());
 }
 
 }  // namespace tierpool::test

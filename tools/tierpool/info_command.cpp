@@ -150,10 +150,13 @@ void print_text(info_report const& r)
                 node_flags(n).c_str());
   }
   std::printf("pool defaults (the tiers tierpool::pool{} builds here):\n");
+  int width = 18;
+  for (auto const& t : r.pool_tiers) { width = std::max(width, static_cast<int>(t.name.size())); }
   for (std::size_t i = 0; i < r.pool_tiers.size(); ++i) {
     auto const& t = r.pool_tiers[i];
-    std::printf("  %zu %-18s %12s  [%s]\n", i, t.name.c_str(), format_byte_size(t.capacity_bytes).c_str(),
-                std::string(to_string(t.kind)).c_str());
+    std::printf("  %zu %-*s %12s  [%s%s]\n", i, width, t.name.c_str(), format_byte_size(t.capacity_bytes).c_str(),
+                std::string(to_string(t.kind)).c_str(),
+                t.numa_node >= 0 ? (", node " + std::to_string(t.numa_node)).c_str() : "");
   }
   std::printf("tiers this machine offers (one per memory kind and NUMA node):\n");
   for (std::size_t i = 0; i < r.tiers.size(); ++i) {

@@ -27,6 +27,7 @@
 #include <tierpool/backend_factory.hpp>
 #include <tierpool/detail/parse.hpp>
 #include <tierpool/error.hpp>
+#include <tierpool/topology.hpp>
 
 #include <unistd.h>
 
@@ -36,6 +37,7 @@
 #include <cstdlib>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/detail/record_lock.hpp"
 
@@ -64,6 +66,28 @@ std::size_t host_memory_share()
 }
 
 bool device_accessible(tier_kind k) noexcept { return k == tier_kind::device || k == tier_kind::managed; }
+
+// Default tiers: one far host tier below DRAM per far NUMA node (CPU-less or CXL), bound
+// to that node, with half its memory. Only where binding there can work: the running
+// system (an hwloc XML of another machine describes nodes this one lacks), or the sim
+// backend, which models the layout without binding. No topology: no far tiers.
+void add_far_host_tiers(std::vector<tier_options>& tiers, backend_caps const& caps)
+{
+  try {
+    topology const topo = topology::discover();
+    if (!topo.is_this_system() && caps.name != "sim") { return; }
+    for (numa_node_info const& n : topo.numa_nodes()) {
+      if (!n.is_far || n.bytes < 2 * 256) { continue; }
+      tier_options t{};
+      t.kind = tier_kind::host;
+      t.numa_node = static_cast<int>(n.os_index);
+      t.capacity_bytes = static_cast<std::size_t>(n.bytes / 2);
+      t.name = "far host (node " + std::to_string(n.os_index) + (n.subtype.empty() ? "" : ", " + n.subtype) + ")";
+      tiers.push_back(std::move(t));
+    }
+  } catch (std::exception const&) {  // hwloc unavailable or a bad XML: DRAM only
+  }
+}
 
 }  // namespace
 
@@ -121,6 +145,7 @@ pool_impl::pool_impl(pool_options options)
     options.tiers.push_back({.kind = tier_kind::device});
     options.tiers.push_back({.kind = tier_kind::pinned_host});
     options.tiers.push_back({.kind = tier_kind::host});
+    add_far_host_tiers(options.tiers, caps);
   }
   TIERPOOL_EXPECTS(options.tiers.size() <= 64, "pool_options::tiers: at most 64 tiers");
 
@@ -341,6 +366,18 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
 // acquire
 // ---------------------------------------------------------------------------------------
 
+void pool_impl::steer_to_device(tensor_record& rec, copy_slot& slot, stream_handle stream) noexcept
+{
+  slot.pages_on_device = true;  // a hint either way: if it fails, the pages fault in on use
+  if (!backend_->caps().has_managed_prefetch) { return; }
+  memory_location to{};
+  to.kind = tier_kind::device;
+  if (backend_->prefetch_async(slot.blk.ptr, rec.bytes, to, stream) == status::ok) {
+    managed_prefetches_.fetch_add(1, std::memory_order_relaxed);
+    managed_prefetch_bytes_.fetch_add(rec.bytes, std::memory_order_relaxed);
+  }
+}
+
 lease pool_impl::make_lease(tensor_record& rec, std::uint32_t k, access_mode access, stream_handle s, bool host)
 {
   lease l;
@@ -363,7 +400,7 @@ lease pool_impl::make_lease(tensor_record& rec, std::uint32_t k, access_mode acc
 lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stream)
 {
   tensor_record& rec = checked_record(t, "acquire");
-  auto const d = static_cast<std::uint32_t>(device_tier());
+  auto d = static_cast<std::uint32_t>(device_tier());
   stream_entry* const se = find_stream(stream);
   if (se == nullptr || se->internal || !se->live.load(std::memory_order_relaxed)) [[unlikely]] {
     throw logic_error("pool::acquire: unknown stream " + std::to_string(stream.value) +
@@ -373,6 +410,17 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
   if (pq_size_.load(std::memory_order_relaxed) != 0) [[unlikely]] { serve_prefetches(); }
   record_lock rl(rec);
   TIERPOOL_EXPECTS(!rec.freed, "pool::acquire: the tensor was freed");
+  if (rec.opts.preferred_tier && rec.slots[d].state != copy_state::valid) [[unlikely]] {
+    // A tensor placed in a slower device-accessible tier (managed) on purpose is used where
+    // it is when its copy there is valid: the lease gets the managed pointer and the pages
+    // are steered to the device (no copy into the device tier). Other tensors come back
+    // into the device tier, whose budget is what the program sized.
+    auto const k = static_cast<std::uint32_t>(*rec.opts.preferred_tier);
+    if (k > d && k < rec.slots.size() && device_accessible(tiers_[k]->kind) &&
+        rec.slots[k].state == copy_state::valid) {
+      d = k;
+    }
+  }
   copy_slot& slot = rec.slots[d];
   bool const write = access != access_mode::read;
 
@@ -398,6 +446,7 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
     for (stream_use const& u : slot.users) { (void)order_after_use(stream, u, slot.pins == 0); }
     mark_others_stale_locked(rec, d);
   }
+  if (tiers_[d]->kind == tier_kind::managed && !slot.pages_on_device) [[unlikely]] { steer_to_device(rec, slot, stream); }
   add_use(slot, *se, se->gen.load(std::memory_order_relaxed));  // settled at release
   return make_lease(rec, d, access, stream, false);
 }
@@ -444,7 +493,10 @@ lease pool_impl::acquire_host(tensor const& t, access_mode access)
     }
   }
   copy_slot& slot = rec.slots[*h];
-  host_wait_slot(slot, write);
+  // A managed copy may be being written by device work of a lease: wait for every use.
+  bool const managed = tiers_[*h]->kind == tier_kind::managed;
+  host_wait_slot(slot, write || managed);
+  slot.pages_on_device = slot.pages_on_device && !managed;  // the host touches the pages (they fault back)
   if (write) { mark_others_stale_locked(rec, *h); }
   return make_lease(rec, *h, access, stream_handle{}, true);
 }

@@ -88,6 +88,9 @@ struct copy_slot {
   std::vector<stream_use> users;
   std::uint32_t pins{0};             ///< live leases on this copy
   bool policy_pinned{false};         ///< this tier's policy was told on_pin (told on_unpin at pins 0)
+  /// Managed tiers: the pages were last steered to the device (prefetch_async); false
+  /// after placement, a copy into the block, or a host access.
+  bool pages_on_device{false};
 };
 
 /**
@@ -310,6 +313,8 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   void stream_wait_event_or_sync(stream_handle waiter, event_handle e) noexcept;
   [[nodiscard]] event_handle record_or_sync(stream_handle s) noexcept;
   void host_wait_slot(copy_slot& slot, bool include_users) noexcept;
+  /// acquire of a managed copy: queue its pages' migration to the device on `stream`.
+  void steer_to_device(tensor_record& rec, copy_slot& slot, stream_handle stream) noexcept;
   void release_event(event_handle& e) noexcept;
   [[nodiscard]] bool ready_complete(copy_slot& slot) noexcept;
   [[nodiscard]] stream_handle copy_stream(std::uint32_t to, std::uint32_t from) noexcept;
@@ -367,6 +372,7 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   std::atomic<std::uint64_t> bytes_up_{0}, bytes_down_{0}, copies_up_{0}, copies_down_{0};
   std::atomic<std::uint64_t> prefetches_{0}, prefetch_wasted_{0};
   std::atomic<std::uint64_t> prefetch_queued_{0}, prefetch_dropped_{0};
+  std::atomic<std::uint64_t> managed_prefetches_{0}, managed_prefetch_bytes_{0};
   std::atomic<std::uint64_t> stall_ns_{0};
   std::atomic<std::uint64_t> live_tensors_{0};
   std::atomic<std::uint64_t> live_tensor_bytes_{0};

@@ -34,6 +34,7 @@ pool_stats pool_impl::stats() const
     tier_stats t;
     t.name = ts.name;
     t.kind = ts.kind;
+    t.numa_node = ts.mem->config().numa_node;
     tier_usage u{};
     {
       std::lock_guard tl(ts.mem->mutex());
@@ -74,6 +75,8 @@ pool_stats pool_impl::stats() const
   st.copies_down = copies_down_.load(std::memory_order_relaxed);
   st.prefetch_queued = prefetch_queued_.load(std::memory_order_relaxed);
   st.prefetch_dropped = prefetch_dropped_.load(std::memory_order_relaxed);
+  st.managed_prefetches = managed_prefetches_.load(std::memory_order_relaxed);
+  st.managed_prefetch_bytes = managed_prefetch_bytes_.load(std::memory_order_relaxed);
   st.prefetches = prefetches_.load(std::memory_order_relaxed);
   st.prefetch_wasted = prefetch_wasted_.load(std::memory_order_relaxed);
   st.stall_seconds = static_cast<double>(stall_ns_.load(std::memory_order_relaxed)) * 1e-9;
@@ -127,6 +130,7 @@ std::string pool_impl::summary_json() const
     boost::json::object o;
     o["name"] = t.name;
     o["kind"] = std::string(to_string(t.kind));
+    o["numa_node"] = t.numa_node;
     o["capacity_bytes"] = t.capacity_bytes;
     o["reserved_bytes"] = t.reserved_bytes;
     o["used_bytes"] = {{"current", t.used_bytes.current},
@@ -165,6 +169,8 @@ std::string pool_impl::summary_json() const
   root["prefetch_wasted"] = st.prefetch_wasted;
   root["prefetch_queued"] = st.prefetch_queued;
   root["prefetch_dropped"] = st.prefetch_dropped;
+  root["managed_prefetches"] = st.managed_prefetches;
+  root["managed_prefetch_bytes"] = st.managed_prefetch_bytes;
   root["stall_seconds"] = st.stall_seconds;
   return boost::json::serialize(root);
 }

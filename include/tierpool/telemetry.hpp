@@ -40,6 +40,9 @@ struct tier_stats {
   std::uint64_t evictions{0};        ///< COUNT: copies evicted from this tier
   std::uint64_t evictions_clean{0};  ///< COUNT: evictions that wrote nothing back
   std::uint64_t allocation_failures{0};  ///< COUNT: allocations the arena could not place
+  /// COUNT: blocks reused in stream order: vacated behind a copy still running, handed to
+  /// the next tensor with that copy's event to wait on (no host wait)
+  std::uint64_t reuses_in_order{0};
 };
 
 /// @brief Figures of a whole pool.

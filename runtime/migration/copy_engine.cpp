@@ -434,15 +434,17 @@ pool_impl::fill_result pool_impl::ensure_valid_locked(tensor_record& rec, std::u
   bool const fresh = dst.state == copy_state::absent;
   if (fresh) {
     place_failure why;
+    event_handle after{};
     std::optional<block> b;
     if (rec.bytes <= tiers_[k]->capacity || mode == place_mode::ladder) {
-      b = place(k, rec.bytes, mode, mode == place_mode::ladder ? &why : nullptr);
+      b = place(k, rec.bytes, mode, mode == place_mode::ladder ? &why : nullptr, &after);
     }
     if (!b) {
       if (mode != place_mode::ladder) { return fill_result::no_room; }
       throw_place_failure(k, rec.bytes, why);
     }
     dst.blk = *b;
+    dst.ready = after;  // reused in stream order: the copy (or the user) waits for it
   }
   if (access != access_mode::write_discard) {
     std::uint32_t src = 0;
@@ -450,7 +452,8 @@ pool_impl::fill_result pool_impl::ensure_valid_locked(tensor_record& rec, std::u
     TIERPOOL_ASSERT(src < rec.slots.size());
     if (status const st = copy_locked(rec, src, k); st != status::ok) {
       if (fresh) {
-        give_back_now(k, dst.blk);  // no queued work touches it: the copy was never enqueued
+        host_wait_slot(dst, false);  // a block reused in stream order: its previous copy first
+        give_back_now(k, dst.blk);   // no queued work touches it: the copy was never enqueued
         dst.blk = block{};
       }
       throw backend_error(st, "pool: copying tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) +
@@ -476,16 +479,19 @@ bool pool_impl::write_back_locked(tensor_record& rec, std::uint32_t k, place_mod
     if (fresh) {
       if (rec.bytes > tiers_[j]->capacity) { continue; }
       std::optional<block> b;
+      event_handle after{};
       try {
-        b = place(j, rec.bytes, mode == place_mode::ladder ? place_mode::ladder : place_mode::no_wait, nullptr);
+        b = place(j, rec.bytes, mode == place_mode::ladder ? place_mode::ladder : place_mode::no_wait, nullptr, &after);
       } catch (...) {
         b.reset();
       }
       if (!b) { continue; }  // no room there: try the next lower tier
       dst.blk = *b;
+      dst.ready = after;
     }
     if (copy_locked(rec, k, j) != status::ok) {
       if (fresh) {
+        host_wait_slot(dst, false);  // a block reused in stream order: its previous copy first
         give_back_now(j, dst.blk);
         dst.blk = block{};
       }

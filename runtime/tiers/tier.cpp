@@ -327,6 +327,35 @@ void tier::deallocate_after(block const& b, event_handle e, stream_handle record
   ++deferred_count_;
 }
 
+// Note [Stream-ordered reuse of deferred blocks]
+//
+// Rationale: a block vacated behind a write-back is reusable once that copy completes.
+// Waiting for it on the host (reclaim_oldest_blocking) puts a round trip between every
+// eviction and the copy-in that needed the room: the host sleeps, wakes, then enqueues.
+// Approach: take_deferred hands the block itself to the next user together with its
+// pending event; the pool makes the slot's `ready` that event, so the copy into it (or
+// the user's stream, or a host access) waits for the write-back in stream order, as a
+// stream-ordered allocator does across streams. The block keeps its slot; its size may
+// exceed the request by a quarter (plus 4 KiB), the waste bounded. Only lanes the caller
+// allows are used: the pool's copy streams, never the retire stream, whose events follow
+// users' queues (a copy stream waiting there would stall every later copy behind user work).
+// Limitations: only a deferred slot of about the right size can be reused this way; other
+// requests still reclaim completed frees or wait for the oldest.
+std::optional<block> tier::take_deferred_at(lane& l, std::size_t i, std::size_t bytes, event_handle* after) noexcept
+{
+  deferred_free const d = l.fifo[i];
+  l.fifo.erase(l.fifo.begin() + static_cast<std::ptrdiff_t>(i));
+  deferred_offsets_.erase(d.b.slot.offset);
+  deferred_bytes_ -= d.b.slot.size;
+  --deferred_count_;
+  used_ += d.b.slot.size;
+  peak_used_ = std::max(peak_used_, used_);
+  ++live_count_;
+  drop_empty_lanes();
+  *after = d.event;
+  return block{d.b.slot, slot_base(d.b.slot), bytes};
+}
+
 void tier::finish_deferred(deferred_free const& d) noexcept
 {
   [[maybe_unused]] bool const freed = arena_.try_deallocate(d.b.slot);

@@ -193,6 +193,46 @@ class TIERPOOL_EXPORT tier {
    */
   void deallocate_after(block const& b, event_handle e, stream_handle recorded_on = {});
 
+  /**
+   * @brief Stream-ordered reuse: hand out a block still awaiting its deferred free, without
+   *        waiting for it. The caller takes the pending event and must order every use of
+   *        the block after it (a stream waits on it, or the host synchronizes on it).
+   *
+   * Picks the best fit among the deferred slots of `bytes`..`bytes + bytes / 4 + 4 KiB`
+   * (so that reuse costs little internal waste), alignment config.alignment, recorded on
+   * a stream `allowed(stream)` accepts (the pool offers only its own copy streams' lanes,
+   * so that a copy never waits behind a user's queue). See Note [Stream-ordered reuse of
+   * deferred blocks] in tier.cpp.
+   * @param bytes Requested bytes, > 0.
+   * @param allowed Predicate over the stream a deferred free's event was recorded on.
+   * @param[out] after The pending event (owned by the caller now; release it to the tier's
+   *             event pool when done); null when nothing was taken.
+   * @return The block (`bytes` long inside its slot), or std::nullopt.
+   */
+  template <class Allowed>
+  [[nodiscard]] std::optional<block> take_deferred(std::size_t bytes, Allowed allowed, event_handle* after) noexcept
+  {
+    *after = event_handle{};
+    if (deferred_count_ == 0) { return std::nullopt; }
+    lane* best_lane = nullptr;
+    std::size_t best_i = 0;
+    std::size_t best_size = 0;
+    std::size_t const limit = bytes + bytes / 4 + 4096;
+    for (lane& l : lanes_) {
+      if (!allowed(l.stream)) { continue; }
+      for (std::size_t i = 0; i < l.fifo.size(); ++i) {
+        std::size_t const sz = l.fifo[i].b.slot.size;
+        if (sz >= bytes && sz <= limit && (best_lane == nullptr || sz < best_size)) {
+          best_lane = &l;
+          best_i = i;
+          best_size = sz;
+        }
+      }
+    }
+    if (best_lane == nullptr) { return std::nullopt; }
+    return take_deferred_at(*best_lane, best_i, bytes, after);
+  }
+
   /// @brief Step 1 alone: return every deferred free whose event completed. @return bytes returned.
   std::size_t reclaim_completed() noexcept;
 
@@ -259,6 +299,7 @@ class TIERPOOL_EXPORT tier {
   void grow(std::size_t need, tier_alloc_report& report);
   bool revive_chunk(std::size_t need, std::size_t remaining, tier_alloc_report& report);
   void finish_deferred(deferred_free const& d) noexcept;
+  std::optional<block> take_deferred_at(lane& l, std::size_t i, std::size_t bytes, event_handle* after) noexcept;
   void drop_empty_lanes() noexcept;
   [[nodiscard]] std::byte* slot_base(arena::allocation const& a) const;
   void fill_report(tier_alloc_report& report) const noexcept;

@@ -998,3 +998,40 @@ TEST(PoolNuma, EvictionsCascadeIntoTheFarTier)
 }
 
 }  // namespace tierpool::test
+
+namespace tierpool::test {
+
+// On a virtual clock no copy completes until time advances, so every dirty victim's
+// block is still being written back when the next copy-in needs room: the copy-in takes
+// the block in stream order (it waits for the write-back on its copy stream) instead of
+// the host waiting. Bytes survive every trip.
+TEST(PoolStreamOrderedReuse, CopyInTakesTheVictimsBlockBehindItsWriteBack)
+{
+  auto be = make_sim(sim_clock_mode::virtual_clock);
+  pool p{small_tiers(be, 1_MiB, 8_MiB, 0)};
+  stream_handle s = p.create_stream();
+  std::vector<tensor> ts;
+  for (std::uint64_t i = 0; i < 8; ++i) {
+    ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{1}}));
+    fill(p, ts.back(), i, 1);
+  }
+  double const stall0 = p.stats().stall_seconds;
+  for (int round = 0; round < 3; ++round) {
+    for (auto const& t : ts) {
+      lease l = p.acquire(t, access_mode::read_write, s);  // dirty on the device: evictions write back
+    }
+  }
+  pool_stats const st = p.stats();
+  // 20 copy-ins needed room. A victim whose only open use is its write-back is reused in
+  // stream order; one whose last use on `s` is not known complete yet is vacated behind
+  // the retire stream, which copies never wait on (it follows users' queues), so a few
+  // take the host-wait path instead.
+  EXPECT_GE(st.tiers[0].reuses_in_order, 12U);
+  EXPECT_LT(st.stall_seconds - stall0, 0.5);
+  EXPECT_GT(st.tiers[0].evictions, 16U);
+  p.synchronize(s);
+  for (std::uint64_t i = 0; i < 8; ++i) { EXPECT_TRUE(check(p, ts[i], i, 1)) << i; }
+  EXPECT_TRUE(p.validate());
+}
+
+}  // namespace tierpool::test

@@ -321,6 +321,63 @@ TEST(TierDeferred, SpaceIsNotReusedBeforeTheEventCompletes)
   ASSERT_TRUE(t.validate());
 }
 
+// Stream-ordered reuse: a deferred block of about the right size, on an allowed lane, is
+// handed out at once with its pending event (the caller orders its use after it).
+TEST(TierDeferred, TakeDeferredHandsOutTheBlockWithItsPendingEvent)
+{
+  rig r{virtual_clock()};
+  stream_handle copy{};
+  stream_handle other{};
+  ASSERT_EQ(r.be.create_stream(&copy), status::ok);
+  ASSERT_EQ(r.be.create_stream(&other), status::ok);
+  tier t{r.be, r.events, config(tier_kind::device, 1_MiB, 1_MiB)};
+  auto big = t.allocate(256_KiB);
+  auto a = t.allocate(64_KiB);
+  auto b = t.allocate(64_KiB);
+  ASSERT_TRUE(big && a && b);
+  event_handle const ebig = busy_event(r, copy, 10'000);
+  t.deallocate_after(*big, ebig, copy);
+  event_handle const ea = busy_event(r, other, 10'000);
+  t.deallocate_after(*a, ea, other);
+  event_handle const eb = busy_event(r, copy, 10'000);
+  t.deallocate_after(*b, eb, copy);
+  auto only_copy = [&](stream_handle s) { return s == copy; };
+
+  event_handle after{};
+  auto got = t.take_deferred(64_KiB, only_copy, &after);  // b: a is on a lane not allowed
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->ptr, b->ptr);
+  EXPECT_EQ(got->bytes, 64_KiB);
+  EXPECT_EQ(after, eb);
+  EXPECT_EQ(r.be.query_event(after), status::not_ready) << "handed out without waiting";
+  EXPECT_TRUE(t.owns(*got));
+  EXPECT_EQ(t.usage().deferred_bytes, 256_KiB + 64_KiB);
+  EXPECT_EQ(t.usage().used_bytes, 64_KiB);
+  ASSERT_TRUE(t.validate());
+
+  // 100 KiB: the 256 KiB block wastes too much (over a quarter), a is not allowed: none.
+  EXPECT_FALSE(t.take_deferred(100_KiB, only_copy, &after));
+  EXPECT_FALSE(after);
+  // 240 KiB fits the 256 KiB block within the bound.
+  auto got2 = t.take_deferred(240_KiB, only_copy, &after);
+  ASSERT_TRUE(got2);
+  EXPECT_EQ(got2->ptr, big->ptr);
+  EXPECT_EQ(after, ebig);
+  ASSERT_TRUE(t.validate());
+
+  // The caller owns the events now; the blocks are live and freed like any other.
+  ASSERT_EQ(r.be.synchronize_event(eb), status::ok);
+  r.events.release(eb);
+  r.events.release(ebig);
+  t.deallocate(*got);
+  t.deallocate(*got2);
+  ASSERT_EQ(r.be.synchronize_event(ea), status::ok);
+  EXPECT_EQ(t.reclaim_completed(), 64_KiB);
+  EXPECT_EQ(t.usage().used_bytes, 0U);
+  EXPECT_EQ(r.events.stats().outstanding, 0U);
+  ASSERT_TRUE(t.validate());
+}
+
 TEST(TierDeferred, PerStreamLanesAreNotBlockedByASlowStream)
 {
   rig r{virtual_clock()};

@@ -567,6 +567,8 @@ int bench_copy_command(int argc, char** argv)
     j["bytes_h2d_last_run"] = last.h2d;
     j["bytes_d2h_last_run"] = last.d2h;
     j["evictions"] = st.tiers.empty() ? 0 : st.tiers.front().evictions;
+    j["reuses_in_order"] = st.tiers.empty() ? 0 : st.tiers.front().reuses_in_order;
+    j["stall_seconds"] = st.stall_seconds;
     j["bytes_intact"] = intact;
     j["valid"] = valid;
     std::cout << json::serialize(j) << '\n';
@@ -583,6 +585,10 @@ int bench_copy_command(int argc, char** argv)
                 format_byte_size(moved_max).c_str(), format_byte_size(last.h2d).c_str(),
                 format_byte_size(last.d2h).c_str(), format_byte_size(expected_moved).c_str(),
                 moved_min == moved_max ? "" : " (differed between runs)");
+    std::printf("  %-26s %10llu   (device blocks reused behind a running write-back, no host wait)\n",
+                "reuses in stream order",
+                static_cast<unsigned long long>(st.tiers.empty() ? 0 : st.tiers.front().reuses_in_order));
+    std::printf("  %-26s %10.3f   (host time blocked in pool calls, all runs)\n", "stall seconds", st.stall_seconds);
     std::printf("  %-26s %10s\n", "bytes intact", intact ? "yes" : "NO");
     std::printf("  %-26s %10s\n", "pool valid at end", valid ? "yes" : "NO");
   }

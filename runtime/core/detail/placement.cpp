@@ -10,6 +10,8 @@
 //   1. deferred frees whose events completed        (tier::allocate step 1)
 //   2. the arena's free space                        (tier::allocate step 2)
 //   3. grow the tier by a backend chunk, in budget   (tier::allocate step 3)
+//   3b. when the caller can order its use after an event: a block still awaiting the
+//      deferred free of one of our copy streams, with its pending event (tier::take_deferred)
 //   4. when deferred frees alone would make room: wait for the oldest (host stall)
 //   5. evict via the policy (clean: drop; dirty: write back to the next lower tier); a
 //      victim whose last use and copies have completed returns to the arena at once
@@ -39,7 +41,13 @@ constexpr int kMaxLadderRounds = 4096;
 
 }  // namespace
 
-std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_mode mode, place_failure* why)
+bool pool_impl::is_copy_stream(stream_handle s) const noexcept
+{
+  return std::find(h2d_.begin(), h2d_.end(), s) != h2d_.end() || std::find(d2h_.begin(), d2h_.end(), s) != d2h_.end();
+}
+
+std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_mode mode, place_failure* why,
+                                      event_handle* after)
 {
   tier_state& ts = *tiers_[k];
   status last_backend = status::ok;
@@ -59,6 +67,16 @@ std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_
       if (auto b = ts.mem->allocate(bytes, 0, &rep, tier_grow::allow)) {
         ts.bytes_allocated.fetch_add(static_cast<std::int64_t>(b->slot.size), std::memory_order_relaxed);
         return b;
+      }
+      if (after != nullptr && rep.deferred_bytes != 0) {
+        // Stream-ordered reuse (Note [Stream-ordered reuse of deferred blocks], tier.cpp):
+        // a block vacated behind one of our copies, taken with its pending event.
+        auto const own = [this](stream_handle s) { return is_copy_stream(s); };
+        if (auto b = ts.mem->take_deferred(bytes, own, after)) {
+          ts.bytes_allocated.fetch_add(static_cast<std::int64_t>(b->slot.size), std::memory_order_relaxed);
+          ts.reused_in_order.fetch_add(1, std::memory_order_relaxed);
+          return b;
+        }
       }
       ts.alloc_failures.fetch_add(1, std::memory_order_relaxed);
       if (rep.result == tier_alloc_result::backend_failed) { last_backend = rep.backend_status; }

@@ -324,20 +324,21 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
   std::optional<block> b;
   std::uint32_t where = 0;
   place_failure why;
+  event_handle after{};
   if (rec->opts.preferred_tier) {
     where = static_cast<std::uint32_t>(*rec->opts.preferred_tier);
-    b = place(where, bytes, place_mode::ladder, &why);
+    b = place(where, bytes, place_mode::ladder, &why, &after);
   } else {
     for (std::uint32_t k = 0; k < n && !b; ++k) {
       if (bytes <= tiers_[k]->capacity) {
-        b = place(k, bytes, place_mode::try_only, nullptr);
+        b = place(k, bytes, place_mode::try_only, nullptr, &after);
         where = k;
       }
     }
     for (std::uint32_t k = n; k-- > 0 && !b;) {
       if (bytes <= tiers_[k]->capacity) {
         where = k;
-        b = place(k, bytes, place_mode::ladder, &why);
+        b = place(k, bytes, place_mode::ladder, &why, &after);
         break;
       }
     }
@@ -354,6 +355,7 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
     copy_slot& s = rec->slots[where];
     s.state = copy_state::valid;
     s.blk = *b;
+    s.ready = after;  // a reused block: its previous occupant's write-back, if still running
     insert_into_policy(*rec, where, true);
   }
   live_tensors_.fetch_add(1, std::memory_order_relaxed);

@@ -210,6 +210,7 @@ struct tier_state {
   std::atomic<std::uint64_t> evictions{0};
   std::atomic<std::uint64_t> evictions_clean{0};
   std::atomic<std::uint64_t> alloc_failures{0};
+  std::atomic<std::uint64_t> reused_in_order{0};  ///< blocks taken with a pending deferred free
   std::atomic<std::int64_t> bytes_allocated{0};  ///< SUM of slot sizes placed here, over the pool's life
   std::atomic<std::int64_t> bytes_freed{0};      ///< SUM of slot sizes vacated here
 };
@@ -275,7 +276,14 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   [[nodiscard]] std::size_t device_tier() const;
 
   // ---- placement and the out-of-memory ladder (pool_placement.cpp) ----
-  std::optional<block> place(std::uint32_t k, std::size_t bytes, place_mode mode, place_failure* why);
+  /// The OOM ladder of tier k. With `after` non-null, a block still awaiting a copy
+  /// stream's deferred free may be handed out with its pending event in `*after`
+  /// (tier::take_deferred): the caller makes it the slot's `ready`.
+  std::optional<block> place(std::uint32_t k, std::size_t bytes, place_mode mode, place_failure* why,
+                             event_handle* after = nullptr);
+  /// True for the pool's own copy streams (h2d, d2h), whose deferred frees may be reused
+  /// in stream order.
+  [[nodiscard]] bool is_copy_stream(stream_handle s) const noexcept;
   bool evict_round(std::uint32_t k, std::size_t bytes, place_mode mode);
   [[nodiscard]] std::string oom_message_locked(std::uint32_t k, std::size_t bytes) const;
   [[noreturn]] void throw_place_failure(std::uint32_t k, std::size_t bytes, place_failure const& why) const;

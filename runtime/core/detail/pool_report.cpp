@@ -35,6 +35,7 @@ pool_stats pool_impl::stats() const
     t.name = ts.name;
     t.kind = ts.kind;
     t.numa_node = ts.mem->config().numa_node;
+    t.reuses_in_order = ts.reused_in_order.load(std::memory_order_relaxed);
     tier_usage u{};
     {
       std::lock_guard tl(ts.mem->mutex());
@@ -131,6 +132,7 @@ std::string pool_impl::summary_json() const
     o["name"] = t.name;
     o["kind"] = std::string(to_string(t.kind));
     o["numa_node"] = t.numa_node;
+    o["reuses_in_order"] = t.reuses_in_order;
     o["capacity_bytes"] = t.capacity_bytes;
     o["reserved_bytes"] = t.reserved_bytes;
     o["used_bytes"] = {{"current", t.used_bytes.current},

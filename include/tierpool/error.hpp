@@ -101,6 +101,37 @@ class TIERPOOL_EXPORT out_of_memory : public bad_alloc {
   std::size_t requested_;
 };
 
+/**
+ * @brief An allocation would take a tenant's live tensor bytes over its quota
+ *        (pool::set_quota, pool_options::tenant_quotas). Nothing was allocated.
+ *
+ * An out_of_memory whose cause is "quota": code that handles running out of memory
+ * handles it too; code that needs to tell it apart catches this type.
+ */
+class TIERPOOL_EXPORT quota_exceeded : public out_of_memory {
+ public:
+  /**
+   * @param what_arg  The diagnosis.
+   * @param tenant    The tenant.
+   * @param quota     Its quota in bytes.
+   * @param live      Its live tensor bytes before the request.
+   * @param requested Requested bytes.
+   */
+  quota_exceeded(std::string what_arg, std::uint32_t tenant, std::size_t quota, std::size_t live,
+                 std::size_t requested);
+  /// @brief The tenant over quota.
+  [[nodiscard]] std::uint32_t tenant() const noexcept { return tenant_; }
+  /// @brief Its quota in bytes.
+  [[nodiscard]] std::size_t quota() const noexcept { return quota_; }
+  /// @brief Its live tensor bytes when the request came.
+  [[nodiscard]] std::size_t live() const noexcept { return live_; }
+
+ private:
+  std::uint32_t tenant_;
+  std::size_t quota_;
+  std::size_t live_;
+};
+
 namespace detail {
 [[noreturn]] TIERPOOL_EXPORT void throw_logic_error(char const* file, int line, std::string_view msg);
 [[noreturn]] TIERPOOL_EXPORT void throw_backend_error(char const* file, int line, status s, char const* expr);

@@ -236,6 +236,13 @@ class TIERPOOL_EXPORT pool {
    */
   void free(tensor& t);
 
+  /**
+   * @brief Set (or, with 0, remove) a tenant's quota: the most bytes of live tensors it may
+   *        hold. Tensors already live stay; only later allocations are refused.
+   * Thread safety: safe concurrently with any other call.
+   */
+  void set_quota(std::uint32_t tenant, std::size_t bytes);
+
   /// @brief Create a stream owned by the pool.
   [[nodiscard]] stream_handle create_stream(int priority = 0);
   /// @brief Use a native stream (a cudaStream_t on the CUDA backend); the caller keeps ownership.

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -75,6 +76,10 @@ struct pool_options {
   std::shared_ptr<tierpool::backend> backend_object{};
   /// Registry to create policies from; null = the built-in policies.
   policy_registry const* registry{nullptr};
+  /// Per-tenant quotas: the most bytes of live tensors a tenant (tensor_options::tenant)
+  /// may hold across all tiers; an allocation beyond it throws tierpool::quota_exceeded.
+  /// Tenants not listed have none. Changeable later with pool::set_quota.
+  std::map<std::uint32_t, std::size_t> tenant_quotas{};
   bool read_environment{true};          ///< honour the TIERPOOL_* variables (they win over the fields)
   fallback_notice notice{fallback_notice::stderr_line};  ///< announce a fallback to sim
 };

@@ -46,8 +46,19 @@ struct tier_stats {
 };
 
 /// @brief Figures of a whole pool.
+/// @brief One tenant's share of a pool (tensor_options::tenant).
+struct tenant_stats {
+  std::uint32_t tenant{0};        ///< the tenant
+  std::uint64_t tensors{0};       ///< COUNT: its live tensors
+  std::size_t live_bytes{0};      ///< SUM: bytes of its live tensors
+  std::size_t peak_bytes{0};      ///< SUM: highest live_bytes seen
+  std::size_t quota_bytes{0};     ///< its quota; 0 = none
+  std::uint64_t quota_refusals{0};  ///< COUNT: allocations refused with quota_exceeded
+};
+
 struct pool_stats {
   std::vector<tier_stats> tiers;          ///< fastest first
+  std::vector<tenant_stats> tenants;      ///< every tenant that allocated or has a quota, by id
   std::uint64_t tensors{0};               ///< COUNT: live tensors
   std::size_t tensor_bytes{0};            ///< SUM: bytes of live tensors
   std::uint64_t acquires{0};              ///< COUNT: leases taken

@@ -50,6 +50,12 @@ out_of_memory::out_of_memory(std::string what_arg, tier_id tier, std::size_t req
 {
 }
 
+quota_exceeded::quota_exceeded(std::string what_arg, std::uint32_t tenant, std::size_t quota, std::size_t live,
+                               std::size_t requested)
+  : out_of_memory(std::move(what_arg), tier_id{0}, requested), tenant_(tenant), quota_(quota), live_(live)
+{
+}
+
 namespace detail {
 
 void throw_logic_error(char const* file, int line, std::string_view msg)

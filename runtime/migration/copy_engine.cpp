@@ -587,6 +587,7 @@ void pool_impl::free_slots_locked(tensor_record& rec) noexcept
   rec.freed = true;
   live_tensors_.fetch_sub(1, std::memory_order_relaxed);
   live_tensor_bytes_.fetch_sub(rec.bytes, std::memory_order_relaxed);
+  uncharge_tenant(rec.opts.tenant, rec.bytes);
 }
 
 }  // namespace tierpool::detail

@@ -11,6 +11,7 @@
 #include <tierpool/pool.hpp>
 
 #include <string>
+#include <vector>
 
 namespace tierpool::test {
 namespace {
@@ -181,4 +182,81 @@ TEST(PoolMisuse, AcquireOnAnUnknownStreamThrows)
 }
 
 }  // namespace
+}  // namespace tierpool::test
+
+namespace tierpool::test {
+
+// A tenant over its quota gets quota_exceeded (an out_of_memory whose cause is quota),
+// other tenants are untouched, nothing already stored changes, and freeing makes room.
+TEST(PoolQuota, AllocationOverQuotaIsRefusedWithADiagnosis)
+{
+  auto be = make_sim();
+  pool_options o = small_tiers(be);
+  o.tenant_quotas = {{7, 1_MiB}};
+  pool p{o};
+  std::vector<tensor> ts;
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    ts.push_back(p.allocate(256_KiB, {.name = "t" + std::to_string(i), .tenant = 7}));
+    fill(p, ts.back(), i, 1);
+  }
+  try {
+    (void)p.allocate(256_KiB, {.name = "one too many", .tenant = 7});
+    FAIL() << "expected quota_exceeded";
+  } catch (quota_exceeded const& e) {
+    EXPECT_EQ(e.tenant(), 7U);
+    EXPECT_EQ(e.quota(), 1_MiB);
+    EXPECT_EQ(e.live(), 1_MiB);
+    EXPECT_EQ(e.requested(), 256_KiB);
+    std::string const m = e.what();
+    EXPECT_NE(m.find("tenant 7 cannot allocate 'one too many' of 256.0 KiB"), std::string::npos) << m;
+    EXPECT_NE(m.find("holds 1.0 MiB in 4 live tensors of its quota of 1.0 MiB"), std::string::npos) << m;
+    EXPECT_NE(m.find("cause: quota"), std::string::npos) << m;
+  }
+  EXPECT_THROW((void)p.allocate(256_KiB, {.tenant = 7}), out_of_memory);  // the same, as its base
+  tensor other = p.allocate(512_KiB, {.tenant = 8});                      // no quota
+  fill(p, other, 99, 1);
+  p.free(ts[0]);
+  tensor again = p.allocate(256_KiB, {.tenant = 7});  // room again
+  fill(p, again, 50, 1);
+  p.set_quota(7, 0);  // removed: no limit
+  tensor more = p.allocate(512_KiB, {.tenant = 7});
+  pool_stats const st = p.stats();
+  ASSERT_EQ(st.tenants.size(), 2U);
+  EXPECT_EQ(st.tenants[0].tenant, 7U);
+  EXPECT_EQ(st.tenants[0].tensors, 5U);
+  EXPECT_EQ(st.tenants[0].live_bytes, 1_MiB + 512_KiB);
+  EXPECT_EQ(st.tenants[0].peak_bytes, 1_MiB + 512_KiB);
+  EXPECT_EQ(st.tenants[0].quota_bytes, 0U);
+  EXPECT_EQ(st.tenants[0].quota_refusals, 2U);
+  EXPECT_EQ(st.tenants[1].tenant, 8U);
+  EXPECT_EQ(st.tenants[1].live_bytes, 512_KiB);
+  for (std::uint64_t i = 1; i < 4; ++i) { EXPECT_TRUE(check(p, ts[i], i, 1)) << i; }
+  EXPECT_TRUE(check(p, other, 99, 1));
+  EXPECT_TRUE(check(p, again, 50, 1));
+  EXPECT_NE(p.summary().find("tenant 7: 5 tensors, live 1.5 MiB"), std::string::npos) << p.summary();
+  EXPECT_NE(p.summary_json().find("\"quota_refusals\":2"), std::string::npos);
+  EXPECT_TRUE(p.validate());
+}
+
+// A placement failure after the quota was charged gives the bytes back.
+TEST(PoolQuota, FailedPlacementDoesNotLeakTheCharge)
+{
+  auto be = make_sim();
+  pool_options o = small_tiers(be, 1_MiB, 0, 2_MiB);
+  o.tenant_quotas = {{1, 64_MiB}};
+  pool p{o};
+  EXPECT_THROW((void)p.allocate(4_MiB, {.tenant = 1}), out_of_memory);  // larger than every tier
+  tensor a = p.allocate(1_MiB, {.tenant = 1});
+  tensor b = p.allocate(2_MiB, {.tenant = 1});
+  std::vector<lease> pins;
+  pins.push_back(p.acquire_host(b, access_mode::read));
+  EXPECT_THROW((void)p.allocate(2_MiB, {.tenant = 1, .preferred_tier = tier_id{1}}), out_of_memory);
+  pins.clear();
+  pool_stats const st = p.stats();
+  ASSERT_EQ(st.tenants.size(), 1U);
+  EXPECT_EQ(st.tenants[0].live_bytes, 3_MiB);
+  EXPECT_EQ(st.tenants[0].tensors, 2U);
+  EXPECT_TRUE(p.validate());
+}
+
 }  // namespace tierpool::test

@@ -141,6 +141,7 @@ pool_impl::pool_impl(pool_options options)
                                 static_cast<std::size_t>(static_cast<double>(free_b) * kDeviceFreeFraction));
     }
   }
+  for (auto const& [tenant, quota] : options.tenant_quotas) { tenants_[tenant].quota = quota; }
   if (options.tiers.empty()) {
     options.tiers.push_back({.kind = tier_kind::device});
     options.tiers.push_back({.kind = tier_kind::pinned_host});
@@ -312,6 +313,17 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
     throw out_of_memory(msg, tier_id{n - 1}, bytes);
   }
 
+  charge_tenant(options.tenant, bytes, options.name);
+  struct uncharge_on_throw {
+    pool_impl* self;
+    std::uint32_t tenant;
+    std::size_t bytes;
+    bool armed{true};
+    ~uncharge_on_throw()
+    {
+      if (armed) { self->uncharge_tenant(tenant, bytes); }
+    }
+  } guard{this, options.tenant, bytes};
   auto rec = std::make_shared<tensor_record>();
   rec->owner = this;
   rec->bytes = bytes;
@@ -360,6 +372,7 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
   }
   live_tensors_.fetch_add(1, std::memory_order_relaxed);
   live_tensor_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  guard.armed = false;  // charged for good: free_slots_locked uncharges
   tensor_id const id = rec->id;
   return tensor(shared_from_this(), std::move(rec), id, bytes);
 }
@@ -506,6 +519,40 @@ lease pool_impl::acquire_host(tensor const& t, access_mode access)
 // ---------------------------------------------------------------------------------------
 // prefetch, demote
 // ---------------------------------------------------------------------------------------
+
+void pool_impl::set_quota(std::uint32_t tenant, std::size_t bytes)
+{
+  std::lock_guard lock(tenants_mtx_);
+  tenants_[tenant].quota = bytes;
+}
+
+void pool_impl::charge_tenant(std::uint32_t tenant, std::size_t bytes, std::string const& name)
+{
+  std::lock_guard lock(tenants_mtx_);
+  tenant_state& t = tenants_[tenant];
+  if (t.quota != 0 && (bytes > t.quota || t.live > t.quota - bytes)) {
+    ++t.refusals;
+    std::string msg = "tierpool: out of memory: tenant " + std::to_string(tenant) + " cannot allocate";
+    if (!name.empty()) { msg += " '" + name + "'"; }
+    msg += " of " + format_byte_size(bytes) + " (" + std::to_string(bytes) + " bytes): it holds " +
+           format_byte_size(t.live) + " in " + std::to_string(t.tensors) + " live tensors of its quota of " +
+           format_byte_size(t.quota) + "; cause: quota — free tensors of tenant " + std::to_string(tenant) +
+           ", or raise its quota (pool::set_quota, pool_options::tenant_quotas)";
+    throw quota_exceeded(std::move(msg), tenant, t.quota, t.live, bytes);
+  }
+  t.live += bytes;
+  t.peak = std::max(t.peak, t.live);
+  ++t.tensors;
+}
+
+void pool_impl::uncharge_tenant(std::uint32_t tenant, std::size_t bytes) noexcept
+{
+  std::lock_guard lock(tenants_mtx_);
+  auto it = tenants_.find(tenant);
+  if (it == tenants_.end()) { return; }
+  it->second.live -= std::min(bytes, it->second.live);
+  if (it->second.tensors != 0) { --it->second.tensors; }
+}
 
 void pool_impl::set_next_use(tensor const& t, std::optional<tick> next_use)
 {

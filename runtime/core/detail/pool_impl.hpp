@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -241,6 +242,10 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   lease acquire_host(tensor const& t, access_mode access);
   void prefetch(tensor const& t, tier_id to);
   void set_next_use(tensor const& t, std::optional<tick> next_use);
+  void set_quota(std::uint32_t tenant, std::size_t bytes);
+  /// Charge `bytes` to the tenant's live bytes, or throw quota_exceeded.
+  void charge_tenant(std::uint32_t tenant, std::size_t bytes, std::string const& name);
+  void uncharge_tenant(std::uint32_t tenant, std::size_t bytes) noexcept;
   void demote(tensor const& t, tier_id to);
   void free(tensor& t);
   void free_handle(tensor& t) noexcept;  ///< the handle's destructor
@@ -382,6 +387,15 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   std::atomic<std::uint64_t> prefetch_queued_{0}, prefetch_dropped_{0};
   std::atomic<std::uint64_t> managed_prefetches_{0}, managed_prefetch_bytes_{0};
   std::atomic<std::uint64_t> stall_ns_{0};
+  struct tenant_state {
+    std::size_t quota{0};
+    std::size_t live{0};
+    std::size_t peak{0};
+    std::uint64_t tensors{0};
+    std::uint64_t refusals{0};
+  };
+  mutable std::mutex tenants_mtx_;                   ///< a leaf lock
+  std::map<std::uint32_t, tenant_state> tenants_;    ///< under tenants_mtx_
   std::atomic<std::uint64_t> live_tensors_{0};
   std::atomic<std::uint64_t> live_tensor_bytes_{0};
 };

@@ -57,6 +57,13 @@ pool_stats pool_impl::stats() const
     t.allocation_failures = ts.alloc_failures.load(std::memory_order_relaxed);
     st.tiers.push_back(std::move(t));
   }
+  {
+    std::lock_guard lock(tenants_mtx_);
+    for (auto const& [id, t] : tenants_) {
+      st.tenants.push_back({.tenant = id, .tensors = t.tensors, .live_bytes = t.live, .peak_bytes = t.peak,
+                            .quota_bytes = t.quota, .quota_refusals = t.refusals});
+    }
+  }
   st.tensors = live_tensors_.load(std::memory_order_relaxed);
   st.tensor_bytes = live_tensor_bytes_.load(std::memory_order_relaxed);
   for (counter_shard const& c : counters_) {  // per-shard figures (Note [The hit path takes no shared lock])
@@ -120,6 +127,14 @@ std::string pool_impl::summary() const
                     static_cast<unsigned long long>(st.prefetch_wasted),
                     static_cast<unsigned long long>(st.prefetch_queued),
                     static_cast<unsigned long long>(st.prefetch_dropped), st.stall_seconds));
+  for (tenant_stats const& t : st.tenants) {
+    if (t.quota_bytes == 0 && st.tenants.size() == 1) { continue; }  // one tenant, no quota: nothing to say
+    add(std::snprintf(line, sizeof line, "tenant %u: %llu tensors, live %s (peak %s), quota %s, refused %llu\n", t.tenant,
+                      static_cast<unsigned long long>(t.tensors), format_byte_size(t.live_bytes).c_str(),
+                      format_byte_size(t.peak_bytes).c_str(),
+                      t.quota_bytes == 0 ? "none" : format_byte_size(t.quota_bytes).c_str(),
+                      static_cast<unsigned long long>(t.quota_refusals)));
+  }
   return out;
 }
 
@@ -174,6 +189,16 @@ std::string pool_impl::summary_json() const
   root["managed_prefetches"] = st.managed_prefetches;
   root["managed_prefetch_bytes"] = st.managed_prefetch_bytes;
   root["stall_seconds"] = st.stall_seconds;
+  boost::json::array tenants;
+  for (tenant_stats const& t : st.tenants) {
+    tenants.push_back(boost::json::object{{"tenant", t.tenant},
+                                          {"tensors", t.tensors},
+                                          {"live_bytes", t.live_bytes},
+                                          {"peak_bytes", t.peak_bytes},
+                                          {"quota_bytes", t.quota_bytes},
+                                          {"quota_refusals", t.quota_refusals}});
+  }
+  root["tenants"] = std::move(tenants);
   return boost::json::serialize(root);
 }
 

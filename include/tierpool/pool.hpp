@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -147,6 +148,17 @@ class TIERPOOL_EXPORT lease {
  * p.prefetch(w);                                      // bring it back before the next use
  * @endcode
  */
+/// @brief What a low-memory callback is told (pool::add_low_memory_callback).
+struct low_memory_event {
+  tier_id tier{};                 ///< the tier that lacks room
+  std::string_view tier_name{};   ///< its name
+  std::size_t bytes_needed{0};    ///< the request that cannot be placed
+  std::size_t capacity_bytes{0};  ///< the tier's capacity
+  std::size_t pinned_bytes{0};    ///< bytes of the tier's tensors with live leases
+};
+/// @brief A low-memory callback.
+using low_memory_callback = std::function<void(low_memory_event const&)>;
+
 class TIERPOOL_EXPORT pool {
  public:
   /**
@@ -235,6 +247,24 @@ class TIERPOOL_EXPORT pool {
    * @throws tierpool::logic_error if `t` is empty (double free), foreign, or has live leases.
    */
   void free(tensor& t);
+
+  /**
+   * @brief Register a low-memory callback: the step of the out-of-memory ladder after
+   *        eviction and growing have failed, before out_of_memory is thrown.
+   *
+   * Each callback is called once per failing request, with what is missing; it may free,
+   * demote or release other tensors (or drop caches of its own), after which the ladder
+   * runs once more. It runs on the requesting thread with no pool lock held except the
+   * request's own tensor, which it must not touch (a pool call on it throws
+   * tierpool::logic_error). Callbacks do not nest: allocations made inside one skip this
+   * step. An exception from a callback propagates out of the request (nothing changed).
+   * Thread safety: safe concurrently with any other call; a callback may run on any thread
+   * that uses the pool, concurrently with itself.
+   * @return An id for remove_low_memory_callback.
+   */
+  std::uint64_t add_low_memory_callback(low_memory_callback callback);
+  /// @brief Unregister a callback (unknown ids are ignored). Thread-safe.
+  void remove_low_memory_callback(std::uint64_t id);
 
   /**
    * @brief Set (or, with 0, remove) a tenant's quota: the most bytes of live tensors it may

@@ -93,6 +93,8 @@ struct pool_stats {
   /// acquire_host's wait for its copy, pool::synchronize, and fallback waits after failed
   /// event calls. prefetch() never waits.
   double stall_seconds{0.0};
+  /// COUNT: requests that ran the low-memory callbacks (ladder step 7)
+  std::uint64_t low_memory_callbacks{0};
 };
 
 }  // namespace tierpool

@@ -139,6 +139,14 @@ lease pool::acquire_host(tensor const& t, access_mode access)
 void pool::prefetch(tensor const& t, tier_id to) { checked(impl_, "prefetch").prefetch(t, to); }
 void pool::demote(tensor const& t, tier_id to) { checked(impl_, "demote").demote(t, to); }
 void pool::free(tensor& t) { checked(impl_, "free").free(t); }
+std::uint64_t pool::add_low_memory_callback(low_memory_callback callback)
+{
+  return checked(impl_, "add_low_memory_callback").add_low_memory_callback(std::move(callback));
+}
+void pool::remove_low_memory_callback(std::uint64_t id)
+{
+  checked(impl_, "remove_low_memory_callback").remove_low_memory_callback(id);
+}
 void pool::set_quota(std::uint32_t tenant, std::size_t bytes) { checked(impl_, "set_quota").set_quota(tenant, bytes); }
 void pool::set_next_use(tensor const& t, std::optional<tick> next_use)
 {

@@ -260,3 +260,85 @@ TEST(PoolQuota, FailedPlacementDoesNotLeakTheCharge)
 }
 
 }  // namespace tierpool::test
+
+namespace tierpool::test {
+
+// Ladder step 7: when everything resident is pinned, the callbacks run once, may release
+// leases (or free tensors), and the request is retried; without help it still fails.
+TEST(PoolLowMemory, CallbackReleasesLeasesAndTheRequestSucceeds)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be, 1_MiB, 0, 16_MiB)};
+  stream_handle s = p.create_stream();
+  std::vector<tensor> ts;
+  std::vector<lease> held;
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{0}}));
+    fill(p, ts.back(), i, 1);
+    held.push_back(p.acquire(ts.back(), access_mode::read, s));
+  }
+  std::vector<low_memory_event> seen;
+  std::uint64_t const id = p.add_low_memory_callback([&](low_memory_event const& e) {
+    seen.push_back(e);
+    if (!held.empty()) { held.pop_back(); }  // give one lease back
+  });
+  tensor extra = p.allocate(256_KiB, {.preferred_tier = tier_id{1}});
+  fill(p, extra, 9, 1);
+  {
+    lease l = p.acquire(extra, access_mode::read, s);  // the device is all pinned: the callback helps
+  }
+  ASSERT_EQ(seen.size(), 1U);
+  EXPECT_EQ(seen[0].tier, tier_id{0});
+  EXPECT_EQ(seen[0].tier_name, "device");
+  EXPECT_EQ(seen[0].bytes_needed, 256_KiB);
+  EXPECT_EQ(seen[0].capacity_bytes, 1_MiB);
+  EXPECT_EQ(seen[0].pinned_bytes, 1_MiB);
+  EXPECT_EQ(held.size(), 3U);
+  EXPECT_EQ(p.stats().low_memory_callbacks, 1U);
+
+  // A callback that cannot help: the request fails as before, after one call.
+  p.remove_low_memory_callback(id);
+  int calls = 0;
+  (void)p.add_low_memory_callback([&](low_memory_event const&) { ++calls; });
+  held.push_back(p.acquire(ts[3], access_mode::read, s));  // all pinned again
+  tensor extra2 = p.allocate(256_KiB, {.preferred_tier = tier_id{1}});
+  fill(p, extra2, 10, 1);
+  EXPECT_THROW({ lease l = p.acquire(extra2, access_mode::read, s); }, out_of_memory);
+  EXPECT_EQ(calls, 1);
+  held.clear();
+  p.synchronize(s);
+  for (std::uint64_t i = 0; i < 4; ++i) { EXPECT_TRUE(check(p, ts[i], i, 1)) << i; }
+  EXPECT_TRUE(check(p, extra, 9, 1));
+  EXPECT_TRUE(check(p, extra2, 10, 1));
+  EXPECT_TRUE(p.validate());
+}
+
+// A callback touching the tensor whose request called it gets a typed error (not a
+// deadlock), which propagates out of the request; nothing is lost.
+TEST(PoolLowMemory, TouchingTheRequestsOwnTensorIsATypedError)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be, 1_MiB, 0, 16_MiB)};
+  stream_handle s = p.create_stream();
+  std::vector<tensor> ts;
+  std::vector<lease> held;
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{0}}));
+    held.push_back(p.acquire(ts.back(), access_mode::read, s));
+  }
+  tensor extra = p.allocate(256_KiB, {.name = "extra", .preferred_tier = tier_id{1}});
+  fill(p, extra, 9, 1);
+  (void)p.add_low_memory_callback([&](low_memory_event const&) { p.prefetch(extra); });
+  try {
+    lease l = p.acquire(extra, access_mode::read, s);
+    FAIL() << "expected logic_error";
+  } catch (logic_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("'extra' is being placed by this thread"), std::string::npos) << e.what();
+  }
+  held.clear();
+  EXPECT_TRUE(check(p, extra, 9, 1));
+  EXPECT_TRUE(p.validate());
+  p.synchronize(s);
+}
+
+}  // namespace tierpool::test

@@ -18,9 +18,10 @@
 //   6. wait for the oldest deferred free (the write-backs of step 5)
 // place_mode::no_wait (prefetch) stops before each wait: steps 1-3, then at most one
 // eviction round (stream-ordered, no host wait) and a retry; the caller queues on failure.
-//   7. out_of_memory with a diagnosis (or backend_error when growing failed in the backend)
+//   7. low-memory callbacks (pool::add_low_memory_callback), then the ladder once more
+//   8. out_of_memory with a diagnosis (or backend_error when growing failed in the backend)
 // Growing comes before evicting (the note had it after): evicting while budget is unused
-// trades a cheap backend allocate for copies. Low-memory callbacks are not implemented.
+// trades a cheap backend allocate for copies.
 #include <tierpool/detail/parse.hpp>
 #include <tierpool/error.hpp>
 
@@ -59,6 +60,7 @@ std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_
     return st == status::ok && got != 0;
   };
   bool evicted = false;
+  bool called_back = false;
   for (int round = 0; round < kMaxLadderRounds; ++round) {
     {
       std::lock_guard tl(ts.mem->mutex());
@@ -100,8 +102,15 @@ std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_
       continue;
     }
     if (mode == place_mode::no_wait) { break; }
-    std::lock_guard tl(ts.mem->mutex());
-    if (ts.mem->deferred_bytes() != 0 && wait_oldest()) { continue; }
+    {
+      std::lock_guard tl(ts.mem->mutex());
+      if (ts.mem->deferred_bytes() != 0 && wait_oldest()) { continue; }
+    }
+    // Step 7: low-memory callbacks (no tier lock held), then the ladder once more.
+    if (mode == place_mode::ladder && !called_back) {
+      called_back = true;
+      if (run_low_memory_callbacks(k, bytes)) { continue; }
+    }
     break;
   }
   if (why != nullptr) {

@@ -520,6 +520,59 @@ lease pool_impl::acquire_host(tensor const& t, access_mode access)
 // prefetch, demote
 // ---------------------------------------------------------------------------------------
 
+[[noreturn]] void throw_held(tensor_record const& r)
+{
+  throw logic_error("pool: tensor " + std::to_string(static_cast<std::uint64_t>(r.id)) +
+                    (r.opts.name.empty() ? std::string() : " '" + r.opts.name + "'") +
+                    " is being placed by this thread (a low-memory callback must not use the tensor whose request "
+                    "called it)");
+}
+
+std::uint64_t pool_impl::add_low_memory_callback(low_memory_callback cb)
+{
+  TIERPOOL_EXPECTS(static_cast<bool>(cb), "pool::add_low_memory_callback: empty callback");
+  auto p = std::make_shared<low_memory_callback>(std::move(cb));
+  std::lock_guard lock(lowmem_mtx_);
+  std::uint64_t const id = next_lowmem_id_++;
+  lowmem_.emplace_back(id, std::move(p));
+  lowmem_count_.store(lowmem_.size(), std::memory_order_relaxed);
+  return id;
+}
+
+void pool_impl::remove_low_memory_callback(std::uint64_t id)
+{
+  std::lock_guard lock(lowmem_mtx_);
+  std::erase_if(lowmem_, [&](auto const& e) { return e.first == id; });
+  lowmem_count_.store(lowmem_.size(), std::memory_order_relaxed);
+}
+
+bool pool_impl::run_low_memory_callbacks(std::uint32_t k, std::size_t bytes)
+{
+  thread_local bool in_callback = false;
+  if (in_callback || lowmem_count_.load(std::memory_order_relaxed) == 0) { return false; }
+  std::vector<std::shared_ptr<low_memory_callback>> cbs;
+  {
+    std::lock_guard lock(lowmem_mtx_);
+    for (auto const& e : lowmem_) { cbs.push_back(e.second); }
+  }
+  if (cbs.empty()) { return false; }
+  tier_state const& ts = *tiers_[k];
+  low_memory_event ev{};
+  ev.tier = tier_id{k};
+  ev.tier_name = ts.name;
+  ev.bytes_needed = bytes;
+  ev.capacity_bytes = ts.capacity;
+  ev.pinned_bytes = ts.pinned_bytes();
+  struct reset {
+    bool& flag;
+    ~reset() { flag = false; }
+  } r{in_callback};
+  in_callback = true;
+  for (auto const& cb : cbs) { (*cb)(ev); }
+  lowmem_calls_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 void pool_impl::set_quota(std::uint32_t tenant, std::size_t bytes)
 {
   std::lock_guard lock(tenants_mtx_);

@@ -243,6 +243,10 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   void prefetch(tensor const& t, tier_id to);
   void set_next_use(tensor const& t, std::optional<tick> next_use);
   void set_quota(std::uint32_t tenant, std::size_t bytes);
+  std::uint64_t add_low_memory_callback(low_memory_callback cb);
+  void remove_low_memory_callback(std::uint64_t id);
+  /// Run the low-memory callbacks for tier k (no tier lock held). @return true if any ran.
+  bool run_low_memory_callbacks(std::uint32_t k, std::size_t bytes);
   /// Charge `bytes` to the tenant's live bytes, or throw quota_exceeded.
   void charge_tenant(std::uint32_t tenant, std::size_t bytes, std::string const& name);
   void uncharge_tenant(std::uint32_t tenant, std::size_t bytes) noexcept;
@@ -395,6 +399,11 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
     std::uint64_t refusals{0};
   };
   mutable std::mutex tenants_mtx_;                   ///< a leaf lock
+  std::mutex lowmem_mtx_;                                                   ///< a leaf lock
+  std::vector<std::pair<std::uint64_t, std::shared_ptr<low_memory_callback>>> lowmem_;  ///< under lowmem_mtx_
+  std::uint64_t next_lowmem_id_{1};                                         ///< under lowmem_mtx_
+  std::atomic<std::size_t> lowmem_count_{0};
+  std::atomic<std::uint64_t> lowmem_calls_{0};
   std::map<std::uint32_t, tenant_state> tenants_;    ///< under tenants_mtx_
   std::atomic<std::uint64_t> live_tensors_{0};
   std::atomic<std::uint64_t> live_tensor_bytes_{0};

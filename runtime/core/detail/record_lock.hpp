@@ -31,12 +31,20 @@ inline bool holds_record(tensor_record const& r) noexcept
   return std::find(h.begin(), h.end(), &r) != h.end();
 }
 
+[[noreturn]] void throw_held(tensor_record const& r);  // pool_impl.cpp
+
 /// @brief A blocking or try lock of a record, noted in held_records() while held.
 class record_lock {
  public:
   /// Blocking lock.
+  /// Throws logic_error when this thread holds it already: a pool call on the tensor being
+  /// placed from a low-memory callback (std::mutex would deadlock).
   explicit record_lock(tensor_record& r) : rec_(&r)
   {
+    if (!held_records().empty() && holds_record(r)) [[unlikely]] {
+      rec_ = nullptr;
+      throw_held(r);
+    }
     r.mtx.lock();
     note();
   }

@@ -14,7 +14,8 @@
 namespace oversubscribe {
 
 #if OVERSUBSCRIBE_HAS_CUDA_KERNELS
-std::unique_ptr<compute_backend> make_cuda_compute_backend();  // cuda_compute_backend.cpp
+// cuda_compute_backend.cpp: null, with `why`, when the kernels cannot run on be's device.
+std::unique_ptr<compute_backend> make_cuda_compute_backend(tierpool::backend& be, std::string* why);
 #endif
 
 bool has_cuda_kernels() noexcept { return OVERSUBSCRIBE_HAS_CUDA_KERNELS != 0; }
@@ -30,7 +31,7 @@ std::unique_ptr<compute_backend> make_compute_backend(tierpool::backend& be, std
     return make_host_compute_backend(be);
   }
 #if OVERSUBSCRIBE_HAS_CUDA_KERNELS
-  if (caps.name == "cuda") { return make_cuda_compute_backend(); }
+  if (caps.name == "cuda") { return make_cuda_compute_backend(be, why); }
 #endif
   if (why != nullptr) {
     *why = "the " + caps.name + " backend needs the demo's " + caps.name +

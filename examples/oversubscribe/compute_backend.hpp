@@ -4,7 +4,7 @@
  * @file compute_backend.hpp
  * @brief The kernels the oversubscription demo's MLP needs, behind one interface, so that
  *        the same training loop runs its math on the host (the simulated device, whose
- *        "device memory" is host memory) or, once written, on a GPU.
+ *        "device memory" is host memory) or on a GPU (cuda_kernels.cu, on the CUDA backend).
  *
  * Every call is stream-ordered: it enqueues work on `stream` and returns at once; the
  * pointers must stay valid (their leases alive, or ended after this call: the pool keeps
@@ -92,10 +92,14 @@ class compute_backend {
 /**
  * @brief The kernels for `be`: host loops on a sim backend with real memory, CUDA kernels
  *        on the CUDA backend when this build has them.
+ *
+ * On the CUDA backend this makes the backend's device current on the calling thread and
+ * loads the kernels' code for it (cuda_kernels::probe).
+ *
  * @param be   The backend the pool runs on; must outlive the result.
  * @param why  Receives, when the result is null, why no kernels fit this backend.
  * @return The kernels, or null when none can run on `be` (phantom memory; CUDA without
- *         the demo's kernels compiled in).
+ *         the demo's kernels compiled in, or compiled for other GPU architectures).
  */
 [[nodiscard]] std::unique_ptr<compute_backend> make_compute_backend(tierpool::backend& be, std::string* why);
 

@@ -7,6 +7,7 @@
 #include "mlp.hpp"
 
 #include "host_kernels.hpp"
+#include "splitmix64.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -18,28 +19,6 @@ namespace oversubscribe {
 namespace {
 
 using tierpool::access_mode;
-
-/// splitmix64: a tiny, portable generator, so the same seed gives the same model everywhere.
-class splitmix64 {
- public:
-  explicit splitmix64(std::uint64_t seed) noexcept : state_(seed) {}
-  std::uint64_t next() noexcept
-  {
-    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30U)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27U)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31U);
-  }
-  /// Uniform in [lo, hi), from the top 24 bits (exact in fp32).
-  float uniform(float lo, float hi) noexcept
-  {
-    float const u = static_cast<float>(next() >> 40U) * 0x1.0p-24F;
-    return lo + (hi - lo) * u;
-  }
-
- private:
-  std::uint64_t state_;
-};
 
 constexpr std::uint64_t kFnvOffset = 0xCBF29CE484222325ULL;
 constexpr std::uint64_t kFnvPrime = 0x100000001B3ULL;

@@ -7,7 +7,9 @@
 // must equal bit for bit the loss of a reference run of the same computation on a pool
 // whose device tier holds everything (no evictions). Ends with the pool's summary.
 //
-// Runs on the default backend: the simulated device where there is no GPU.
+// Runs on the default backend: the GPU with the demo's CUDA kernels where there is one
+// (and the build has them), the simulated device with host kernels elsewhere.
+// `--check-kernels` instead compares the backend's kernels with the host's (kernel_check).
 #include <tierpool/pool.hpp>
 #include <tierpool/tierpool.hpp>
 
@@ -32,6 +34,7 @@
 #include <vector>
 
 #include "compute_backend.hpp"
+#include "kernel_check.hpp"
 #include "mlp.hpp"
 
 namespace {
@@ -42,6 +45,7 @@ constexpr int kExitOk = 0;
 constexpr int kExitMismatch = 1;  // a loss or the final parameters differ from the reference
 constexpr int kExitUsage = 2;
 constexpr int kExitError = 3;     // out of memory, backend failure, ...
+constexpr int kExitSkipped = 77;  // --check-kernels: no device or no kernels to check (CTest SKIP_RETURN_CODE)
 
 constexpr double kDefaultOversubscription = 4.0;  // the issue asks for a working set >= 4x the device tier
 
@@ -58,6 +62,7 @@ struct options {
   std::string backend{};
   std::string link{};
   std::string json{};
+  bool check_kernels{false};
   bool help{false};
 };
 
@@ -80,9 +85,14 @@ set, and checks every step's loss bit for bit against a run with unlimited devic
   --link MODEL          sim only: throttle host<->device copies, e.g. pcie4 or 25e9,2000
   --no-prefetch         do not prefetch the next operation's tensors
   --json FILE           write the results and the pool's statistics as JSON
+  --check-kernels       instead of training, run each kernel of the backend (the CUDA
+                        kernels on a GPU) on random inputs and compare it with the host
+                        kernels and with a second run of itself
   --help                this text
 
-Exit status: 0 verified, 1 a loss differs from the reference, 2 usage, 3 runtime error.
+Exit status: 0 verified, 1 a loss differs from the reference, 2 usage, 3 runtime error;
+with --check-kernels: 0 all kernels agree, 1 some do not, 77 skipped (no CUDA device or
+no CUDA kernels with --backend cuda).
 )";
 
 // ---- text helpers ---------------------------------------------------------------------
@@ -224,8 +234,9 @@ options parse_options(int argc, char** argv)
     else if (arg == "--link") { o.link = value(); }
     else if (arg == "--no-prefetch") { o.model.prefetch = false; }
     else if (arg == "--json") { o.json = value(); }
+    else if (arg == "--check-kernels") { o.check_kernels = true; }
     else { throw usage_error("unknown option '" + std::string(args[i]) + "' (see --help)"); }
-    if (inline_value && (arg == "--help" || arg == "-h" || arg == "--no-prefetch")) {
+    if (inline_value && (arg == "--help" || arg == "-h" || arg == "--no-prefetch" || arg == "--check-kernels")) {
       throw usage_error(std::string(arg) + " takes no value");
     }
   }
@@ -297,6 +308,71 @@ double seconds_since(std::chrono::steady_clock::time_point t0)
 
 // ---- the run --------------------------------------------------------------------------
 
+/// --policy, else TIERPOOL_POLICY, else "" (the pool's default).
+std::string policy_of(options const& o)
+{
+  if (!o.policy.empty()) { return o.policy; }
+  char const* const from_env = env("TIERPOOL_POLICY");
+  return from_env != nullptr ? from_env : "";
+}
+
+/// --backend, else TIERPOOL_BACKEND, else automatic.
+tierpool::backend_choice backend_choice_of(options const& o)
+{
+  if (!o.backend.empty()) { return tierpool::parse_backend_choice(o.backend); }
+  if (auto const from_env = tierpool::backend_choice_from_env()) { return *from_env; }
+  return tierpool::backend_choice::automatic;
+}
+
+std::optional<tierpool::link_model> link_of(options const& o)
+{
+  if (o.link.empty()) { return std::nullopt; }
+  std::string why;
+  auto link = tierpool::parse_link_model(o.link, &why);
+  if (!link) { throw usage_error("--link: " + why); }
+  return link;
+}
+
+/// --check-kernels: the backend's kernels against the host's, on a pool with a device
+/// tier of 32 MiB. Skipped (exit 77) when CUDA was asked for and there is no device or
+/// the build has no CUDA kernels.
+int run_kernel_check(options const& o)
+{
+  constexpr std::size_t kCheckDeviceBytes = 32_MiB;
+  tierpool::backend_choice const choice = backend_choice_of(o);
+  std::string reason;
+  std::shared_ptr<tierpool::backend> be;
+  try {
+    be = make_backend(choice, kCheckDeviceBytes, link_of(o), tierpool::fallback_notice::silent, &reason);
+  } catch (tierpool::backend_error const& e) {
+    if (choice != tierpool::backend_choice::cuda) { throw; }
+    std::printf("SKIP: %s\n", e.what());
+    return kExitSkipped;
+  }
+  std::string why;
+  auto compute = oversubscribe::make_compute_backend(*be, &why);
+  if (!compute) {
+    if (be->caps().name == "cuda" && !oversubscribe::has_cuda_kernels()) {
+      std::printf("SKIP: %s\n", why.c_str());
+      return kExitSkipped;
+    }
+    throw std::runtime_error("no kernels to check: " + why);
+  }
+  tierpool::pool pool{pool_options_for(be, kCheckDeviceBytes, policy_of(o))};
+  std::printf("check-kernels: backend %s (%s); kernels: %s\n", be->caps().name.c_str(), reason.c_str(),
+              std::string(compute->name()).c_str());
+  oversubscribe::kernel_check_result const r = oversubscribe::check_kernels(pool, *compute, stdout);
+  if (r.failed != 0) {
+    std::printf("FAILED: %zu of %zu kernel cases differ from the host kernels or between two runs\n", r.failed,
+                r.cases);
+    return kExitMismatch;
+  }
+  std::printf("kernels ok: %zu cases within tolerance of the host kernels (%zu bit-identical to them) and "
+              "bit-identical between two runs\n",
+              r.cases, r.bit_identical);
+  return kExitOk;
+}
+
 int run(options const& o)
 {
   oversubscribe::mlp_config const& cfg = o.model;
@@ -321,26 +397,20 @@ int run(options const& o)
     return kExitUsage;
   }
 
-  std::string policy = o.policy;
-  if (policy.empty() && env("TIERPOOL_POLICY") != nullptr) { policy = env("TIERPOOL_POLICY"); }
-  tierpool::backend_choice choice = tierpool::backend_choice::automatic;
-  if (!o.backend.empty()) { choice = tierpool::parse_backend_choice(o.backend); }
-  else if (auto const from_env = tierpool::backend_choice_from_env()) { choice = *from_env; }
-  std::optional<tierpool::link_model> link;
-  if (!o.link.empty()) {
-    std::string why;
-    link = tierpool::parse_link_model(o.link, &why);
-    if (!link) { throw usage_error("--link: " + why); }
-  }
+  std::string const policy = policy_of(o);
+  tierpool::backend_choice choice = backend_choice_of(o);
+  std::optional<tierpool::link_model> const link = link_of(o);
 
-  // The backend, and kernels that can run on it.
+  // The backend, and kernels that can run on it: on the CUDA backend the demo's CUDA
+  // kernels (cuda_kernels.cu) when the build has them and they run on this GPU.
   std::string reason;
   auto be = make_backend(choice, device_bytes, link, tierpool::fallback_notice::silent, &reason);  // reason printed below
   std::string why;
   auto compute = oversubscribe::make_compute_backend(*be, &why);
   if (!compute) {
     if (be->caps().name == "sim") { throw std::runtime_error("no kernels for this backend: " + why); }
-    // Decision: without the demo's GPU kernels the CUDA device cannot compute, so the
+    // Decision: without GPU kernels that run on this device (a build without CUDA kernels,
+    // or without code for this GPU's architecture) the CUDA device cannot compute, so the
     // demo runs on the simulated device rather than doing nothing (see README.md).
     std::printf("note: %s; running on the simulated device instead\n", why.c_str());
     choice = tierpool::backend_choice::sim;
@@ -355,6 +425,7 @@ int run(options const& o)
   auto ref_be = make_backend(be->caps().name == "sim" ? tierpool::backend_choice::sim : tierpool::backend_choice::cuda,
                              ref_device_bytes, link, tierpool::fallback_notice::silent, nullptr);
   auto ref_compute = oversubscribe::make_compute_backend(*ref_be, &why);
+  if (!ref_compute) { throw std::runtime_error("no kernels for the reference run: " + why); }
 
   tierpool::pool pool{pool_options_for(be, device_bytes, policy)};
   tierpool::pool ref_pool{pool_options_for(ref_be, ref_device_bytes, policy)};
@@ -503,7 +574,7 @@ int main(int argc, char** argv)
       std::fputs(kUsage, stdout);
       return kExitOk;
     }
-    return run(o);
+    return o.check_kernels ? run_kernel_check(o) : run(o);
   } catch (usage_error const& e) {
     std::fprintf(stderr, "oversubscribe: %s\n", e.what());
     return kExitUsage;

@@ -22,6 +22,9 @@ option(TIERPOOL_ENABLE_INSTALL
 option(TIERPOOL_DEBUG_FULL
   "Compile expensive invariant checks (TIERPOOL_ASSERT_EXPENSIVE); off by default because they change complexity"
   OFF)
+option(TIERPOOL_BUILD_FUZZERS
+  "Build the libFuzzer targets of the trace readers in fuzz/ (default: off; needs clang, see scripts/run-fuzzers.sh)"
+  OFF)
 option(TIERPOOL_WARNINGS_AS_ERRORS
   "Treat compiler warnings in tierpool's own targets as errors (default: on, the code base is warning-free)"
   ON)

@@ -10,6 +10,7 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libboost-program-options1.81-dev   # intrusive, JSON, CLI
   libgtest-dev libgmock-dev googletest  # tests
   libbenchmark-dev                # micro-benchmarks
+  clang libclang-rt-14-dev        # libFuzzer targets of the trace readers (scripts/run-fuzzers.sh)
 )
 
 missing=()

@@ -125,3 +125,126 @@ add_test(NAME cli.bench_copy.bad_lower_message COMMAND $<TARGET_FILE:tierpool_cl
 set_tests_properties(cli.bench_copy.bad_lower_message PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "tierpool bench copy: unknown --lower 'managed' \\(valid: pinned_host, host\\)")
 # ---- end tierpool bench hitpath / bench copy ------------------------------------
+
+# ---- tierpool trace gen / convert / stat -----------------------------------------
+add_test(NAME cli.trace.gen_stdout COMMAND $<TARGET_FILE:tierpool_cli> trace gen mlp-train layers=2 width=64 batch=8 iterations=1)
+set_tests_properties(cli.trace.gen_stdout PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "^# tierpool-trace v1\nphase init\nalloc 1 16384 name=w1\nalloc 2 16384 name=g1\n")
+
+add_test(NAME cli.trace.gen_list COMMAND $<TARGET_FILE:tierpool_cli> trace gen --list)
+set_tests_properties(cli.trace.gen_list PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "mlp-train.*layers=8 .*transformer-train.*llm-infer-stream.*kv-paging  \\(random: depends on --seed\\).*random-reuse")
+
+# A generated binary trace is well-formed by stat's account.
+add_test(NAME cli.trace.gen_stat_json
+  COMMAND sh -c "\"$0\" trace gen kv-paging requests=5 --seed 3 -o \"$1\" && \"$0\" trace stat \"$1\" --json"
+          $<TARGET_FILE:tierpool_cli> ${CMAKE_CURRENT_BINARY_DIR}/cli_trace_kv.tpb)
+set_tests_properties(cli.trace.gen_stat_json PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "kv-paging \\(seed 3\\): [0-9]+ events.*-> [^ ]*cli_trace_kv\\.tpb \\(binary\\)\n{\"file\":[^\n]*\"format\":\"binary\".*\"live_at_end\":0,.*\"accesses_not_live\":0,\"frees_not_live\":0,\"allocates_live\":0,\"prefetches_not_live\":0}")
+
+# The same workload written as text, and as binary converted to text, is byte-identical.
+add_test(NAME cli.trace.convert_roundtrip
+  COMMAND sh -c "\"$0\" trace gen llm-infer-stream layers=3 steps=20 -o \"$1.tpt\" && \"$0\" trace gen llm-infer-stream layers=3 steps=20 -o \"$1.tpb\" && \"$0\" trace convert \"$1.tpb\" -o \"$1.back.tpt\" && cmp \"$1.tpt\" \"$1.back.tpt\" && echo identical"
+          $<TARGET_FILE:tierpool_cli> ${CMAKE_CURRENT_BINARY_DIR}/cli_trace_llm)
+set_tests_properties(cli.trace.convert_roundtrip PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "\\(binary\\) -> [^\n]*cli_trace_llm\\.back\\.tpt \\(text\\)\nidentical")
+
+set(_tp_trace_csv ${CMAKE_CURRENT_BINARY_DIR}/cli_trace_ops.csv)
+file(WRITE ${_tp_trace_csv} "key;op\nk1;get\nk2;SET\n")
+add_test(NAME cli.trace.convert_csv
+  COMMAND sh -c "\"$0\" trace convert \"$1\" --csv-delimiter ';' --csv-id-column 0 --csv-op-column 1 --csv-size-column -1 --csv-time-column -1 --csv-default-size 4KiB -o \"$1.tpt\" && cat \"$1.tpt\""
+          $<TARGET_FILE:tierpool_cli> ${_tp_trace_csv})
+set_tests_properties(cli.trace.convert_csv PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "2 events: [^\n]*\\(csv\\) -> [^\n]*\\(text\\)\n# tierpool-trace v1\nread [0-9]+ bytes=4096\nrw [0-9]+ bytes=4096\n$")
+
+if(EXISTS "${TIERPOOL_SAMPLE_TRACES_DIR}/cloudphysics.oracleGeneral.bin")
+  set(_tp_cloudphysics "${TIERPOOL_SAMPLE_TRACES_DIR}/cloudphysics.oracleGeneral.bin")
+  add_test(NAME cli.trace.stat_cloudphysics COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${_tp_cloudphysics})
+  set_tests_properties(cli.trace.stat_cloudphysics PROPERTIES LABELS cpu
+    PASS_REGULAR_EXPRESSION "\\(oracle_general\\)\n  events +113872\n.*  requests +113872\n.*  unique objects +48974\n  tensors +0\n  working set +2029769728 \\(1\\.9 GiB\\)\n  peak live +2029769728 ")
+  add_test(NAME cli.trace.convert_cloudphysics_json
+    COMMAND sh -c "\"$0\" trace convert \"$1\" -o \"$2\" && \"$0\" trace stat \"$2\" --json"
+            $<TARGET_FILE:tierpool_cli> ${_tp_cloudphysics} ${CMAKE_CURRENT_BINARY_DIR}/cli_trace_cloudphysics.tpb)
+  set_tests_properties(cli.trace.convert_cloudphysics_json PROPERTIES LABELS cpu
+    PASS_REGULAR_EXPRESSION "113872 events: .*\\(oracle_general\\) -> .*\\(binary\\)\n.*\"requests\":113872,.*\"objects\":48974,\"tensors\":0,\"working_set_bytes\":2029769728,")
+endif()
+
+# Failures: one test checks the exit status, its twin the message.
+set(_tp_trace_corrupt ${CMAKE_CURRENT_BINARY_DIR}/cli_trace_corrupt.tpt)
+file(WRITE ${_tp_trace_corrupt} "# tierpool-trace v1\nread 1 bytes=8\nallok 2 3\n")
+add_test(NAME cli.trace.stat_corrupt_message COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${_tp_trace_corrupt})
+set_tests_properties(cli.trace.stat_corrupt_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool: error: trace '[^']*cli_trace_corrupt\\.tpt' line 3: unknown keyword 'allok' \\(expected alloc, free, read, rw, wd, prefetch, compute, phase, release\\)")
+add_test(NAME cli.trace.stat_corrupt_fails COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${_tp_trace_corrupt})
+set_tests_properties(cli.trace.stat_corrupt_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+add_test(NAME cli.trace.gen_unknown_workload_message COMMAND $<TARGET_FILE:tierpool_cli> trace gen cnn-train)
+set_tests_properties(cli.trace.gen_unknown_workload_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool: error: unknown workload 'cnn-train' \\(valid: mlp-train, transformer-train, llm-infer-stream, kv-paging, random-reuse\\)")
+add_test(NAME cli.trace.gen_unknown_workload_fails COMMAND $<TARGET_FILE:tierpool_cli> trace gen cnn-train)
+set_tests_properties(cli.trace.gen_unknown_workload_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+add_test(NAME cli.trace.gen_bad_param_message COMMAND $<TARGET_FILE:tierpool_cli> trace gen mlp-train depth=3)
+set_tests_properties(cli.trace.gen_bad_param_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool: error: unknown parameter 'depth' for workload mlp-train \\(valid: layers, width, batch, iterations, dtype_bytes, tflops\\)")
+add_test(NAME cli.trace.convert_without_output_fails COMMAND $<TARGET_FILE:tierpool_cli> trace convert ${_tp_trace_corrupt})
+set_tests_properties(cli.trace.convert_without_output_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+add_test(NAME cli.trace.convert_without_output_message COMMAND $<TARGET_FILE:tierpool_cli> trace convert ${_tp_trace_corrupt})
+set_tests_properties(cli.trace.convert_without_output_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool trace convert: give the output file with -o")
+# ---- end tierpool trace ----------------------------------------------------------
+
+# ---- tierpool policies ------------------------------------------------------------
+# Sorted, with descriptions and parameters (name, type, default); other policies may sit
+# between the ones named here.
+add_test(NAME cli.policies.list COMMAND $<TARGET_FILE:tierpool_cli> policies)
+set_tests_properties(cli.policies.list PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "eviction policies \\([0-9]+\\).*\narc +Adaptive Replacement Cache[^\n]*\n +capacity +bytes +default 0 +cache size c in bytes.*\nbelady +Belady's MIN[^\n]*\n +\\(no parameters\\).*\ngdsf +GreedyDual-Size-Frequency.*\nlirs +Low Inter-reference Recency Set.*\n +hir_ratio +real +default 0\\.01 .*\nlru +Least recently used.*\nrepeat +Tensor-aware")
+
+add_test(NAME cli.policies.json COMMAND $<TARGET_FILE:tierpool_cli> policies --json)
+set_tests_properties(cli.policies.json PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "^{\"policy_abi_version\":[0-9]+,\"policies\":\\[{\"name\":\"arc\",\"description\":\"Adaptive Replacement Cache[^\"]*\",\"plugin\":null,\"parameters\":\\[{\"name\":\"capacity\",\"type\":\"bytes\",\"default\":\"0\",\"description\":\"[^\"]+\"},.*{\"name\":\"belady\",[^]]*\"parameters\":\\[\\]}")
+
+add_test(NAME cli.policies.plugin COMMAND $<TARGET_FILE:tierpool_cli> policies --json --plugin $<TARGET_FILE:policy_test_mru_plugin>)
+set_tests_properties(cli.policies.plugin PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "{\"name\":\"mru\",\"description\":\"Most recently used first \\(example plug-in\\)[^\"]*\",\"plugin\":\"[^\"]*libpolicy_test_mru_plugin\\.so\",\"parameters\":\\[{\"name\":\"spare\",\"type\":\"unsigned_integer\",\"default\":\"1\"")
+
+add_test(NAME cli.policies.help COMMAND $<TARGET_FILE:tierpool_cli> policies --help)
+set_tests_properties(cli.policies.help PROPERTIES LABELS cpu PASS_REGULAR_EXPRESSION "--plugin.*--json")
+
+# A plug-in that cannot be loaded: the message carries dlerror()'s text; its twin the exit status.
+add_test(NAME cli.policies.missing_plugin_message COMMAND $<TARGET_FILE:tierpool_cli> policies --plugin /nonexistent/libnothing.so)
+set_tests_properties(cli.policies.missing_plugin_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool: error: policy plug-in '/nonexistent/libnothing\\.so' could not be loaded: .*No such file or directory")
+add_test(NAME cli.policies.missing_plugin_fails COMMAND $<TARGET_FILE:tierpool_cli> policies --plugin /nonexistent/libnothing.so)
+set_tests_properties(cli.policies.missing_plugin_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+add_test(NAME cli.policies.wrong_abi_message COMMAND $<TARGET_FILE:tierpool_cli> policies --plugin $<TARGET_FILE:policy_test_wrong_abi_plugin>)
+set_tests_properties(cli.policies.wrong_abi_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool: error: policy plug-in '[^']*' was built against policy interface v[0-9]+, this tierpool has v[0-9]+")
+# ---- end tierpool policies --------------------------------------------------------
+
+# ---- tierpool replay --------------------------------------------------------------
+# Behaviour, not figures: the table, the files, the typed errors. The golden figures are in
+# tests/replay (replay_test).
+set(_tp_replay_trace ${CMAKE_CURRENT_SOURCE_DIR}/replay/golden/cache_small.tpt)
+set(_tp_replay_mlp ${CMAKE_CURRENT_SOURCE_DIR}/replay/golden/mlp_small.tpt)
+add_test(NAME cli.replay.cache_table COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace}
+  --mode cache --policy lru,arc --capacity 25%,50% --quiet)
+set_tests_properties(cli.replay.cache_table PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "60 requests, 10 objects, working set 52\\.0 KiB.*policy +capacity +requests +hit +miss +byte miss.*\nlru +25% \\(13\\.0 KiB\\) +60 .*\narc +50% \\(26\\.0 KiB\\) +60 ")
+add_test(NAME cli.replay.pool_files
+  COMMAND sh -c "\"$0\" replay \"$1\" --policy lru --capacity 50%,90% --quiet --json \"$2.json\" --csv \"$2.csv\" --plot \"$2.svg\" > /dev/null && head -c 60 \"$2.json\" && echo && head -n 1 \"$2.csv\" && grep -c '<polyline' \"$2.svg\""
+          $<TARGET_FILE:tierpool_cli> ${_tp_replay_mlp} ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_pool)
+set_tests_properties(cli.replay.pool_files PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "^\\[\n  {\"policy\":\"lru\",\"mode\":\"pool\",\"capacity\":\"50%\".*\npolicy,mode,capacity,capacity_bytes,.*requests_per_second,events_per_second\n2\n$")
+add_test(NAME cli.replay.unknown_policy_fails COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --policy bogus -q)
+set_tests_properties(cli.replay.unknown_policy_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+add_test(NAME cli.replay.unknown_policy_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --policy bogus -q)
+set_tests_properties(cli.replay.unknown_policy_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool: error: .*bogus.*lru")
+add_test(NAME cli.replay.ignore_size_needs_cache_fails COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --ignore-size)
+set_tests_properties(cli.replay.ignore_size_needs_cache_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+add_test(NAME cli.replay.bad_capacity_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --capacity 150%)
+set_tests_properties(cli.replay.bad_capacity_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool: error: invalid capacity '150%'")
+add_test(NAME cli.replay.help COMMAND $<TARGET_FILE:tierpool_cli> replay --help)
+set_tests_properties(cli.replay.help PROPERTIES LABELS cpu PASS_REGULAR_EXPRESSION "--policy.*--capacity.*--mode.*--plot")
+# ---- end tierpool replay ----------------------------------------------------------

@@ -37,6 +37,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <map>
@@ -51,6 +52,7 @@
 
 #include <tierpool/error.hpp>
 #include <tierpool/export.hpp>
+#include <tierpool/prefetch.hpp>
 #include <tierpool/types.hpp>
 
 namespace tierpool {
@@ -160,7 +162,10 @@ struct eviction_proposal {
  * - `propose(req, out)`: append victims to `out`, in preference order, never a pinned
  *   tensor, each at most once; stop once `req.bytes_needed` is covered, or propose every
  *   evictable tensor when it cannot be. The caller passes `out` empty (it clears it);
- *   proposing changes no state. May throw only `std::bad_alloc` from growing `out`.
+ *   proposing changes no state. May throw only `std::bad_alloc` from growing `out`, and
+ *   `tierpool::logic_error` in one case: a policy that needs information the driver did
+ *   not give (`belady` without next-use forecasts). That is a configuration error, not an
+ *   expected path; the message says what is missing and which policy to use instead.
  * - `name()`: the registry name ("lru").
  *
  * Thread safety: policies are **externally synchronized**. The runtime calls every member
@@ -312,6 +317,8 @@ class any_eviction_policy {
    * @param req What to free.
    * @param out Reused proposal; its capacity is kept.
    * @throws std::bad_alloc only when `out` must grow and the host is out of memory
+   * @throws tierpool::logic_error when the policy needs information the driver did not
+   *         give (`belady` without next-use forecasts; see eviction_policy)
    */
   void propose(eviction_request const& req, eviction_proposal& out)
   {
@@ -368,6 +375,16 @@ static_assert(eviction_policy<any_eviction_policy>, "any_eviction_policy must sa
 // ---------------------------------------------------------------------------------------
 // Registry
 // ---------------------------------------------------------------------------------------
+
+/**
+ * @brief A policy plug-in (a shared object) could not be used: the file cannot be loaded,
+ *        a required symbol is missing, it was built against another policy interface
+ *        version, its registration failed, or a name it registers is taken.
+ *        Thrown by policy_registry::load_plugin() and by create() for a plug-in spec.
+ */
+struct TIERPOOL_EXPORT plugin_error : logic_error {
+  using logic_error::logic_error;
+};
 
 /// @brief The type of a policy parameter, which fixes how its text value is parsed.
 enum class parameter_type : std::uint8_t {
@@ -456,6 +473,8 @@ class TIERPOOL_EXPORT policy_params {
 /// @brief Builds a policy from its parsed parameters. May throw tierpool::logic_error
 ///        for combinations of values it rejects.
 using policy_factory = std::function<any_eviction_policy(policy_params const&)>;
+/// @brief Builds a prefetch predictor from its parsed parameters (include/tierpool/prefetch.hpp).
+using predictor_factory = std::function<any_prefetch_predictor(policy_params const&)>;
 
 /**
  * @brief Named policy factories: `create("lru:refresh_interval=1000")`.
@@ -464,12 +483,22 @@ using policy_factory = std::function<any_eviction_policy(policy_params const&)>;
  * are ignored. Every error is a tierpool::logic_error whose message lists what exists: the
  * registered names, or the policy's parameters with their types and defaults.
  *
+ * Plug-in specs: `path/to/libmine.so:name[:key=value,...]`. When the part before the first
+ * ':' ends in ".so" or contains '/', create() and parse() load that shared object (once per
+ * path per process; see load_plugin()) and build `name` from the plug-in's own policies,
+ * so that `pool_options::policy = "./libmine.so:mine"` and
+ * `TIERPOOL_POLICY=/opt/x/libmine.so:mine:k=1` need no code. A bare file name (no '/') is
+ * searched like dlopen() does; write `./libmine.so` for the current directory. Paths
+ * containing ':' cannot be written in a spec (use load_plugin()).
+ *
  * Registration is explicit (no static initializers): built-ins through the generated
  * register_builtin_policies(), a user's own with add(), a plug-in through its
- * `extern "C" void tierpool_register_policies(tierpool::policy_registry&)`.
+ * `extern "C" void tierpool_register_policies(tierpool::policy_registry&)` (write it with
+ * TIERPOOL_POLICY_PLUGIN) and load_plugin().
  *
- * Thread safety: add() is not safe concurrently with anything; const members are safe
- * to call concurrently. Ownership: a value (copyable, movable).
+ * Thread safety: add() and load_plugin() are not safe concurrently with anything; const
+ * members are safe to call concurrently (the process-wide plug-in cache has its own lock).
+ * Ownership: a value (copyable, movable).
  *
  * @code
  * auto registry = tierpool::policy_registry::with_builtins();
@@ -503,13 +532,35 @@ class TIERPOOL_EXPORT policy_registry {
            policy_factory factory);
 
   /**
+   * @brief Load a policy plug-in and add every policy (and prefetch predictor) it registers.
+   *
+   * The shared object is opened with `dlopen(RTLD_NOW | RTLD_LOCAL)` once per path per
+   * process and never closed (policies built from it may live as long as the process).
+   * It must export `tierpool_policy_abi_version()` returning the tierpool::policy_abi_version
+   * it was built with, and `tierpool_register_policies(policy_registry&)`; both are defined
+   * by TIERPOOL_POLICY_PLUGIN. Loading the same plug-in into the same registry again is a
+   * no-op. Strong guarantee: on error the registry is unchanged.
+   *
+   * @param path The shared object; a name without '/' is searched like dlopen() does.
+   * @return Names of the policies the plug-in registers, sorted (predictors not included).
+   * @throws tierpool::plugin_error if the file cannot be loaded (the message carries
+   *         dlerror()'s text), a symbol is missing, the interface version differs ("built
+   *         against policy interface vN, this tierpool has vM"), its registration throws,
+   *         or it registers a policy or predictor name this registry already holds
+   */
+  std::vector<std::string> load_plugin(std::filesystem::path const& path);
+
+  /**
    * @brief Build a policy from a spec such as `"lru"` or `"lru:refresh_interval=1000"`.
-   * @param spec `name[:key=value[,key=value]...]`.
+   * @param spec `name[:key=value[,key=value]...]`, or a plug-in spec
+   *        `path/lib.so:name[:key=value,...]` (see the class comment).
    * @return The policy.
    * @throws tierpool::logic_error for a malformed spec, an unknown name (the message lists
    *         the registered names), an unknown, repeated or ill-typed parameter (the message
    *         lists the policy's parameters with types and defaults), or when the factory
    *         rejects the values
+   * @throws tierpool::plugin_error (a logic_error) when a plug-in spec's shared object
+   *         cannot be used (see load_plugin())
    */
   [[nodiscard]] any_eviction_policy create(std::string_view spec) const;
 
@@ -531,6 +582,24 @@ class TIERPOOL_EXPORT policy_registry {
   [[nodiscard]] policy_info const& info(std::string_view name) const;
   /// @brief Every registered policy, sorted by name (for `tierpool policies`).
   [[nodiscard]] std::vector<policy_info> list() const;
+
+  /**
+   * @brief Register a prefetch predictor (the same rules as add(); predictors have their
+   *        own names, so a predictor and a policy may share one).
+   * @throws tierpool::logic_error as add()
+   */
+  void add_predictor(std::string name, std::string description, std::vector<policy_parameter> parameters,
+                     predictor_factory factory);
+  /**
+   * @brief Build a predictor from a spec such as `"sequence:depth=8"` (or a plug-in spec
+   *        `path/lib.so:name[:...]`, as create()).
+   * @throws tierpool::logic_error as create(), naming the registered predictors
+   */
+  [[nodiscard]] any_prefetch_predictor create_predictor(std::string_view spec) const;
+  /// @brief True when a predictor of this name is registered.
+  [[nodiscard]] bool contains_predictor(std::string_view name) const noexcept;
+  /// @brief Every registered predictor, sorted by name.
+  [[nodiscard]] std::vector<policy_info> list_predictors() const;
   /// @brief Number of registered policies.
   [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
 
@@ -542,7 +611,20 @@ class TIERPOOL_EXPORT policy_registry {
   [[nodiscard]] entry const& find(std::string_view name, std::string_view spec) const;
 
   std::map<std::string, entry, std::less<>> entries_;  // sorted: list() is deterministic
+  std::vector<std::string> plugins_;  // plug-in keys loaded by load_plugin(), in load order
+  struct predictor_entry {
+    policy_info info;
+    predictor_factory factory;
+  };
+  std::map<std::string, predictor_entry, std::less<>> predictors_;  // sorted, like entries_
 };
+
+/**
+ * @brief True when a policy spec names a plug-in: the part before the first ':' ends in
+ *        ".so" or contains '/' (see policy_registry).
+ * @param spec A policy spec.
+ */
+[[nodiscard]] TIERPOOL_EXPORT bool is_plugin_spec(std::string_view spec) noexcept;
 
 /**
  * @brief Add every built-in policy to `registry` (generated from the
@@ -553,5 +635,30 @@ class TIERPOOL_EXPORT policy_registry {
 TIERPOOL_EXPORT void register_builtin_policies(policy_registry& registry);
 
 }  // namespace tierpool
+
+/**
+ * @brief Define the two entry points of a policy plug-in; the body that follows is the
+ *        registration function.
+ *
+ * Expands to `extern "C" std::uint32_t tierpool_policy_abi_version()` (returning the
+ * tierpool::policy_abi_version the plug-in is compiled against, checked by the loader) and
+ * the head of `extern "C" void tierpool_register_policies(tierpool::policy_registry& REGISTRY)`,
+ * both with default visibility. The body may throw (a tierpool::logic_error from add());
+ * the loader reports it as a tierpool::plugin_error.
+ *
+ * @code
+ * TIERPOOL_POLICY_PLUGIN(registry)
+ * {
+ *   registry.add("mru", "Most recently used first", {}, [](tierpool::policy_params const&) {
+ *     return tierpool::any_eviction_policy{my::mru_policy{}};
+ *   });
+ * }
+ * @endcode
+ */
+#define TIERPOOL_POLICY_PLUGIN(REGISTRY)                                                        \
+  extern "C" TIERPOOL_EXPORT std::uint32_t tierpool_policy_abi_version();                      \
+  extern "C" TIERPOOL_EXPORT void tierpool_register_policies(::tierpool::policy_registry&);    \
+  extern "C" std::uint32_t tierpool_policy_abi_version() { return ::tierpool::policy_abi_version; } \
+  extern "C" void tierpool_register_policies(::tierpool::policy_registry& REGISTRY)
 
 /** @} */

@@ -59,7 +59,8 @@ enum class access_mode : std::uint8_t {
  *    is not an option the variable can name);
  *  - TIERPOOL_DEVICE_BYTES replaces `capacity_bytes` of every `device` tier (0 or not);
  *  - TIERPOOL_POLICY replaces `policy` and every `tier_options::policy`;
- *  - TIERPOOL_TRACE is reserved (not read yet).
+ *  - TIERPOOL_PREFETCH replaces `prefetch`;
+ *  - TIERPOOL_TRACE replaces `trace_path`.
  * An invalid value throws tierpool::logic_error naming the variable.
  */
 struct pool_options {
@@ -67,6 +68,12 @@ struct pool_options {
   /// backend; see docs/chapters/tiers.md).
   std::vector<tier_options> tiers{};
   std::string policy{"lru"};            ///< default eviction policy spec of every tier
+  /// Prefetch predictor spec ("none", "sequence:depth=8", a plug-in's "lib.so:name"): told
+  /// of every device acquire, it names tensors to prefetch (include/tierpool/prefetch.hpp).
+  std::string prefetch{"none"};
+  /// Record every allocate, free, access, release and prefetch to this trace file (text,
+  /// or binary for a `.tpb` name; include/tierpool/trace.hpp). TIERPOOL_TRACE wins.
+  std::string trace_path{};
   std::uint32_t h2d_streams{2};         ///< copy streams host -> device (copy-in, prefetch)
   std::uint32_t d2h_streams{1};         ///< copy streams device -> host (write-back)
   backend_choice backend{backend_choice::automatic};  ///< which backend to build

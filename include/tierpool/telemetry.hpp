@@ -84,6 +84,9 @@ struct pool_stats {
   /// COUNT: prefetch requests dropped unserved: queue full, or when served the tensor was
   /// freed or already resident (e.g. an acquire copied it in first), or the copy failed
   std::uint64_t prefetch_dropped{0};
+  /// COUNT: prefetch requests the predictor (pool_options::prefetch) made for tensors not
+  /// resident; each is then counted like a prefetch() call
+  std::uint64_t predicted_prefetches{0};
   /// COUNT: managed copies used in place by acquire whose pages were steered to the device
   /// (cudaMemPrefetchAsync on the lease's stream) instead of copied into a device tier
   std::uint64_t managed_prefetches{0};

@@ -60,8 +60,7 @@ void lru_policy::unlink(list& l, index_t i) noexcept
 
 lru_policy::index_t lru_policy::lookup(tensor_id id) const noexcept
 {
-  auto const it = index_.find(id);
-  return it == index_.end() ? npos : it->second;
+  return index_.find(id);
 }
 
 void lru_policy::set_bytes(index_t i, std::size_t bytes) noexcept
@@ -97,7 +96,7 @@ void lru_policy::on_insert(tensor_view const& v) noexcept
   }
   node& n = nodes_[i];
   n = node{v.id, v.bytes, v.last_access, npos, npos, v.pinned, true};
-  index_.emplace(v.id, i);
+  index_.insert(v.id, i);
   link_front(list_of(n), i);
 }
 
@@ -127,10 +126,9 @@ void lru_policy::on_access(tensor_view const& v) noexcept
 
 void lru_policy::on_erase(tensor_id id) noexcept
 {
-  auto const it = index_.find(id);
-  if (it == index_.end()) { return; }
-  index_t const i = it->second;
-  index_.erase(it);
+  index_t const i = index_.find(id);
+  if (i == npos) { return; }
+  index_.erase(id);
   node& n = nodes_[i];
   unlink(list_of(n), i);
   n.live = false;
@@ -180,8 +178,7 @@ bool lru_policy::validate() const noexcept
       if (i >= nodes_.size() || count > nodes_.size()) { return false; }  // bad link or cycle
       node const& n = nodes_[i];
       if (!n.live || n.pinned != pinned || n.prev != prev) { return false; }
-      auto const it = index_.find(n.id);
-      if (it == index_.end() || it->second != i) { return false; }
+      if (index_.find(n.id) != i) { return false; }
       sum.add(n.bytes);
       prev = i;
       ++count;

@@ -20,9 +20,9 @@
  * victims are taken from the cold end until their bytes cover the request, and every
  * evictable tensor is proposed when they cannot. (4) **No pointers, no per-access
  * allocation**: nodes live in a slab indexed by 32-bit positions with a free list, and
- * an `std::unordered_map` maps ids to positions; an access is a hash lookup and at most
- * four index writes. Proposals depend only on the event sequence (the hash map is never
- * iterated), as replay requires.
+ * a flat open-addressing index (detail::id_index) maps ids to positions; an access is one
+ * probe and at most four index writes, an insert allocates nothing once warm. Proposals
+ * depend only on the event sequence (the index is never iterated), as replay requires.
  *
  * @see N. Megiddo, D. Modha, "ARC: A Self-Tuning, Low Overhead Replacement Cache", FAST 2003 (LRU as baseline)
  * @see CacheLib `cachelib/allocator/MMLru.h` (refresh time, update on read/write)
@@ -34,9 +34,9 @@
 #include <cstdint>
 #include <limits>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
+#include <tierpool/detail/id_index.hpp>
 #include <tierpool/export.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
@@ -123,7 +123,7 @@ class TIERPOOL_EXPORT lru_policy {
   /// @brief Pinned tensors tracked.
   [[nodiscard]] std::size_t pinned_count() const noexcept { return pinned_.count; }
   /// @brief True when `id` is tracked.
-  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.find(id) != index_.end(); }
+  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.contains(id); }
 
   /**
    * @brief Check every invariant: list links, counts and byte sums, pinned flags, the
@@ -180,7 +180,7 @@ class TIERPOOL_EXPORT lru_policy {
   config cfg_;
   std::vector<node> nodes_;    // slab; size() == live + free
   index_t free_head_{npos};    // free slots chained through node::next
-  std::unordered_map<tensor_id, index_t> index_;  // id -> slab position; never iterated
+  detail::id_index index_;     // id -> slab position (Note [A flat index instead of std::unordered_map])
   list lru_;                   // evictable, MRU at head
   list pinned_;                // pinned; order irrelevant
 };

@@ -5,17 +5,24 @@
 // include/tierpool/policy.hpp: policy_registry::add/create/parse, and policy_params.
 // Every error is a tierpool::logic_error that lists what exists. with_builtins() is not
 // here: it lives in the generated builtin_policies.cpp of the tierpool::policies library,
-// so that the core depends on no particular policy.
+// so that the core depends on no particular policy. A plug-in spec ("./libmine.so:mine")
+// is handed to the plug-in's own registry (policy_plugin.cpp).
 #include <tierpool/detail/parse.hpp>
 #include <tierpool/error.hpp>
 #include <tierpool/policy.hpp>
 
 #include <charconv>
+#include <filesystem>
 #include <string>
 #include <system_error>
 #include <utility>
 
 namespace tierpool {
+namespace detail {
+// Defined in policy_plugin.cpp: the policies of a plug-in, loaded once per path.
+policy_registry const& plugin_policies(std::filesystem::path const& path, std::string* key_out);
+}  // namespace detail
+
 namespace {
 
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -213,33 +220,41 @@ void policy_params::type_mismatch(std::string_view name) const
 
 // ---- policy_registry ----
 
-void policy_registry::add(std::string name, std::string description, std::vector<policy_parameter> parameters,
-                          policy_factory factory)
+namespace {
+
+// The checks add() and add_predictor() share; `what` is "policy" or "predictor".
+void check_registration(char const* fn, char const* what, std::string const& name, bool taken, bool has_factory,
+                        std::vector<policy_parameter> const& parameters)
 {
-  if (!is_identifier(name)) {
-    throw logic_error("policy_registry::add: policy name '" + name + "' must be non-empty [a-z0-9_]");
-  }
-  if (entries_.find(name) != entries_.end()) {
-    throw logic_error("policy_registry::add: a policy named '" + name + "' is already registered");
-  }
-  if (!factory) { throw logic_error("policy_registry::add: policy '" + name + "' has an empty factory"); }
+  std::string const head = std::string("policy_registry::") + fn + ": ";
+  if (!is_identifier(name)) { throw logic_error(head + what + " name '" + name + "' must be non-empty [a-z0-9_]"); }
+  if (taken) { throw logic_error(head + "a " + what + " named '" + name + "' is already registered"); }
+  if (!has_factory) { throw logic_error(head + what + " '" + name + "' has an empty factory"); }
   for (std::size_t i = 0; i < parameters.size(); ++i) {
     policy_parameter const& p = parameters[i];
     if (!is_identifier(p.name)) {
-      throw logic_error("policy_registry::add: policy '" + name + "': parameter name '" + p.name +
-                        "' must be non-empty [a-z0-9_]");
+      throw logic_error(head + what + " '" + name + "': parameter name '" + p.name + "' must be non-empty [a-z0-9_]");
     }
     for (std::size_t j = 0; j < i; ++j) {
       if (parameters[j].name == p.name) {
-        throw logic_error("policy_registry::add: policy '" + name + "': parameter '" + p.name + "' is declared twice");
+        throw logic_error(head + what + " '" + name + "': parameter '" + p.name + "' is declared twice");
       }
     }
     policy_params::value_type scratch;
     if (!parse_value(p.type, trim(p.default_value), scratch)) {
-      throw logic_error("policy_registry::add: policy '" + name + "': default '" + p.default_value +
-                        "' of parameter '" + p.name + "' is not " + expected_text(p.type));
+      throw logic_error(head + what + " '" + name + "': default '" + p.default_value + "' of parameter '" + p.name +
+                        "' is not " + expected_text(p.type));
     }
   }
+}
+
+}  // namespace
+
+void policy_registry::add(std::string name, std::string description, std::vector<policy_parameter> parameters,
+                          policy_factory factory)
+{
+  check_registration("add", "policy", name, entries_.find(name) != entries_.end(), static_cast<bool>(factory),
+                     parameters);
   std::string key = name;
   entries_.emplace(std::move(key),
                    entry{policy_info{std::move(name), std::move(description), std::move(parameters)}, std::move(factory)});
@@ -257,20 +272,67 @@ policy_registry::entry const& policy_registry::find(std::string_view name, std::
   throw logic_error(msg);
 }
 
-policy_params policy_registry::parse(std::string_view spec, std::string* name_out) const
+namespace {
+
+// "path/lib.so:name:k=v" -> the plug-in's registry, its key, and "name:k=v".
+struct plugin_spec {
+  policy_registry const* policies;
+  std::string key;
+  std::string_view rest;
+};
+
+plugin_spec open_plugin_spec(std::string_view spec)
 {
+  std::string_view const whole = trim(spec);
+  std::size_t const colon = whole.find(':');
+  plugin_spec out{nullptr, {}, colon == std::string_view::npos ? std::string_view{} : whole.substr(colon + 1)};
+  out.policies = &detail::plugin_policies(std::filesystem::path(std::string(trim(whole.substr(0, colon)))), &out.key);
+  return out;
+}
+
+// Run `fn` on the plug-in's registry; its errors name the plug-in.
+template <class Fn>
+auto with_plugin(std::string_view spec, Fn fn)
+{
+  plugin_spec const ps = open_plugin_spec(spec);  // plugin_error passes through
+  try {
+    return fn(*ps.policies, ps.rest);
+  } catch (plugin_error const&) {
+    throw;
+  } catch (logic_error const& e) {
+    throw logic_error("policy plug-in '" + ps.key + "': " + e.what());
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Spec -> parameters against `entries` (policies or predictors); `what` names the kind in
+// messages ("policy", "predictor"), `kinds` its plural.
+template <class Map>
+policy_params parse_spec(Map const& entries, std::string_view spec, std::string* name_out, std::string const& what,
+                         std::string const& kinds)
+{
+  auto registered = [&] {
+    std::string names;
+    for (auto const& [key, e] : entries) { names += (names.empty() ? "" : ", ") + key; }
+    return names.empty() ? std::string("(none)") : names;
+  };
   std::string_view const whole = trim(spec);
   std::size_t const colon = whole.find(':');
   std::string_view const name = trim(whole.substr(0, colon));
   if (name.empty()) {
-    std::string names;
-    for (auto const& [key, e] : entries_) { names += (names.empty() ? "" : ", ") + key; }
-    throw logic_error("policy spec \"" + std::string(spec) +
-                      "\" names no policy (expected name[:key=value,...]); registered policies: " +
-                      (names.empty() ? std::string("(none)") : names));
+    throw logic_error(what + " spec \"" + std::string(spec) + "\" names no " + what +
+                      " (expected name[:key=value,...]); registered " + kinds + ": " + registered());
   }
-  entry const& e = find(name, whole);
-  policy_info const& info = e.info;
+  auto const found = entries.find(name);
+  if (found == entries.end()) {
+    std::string msg = "unknown " + what + " '" + std::string(name) + "'";
+    if (whole != name) { msg += " in \"" + std::string(whole) + "\""; }
+    throw logic_error(msg + "; registered " + kinds + ": " + registered());
+  }
+  policy_info const& info = found->second.info;
 
   policy_params params;
   for (policy_parameter const& p : info.parameters) {
@@ -289,7 +351,7 @@ policy_params policy_registry::parse(std::string_view spec, std::string* name_ou
       std::size_t const eq = item.find('=');
       std::string_view const key = trim(item.substr(0, eq));
       if (eq == std::string_view::npos || key.empty()) {
-        throw logic_error("policy spec \"" + std::string(whole) + "\": '" + std::string(trim(item)) +
+        throw logic_error(what + " spec \"" + std::string(whole) + "\": '" + std::string(trim(item)) +
                           "' is not key=value; " + describe_parameters(info));
       }
       std::string_view const text = trim(item.substr(eq + 1));
@@ -298,16 +360,16 @@ policy_params policy_registry::parse(std::string_view spec, std::string* name_ou
         if (p.name == key) { decl = &p; }
       }
       if (decl == nullptr) {
-        throw logic_error("policy '" + info.name + "' has no parameter '" + std::string(key) + "'; " +
+        throw logic_error(what + " '" + info.name + "' has no parameter '" + std::string(key) + "'; " +
                           describe_parameters(info));
       }
       if (params.given(key)) {
-        throw logic_error("policy spec \"" + std::string(whole) + "\" sets '" + std::string(key) + "' twice; " +
+        throw logic_error(what + " spec \"" + std::string(whole) + "\" sets '" + std::string(key) + "' twice; " +
                           describe_parameters(info));
       }
       policy_params::value_type value;
       if (!parse_value(decl->type, text, value)) {
-        throw logic_error("policy '" + info.name + "': parameter '" + decl->name + "' expects " +
+        throw logic_error(what + " '" + info.name + "': parameter '" + decl->name + "' expects " +
                           expected_text(decl->type) + ", got '" + std::string(text) + "'; " +
                           describe_parameters(info));
       }
@@ -318,8 +380,55 @@ policy_params policy_registry::parse(std::string_view spec, std::string* name_ou
   return params;
 }
 
+}  // namespace
+
+void policy_registry::add_predictor(std::string name, std::string description, std::vector<policy_parameter> parameters,
+                                    predictor_factory factory)
+{
+  check_registration("add_predictor", "predictor", name, predictors_.find(name) != predictors_.end(),
+                     static_cast<bool>(factory), parameters);
+  std::string key = name;
+  predictors_.emplace(std::move(key), predictor_entry{policy_info{std::move(name), std::move(description),
+                                                                  std::move(parameters)},
+                                                      std::move(factory)});
+}
+
+any_prefetch_predictor policy_registry::create_predictor(std::string_view spec) const
+{
+  if (is_plugin_spec(spec)) {
+    return with_plugin(spec, [](policy_registry const& r, std::string_view rest) { return r.create_predictor(rest); });
+  }
+  std::string name;
+  policy_params const params = parse_spec(predictors_, spec, &name, "predictor", "predictors");
+  return predictors_.find(name)->second.factory(params);
+}
+
+bool policy_registry::contains_predictor(std::string_view name) const noexcept
+{
+  return predictors_.find(name) != predictors_.end();
+}
+
+std::vector<policy_info> policy_registry::list_predictors() const
+{
+  std::vector<policy_info> out;
+  out.reserve(predictors_.size());
+  for (auto const& [key, e] : predictors_) { out.push_back(e.info); }
+  return out;
+}
+
+policy_params policy_registry::parse(std::string_view spec, std::string* name_out) const
+{
+  if (is_plugin_spec(spec)) {
+    return with_plugin(spec, [name_out](policy_registry const& r, std::string_view rest) { return r.parse(rest, name_out); });
+  }
+  return parse_spec(entries_, spec, name_out, "policy", "policies");
+}
+
 any_eviction_policy policy_registry::create(std::string_view spec) const
 {
+  if (is_plugin_spec(spec)) {
+    return with_plugin(spec, [](policy_registry const& r, std::string_view rest) { return r.create(rest); });
+  }
   std::string name;
   policy_params const params = parse(spec, &name);
   return entries_.find(name)->second.factory(params);

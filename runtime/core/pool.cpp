@@ -128,12 +128,19 @@ tensor pool::allocate(std::size_t bytes, tensor_options options)
 
 lease pool::acquire(tensor const& t, access_mode access, stream_handle stream)
 {
-  return checked(impl_, "acquire").acquire(t, access, stream);
+  detail::pool_impl& impl = checked(impl_, "acquire");
+  lease l = impl.acquire(t, access, stream);
+  if (impl.tracing()) [[unlikely]] { impl.trace_access(l); }
+  if (impl.has_predictor()) [[unlikely]] { impl.predict_after(l.id(), l.bytes(), access != access_mode::read); }
+  return l;
 }
 
 lease pool::acquire_host(tensor const& t, access_mode access)
 {
-  return checked(impl_, "acquire_host").acquire_host(t, access);
+  detail::pool_impl& impl = checked(impl_, "acquire_host");
+  lease l = impl.acquire_host(t, access);
+  if (impl.tracing()) [[unlikely]] { impl.trace_access(l); }
+  return l;
 }
 
 void pool::prefetch(tensor const& t, tier_id to) { checked(impl_, "prefetch").prefetch(t, to); }

@@ -107,6 +107,7 @@ stream_entry& pool_impl::register_stream(stream_handle s, bool internal)
   auto ent = std::make_unique<stream_entry>();
   ent->handle = s;
   ent->internal = internal;
+  if (!internal && s.value != 0) { ent->trace_id = ++user_streams_; }
   stream_store_.push_back(nullptr);  // may throw: before anything is published
   stream_entry* const raw = ent.get();
   stream_store_.back() = std::move(ent);
@@ -588,6 +589,10 @@ void pool_impl::free_slots_locked(tensor_record& rec) noexcept
   live_tensors_.fetch_sub(1, std::memory_order_relaxed);
   live_tensor_bytes_.fetch_sub(rec.bytes, std::memory_order_relaxed);
   uncharge_tenant(rec.opts.tenant, rec.bytes);
+  if (predictor_active_) {
+    std::lock_guard lock(predictor_mtx_);
+    predictor_->on_free(rec.id);
+  }
 }
 
 }  // namespace tierpool::detail

@@ -21,6 +21,15 @@
  * the policy has `validate()`, it is called after every event. Requests carry the tick of
  * the last event, so the same state and request must give the same answer. Nothing here depends on a
  * particular order of victims: that is each policy's own tests' business.
+ *
+ * A policy that needs next-use forecasts (`belady`) gets them when its fixture says so:
+ * @code
+ * struct BeladyFixture : ::testing::Test {
+ *   static constexpr bool gives_forecasts = true;   // every view carries tensor_view::next_use
+ *   static tierpool::belady_policy make() { return tierpool::belady_policy{}; }
+ * };
+ * @endcode
+ * The forecasts are deterministic pseudo-random ticks after the event (policy_driver::forecast).
  */
 #pragma once
 
@@ -45,7 +54,18 @@ namespace tierpool::conformance {
 template <class P>
 class policy_driver {
  public:
-  explicit policy_driver(P policy) : policy_(std::move(policy)) {}
+  /// @param policy The policy under test.
+  /// @param forecasts Give every view a next-use forecast (see forecast()).
+  explicit policy_driver(P policy, bool forecasts = false) : policy_(std::move(policy)), forecasts_(forecasts) {}
+
+  /// The forecast a view of tensor `id` at its `accesses`-th event at tick `now` carries:
+  /// a deterministic tick after `now`, or no_next_use for every seventh (id, accesses).
+  static tick forecast(std::uint64_t id, std::uint32_t accesses, tick now)
+  {
+    std::uint64_t const h = (id * 0x9E3779B97F4A7C15ULL) ^ (std::uint64_t{accesses} * 0xC2B2AE3D27D4EB4FULL);
+    if (h % 7 == 0) { return no_next_use; }
+    return now + 1 + (h >> 32) % 1000;
+  }
 
   void insert(std::uint64_t id, std::size_t bytes, bool pinned = false)
   {
@@ -65,6 +85,7 @@ class policy_driver {
     } else {
       v.id = tensor_id{id};
       v.last_access = now_;
+      if (forecasts_) { v.next_use = forecast(id, 1, now_); }
     }
     v.write_access = write;
     policy_.on_access(v);
@@ -134,6 +155,7 @@ class policy_driver {
     v.last_access = now_;
     v.access_count = s.accesses;
     v.pinned = s.pinned;
+    if (forecasts_) { v.next_use = forecast(id, s.accesses, now_); }
     return v;
   }
 
@@ -181,6 +203,7 @@ class policy_driver {
   std::map<std::uint64_t, state> model_;  // ordered: deterministic iteration
   eviction_proposal out_;
   tick now_{0};
+  bool forecasts_{false};
 };
 
 }  // namespace tierpool::conformance
@@ -191,7 +214,12 @@ template <class Fixture>
 struct PolicyConformance : Fixture {
   static auto driver()
   {
-    return tierpool::conformance::policy_driver<decltype(Fixture::make())>(Fixture::make());
+    using P = decltype(Fixture::make());
+    if constexpr (requires { Fixture::gives_forecasts; }) {
+      return tierpool::conformance::policy_driver<P>(Fixture::make(), Fixture::gives_forecasts);
+    } else {
+      return tierpool::conformance::policy_driver<P>(Fixture::make());
+    }
   }
 };
 

@@ -10,11 +10,22 @@ namespace tierpool::cli {
 
 /// `tierpool info`: backend in use and why, devices, NUMA nodes, default tiers.
 int info_command(int argc, char** argv);
+/// `tierpool policies`: every eviction policy with its description and parameters
+/// (--json; --plugin PATH loads plug-ins first).
+int policies_command(int argc, char** argv);
 /// `tierpool bench arena ...`: the arena workloads of BENCHMARKS.md §1.
 int bench_arena_command(int argc, char** argv);
 /// `tierpool bench hitpath ...`: acquire + release of a resident tensor (BENCHMARKS.md §3).
 int bench_hitpath_command(int argc, char** argv);
 /// `tierpool bench copy ...`: pool migration throughput against memcpy (BENCHMARKS.md §3).
 int bench_copy_command(int argc, char** argv);
+/// `tierpool trace gen <workload> ...`: a BENCHMARKS.md §2 workload as a trace file.
+int trace_gen_command(int argc, char** argv);
+/// `tierpool trace convert IN -o OUT`: any readable trace to native text or binary.
+int trace_convert_command(int argc, char** argv);
+/// `tierpool trace stat FILE`: events, requests, objects, working set, peak live bytes.
+int trace_stat_command(int argc, char** argv);
+/// `tierpool replay TRACE ...`: replay a trace per policy × capacity (docs/chapters/replay.md).
+int replay_command(int argc, char** argv);
 
 }  // namespace tierpool::cli

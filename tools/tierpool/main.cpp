@@ -25,11 +25,17 @@ struct command {
 
 command const commands[] = {
   {{"info"}, tierpool::cli::info_command, "backend in use and why, devices, NUMA nodes, default tiers"},
+  {{"policies"}, tierpool::cli::policies_command, "eviction policies with their parameters (--plugin PATH, --json)"},
   {{"bench", "arena"}, tierpool::cli::bench_arena_command,
    "arena sub-allocator workloads (rand50, rand85, dnn-static, dnn-dyn, dnn-tight)"},
   {{"bench", "hitpath"}, tierpool::cli::bench_hitpath_command,
    "pool hit path: acquire + release of a resident tensor, 1 and N threads"},
   {{"bench", "copy"}, tierpool::cli::bench_copy_command, "pool migration throughput against memcpy"},
+  {{"trace", "gen"}, tierpool::cli::trace_gen_command,
+   "generate a workload trace (mlp-train, transformer-train, llm-infer-stream, kv-paging, random-reuse)"},
+  {{"trace", "convert"}, tierpool::cli::trace_convert_command, "convert a trace (oracleGeneral, csv, text, binary)"},
+  {{"trace", "stat"}, tierpool::cli::trace_stat_command, "requests, objects, working set, peak live bytes of a trace"},
+  {{"replay"}, tierpool::cli::replay_command, "replay a trace per policy x capacity (pool or cache mode)"},
 };
 
 void print_usage(std::FILE* out)

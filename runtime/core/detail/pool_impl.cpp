@@ -102,6 +102,7 @@ pool_impl::pool_impl(pool_options options)
   // default (like CUDA_VISIBLE_DEVICES); read_environment = false ignores them all.
   std::optional<std::size_t> env_device_bytes;
   std::optional<std::string> env_policy;
+  std::optional<std::string> env_prefetch;
   if (options.read_environment) {
     if (char const* v = env("TIERPOOL_DEVICE_BYTES")) {
       try {
@@ -115,6 +116,10 @@ pool_impl::pool_impl(pool_options options)
     if (char const* v = env("TIERPOOL_POLICY")) {
       env_policy = v;
       options.policy = v;
+    }
+    if (char const* v = env("TIERPOOL_PREFETCH")) {
+      env_prefetch = v;
+      options.prefetch = v;
     }
   }
 
@@ -197,6 +202,27 @@ pool_impl::pool_impl(pool_options options)
     ts->index = static_cast<std::uint32_t>(i);
     ts->acc_drain.reserve((kShards + 1) * access_shard::kCap);
     tiers_.push_back(std::move(ts));
+  }
+
+  // Recording (TIERPOOL_TRACE wins over pool_options::trace_path).
+  {
+    std::string path = options.trace_path;
+    if (options.read_environment) {
+      if (char const* v = env("TIERPOOL_TRACE")) { path = v; }
+    }
+    if (!path.empty()) { recorder_ = std::make_unique<trace::recorder>(path); }
+  }
+
+  // Prefetch predictor ("none": no hook on the acquire path at all).
+  if (!options.prefetch.empty() && options.prefetch != "none") {
+    try {
+      predictor_.emplace(registry.create_predictor(options.prefetch));
+    } catch (logic_error const& e) {
+      if (env_prefetch) { throw logic_error(std::string("TIERPOOL_PREFETCH: ") + e.what()); }
+      throw;
+    }
+    predictor_active_ = predictor_->name() != "none";
+    plan_.tensors.reserve(64);
   }
 
   // Copy streams (at least one per direction) and the retire stream.
@@ -374,6 +400,15 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
   live_tensor_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   guard.armed = false;  // charged for good: free_slots_locked uncharges
   tensor_id const id = rec->id;
+  if (recorder_) [[unlikely]] {
+    trace::event e{};
+    e.kind = trace::event_kind::allocate;
+    e.tensor = static_cast<std::uint64_t>(id);
+    e.bytes = bytes;
+    e.name = rec->opts.name;
+    if (rec->opts.preferred_tier) { e.tier = static_cast<std::uint32_t>(*rec->opts.preferred_tier); }
+    trace_record(std::move(e));
+  }
   return tensor(shared_from_this(), std::move(rec), id, bytes);
 }
 
@@ -617,13 +652,60 @@ void pool_impl::set_next_use(tensor const& t, std::optional<tick> next_use)
 
 void pool_impl::prefetch(tensor const& t, tier_id to)
 {
-  tensor_record& rec = checked_record(t, "prefetch");
+  (void)checked_record(t, "prefetch");
   auto const k = static_cast<std::uint32_t>(to);
   TIERPOOL_EXPECTS(k < tiers_.size(), "pool::prefetch: unknown tier " + std::to_string(k));
   if (pq_size_.load(std::memory_order_relaxed) != 0) { serve_prefetches(); }  // older requests first
+  if (recorder_) [[unlikely]] {
+    trace::event e{};
+    e.kind = trace::event_kind::prefetch;
+    e.tensor = static_cast<std::uint64_t>(t.id());
+    e.tier = k;
+    trace_record(std::move(e));
+  }
+  prefetch_record(t.rec_, k, false);
+}
+
+void pool_impl::trace_record(trace::event e) noexcept
+{
+  if (!recorder_) { return; }
+  e.time_ns = backend_->now();
+  try {
+    recorder_->record(e);
+  } catch (std::exception const& ex) {
+    std::fprintf(stderr, "tierpool: recording the trace stopped: %s\n", ex.what());
+    try {
+      recorder_->close();
+    } catch (...) {
+    }
+  }
+}
+
+void pool_impl::trace_access(lease const& l) noexcept
+{
+  if (!recorder_) { return; }
+  trace::event e{};
+  e.kind = trace::event_kind::access;
+  e.tensor = static_cast<std::uint64_t>(l.id());
+  e.mode = l.access() == access_mode::read         ? trace::access_kind::read
+           : l.access() == access_mode::read_write ? trace::access_kind::read_write
+                                                   : trace::access_kind::write_discard;
+  if (l.host_) {
+    e.stream = trace::host_stream;
+  } else if (stream_entry const* se = find_stream(l.stream())) {
+    e.stream = se->trace_id;
+  }
+  trace_record(std::move(e));
+}
+
+void pool_impl::prefetch_record(std::shared_ptr<tensor_record> const& recp, std::uint32_t k, bool predicted)
+{
+  tensor_record& rec = *recp;
   record_lock rl(rec);
+  if (predicted && rec.freed) { return; }
   TIERPOOL_EXPECTS(!rec.freed, "pool::prefetch: the tensor was freed");
   if (rec.slots[k].state == copy_state::valid || rec.prefetch_queued) { return; }  // resident, in flight, queued
+  if (predicted) { predicted_prefetches_.fetch_add(1, std::memory_order_relaxed); }
   // A live write lease may be changing the bytes (on the host, or on a stream after the
   // copy would run): a copy now would snapshot them half-written. Nothing to prefetch.
   if (rec.write_pins != 0) {
@@ -639,11 +721,35 @@ void pool_impl::prefetch(tensor const& t, tier_id to)
       prefetches_.fetch_add(1, std::memory_order_relaxed);
       rec.prefetched = true;
     } else if (r == fill_result::no_room && rec.bytes <= tiers_[k]->capacity) {
-      enqueue_prefetch(t.rec_, k);
+      enqueue_prefetch(recp, k);
     }
   } catch (out_of_memory const&) {
   } catch (backend_error const&) {
   } catch (std::bad_alloc const&) {
+  }
+}
+
+void pool_impl::predict_after(tensor_id id, std::size_t bytes, bool write)
+{
+  thread_local std::vector<tensor_id> plan_ids_;  // this thread's copy of the plan (keeps its capacity)
+  {
+    std::lock_guard lock(predictor_mtx_);
+    access_view a{};
+    a.id = id;
+    a.bytes = bytes;
+    a.write = write;
+    a.sequence = access_seq_++;
+    predictor_->on_access(a, plan_);
+    plan_ids_.assign(plan_.tensors.begin(), plan_.tensors.end());  // reserved: no allocation once warm
+  }
+  auto const d = static_cast<std::uint32_t>(device_tier());
+  for (tensor_id const next : plan_ids_) {
+    std::shared_ptr<tensor_record> rec;
+    {
+      std::lock_guard lock(table_mtx_);
+      if (auto it = table_.find(static_cast<std::uint64_t>(next)); it != table_.end()) { rec = it->second; }
+    }
+    if (rec != nullptr && !holds_record(*rec)) { prefetch_record(rec, d, true); }
   }
 }
 
@@ -756,6 +862,7 @@ void pool_impl::free(tensor& t)
     std::lock_guard lock(table_mtx_);
     table_.erase(static_cast<std::uint64_t>(rec.id));
   }
+  if (recorder_) [[unlikely]] { trace_record({.kind = trace::event_kind::free, .tensor = static_cast<std::uint64_t>(rec.id)}); }
   t.impl_.reset();
   t.rec_.reset();
   t.bytes_ = 0;
@@ -782,14 +889,30 @@ void pool_impl::free_handle(tensor& t) noexcept
     }
   }
   if (erase) {
-    std::lock_guard lock(table_mtx_);
-    table_.erase(static_cast<std::uint64_t>(rec.id));
+    {
+      std::lock_guard lock(table_mtx_);
+      table_.erase(static_cast<std::uint64_t>(rec.id));
+    }
+    if (recorder_) [[unlikely]] {
+      trace_record({.kind = trace::event_kind::free, .tensor = static_cast<std::uint64_t>(rec.id)});
+    }
   }
 }
 
 void pool_impl::release(lease& l) noexcept
 {
   if (l.rec_ == nullptr) { return; }
+  if (recorder_) [[unlikely]] {
+    trace::event e{};
+    e.kind = trace::event_kind::release;
+    e.tensor = static_cast<std::uint64_t>(l.id_);
+    if (l.host_) {
+      e.stream = trace::host_stream;
+    } else if (stream_entry const* se = find_stream(l.stream_)) {
+      e.stream = se->trace_id;
+    }
+    trace_record(std::move(e));
+  }
   tensor_record& rec = *l.rec_;
   std::shared_ptr<pool_impl> keep_alive;     // dropped last: it may end this pool
   std::shared_ptr<tensor_record> keep_self;  // dropped after the unlock: it may end the record

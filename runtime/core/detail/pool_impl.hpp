@@ -33,6 +33,8 @@
 #include <tierpool/policy.hpp>
 #include <tierpool/pool.hpp>
 #include <tierpool/pool_options.hpp>
+#include <tierpool/prefetch.hpp>
+#include <tierpool/trace.hpp>
 #include <tierpool/telemetry.hpp>
 
 #include "migration/event_pool.hpp"
@@ -65,6 +67,7 @@ struct stream_entry {
 
   stream_handle handle{};
   bool internal{false};               ///< a copy or retire stream of the pool (not usable by callers)
+  std::uint32_t trace_id{0};          ///< number in recorded traces: 0 default, 1, 2, ... in creation order
   std::atomic<bool> live{true};       ///< false once destroy_stream ran
   std::atomic<std::uint64_t> gen{0};  ///< generation of the newest mark (incremented before recording)
   std::mutex mtx;                     ///< leaf: guards marks / first / count
@@ -243,6 +246,17 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   void prefetch(tensor const& t, tier_id to);
   void set_next_use(tensor const& t, std::optional<tick> next_use);
   void set_quota(std::uint32_t tenant, std::size_t bytes);
+  /// TIERPOOL_TRACE / pool_options::trace_path: true when this pool records its calls.
+  [[nodiscard]] bool tracing() const noexcept { return recorder_ != nullptr; }
+  /// Record an access by lease `l` (acquire or acquire_host). No-op unless tracing().
+  void trace_access(lease const& l) noexcept;
+  /// Record an event, stamping its time with the backend clock. Never throws: a failed
+  /// write stops the recording with one line on stderr.
+  void trace_record(trace::event e) noexcept;
+  /// True when a prefetch predictor other than `none` is set.
+  [[nodiscard]] bool has_predictor() const noexcept { return predictor_active_; }
+  /// Tell the predictor about a device acquire (no record lock held) and prefetch its plan.
+  void predict_after(tensor_id id, std::size_t bytes, bool write);
   std::uint64_t add_low_memory_callback(low_memory_callback cb);
   void remove_low_memory_callback(std::uint64_t id);
   /// Run the low-memory callbacks for tier k (no tier lock held). @return true if any ran.
@@ -320,6 +334,8 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   // ---- the prefetch queue (requests that found no room without waiting) ----
   void serve_prefetches() noexcept;
   void enqueue_prefetch(std::shared_ptr<tensor_record> const& recp, std::uint32_t k);
+  /// pool::prefetch of a record (`predicted`: from the predictor; a freed tensor is skipped).
+  void prefetch_record(std::shared_ptr<tensor_record> const& recp, std::uint32_t k, bool predicted);
 
   // ---- stream-ordering primitives (never throw; fall back to host waits) ----
   /// Make `waiter` wait for `use`; @return false when nothing was pending (no wait enqueued).
@@ -404,6 +420,14 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   std::uint64_t next_lowmem_id_{1};                                         ///< under lowmem_mtx_
   std::atomic<std::size_t> lowmem_count_{0};
   std::atomic<std::uint64_t> lowmem_calls_{0};
+  std::mutex predictor_mtx_;                         ///< a leaf lock (held only to ask the predictor)
+  std::optional<any_prefetch_predictor> predictor_;  ///< under predictor_mtx_
+  prefetch_plan plan_;                               ///< under predictor_mtx_
+  bool predictor_active_{false};                     ///< constant after construction
+  std::uint64_t access_seq_{0};                      ///< under predictor_mtx_
+  std::atomic<std::uint64_t> predicted_prefetches_{0};
+  std::unique_ptr<trace::recorder> recorder_;        ///< null: not recording
+  std::uint32_t user_streams_{0};                    ///< under stream_mtx_: trace ids handed out
   std::map<std::uint32_t, tenant_state> tenants_;    ///< under tenants_mtx_
   std::atomic<std::uint64_t> live_tensors_{0};
   std::atomic<std::uint64_t> live_tensor_bytes_{0};

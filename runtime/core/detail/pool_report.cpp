@@ -85,6 +85,7 @@ pool_stats pool_impl::stats() const
   st.prefetch_dropped = prefetch_dropped_.load(std::memory_order_relaxed);
   st.managed_prefetches = managed_prefetches_.load(std::memory_order_relaxed);
   st.low_memory_callbacks = lowmem_calls_.load(std::memory_order_relaxed);
+  st.predicted_prefetches = predicted_prefetches_.load(std::memory_order_relaxed);
   st.managed_prefetch_bytes = managed_prefetch_bytes_.load(std::memory_order_relaxed);
   st.prefetches = prefetches_.load(std::memory_order_relaxed);
   st.prefetch_wasted = prefetch_wasted_.load(std::memory_order_relaxed);
@@ -191,6 +192,7 @@ std::string pool_impl::summary_json() const
   root["managed_prefetch_bytes"] = st.managed_prefetch_bytes;
   root["stall_seconds"] = st.stall_seconds;
   root["low_memory_callbacks"] = st.low_memory_callbacks;
+  root["predicted_prefetches"] = st.predicted_prefetches;
   boost::json::array tenants;
   for (tenant_stats const& t : st.tenants) {
     tenants.push_back(boost::json::object{{"tenant", t.tenant},

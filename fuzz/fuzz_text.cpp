@@ -1,0 +1,12 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// fuzz_text.cpp — libFuzzer target for the text trace reader (see fuzz_harness.hpp).
+#include "fuzz_harness.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size)
+{
+  tierpool::fuzz::check_input(tierpool::trace::format::text,
+                              std::string_view(reinterpret_cast<char const*>(data), size));
+  return 0;
+}

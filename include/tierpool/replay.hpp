@@ -1,0 +1,288 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file replay.hpp
+ * @brief The replay simulator (DESIGN.md §7): a trace replayed per policy × capacity,
+ *        either through the real tierpool::pool on a sim backend with phantom memory and a
+ *        virtual clock ("pool mode"), or as a plain object cache ("cache mode"), with the
+ *        figures of BENCHMARKS.md §2 and their table, JSON, CSV and SVG forms.
+ *
+ * @defgroup replay Replay
+ * @{
+ *
+ * A replay has three steps. (1) compiled_trace::compile() turns trace events into compact
+ * arrays once: trace ids become dense indices, every access carries the position of the
+ * same tensor's next access (the forecast Belady's MIN needs), sizes are resolved.
+ * (2) run() replays one (policy, capacity) pair; run_grid() replays every pair in
+ * parallel (oneTBB), each run independent and deterministic. (3) format_table(),
+ * to_json(), to_csv() and to_svg() render the results in grid order.
+ *
+ * Cache mode follows the object-cache semantics of libCacheSim-style simulators exactly
+ * (see docs/chapters/replay.md): a hit does not change the cached size; a miss of an object
+ * larger than the capacity is not admitted; otherwise victims proposed by the policy are
+ * evicted until `used + size <= capacity` and the object is inserted.
+ *
+ * @code
+ * namespace tr = tierpool::replay;
+ * auto events = tierpool::trace::read_all("cloudphysics.oracleGeneral.bin");
+ * auto trace = tr::compiled_trace::compile(events, {.loop = 1});
+ * tr::grid_options g;
+ * g.mode = tr::replay_mode::cache;
+ * g.policies = {"lru", "arc"};
+ * g.capacities = tr::parse_capacities("1%,10%,50%");
+ * auto results = tr::run_grid(trace, g);
+ * std::fputs(tr::format_table(results).c_str(), stdout);
+ * @endcode
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <tierpool/backends/sim_backend.hpp>
+#include <tierpool/export.hpp>
+#include <tierpool/trace.hpp>
+
+namespace tierpool {
+
+class policy_registry;
+
+namespace replay {
+
+namespace detail {
+struct compiled_data;
+}  // namespace detail
+
+/// @brief How a trace is replayed.
+enum class replay_mode : std::uint8_t {
+  pool,   ///< the real tierpool::pool on a sim backend (phantom memory, virtual clock)
+  cache,  ///< a plain object cache driven by the policy (no pool, no clock)
+};
+
+/// @brief "pool" or "cache".
+[[nodiscard]] TIERPOOL_EXPORT std::string_view to_string(replay_mode m) noexcept;
+/// @brief Parse "pool" or "cache". @throws tierpool::logic_error naming the accepted values
+[[nodiscard]] TIERPOOL_EXPORT replay_mode parse_replay_mode(std::string_view text);
+
+/**
+ * @brief A device capacity: absolute bytes, or a fraction of the trace's working set.
+ *
+ * The base of a fraction is the working set in cache mode (bytes of every distinct object
+ * at its first size, or the object count with `ignore_size`) and the peak live bytes in
+ * pool mode (equal to the working set for a trace that never frees). The result is
+ * truncated to an integer.
+ */
+struct capacity_spec {
+  bool relative{false};    ///< true: `fraction` of the base; false: `bytes`
+  double fraction{0.0};    ///< in (0, 1] when relative (e.g. 0.1 for "10%")
+  std::uint64_t bytes{0};  ///< when absolute
+  std::string label;       ///< the text it was parsed from ("10%", "64MiB")
+
+  /// @brief The capacity for a trace whose base is `base` (truncated; at least 1 when relative).
+  [[nodiscard]] TIERPOOL_EXPORT std::uint64_t resolve(std::uint64_t base) const noexcept;
+};
+
+/**
+ * @brief Parse one capacity: `P%` (0 < P <= 100, decimals allowed) or a byte size
+ *        (`64MiB`, `4096`, see detail::parse_byte_size).
+ * @throws tierpool::logic_error for malformed text, 0, or a percentage above 100
+ */
+[[nodiscard]] TIERPOOL_EXPORT capacity_spec parse_capacity(std::string_view text);
+/// @brief Parse a comma-separated list of capacities. @throws tierpool::logic_error as parse_capacity, or for an empty list
+[[nodiscard]] TIERPOOL_EXPORT std::vector<capacity_spec> parse_capacities(std::string_view list);
+
+/// @brief Options of compiled_trace::compile().
+struct compile_options {
+  std::uint32_t loop{1};     ///< repeat the trace this many times (>= 1)
+  bool ignore_size{false};   ///< every object has size 1 (cache mode only: capacities count objects)
+  /// Also build the pool-mode array (32 bytes per event; the cache-mode array, 16 bytes per
+  /// access, is always built). Not with ignore_size.
+  bool pool{true};
+};
+
+/**
+ * @brief A trace in the compact form the replay loops read: built once, shared read-only
+ *        by every run.
+ *
+ * Thread safety: immutable after compile(); any number of runs may read it at once.
+ * Ownership: a cheap handle (copies share the data).
+ * Limits: at most 2^32 - 2 accesses (after looping) and 2^32 - 1 distinct ids.
+ */
+class TIERPOOL_EXPORT compiled_trace {
+ public:
+  /**
+   * @brief Compile events (in order) into the replay form.
+   * @param events The trace.
+   * @param options Looping and size handling.
+   * @return The compiled trace.
+   * @throws tierpool::logic_error if `loop` is 0, the trace is too long, an access with
+   *         `bytes == 0` names an id that was never allocated, or an allocate has 0 bytes
+   */
+  [[nodiscard]] static compiled_trace compile(std::span<trace::event const> events, compile_options options = {});
+
+  /// @brief Events replayed (looping included).
+  [[nodiscard]] std::uint64_t events() const noexcept;
+  /// @brief Access events (requests), looping included.
+  [[nodiscard]] std::uint64_t requests() const noexcept;
+  /// @brief Distinct tensor / object ids.
+  [[nodiscard]] std::uint64_t objects() const noexcept;
+  /// @brief Sum over distinct ids of the first size (the object count with ignore_size).
+  [[nodiscard]] std::uint64_t working_set_bytes() const noexcept;
+  /// @brief Highest sum of the sizes of live ids (alive from allocate or first access to free).
+  [[nodiscard]] std::uint64_t peak_live_bytes() const noexcept;
+  /// @brief Sum of compute durations over all streams, ns.
+  [[nodiscard]] std::uint64_t compute_ns() const noexcept;
+  /// @brief Distinct trace streams of access and compute events.
+  [[nodiscard]] std::uint32_t streams() const noexcept;
+  /// @brief The options it was compiled with.
+  [[nodiscard]] compile_options const& options() const noexcept;
+  /// @brief The capacity `spec` means for this trace in `mode` (see capacity_spec).
+  [[nodiscard]] std::uint64_t resolve(capacity_spec const& spec, replay_mode mode) const noexcept;
+
+  /// @brief Internal arrays (runtime/replay/detail); opaque to users.
+  [[nodiscard]] detail::compiled_data const& data() const noexcept { return *data_; }
+
+ private:
+  std::shared_ptr<detail::compiled_data const> data_;
+};
+
+/**
+ * @brief Figures of one (policy, capacity) replay. Times are virtual (seconds of the
+ *        simulated machine) except `wall_seconds` and `requests_per_second`.
+ *
+ * Units: COUNT or SUM of bytes, as each field says.
+ */
+struct replay_result {
+  std::string policy;                  ///< the policy spec as given
+  std::string capacity_label;          ///< the capacity as given ("10%", "64MiB")
+  std::uint64_t capacity_bytes{0};     ///< SUM: resolved capacity (objects with ignore_size)
+  replay_mode mode{replay_mode::pool}; ///< how it was replayed
+  bool ignore_size{false};             ///< sizes were ignored: "bytes" count objects
+  std::uint64_t events{0};             ///< COUNT: events replayed (accesses, allocates, frees, ...)
+  std::uint64_t requests{0};           ///< COUNT: access events
+  std::uint64_t hits{0};               ///< COUNT: accesses served from the device / cache
+  std::uint64_t misses{0};             ///< COUNT: the other accesses (unserved ones included)
+  std::uint64_t unserved{0};           ///< COUNT: accesses of an object larger than the capacity (never admitted)
+  std::uint64_t bytes_requested{0};    ///< SUM: requested size of every access
+  std::uint64_t bytes_missed{0};       ///< SUM: cache: requested size of every miss; pool: bytes acquires copied in
+  std::uint64_t bytes_h2d{0};          ///< SUM: bytes copied into the device (cache: admitted misses that need their bytes)
+  std::uint64_t bytes_d2h{0};          ///< SUM: bytes written back (cache: evicted objects written since their insert)
+  std::uint64_t copies_h2d{0};         ///< COUNT: copies in bytes_h2d
+  std::uint64_t copies_d2h{0};         ///< COUNT: copies in bytes_d2h
+  std::uint64_t evictions{0};          ///< COUNT: objects / copies evicted from the device
+  std::uint64_t prefetches{0};         ///< COUNT: pool mode: prefetches that issued a copy
+  double compute_seconds{0.0};         ///< the longest stream's compute time
+  double stall_seconds{0.0};           ///< time streams waited (see docs/chapters/replay.md)
+  double makespan_seconds{0.0};        ///< virtual end time
+  double lower_bound_seconds{0.0};     ///< max(compute, transfer floor) (see docs/chapters/replay.md)
+  std::uint64_t must_move_h2d{0};      ///< SUM: bytes any policy must copy in at this capacity
+  std::uint64_t must_move_d2h{0};      ///< SUM: bytes any policy must write back at this capacity
+  /// (bytes_h2d + bytes_d2h) / belady's on the same capacity; set by run_grid when
+  /// "belady" is among the policies.
+  std::optional<double> moved_vs_belady{};
+  double wall_seconds{0.0};            ///< host time the run took
+  double requests_per_second{0.0};     ///< requests / wall_seconds
+  double events_per_second{0.0};       ///< events / wall_seconds
+
+  /// @brief hits / requests (0 when there are none).
+  [[nodiscard]] double hit_ratio() const noexcept
+  {
+    return requests == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(requests);
+  }
+  /// @brief misses / requests (0 when there are none).
+  [[nodiscard]] double miss_ratio() const noexcept
+  {
+    return requests == 0 ? 0.0 : static_cast<double>(misses) / static_cast<double>(requests);
+  }
+  /// @brief bytes_missed / bytes_requested (0 when nothing was requested).
+  [[nodiscard]] double byte_miss_ratio() const noexcept
+  {
+    return bytes_requested == 0 ? 0.0 : static_cast<double>(bytes_missed) / static_cast<double>(bytes_requested);
+  }
+};
+
+/// @brief Reports progress of one run: events done so far and the total.
+using progress_fn = std::function<void(std::uint64_t done, std::uint64_t total)>;
+
+/// @brief Options of one run.
+struct run_options {
+  replay_mode mode{replay_mode::pool};       ///< pool or cache
+  std::string policy{"lru"};                 ///< policy spec for the policy registry
+  std::uint64_t capacity_bytes{0};           ///< device / cache capacity (objects with ignore_size); > 0
+  std::string capacity_label{};              ///< copied into the result
+  link_model link{link_model::pcie4()};      ///< host <-> device link, both directions
+  /// Prefetch predictor: only "none" exists yet. Hook: the predictor registry, once built,
+  /// is consulted here (see resolve_prefetch in runtime/replay/pool_replay.cpp).
+  std::string prefetch{"none"};
+  policy_registry const* registry{nullptr};  ///< null: the built-in policies
+  progress_fn progress{};                    ///< called about every 2^20 events (may be empty)
+  /// Cache mode, tests: when non-null, receives 1 (hit) or 0 (miss) per request, in order.
+  std::vector<std::uint8_t>* outcomes{nullptr};
+};
+
+/**
+ * @brief Replay one (policy, capacity) pair.
+ *
+ * Deterministic: the same trace and options give the same figures (except the wall-time
+ * ones). Cache mode calls lru_policy through its concrete type (no indirect calls).
+ *
+ * @throws tierpool::logic_error for an unknown policy (the registry's message lists the
+ *         registered ones), capacity 0, an unknown prefetch predictor, `ignore_size` in pool
+ *         mode, or a policy that proposes no victim while the cache must evict
+ * @throws tierpool::backend_error in pool mode if the sim backend fails
+ */
+[[nodiscard]] TIERPOOL_EXPORT replay_result run(compiled_trace const& trace, run_options const& options);
+
+/// @brief Options of run_grid(): every policy × every capacity.
+struct grid_options {
+  replay_mode mode{replay_mode::pool};       ///< pool or cache
+  std::vector<std::string> policies{"lru"};  ///< specs, in output order
+  std::vector<capacity_spec> capacities{};   ///< in output order
+  link_model link{link_model::pcie4()};      ///< as run_options::link
+  std::string prefetch{"none"};              ///< as run_options::prefetch
+  unsigned threads{0};                       ///< worker threads; 0 = all hardware threads
+  policy_registry const* registry{nullptr};  ///< null: the built-in policies
+  /// Called (serialized, from a worker thread) when a run finishes: its result, how many
+  /// runs are done, and the total.
+  std::function<void(replay_result const&, std::size_t done, std::size_t total)> on_run_done{};
+  /// Called (serialized) with a run's grid index and its progress (fraction in [0, 1]).
+  std::function<void(std::size_t run, double fraction)> on_progress{};
+};
+
+/**
+ * @brief Replay every policy × capacity in parallel (tbb::parallel_for, one task per run).
+ *
+ * Every policy spec is built once before any run starts, so a bad spec fails fast.
+ * Results come back in grid order (policy-major, then capacity) whatever the completion
+ * order; `moved_vs_belady` is filled when a policy spec is exactly "belady".
+ *
+ * @throws as run(); the first exception of any run is rethrown after the others stop
+ */
+[[nodiscard]] TIERPOOL_EXPORT std::vector<replay_result> run_grid(compiled_trace const& trace,
+                                                                  grid_options const& options);
+
+/// @brief A table for people, one row per result (columns: docs/chapters/replay.md).
+[[nodiscard]] TIERPOOL_EXPORT std::string format_table(std::span<replay_result const> results);
+/// @brief A JSON array with one object per result (keys: docs/chapters/replay.md).
+[[nodiscard]] TIERPOOL_EXPORT std::string to_json(std::span<replay_result const> results);
+/// @brief CSV with a header line, one line per result (the JSON keys as columns).
+[[nodiscard]] TIERPOOL_EXPORT std::string to_csv(std::span<replay_result const> results);
+/**
+ * @brief A self-contained SVG: capacity vs miss ratio (left) and capacity vs bytes moved
+ *        (right), one polyline per policy, axes with ticks and labels, and a legend.
+ * @param results The runs (any order; each policy's points are sorted by capacity).
+ * @param title   Shown above the panels.
+ */
+[[nodiscard]] TIERPOOL_EXPORT std::string to_svg(std::span<replay_result const> results, std::string_view title);
+
+}  // namespace replay
+}  // namespace tierpool
+
+/** @} */

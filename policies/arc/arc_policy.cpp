@@ -1,0 +1,295 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// arc_policy.cpp — owns tierpool::arc_policy (T1/T2/B1/B2 over a slab, byte-sized
+// adaptation of p, REPLACE in propose, ghost trimming) and its registration as "arc"
+// (register_arc). See arc_policy.hpp for the algorithm and policies/arc/README.md.
+#include "arc_policy.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace tierpool {
+namespace {
+
+constexpr std::size_t saturating_add(std::size_t a, std::size_t b) noexcept
+{
+  return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max() : a + b;
+}
+
+}  // namespace
+
+arc_policy::arc_policy() noexcept : arc_policy(config{}) {}
+
+arc_policy::arc_policy(config cfg) noexcept : cfg_(cfg) {}
+
+arc_policy::list& arc_policy::list_of(list_id which) noexcept
+{
+  switch (which) {
+    case list_id::t1: return t1_;
+    case list_id::t2: return t2_;
+    case list_id::b1: return b1_;
+    case list_id::b2: break;
+  }
+  return b2_;
+}
+
+arc_policy::list const& arc_policy::list_of(list_id which) const noexcept
+{
+  switch (which) {
+    case list_id::t1: return t1_;
+    case list_id::t2: return t2_;
+    case list_id::b1: return b1_;
+    case list_id::b2: break;
+  }
+  return b2_;
+}
+
+void arc_policy::link_front(list_id which, index_t i) noexcept
+{
+  list& l = list_of(which);
+  node& n = nodes_[i];
+  n.list = which;
+  n.prev = npos;
+  n.next = l.head;
+  if (l.head != npos) {
+    nodes_[l.head].prev = i;
+  } else {
+    l.tail = i;
+  }
+  l.head = i;
+  ++l.count;
+  l.add(n.bytes);
+}
+
+void arc_policy::unlink(index_t i) noexcept
+{
+  node& n = nodes_[i];
+  list& l = list_of(n.list);
+  if (n.prev != npos) {
+    nodes_[n.prev].next = n.next;
+  } else {
+    l.head = n.next;
+  }
+  if (n.next != npos) {
+    nodes_[n.next].prev = n.prev;
+  } else {
+    l.tail = n.prev;
+  }
+  n.prev = npos;
+  n.next = npos;
+  --l.count;
+  l.sub(n.bytes);
+}
+
+arc_policy::index_t arc_policy::lookup(tensor_id id) const noexcept
+{
+  auto const it = index_.find(id);
+  return it == index_.end() ? npos : it->second;
+}
+
+bool arc_policy::contains(tensor_id id) const noexcept
+{
+  index_t const i = lookup(id);
+  return i != npos && !is_ghost(nodes_[i].list);
+}
+
+std::uint64_t arc_policy::capacity_bytes() const noexcept { return cfg_.capacity != 0 ? cfg_.capacity : high_water_; }
+
+void arc_policy::touch(index_t i, tensor_view const& v) noexcept
+{
+  node& n = nodes_[i];
+  bool const correlated = cfg_.correlation_window != 0 && clock_ - n.last_event <= cfg_.correlation_window;
+  list_id const to = correlated ? n.list : list_id::t2;
+  unlink(i);
+  n.bytes = v.bytes;
+  n.pinned = v.pinned;
+  n.last_event = clock_;
+  link_front(to, i);
+}
+
+void arc_policy::drop(index_t i) noexcept
+{
+  node& n = nodes_[i];
+  unlink(i);
+  index_.erase(n.id);
+  n.live = false;
+  n.pinned = false;
+  n.bytes = 0;
+  n.next = free_head_;
+  free_head_ = i;
+}
+
+void arc_policy::trim_ghosts() noexcept
+{
+  // |T1| + |B1| <= c and |T1| + |T2| + |B1| + |B2| <= 2c, in bytes (the paper's case IV).
+  double const c = static_cast<double>(capacity_bytes());
+  while (b1_.tail != npos && t1_.exact() + b1_.exact() > c) { drop(b1_.tail); }
+  auto total = [&] { return t1_.exact() + t2_.exact() + b1_.exact() + b2_.exact(); };
+  while (b2_.tail != npos && total() > 2.0 * c) { drop(b2_.tail); }
+  while (b1_.tail != npos && total() > 2.0 * c) { drop(b1_.tail); }
+}
+
+void arc_policy::on_insert(tensor_view const& v) noexcept
+{
+  ++clock_;
+  index_t i = lookup(v.id);
+  if (i != npos && !is_ghost(nodes_[i].list)) {  // known resident: update, count as an access
+    touch(i, v);
+  } else if (i != npos) {  // ghost hit: adapt p towards the side that hit, then into T2
+    node& n = nodes_[i];
+    double const c = static_cast<double>(capacity_bytes());
+    double const b1 = b1_.exact();
+    double const b2 = b2_.exact();
+    double const size = static_cast<double>(v.bytes);
+    if (n.list == list_id::b1) {
+      double const ratio = b1 > 0.0 ? std::max(b2 / b1, 1.0) : 1.0;
+      p_ = std::min(c, p_ + ratio * size);
+    } else {
+      double const ratio = b2 > 0.0 ? std::max(b1 / b2, 1.0) : 1.0;
+      p_ = std::max(0.0, p_ - ratio * size);
+    }
+    unlink(i);
+    n.bytes = v.bytes;
+    n.pinned = v.pinned;
+    n.last_event = clock_;
+    link_front(list_id::t2, i);
+  } else {  // new: T1. Hooks are noexcept: out of host memory here terminates.
+    if (free_head_ != npos) {
+      i = free_head_;
+      free_head_ = nodes_[i].next;
+    } else {
+      i = static_cast<index_t>(nodes_.size());
+      nodes_.emplace_back();
+    }
+    nodes_[i] = node{v.id, v.bytes, clock_, npos, npos, list_id::t1, v.pinned, true};
+    index_.emplace(v.id, i);
+    link_front(list_id::t1, i);
+  }
+  high_water_ = std::max<std::uint64_t>(high_water_, saturating_add(t1_.bytes(), t2_.bytes()));
+  p_ = std::min(p_, static_cast<double>(capacity_bytes()));
+  trim_ghosts();
+}
+
+void arc_policy::on_access(tensor_view const& v) noexcept
+{
+  index_t const i = lookup(v.id);
+  if (i == npos || is_ghost(nodes_[i].list)) { return; }
+  ++clock_;
+  touch(i, v);
+  high_water_ = std::max<std::uint64_t>(high_water_, saturating_add(t1_.bytes(), t2_.bytes()));
+}
+
+void arc_policy::on_erase(tensor_id id) noexcept
+{
+  index_t const i = lookup(id);
+  if (i == npos || is_ghost(nodes_[i].list)) { return; }
+  node& n = nodes_[i];
+  list_id const ghost = n.list == list_id::t1 ? list_id::b1 : list_id::b2;
+  unlink(i);
+  n.pinned = false;
+  link_front(ghost, i);
+  trim_ghosts();
+}
+
+void arc_policy::on_pin(tensor_id id) noexcept
+{
+  index_t const i = lookup(id);
+  if (i != npos && !is_ghost(nodes_[i].list)) { nodes_[i].pinned = true; }
+}
+
+void arc_policy::on_unpin(tensor_id id) noexcept
+{
+  index_t const i = lookup(id);
+  if (i != npos && !is_ghost(nodes_[i].list)) { nodes_[i].pinned = false; }
+}
+
+void arc_policy::propose(eviction_request const& req, eviction_proposal& out) const
+{
+  if (req.bytes_needed == 0) { return; }
+  // REPLACE, repeated without changing state: `t1_left` is |T1| minus what was taken.
+  double t1_left = t1_.exact();
+  index_t a = t1_.tail;
+  index_t b = t2_.tail;
+  std::size_t freed = 0;
+  while (freed < req.bytes_needed) {
+    while (a != npos && nodes_[a].pinned) {
+      t1_left -= static_cast<double>(nodes_[a].bytes);
+      a = nodes_[a].prev;
+    }
+    while (b != npos && nodes_[b].pinned) { b = nodes_[b].prev; }
+    if (a == npos && b == npos) { break; }
+    bool const from_t1 = a != npos && (b == npos || t1_left > p_);
+    index_t& cur = from_t1 ? a : b;
+    node const& n = nodes_[cur];
+    out.add(n.id, n.bytes);
+    freed = saturating_add(freed, n.bytes);
+    if (from_t1) { t1_left -= static_cast<double>(n.bytes); }
+    cur = n.prev;
+  }
+}
+
+std::vector<tensor_id> arc_policy::contents(list_id which) const
+{
+  std::vector<tensor_id> out;
+  for (index_t i = list_of(which).head; i != npos; i = nodes_[i].next) { out.push_back(nodes_[i].id); }
+  return out;
+}
+
+bool arc_policy::validate() const noexcept
+{
+  std::size_t live = 0;
+  for (list_id const which : {list_id::t1, list_id::t2, list_id::b1, list_id::b2}) {
+    list const& l = list_of(which);
+    std::size_t count = 0;
+    list sum;
+    index_t prev = npos;
+    for (index_t i = l.head; i != npos; i = nodes_[i].next) {
+      if (i >= nodes_.size() || count > nodes_.size()) { return false; }
+      node const& n = nodes_[i];
+      if (!n.live || n.list != which || n.prev != prev) { return false; }
+      if (is_ghost(which) && n.pinned) { return false; }
+      auto const it = index_.find(n.id);
+      if (it == index_.end() || it->second != i) { return false; }
+      sum.add(n.bytes);
+      prev = i;
+      ++count;
+    }
+    if (l.tail != prev || l.count != count || l.bytes_low != sum.bytes_low || l.bytes_high != sum.bytes_high) {
+      return false;
+    }
+    live += count;
+  }
+  if (live != index_.size()) { return false; }
+  std::size_t free_slots = 0;
+  for (index_t i = free_head_; i != npos; i = nodes_[i].next) {
+    if (i >= nodes_.size() || nodes_[i].live || free_slots > nodes_.size()) { return false; }
+    ++free_slots;
+  }
+  double const c = static_cast<double>(capacity_bytes());
+  if (p_ < 0.0 || p_ > c) { return false; }
+  return live + free_slots == nodes_.size();
+}
+
+namespace policies {
+
+void register_arc(policy_registry& registry)
+{
+  registry.add(
+    "arc", "Adaptive Replacement Cache (Megiddo & Modha, FAST 2003): recency and frequency lists with ghost-driven balance",
+    {
+      {"capacity", parameter_type::bytes, "0",
+       "cache size c in bytes (0 = the largest resident bytes seen, i.e. the tier once full)"},
+      {"correlation_window", parameter_type::unsigned_integer, "1",
+       "a re-access within this many policy events is the same reference, not a promotion to T2 (0 = the paper)"},
+    },
+    [](policy_params const& p) {
+      arc_policy::config cfg;
+      cfg.capacity = p.get<std::uint64_t>("capacity");
+      cfg.correlation_window = p.get<std::uint64_t>("correlation_window");
+      return any_eviction_policy{arc_policy{cfg}};
+    });
+}
+
+}  // namespace policies
+}  // namespace tierpool

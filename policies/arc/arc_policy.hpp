@@ -1,0 +1,215 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file arc_policy.hpp
+ * @brief Adaptive Replacement Cache: `tierpool::arc_policy`, registered as `"arc"`.
+ *        Include as `<tierpool/policies/arc_policy.hpp>`.
+ *
+ * @ingroup policies
+ *
+ * ARC (Megiddo & Modha) keeps two recency lists of resident items, T1 (seen once
+ * recently) and T2 (seen at least twice), and two ghost lists of recently evicted ids,
+ * B1 and B2. A hit moves an item to the front of T2. A miss that finds the id in a ghost
+ * list is evidence that the matching side was too small: a B1 hit raises the target size
+ * `p` of T1 by max(|B2|/|B1|, 1), a B2 hit lowers it by max(|B1|/|B2|, 1). REPLACE evicts
+ * the LRU end of T1 while |T1| > p, else the LRU end of T2; the ghost lists are trimmed
+ * so that |T1| + |B1| <= c and |T1| + |T2| + |B1| + |B2| <= 2c. This version differs from
+ * the paper in five ways. (1) **Bytes, not pages**: every |X| is a byte sum, and a ghost
+ * hit moves `p` by the ratio times the size of the tensor that hit (a page is one unit in
+ * the paper; a tensor is its bytes here). (2) **The capacity c is derived**: a policy is not
+ * told its tier's size, so with `capacity = 0` c is the largest number of resident bytes the
+ * policy has seen (T1 + T2, pinned included). In an oversubscribed steady state the tier
+ * fills before anything is evicted, so this is the tier's usable size; before the first
+ * eviction nothing depends on c except ghost trimming, and there are no ghosts yet. Give
+ * `capacity` explicitly when the tier is shared with other users. (3) **Adaptation lags one
+ * miss**: the engine asks for victims before it reports the insert, so `p` moves when the
+ * ghost hit is reported (on_insert), after the eviction that made room for that tensor;
+ * and REPLACE's tie rule "x in B2 and |T1| = p" is dropped (the request does not say which
+ * tensor is coming). (4) **Correlated references**: the pool reports an allocation and
+ * the first acquire of a tensor as two events, which would promote every tensor to T2 and
+ * turn ARC into LRU; an access within `correlation_window` policy events of the tensor's
+ * previous event (1 = the very next event) refreshes it in its own list instead of
+ * promoting it, as 2Q's correlated reference period does. 0 gives the paper's behaviour.
+ * (5) **Pinned tensors stay in their lists** (the lists are ARC's state) and propose()
+ * walks past them: propose costs O(victims + pinned tensors passed).
+ *
+ * @see N. Megiddo, D. S. Modha, "ARC: A Self-Tuning, Low Overhead Replacement Cache", USENIX FAST 2003
+ * @see T. Johnson, D. Shasha, "2Q: A Low Overhead High Performance Buffer Management Replacement Algorithm", VLDB 1994 (correlated references)
+ * @see policies/arc/README.md
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <tierpool/export.hpp>
+#include <tierpool/policy.hpp>
+#include <tierpool/types.hpp>
+
+namespace tierpool {
+
+/**
+ * @brief Adaptive Replacement Cache over the tensors of one tier, sized in bytes.
+ *
+ * Complexity: every hook O(1) expected (one hash lookup and list relinking); on_access
+ * never allocates; on_insert allocates one hash node for a new id (a ghost id reuses its
+ * slot); trimming ghosts frees hash nodes. propose O(victims + pinned tensors passed).
+ * Thread safety: externally synchronized (called under the tier's lock).
+ * Ownership: a value; copying copies the whole state.
+ *
+ * @code
+ * tierpool::arc_policy arc{{.capacity = 300}};
+ * arc.on_insert({.id = tierpool::tensor_id{1}, .bytes = 100});
+ * tierpool::eviction_proposal out;
+ * arc.propose({.bytes_needed = 100}, out);   // out.victims == {tensor_id{1}}
+ * @endcode
+ */
+class TIERPOOL_EXPORT arc_policy {
+ public:
+  /// @brief Configuration (registry parameters of the same names).
+  struct config {
+    /// The cache size c in bytes; 0 = the largest resident bytes seen (see the file comment).
+    std::uint64_t capacity{0};
+    /// An access within this many policy events of the tensor's previous insert or access
+    /// is the same reference: it refreshes the tensor in its list, no promotion to T2.
+    /// 0 = the paper (every re-access promotes).
+    std::uint64_t correlation_window{1};
+  };
+
+  /// @brief Which ARC list a tensor is in (for tests and tools).
+  enum class list_id : std::uint8_t {
+    t1,  ///< resident, seen once recently
+    t2,  ///< resident, seen at least twice
+    b1,  ///< ghost of an eviction from T1
+    b2,  ///< ghost of an eviction from T2
+  };
+
+  /// @brief An empty policy with the default configuration.
+  arc_policy() noexcept;
+  /// @brief An empty policy. @param cfg Configuration.
+  explicit arc_policy(config cfg) noexcept;
+
+  /**
+   * @brief A tensor became resident: a new id enters T1; a ghost id enters T2 and adapts
+   *        `p`; a resident id is updated and counts as an access.
+   * @param v The tensor.
+   */
+  void on_insert(tensor_view const& v) noexcept;
+  /// @brief A use: promote to T2 (or refresh, within the correlation window). Unknown or
+  ///        ghost id: no-op. Adopts `v.bytes` and `v.pinned`.
+  void on_access(tensor_view const& v) noexcept;
+  /// @brief A resident tensor left: it becomes a ghost (T1 -> B1, T2 -> B2). Unknown or
+  ///        ghost id: no-op.
+  void on_erase(tensor_id id) noexcept;
+  /// @brief Mark pinned (never proposed). Idempotent; unknown or ghost id: no-op.
+  void on_pin(tensor_id id) noexcept;
+  /// @brief Clear the pin. Idempotent; unknown or ghost id: no-op.
+  void on_unpin(tensor_id id) noexcept;
+
+  /**
+   * @brief Append victims by REPLACE: the LRU end of T1 while the T1 bytes not yet taken
+   *        exceed `p`, else the LRU end of T2 (the other list when one runs out), skipping
+   *        pinned tensors, until `req.bytes_needed` is covered (everything evictable when
+   *        it cannot be; nothing for 0).
+   * @param req What to free; only `bytes_needed` is used.
+   * @param out Proposal to append to (the caller clears it).
+   * @throws std::bad_alloc only when `out` must grow
+   */
+  void propose(eviction_request const& req, eviction_proposal& out) const;
+
+  /// @brief "arc".
+  [[nodiscard]] std::string_view name() const noexcept { return "arc"; }
+  /// @brief The configuration.
+  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
+
+  /// @brief The cache size c in use (bytes): the configured one, or the largest resident bytes seen.
+  [[nodiscard]] std::uint64_t capacity_bytes() const noexcept;
+  /// @brief The adaptive target size of T1 (bytes), in [0, c].
+  [[nodiscard]] double target_t1_bytes() const noexcept { return p_; }
+  /// @brief Bytes in a list (saturating at SIZE_MAX).
+  [[nodiscard]] std::size_t bytes_in(list_id which) const noexcept { return list_of(which).bytes(); }
+  /// @brief Tensors (resident or ghost) in a list, most recent first. O(n), allocates; for tests.
+  [[nodiscard]] std::vector<tensor_id> contents(list_id which) const;
+  /// @brief Resident tensors tracked (T1 + T2).
+  [[nodiscard]] std::size_t size() const noexcept { return t1_.count + t2_.count; }
+  /// @brief True when `id` is resident (in T1 or T2).
+  [[nodiscard]] bool contains(tensor_id id) const noexcept;
+
+  /// @brief Check every invariant (links, counts, byte sums, index, free list). O(n); for tests.
+  [[nodiscard]] bool validate() const noexcept;
+
+ private:
+  using index_t = std::uint32_t;
+  static constexpr index_t npos = std::numeric_limits<index_t>::max();
+
+  struct node {
+    tensor_id id{};
+    std::size_t bytes{0};
+    std::uint64_t last_event{0};  // clock_ at the tensor's last insert/access
+    index_t prev{npos};           // towards MRU (head)
+    index_t next{npos};           // towards LRU (tail); free-list link for free slots
+    list_id list{list_id::t1};
+    bool pinned{false};
+    bool live{false};
+  };
+  // Invariant: count == #nodes reachable from head; (high, low) == exact sum of their bytes.
+  struct list {
+    index_t head{npos};
+    index_t tail{npos};
+    std::size_t count{0};
+    std::size_t bytes_low{0};
+    std::size_t bytes_high{0};
+    void add(std::size_t n) noexcept
+    {
+      bytes_low += n;
+      if (bytes_low < n) { ++bytes_high; }
+    }
+    void sub(std::size_t n) noexcept
+    {
+      if (bytes_low < n) { --bytes_high; }
+      bytes_low -= n;
+    }
+    [[nodiscard]] std::size_t bytes() const noexcept
+    {
+      return bytes_high != 0 ? std::numeric_limits<std::size_t>::max() : bytes_low;
+    }
+    [[nodiscard]] double exact() const noexcept { return static_cast<double>(bytes_high) * 18446744073709551616.0 + static_cast<double>(bytes_low); }
+  };
+
+  [[nodiscard]] list& list_of(list_id which) noexcept;
+  [[nodiscard]] list const& list_of(list_id which) const noexcept;
+  void link_front(list_id which, index_t i) noexcept;
+  void unlink(index_t i) noexcept;
+  [[nodiscard]] index_t lookup(tensor_id id) const noexcept;
+  [[nodiscard]] static bool is_ghost(list_id l) noexcept { return l == list_id::b1 || l == list_id::b2; }
+  void touch(index_t i, tensor_view const& v) noexcept;  // access to a resident tensor
+  void drop(index_t i) noexcept;                          // forget a ghost entirely
+  void trim_ghosts() noexcept;
+
+  config cfg_;
+  std::vector<node> nodes_;   // slab; size() == live + free
+  index_t free_head_{npos};
+  std::unordered_map<tensor_id, index_t> index_;  // resident and ghost ids; never iterated
+  list t1_, t2_, b1_, b2_;
+  double p_{0.0};                  // target bytes of T1, 0 <= p_ <= c
+  std::uint64_t high_water_{0};    // largest T1 + T2 bytes seen (saturating)
+  std::uint64_t clock_{0};         // policy events (inserts and accesses)
+};
+
+namespace policies {
+/**
+ * @brief Register `"arc"` (parameters capacity, correlation_window). Called by
+ *        register_builtin_policies().
+ * @param registry The registry.
+ * @throws tierpool::logic_error if "arc" is already registered
+ */
+TIERPOOL_EXPORT void register_arc(policy_registry& registry);
+}  // namespace policies
+
+}  // namespace tierpool
+
+static_assert(tierpool::eviction_policy<tierpool::arc_policy>, "arc_policy must satisfy tierpool::eviction_policy");

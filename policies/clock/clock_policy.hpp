@@ -1,0 +1,208 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file clock_policy.hpp
+ * @brief CLOCK (second chance) eviction: `tierpool::clock_policy`, registered as `"clock"`.
+ *        Include as `<tierpool/policies/clock_policy.hpp>`.
+ *
+ * @ingroup policies
+ *
+ * CLOCK (Corbató, "A Paging Experiment with the Multics System", MIT Project MAC report
+ * MAC-M-384, 1968), also called second chance, keeps the resident pages in a circle of
+ * frames with one *reference* bit each and a *hand*. A hit sets the bit. To evict, the
+ * hand sweeps: a referenced page has its bit cleared and is passed (its second chance),
+ * the first unreferenced page is evicted, and the new page takes its frame, just behind
+ * the hand, so that it is the last one the hand will meet. Seen as a queue, CLOCK is FIFO
+ * with reinsertion: a passed page goes to the newest end. A new page starts unreferenced
+ * (the miss that loaded it is not a hit), as in libCacheSim's Clock. This version differs
+ * from the textbook in three ways. (1) **Sized proposals**: evictions repeat until the
+ * victims' bytes cover `bytes_needed`. (2) **The hand moves on erase**: propose changes
+ * no state; it walks the circle read-only, and when the engine erases the tensor the hand
+ * would evict next, the sweep up to it (clearing the bits it passes) is applied then (see
+ * Note [CLOCK's hand moves on erase]). (3) **Pinned tensors leave the circle** and
+ * re-enter just behind the hand on `on_unpin`, keeping their bit, where the textbook
+ * hand skips a locked page in place; propose therefore never walks past pinned tensors.
+ * One reference bit only (no multi-bit "GCLOCK" counter).
+ *
+ * Note [CLOCK's hand moves on erase]
+ * ----------------------------------
+ * Rationale: CLOCK changes state while it evicts (bits cleared, hand moved), but propose
+ * may not, and the engine erases victims later (after their write-back), possibly with
+ * other erases (frees) in between. Approach: the circle is a list cut at the hand into A
+ * = [hand .. back] and B = [front .. hand), the order in which the hand will meet them; a
+ * new tensor goes at the end of B. p1 and p2 are the first unreferenced tensor in A and
+ * in B. The hand's next victim is p1, else p2, else (every bit set) the hand's own tensor
+ * after a full sweep. propose reads the victims in that order (the unreferenced tensors,
+ * then the referenced ones in the same circular order, as a full sweep has cleared them).
+ * on_erase(x) compares x with the next victim in O(1): if it is, the sweep up to x is
+ * applied now (clear the bits passed, evict x, hand at x's successor); if not (a free, or
+ * an out-of-order victim), x is unlinked and the hand stays. p1 and p2 only move forward
+ * between evictions, so keeping them costs O(1) amortized per access. Erasing the
+ * proposed victims in order yields exactly the state the textbook algorithm reaches.
+ * Limitations: the policy cannot tell an eviction from a free: freeing exactly the next
+ * victim moves the hand as its eviction would. When the engine skips a victim (in flight)
+ * and erases a later one, the hand does not move at all, where the textbook hand would
+ * have passed the skipped page. The tests compare propose + in-order erases with a direct
+ * implementation of the textbook algorithm on random traces.
+ *
+ * @see F. J. Corbató, "A Paging Experiment with the Multics System", MIT Project MAC MAC-M-384, 1968
+ * @see A. S. Tanenbaum, H. Bos, "Modern Operating Systems", 4th ed., 2014, section 3.4.5 (the clock algorithm)
+ * @see policies/clock/README.md
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <tierpool/export.hpp>
+#include <tierpool/policy.hpp>
+#include <tierpool/types.hpp>
+
+namespace tierpool {
+
+/**
+ * @brief CLOCK eviction over the tensors of one tier.
+ *
+ * Complexity: on_access, on_pin, on_unpin O(1) amortized (one hash lookup; the scan
+ * pointers only move forward), no allocation; on_erase O(1) amortized (clearing the bits
+ * the hand passes is paid by the accesses that set them); on_insert O(1) amortized (one
+ * hash node); propose O(victims + referenced tensors passed).
+ * Thread safety: externally synchronized (called under the tier's lock).
+ * Ownership: a value; copying copies the whole queue and the hand.
+ *
+ * @code
+ * tierpool::clock_policy clock;
+ * clock.on_insert({.id = tierpool::tensor_id{1}, .bytes = 100});
+ * clock.on_insert({.id = tierpool::tensor_id{2}, .bytes = 100});
+ * clock.on_access({.id = tierpool::tensor_id{1}, .bytes = 100});   // referenced
+ * tierpool::eviction_proposal out;
+ * clock.propose({.bytes_needed = 100}, out);   // out.victims == {tensor_id{2}}
+ * @endcode
+ */
+class TIERPOOL_EXPORT clock_policy {
+ public:
+  /// @brief Configuration: CLOCK has no parameters.
+  struct config {};
+
+  /// @brief An empty policy.
+  clock_policy() noexcept;
+  /// @brief An empty policy. @param cfg Configuration (empty).
+  explicit clock_policy(config cfg) noexcept;
+
+  /// @brief A tensor became resident: just behind the hand, unreferenced (or pinned when `v.pinned`).
+  ///        A known id is updated and counts as an access.
+  void on_insert(tensor_view const& v) noexcept;
+  /// @brief A use: sets the referenced bit; adopts `v.bytes` and `v.pinned`. Unknown id: no-op.
+  void on_access(tensor_view const& v) noexcept;
+  /// @brief Forget a tensor; moves the hand when it is the hand's next victim (Note
+  ///        [CLOCK's hand moves on erase]). Unknown id: no-op.
+  void on_erase(tensor_id id) noexcept;
+  /// @brief Take a tensor out of the queue. Idempotent; unknown id: no-op.
+  void on_pin(tensor_id id) noexcept;
+  /// @brief Return a pinned tensor just behind the hand, keeping its bit. Idempotent; unknown id: no-op.
+  void on_unpin(tensor_id id) noexcept;
+
+  /**
+   * @brief Append the tensors CLOCK's hand would evict, in order, until their bytes cover
+   *        `req.bytes_needed` (nothing when it is 0), or all unpinned ones when they cannot.
+   * @param req What to free; only `bytes_needed` is used.
+   * @param out Proposal to append to (the caller clears it).
+   * @throws std::bad_alloc only when `out` must grow and the host is out of memory
+   */
+  void propose(eviction_request const& req, eviction_proposal& out) const;
+
+  /// @brief "clock".
+  [[nodiscard]] std::string_view name() const noexcept { return "clock"; }
+  /// @brief The configuration.
+  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
+  /// @brief Tensors tracked (pinned or not).
+  [[nodiscard]] std::size_t size() const noexcept { return queue_.count + pinned_.count; }
+  /// @brief Tensors that may be proposed.
+  [[nodiscard]] std::size_t evictable_count() const noexcept { return queue_.count; }
+  /// @brief Pinned tensors tracked.
+  [[nodiscard]] std::size_t pinned_count() const noexcept { return pinned_.count; }
+  /// @brief True when `id` is tracked.
+  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.find(id) != index_.end(); }
+  /// @brief True when `id` is tracked and its referenced bit is set.
+  [[nodiscard]] bool referenced(tensor_id id) const noexcept;
+  /// @brief The tensor under the hand; 0 when empty.
+  [[nodiscard]] tensor_id hand() const noexcept { return hand_ == npos ? tensor_id{0} : nodes_[hand_].id; }
+
+  /**
+   * @brief Check every invariant: links, counts, byte sums, pinned flags, the index, the
+   *        free list, the hand and both scan pointers. O(n); for tests.
+   * @return True when consistent.
+   */
+  [[nodiscard]] bool validate() const noexcept;
+
+ private:
+  using index_t = std::uint32_t;
+  static constexpr index_t npos = std::numeric_limits<index_t>::max();
+
+  struct node {
+    tensor_id id{};
+    std::size_t bytes{0};
+    index_t prev{npos};  // towards the list's front
+    index_t next{npos};  // towards the list's back; free-list link for free slots
+    bool referenced{false};
+    bool pinned{false};
+    bool live{false};
+  };
+  // A doubly-linked list over slab positions: the circle, cut before B. Invariant: count ==
+  // #nodes reachable from front; bytes_high * 2^64 + bytes_low == exact sum of their bytes.
+  struct list {
+    index_t front{npos};
+    index_t back{npos};
+    std::size_t count{0};
+    std::size_t bytes_low{0};
+    std::size_t bytes_high{0};
+    void add(std::size_t n) noexcept
+    {
+      bytes_low += n;
+      if (bytes_low < n) { ++bytes_high; }
+    }
+    void sub(std::size_t n) noexcept
+    {
+      if (bytes_low < n) { --bytes_high; }
+      bytes_low -= n;
+    }
+  };
+
+  void link_before(list& l, index_t i, index_t at) noexcept;  // at == npos: at the back
+  void unlink(list& l, index_t i) noexcept;
+  [[nodiscard]] index_t first_unreferenced(index_t from, index_t stop) const noexcept;
+  void enter(index_t i) noexcept;    // into the queue, where a new tensor goes
+  void leave(index_t i) noexcept;    // out of the queue, the hand not moving past anything
+  void evict(index_t i) noexcept;    // out of the queue as the hand's victim
+  void set_pinned(index_t i, bool pinned) noexcept;
+  [[nodiscard]] index_t lookup(tensor_id id) const noexcept;
+
+  config cfg_;
+  std::vector<node> nodes_;  // slab; size() == live + free
+  index_t free_head_{npos};  // free slots chained through node::next
+  std::unordered_map<tensor_id, index_t> index_;  // id -> slab position; never iterated
+  list queue_;               // unpinned tensors: the circle, B then A
+  list pinned_;              // pinned tensors; order irrelevant
+  // The hand: A = [hand_ .. back], B = [front .. hand_). hand_ == npos iff the queue is empty.
+  index_t hand_{npos};
+  index_t p1_{npos};  // first unreferenced in A, npos if none
+  index_t p2_{npos};  // first unreferenced in B, npos if none
+};
+
+namespace policies {
+/**
+ * @brief Register `"clock"` (no parameters) in `registry`. Called by
+ *        register_builtin_policies().
+ * @param registry The registry.
+ * @throws tierpool::logic_error if "clock" is already registered
+ */
+TIERPOOL_EXPORT void register_clock(policy_registry& registry);
+}  // namespace policies
+
+}  // namespace tierpool
+
+static_assert(tierpool::eviction_policy<tierpool::clock_policy>, "clock_policy must satisfy tierpool::eviction_policy");

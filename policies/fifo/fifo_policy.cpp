@@ -1,0 +1,191 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// fifo_policy.cpp — owns tierpool::fifo_policy (the insertion-order queue over a slab, pin
+// handling, sized proposals) and its registration as "fifo" (register_fifo). See
+// fifo_policy.hpp for the algorithm and policies/fifo/README.md for the design.
+#include "fifo_policy.hpp"
+
+#include <limits>
+
+namespace tierpool {
+namespace {
+
+constexpr std::size_t saturating_add(std::size_t a, std::size_t b) noexcept
+{
+  return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max() : a + b;
+}
+
+}  // namespace
+
+fifo_policy::fifo_policy() noexcept : fifo_policy(config{}) {}
+
+fifo_policy::fifo_policy(config cfg) noexcept : cfg_(cfg) {}
+
+void fifo_policy::link_back(list& l, index_t i) noexcept
+{
+  node& n = nodes_[i];
+  n.next = npos;
+  n.prev = l.back;
+  if (l.back != npos) {
+    nodes_[l.back].next = i;
+  } else {
+    l.front = i;
+  }
+  l.back = i;
+  ++l.count;
+  l.add(n.bytes);
+}
+
+void fifo_policy::unlink(list& l, index_t i) noexcept
+{
+  node& n = nodes_[i];
+  if (n.prev != npos) {
+    nodes_[n.prev].next = n.next;
+  } else {
+    l.front = n.next;
+  }
+  if (n.next != npos) {
+    nodes_[n.next].prev = n.prev;
+  } else {
+    l.back = n.prev;
+  }
+  n.prev = npos;
+  n.next = npos;
+  --l.count;
+  l.sub(n.bytes);
+}
+
+fifo_policy::index_t fifo_policy::lookup(tensor_id id) const noexcept
+{
+  auto const it = index_.find(id);
+  return it == index_.end() ? npos : it->second;
+}
+
+void fifo_policy::set_bytes(index_t i, std::size_t bytes) noexcept
+{
+  node& n = nodes_[i];
+  if (n.bytes == bytes) { return; }
+  list& l = list_of(n);
+  l.sub(n.bytes);
+  n.bytes = bytes;
+  l.add(bytes);
+}
+
+void fifo_policy::set_pinned(index_t i, bool pinned) noexcept
+{
+  node& n = nodes_[i];
+  if (n.pinned == pinned) { return; }
+  unlink(list_of(n), i);
+  n.pinned = pinned;
+  link_back(list_of(n), i);  // an unpinned tensor re-enters at the newest end
+}
+
+void fifo_policy::on_insert(tensor_view const& v) noexcept
+{
+  index_t i = lookup(v.id);
+  if (i != npos) {  // known: an access, which FIFO ignores; adopt size and pin state
+    set_bytes(i, v.bytes);
+    set_pinned(i, v.pinned);
+    return;
+  }
+  // Hooks are noexcept: if the host cannot grow the slab or the index, std::terminate runs.
+  if (free_head_ != npos) {
+    i = free_head_;
+    free_head_ = nodes_[i].next;
+  } else {
+    i = static_cast<index_t>(nodes_.size());
+    nodes_.emplace_back();
+  }
+  node& n = nodes_[i];
+  n = node{v.id, v.bytes, npos, npos, v.pinned, true};
+  index_.emplace(v.id, i);
+  link_back(list_of(n), i);
+}
+
+void fifo_policy::on_access(tensor_view const& v) noexcept
+{
+  index_t const i = lookup(v.id);
+  if (i == npos) { return; }
+  set_bytes(i, v.bytes);
+  set_pinned(i, v.pinned);  // the view is the truth at this event
+}
+
+void fifo_policy::on_erase(tensor_id id) noexcept
+{
+  auto const it = index_.find(id);
+  if (it == index_.end()) { return; }
+  index_t const i = it->second;
+  index_.erase(it);
+  node& n = nodes_[i];
+  unlink(list_of(n), i);
+  n.live = false;
+  n.pinned = false;
+  n.bytes = 0;
+  n.next = free_head_;
+  free_head_ = i;
+}
+
+void fifo_policy::on_pin(tensor_id id) noexcept
+{
+  index_t const i = lookup(id);
+  if (i != npos) { set_pinned(i, true); }
+}
+
+void fifo_policy::on_unpin(tensor_id id) noexcept
+{
+  index_t const i = lookup(id);
+  if (i != npos) { set_pinned(i, false); }
+}
+
+void fifo_policy::propose(eviction_request const& req, eviction_proposal& out) const
+{
+  std::size_t freed = 0;
+  for (index_t i = queue_.front; i != npos && freed < req.bytes_needed; i = nodes_[i].next) {
+    node const& n = nodes_[i];
+    out.add(n.id, n.bytes);
+    freed = saturating_add(freed, n.bytes);
+  }
+}
+
+bool fifo_policy::validate() const noexcept
+{
+  std::size_t live = 0;
+  for (bool const pinned : {false, true}) {
+    list const& l = pinned ? pinned_ : queue_;
+    std::size_t count = 0;
+    list sum;  // recomputed with the same wide arithmetic
+    index_t prev = npos;
+    for (index_t i = l.front; i != npos; i = nodes_[i].next) {
+      if (i >= nodes_.size() || count > nodes_.size()) { return false; }  // bad link or cycle
+      node const& n = nodes_[i];
+      if (!n.live || n.pinned != pinned || n.prev != prev) { return false; }
+      auto const it = index_.find(n.id);
+      if (it == index_.end() || it->second != i) { return false; }
+      sum.add(n.bytes);
+      prev = i;
+      ++count;
+    }
+    if (l.back != prev || l.count != count) { return false; }
+    if (l.bytes_low != sum.bytes_low || l.bytes_high != sum.bytes_high) { return false; }
+    live += count;
+  }
+  if (live != index_.size()) { return false; }
+  std::size_t free_slots = 0;
+  for (index_t i = free_head_; i != npos; i = nodes_[i].next) {
+    if (i >= nodes_.size() || nodes_[i].live || free_slots > nodes_.size()) { return false; }
+    ++free_slots;
+  }
+  return live + free_slots == nodes_.size();
+}
+
+namespace policies {
+
+void register_fifo(policy_registry& registry)
+{
+  registry.add("fifo", "First in, first out: the tensor resident longest is proposed first; accesses do not reorder",
+               {}, [](policy_params const&) { return any_eviction_policy{fifo_policy{}}; });
+}
+
+}  // namespace policies
+}  // namespace tierpool

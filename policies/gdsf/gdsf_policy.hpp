@@ -1,0 +1,171 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file gdsf_policy.hpp
+ * @brief GreedyDual-Size-Frequency: `tierpool::gdsf_policy`, registered as `"gdsf"`.
+ *        Include as `<tierpool/policies/gdsf_policy.hpp>`.
+ *
+ * @ingroup policies
+ *
+ * GDSF (Cherkasova) gives every cached object a priority H = L + frequency * cost / size and
+ * evicts the lowest. L is the cache's "inflation" value: on each eviction it rises to the
+ * evicted object's H, so objects that are not used age relative to newly set priorities
+ * without touching them. Small, frequently used, expensive-to-fetch objects stay; large,
+ * cold, cheap ones go. Here the cost of a tensor is what a miss costs: moving it back in,
+ * `tensor_view::transfer_cost` (ticks over its links) when the driver gives one.
+ * This version differs from the paper in four ways. (1) **Cost** is a parameter:
+ * `transfer` (default) uses `transfer_cost`, and when that is 0 (unknown) the `fallback`:
+ * `bytes` (a cost proportional to size: the size cancels and H = L + frequency, an LFU
+ * with aging) or `one` (GDS with unit cost: small tensors are favoured). `one` and `bytes`
+ * force that cost for every tensor. (2) **L is committed in on_erase**, because proposing
+ * must not change state: when the engine removes the tensor that is first in the order
+ * (the lowest H), L becomes its H. A tensor removed from elsewhere in the order (freed, not
+ * evicted) leaves L unchanged, so that frees do not age the cache. (3) **Frequency** counts
+ * the inserts and accesses the policy has seen since the tensor became resident in this
+ * tier (the paper counts hits since the object entered the cache); an access within
+ * `correlation_window` events of the previous one does not count (the pool reports an
+ * allocation and its first acquire as two events). (4) **Ties** go to the least recently
+ * used, then the smaller id. Pinned tensors keep their place (no allocation on a pin or
+ * unpin); propose() and the L update walk past them.
+ *
+ * @see L. Cherkasova, "Improving WWW Proxies Performance with Greedy-Dual-Size-Frequency Caching Policy", HP Labs HPL-98-69, 1998
+ * @see P. Cao, S. Irani, "Cost-Aware WWW Proxy Caching Algorithms", USITS 1997 (GreedyDual-Size)
+ * @see policies/gdsf/README.md
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <unordered_map>
+
+#include <tierpool/export.hpp>
+#include <tierpool/policy.hpp>
+#include <tierpool/types.hpp>
+
+namespace tierpool {
+
+/**
+ * @brief GreedyDual-Size-Frequency over the tensors of one tier.
+ *
+ * Complexity: on_access O(log n), no allocation (the ordered set's node is extracted and
+ * re-inserted); on_insert O(log n), allocates a hash node and a set node; on_erase
+ * O(log n + pinned tensors at the front); on_pin, on_unpin O(1), no allocation; propose
+ * O(victims + pinned tensors passed).
+ * Thread safety: externally synchronized (called under the tier's lock).
+ * Ownership: a value; copying copies the whole state.
+ *
+ * @code
+ * tierpool::gdsf_policy gdsf{{.cost = tierpool::gdsf_policy::cost_model::one}};
+ * gdsf.on_insert({.id = tierpool::tensor_id{1}, .bytes = 100});   // H = 0 + 1 * 1/100
+ * gdsf.on_insert({.id = tierpool::tensor_id{2}, .bytes = 10});    // H = 0 + 1 * 1/10
+ * tierpool::eviction_proposal out;
+ * gdsf.propose({.bytes_needed = 1}, out);   // out.victims == {tensor_id{1}}
+ * @endcode
+ */
+class TIERPOOL_EXPORT gdsf_policy {
+ public:
+  /// @brief Where a tensor's cost comes from.
+  enum class cost_model : std::uint8_t {
+    transfer,  ///< tensor_view::transfer_cost; the fallback when it is 0
+    one,       ///< 1 for every tensor (GreedyDual-Size with unit cost)
+    bytes,     ///< the tensor's bytes (H = L + frequency)
+  };
+
+  /// @brief Configuration (registry parameters of the same names).
+  struct config {
+    cost_model cost{cost_model::transfer};     ///< the cost in H
+    cost_model fallback{cost_model::bytes};    ///< cost when `transfer` finds 0 (one or bytes)
+    /// An access within this many policy events of the previous one does not count as a
+    /// use (0 = every access counts).
+    std::uint64_t correlation_window{1};
+  };
+
+  /// @brief An empty policy with the default configuration.
+  gdsf_policy() noexcept;
+  /// @brief An empty policy. @param cfg Configuration.
+  explicit gdsf_policy(config cfg) noexcept;
+
+  /// @brief A tensor became resident with frequency 1 (a resident id counts as an
+  ///        access). @param v The tensor.
+  void on_insert(tensor_view const& v) noexcept;
+  /// @brief A use: frequency + 1, H recomputed with the current L. Unknown id: no-op.
+  void on_access(tensor_view const& v) noexcept;
+  /// @brief Forget a tensor; L rises to its H when it was first in the order. Unknown id: no-op.
+  void on_erase(tensor_id id) noexcept;
+  /// @brief Mark pinned (never proposed; it keeps its H). Idempotent; unknown id: no-op.
+  void on_pin(tensor_id id) noexcept;
+  /// @brief Clear the pin. Idempotent; unknown id: no-op.
+  void on_unpin(tensor_id id) noexcept;
+
+  /**
+   * @brief Append the unpinned tensors of lowest H first until `req.bytes_needed` is
+   *        covered (everything evictable when it cannot be; nothing for 0).
+   * @param req What to free; only `bytes_needed` is used.
+   * @param out Proposal to append to (the caller clears it).
+   * @throws std::bad_alloc only when `out` must grow
+   */
+  void propose(eviction_request const& req, eviction_proposal& out) const;
+
+  /// @brief "gdsf".
+  [[nodiscard]] std::string_view name() const noexcept { return "gdsf"; }
+  /// @brief The configuration.
+  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
+  /// @brief The inflation value L.
+  [[nodiscard]] double inflation() const noexcept { return inflation_; }
+  /// @brief H of a tracked tensor; std::nullopt when unknown.
+  [[nodiscard]] std::optional<double> priority(tensor_id id) const noexcept;
+  /// @brief Tensors tracked (pinned or not).
+  [[nodiscard]] std::size_t size() const noexcept { return tensors_.size(); }
+
+  /// @brief Check the order against the tensors (one entry per tensor, keys equal).
+  ///        O(n); for tests.
+  [[nodiscard]] bool validate() const noexcept;
+
+ private:
+  struct key {
+    double h;
+    std::uint64_t seq;  // policy event of the last use: ties go to the least recent
+    tensor_id id;
+    bool operator<(key const& o) const noexcept
+    {
+      if (h != o.h) { return h < o.h; }
+      if (seq != o.seq) { return seq < o.seq; }
+      return id < o.id;
+    }
+    bool operator==(key const& o) const noexcept = default;
+  };
+  struct state {
+    key k;
+    std::size_t bytes;
+    std::uint64_t frequency;
+    bool pinned;
+  };
+
+  [[nodiscard]] double cost_of(tensor_view const& v) const noexcept;
+  [[nodiscard]] double priority_of(std::uint64_t frequency, double cost, std::size_t bytes) const noexcept;
+  void rekey(state& s, key const& k) noexcept;
+  [[nodiscard]] std::optional<tensor_id> first_evictable() const noexcept;
+
+  config cfg_;
+  std::unordered_map<tensor_id, state> tensors_;  // never iterated
+  std::set<key> order_;                           // every tensor, lowest H first
+  double inflation_{0.0};                         // L
+  std::uint64_t clock_{0};
+};
+
+namespace policies {
+/**
+ * @brief Register `"gdsf"` (parameters cost, fallback, correlation_window). Called by
+ *        register_builtin_policies().
+ * @param registry The registry.
+ * @throws tierpool::logic_error if "gdsf" is already registered
+ */
+TIERPOOL_EXPORT void register_gdsf(policy_registry& registry);
+}  // namespace policies
+
+}  // namespace tierpool
+
+static_assert(tierpool::eviction_policy<tierpool::gdsf_policy>, "gdsf_policy must satisfy tierpool::eviction_policy");

@@ -1,0 +1,297 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// lfu_policy.cpp — owns tierpool::lfu_policy (the O(1) frequency-bucket structure of Shah,
+// Mitra and Matani over two slabs, pin handling, sized proposals) and its registration as
+// "lfu" (register_lfu). See lfu_policy.hpp for the algorithm.
+#include "lfu_policy.hpp"
+
+#include <limits>
+
+namespace tierpool {
+namespace {
+
+constexpr std::size_t saturating_add(std::size_t a, std::size_t b) noexcept
+{
+  return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max() : a + b;
+}
+
+}  // namespace
+
+lfu_policy::lfu_policy() noexcept : lfu_policy(config{}) {}
+
+lfu_policy::lfu_policy(config cfg) noexcept : cfg_(cfg) {}
+
+lfu_policy::index_t lfu_policy::lookup(tensor_id id) const noexcept
+{
+  auto const it = index_.find(id);
+  return it == index_.end() ? npos : it->second;
+}
+
+std::uint64_t lfu_policy::frequency(tensor_id id) const noexcept
+{
+  index_t const i = lookup(id);
+  return i == npos ? 0 : buckets_[nodes_[i].bucket].freq;
+}
+
+void lfu_policy::link_item(index_t b, index_t i) noexcept
+{
+  bucket& bk = buckets_[b];
+  node& n = nodes_[i];
+  n.next = npos;
+  n.prev = bk.back;
+  if (bk.back != npos) {
+    nodes_[bk.back].next = i;
+  } else {
+    bk.front = i;
+  }
+  bk.back = i;
+  ++bk.items;
+}
+
+void lfu_policy::unlink_item(index_t b, index_t i) noexcept
+{
+  bucket& bk = buckets_[b];
+  node& n = nodes_[i];
+  if (n.prev != npos) {
+    nodes_[n.prev].next = n.next;
+  } else {
+    bk.front = n.next;
+  }
+  if (n.next != npos) {
+    nodes_[n.next].prev = n.prev;
+  } else {
+    bk.back = n.prev;
+  }
+  n.prev = npos;
+  n.next = npos;
+  --bk.items;
+}
+
+void lfu_policy::attach(index_t b, index_t i) noexcept
+{
+  nodes_[i].bucket = b;
+  if (nodes_[i].pinned) {
+    ++buckets_[b].pinned;
+  } else {
+    link_item(b, i);
+  }
+}
+
+void lfu_policy::detach(index_t i) noexcept
+{
+  index_t const b = nodes_[i].bucket;
+  if (nodes_[i].pinned) {
+    --buckets_[b].pinned;
+  } else {
+    unlink_item(b, i);
+  }
+  nodes_[i].bucket = npos;
+  if (buckets_[b].items == 0 && buckets_[b].pinned == 0) { free_bucket(b); }
+}
+
+lfu_policy::index_t lfu_policy::bucket_after(index_t b, std::uint64_t freq) noexcept
+{
+  index_t const nb = b == npos ? lowest_ : buckets_[b].next;
+  if (nb != npos && buckets_[nb].freq == freq) { return nb; }
+  index_t fresh = free_bucket_;
+  if (fresh != npos) {
+    free_bucket_ = buckets_[fresh].next;
+  } else {
+    fresh = static_cast<index_t>(buckets_.size());
+    buckets_.emplace_back();  // grows to the number of distinct frequencies, then never
+  }
+  buckets_[fresh] = bucket{freq, b, nb, npos, npos, 0, 0};
+  if (b != npos) {
+    buckets_[b].next = fresh;
+  } else {
+    lowest_ = fresh;
+  }
+  if (nb != npos) { buckets_[nb].prev = fresh; }
+  ++bucket_count_;
+  return fresh;
+}
+
+void lfu_policy::free_bucket(index_t b) noexcept
+{
+  bucket& bk = buckets_[b];
+  if (bk.prev != npos) {
+    buckets_[bk.prev].next = bk.next;
+  } else {
+    lowest_ = bk.next;
+  }
+  if (bk.next != npos) { buckets_[bk.next].prev = bk.prev; }
+  bk = bucket{};
+  bk.next = free_bucket_;
+  free_bucket_ = b;
+  --bucket_count_;
+}
+
+void lfu_policy::bump(index_t i) noexcept
+{
+  index_t const b = nodes_[i].bucket;
+  std::uint64_t const f = buckets_[b].freq;
+  if (f == std::numeric_limits<std::uint64_t>::max()) {  // saturated: only refresh recency
+    if (!nodes_[i].pinned) {
+      unlink_item(b, i);
+      link_item(b, i);
+    }
+    return;
+  }
+  // Take the target bucket before detaching: b may be freed by detach, and the new bucket
+  // must be linked after it.
+  index_t const target = bucket_after(b, f + 1);
+  detach(i);
+  attach(target, i);
+}
+
+void lfu_policy::set_pinned(index_t i, bool pinned) noexcept
+{
+  node& n = nodes_[i];
+  if (n.pinned == pinned) { return; }
+  index_t const b = n.bucket;
+  if (pinned) {
+    unlink_item(b, i);
+    n.pinned = true;
+    ++buckets_[b].pinned;
+    ++pinned_count_;
+  } else {
+    --buckets_[b].pinned;
+    n.pinned = false;
+    link_item(b, i);  // the most recent end of its frequency class
+    --pinned_count_;
+  }
+}
+
+void lfu_policy::on_insert(tensor_view const& v) noexcept
+{
+  index_t i = lookup(v.id);
+  if (i != npos) {  // known: update and count as an access
+    nodes_[i].bytes = v.bytes;
+    set_pinned(i, v.pinned);
+    bump(i);
+    return;
+  }
+  if (free_head_ != npos) {
+    i = free_head_;
+    free_head_ = nodes_[i].next;
+  } else {
+    i = static_cast<index_t>(nodes_.size());
+    nodes_.emplace_back();
+  }
+  nodes_[i] = node{v.id, v.bytes, npos, npos, npos, v.pinned, true};
+  index_.emplace(v.id, i);
+  if (v.pinned) { ++pinned_count_; }
+  attach(bucket_after(npos, 1), i);
+}
+
+void lfu_policy::on_access(tensor_view const& v) noexcept
+{
+  index_t const i = lookup(v.id);
+  if (i == npos) { return; }
+  nodes_[i].bytes = v.bytes;
+  set_pinned(i, v.pinned);
+  bump(i);
+}
+
+void lfu_policy::on_erase(tensor_id id) noexcept
+{
+  auto const it = index_.find(id);
+  if (it == index_.end()) { return; }
+  index_t const i = it->second;
+  index_.erase(it);
+  detach(i);
+  node& n = nodes_[i];
+  if (n.pinned) { --pinned_count_; }
+  n.live = false;
+  n.pinned = false;
+  n.bytes = 0;
+  n.next = free_head_;
+  free_head_ = i;
+}
+
+void lfu_policy::on_pin(tensor_id id) noexcept
+{
+  index_t const i = lookup(id);
+  if (i != npos) { set_pinned(i, true); }
+}
+
+void lfu_policy::on_unpin(tensor_id id) noexcept
+{
+  index_t const i = lookup(id);
+  if (i != npos) { set_pinned(i, false); }
+}
+
+void lfu_policy::propose(eviction_request const& req, eviction_proposal& out) const
+{
+  std::size_t freed = 0;
+  for (index_t b = lowest_; b != npos && freed < req.bytes_needed; b = buckets_[b].next) {
+    for (index_t i = buckets_[b].front; i != npos && freed < req.bytes_needed; i = nodes_[i].next) {
+      out.add(nodes_[i].id, nodes_[i].bytes);
+      freed = saturating_add(freed, nodes_[i].bytes);
+    }
+  }
+}
+
+bool lfu_policy::validate() const noexcept
+{
+  std::size_t items = 0;
+  std::size_t pinned = 0;
+  std::size_t linked = 0;
+  index_t prev_b = npos;
+  for (index_t b = lowest_; b != npos; b = buckets_[b].next) {
+    if (b >= buckets_.size() || linked > buckets_.size()) { return false; }
+    bucket const& bk = buckets_[b];
+    if (bk.prev != prev_b || (bk.items == 0 && bk.pinned == 0)) { return false; }
+    if (prev_b != npos && buckets_[prev_b].freq >= bk.freq) { return false; }
+    std::size_t count = 0;
+    index_t prev = npos;
+    for (index_t i = bk.front; i != npos; i = nodes_[i].next) {
+      if (i >= nodes_.size() || count > nodes_.size()) { return false; }
+      node const& n = nodes_[i];
+      if (!n.live || n.pinned || n.bucket != b || n.prev != prev) { return false; }
+      prev = i;
+      ++count;
+    }
+    if (bk.back != prev || bk.items != count) { return false; }
+    items += count;
+    pinned += bk.pinned;
+    prev_b = b;
+    ++linked;
+  }
+  if (linked != bucket_count_ || pinned != pinned_count_ || items + pinned != index_.size()) { return false; }
+  std::size_t live = 0;
+  std::size_t pinned_nodes = 0;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    node const& n = nodes_[i];
+    if (!n.live) { continue; }
+    ++live;
+    if (n.pinned) { ++pinned_nodes; }
+    auto const it = index_.find(n.id);
+    if (it == index_.end() || it->second != i || n.bucket >= buckets_.size()) { return false; }
+  }
+  if (live != index_.size() || pinned_nodes != pinned_count_) { return false; }
+  std::size_t free_slots = 0;
+  for (index_t i = free_head_; i != npos; i = nodes_[i].next) {
+    if (i >= nodes_.size() || nodes_[i].live || free_slots > nodes_.size()) { return false; }
+    ++free_slots;
+  }
+  std::size_t free_buckets = 0;
+  for (index_t b = free_bucket_; b != npos; b = buckets_[b].next) {
+    if (b >= buckets_.size() || free_buckets > buckets_.size()) { return false; }
+    ++free_buckets;
+  }
+  return live + free_slots == nodes_.size() && linked + free_buckets == buckets_.size();
+}
+
+namespace policies {
+
+void register_lfu(policy_registry& registry)
+{
+  registry.add("lfu",
+               "Least frequently used first, least recently used among equals (O(1) frequency buckets, Shah et al. 2010)",
+               {}, [](policy_params const&) { return any_eviction_policy{lfu_policy{}}; });
+}
+
+}  // namespace policies
+}  // namespace tierpool

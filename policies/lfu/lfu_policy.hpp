@@ -1,0 +1,180 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file lfu_policy.hpp
+ * @brief Least-frequently-used eviction: `tierpool::lfu_policy`, registered as `"lfu"`.
+ *        Include as `<tierpool/policies/lfu_policy.hpp>`.
+ *
+ * @ingroup policies
+ *
+ * LFU evicts the item used the fewest times; among equally frequent items this version
+ * evicts the least recently used (it entered its frequency class first). It uses the O(1)
+ * structure of Shah, Mitra and Matani ("An O(1) algorithm for implementing the LFU cache
+ * eviction scheme", 2010): an ascending list of frequency buckets, each holding its items
+ * in recency order, so that an access moves an item to the next bucket in O(1) and the
+ * victim is the front of the first bucket. This version differs from the textbook in four
+ * ways. (1) **Frequency counts this policy's events**: an insert counts 1 and every
+ * access or re-insert adds 1 (the view's `access_count`, which the pool keeps across
+ * tiers, is not used, so a tensor demoted to this tier starts afresh here). There is no
+ * aging: a tensor hot long ago stays until colder ones are gone (use `lru`, `arc` or
+ * `s3fifo` where popularity shifts). (2) **Sized proposals**: victims from the lowest
+ * frequency up until their bytes cover `bytes_needed`. (3) **Pinned tensors leave their
+ * bucket's list** but stay counted in the bucket, so that the bucket, and with it the
+ * tensor's frequency class, survives; accesses while pinned still count; `on_unpin`
+ * returns the tensor at the most recent end of its bucket. propose skips buckets that hold
+ * only pinned tensors. (4) **Slabs, no pointers**: items and buckets live in two slabs
+ * with free lists; an access allocates nothing.
+ *
+ * @see K. Shah, A. Mitra, D. Matani, "An O(1) algorithm for implementing the LFU cache eviction scheme", 2010
+ * @see policies/lfu/README.md
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <tierpool/export.hpp>
+#include <tierpool/policy.hpp>
+#include <tierpool/types.hpp>
+
+namespace tierpool {
+
+/**
+ * @brief Least-frequently-used eviction (LRU among equals) over the tensors of one tier.
+ *
+ * Complexity: on_access, on_pin, on_unpin, on_erase O(1) expected (one hash lookup), no
+ * allocation once the bucket slab has grown to the number of distinct frequencies;
+ * on_insert O(1) amortized (one hash node); propose O(victims + buckets holding only
+ * pinned tensors).
+ * Thread safety: externally synchronized (called under the tier's lock).
+ * Ownership: a value; copying copies the whole structure.
+ *
+ * @code
+ * tierpool::lfu_policy lfu;
+ * lfu.on_insert({.id = tierpool::tensor_id{1}, .bytes = 100});
+ * lfu.on_insert({.id = tierpool::tensor_id{2}, .bytes = 100});
+ * lfu.on_access({.id = tierpool::tensor_id{1}, .bytes = 100});
+ * tierpool::eviction_proposal out;
+ * lfu.propose({.bytes_needed = 100}, out);   // out.victims == {tensor_id{2}}
+ * @endcode
+ */
+class TIERPOOL_EXPORT lfu_policy {
+ public:
+  /// @brief Configuration: LFU has no parameters.
+  struct config {};
+
+  /// @brief An empty policy.
+  lfu_policy() noexcept;
+  /// @brief An empty policy. @param cfg Configuration (empty).
+  explicit lfu_policy(config cfg) noexcept;
+
+  /// @brief A tensor became resident with frequency 1, most recent in its class (or
+  ///        pinned when `v.pinned`). A known id is updated and counts as an access.
+  void on_insert(tensor_view const& v) noexcept;
+  /// @brief A use: frequency + 1; adopts `v.bytes` and `v.pinned`. Unknown id: no-op.
+  void on_access(tensor_view const& v) noexcept;
+  /// @brief Forget a tensor. Unknown id: no-op.
+  void on_erase(tensor_id id) noexcept;
+  /// @brief Take a tensor out of its bucket's list (it keeps its frequency). Idempotent;
+  ///        unknown id: no-op.
+  void on_pin(tensor_id id) noexcept;
+  /// @brief Return a pinned tensor at the most recent end of its bucket. Idempotent;
+  ///        unknown id: no-op.
+  void on_unpin(tensor_id id) noexcept;
+
+  /**
+   * @brief Append unpinned tensors, least frequent first (least recent first among
+   *        equals), until their bytes cover `req.bytes_needed` (nothing when it is 0), or
+   *        all of them when they cannot.
+   * @param req What to free; only `bytes_needed` is used.
+   * @param out Proposal to append to (the caller clears it).
+   * @throws std::bad_alloc only when `out` must grow and the host is out of memory
+   */
+  void propose(eviction_request const& req, eviction_proposal& out) const;
+
+  /// @brief "lfu".
+  [[nodiscard]] std::string_view name() const noexcept { return "lfu"; }
+  /// @brief The configuration.
+  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
+  /// @brief Tensors tracked (pinned or not).
+  [[nodiscard]] std::size_t size() const noexcept { return index_.size(); }
+  /// @brief Pinned tensors tracked.
+  [[nodiscard]] std::size_t pinned_count() const noexcept { return pinned_count_; }
+  /// @brief Frequency of a tracked tensor (0 when unknown).
+  [[nodiscard]] std::uint64_t frequency(tensor_id id) const noexcept;
+  /// @brief Number of frequency buckets in use.
+  [[nodiscard]] std::size_t bucket_count() const noexcept { return bucket_count_; }
+  /// @brief True when `id` is tracked.
+  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.find(id) != index_.end(); }
+
+  /**
+   * @brief Check every invariant: bucket order (strictly ascending frequencies, none
+   *        empty), item links and frequencies, pinned counts, the index, both free lists.
+   *        O(n); for tests.
+   * @return True when consistent.
+   */
+  [[nodiscard]] bool validate() const noexcept;
+
+ private:
+  using index_t = std::uint32_t;
+  static constexpr index_t npos = std::numeric_limits<index_t>::max();
+
+  struct node {
+    tensor_id id{};
+    std::size_t bytes{0};
+    index_t bucket{npos};  // the bucket of this tensor's frequency
+    index_t prev{npos};    // towards the least recent end of the bucket
+    index_t next{npos};    // towards the most recent end; free-list link for free slots
+    bool pinned{false};
+    bool live{false};
+  };
+  // One frequency class. Invariant: items + pinned > 0 while the bucket is linked;
+  // freq strictly increases along next.
+  struct bucket {
+    std::uint64_t freq{0};
+    index_t prev{npos};   // lower frequency
+    index_t next{npos};   // higher frequency; free-list link for free buckets
+    index_t front{npos};  // least recent unpinned tensor of this frequency
+    index_t back{npos};   // most recent
+    std::size_t items{0};   // unpinned tensors in the list
+    std::size_t pinned{0};  // pinned tensors of this frequency (not in the list)
+  };
+
+  void link_item(index_t b, index_t i) noexcept;    // at the most recent end
+  void unlink_item(index_t b, index_t i) noexcept;
+  void attach(index_t b, index_t i) noexcept;       // into bucket b, list or pinned count
+  void detach(index_t i) noexcept;                  // out of its bucket, freeing it if empty
+  [[nodiscard]] index_t bucket_after(index_t b, std::uint64_t freq) noexcept;  // existing or new
+  void free_bucket(index_t b) noexcept;
+  void bump(index_t i) noexcept;
+  void set_pinned(index_t i, bool pinned) noexcept;
+  [[nodiscard]] index_t lookup(tensor_id id) const noexcept;
+
+  config cfg_;
+  std::vector<node> nodes_;      // item slab; size() == live + free
+  index_t free_head_{npos};      // free item slots chained through node::next
+  std::vector<bucket> buckets_;  // bucket slab
+  index_t free_bucket_{npos};    // free bucket slots chained through bucket::next
+  index_t lowest_{npos};         // bucket of the lowest frequency
+  std::size_t bucket_count_{0};  // linked buckets
+  std::size_t pinned_count_{0};
+  std::unordered_map<tensor_id, index_t> index_;  // id -> slab position; never iterated
+};
+
+namespace policies {
+/**
+ * @brief Register `"lfu"` (no parameters) in `registry`. Called by
+ *        register_builtin_policies().
+ * @param registry The registry.
+ * @throws tierpool::logic_error if "lfu" is already registered
+ */
+TIERPOOL_EXPORT void register_lfu(policy_registry& registry);
+}  // namespace policies
+
+}  // namespace tierpool
+
+static_assert(tierpool::eviction_policy<tierpool::lfu_policy>, "lfu_policy must satisfy tierpool::eviction_policy");

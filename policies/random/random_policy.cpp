@@ -1,0 +1,203 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// random_policy.cpp — owns tierpool::random_policy (the candidate array, the counter-based
+// draw, pin handling) and its registration as "random" (register_random). See
+// random_policy.hpp for the algorithm and Note [Random proposals without state].
+#include "random_policy.hpp"
+
+#include <limits>
+#include <utility>
+
+namespace tierpool {
+namespace {
+
+constexpr std::size_t saturating_add(std::size_t a, std::size_t b) noexcept
+{
+  return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max() : a + b;
+}
+
+// SplitMix64's finalizer (Steele, Lea, Flood 2014): a bijective 64-bit mix.
+constexpr std::uint64_t mix64(std::uint64_t z) noexcept
+{
+  z = (z ^ (z >> 30U)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27U)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31U);
+}
+
+}  // namespace
+
+random_policy::random_policy() noexcept : random_policy(config{}) {}
+
+random_policy::random_policy(config cfg) noexcept : cfg_(cfg) {}
+
+random_policy::index_t random_policy::lookup(tensor_id id) const noexcept
+{
+  auto const it = index_.find(id);
+  return it == index_.end() ? npos : it->second;
+}
+
+void random_policy::add_candidate(index_t i) noexcept
+{
+  nodes_[i].pos = static_cast<index_t>(candidates_.size());
+  candidates_.push_back(i);  // capacity grows with inserts; terminate if the host is out of memory
+}
+
+void random_policy::remove_candidate(index_t i) noexcept
+{
+  index_t const p = nodes_[i].pos;
+  index_t const last = candidates_.back();
+  candidates_[p] = last;
+  nodes_[last].pos = p;
+  candidates_.pop_back();
+  nodes_[i].pos = npos;
+}
+
+void random_policy::set_pinned(index_t i, bool pinned) noexcept
+{
+  node& n = nodes_[i];
+  if (n.pinned == pinned) { return; }
+  n.pinned = pinned;
+  if (pinned) {
+    remove_candidate(i);
+  } else {
+    add_candidate(i);
+  }
+}
+
+std::size_t random_policy::swap_index(std::size_t k, std::size_t n) const noexcept
+{
+  // Three chained mixes of (seed, erases, k): a counter-based generator, so the k-th draw
+  // needs no state. The modulo bias is below 2^-32 for n < 2^32.
+  std::uint64_t const h = mix64(mix64(mix64(cfg_.seed) ^ erases_) + static_cast<std::uint64_t>(k));
+  return k + static_cast<std::size_t>(h % static_cast<std::uint64_t>(n - k));
+}
+
+void random_policy::on_insert(tensor_view const& v) noexcept
+{
+  index_t i = lookup(v.id);
+  if (i != npos) {
+    nodes_[i].bytes = v.bytes;
+    set_pinned(i, v.pinned);
+    return;
+  }
+  if (free_head_ != npos) {
+    i = free_head_;
+    free_head_ = nodes_[i].next;
+  } else {
+    i = static_cast<index_t>(nodes_.size());
+    nodes_.emplace_back();
+  }
+  nodes_[i] = node{v.id, v.bytes, npos, npos, v.pinned, true};
+  index_.emplace(v.id, i);
+  if (!v.pinned) { add_candidate(i); }
+}
+
+void random_policy::on_access(tensor_view const& v) noexcept
+{
+  index_t const i = lookup(v.id);
+  if (i == npos) { return; }
+  nodes_[i].bytes = v.bytes;
+  set_pinned(i, v.pinned);
+}
+
+void random_policy::on_erase(tensor_id id) noexcept
+{
+  auto const it = index_.find(id);
+  if (it == index_.end()) { return; }
+  index_t const i = it->second;
+  index_.erase(it);
+  if (!nodes_[i].pinned) { remove_candidate(i); }
+  node& n = nodes_[i];
+  n.live = false;
+  n.pinned = false;
+  n.bytes = 0;
+  n.next = free_head_;
+  free_head_ = i;
+  ++erases_;
+}
+
+void random_policy::on_pin(tensor_id id) noexcept
+{
+  index_t const i = lookup(id);
+  if (i != npos) { set_pinned(i, true); }
+}
+
+void random_policy::on_unpin(tensor_id id) noexcept
+{
+  index_t const i = lookup(id);
+  if (i != npos) { set_pinned(i, false); }
+}
+
+void random_policy::propose(eviction_request const& req, eviction_proposal& out) const
+{
+  std::size_t const n = candidates_.size();
+  std::size_t k = 0;
+  // Undo the first `done` swaps, newest first: the array is exactly as before.
+  auto const restore = [&](std::size_t done) noexcept {
+    while (done > 0) {
+      --done;
+      std::swap(candidates_[done], candidates_[swap_index(done, n)]);
+    }
+  };
+  try {
+    std::size_t freed = 0;
+    for (; k < n && freed < req.bytes_needed; ++k) {
+      std::swap(candidates_[k], candidates_[swap_index(k, n)]);
+      node const& v = nodes_[candidates_[k]];
+      out.add(v.id, v.bytes);
+      freed = saturating_add(freed, v.bytes);
+    }
+  } catch (...) {
+    restore(k + 1);  // the k-th swap was done before out.add threw
+    throw;
+  }
+  restore(k);
+}
+
+bool random_policy::validate() const noexcept
+{
+  for (std::size_t p = 0; p < candidates_.size(); ++p) {
+    index_t const i = candidates_[p];
+    if (i >= nodes_.size() || !nodes_[i].live || nodes_[i].pinned || nodes_[i].pos != p) { return false; }
+  }
+  std::size_t live = 0;
+  std::size_t pinned = 0;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    node const& n = nodes_[i];
+    if (!n.live) { continue; }
+    ++live;
+    if (n.pinned) {
+      ++pinned;
+      if (n.pos != npos) { return false; }
+    }
+    auto const it = index_.find(n.id);
+    if (it == index_.end() || it->second != i) { return false; }
+  }
+  if (live != index_.size() || live != candidates_.size() + pinned) { return false; }
+  std::size_t free_slots = 0;
+  for (index_t i = free_head_; i != npos; i = nodes_[i].next) {
+    if (i >= nodes_.size() || nodes_[i].live || free_slots > nodes_.size()) { return false; }
+    ++free_slots;
+  }
+  return live + free_slots == nodes_.size();
+}
+
+namespace policies {
+
+void register_random(policy_registry& registry)
+{
+  registry.add("random", "Uniformly random victims from a seeded, counter-based draw (deterministic under replay)",
+               {
+                 {"seed", parameter_type::unsigned_integer, "42",
+                  "seed of the hash that draws victims (a number; same seed and events, same victims)"},
+               },
+               [](policy_params const& p) {
+                 random_policy::config cfg;
+                 cfg.seed = p.get<std::uint64_t>("seed");
+                 return any_eviction_policy{random_policy{cfg}};
+               });
+}
+
+}  // namespace policies
+}  // namespace tierpool

@@ -1,0 +1,169 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file random_policy.hpp
+ * @brief Uniformly random eviction: `tierpool::random_policy`, registered as `"random"`.
+ *        Include as `<tierpool/policies/random_policy.hpp>`.
+ *
+ * @ingroup policies
+ *
+ * Random replacement evicts a resident item chosen uniformly at random. Belady's 1966
+ * study (IBM Systems Journal) used it as the no-information baseline, and it remains the
+ * baseline of every replacement study since (it has no scan pathology and no state per
+ * access). This version differs from the textbook in three ways. (1) **Deterministic**:
+ * the choice is a counter-based hash (SplitMix64) of the seed, the number of erases the
+ * policy has seen, and the victim's rank in the proposal, so the same event sequence gives
+ * the same proposals, and proposing twice gives the same victims (see Note [Random
+ * proposals without state]). (2) **Sized proposals**: victims are drawn without replacement
+ * until their bytes cover `bytes_needed`, every evictable tensor when they cannot; the
+ * draw is uniform over tensors, not over bytes. (3) **Pinned tensors leave the pool of
+ * candidates** (`on_pin`, or a pinned flag in a view) and return on `on_unpin`.
+ *
+ * Note [Random proposals without state]
+ * -------------------------------------
+ * Rationale: propose must not change state (asking again returns the same victims), so
+ * it cannot advance an RNG; yet two successive eviction rounds must not draw the same
+ * sequence. Approach: the k-th victim of a proposal is position k of a partial
+ * Fisher-Yates shuffle of the candidate array whose k-th swap index is
+ * `k + splitmix64(seed, erases, k) mod (n - k)`. `erases` counts on_erase of tracked
+ * tensors, so every eviction (or free) moves to fresh randomness. propose performs the
+ * swaps on the array, then undoes them in reverse order before it returns (also when
+ * `out` fails to grow), so the array, the only thing the draw depends on, is unchanged.
+ * Limitations: the candidate array's order depends on the insert/erase history (erase
+ * swaps the last candidate into the hole), which is deterministic but not canonical: two
+ * policies holding the same tensors after different histories draw differently.
+ *
+ * @see L. A. Belady, "A study of replacement algorithms for a virtual-storage computer", IBM Systems Journal 5(2), 1966
+ * @see G. L. Steele, D. Lea, C. H. Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014 (SplitMix64)
+ * @see policies/random/README.md
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <tierpool/export.hpp>
+#include <tierpool/policy.hpp>
+#include <tierpool/types.hpp>
+
+namespace tierpool {
+
+/**
+ * @brief Uniformly random, seeded, deterministic eviction over the tensors of one tier.
+ *
+ * Complexity: every hook O(1) expected (one hash lookup), no allocation except one hash
+ * node and amortized array growth on insert; propose O(victims).
+ * Thread safety: externally synchronized (called under the tier's lock); propose permutes
+ * and restores an internal array, so even two const calls must not overlap.
+ * Ownership: a value; copying copies the candidates and the erase counter.
+ *
+ * @code
+ * tierpool::random_policy rnd{{.seed = 7}};
+ * rnd.on_insert({.id = tierpool::tensor_id{1}, .bytes = 100});
+ * rnd.on_insert({.id = tierpool::tensor_id{2}, .bytes = 100});
+ * tierpool::eviction_proposal out;
+ * rnd.propose({.bytes_needed = 100}, out);   // one of the two, the same one every time
+ * @endcode
+ */
+class TIERPOOL_EXPORT random_policy {
+ public:
+  /// @brief Configuration (registry parameters of the same names).
+  struct config {
+    /// Seed of the counter-based hash that draws victims.
+    std::uint64_t seed{42};
+  };
+
+  /// @brief An empty policy with the default seed.
+  random_policy() noexcept;
+  /// @brief An empty policy. @param cfg Configuration.
+  explicit random_policy(config cfg) noexcept;
+
+  /// @brief A tensor became resident: it becomes a candidate (unless `v.pinned`). A known
+  ///        id is updated (size, pinned flag).
+  void on_insert(tensor_view const& v) noexcept;
+  /// @brief A use: adopts `v.bytes` and `v.pinned`. Unknown id: no-op.
+  void on_access(tensor_view const& v) noexcept;
+  /// @brief Forget a tensor and advance the draw (see the Note). Unknown id: no-op.
+  void on_erase(tensor_id id) noexcept;
+  /// @brief Stop proposing a tensor. Idempotent; unknown id: no-op.
+  void on_pin(tensor_id id) noexcept;
+  /// @brief Make a pinned tensor a candidate again. Idempotent; unknown id: no-op.
+  void on_unpin(tensor_id id) noexcept;
+
+  /**
+   * @brief Append randomly drawn unpinned tensors (without replacement) to `out` until
+   *        their bytes cover `req.bytes_needed` (nothing when it is 0), or all of them when
+   *        they cannot.
+   * @param req What to free; only `bytes_needed` is used.
+   * @param out Proposal to append to (the caller clears it).
+   * @throws std::bad_alloc only when `out` must grow and the host is out of memory (the
+   *         policy is left unchanged)
+   */
+  void propose(eviction_request const& req, eviction_proposal& out) const;
+
+  /// @brief "random".
+  [[nodiscard]] std::string_view name() const noexcept { return "random"; }
+  /// @brief The configuration.
+  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
+  /// @brief Tensors tracked (pinned or not).
+  [[nodiscard]] std::size_t size() const noexcept { return index_.size(); }
+  /// @brief Tensors that may be proposed.
+  [[nodiscard]] std::size_t evictable_count() const noexcept { return candidates_.size(); }
+  /// @brief Pinned tensors tracked.
+  [[nodiscard]] std::size_t pinned_count() const noexcept { return index_.size() - candidates_.size(); }
+  /// @brief True when `id` is tracked.
+  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.find(id) != index_.end(); }
+
+  /**
+   * @brief Check every invariant: candidate positions, pinned flags, the index, the free
+   *        list. O(n); for tests.
+   * @return True when consistent.
+   */
+  [[nodiscard]] bool validate() const noexcept;
+
+ private:
+  using index_t = std::uint32_t;
+  static constexpr index_t npos = std::numeric_limits<index_t>::max();
+
+  struct node {
+    tensor_id id{};
+    std::size_t bytes{0};
+    index_t pos{npos};   // position in candidates_, npos when pinned or free
+    index_t next{npos};  // free-list link for free slots
+    bool pinned{false};
+    bool live{false};
+  };
+
+  void set_pinned(index_t i, bool pinned) noexcept;
+  void add_candidate(index_t i) noexcept;
+  void remove_candidate(index_t i) noexcept;
+  [[nodiscard]] std::size_t swap_index(std::size_t k, std::size_t n) const noexcept;
+  [[nodiscard]] index_t lookup(tensor_id id) const noexcept;
+
+  config cfg_;
+  std::vector<node> nodes_;  // slab; size() == live + free
+  index_t free_head_{npos};  // free slots chained through node::next
+  std::unordered_map<tensor_id, index_t> index_;  // id -> slab position; never iterated
+  // Slab positions of the unpinned tensors; nodes_[candidates_[p]].pos == p. Mutable:
+  // propose permutes it and restores it before returning (Note [Random proposals without state]).
+  mutable std::vector<index_t> candidates_;
+  std::uint64_t erases_{0};  // on_erase calls for tracked tensors: the draw's counter
+};
+
+namespace policies {
+/**
+ * @brief Register `"random"` (parameter seed) in `registry`. Called by
+ *        register_builtin_policies().
+ * @param registry The registry.
+ * @throws tierpool::logic_error if "random" is already registered
+ */
+TIERPOOL_EXPORT void register_random(policy_registry& registry);
+}  // namespace policies
+
+}  // namespace tierpool
+
+static_assert(tierpool::eviction_policy<tierpool::random_policy>, "random_policy must satisfy tierpool::eviction_policy");

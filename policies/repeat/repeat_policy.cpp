@@ -1,0 +1,272 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// repeat_policy.cpp — owns tierpool::repeat_policy (per-tensor reuse distances and their
+// phase, predicted next use in an ordered set, the history of evicted tensors over a slab)
+// and its registration as "repeat" (register_repeat). See repeat_policy.hpp for the
+// algorithm and policies/repeat/README.md for the design.
+#include "repeat_policy.hpp"
+
+#include <algorithm>
+#include <iterator>
+#include <string>
+#include <utility>
+
+namespace tierpool {
+namespace {
+
+constexpr std::size_t saturating_add(std::size_t a, std::size_t b) noexcept
+{
+  return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max() : a + b;
+}
+
+// Two reuse distances of the same phase: equal within 1/8 (jitter from merged accesses).
+constexpr bool close(std::uint64_t a, std::uint64_t b) noexcept
+{
+  std::uint64_t const diff = a > b ? a - b : b - a;
+  return diff <= std::max(a, b) / 8;
+}
+
+}  // namespace
+
+repeat_policy::repeat_policy() noexcept : repeat_policy(config{}) {}
+
+repeat_policy::repeat_policy(config cfg) noexcept : cfg_(cfg) {}
+
+repeat_policy::index_t repeat_policy::lookup(tensor_id id) const noexcept
+{
+  auto const it = index_.find(id);
+  return it == index_.end() ? npos : it->second;
+}
+
+std::uint64_t repeat_policy::grace() const noexcept { return cfg_.grace != 0 ? cfg_.grace : avg_distance_ / 2; }
+
+std::optional<std::uint64_t> repeat_policy::predicted_use(tensor_id id) const noexcept
+{
+  index_t const i = lookup(id);
+  if (i == npos || !nodes_[i].resident || nodes_[i].k.at == kUnknown) { return std::nullopt; }
+  return nodes_[i].k.at;
+}
+
+void repeat_policy::observe(node& n, std::uint64_t pos) noexcept
+{
+  std::uint64_t const d = pos - n.last;
+  n.last = pos;
+  if (d <= cfg_.correlation_window) { return; }  // the same use, reported twice
+  n.dist = {d, n.dist[0], n.dist[1], n.dist[2]};
+  // Moving average with weight 1/16, in integers (deterministic everywhere).
+  avg_distance_ = d >= avg_distance_ ? avg_distance_ + (d - avg_distance_) / 16 : avg_distance_ - (avg_distance_ - d) / 16;
+  if (avg_distance_ == 0) { avg_distance_ = 1; }
+}
+
+repeat_policy::key repeat_policy::predict(node const& n) const noexcept
+{
+  if (n.dist[0] == 0) { return key{kUnknown, n.last, n.id}; }
+  std::uint64_t next = n.dist[0];  // no phase found: the last distance
+  for (std::size_t k = 1; k < n.dist.size(); ++k) {
+    if (n.dist[k] != 0 && close(n.dist[0], n.dist[k])) {  // the distances repeat with period k
+      next = n.dist[k - 1];
+      break;
+    }
+  }
+  std::uint64_t const at = next > kUnknown - 1 - n.last ? kUnknown - 1 : n.last + next;
+  return key{at, n.last, n.id};
+}
+
+void repeat_policy::forget_oldest() noexcept
+{
+  index_t const i = ghost_tail_;
+  node& n = nodes_[i];
+  ghost_tail_ = n.prev;
+  if (ghost_tail_ != npos) {
+    nodes_[ghost_tail_].next = npos;
+  } else {
+    ghost_head_ = npos;
+  }
+  --ghosts_;
+  index_.erase(n.id);
+  n = node{};
+  n.next = free_head_;
+  free_head_ = i;
+}
+
+void repeat_policy::on_insert(tensor_view const& v) noexcept
+{
+  index_t i = lookup(v.id);
+  if (i != npos && nodes_[i].resident) {
+    on_access(v);
+    return;
+  }
+  std::uint64_t const pos = ++clock_;
+  // Hooks are noexcept: out of host memory here terminates.
+  if (i != npos) {  // remembered: out of the history list, learn the distance across the absence
+    node& n = nodes_[i];
+    if (n.prev != npos) { nodes_[n.prev].next = n.next; } else { ghost_head_ = n.next; }
+    if (n.next != npos) { nodes_[n.next].prev = n.prev; } else { ghost_tail_ = n.prev; }
+    n.prev = npos;
+    n.next = npos;
+    --ghosts_;
+    observe(n, pos);
+  } else {
+    if (free_head_ != npos) {
+      i = free_head_;
+      free_head_ = nodes_[i].next;
+    } else {
+      i = static_cast<index_t>(nodes_.size());
+      nodes_.emplace_back();
+    }
+    nodes_[i] = node{};
+    nodes_[i].id = v.id;
+    nodes_[i].last = pos;
+    nodes_[i].live = true;
+    index_.emplace(v.id, i);
+  }
+  node& n = nodes_[i];
+  n.bytes = v.bytes;
+  n.pinned = v.pinned;
+  n.resident = true;
+  n.k = predict(n);
+  order_.insert(n.k);
+}
+
+void repeat_policy::on_access(tensor_view const& v) noexcept
+{
+  index_t const i = lookup(v.id);
+  if (i == npos || !nodes_[i].resident) { return; }
+  node& n = nodes_[i];
+  observe(n, ++clock_);
+  n.bytes = v.bytes;
+  n.pinned = v.pinned;
+  auto nh = order_.extract(n.k);  // no allocation: the node is reused
+  n.k = predict(n);
+  if (nh.empty()) {  // unreachable: every resident tensor is in the order
+    order_.insert(n.k);
+    return;
+  }
+  nh.value() = n.k;
+  order_.insert(std::move(nh));
+}
+
+void repeat_policy::on_erase(tensor_id id) noexcept
+{
+  index_t const i = lookup(id);
+  if (i == npos || !nodes_[i].resident) { return; }
+  node& n = nodes_[i];
+  order_.erase(n.k);
+  n.resident = false;
+  n.pinned = false;
+  n.prev = npos;
+  n.next = ghost_head_;
+  if (ghost_head_ != npos) {
+    nodes_[ghost_head_].prev = i;
+  } else {
+    ghost_tail_ = i;
+  }
+  ghost_head_ = i;
+  ++ghosts_;
+  while (ghosts_ > cfg_.history) { forget_oldest(); }
+}
+
+void repeat_policy::on_pin(tensor_id id) noexcept
+{
+  index_t const i = lookup(id);
+  if (i != npos && nodes_[i].resident) { nodes_[i].pinned = true; }
+}
+
+void repeat_policy::on_unpin(tensor_id id) noexcept
+{
+  index_t const i = lookup(id);
+  if (i != npos && nodes_[i].resident) { nodes_[i].pinned = false; }
+}
+
+void repeat_policy::propose(eviction_request const& req, eviction_proposal& out) const
+{
+  if (req.bytes_needed == 0) { return; }
+  std::size_t freed = 0;
+  auto take = [&](key const& k) {
+    node const& n = nodes_[index_.find(k.id)->second];
+    if (n.pinned) { return; }
+    out.add(n.id, n.bytes);
+    freed = saturating_add(freed, n.bytes);
+  };
+  std::uint64_t const g = grace();
+  std::uint64_t const threshold = clock_ > g ? clock_ - g : 0;           // at < threshold: overdue
+  auto const unknown = order_.lower_bound(key{kUnknown, 0, tensor_id{0}});
+  auto const overdue_end = order_.lower_bound(key{threshold, 0, tensor_id{0}});  // <= unknown
+  // (1) no history yet, least recently used first.
+  for (auto it = unknown; it != order_.end() && freed < req.bytes_needed; ++it) { take(*it); }
+  // (2) overdue: the prediction failed; most overdue first.
+  for (auto it = order_.begin(); it != overdue_end && freed < req.bytes_needed; ++it) { take(*it); }
+  // (3) furthest predicted use first.
+  for (auto it = std::make_reverse_iterator(unknown); it != std::make_reverse_iterator(overdue_end) && freed < req.bytes_needed;
+       ++it) {
+    take(*it);
+  }
+}
+
+bool repeat_policy::validate() const noexcept
+{
+  std::size_t resident = 0;
+  std::size_t live = 0;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    node const& n = nodes_[i];
+    if (!n.live) { continue; }
+    ++live;
+    auto const it = index_.find(n.id);
+    if (it == index_.end() || it->second != i) { return false; }
+    if (n.resident) {
+      ++resident;
+      if (order_.count(n.k) != 1 || !(n.k == predict(n))) { return false; }
+    } else if (n.pinned) {
+      return false;
+    }
+  }
+  if (resident != order_.size() || live != index_.size()) { return false; }
+  std::size_t ghosts = 0;
+  index_t prev = npos;
+  for (index_t i = ghost_head_; i != npos; i = nodes_[i].next) {
+    if (i >= nodes_.size() || ghosts > nodes_.size()) { return false; }
+    node const& n = nodes_[i];
+    if (!n.live || n.resident || n.prev != prev) { return false; }
+    prev = i;
+    ++ghosts;
+  }
+  if (ghost_tail_ != prev || ghosts != ghosts_ || ghosts + resident != live || ghosts_ > cfg_.history) { return false; }
+  std::size_t free_slots = 0;
+  for (index_t i = free_head_; i != npos; i = nodes_[i].next) {
+    if (i >= nodes_.size() || nodes_[i].live || free_slots > nodes_.size()) { return false; }
+    ++free_slots;
+  }
+  return live + free_slots == nodes_.size();
+}
+
+namespace policies {
+
+void register_repeat(policy_registry& registry)
+{
+  registry.add(
+    "repeat",
+    "Tensor-aware: learns each tensor's repeating reuse distance (training iterations) and evicts the one predicted "
+    "to be used furthest away",
+    {
+      {"history", parameter_type::unsigned_integer, "65536",
+       "evicted tensors whose reuse history is remembered (oldest forgotten first)"},
+      {"grace", parameter_type::unsigned_integer, "0",
+       "policy events a predicted use may be late before it counts as failed (0 = half the average reuse distance)"},
+      {"correlation_window", parameter_type::unsigned_integer, "1",
+       "an access within this many policy events of the previous one is the same use"},
+    },
+    [](policy_params const& p) {
+      repeat_policy::config cfg;
+      cfg.history = p.get<std::uint64_t>("history");
+      cfg.grace = p.get<std::uint64_t>("grace");
+      cfg.correlation_window = p.get<std::uint64_t>("correlation_window");
+      if (cfg.history > (std::uint64_t{1} << 31)) {
+        throw logic_error("repeat: history must be at most 2^31 tensors, got " + std::to_string(cfg.history));
+      }
+      return any_eviction_policy{repeat_policy{cfg}};
+    });
+}
+
+}  // namespace policies
+}  // namespace tierpool

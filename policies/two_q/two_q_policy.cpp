@@ -1,0 +1,293 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// two_q_policy.cpp — owns tierpool::two_q_policy (A1in, A1out, Am over one slab, the
+// byte-sized reclaim rule, ghosts made on erase) and its registration as "two_q"
+// (register_two_q). See two_q_policy.hpp for the algorithm and
+// Note [2Q ghosts are made on erase].
+#include "two_q_policy.hpp"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace tierpool {
+namespace {
+
+constexpr std::size_t saturating_add(std::size_t a, std::size_t b) noexcept
+{
+  return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max() : a + b;
+}
+
+}  // namespace
+
+two_q_policy::two_q_policy() noexcept : cfg_{} {}
+
+two_q_policy::two_q_policy(config cfg) : cfg_(cfg)
+{
+  TIERPOOL_EXPECTS(std::isfinite(cfg.kin) && cfg.kin > 0.0 && cfg.kin < 1.0,
+                   "two_q: kin must be in (0, 1) (the paper uses 0.25), got " + std::to_string(cfg.kin));
+  TIERPOOL_EXPECTS(std::isfinite(cfg.kout) && cfg.kout >= 0.0 && cfg.kout <= 16.0,
+                   "two_q: kout must be in [0, 16] (the paper uses 0.5), got " + std::to_string(cfg.kout));
+}
+
+void two_q_policy::link_back(list& l, index_t i) noexcept
+{
+  node& n = nodes_[i];
+  n.next = npos;
+  n.prev = l.back;
+  if (l.back != npos) {
+    nodes_[l.back].next = i;
+  } else {
+    l.front = i;
+  }
+  l.back = i;
+  ++l.count;
+  l.add(n.bytes);
+}
+
+void two_q_policy::unlink(list& l, index_t i) noexcept
+{
+  node& n = nodes_[i];
+  if (n.prev != npos) {
+    nodes_[n.prev].next = n.next;
+  } else {
+    l.front = n.next;
+  }
+  if (n.next != npos) {
+    nodes_[n.next].prev = n.prev;
+  } else {
+    l.back = n.prev;
+  }
+  n.prev = npos;
+  n.next = npos;
+  --l.count;
+  l.sub(n.bytes);
+}
+
+two_q_policy::list& two_q_policy::list_of(node const& n) noexcept
+{
+  if (n.pinned) { return pinned_; }
+  switch (n.q) {
+    case queue::a1in: return a1in_;
+    case queue::am: return am_;
+    case queue::a1out: break;
+  }
+  return a1out_;
+}
+
+two_q_policy::index_t two_q_policy::lookup_resident(tensor_id id) const noexcept
+{
+  auto const it = index_.find(id);
+  if (it == index_.end() || nodes_[it->second].q == queue::a1out) { return npos; }
+  return it->second;
+}
+
+bool two_q_policy::contains(tensor_id id) const noexcept { return lookup_resident(id) != npos; }
+
+bool two_q_policy::is_ghost(tensor_id id) const noexcept
+{
+  auto const it = index_.find(id);
+  return it != index_.end() && nodes_[it->second].q == queue::a1out;
+}
+
+// reclaimfor's test: "if |A1in| > Kin, page out the tail of A1in, else the tail of Am",
+// with Kin a fraction of the held bytes, and the non-empty queue when the other is empty.
+bool two_q_policy::evict_from_a1in(list const& a1in, list const& am) const noexcept
+{
+  if (a1in.count == 0) { return false; }
+  if (am.count == 0) { return true; }
+  return a1in.wide() > cfg_.kin * (a1in.wide() + am.wide());
+}
+
+void two_q_policy::free_slot(index_t i) noexcept
+{
+  node& n = nodes_[i];
+  n.live = false;
+  n.pinned = false;
+  n.bytes = 0;
+  n.next = free_head_;
+  free_head_ = i;
+}
+
+void two_q_policy::trim_ghosts() noexcept
+{
+  double const limit = cfg_.kout * (a1in_.wide() + am_.wide());
+  while (a1out_.count != 0 && a1out_.wide() > limit) {
+    index_t const g = a1out_.front;
+    unlink(a1out_, g);
+    index_.erase(nodes_[g].id);
+    free_slot(g);
+  }
+}
+
+void two_q_policy::set_pinned(index_t i, bool pinned) noexcept
+{
+  node& n = nodes_[i];
+  if (n.pinned == pinned) { return; }
+  unlink(list_of(n), i);
+  n.pinned = pinned;
+  link_back(list_of(n), i);  // unpinned: the newest end of its own queue
+}
+
+void two_q_policy::on_insert(tensor_view const& v) noexcept
+{
+  auto const it = index_.find(v.id);
+  if (it != index_.end()) {
+    index_t const i = it->second;
+    node& n = nodes_[i];
+    if (n.q == queue::a1out) {  // a miss on a remembered id: a second reference, into Am
+      unlink(a1out_, i);
+      n.bytes = v.bytes;
+      n.q = queue::am;
+      n.pinned = v.pinned;
+      link_back(list_of(n), i);
+      return;
+    }
+    on_access(v);  // resident: an access
+    return;
+  }
+  index_t i = free_head_;
+  if (i != npos) {
+    free_head_ = nodes_[i].next;
+  } else {
+    i = static_cast<index_t>(nodes_.size());
+    nodes_.emplace_back();  // hooks are noexcept: terminate if the host is out of memory
+  }
+  node& n = nodes_[i];
+  n = node{v.id, v.bytes, npos, npos, queue::a1in, v.pinned, true};
+  index_.emplace(v.id, i);
+  link_back(list_of(n), i);
+}
+
+void two_q_policy::on_access(tensor_view const& v) noexcept
+{
+  index_t const i = lookup_resident(v.id);
+  if (i == npos) { return; }
+  node& n = nodes_[i];
+  if (n.bytes != v.bytes) {
+    list& l = list_of(n);
+    l.sub(n.bytes);
+    n.bytes = v.bytes;
+    l.add(n.bytes);
+  }
+  if (n.pinned != v.pinned) {
+    set_pinned(i, v.pinned);
+    return;
+  }
+  if (!n.pinned && n.q == queue::am && am_.back != i) {  // Am is LRU; A1in ignores the access
+    unlink(am_, i);
+    link_back(am_, i);
+  }
+}
+
+void two_q_policy::on_erase(tensor_id id) noexcept
+{
+  index_t const i = lookup_resident(id);
+  if (i == npos) { return; }
+  node& n = nodes_[i];
+  // See Note [2Q ghosts are made on erase].
+  if (!n.pinned && n.q == queue::a1in && a1in_.front == i && evict_from_a1in(a1in_, am_)) {
+    unlink(a1in_, i);
+    n.q = queue::a1out;
+    link_back(a1out_, i);
+    trim_ghosts();
+    return;
+  }
+  unlink(list_of(n), i);
+  index_.erase(id);
+  free_slot(i);
+}
+
+void two_q_policy::on_pin(tensor_id id) noexcept
+{
+  index_t const i = lookup_resident(id);
+  if (i != npos) { set_pinned(i, true); }
+}
+
+void two_q_policy::on_unpin(tensor_id id) noexcept
+{
+  index_t const i = lookup_resident(id);
+  if (i != npos) { set_pinned(i, false); }
+}
+
+void two_q_policy::propose(eviction_request const& req, eviction_proposal& out) const
+{
+  list a1in = a1in_;  // byte sums and counts as the victims leave (links unused)
+  list am = am_;
+  index_t next_in = a1in_.front;
+  index_t next_m = am_.front;
+  std::size_t freed = 0;
+  while (freed < req.bytes_needed && (a1in.count != 0 || am.count != 0)) {
+    bool const from_a1in = evict_from_a1in(a1in, am);
+    index_t& cursor = from_a1in ? next_in : next_m;
+    list& l = from_a1in ? a1in : am;
+    node const& n = nodes_[cursor];
+    out.add(n.id, n.bytes);
+    freed = saturating_add(freed, n.bytes);
+    --l.count;
+    l.sub(n.bytes);
+    cursor = n.next;
+  }
+}
+
+bool two_q_policy::validate() const noexcept
+{
+  struct expect {
+    list const* l;
+    queue q;
+    bool pinned;
+  };
+  std::size_t reachable = 0;
+  for (expect const e : {expect{&a1in_, queue::a1in, false}, expect{&am_, queue::am, false},
+                         expect{&a1out_, queue::a1out, false}, expect{&pinned_, queue::a1in, true}}) {
+    std::size_t count = 0;
+    list sum;
+    index_t prev = npos;
+    for (index_t i = e.l->front; i != npos; i = nodes_[i].next) {
+      if (i >= nodes_.size() || count > nodes_.size()) { return false; }
+      node const& n = nodes_[i];
+      if (!n.live || n.pinned != e.pinned || n.prev != prev) { return false; }
+      if (e.pinned ? n.q == queue::a1out : n.q != e.q) { return false; }
+      auto const it = index_.find(n.id);
+      if (it == index_.end() || it->second != i) { return false; }
+      sum.add(n.bytes);
+      prev = i;
+      ++count;
+    }
+    if (e.l->back != prev || e.l->count != count) { return false; }
+    if (e.l->bytes_low != sum.bytes_low || e.l->bytes_high != sum.bytes_high) { return false; }
+    reachable += count;
+  }
+  if (reachable != index_.size()) { return false; }
+  std::size_t free_slots = 0;
+  for (index_t i = free_head_; i != npos; i = nodes_[i].next) {
+    if (i >= nodes_.size() || nodes_[i].live || free_slots > nodes_.size()) { return false; }
+    ++free_slots;
+  }
+  return reachable + free_slots == nodes_.size();
+}
+
+namespace policies {
+
+void register_two_q(policy_registry& registry)
+{
+  registry.add(
+    "two_q",
+    "2Q, full version (Johnson & Shasha, VLDB 1994): FIFO A1in for new tensors, ghost A1out, LRU Am for re-referenced ones",
+    {
+      {"kin", parameter_type::real, "0.25",
+       "fraction of the held bytes above which A1in (new tensors) is evicted from first, in (0, 1)"},
+      {"kout", parameter_type::real, "0.5",
+       "size of the ghost queue A1out as a fraction of the held bytes (bytes of remembered tensors), in [0, 16]"},
+    },
+    [](policy_params const& p) {
+      two_q_policy::config cfg;
+      cfg.kin = p.get<double>("kin");
+      cfg.kout = p.get<double>("kout");
+      return any_eviction_policy{two_q_policy{cfg}};
+    });
+}
+
+}  // namespace policies
+}  // namespace tierpool

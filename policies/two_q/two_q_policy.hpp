@@ -1,0 +1,213 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file two_q_policy.hpp
+ * @brief 2Q eviction (the full version): `tierpool::two_q_policy`, registered as `"two_q"`.
+ *        Include as `<tierpool/policies/two_q_policy.hpp>`.
+ *
+ * @ingroup policies
+ *
+ * 2Q (Johnson & Shasha, VLDB 1994) keeps new items in a FIFO, A1in; an access while an
+ * item is in A1in is treated as correlated with its first reference and changes nothing.
+ * When A1in holds more than Kin, its oldest item is evicted and its id is remembered in a
+ * ghost FIFO, A1out (at most Kout entries). An item that misses while its id is in A1out
+ * has proven a second, uncorrelated reference and enters Am, an LRU list; otherwise
+ * evictions come from the LRU end of Am. The paper recommends Kin = 25% and Kout = 50% of
+ * the buffer. This is the "full version" (A1in, A1out, Am), not the simplified one. It
+ * differs from the paper in four ways. (1) **Bytes, not pages**: |A1in|, |Am| and |A1out|
+ * are byte sums (a ghost counts the bytes its tensor had), and Kin and Kout are fractions
+ * of the bytes the policy currently holds in A1in + Am, since a policy is not told its
+ * tier's capacity; with evictions, the tier is full, so this is the buffer size. (2)
+ * **Sized proposals**: the paper's reclaim step is repeated until the victims' bytes cover
+ * `bytes_needed`, on a read-only simulation of the byte sums. (3) **The A1out move happens
+ * on erase**: propose changes no state, so an A1in tensor enters A1out when the engine
+ * erases it *and* it is the tensor 2Q would evict then (the oldest of A1in while
+ * |A1in| > Kin); a tensor freed by its owner leaves no ghost (see Note [2Q ghosts are
+ * made on erase]). (4) **Pinned tensors leave their queue** and return, on `on_unpin`, at
+ * the newest end of the queue they belong to; the ratios count only unpinned tensors.
+ *
+ * Note [2Q ghosts are made on erase]
+ * ----------------------------------
+ * Rationale: the only state 2Q changes when it evicts is A1out (Am evictions leave no
+ * trace), and propose may not change state. Approach: on_erase(x) asks the question
+ * reclaimfor would: is x the front of A1in, and does A1in exceed Kin (or is Am empty)?
+ * If so, x was evicted by 2Q's rule, and its id goes to the back of A1out, which is then
+ * trimmed to Kout. The check is O(1). Because propose simulates the same rule on the
+ * same byte sums, erasing the proposed victims in order makes every A1in victim a ghost.
+ * Limitations: an A1in victim erased out of order (the engine skipped an earlier one)
+ * leaves no ghost, and a tensor freed while it is the A1in front when A1in exceeds Kin
+ * does leave one (harmless: its id does not come back).
+ *
+ * @see T. Johnson, D. Shasha, "2Q: A Low Overhead High Performance Buffer Management Replacement Algorithm", VLDB 1994
+ * @see policies/two_q/README.md
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <tierpool/export.hpp>
+#include <tierpool/policy.hpp>
+#include <tierpool/types.hpp>
+
+namespace tierpool {
+
+/**
+ * @brief 2Q (A1in FIFO, A1out ghost FIFO, Am LRU) over the tensors of one tier.
+ *
+ * Complexity: every hook O(1) expected (one hash lookup; trimming A1out is amortized
+ * against the ghosts added); on_access never allocates; on_insert allocates one hash node
+ * for a new id (a ghost reuses its slot); propose O(victims).
+ * Thread safety: externally synchronized (called under the tier's lock).
+ * Ownership: a value; copying copies the whole state.
+ *
+ * @code
+ * tierpool::two_q_policy q{{.kin = 0.25, .kout = 0.5}};
+ * q.on_insert({.id = tierpool::tensor_id{1}, .bytes = 100});
+ * tierpool::eviction_proposal out;
+ * q.propose({.bytes_needed = 100}, out);   // out.victims == {tensor_id{1}}
+ * @endcode
+ */
+class TIERPOOL_EXPORT two_q_policy {
+ public:
+  /// @brief Configuration (registry parameters of the same names).
+  struct config {
+    /// A1in's share of the held bytes above which A1in is evicted from, in (0, 1).
+    double kin{0.25};
+    /// A1out's size, as a fraction of the held bytes (ghost bytes), in [0, 16].
+    double kout{0.5};
+  };
+
+  /// @brief An empty policy with the paper's parameters.
+  two_q_policy() noexcept;
+  /**
+   * @brief An empty policy.
+   * @param cfg Configuration.
+   * @throws tierpool::logic_error if `kin` is not in (0, 1) or `kout` not in [0, 16]
+   */
+  explicit two_q_policy(config cfg);
+
+  /// @brief A tensor became resident: into Am when its id is in A1out, else at the back of
+  ///        A1in. A known resident id is updated and counts as an access.
+  void on_insert(tensor_view const& v) noexcept;
+  /// @brief A use: moves an Am tensor to the most recent end; nothing in A1in. Adopts
+  ///        `v.bytes` and `v.pinned`. Unknown id: no-op.
+  void on_access(tensor_view const& v) noexcept;
+  /// @brief Forget a resident tensor; remember it in A1out when 2Q evicted it (Note [2Q
+  ///        ghosts are made on erase]). Unknown or ghost id: no-op.
+  void on_erase(tensor_id id) noexcept;
+  /// @brief Take a tensor out of its queue. Idempotent; unknown id: no-op.
+  void on_pin(tensor_id id) noexcept;
+  /// @brief Return a pinned tensor at the newest end of its queue. Idempotent; unknown id: no-op.
+  void on_unpin(tensor_id id) noexcept;
+
+  /**
+   * @brief Append the tensors 2Q would evict, in order, until their bytes cover
+   *        `req.bytes_needed` (nothing when it is 0), or all unpinned ones when they cannot.
+   * @param req What to free; only `bytes_needed` is used.
+   * @param out Proposal to append to (the caller clears it).
+   * @throws std::bad_alloc only when `out` must grow and the host is out of memory
+   */
+  void propose(eviction_request const& req, eviction_proposal& out) const;
+
+  /// @brief "two_q".
+  [[nodiscard]] std::string_view name() const noexcept { return "two_q"; }
+  /// @brief The configuration.
+  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
+  /// @brief Resident tensors tracked (pinned or not; ghosts excluded).
+  [[nodiscard]] std::size_t size() const noexcept { return a1in_.count + am_.count + pinned_.count; }
+  /// @brief Unpinned tensors in A1in.
+  [[nodiscard]] std::size_t a1in_count() const noexcept { return a1in_.count; }
+  /// @brief Unpinned tensors in Am.
+  [[nodiscard]] std::size_t am_count() const noexcept { return am_.count; }
+  /// @brief Ghost ids in A1out.
+  [[nodiscard]] std::size_t ghost_count() const noexcept { return a1out_.count; }
+  /// @brief Pinned tensors tracked.
+  [[nodiscard]] std::size_t pinned_count() const noexcept { return pinned_.count; }
+  /// @brief True when `id` is resident here (ghosts excluded).
+  [[nodiscard]] bool contains(tensor_id id) const noexcept;
+  /// @brief True when `id` is a ghost in A1out.
+  [[nodiscard]] bool is_ghost(tensor_id id) const noexcept;
+
+  /**
+   * @brief Check every invariant: links, queue tags, counts, byte sums, the index, the
+   *        free list, A1out within Kout after its last trim. O(n); for tests.
+   * @return True when consistent.
+   */
+  [[nodiscard]] bool validate() const noexcept;
+
+ private:
+  using index_t = std::uint32_t;
+  static constexpr index_t npos = std::numeric_limits<index_t>::max();
+
+  enum class queue : std::uint8_t { a1in, am, a1out };
+
+  struct node {
+    tensor_id id{};
+    std::size_t bytes{0};
+    index_t prev{npos};  // towards the oldest / least recent end (front)
+    index_t next{npos};  // towards the newest end (back); free-list link for free slots
+    queue q{queue::a1in};  // the queue it belongs to (also while pinned)
+    bool pinned{false};
+    bool live{false};
+  };
+  // A doubly-linked list over slab positions, oldest at front. Invariant: count == #nodes
+  // reachable from front; bytes_high * 2^64 + bytes_low == exact sum of their bytes.
+  struct list {
+    index_t front{npos};
+    index_t back{npos};
+    std::size_t count{0};
+    std::size_t bytes_low{0};
+    std::size_t bytes_high{0};
+    void add(std::size_t n) noexcept
+    {
+      bytes_low += n;
+      if (bytes_low < n) { ++bytes_high; }
+    }
+    void sub(std::size_t n) noexcept
+    {
+      if (bytes_low < n) { --bytes_high; }
+      bytes_low -= n;
+    }
+    [[nodiscard]] double wide() const noexcept
+    {
+      return static_cast<double>(bytes_low) + static_cast<double>(bytes_high) * 18446744073709551616.0;
+    }
+  };
+
+  void link_back(list& l, index_t i) noexcept;
+  void unlink(list& l, index_t i) noexcept;
+  [[nodiscard]] list& list_of(node const& n) noexcept;
+  [[nodiscard]] bool evict_from_a1in(list const& a1in, list const& am) const noexcept;
+  void trim_ghosts() noexcept;
+  void free_slot(index_t i) noexcept;
+  void set_pinned(index_t i, bool pinned) noexcept;
+  [[nodiscard]] index_t lookup_resident(tensor_id id) const noexcept;
+
+  config cfg_;
+  std::vector<node> nodes_;  // slab; size() == resident + ghosts + free
+  index_t free_head_{npos};  // free slots chained through node::next
+  std::unordered_map<tensor_id, index_t> index_;  // id -> slab position (ghosts too); never iterated
+  list a1in_;    // FIFO of first-time tensors, unpinned
+  list am_;      // LRU of re-referenced tensors, unpinned, least recent at front
+  list a1out_;   // ghost FIFO: ids of tensors evicted from A1in, oldest at front
+  list pinned_;  // pinned resident tensors; order irrelevant
+};
+
+namespace policies {
+/**
+ * @brief Register `"two_q"` (parameters kin, kout) in `registry`. Called by
+ *        register_builtin_policies().
+ * @param registry The registry.
+ * @throws tierpool::logic_error if "two_q" is already registered
+ */
+TIERPOOL_EXPORT void register_two_q(policy_registry& registry);
+}  // namespace policies
+
+}  // namespace tierpool
+
+static_assert(tierpool::eviction_policy<tierpool::two_q_policy>, "two_q_policy must satisfy tierpool::eviction_policy");

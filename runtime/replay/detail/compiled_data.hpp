@@ -1,0 +1,82 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// compiled_data.hpp — internal: the compact arrays a compiled_trace holds, read by the
+// cache and pool replay loops (runtime/replay/*.cpp). Not installed.
+#pragma once
+
+#include <tierpool/replay.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace tierpool::replay::detail {
+
+/// "No next access" in cache_req::next and pool_op::next.
+inline constexpr std::uint32_t kNoNext = std::numeric_limits<std::uint32_t>::max();
+
+// cache_req::word: size in the low 60 bits, flags above.
+inline constexpr std::uint64_t kFreeFlag = 1ULL << 63U;     // not a request: the object is freed
+inline constexpr std::uint64_t kWriteFlag = 1ULL << 62U;    // read_write or write_discard
+inline constexpr std::uint64_t kDiscardFlag = 1ULL << 61U;  // write_discard: needs no copy-in
+inline constexpr std::uint64_t kBornOnDeviceFlag = 1ULL << 60U;  // first access of a tensor allocated without a host preference
+inline constexpr std::uint64_t kSizeMask = (1ULL << 60U) - 1U;
+
+/// One request of the cache-mode array (16 bytes: four per cache line).
+struct cache_req {
+  std::uint32_t obj;   ///< dense object index
+  std::uint32_t next;  ///< position of the object's next request in the array, or kNoNext
+  std::uint64_t word;  ///< requested size | flags (a free carries kFreeFlag and the size 0)
+};
+static_assert(sizeof(cache_req) == 16);
+
+/// What a pool-mode event does.
+enum class pool_op_kind : std::uint8_t { allocate, free, access, prefetch, compute, release };
+
+/// Target tier of a pool_op (the replay pool has two tiers: 0 device, 1 host).
+inline constexpr std::uint32_t kAnyTier = std::numeric_limits<std::uint32_t>::max();
+
+/// One event of the pool-mode array (32 bytes).
+struct pool_op {
+  pool_op_kind kind{pool_op_kind::access};
+  trace::access_kind mode{trace::access_kind::read};  ///< access
+  std::uint8_t host{0};  ///< access, release: by the host (acquire_host), not on a stream
+  std::uint8_t pad1{0};
+  std::uint32_t obj{0};     ///< allocate, free, access, prefetch: dense index
+  std::uint32_t stream{0};  ///< access, compute: dense stream index
+  std::uint32_t tier{kAnyTier};  ///< allocate: preferred tier (0/1) or kAnyTier; prefetch: target
+  std::uint64_t bytes{0};   ///< allocate, access: size
+  std::uint64_t arg{0};     ///< compute: duration ns; access: position of the next access or kNoNext
+};
+static_assert(sizeof(pool_op) == 32);
+
+/// Everything compile() derives from a trace.
+struct compiled_data {
+  compile_options options{};
+  std::vector<cache_req> cache;  ///< every access and free (also read by the lower bound in pool mode)
+  std::vector<pool_op> ops;      ///< empty unless options.pool
+  std::uint64_t events{0};
+  std::uint64_t requests{0};
+  std::uint64_t objects{0};
+  std::uint64_t working_set_bytes{0};
+  std::uint64_t peak_live_bytes{0};
+  std::uint64_t compute_ns{0};          ///< all streams
+  std::uint64_t max_stream_compute_ns{0};
+  std::uint64_t compute_events{0};
+  std::uint64_t release_events{0};      ///< a recorded run: leases live until their release
+  std::uint32_t streams{0};             ///< dense stream count (at least 1)
+};
+
+/// Lower-bound inputs at one capacity (see docs/chapters/replay.md, "Lower bound").
+struct must_move {
+  std::uint64_t h2d_bytes{0};
+  std::uint64_t h2d_copies{0};  ///< compulsory copies (each a copy of its own)
+  std::uint64_t d2h_bytes{0};
+};
+
+/// Bytes any policy must move at `capacity` (one pass over the cache array).
+[[nodiscard]] must_move compute_must_move(compiled_data const& d, std::uint64_t capacity);
+
+}  // namespace tierpool::replay::detail

@@ -1,0 +1,213 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// pool_replay.cpp — owns pool mode (detail::run_pool): the real tierpool::pool on a sim
+// backend with phantom memory and a virtual clock, driven by the compiled event array.
+//
+// The pool has two tiers: the device tier of the run's capacity (one arena chunk) and a
+// host tier that holds everything. Each trace stream is a pool stream. Per event:
+//   allocate -> pool::allocate (a cache trace's object is allocated in the host tier on
+//               first sight: its bytes start there, so its first read copies it in)
+//   access   -> pool::set_next_use(t, position of t's next access) then pool::acquire
+//   compute  -> sim_backend::compute_async on the stream
+//   prefetch -> pool::prefetch; free -> pool::free; phase markers are skipped.
+//
+// Note [Leases live until the stream's next compute]
+//   Rationale: in a DNN trace the accesses before a `compute` are its operands; releasing
+//   each lease at once would let the pool evict an operand before the kernel that reads it
+//   is even enqueued. Approach: a lease is kept until the next compute event on its stream
+//   has been enqueued, then released (so its last use is that kernel). In a trace without
+//   any compute event (a cache trace) each lease ends at once. If an acquire runs out of
+//   device memory because held leases pin it full, every held lease is released and the
+//   acquire retried once. Limitations: an access that still does not fit is counted as
+//   unserved, as is every access of a tensor larger than the device tier.
+//
+// The host issues events as fast as it can: virtual time moves only where the pool waits
+// (space freed by an eviction still in flight), so copies run ahead of compute as far as
+// device memory allows.
+#include "replay/detail/engines.hpp"
+
+#include <tierpool/error.hpp>
+#include <tierpool/pool.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tierpool::replay::detail {
+
+namespace {
+
+constexpr std::size_t kAlign = 256;  // sim allocation granularity; tier capacities round down to it
+
+// Hook for prefetch predictors: only "none" exists until the predictor registry lands.
+// A predictor would be built here and consulted after each access (on_access ->
+// proposed prefetches -> pool::prefetch).
+void resolve_prefetch(std::string_view name)
+{
+  if (name != "none") {
+    throw logic_error("replay: unknown prefetch predictor '" + std::string(name) +
+                      "' (valid: none; predictors are not registered yet)");
+  }
+}
+
+}  // namespace
+
+void run_pool(compiled_data const& d, policy_registry const& registry, run_options const& o, replay_result& out)
+{
+  resolve_prefetch(o.prefetch);
+  std::uint64_t const cap = o.capacity_bytes / kAlign * kAlign;
+  if (cap == 0) {
+    throw logic_error("replay: pool mode needs a capacity of at least 256 bytes (got " +
+                      std::to_string(o.capacity_bytes) + ")");
+  }
+
+  sim_options so;
+  so.device_bytes = static_cast<std::size_t>(cap);
+  so.managed_bytes = 0;
+  so.memory = sim_memory_mode::phantom;
+  so.clock = sim_clock_mode::virtual_clock;
+  so.links = sim_links::from_host_link(o.link);
+  auto backend = std::make_shared<sim_backend>(so);
+
+  std::uint64_t const host_cap = 2 * d.peak_live_bytes + (1ULL << 30U);
+  pool_options po;
+  po.tiers = {
+    tier_options{.kind = tier_kind::device, .capacity_bytes = cap, .chunk_bytes = cap, .policy = o.policy,
+                 .name = "device"},
+    tier_options{.kind = tier_kind::host, .capacity_bytes = host_cap,
+                 .chunk_bytes = std::min<std::uint64_t>(host_cap, 1ULL << 30U), .policy = "lru", .name = "host"},
+  };
+  po.policy = o.policy;
+  po.backend = backend_choice::sim;
+  po.backend_object = backend;
+  po.registry = &registry;
+  po.read_environment = false;
+  po.notice = fallback_notice::silent;
+
+  std::vector<std::uint64_t> stream_compute(d.streams, 0);
+  std::uint64_t unserved = 0;
+  std::uint64_t failed_acquires = 0;  // acquires that threw out_of_memory: the pool counted each as a miss
+  std::uint64_t bytes_requested = 0;
+  std::uint64_t bytes_missed = 0;
+  tick makespan = 0;
+  pool_stats st;
+  {
+    pool p(po);
+    std::vector<stream_handle> streams(d.streams);
+    for (auto& s : streams) { s = p.create_stream(); }
+    std::vector<tensor> tensors(d.objects);
+    std::vector<std::vector<lease>> held(d.streams);
+    // A recorded run (release events) holds each lease until its release; otherwise
+    // Note [Leases live until the stream's next compute].
+    bool const explicit_release = d.release_events != 0;
+    bool const hold = explicit_release || d.compute_events != 0;
+    std::vector<std::vector<lease>> held_by_obj(explicit_release ? d.objects : 0);
+    auto release_all = [&] {
+      for (auto& v : held) { v.clear(); }
+      for (auto& v : held_by_obj) { v.clear(); }
+    };
+
+    std::size_t const n = d.ops.size();
+    for (std::size_t begin = 0; begin < n; begin += kProgressStride) {
+      std::size_t const end = std::min<std::size_t>(n, begin + kProgressStride);
+      for (std::size_t i = begin; i < end; ++i) {
+        pool_op const& op = d.ops[i];
+        switch (op.kind) {
+          case pool_op_kind::allocate: {
+            tensor_options to;
+            if (op.tier != kAnyTier) { to.preferred_tier = tier_id{op.tier}; }
+            tensors[op.obj] = p.allocate(static_cast<std::size_t>(op.bytes), std::move(to));
+            break;
+          }
+          case pool_op_kind::free:
+            if (explicit_release) {
+              held_by_obj[op.obj].clear();  // recorded runs release first; a leftover would forbid the free
+            } else if (hold) {
+              release_all();  // a held lease of it would forbid the free
+            }
+            p.free(tensors[op.obj]);
+            break;
+          case pool_op_kind::release:
+            if (explicit_release && !held_by_obj[op.obj].empty()) { held_by_obj[op.obj].pop_back(); }
+            break;
+          case pool_op_kind::access: {
+            bytes_requested += op.bytes;
+            if (op.bytes > cap) {
+              ++unserved;
+              bytes_missed += op.bytes;
+              break;
+            }
+            tensor const& t = tensors[op.obj];
+            p.set_next_use(t, op.arg == kNoNext ? std::optional<tick>{no_next_use} : std::optional<tick>{op.arg});
+            auto const mode = static_cast<access_mode>(op.mode);  // same enumerators, same order
+            std::uint64_t const before = backend->link_stats(sim_link::h2d).bytes;
+            lease l;
+            try {
+              l = op.host != 0 ? p.acquire_host(t, mode) : p.acquire(t, mode, streams[op.stream]);
+            } catch (out_of_memory const&) {
+              ++failed_acquires;
+              if (!hold) {
+                ++unserved;
+                bytes_missed += op.bytes;
+                break;
+              }
+              release_all();
+              try {
+                l = op.host != 0 ? p.acquire_host(t, mode) : p.acquire(t, mode, streams[op.stream]);
+              } catch (out_of_memory const&) {
+                ++failed_acquires;
+                ++unserved;
+                bytes_missed += op.bytes;
+                break;
+              }
+            }
+            if (backend->link_stats(sim_link::h2d).bytes != before) { bytes_missed += op.bytes; }
+            if (explicit_release) {
+              held_by_obj[op.obj].push_back(std::move(l));
+            } else if (hold && op.host == 0) {
+              held[op.stream].push_back(std::move(l));
+            }
+            break;
+          }
+          case pool_op_kind::prefetch:
+            if (op.tier != 0 || tensors[op.obj].bytes() <= cap) { p.prefetch(tensors[op.obj], tier_id{op.tier}); }
+            break;
+          case pool_op_kind::compute:
+            TIERPOOL_TRY(backend->compute_async(streams[op.stream], op.arg));
+            stream_compute[op.stream] += op.arg;
+            if (!explicit_release) { held[op.stream].clear(); }
+            break;
+        }
+      }
+      if (o.progress) { o.progress(end, n); }
+    }
+    release_all();
+    makespan = backend->now();
+    double stall_ns = 0.0;
+    for (std::size_t s = 0; s < streams.size(); ++s) {
+      tick const tail = backend->stream_tail(streams[s]).value_or(0);
+      makespan = std::max(makespan, tail);
+      stall_ns += static_cast<double>(tail - std::min(tail, stream_compute[s]));
+    }
+    out.stall_seconds = stall_ns * 1e-9;
+    st = p.stats();
+    tensors.clear();
+    p.close();
+  }
+  out.hits = st.hits;
+  out.misses = st.misses - std::min(st.misses, failed_acquires) + unserved;
+  out.unserved = unserved;
+  out.bytes_requested = bytes_requested;
+  out.bytes_missed = bytes_missed;
+  out.bytes_h2d = st.bytes_h2d;
+  out.bytes_d2h = st.bytes_d2h;
+  out.copies_h2d = st.copies_h2d;
+  out.copies_d2h = st.copies_d2h;
+  out.evictions = st.tiers.empty() ? 0 : st.tiers[0].evictions;
+  out.prefetches = st.prefetches;
+  out.makespan_seconds = static_cast<double>(makespan) * 1e-9;
+}
+
+}  // namespace tierpool::replay::detail

@@ -1,0 +1,271 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// replay_report.cpp — owns the text forms of replay results: format_table() (people),
+// to_json() and to_csv() (scripts). One field list (kFields) drives JSON and CSV so that
+// both always carry the same keys in the same order.
+#include <tierpool/detail/parse.hpp>
+#include <tierpool/replay.hpp>
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+namespace tierpool::replay {
+
+namespace {
+
+void append_double(std::string& out, double v)
+{
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  std::array<char, 64> buf{};
+  auto const r = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+  out.append(buf.data(), r.ptr);
+}
+
+void append_u64(std::string& out, std::uint64_t v)
+{
+  std::array<char, 24> buf{};
+  auto const r = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+  out.append(buf.data(), r.ptr);
+}
+
+void append_json_string(std::string& out, std::string_view s)
+{
+  out += '"';
+  for (char c : s) {
+    auto const u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20U) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(u));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+// CSV: quote a field when it holds a separator, a quote or a line break.
+void append_csv_string(std::string& out, std::string_view s)
+{
+  if (s.find_first_of(",\"\n\r") == std::string_view::npos) {
+    out += s;
+    return;
+  }
+  out += '"';
+  for (char c : s) {
+    if (c == '"') { out += '"'; }
+    out += c;
+  }
+  out += '"';
+}
+
+enum class kind : std::uint8_t { text, count, real, optional_real };
+
+struct field {
+  char const* key;
+  kind k;
+  std::string (*text)(replay_result const&);
+  std::uint64_t (*count)(replay_result const&);
+  double (*real)(replay_result const&);
+};
+
+#define TP_TEXT(key, expr) field{key, kind::text, [](replay_result const& r) { return std::string(expr); }, nullptr, nullptr}
+#define TP_COUNT(key, expr) field{key, kind::count, nullptr, [](replay_result const& r) -> std::uint64_t { return (expr); }, nullptr}
+#define TP_REAL(key, expr) field{key, kind::real, nullptr, nullptr, [](replay_result const& r) -> double { return (expr); }}
+
+field const kFields[] = {
+  TP_TEXT("policy", r.policy),
+  TP_TEXT("mode", to_string(r.mode)),
+  TP_TEXT("capacity", r.capacity_label),
+  TP_COUNT("capacity_bytes", r.capacity_bytes),
+  TP_TEXT("capacity_unit", r.ignore_size ? "objects" : "bytes"),
+  TP_COUNT("events", r.events),
+  TP_COUNT("requests", r.requests),
+  TP_COUNT("hits", r.hits),
+  TP_COUNT("misses", r.misses),
+  TP_COUNT("unserved", r.unserved),
+  TP_REAL("hit_ratio", r.hit_ratio()),
+  TP_REAL("miss_ratio", r.miss_ratio()),
+  TP_REAL("byte_miss_ratio", r.byte_miss_ratio()),
+  TP_COUNT("bytes_requested", r.bytes_requested),
+  TP_COUNT("bytes_missed", r.bytes_missed),
+  TP_COUNT("bytes_h2d", r.bytes_h2d),
+  TP_COUNT("bytes_d2h", r.bytes_d2h),
+  TP_COUNT("copies_h2d", r.copies_h2d),
+  TP_COUNT("copies_d2h", r.copies_d2h),
+  TP_COUNT("evictions", r.evictions),
+  TP_COUNT("prefetches", r.prefetches),
+  TP_COUNT("must_move_h2d", r.must_move_h2d),
+  TP_COUNT("must_move_d2h", r.must_move_d2h),
+  TP_REAL("compute_seconds", r.compute_seconds),
+  TP_REAL("stall_seconds", r.stall_seconds),
+  TP_REAL("makespan_seconds", r.makespan_seconds),
+  TP_REAL("lower_bound_seconds", r.lower_bound_seconds),
+  field{"moved_vs_belady", kind::optional_real, nullptr, nullptr,
+        [](replay_result const& r) -> double { return r.moved_vs_belady.value_or(std::nan("")); }},
+  TP_REAL("wall_seconds", r.wall_seconds),
+  TP_REAL("requests_per_second", r.requests_per_second),
+  TP_REAL("events_per_second", r.events_per_second),
+};
+
+#undef TP_TEXT
+#undef TP_COUNT
+#undef TP_REAL
+
+std::string fixed(double v, int decimals)
+{
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+// Seconds with 4 significant digits, in the unit that keeps them readable.
+std::string seconds(double s)
+{
+  char buf[64];
+  if (s == 0.0) { return "0"; }
+  if (s < 1e-3) {
+    std::snprintf(buf, sizeof buf, "%.4g us", s * 1e6);
+  } else if (s < 1.0) {
+    std::snprintf(buf, sizeof buf, "%.4g ms", s * 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.4g s", s);
+  }
+  return buf;
+}
+
+std::string amount(std::uint64_t v, bool objects)
+{
+  return objects ? std::to_string(v) : tierpool::detail::format_byte_size(v);
+}
+
+std::string rate(double per_s)
+{
+  char buf[64];
+  if (per_s >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%.2f M", per_s * 1e-6);
+  } else if (per_s >= 1e3) {
+    std::snprintf(buf, sizeof buf, "%.1f k", per_s * 1e-3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f", per_s);
+  }
+  return buf;
+}
+
+}  // namespace
+
+std::string format_table(std::span<replay_result const> results)
+{
+  static constexpr std::array<char const*, 13> head = {"policy",    "capacity", "requests", "hit",
+                                                       "miss",      "byte miss", "h2d",     "d2h",
+                                                       "stall",     "makespan", "lower bound", "vs belady",
+                                                       "req/s"};
+  std::vector<std::array<std::string, head.size()>> rows;
+  rows.reserve(results.size());
+  for (replay_result const& r : results) {
+    std::string cap = r.capacity_label;
+    std::string const resolved = amount(r.capacity_bytes, r.ignore_size);
+    if (r.ignore_size) {
+      cap += " (" + resolved + " objects)";
+    } else if (resolved != cap) {
+      cap += " (" + resolved + ")";
+    }
+    rows.push_back({r.policy, cap, std::to_string(r.requests), fixed(r.hit_ratio(), 4), fixed(r.miss_ratio(), 4),
+                    fixed(r.byte_miss_ratio(), 4), amount(r.bytes_h2d, r.ignore_size),
+                    amount(r.bytes_d2h, r.ignore_size), seconds(r.stall_seconds), seconds(r.makespan_seconds),
+                    seconds(r.lower_bound_seconds), r.moved_vs_belady ? fixed(*r.moved_vs_belady, 3) : "-",
+                    rate(r.requests_per_second)});
+  }
+  std::array<std::size_t, head.size()> width{};
+  for (std::size_t c = 0; c < head.size(); ++c) {
+    width[c] = std::string_view(head[c]).size();
+    for (auto const& row : rows) { width[c] = std::max(width[c], row[c].size()); }
+  }
+  std::string out;
+  auto emit = [&](auto const& cells) {
+    for (std::size_t c = 0; c < head.size(); ++c) {
+      std::string_view const cell = cells[c];
+      bool const left = c < 2;  // names left-aligned, figures right-aligned
+      std::size_t const pad = width[c] - cell.size();
+      if (c != 0) { out += "  "; }
+      if (!left) { out.append(pad, ' '); }
+      out += cell;
+      if (left && c + 1 != head.size()) { out.append(pad, ' '); }
+    }
+    out += '\n';
+  };
+  std::array<std::string_view, head.size()> hv{};
+  for (std::size_t c = 0; c < head.size(); ++c) { hv[c] = head[c]; }
+  emit(hv);
+  for (auto const& row : rows) { emit(row); }
+  return out;
+}
+
+std::string to_json(std::span<replay_result const> results)
+{
+  std::string out = "[";
+  bool first_row = true;
+  for (replay_result const& r : results) {
+    out += first_row ? "\n  {" : ",\n  {";
+    first_row = false;
+    bool first = true;
+    for (field const& f : kFields) {
+      if (!first) { out += ','; }
+      first = false;
+      append_json_string(out, f.key);
+      out += ':';
+      switch (f.k) {
+        case kind::text: append_json_string(out, f.text(r)); break;
+        case kind::count: append_u64(out, f.count(r)); break;
+        case kind::real:
+        case kind::optional_real: append_double(out, f.real(r)); break;
+      }
+    }
+    out += '}';
+  }
+  out += results.empty() ? "]\n" : "\n]\n";
+  return out;
+}
+
+std::string to_csv(std::span<replay_result const> results)
+{
+  std::string out;
+  bool first = true;
+  for (field const& f : kFields) {
+    if (!first) { out += ','; }
+    first = false;
+    out += f.key;
+  }
+  out += '\n';
+  for (replay_result const& r : results) {
+    first = true;
+    for (field const& f : kFields) {
+      if (!first) { out += ','; }
+      first = false;
+      switch (f.k) {
+        case kind::text: append_csv_string(out, f.text(r)); break;
+        case kind::count: append_u64(out, f.count(r)); break;
+        case kind::real: append_double(out, f.real(r)); break;
+        case kind::optional_real: {
+          double const v = f.real(r);
+          if (std::isfinite(v)) { append_double(out, v); }  // empty cell when absent
+          break;
+        }
+      }
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace tierpool::replay

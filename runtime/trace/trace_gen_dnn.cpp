@@ -1,0 +1,264 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// trace_gen_dnn.cpp — the DNN-shaped generators of BENCHMARKS.md §2: mlp-train,
+// transformer-train and llm-infer-stream. No randomness: the seed does not matter. The
+// exact tensors and access order of each are listed in docs/chapters/traces.md.
+#include "trace/detail/generator.hpp"
+
+#include <string>
+#include <vector>
+
+namespace tierpool::trace::detail {
+namespace {
+
+constexpr std::uint64_t kMaxDim = std::uint64_t{1} << 24U;   // 16 Mi: keeps products of dims in range
+constexpr std::uint64_t kMaxCount = std::uint64_t{1} << 20U; // layers, iterations, steps
+constexpr double kAdamFlopsPerParam = 12.0;  // Adam update: moments, bias correction, sqrt, divide, axpy
+
+std::string label(char const* prefix, std::uint64_t i) { return prefix + std::to_string(i); }
+
+}  // namespace
+
+// Note [mlp-train shape]
+// Per layer l = 1..L: w_l, g_l, m_l, v_l (W x W each, persistent) and a_l (B x W, one per
+// iteration); a_0 is the input batch. Forward: alloc a_l, read w_l, read a_{l-1}, wd a_l,
+// compute 2BW^2. Backward (l = L..1; a_L is freed first, the loss consumed it): read
+// a_{l-1}, read w_l, wd g_l, compute 4BW^2, free a_{l-1}. Optimizer (l = 1..L): read g_l,
+// rw m_l, rw v_l, rw w_l, compute 12 W^2.
+void generate_mlp_train(param_reader const& p, emitter& out)
+{
+  std::uint64_t const layers = p.count("layers", 1, kMaxCount);
+  std::uint64_t const width = p.count("width", 1, kMaxDim);
+  std::uint64_t const batch = p.count("batch", 1, kMaxDim);
+  std::uint64_t const iterations = p.count("iterations", 1, kMaxCount);
+  std::uint64_t const dtype = p.count("dtype_bytes", 1, 16);
+  double const tflops = p.real("tflops", 1e-6, 1e9);
+
+  std::uint64_t const weight_bytes = checked_mul(checked_mul(width, width, "W*W"), dtype, "weight bytes");
+  std::uint64_t const act_bytes = checked_mul(checked_mul(batch, width, "B*W"), dtype, "activation bytes");
+  double const w2 = static_cast<double>(width) * static_cast<double>(width);
+  double const bw2 = static_cast<double>(batch) * w2;
+  std::uint64_t const fwd_ns = flops_to_ns(2.0 * bw2, tflops);
+  std::uint64_t const bwd_ns = flops_to_ns(4.0 * bw2, tflops);
+  std::uint64_t const opt_ns = flops_to_ns(kAdamFlopsPerParam * w2, tflops);
+
+  std::vector<std::uint64_t> w(layers + 1), g(layers + 1), m(layers + 1), v(layers + 1), a(layers + 1);
+  out.phase("init");
+  for (std::uint64_t l = 1; l <= layers; ++l) {
+    w[l] = out.alloc(weight_bytes, label("w", l));
+    g[l] = out.alloc(weight_bytes, label("g", l));
+    m[l] = out.alloc(weight_bytes, label("m", l));
+    v[l] = out.alloc(weight_bytes, label("v", l));
+  }
+  for (std::uint64_t l = 1; l <= layers; ++l) {
+    out.wd(w[l]);
+    out.wd(m[l]);
+    out.wd(v[l]);
+  }
+  for (std::uint64_t it = 0; it < iterations; ++it) {
+    out.phase(label("iter ", it));
+    out.phase("forward");
+    a[0] = out.alloc(act_bytes, "a0");
+    out.wd(a[0]);  // the input batch
+    for (std::uint64_t l = 1; l <= layers; ++l) {
+      a[l] = out.alloc(act_bytes, label("a", l));
+      out.read(w[l]);
+      out.read(a[l - 1]);
+      out.wd(a[l]);
+      out.compute(fwd_ns);
+    }
+    out.phase("backward");
+    out.free(a[layers]);
+    for (std::uint64_t l = layers; l >= 1; --l) {
+      out.read(a[l - 1]);
+      out.read(w[l]);
+      out.wd(g[l]);
+      out.compute(bwd_ns);
+      out.free(a[l - 1]);
+    }
+    out.phase("optimizer");
+    for (std::uint64_t l = 1; l <= layers; ++l) {
+      out.read(g[l]);
+      out.rw(m[l]);
+      out.rw(v[l]);
+      out.rw(w[l]);
+      out.compute(opt_ns);
+    }
+  }
+  out.phase("teardown");
+  for (std::uint64_t l = 1; l <= layers; ++l) {
+    out.free(w[l]);
+    out.free(g[l]);
+    out.free(m[l]);
+    out.free(v[l]);
+  }
+}
+
+// Note [transformer-train shape]
+// Per block l = 1..N: W_l and G_l (12 h^2 x dtype), M_l and V_l (12 h^2 x 4, fp32 Adam
+// moments), persistent; S_l, the activations stored for backward (34 s b h bytes, the
+// usual estimate without recomputation), one per iteration. x0 (s b h x dtype) is the
+// embedding output, dx (same size) the activation gradient flowing backward.
+// Forward: alloc x0, wd x0; per block: alloc S_l, read W_l, read S_{l-1} (x0 for block 1),
+// wd S_l, compute 24 b s h^2 + 4 b s^2 h; x0 is freed after block 1.
+// Backward (l = N..1): alloc dx, wd dx first; per block read S_l, read W_l, rw dx, wd G_l,
+// compute 2x forward, free S_l; free dx. Optimizer: read G_l, rw M_l, rw V_l, rw W_l.
+void generate_transformer_train(param_reader const& p, emitter& out)
+{
+  std::uint64_t const blocks = p.count("blocks", 1, kMaxCount);
+  std::uint64_t const hidden = p.count("hidden", 1, kMaxDim);
+  std::uint64_t const seq = p.count("seq", 1, kMaxDim);
+  std::uint64_t const batch = p.count("batch", 1, kMaxDim);
+  std::uint64_t const dtype = p.count("dtype_bytes", 1, 16);
+  std::uint64_t const iterations = p.count("iterations", 1, kMaxCount);
+  double const tflops = p.real("tflops", 1e-6, 1e9);
+
+  std::uint64_t const params = checked_mul(12, checked_mul(hidden, hidden, "h*h"), "12 h^2");
+  std::uint64_t const weight_bytes = checked_mul(params, dtype, "weight bytes");
+  std::uint64_t const moment_bytes = checked_mul(params, 4, "moment bytes");
+  std::uint64_t const sbh = checked_mul(checked_mul(seq, batch, "s*b"), hidden, "s*b*h");
+  std::uint64_t const stored_bytes = checked_mul(34, sbh, "34 s b h");
+  std::uint64_t const hidden_bytes = checked_mul(sbh, dtype, "s b h x dtype");
+  double const h = static_cast<double>(hidden);
+  double const bs = static_cast<double>(batch) * static_cast<double>(seq);
+  double const fwd_flops = 24.0 * bs * h * h + 4.0 * bs * static_cast<double>(seq) * h;
+  std::uint64_t const fwd_ns = flops_to_ns(fwd_flops, tflops);
+  std::uint64_t const bwd_ns = flops_to_ns(2.0 * fwd_flops, tflops);
+  std::uint64_t const opt_ns = flops_to_ns(kAdamFlopsPerParam * static_cast<double>(params), tflops);
+
+  std::vector<std::uint64_t> w(blocks + 1), g(blocks + 1), m(blocks + 1), v(blocks + 1), s(blocks + 1);
+  out.phase("init");
+  for (std::uint64_t l = 1; l <= blocks; ++l) {
+    w[l] = out.alloc(weight_bytes, label("block", l) + ".w");
+    g[l] = out.alloc(weight_bytes, label("block", l) + ".g");
+    m[l] = out.alloc(moment_bytes, label("block", l) + ".m");
+    v[l] = out.alloc(moment_bytes, label("block", l) + ".v");
+  }
+  for (std::uint64_t l = 1; l <= blocks; ++l) {
+    out.wd(w[l]);
+    out.wd(m[l]);
+    out.wd(v[l]);
+  }
+  for (std::uint64_t it = 0; it < iterations; ++it) {
+    out.phase(label("iter ", it));
+    out.phase("forward");
+    s[0] = out.alloc(hidden_bytes, "x0");
+    out.wd(s[0]);
+    for (std::uint64_t l = 1; l <= blocks; ++l) {
+      s[l] = out.alloc(stored_bytes, label("block", l) + ".act");
+      out.read(w[l]);
+      out.read(s[l - 1]);
+      out.wd(s[l]);
+      out.compute(fwd_ns);
+      if (l == 1) { out.free(s[0]); }
+    }
+    out.phase("backward");
+    std::uint64_t const dx = out.alloc(hidden_bytes, "dx");
+    out.wd(dx);
+    for (std::uint64_t l = blocks; l >= 1; --l) {
+      out.read(s[l]);
+      out.read(w[l]);
+      out.rw(dx);
+      out.wd(g[l]);
+      out.compute(bwd_ns);
+      out.free(s[l]);
+    }
+    out.free(dx);
+    out.phase("optimizer");
+    for (std::uint64_t l = 1; l <= blocks; ++l) {
+      out.read(g[l]);
+      out.rw(m[l]);
+      out.rw(v[l]);
+      out.rw(w[l]);
+      out.compute(opt_ns);
+    }
+  }
+  out.phase("teardown");
+  for (std::uint64_t l = 1; l <= blocks; ++l) {
+    out.free(w[l]);
+    out.free(g[l]);
+    out.free(m[l]);
+    out.free(v[l]);
+  }
+}
+
+// Note [llm-infer-stream shape]
+// Weights W_l (12 h^2 x dtype) of every layer, written once at load; x (batch h dtype), the
+// hidden state. The KV cache of layer l is a list of blocks of kv_block_tokens tokens
+// (2 h dtype batch bytes per token each). Prefill: wd x; per layer read W_l, alloc and wd
+// the blocks holding the prompt, rw x, compute. Each decoding step: per layer read W_l,
+// read the layer's full blocks, then the block receiving the new token (alloc + wd when it
+// starts a block, else rw), rw x, compute 24 h^2 batch + 4 ctx h batch.
+void generate_llm_infer_stream(param_reader const& p, emitter& out)
+{
+  std::uint64_t const layers = p.count("layers", 1, kMaxCount);
+  std::uint64_t const hidden = p.count("hidden", 1, kMaxDim);
+  std::uint64_t const dtype = p.count("dtype_bytes", 1, 16);
+  std::uint64_t const batch = p.count("batch", 1, kMaxDim);
+  std::uint64_t const prompt = p.count("prompt", 1, kMaxDim);
+  std::uint64_t const steps = p.count("steps", 1, kMaxDim);
+  std::uint64_t const block_tokens = p.count("kv_block_tokens", 1, kMaxDim);
+  double const tflops = p.real("tflops", 1e-6, 1e9);
+
+  std::uint64_t const weight_bytes =
+    checked_mul(checked_mul(12, checked_mul(hidden, hidden, "h*h"), "12 h^2"), dtype, "weight bytes");
+  std::uint64_t const x_bytes = checked_mul(checked_mul(batch, hidden, "batch*h"), dtype, "hidden state bytes");
+  std::uint64_t const kv_block_bytes =
+    checked_mul(checked_mul(2, x_bytes, "2 h dtype batch"), block_tokens, "KV block bytes");
+  double const h = static_cast<double>(hidden);
+  double const b = static_cast<double>(batch);
+
+  out.phase("load");
+  std::vector<std::uint64_t> w(layers);
+  for (std::uint64_t l = 0; l < layers; ++l) { w[l] = out.alloc(weight_bytes, label("layer", l) + ".w"); }
+  for (std::uint64_t l = 0; l < layers; ++l) { out.wd(w[l]); }
+  std::uint64_t const x = out.alloc(x_bytes, "x");
+  std::vector<std::vector<std::uint64_t>> kv(layers);
+
+  out.phase("prefill");
+  out.wd(x);
+  std::uint64_t const prompt_blocks = (prompt + block_tokens - 1) / block_tokens;
+  double const pr = static_cast<double>(prompt);
+  std::uint64_t const prefill_ns = flops_to_ns(24.0 * h * h * b * pr + 2.0 * pr * pr * h * b, tflops);
+  for (std::uint64_t l = 0; l < layers; ++l) {
+    out.read(w[l]);
+    for (std::uint64_t k = 0; k < prompt_blocks; ++k) {
+      kv[l].push_back(out.alloc(kv_block_bytes, label("layer", l) + ".kv" + std::to_string(k)));
+      out.wd(kv[l].back());
+    }
+    out.rw(x);
+    out.compute(prefill_ns);
+  }
+
+  for (std::uint64_t step = 0; step < steps; ++step) {
+    out.phase(label("step ", step));
+    std::uint64_t const position = prompt + step;  // 0-based index of the new token
+    bool const new_block = position % block_tokens == 0;
+    double const ctx = static_cast<double>(position + 1);
+    std::uint64_t const step_ns = flops_to_ns(24.0 * h * h * b + 4.0 * ctx * h * b, tflops);
+    for (std::uint64_t l = 0; l < layers; ++l) {
+      auto& blocks = kv[l];
+      out.read(w[l]);
+      std::size_t const full = new_block ? blocks.size() : blocks.size() - 1;
+      for (std::size_t k = 0; k < full; ++k) { out.read(blocks[k]); }
+      if (new_block) {
+        blocks.push_back(out.alloc(kv_block_bytes, label("layer", l) + ".kv" + std::to_string(blocks.size())));
+        out.wd(blocks.back());
+      } else {
+        out.rw(blocks.back());
+      }
+      out.rw(x);
+      out.compute(step_ns);
+    }
+  }
+
+  out.phase("teardown");
+  for (auto const& blocks : kv) {
+    for (auto id : blocks) { out.free(id); }
+  }
+  out.free(x);
+  for (auto id : w) { out.free(id); }
+}
+
+}  // namespace tierpool::trace::detail

@@ -1,0 +1,262 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// arc_policy_tests.cpp — POLICY_ARC_TEST: the conformance suite for arc_policy (direct,
+// with a fixed capacity and the paper's promotion rule, and type-erased), hand-worked
+// REPLACE orders and p adaptation on unit-sized tensors, the correlation window, the
+// derived capacity, scan resistance in a small cache simulation, and the registry entry.
+#include <gtest/gtest.h>
+#include <gmock/gmock.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <tierpool/policies/arc_policy.hpp>
+#include <tierpool/policies/lru_policy.hpp>
+#include <tierpool/policy.hpp>
+
+#include "conformance/policy_conformance.hpp"
+
+namespace {
+
+using tierpool::any_eviction_policy;
+using tierpool::arc_policy;
+using tierpool::eviction_proposal;
+using tierpool::eviction_request;
+using tierpool::tensor_view;
+using list_id = tierpool::arc_policy::list_id;
+
+struct ArcFixture : ::testing::Test {
+  static arc_policy make() { return arc_policy{}; }
+};
+struct ArcPaperFixture : ::testing::Test {
+  static arc_policy make() { return arc_policy{{.capacity = 4096, .correlation_window = 0}}; }
+};
+struct AnyArcFixture : ::testing::Test {
+  static any_eviction_policy make() { return tierpool::policy_registry::with_builtins().create("arc:capacity=2KiB"); }
+};
+using arc_fixtures = ::testing::Types<ArcFixture, ArcPaperFixture, AnyArcFixture>;
+
+}  // namespace
+
+INSTANTIATE_TYPED_TEST_SUITE_P(Arc, PolicyConformance, arc_fixtures);
+
+namespace {
+
+tierpool::tensor_id tid(std::uint64_t v) { return tierpool::tensor_id{v}; }
+
+tensor_view view(std::uint64_t id, std::size_t bytes = 1, bool pinned = false)
+{
+  tensor_view v{};
+  v.id = tid(id);
+  v.bytes = bytes;
+  v.pinned = pinned;
+  return v;
+}
+
+std::vector<tierpool::tensor_id> ids(std::initializer_list<std::uint64_t> raw)
+{
+  std::vector<tierpool::tensor_id> out;
+  for (auto r : raw) { out.push_back(tid(r)); }
+  return out;
+}
+
+template <class P>
+std::vector<tierpool::tensor_id> propose(P const& p, std::size_t need)
+{
+  eviction_proposal out;
+  p.propose(eviction_request{tierpool::tier_id{0}, need, 0, 0}, out);
+  return out.victims;
+}
+
+// A tier of `capacity` unit-sized tensors driven by an id sequence: a miss evicts the
+// policy's first victim. Returns the misses.
+template <class P>
+std::size_t misses(P& p, std::vector<std::uint64_t> const& seq, std::size_t capacity)
+{
+  std::set<std::uint64_t> resident;
+  std::size_t count = 0;
+  for (std::uint64_t const id : seq) {
+    if (resident.count(id) != 0) {
+      p.on_access(view(id));
+      continue;
+    }
+    ++count;
+    if (resident.size() == capacity) {
+      auto const v = propose(p, 1);
+      EXPECT_FALSE(v.empty());
+      if (v.empty()) { return count; }
+      EXPECT_EQ(resident.count(static_cast<std::uint64_t>(v.front())), 1U);
+      p.on_erase(v.front());
+      resident.erase(static_cast<std::uint64_t>(v.front()));
+    }
+    p.on_insert(view(id));
+    resident.insert(id);
+  }
+  return count;
+}
+
+TEST(ArcPolicy, ReplaceTakesT1WhileItExceedsTheTarget)
+{
+  arc_policy p{{.capacity = 4, .correlation_window = 0}};
+  for (std::uint64_t i = 1; i <= 4; ++i) { p.on_insert(view(i)); }  // T1 = 4 3 2 1
+  p.on_access(view(1));                                              // T2 = 1
+  EXPECT_EQ(p.contents(list_id::t1), ids({4, 3, 2}));
+  EXPECT_EQ(p.contents(list_id::t2), ids({1}));
+  EXPECT_EQ(p.target_t1_bytes(), 0.0);
+  // |T1| = 3 > p = 0: T1's LRU end first, T2 only once T1 is exhausted.
+  EXPECT_EQ(propose(p, 1), ids({2}));
+  EXPECT_EQ(propose(p, 2), ids({2, 3}));
+  EXPECT_EQ(propose(p, 4), ids({2, 3, 4, 1}));
+  EXPECT_EQ(propose(p, 100), ids({2, 3, 4, 1}));
+  EXPECT_TRUE(propose(p, 0).empty());
+  EXPECT_TRUE(p.validate());
+}
+
+TEST(ArcPolicy, GhostHitsAdaptTheTarget)
+{
+  // c = 4 unit tensors, the paper's rule (every re-access promotes).
+  //  event            T1        T2      B1     B2    p
+  //  insert 1 2 3 4   4 3 2 1   -       -      -     0
+  //  access 1         4 3 2     1       -      -     0
+  //  evict 2          4 3       1       2      -     0
+  //  insert 5         5 4 3     1       2      -     0
+  //  evict 3          5 4       1       3 2    -     0
+  //  insert 2 (B1)    5 4       2 1     3      -     0 + max(0/2, 1) * 1 = 1
+  //  evict 1 (T2)     5 4       2       3      1     1
+  //  insert 1 (B2)    5 4       1 2     3      -     1 - max(1/1, 1) * 1 = 0
+  arc_policy p{{.capacity = 4, .correlation_window = 0}};
+  for (std::uint64_t i = 1; i <= 4; ++i) { p.on_insert(view(i)); }
+  p.on_access(view(1));
+  ASSERT_EQ(propose(p, 1), ids({2}));
+  p.on_erase(tid(2));
+  p.on_insert(view(5));
+  ASSERT_EQ(propose(p, 1), ids({3}));
+  p.on_erase(tid(3));
+  EXPECT_EQ(p.contents(list_id::b1), ids({3, 2}));
+  p.on_insert(view(2));
+  EXPECT_EQ(p.target_t1_bytes(), 1.0);
+  EXPECT_EQ(p.contents(list_id::t1), ids({5, 4}));
+  EXPECT_EQ(p.contents(list_id::t2), ids({2, 1}));
+  EXPECT_EQ(p.contents(list_id::b1), ids({3}));
+  // |T1| = 2 > p = 1: 4 from T1; then |T1| = 1 is not > 1: T2's LRU end (1, 2); then 5.
+  EXPECT_EQ(propose(p, 1), ids({4}));
+  EXPECT_EQ(propose(p, 2), ids({4, 1}));
+  EXPECT_EQ(propose(p, 4), ids({4, 1, 2, 5}));
+  p.on_erase(tid(1));
+  EXPECT_EQ(p.contents(list_id::b2), ids({1}));
+  p.on_insert(view(1));
+  EXPECT_EQ(p.target_t1_bytes(), 0.0);
+  EXPECT_EQ(p.contents(list_id::t2), ids({1, 2}));
+  EXPECT_TRUE(p.contents(list_id::b2).empty());
+  EXPECT_TRUE(p.validate());
+}
+
+TEST(ArcPolicy, GhostListsAreTrimmedToTheCapacity)
+{
+  arc_policy p{{.capacity = 3, .correlation_window = 0}};
+  for (std::uint64_t i = 1; i <= 3; ++i) { p.on_insert(view(i)); }
+  for (std::uint64_t i = 4; i <= 10; ++i) {  // a scan: every new tensor pushes one to B1
+    auto const v = propose(p, 1);
+    ASSERT_EQ(v.size(), 1U);
+    p.on_erase(v.front());
+    p.on_insert(view(i));
+    EXPECT_LE(p.bytes_in(list_id::t1) + p.bytes_in(list_id::b1), 3U);  // |T1| + |B1| <= c
+    ASSERT_TRUE(p.validate());
+  }
+  EXPECT_EQ(p.contents(list_id::t1), ids({10, 9, 8}));
+  EXPECT_TRUE(p.contents(list_id::b1).empty());
+}
+
+TEST(ArcPolicy, CorrelatedReaccessIsNotAPromotion)
+{
+  arc_policy p;  // correlation_window = 1
+  p.on_insert(view(1));
+  p.on_access(view(1));  // the very next event: the same reference (allocate, then acquire)
+  EXPECT_EQ(p.contents(list_id::t1), ids({1}));
+  p.on_insert(view(2));
+  p.on_access(view(1));  // another event in between: a real reuse
+  EXPECT_EQ(p.contents(list_id::t1), ids({2}));
+  EXPECT_EQ(p.contents(list_id::t2), ids({1}));
+}
+
+TEST(ArcPolicy, CapacityIsTheLargestResidentBytesSeen)
+{
+  arc_policy p;
+  p.on_insert(view(1, 100));
+  p.on_insert(view(2, 300));
+  EXPECT_EQ(p.capacity_bytes(), 400U);
+  p.on_erase(tid(1));
+  p.on_insert(view(3, 50));
+  EXPECT_EQ(p.capacity_bytes(), 400U);  // 350 resident: the high-water mark stays
+  arc_policy fixed{{.capacity = 1000}};
+  fixed.on_insert(view(1, 10));
+  EXPECT_EQ(fixed.capacity_bytes(), 1000U);
+}
+
+TEST(ArcPolicy, PinnedTensorsAreSkipped)
+{
+  arc_policy p{{.capacity = 4, .correlation_window = 0}};
+  for (std::uint64_t i = 1; i <= 3; ++i) { p.on_insert(view(i)); }
+  p.on_pin(tid(1));
+  EXPECT_EQ(propose(p, 1), ids({2}));
+  EXPECT_EQ(propose(p, 10), ids({2, 3}));
+  p.on_unpin(tid(1));
+  EXPECT_EQ(propose(p, 10), ids({1, 2, 3}));  // it kept its place
+  p.on_access(view(2, 1, /*pinned=*/true));   // the view's flag is adopted
+  EXPECT_EQ(propose(p, 10), ids({1, 3}));
+}
+
+TEST(ArcPolicy, AFrequentSetSurvivesAScan)
+{
+  // Hot tensors 1..3 used repeatedly, with long scans of new tensors in between; room for 6.
+  std::vector<std::uint64_t> seq;
+  std::uint64_t next_new = 100;
+  for (int round = 0; round < 20; ++round) {
+    for (int rep = 0; rep < 2; ++rep) {
+      for (std::uint64_t h = 1; h <= 3; ++h) { seq.push_back(h); }
+    }
+    for (int s = 0; s < 8; ++s) { seq.push_back(next_new++); }
+  }
+  arc_policy arc{{.capacity = 0, .correlation_window = 0}};
+  tierpool::lru_policy lru;
+  std::size_t const arc_misses = misses(arc, seq, 6);
+  std::size_t const lru_misses = misses(lru, seq, 6);
+  // LRU loses the hot set to every scan: 3 + 8 misses a round. ARC keeps it in T2 and
+  // misses only the scan once it has adapted: 3 (first round) + 8 * 20 = 163.
+  EXPECT_EQ(lru_misses, 20U * 11U);
+  EXPECT_EQ(arc_misses, 3U + 20U * 8U);
+  EXPECT_TRUE(arc.validate());
+}
+
+TEST(ArcPolicy, Registry)
+{
+  auto const r = tierpool::policy_registry::with_builtins();
+  ASSERT_TRUE(r.contains("arc"));
+  auto const& info = r.info("arc");
+  ASSERT_EQ(info.parameters.size(), 2U);
+  EXPECT_EQ(info.parameters[0].name, "capacity");
+  EXPECT_EQ(info.parameters[0].type, tierpool::parameter_type::bytes);
+  EXPECT_EQ(info.parameters[0].default_value, "0");
+  EXPECT_EQ(info.parameters[1].name, "correlation_window");
+  EXPECT_EQ(info.parameters[1].default_value, "1");
+
+  auto p = r.create("arc:capacity=64MiB,correlation_window=0");
+  EXPECT_EQ(p.name(), "arc");
+  ASSERT_NE(p.target<arc_policy>(), nullptr);
+  EXPECT_EQ(p.target<arc_policy>()->get_config().capacity, 64U << 20U);
+  EXPECT_EQ(p.target<arc_policy>()->get_config().correlation_window, 0U);
+  auto const d = r.create("arc");
+  ASSERT_NE(d.target<arc_policy>(), nullptr);
+  EXPECT_EQ(d.target<arc_policy>()->get_config().capacity, 0U);
+  EXPECT_EQ(d.target<arc_policy>()->get_config().correlation_window, 1U);
+
+  EXPECT_THROW((void)r.create("arc:capacity=lots"), tierpool::logic_error);
+  EXPECT_THROW((void)r.create("arc:correlation_window=-1"), tierpool::logic_error);
+  EXPECT_THROW((void)r.create("arc:p=3"), tierpool::logic_error);
+}
+
+}  // namespace

@@ -1,0 +1,412 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// replay_tests.cpp — the replay engine (include/tierpool/replay.hpp): cache mode against
+// an independent LRU / FIFO written here, request by request, on the CloudPhysics trace;
+// exact small cases built in memory; compile (next use, sizes, lower bound); pool-mode
+// determinism; grid order and the error paths.
+#include <tierpool/error.hpp>
+#include <tierpool/policy.hpp>
+#include <tierpool/replay.hpp>
+#include <tierpool/trace.hpp>
+#include <tierpool/trace_gen.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <list>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace tr = tierpool::replay;
+namespace tt = tierpool::trace;
+
+namespace {
+
+// ---- independent reference caches (std::list + std::unordered_map) ----------------
+
+struct reference_result {
+  std::uint64_t hits{0};
+  std::uint64_t misses{0};
+  std::uint64_t bytes_missed{0};
+  std::uint64_t bytes_requested{0};
+  std::vector<std::uint8_t> outcomes;
+};
+
+// Plain object cache, libCacheSim semantics. `promote`: LRU (move to front on a hit);
+// otherwise FIFO (insertion order only).
+reference_result reference_cache(std::vector<tt::event> const& events, std::uint64_t capacity, bool ignore_size,
+                                 bool promote)
+{
+  reference_result r;
+  std::list<std::uint64_t> order;  // front = most recent (LRU) / newest (FIFO)
+  struct entry {
+    std::list<std::uint64_t>::iterator pos;
+    std::uint64_t size;
+  };
+  std::unordered_map<std::uint64_t, entry> cached;
+  std::uint64_t used = 0;
+  for (tt::event const& e : events) {
+    if (e.kind != tt::event_kind::access) { continue; }
+    std::uint64_t const size = ignore_size ? 1 : e.bytes;
+    r.bytes_requested += size;
+    auto it = cached.find(e.tensor);
+    if (it != cached.end()) {
+      ++r.hits;
+      r.outcomes.push_back(1);
+      if (promote) { order.splice(order.begin(), order, it->second.pos); }
+      continue;
+    }
+    ++r.misses;
+    r.bytes_missed += size;
+    r.outcomes.push_back(0);
+    if (size > capacity) { continue; }
+    while (used + size > capacity) {
+      std::uint64_t const victim = order.back();
+      order.pop_back();
+      used -= cached.at(victim).size;
+      cached.erase(victim);
+    }
+    order.push_front(e.tensor);
+    cached.emplace(e.tensor, entry{order.begin(), size});
+    used += size;
+  }
+  return r;
+}
+
+std::vector<tt::event> const& cloudphysics()
+{
+  static std::vector<tt::event> const events = [] {
+    std::filesystem::path const p = TIERPOOL_CLOUDPHYSICS_TRACE;
+    return std::filesystem::exists(p) ? tt::read_all(p) : std::vector<tt::event>{};
+  }();
+  return events;
+}
+
+tr::replay_result run_cache(tr::compiled_trace const& t, std::string const& policy, std::uint64_t cap,
+                            std::vector<std::uint8_t>* outcomes = nullptr)
+{
+  tr::run_options o;
+  o.mode = tr::replay_mode::cache;
+  o.policy = policy;
+  o.capacity_bytes = cap;
+  o.outcomes = outcomes;
+  return tr::run(t, o);
+}
+
+void expect_matches_reference(std::string const& policy, bool promote, bool ignore_size)
+{
+  auto const& events = cloudphysics();
+  if (events.empty()) { GTEST_SKIP() << "trace not found: " << TIERPOOL_CLOUDPHYSICS_TRACE; }
+  if (!tierpool::policy_registry::with_builtins().contains(policy)) {
+    GTEST_SKIP() << "policy '" << policy << "' is not registered yet";
+  }
+  auto const t = tr::compiled_trace::compile(events, {.ignore_size = ignore_size, .pool = false});
+  ASSERT_EQ(t.requests(), 113872U);
+  ASSERT_EQ(t.objects(), 48974U);
+  ASSERT_EQ(t.working_set_bytes(), ignore_size ? 48974U : 2029769728U);
+  for (char const* frac : {"1%", "10%", "25%", "50%"}) {
+    std::uint64_t const cap = t.resolve(tr::parse_capacity(frac), tr::replay_mode::cache);
+    std::vector<std::uint8_t> outcomes;
+    auto const got = run_cache(t, policy, cap, &outcomes);
+    auto const want = reference_cache(events, cap, ignore_size, promote);
+    SCOPED_TRACE(policy + " at " + frac + (ignore_size ? " (objects)" : ""));
+    EXPECT_EQ(got.requests, 113872U);
+    EXPECT_EQ(got.hits, want.hits);
+    EXPECT_EQ(got.misses, want.misses);
+    EXPECT_EQ(got.bytes_missed, want.bytes_missed);
+    EXPECT_EQ(got.bytes_requested, want.bytes_requested);
+    ASSERT_EQ(outcomes.size(), want.outcomes.size());
+    std::size_t first_diff = outcomes.size();
+    for (std::size_t i = 0; i < outcomes.size(); ++i) {
+      if (outcomes[i] != want.outcomes[i]) {
+        first_diff = i;
+        break;
+      }
+    }
+    EXPECT_EQ(first_diff, outcomes.size()) << "first request whose outcome differs";
+  }
+}
+
+}  // namespace
+
+// ---- cache mode against the reference, to the last request -----------------------
+
+TEST(ReplayCacheMode, LruMatchesReferenceOnCloudphysics) { expect_matches_reference("lru", true, false); }
+TEST(ReplayCacheMode, LruMatchesReferenceOnCloudphysicsIgnoringSizes) { expect_matches_reference("lru", true, true); }
+TEST(ReplayCacheMode, FifoMatchesReferenceOnCloudphysics) { expect_matches_reference("fifo", false, false); }
+TEST(ReplayCacheMode, FifoMatchesReferenceOnCloudphysicsIgnoringSizes) { expect_matches_reference("fifo", false, true); }
+
+// ---- small exact cases --------------------------------------------------------------
+
+namespace {
+
+tt::event read(std::uint64_t id, std::uint64_t bytes = 0)
+{
+  return tt::event{.kind = tt::event_kind::access, .tensor = id, .bytes = bytes};
+}
+
+}  // namespace
+
+TEST(ReplayCacheMode, LruSequenceByHand)
+{
+  // capacity 300: A(100) B(100) C(100) A hit; D(100) evicts B (LRU); B misses and evicts C.
+  std::vector<tt::event> const ev = {read(1, 100), read(2, 100), read(3, 100), read(1, 100),
+                                     read(4, 100), read(2, 100), read(1, 100), read(3, 100)};
+  auto const t = tr::compiled_trace::compile(ev, {.pool = false});
+  std::vector<std::uint8_t> out;
+  auto const r = run_cache(t, "lru", 300, &out);
+  EXPECT_EQ(out, (std::vector<std::uint8_t>{0, 0, 0, 1, 0, 0, 1, 0}));
+  EXPECT_EQ(r.hits, 2U);
+  EXPECT_EQ(r.misses, 6U);
+  EXPECT_EQ(r.evictions, 3U);
+  EXPECT_EQ(r.bytes_missed, 600U);
+  EXPECT_EQ(r.bytes_h2d, 600U);
+  EXPECT_EQ(r.bytes_d2h, 0U);  // nothing was written
+}
+
+TEST(ReplayCacheMode, HitKeepsTheCachedSizeAndOversizeIsNotAdmitted)
+{
+  // Object 1 cached at 100; a later request says 250: still a hit, cached size stays 100,
+  // so 2 (200) still fits next to it. Object 9 (1000) is larger than the cache: a miss,
+  // counted in the byte miss ratio, never admitted, evicting nothing.
+  std::vector<tt::event> const ev = {read(1, 100), read(1, 250), read(2, 200), read(9, 1000), read(1, 100),
+                                     read(2, 200)};
+  auto const t = tr::compiled_trace::compile(ev, {.pool = false});
+  std::vector<std::uint8_t> out;
+  auto const r = run_cache(t, "lru", 300, &out);
+  EXPECT_EQ(out, (std::vector<std::uint8_t>{0, 1, 0, 0, 1, 1}));
+  EXPECT_EQ(r.unserved, 1U);
+  EXPECT_EQ(r.evictions, 0U);
+  EXPECT_EQ(r.bytes_missed, 1300U);
+  EXPECT_EQ(r.bytes_requested, 1850U);
+  EXPECT_DOUBLE_EQ(r.byte_miss_ratio(), 1300.0 / 1850.0);
+}
+
+TEST(ReplayCacheMode, DirtyVictimsAreWrittenBackAndFreesLeaveTheCache)
+{
+  std::vector<tt::event> ev = {
+    {.kind = tt::event_kind::allocate, .tensor = 1, .bytes = 100},
+    {.kind = tt::event_kind::allocate, .tensor = 2, .bytes = 100},
+    {.kind = tt::event_kind::access, .mode = tt::access_kind::write_discard, .tensor = 1},  // no copy-in
+    {.kind = tt::event_kind::access, .tensor = 2},                                         // copy-in
+    {.kind = tt::event_kind::access, .tensor = 1},  // hit
+    {.kind = tt::event_kind::free, .tensor = 2},     // leaves the cache: room for 3 without eviction
+    {.kind = tt::event_kind::allocate, .tensor = 3, .bytes = 100},
+    {.kind = tt::event_kind::access, .tensor = 3},
+    {.kind = tt::event_kind::allocate, .tensor = 4, .bytes = 100},
+    {.kind = tt::event_kind::access, .tensor = 4},  // evicts 1 (LRU), which was written: write-back
+  };
+  auto const t = tr::compiled_trace::compile(ev, {.pool = false});
+  auto const r = run_cache(t, "lru", 200);
+  EXPECT_EQ(r.requests, 5U);
+  EXPECT_EQ(r.hits, 1U);
+  EXPECT_EQ(r.evictions, 1U);
+  EXPECT_EQ(r.bytes_h2d, 300U);
+  EXPECT_EQ(r.copies_h2d, 3U);
+  EXPECT_EQ(r.bytes_d2h, 100U);
+  EXPECT_EQ(r.copies_d2h, 1U);
+}
+
+TEST(ReplayCompile, NextUseLoopAndWorkingSet)
+{
+  std::vector<tt::event> const ev = {read(7, 10), read(8, 20), read(7, 10)};
+  auto const t = tr::compiled_trace::compile(ev, {.loop = 2});
+  EXPECT_EQ(t.requests(), 6U);
+  EXPECT_EQ(t.objects(), 2U);
+  EXPECT_EQ(t.working_set_bytes(), 30U);
+  EXPECT_EQ(t.peak_live_bytes(), 30U);
+  EXPECT_EQ(t.resolve(tr::parse_capacity("50%"), tr::replay_mode::cache), 15U);
+  EXPECT_EQ(t.resolve(tr::parse_capacity("64KiB"), tr::replay_mode::cache), 65536U);
+}
+
+TEST(ReplayCompile, AccessWithoutSizeOfUnknownIdIsAnError)
+{
+  std::vector<tt::event> const ev = {read(1)};
+  EXPECT_THROW((void)tr::compiled_trace::compile(ev), tierpool::logic_error);
+}
+
+TEST(ReplayCompile, IgnoreSizeIsCacheModeOnly)
+{
+  std::vector<tt::event> const ev = {read(1, 8)};
+  EXPECT_THROW((void)tr::compiled_trace::compile(ev, {.ignore_size = true, .pool = true}), tierpool::logic_error);
+}
+
+TEST(ReplayCapacity, Parsing)
+{
+  auto const c = tr::parse_capacities("10%, 2.5%,64MiB");
+  ASSERT_EQ(c.size(), 3U);
+  EXPECT_TRUE(c[0].relative);
+  EXPECT_DOUBLE_EQ(c[0].fraction, 0.1);
+  EXPECT_EQ(c[0].label, "10%");
+  EXPECT_DOUBLE_EQ(c[1].fraction, 0.025);
+  EXPECT_FALSE(c[2].relative);
+  EXPECT_EQ(c[2].bytes, 64U << 20U);
+  // Truncation: 10% of 2,029,769,728 bytes.
+  EXPECT_EQ(c[0].resolve(2029769728U), 202976972U);
+  EXPECT_THROW((void)tr::parse_capacity("0%"), tierpool::logic_error);
+  EXPECT_THROW((void)tr::parse_capacity("101%"), tierpool::logic_error);
+  EXPECT_THROW((void)tr::parse_capacity("lots"), tierpool::logic_error);
+  EXPECT_THROW((void)tr::parse_capacity("0"), tierpool::logic_error);
+}
+
+TEST(ReplayLowerBound, CompulsoryAndCapacityTerms)
+{
+  // Three 100-byte objects read round-robin twice at capacity 200: every first read is
+  // compulsory (300 bytes); after the third first read all three are still needed, so at
+  // least 300 - 200 = 100 more bytes must come in.
+  std::vector<tt::event> const ev = {read(1, 100), read(2, 100), read(3, 100), read(1, 100), read(2, 100),
+                                     read(3, 100)};
+  auto const t = tr::compiled_trace::compile(ev, {.pool = false});
+  auto const r = run_cache(t, "lru", 200);
+  EXPECT_EQ(r.must_move_h2d, 400U);
+  EXPECT_EQ(r.must_move_d2h, 0U);
+  EXPECT_EQ(r.bytes_h2d, 600U);  // LRU misses all six
+  EXPECT_GE(r.bytes_h2d, r.must_move_h2d);
+}
+
+TEST(ReplayErrors, UnknownPolicyListsTheRegisteredOnes)
+{
+  std::vector<tt::event> const ev = {read(1, 100)};
+  auto const t = tr::compiled_trace::compile(ev);
+  tr::grid_options g;
+  g.mode = tr::replay_mode::cache;
+  g.policies = {"lru", "no_such_policy"};
+  g.capacities = tr::parse_capacities("50%");
+  try {
+    (void)tr::run_grid(t, g);
+    FAIL() << "expected tierpool::logic_error";
+  } catch (tierpool::logic_error const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("no_such_policy"), std::string::npos) << what;
+    EXPECT_NE(what.find("lru"), std::string::npos) << what;
+  }
+}
+
+TEST(ReplayErrors, UnknownPrefetchPredictor)
+{
+  std::vector<tt::event> const ev = {read(1, 1024)};
+  auto const t = tr::compiled_trace::compile(ev);
+  tr::run_options o;
+  o.capacity_bytes = 4096;
+  o.prefetch = "next_layer";
+  EXPECT_THROW((void)tr::run(t, o), tierpool::logic_error);
+}
+
+// ---- grid ---------------------------------------------------------------------------
+
+TEST(ReplayGrid, ResultsInGridOrderAndEqualToSingleRuns)
+{
+  auto const ev = tt::generate("random-reuse", {{"tensors", "40"}, {"accesses", "3000"}}, 5);
+  auto const t = tr::compiled_trace::compile(ev, {.pool = false});
+  tr::grid_options g;
+  g.mode = tr::replay_mode::cache;
+  g.policies = {"arc", "lru"};
+  g.capacities = tr::parse_capacities("50%,10%,25%");
+  g.threads = 4;
+  std::size_t calls = 0;
+  g.on_run_done = [&](tr::replay_result const&, std::size_t done, std::size_t total) {
+    ++calls;
+    EXPECT_EQ(total, 6U);
+    EXPECT_LE(done, total);
+  };
+  auto const res = tr::run_grid(t, g);
+  ASSERT_EQ(res.size(), 6U);
+  EXPECT_EQ(calls, 6U);
+  for (std::size_t k = 0; k < res.size(); ++k) {
+    EXPECT_EQ(res[k].policy, g.policies[k / 3]);
+    EXPECT_EQ(res[k].capacity_label, g.capacities[k % 3].label);
+    auto const single = run_cache(t, res[k].policy, res[k].capacity_bytes);
+    EXPECT_EQ(res[k].hits, single.hits);
+    EXPECT_EQ(res[k].bytes_h2d, single.bytes_h2d);
+  }
+  std::string const json = tr::to_json(res);
+  for (char const* key : {"\"policy\"", "\"capacity_bytes\"", "\"requests\"", "\"miss_ratio\"", "\"byte_miss_ratio\"",
+                          "\"bytes_h2d\"", "\"bytes_d2h\"", "\"stall_seconds\"", "\"makespan_seconds\"",
+                          "\"lower_bound_seconds\"", "\"requests_per_second\""}) {
+    EXPECT_NE(json.find(key), std::string::npos) << key;
+  }
+  std::string const csv = tr::to_csv(res);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 7);
+  std::string const svg = tr::to_svg(res, "test");
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0U);
+  EXPECT_EQ(std::count(svg.begin(), svg.end(), '\n') > 20, true);
+  EXPECT_NE(svg.find("<polyline"), std::string::npos);
+  EXPECT_NE(svg.find(">arc</text>"), std::string::npos);
+}
+
+// ---- pool mode ----------------------------------------------------------------------
+
+namespace {
+
+tr::replay_result run_pool(tr::compiled_trace const& t, std::string const& policy, std::string const& cap)
+{
+  tr::run_options o;
+  o.mode = tr::replay_mode::pool;
+  o.policy = policy;
+  o.capacity_bytes = t.resolve(tr::parse_capacity(cap), tr::replay_mode::pool);
+  return tr::run(t, o);
+}
+
+}  // namespace
+
+TEST(ReplayPoolMode, DeterministicForTheSameTraceAndSeed)
+{
+  for (char const* workload : {"mlp-train", "kv-paging"}) {
+    SCOPED_TRACE(workload);
+    tt::generator_params params;
+    if (std::string_view(workload) == "mlp-train") {
+      params = {{"layers", "4"}, {"width", "512"}, {"batch", "64"}, {"iterations", "2"}};
+    } else {
+      params = {{"requests", "12"}, {"max_batch", "4"}};
+    }
+    auto const a = tr::compiled_trace::compile(tt::generate(workload, params, 42));
+    auto const b = tr::compiled_trace::compile(tt::generate(workload, params, 42));
+    auto const x = run_pool(a, "lru", "40%");
+    auto const y = run_pool(b, "lru", "40%");
+    EXPECT_GT(x.requests, 0U);
+    EXPECT_GT(x.misses, 0U);
+    EXPECT_EQ(x.hits, y.hits);
+    EXPECT_EQ(x.misses, y.misses);
+    EXPECT_EQ(x.bytes_h2d, y.bytes_h2d);
+    EXPECT_EQ(x.bytes_d2h, y.bytes_d2h);
+    EXPECT_EQ(x.evictions, y.evictions);
+    EXPECT_EQ(x.bytes_missed, y.bytes_missed);
+    EXPECT_DOUBLE_EQ(x.stall_seconds, y.stall_seconds);
+    EXPECT_DOUBLE_EQ(x.makespan_seconds, y.makespan_seconds);
+    EXPECT_DOUBLE_EQ(x.lower_bound_seconds, y.lower_bound_seconds);
+    EXPECT_GE(x.makespan_seconds, x.lower_bound_seconds);
+  }
+}
+
+TEST(ReplayPoolMode, CacheTraceFirstReadsAreCopiedIn)
+{
+  // Everything fits: each object is copied in exactly once, then every access hits.
+  std::vector<tt::event> const ev = {read(1, 4096), read(2, 8192), read(1, 4096), read(2, 8192), read(1, 4096)};
+  auto const t = tr::compiled_trace::compile(ev);
+  tr::run_options o;
+  o.capacity_bytes = 1U << 20U;
+  auto const r = tr::run(t, o);
+  EXPECT_EQ(r.requests, 5U);
+  EXPECT_EQ(r.hits, 3U);
+  EXPECT_EQ(r.misses, 2U);
+  EXPECT_EQ(r.bytes_h2d, 12288U);
+  EXPECT_EQ(r.bytes_missed, 12288U);
+  EXPECT_EQ(r.must_move_h2d, 12288U);
+  EXPECT_EQ(r.evictions, 0U);
+  // Two copies on pcie4 (2 us + bytes / 25 GB/s each) one after the other on the h2d link.
+  double const copy_s = 2 * 2e-6 + 12288.0 / 25e9;
+  EXPECT_NEAR(r.lower_bound_seconds, copy_s, 1e-9);
+  EXPECT_GE(r.makespan_seconds, r.lower_bound_seconds - 1e-9);
+}
+
+TEST(ReplayPoolMode, IgnoreSizeRejected)
+{
+  std::vector<tt::event> const ev = {read(1, 4096)};
+  auto const t = tr::compiled_trace::compile(ev, {.ignore_size = true, .pool = false});
+  tr::run_options o;
+  o.capacity_bytes = 4096;
+  EXPECT_THROW((void)tr::run(t, o), tierpool::logic_error);
+}

@@ -1,0 +1,288 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// trace_gen_tests.cpp — the generators of BENCHMARKS.md §2: determinism per seed, well-
+// formedness (every use of a live tensor, frees match allocates, nothing left), and the
+// exact shapes: tensor sizes, access order, compute durations.
+#include "trace_test_util.hpp"
+
+#include <tierpool/trace_gen.hpp>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+namespace {
+
+using namespace trace_test;
+using ::testing::HasSubstr;
+using tt::access_kind;
+using tt::event;
+using tt::event_kind;
+
+// Small parameters so every workload generates quickly.
+tt::generator_params small(std::string_view workload)
+{
+  if (workload == "mlp-train") { return {{"layers", "3"}, {"width", "64"}, {"batch", "8"}, {"iterations", "2"}}; }
+  if (workload == "transformer-train") {
+    return {{"blocks", "2"}, {"hidden", "64"}, {"seq", "32"}, {"batch", "2"}, {"iterations", "2"}};
+  }
+  if (workload == "llm-infer-stream") {
+    return {{"layers", "2"}, {"hidden", "64"}, {"prompt", "16"}, {"steps", "20"}, {"kv_block_tokens", "16"}};
+  }
+  if (workload == "kv-paging") {
+    return {{"requests", "12"}, {"max_batch", "4"}, {"prompt_max", "64"}, {"output_max", "40"}, {"weight_bytes", "1MiB"}};
+  }
+  return {{"tensors", "50"}, {"accesses", "2000"}};
+}
+
+// Strict well-formedness: allocate of a fresh id, accesses / prefetches / frees of live ids only.
+void expect_well_formed(std::vector<event> const& events, std::string_view name)
+{
+  std::unordered_map<std::uint64_t, bool> live;  // id -> live
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    auto const& e = events[i];
+    switch (e.kind) {
+      case event_kind::allocate:
+        ASSERT_FALSE(live.contains(e.tensor)) << name << ": id " << e.tensor << " allocated twice at event " << i;
+        ASSERT_GT(e.bytes, 0U) << name;
+        live[e.tensor] = true;
+        break;
+      case event_kind::free:
+        ASSERT_TRUE(live.contains(e.tensor) && live[e.tensor]) << name << ": free of a dead id at event " << i;
+        live[e.tensor] = false;
+        break;
+      case event_kind::access:
+      case event_kind::prefetch:
+        ASSERT_TRUE(live.contains(e.tensor) && live[e.tensor]) << name << ": use of a dead id at event " << i;
+        ASSERT_EQ(e.bytes, 0U);
+        break;
+      case event_kind::compute: ASSERT_GT(e.duration_ns, 0U); break;
+      case event_kind::phase: ASSERT_FALSE(e.name.empty()); break;
+      case event_kind::release: FAIL() << name << ": generators write no release events"; break;
+    }
+  }
+  for (auto const& [id, is_live] : live) { EXPECT_FALSE(is_live) << name << ": id " << id << " never freed"; }
+  auto const s = tt::summarize(events);
+  EXPECT_EQ(s.accesses_not_live + s.frees_not_live + s.allocates_live + s.prefetches_not_live, 0U) << name;
+  EXPECT_EQ(s.live_at_end, 0U) << name;
+}
+
+TEST(TraceGen, EveryWorkloadIsDeterministicAndWellFormed)
+{
+  ASSERT_EQ(tt::workloads().size(), 5U);
+  for (auto const& w : tt::workloads()) {
+    auto const a = tt::generate(w.name, small(w.name), 7);
+    auto const b = tt::generate(w.name, small(w.name), 7);
+    auto const c = tt::generate(w.name, small(w.name), 8);
+    EXPECT_EQ(a, b) << w.name;
+    if (w.random) {
+      EXPECT_NE(a, c) << w.name;
+    } else {
+      EXPECT_EQ(a, c) << w.name;
+    }
+    expect_well_formed(a, w.name);
+    // Defaults too (these are the full-size traces: a few MB to a few GB of working set).
+    auto const d = tt::generate(w.name, {}, 1);
+    expect_well_formed(d, w.name);
+    auto const s = tt::summarize(d);
+    EXPECT_GE(s.peak_live_bytes, std::uint64_t{1} << 20U) << w.name;
+    EXPECT_LE(s.peak_live_bytes, std::uint64_t{8} << 30U) << w.name;
+  }
+}
+
+TEST(TraceGen, StreamingAndVectorFormsAgreeAndSurviveAFile)
+{
+  std::vector<event> streamed;
+  tt::generate("kv-paging", small("kv-paging"), 3, [&](event const& e) { streamed.push_back(e); });
+  EXPECT_EQ(streamed, tt::generate("kv-paging", small("kv-paging"), 3));
+  auto const path = scratch("kv.tpb");
+  {
+    tt::writer w(path, tt::format::binary);
+    for (auto const& e : streamed) { w.write(e); }
+  }
+  EXPECT_EQ(tt::read_all(path), streamed);
+}
+
+// The accesses of one phase, as (keyword, tensor name) pairs.
+std::vector<std::string> trace_lines(std::vector<event> const& events, std::size_t from, std::size_t count)
+{
+  std::map<std::uint64_t, std::string> names;
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < events.size() && out.size() < from + count; ++i) {
+    auto const& e = events[i];
+    if (e.kind == event_kind::allocate) { names[e.tensor] = e.name; }
+    std::string line = tt::format_text(e);
+    if (e.kind == event_kind::access || e.kind == event_kind::free) { line += " (" + names[e.tensor] + ")"; }
+    if (e.kind == event_kind::allocate) { line = "alloc " + e.name + " " + std::to_string(e.bytes); }
+    out.push_back(line);
+  }
+  return std::vector<std::string>(out.begin() + static_cast<std::ptrdiff_t>(from), out.end());
+}
+
+std::size_t index_of_phase(std::vector<event> const& events, std::string_view label, std::size_t start = 0)
+{
+  for (std::size_t i = start; i < events.size(); ++i) {
+    if (events[i].kind == event_kind::phase && events[i].name == label) { return i; }
+  }
+  return events.size();
+}
+
+TEST(TraceGen, MlpTrainHasTheBenchmarkShape)
+{
+  // L = 3, W = 64, B = 8, fp32: weights 64*64*4 = 16384 B, activations 8*64*4 = 2048 B.
+  // Forward compute 2*B*W^2 = 65536 flop at 20 TFLOP/s = 3.28 ns -> 3; backward 6.55 -> 7;
+  // Adam 12*W^2 = 49152 flop -> 2.46 -> 2.
+  auto const events = tt::generate("mlp-train", small("mlp-train"), 1);
+  auto const s = tt::summarize(events);
+  EXPECT_EQ(s.tensors, 12U + 2U * 4U);  // w, g, m, v per layer; a0..a3 per iteration
+  EXPECT_EQ(s.requests, 3U * 3U + 2U * (1U + 10U * 3U));
+  EXPECT_EQ(s.peak_live_bytes, 12U * 16384U + 4U * 2048U);
+  EXPECT_EQ(s.compute_ns, 2U * (3U * 3U + 3U * 7U + 3U * 2U));
+
+  std::size_t const fwd = index_of_phase(events, "forward");
+  EXPECT_EQ(events[fwd - 1].name, "iter 0");
+  EXPECT_THAT(trace_lines(events, fwd, 19),
+              ::testing::ElementsAre("phase forward", "alloc a0 2048", "wd 13 (a0)",                        //
+                                     "alloc a1 2048", "read 1 (w1)", "read 13 (a0)", "wd 14 (a1)", "compute 3",  //
+                                     "alloc a2 2048", "read 5 (w2)", "read 14 (a1)", "wd 15 (a2)", "compute 3",  //
+                                     "alloc a3 2048", "read 9 (w3)", "read 15 (a2)", "wd 16 (a3)", "compute 3",
+                                     "phase backward"));
+  std::size_t const bwd = index_of_phase(events, "backward");
+  EXPECT_THAT(trace_lines(events, bwd, 17),
+              ::testing::ElementsAre("phase backward", "free 16 (a3)",                                        //
+                                     "read 15 (a2)", "read 9 (w3)", "wd 10 (g3)", "compute 7", "free 15 (a2)",  //
+                                     "read 14 (a1)", "read 5 (w2)", "wd 6 (g2)", "compute 7", "free 14 (a1)",   //
+                                     "read 13 (a0)", "read 1 (w1)", "wd 2 (g1)", "compute 7", "free 13 (a0)"));
+  std::size_t const opt = index_of_phase(events, "optimizer");
+  EXPECT_THAT(trace_lines(events, opt, 6), ::testing::ElementsAre("phase optimizer", "read 2 (g1)", "rw 3 (m1)",
+                                                                  "rw 4 (v1)", "rw 1 (w1)", "compute 2"));
+  EXPECT_LT(index_of_phase(events, "iter 1"), events.size());
+}
+
+TEST(TraceGen, TransformerTrainSizes)
+{
+  // h = 64: 12 h^2 = 49152 parameters; bf16 weights 98304 B, fp32 moments 196608 B;
+  // stored activations 34 s b h = 34 * 32 * 2 * 64 = 139264 B; x0 / dx = s b h * 2 = 8192 B.
+  auto const events = tt::generate("transformer-train", small("transformer-train"), 1);
+  std::map<std::string, std::uint64_t> sizes;
+  for (auto const& e : events) {
+    if (e.kind == event_kind::allocate) { sizes[e.name] = e.bytes; }
+  }
+  EXPECT_EQ(sizes["block1.w"], 98304U);
+  EXPECT_EQ(sizes["block2.g"], 98304U);
+  EXPECT_EQ(sizes["block1.m"], 196608U);
+  EXPECT_EQ(sizes["block2.v"], 196608U);
+  EXPECT_EQ(sizes["block1.act"], 139264U);
+  EXPECT_EQ(sizes["x0"], 8192U);
+  EXPECT_EQ(sizes["dx"], 8192U);
+}
+
+TEST(TraceGen, LlmInferStreamReadsEveryLayerOncePerStep)
+{
+  auto const events = tt::generate("llm-infer-stream", small("llm-infer-stream"), 1);
+  std::map<std::uint64_t, std::string> names;
+  std::vector<std::string> weight_reads_step3;
+  std::size_t kv_blocks = 0;
+  bool in_step3 = false;
+  for (auto const& e : events) {
+    if (e.kind == event_kind::allocate) {
+      names[e.tensor] = e.name;
+      if (e.name.find(".kv") != std::string::npos) {
+        ++kv_blocks;
+        EXPECT_EQ(e.bytes, 2U * 64U * 2U * 16U);  // K and V, h, fp16, 16 tokens
+      }
+    }
+    if (e.kind == event_kind::phase) { in_step3 = e.name == "step 3"; }
+    if (in_step3 && e.kind == event_kind::access && names[e.tensor].ends_with(".w")) {
+      weight_reads_step3.push_back(names[e.tensor]);
+    }
+  }
+  EXPECT_THAT(weight_reads_step3, ::testing::ElementsAre("layer0.w", "layer1.w"));
+  // 16 prompt tokens + 20 generated = 36 tokens = 3 blocks of 16 per layer.
+  EXPECT_EQ(kv_blocks, 2U * 3U);
+}
+
+TEST(TraceGen, KvPagingServesEveryRequest)
+{
+  auto const events = tt::generate("kv-paging", small("kv-paging"), 5);
+  std::set<std::string> requests;
+  std::size_t weight_reads = 0;
+  std::size_t steps = 0;
+  std::uint64_t weights_id = 0;
+  for (auto const& e : events) {
+    if (e.kind == event_kind::allocate) {
+      if (e.name == "weights") {
+        weights_id = e.tensor;
+        EXPECT_EQ(e.bytes, 1U << 20U);
+      } else {
+        EXPECT_EQ(e.bytes, 16U * 128U * 1024U) << e.name;  // block_tokens x token_bytes
+        requests.insert(e.name.substr(0, e.name.find('.')));
+      }
+    }
+    if (e.kind == event_kind::access && e.tensor == weights_id && e.mode == access_kind::read) { ++weight_reads; }
+    if (e.kind == event_kind::phase && e.name.starts_with("step ")) { ++steps; }
+  }
+  EXPECT_EQ(requests.size(), 12U);
+  EXPECT_EQ(weight_reads, steps);  // the weights are read once per decoding step
+  EXPECT_GE(steps, 16U);           // at least the shortest output (output_min)
+}
+
+TEST(TraceGen, RandomReuseFollowsItsParameters)
+{
+  tt::generator_params const p{{"tensors", "40"}, {"accesses", "4000"}, {"min_bytes", "5000"}, {"max_bytes", "9000"},
+                               {"skew", "1.2"}, {"write_ratio", "0.25"}, {"compute_ns", "10"}};
+  auto const events = tt::generate("random-reuse", p, 11);
+  std::map<std::uint64_t, std::size_t> hits;
+  std::size_t writes = 0;
+  std::size_t run_accesses = 0;
+  bool running = false;
+  for (auto const& e : events) {
+    if (e.kind == event_kind::allocate) {
+      EXPECT_TRUE(e.bytes == 8192U || e.bytes == 12288U) << e.bytes;  // 5000..9000 rounded up to 4 KiB
+    }
+    if (e.kind == event_kind::phase) { running = e.name == "run"; }
+    if (running && e.kind == event_kind::access) {
+      ++run_accesses;
+      ++hits[e.tensor];
+      writes += e.mode == access_kind::read_write ? 1U : 0U;
+    }
+  }
+  EXPECT_EQ(run_accesses, 4000U);
+  EXPECT_EQ(tt::summarize(events).compute_ns, 4000U * 10U);
+  EXPECT_GT(writes, 800U);
+  EXPECT_LT(writes, 1200U);
+  std::size_t top = 0;
+  for (auto const& [id, n] : hits) { top = std::max(top, n); }
+  EXPECT_GT(top, 4000U / 8U);  // Zipf(1.2) over 40: the first rank takes about 28 %
+}
+
+TEST(TraceGen, BadInputsAreNamed)
+{
+  auto message = [](std::string_view w, tt::generator_params const& p) -> std::string {
+    try {
+      (void)tt::generate(w, p, 1);
+    } catch (tierpool::logic_error const& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(message("cnn-train", {}),
+            "unknown workload 'cnn-train' (valid: mlp-train, transformer-train, llm-infer-stream, kv-paging, random-reuse)");
+  EXPECT_EQ(message("mlp-train", {{"depth", "3"}}),
+            "unknown parameter 'depth' for workload mlp-train (valid: layers, width, batch, iterations, dtype_bytes, tflops)");
+  EXPECT_EQ(message("mlp-train", {{"layers", "0"}}),
+            "bad value '0' for mlp-train parameter 'layers' (expected an integer in 1..1048576)");
+  EXPECT_EQ(message("mlp-train", {{"layers", "2"}, {"layers", "3"}}), "parameter 'layers' given twice");
+  EXPECT_THAT(message("kv-paging", {{"token_bytes", "lots"}}),
+              HasSubstr("bad value 'lots' for kv-paging parameter 'token_bytes' (expected a byte size"));
+  EXPECT_THAT(message("random-reuse", {{"skew", "x"}}), HasSubstr("bad value 'x' for random-reuse parameter 'skew'"));
+  std::vector<std::string> const items{"layers=2", "width"};
+  EXPECT_THROW((void)tt::parse_generator_params(items), tierpool::logic_error);
+}
+
+}  // namespace

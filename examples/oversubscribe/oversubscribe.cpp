@@ -62,6 +62,8 @@ struct options {
   std::string backend{};
   std::string link{};
   std::string json{};
+  std::string trace{};  ///< --trace, else TIERPOOL_TRACE
+  bool virtual_clock{false};  ///< --virtual-clock: the sim's deterministic timeline
   bool check_kernels{false};
   bool help{false};
 };
@@ -85,6 +87,10 @@ set, and checks every step's loss bit for bit against a run with unlimited devic
   --link MODEL          sim only: throttle host<->device copies, e.g. pcie4 or 25e9,2000
   --no-prefetch         do not prefetch the next operation's tensors
   --json FILE           write the results and the pool's statistics as JSON
+  --trace FILE          record the oversubscribed pool's calls as a trace (.tpt text,
+                        .tpb binary; default: TIERPOOL_TRACE) for tierpool replay
+  --virtual-clock       sim only: the deterministic virtual timeline instead of the wall
+                        clock (the same pool decisions on every run; what replay uses)
   --check-kernels       instead of training, run each kernel of the backend (the CUDA
                         kernels on a GPU) on random inputs and compare it with the host
                         kernels and with a second run of itself
@@ -234,9 +240,12 @@ options parse_options(int argc, char** argv)
     else if (arg == "--link") { o.link = value(); }
     else if (arg == "--no-prefetch") { o.model.prefetch = false; }
     else if (arg == "--json") { o.json = value(); }
+    else if (arg == "--trace") { o.trace = value(); }
+    else if (arg == "--virtual-clock") { o.virtual_clock = true; }
     else if (arg == "--check-kernels") { o.check_kernels = true; }
     else { throw usage_error("unknown option '" + std::string(args[i]) + "' (see --help)"); }
-    if (inline_value && (arg == "--help" || arg == "-h" || arg == "--no-prefetch" || arg == "--check-kernels")) {
+    if (inline_value && (arg == "--help" || arg == "-h" || arg == "--no-prefetch" || arg == "--check-kernels" ||
+                         arg == "--virtual-clock")) {
       throw usage_error(std::string(arg) + " takes no value");
     }
   }
@@ -260,9 +269,11 @@ constexpr std::size_t round_up(std::size_t v, std::size_t to) noexcept { return 
 /// A backend of `kind` ("sim" or "cuda") whose device can hold `device_bytes`.
 std::shared_ptr<tierpool::backend> make_backend(tierpool::backend_choice choice, std::size_t device_bytes,
                                                 std::optional<tierpool::link_model> const& link,
-                                                tierpool::fallback_notice notice, std::string* reason)
+                                                tierpool::fallback_notice notice, std::string* reason,
+                                                bool virtual_clock = false)
 {
   tierpool::sim_options so;
+  if (virtual_clock) { so.clock = tierpool::sim_clock_mode::virtual_clock; }
   // The simulated card is larger than the device tier, as a real one would be: the
   // tier's capacity, not the card, is what the demo oversubscribes.
   so.device_bytes = std::max(so.device_bytes, round_up(2 * device_bytes, 1_MiB));
@@ -404,7 +415,8 @@ int run(options const& o)
   // The backend, and kernels that can run on it: on the CUDA backend the demo's CUDA
   // kernels (cuda_kernels.cu) when the build has them and they run on this GPU.
   std::string reason;
-  auto be = make_backend(choice, device_bytes, link, tierpool::fallback_notice::silent, &reason);  // reason printed below
+  auto be = make_backend(choice, device_bytes, link, tierpool::fallback_notice::silent, &reason,
+                         o.virtual_clock);  // reason printed below
   std::string why;
   auto compute = oversubscribe::make_compute_backend(*be, &why);
   if (!compute) {
@@ -423,11 +435,14 @@ int run(options const& o)
   // everything, so nothing is ever evicted.
   std::size_t const ref_device_bytes = round_up(working_set + working_set / 4 + 1_MiB, 1_MiB);
   auto ref_be = make_backend(be->caps().name == "sim" ? tierpool::backend_choice::sim : tierpool::backend_choice::cuda,
-                             ref_device_bytes, link, tierpool::fallback_notice::silent, nullptr);
+                             ref_device_bytes, link, tierpool::fallback_notice::silent, nullptr, o.virtual_clock);
   auto ref_compute = oversubscribe::make_compute_backend(*ref_be, &why);
   if (!ref_compute) { throw std::runtime_error("no kernels for the reference run: " + why); }
 
-  tierpool::pool pool{pool_options_for(be, device_bytes, policy)};
+  tierpool::pool_options opts = pool_options_for(be, device_bytes, policy);
+  opts.trace_path = o.trace.empty() && env("TIERPOOL_TRACE") != nullptr ? env("TIERPOOL_TRACE") : o.trace;
+  // (only the oversubscribed pool records)
+  tierpool::pool pool{std::move(opts)};
   tierpool::pool ref_pool{pool_options_for(ref_be, ref_device_bytes, policy)};
 
   std::size_t const tier_bytes = pool.stats().tiers.at(0).capacity_bytes;

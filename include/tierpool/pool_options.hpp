@@ -97,6 +97,9 @@ struct tensor_options {
   float priority{0.0F};                 ///< hint in [0, 1]; higher = keep resident longer
   std::uint32_t tenant{0};              ///< owner for quotas and statistics
   std::optional<tier_id> preferred_tier{};  ///< where to place it first; default: fastest with room
+  /// Forecast of its first use, for policies that use one (as pool::set_next_use, which
+  /// cannot reach the policies before allocate places the tensor).
+  std::optional<tick> next_use{};
 };
 
 }  // namespace tierpool

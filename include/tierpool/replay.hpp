@@ -218,8 +218,8 @@ struct run_options {
   std::uint64_t capacity_bytes{0};           ///< device / cache capacity (objects with ignore_size); > 0
   std::string capacity_label{};              ///< copied into the result
   link_model link{link_model::pcie4()};      ///< host <-> device link, both directions
-  /// Prefetch predictor: only "none" exists yet. Hook: the predictor registry, once built,
-  /// is consulted here (see resolve_prefetch in runtime/replay/pool_replay.cpp).
+  /// Prefetch predictor spec (pool mode): "none", "sequence:depth=8", ... — handed to the
+  /// replayed pool as pool_options::prefetch (policy_registry::create_predictor).
   std::string prefetch{"none"};
   policy_registry const* registry{nullptr};  ///< null: the built-in policies
   progress_fn progress{};                    ///< called about every 2^20 events (may be empty)

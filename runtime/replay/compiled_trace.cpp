@@ -278,6 +278,9 @@ compiled_trace compiled_trace::compile(std::span<trace::event const> events, com
       detail::pool_op& op = d->ops[i];
       switch (op.kind) {
         case detail::pool_op_kind::allocate:
+          op.arg = next_pos[op.obj];  // its first access: the forecast allocate gives the policies
+          next_pos[op.obj] = detail::kNoNext;
+          break;
         case detail::pool_op_kind::free: next_pos[op.obj] = detail::kNoNext; break;
         case detail::pool_op_kind::access:
           op.arg = next_pos[op.obj];

@@ -41,22 +41,10 @@ namespace {
 
 constexpr std::size_t kAlign = 256;  // sim allocation granularity; tier capacities round down to it
 
-// Hook for prefetch predictors: only "none" exists until the predictor registry lands.
-// A predictor would be built here and consulted after each access (on_access ->
-// proposed prefetches -> pool::prefetch).
-void resolve_prefetch(std::string_view name)
-{
-  if (name != "none") {
-    throw logic_error("replay: unknown prefetch predictor '" + std::string(name) +
-                      "' (valid: none; predictors are not registered yet)");
-  }
-}
-
 }  // namespace
 
 void run_pool(compiled_data const& d, policy_registry const& registry, run_options const& o, replay_result& out)
 {
-  resolve_prefetch(o.prefetch);
   std::uint64_t const cap = o.capacity_bytes / kAlign * kAlign;
   if (cap == 0) {
     throw logic_error("replay: pool mode needs a capacity of at least 256 bytes (got " +
@@ -80,6 +68,7 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
                  .chunk_bytes = std::min<std::uint64_t>(host_cap, 1ULL << 30U), .policy = "lru", .name = "host"},
   };
   po.policy = o.policy;
+  po.prefetch = o.prefetch;  // the pool builds the predictor from the registry (unknown: a typed error)
   po.backend = backend_choice::sim;
   po.backend_object = backend;
   po.registry = &registry;
@@ -118,6 +107,7 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
           case pool_op_kind::allocate: {
             tensor_options to;
             if (op.tier != kAnyTier) { to.preferred_tier = tier_id{op.tier}; }
+            to.next_use = op.arg == kNoNext ? tick{no_next_use} : tick{op.arg};
             tensors[op.obj] = p.allocate(static_cast<std::size_t>(op.bytes), std::move(to));
             break;
           }

@@ -15,6 +15,7 @@
 
 #include <tierpool/detail/parse.hpp>
 #include <tierpool/error.hpp>
+#include <tierpool/policy.hpp>
 #include <tierpool/replay.hpp>
 #include <tierpool/trace.hpp>
 
@@ -98,7 +99,7 @@ int replay_command(int argc, char** argv)
     ("mode,m", po::value(&mode), "pool (the real pool on a simulated device, default) or cache (plain object cache)")
     ("ignore-size", "cache mode: every object has size 1 (capacities and bytes count objects)")
     ("link", po::value(&link), "host<->device link: pcie4 (default), pcie5, nvlink-c2c, cxl, or BW,LAT (bytes/s,ns)")
-    ("prefetch", po::value(&prefetch), "prefetch predictor (pool mode): none (default; predictors are not registered yet)")
+    ("prefetch", po::value(&prefetch), "prefetch predictor (pool mode): none (default), sequence[:depth=N,budget=BYTES] (tierpool policies lists them)")
     ("loop", po::value(&loop), "replay the trace this many times in a row (default 1)")
     ("format", po::value(&format), "trace format: auto (default), text, binary, oracle_general, csv")
     ("json", po::value(&json_path), "write the results as JSON (one object per row) to FILE")
@@ -148,8 +149,8 @@ int replay_command(int argc, char** argv)
   if (!lm) { throw logic_error("invalid --link '" + link + "': " + link_error); }
   g.link = *lm;
   g.prefetch = prefetch;
-  if (prefetch != "none") {
-    throw logic_error("unknown prefetch predictor '" + prefetch + "' (valid: none; predictors are not registered yet)");
+  if (mode == "pool") {
+    (void)policy_registry::with_builtins().create_predictor(prefetch);  // unknown: the registry's typed error, up front
   }
   g.threads = threads;
 

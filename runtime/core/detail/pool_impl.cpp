@@ -353,6 +353,7 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
   auto rec = std::make_shared<tensor_record>();
   rec->owner = this;
   rec->bytes = bytes;
+  if (options.next_use) { rec->next_use.store(std::min(*options.next_use, kNoForecast - 1), std::memory_order_relaxed); }
   rec->opts = std::move(options);
   rec->slots.resize(n);
 

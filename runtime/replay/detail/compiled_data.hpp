@@ -48,7 +48,7 @@ struct pool_op {
   std::uint32_t stream{0};  ///< access, compute: dense stream index
   std::uint32_t tier{kAnyTier};  ///< allocate: preferred tier (0/1) or kAnyTier; prefetch: target
   std::uint64_t bytes{0};   ///< allocate, access: size
-  std::uint64_t arg{0};     ///< compute: duration ns; access: position of the next access or kNoNext
+  std::uint64_t arg{0};     ///< compute: duration ns; access, allocate: position of the next access or kNoNext
 };
 static_assert(sizeof(pool_op) == 32);
 

@@ -22,39 +22,9 @@ fifo_policy::fifo_policy() noexcept : fifo_policy(config{}) {}
 
 fifo_policy::fifo_policy(config cfg) noexcept : cfg_(cfg) {}
 
-void fifo_policy::link_back(list& l, index_t i) noexcept
-{
-  node& n = nodes_[i];
-  n.next = npos;
-  n.prev = l.back;
-  if (l.back != npos) {
-    nodes_[l.back].next = i;
-  } else {
-    l.front = i;
-  }
-  l.back = i;
-  ++l.count;
-  l.add(n.bytes);
-}
+void fifo_policy::link_back(list& l, index_t i) noexcept { policies::detail::link_back(nodes_, l, i); }
 
-void fifo_policy::unlink(list& l, index_t i) noexcept
-{
-  node& n = nodes_[i];
-  if (n.prev != npos) {
-    nodes_[n.prev].next = n.next;
-  } else {
-    l.front = n.next;
-  }
-  if (n.next != npos) {
-    nodes_[n.next].prev = n.prev;
-  } else {
-    l.back = n.prev;
-  }
-  n.prev = npos;
-  n.next = npos;
-  --l.count;
-  l.sub(n.bytes);
-}
+void fifo_policy::unlink(list& l, index_t i) noexcept { policies::detail::unlink(nodes_, l, i); }
 
 fifo_policy::index_t fifo_policy::lookup(tensor_id id) const noexcept
 {
@@ -90,13 +60,7 @@ void fifo_policy::on_insert(tensor_view const& v) noexcept
     return;
   }
   // Hooks are noexcept: if the host cannot grow the slab or the index, std::terminate runs.
-  if (free_head_ != npos) {
-    i = free_head_;
-    free_head_ = nodes_[i].next;
-  } else {
-    i = static_cast<index_t>(nodes_.size());
-    nodes_.emplace_back();
-  }
+  i = policies::detail::slab_acquire(nodes_, free_head_);
   node& n = nodes_[i];
   n = node{v.id, v.bytes, npos, npos, v.pinned, true};
   index_.emplace(v.id, i);
@@ -122,8 +86,7 @@ void fifo_policy::on_erase(tensor_id id) noexcept
   n.live = false;
   n.pinned = false;
   n.bytes = 0;
-  n.next = free_head_;
-  free_head_ = i;
+  policies::detail::slab_release(nodes_, free_head_, i);
 }
 
 void fifo_policy::on_pin(tensor_id id) noexcept
@@ -172,10 +135,7 @@ bool fifo_policy::validate() const noexcept
   }
   if (live != index_.size()) { return false; }
   std::size_t free_slots = 0;
-  for (index_t i = free_head_; i != npos; i = nodes_[i].next) {
-    if (i >= nodes_.size() || nodes_[i].live || free_slots > nodes_.size()) { return false; }
-    ++free_slots;
-  }
+  if (!policies::detail::slab_free_list_ok(nodes_, free_head_, free_slots)) { return false; }
   return live + free_slots == nodes_.size();
 }
 

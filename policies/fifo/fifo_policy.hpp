@@ -34,6 +34,7 @@
 #include <vector>
 
 #include <tierpool/export.hpp>
+#include <tierpool/policies/slab_list.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -127,27 +128,7 @@ class TIERPOOL_EXPORT fifo_policy {
   // A doubly-linked list over slab positions, oldest at front.
   // Invariant: count == #nodes reachable from front; bytes_high * 2^64 + bytes_low == exact
   // sum of their bytes (two words: removing a huge tensor after an overflow stays exact).
-  struct list {
-    index_t front{npos};  // oldest
-    index_t back{npos};   // newest
-    std::size_t count{0};
-    std::size_t bytes_low{0};
-    std::size_t bytes_high{0};
-    void add(std::size_t n) noexcept
-    {
-      bytes_low += n;
-      if (bytes_low < n) { ++bytes_high; }
-    }
-    void sub(std::size_t n) noexcept
-    {
-      if (bytes_low < n) { --bytes_high; }
-      bytes_low -= n;
-    }
-    [[nodiscard]] std::size_t bytes() const noexcept
-    {
-      return bytes_high != 0 ? std::numeric_limits<std::size_t>::max() : bytes_low;
-    }
-  };
+  using list = policies::detail::slab_list;
 
   void link_back(list& l, index_t i) noexcept;
   void unlink(list& l, index_t i) noexcept;

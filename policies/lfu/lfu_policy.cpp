@@ -8,6 +8,8 @@
 
 #include <limits>
 
+#include <tierpool/policies/slab_list.hpp>
+
 namespace tierpool {
 namespace {
 
@@ -172,13 +174,7 @@ void lfu_policy::on_insert(tensor_view const& v) noexcept
     bump(i);
     return;
   }
-  if (free_head_ != npos) {
-    i = free_head_;
-    free_head_ = nodes_[i].next;
-  } else {
-    i = static_cast<index_t>(nodes_.size());
-    nodes_.emplace_back();
-  }
+  i = policies::detail::slab_acquire(nodes_, free_head_);  // noexcept hook: terminates if out of memory
   nodes_[i] = node{v.id, v.bytes, npos, npos, npos, v.pinned, true};
   index_.emplace(v.id, i);
   if (v.pinned) { ++pinned_count_; }
@@ -206,8 +202,7 @@ void lfu_policy::on_erase(tensor_id id) noexcept
   n.live = false;
   n.pinned = false;
   n.bytes = 0;
-  n.next = free_head_;
-  free_head_ = i;
+  policies::detail::slab_release(nodes_, free_head_, i);
 }
 
 void lfu_policy::on_pin(tensor_id id) noexcept
@@ -272,10 +267,7 @@ bool lfu_policy::validate() const noexcept
   }
   if (live != index_.size() || pinned_nodes != pinned_count_) { return false; }
   std::size_t free_slots = 0;
-  for (index_t i = free_head_; i != npos; i = nodes_[i].next) {
-    if (i >= nodes_.size() || nodes_[i].live || free_slots > nodes_.size()) { return false; }
-    ++free_slots;
-  }
+  if (!policies::detail::slab_free_list_ok(nodes_, free_head_, free_slots)) { return false; }
   std::size_t free_buckets = 0;
   for (index_t b = free_bucket_; b != npos; b = buckets_[b].next) {
     if (b >= buckets_.size() || free_buckets > buckets_.size()) { return false; }

@@ -9,6 +9,8 @@
 #include <limits>
 #include <utility>
 
+#include <tierpool/policies/slab_list.hpp>
+
 namespace tierpool {
 namespace {
 
@@ -81,13 +83,7 @@ void random_policy::on_insert(tensor_view const& v) noexcept
     set_pinned(i, v.pinned);
     return;
   }
-  if (free_head_ != npos) {
-    i = free_head_;
-    free_head_ = nodes_[i].next;
-  } else {
-    i = static_cast<index_t>(nodes_.size());
-    nodes_.emplace_back();
-  }
+  i = policies::detail::slab_acquire(nodes_, free_head_);  // noexcept hook: terminates if out of memory
   nodes_[i] = node{v.id, v.bytes, npos, npos, v.pinned, true};
   index_.emplace(v.id, i);
   if (!v.pinned) { add_candidate(i); }
@@ -112,8 +108,7 @@ void random_policy::on_erase(tensor_id id) noexcept
   n.live = false;
   n.pinned = false;
   n.bytes = 0;
-  n.next = free_head_;
-  free_head_ = i;
+  policies::detail::slab_release(nodes_, free_head_, i);
   ++erases_;
 }
 
@@ -176,10 +171,7 @@ bool random_policy::validate() const noexcept
   }
   if (live != index_.size() || live != candidates_.size() + pinned) { return false; }
   std::size_t free_slots = 0;
-  for (index_t i = free_head_; i != npos; i = nodes_[i].next) {
-    if (i >= nodes_.size() || nodes_[i].live || free_slots > nodes_.size()) { return false; }
-    ++free_slots;
-  }
+  if (!policies::detail::slab_free_list_ok(nodes_, free_head_, free_slots)) { return false; }
   return live + free_slots == nodes_.size();
 }
 

@@ -36,38 +36,14 @@ s3fifo_policy::s3fifo_policy(config cfg) : cfg_(cfg)
 
 void s3fifo_policy::link_back(list& l, index_t i) noexcept
 {
-  node& n = nodes_[i];
-  n.next = npos;
-  n.prev = l.back;
-  if (l.back != npos) {
-    nodes_[l.back].next = i;
-  } else {
-    l.front = i;
-  }
-  l.back = i;
-  ++l.count;
-  l.add(n.bytes);
-  if (&l == &main_) { ++m_freq_count_[n.freq]; }
+  policies::detail::link_back(nodes_, l, i);
+  if (&l == &main_) { ++m_freq_count_[nodes_[i].freq]; }
 }
 
 void s3fifo_policy::unlink(list& l, index_t i) noexcept
 {
-  node& n = nodes_[i];
-  if (n.prev != npos) {
-    nodes_[n.prev].next = n.next;
-  } else {
-    l.front = n.next;
-  }
-  if (n.next != npos) {
-    nodes_[n.next].prev = n.prev;
-  } else {
-    l.back = n.prev;
-  }
-  n.prev = npos;
-  n.next = npos;
-  --l.count;
-  l.sub(n.bytes);
-  if (&l == &main_) { --m_freq_count_[n.freq]; }
+  policies::detail::unlink(nodes_, l, i);
+  if (&l == &main_) { --m_freq_count_[nodes_[i].freq]; }
 }
 
 s3fifo_policy::list& s3fifo_policy::list_of(node const& n) noexcept
@@ -243,8 +219,7 @@ void s3fifo_policy::free_slot(index_t i) noexcept
   n.pinned = false;
   n.freq = 0;
   n.bytes = 0;
-  n.next = free_head_;
-  free_head_ = i;
+  policies::detail::slab_release(nodes_, free_head_, i);
 }
 
 void s3fifo_policy::trim_ghosts() noexcept
@@ -295,13 +270,7 @@ void s3fifo_policy::on_insert(tensor_view const& v) noexcept
     }
     return;
   }
-  index_t i = free_head_;
-  if (i != npos) {
-    free_head_ = nodes_[i].next;
-  } else {
-    i = static_cast<index_t>(nodes_.size());
-    nodes_.emplace_back();  // hooks are noexcept: terminate if the host is out of memory
-  }
+  index_t const i = policies::detail::slab_acquire(nodes_, free_head_);  // hooks are noexcept: terminate if out of memory
   nodes_[i] = node{v.id, v.bytes, npos, npos, queue::small, 0, v.pinned, true};
   index_.emplace(v.id, i);
   if (v.pinned) {
@@ -472,10 +441,7 @@ bool s3fifo_policy::validate() const noexcept
   if (reachable != index_.size() || counts != m_freq_count_) { return false; }
   if (s_cold_ != first_cold(small_.front) || m_zero_ != first_zero(main_.front)) { return false; }
   std::size_t free_slots = 0;
-  for (index_t i = free_head_; i != npos; i = nodes_[i].next) {
-    if (i >= nodes_.size() || nodes_[i].live || free_slots > nodes_.size()) { return false; }
-    ++free_slots;
-  }
+  if (!policies::detail::slab_free_list_ok(nodes_, free_head_, free_slots)) { return false; }
   return reachable + free_slots == nodes_.size();
 }
 

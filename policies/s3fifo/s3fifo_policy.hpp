@@ -67,6 +67,7 @@
 #include <vector>
 
 #include <tierpool/export.hpp>
+#include <tierpool/policies/slab_list.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -186,27 +187,7 @@ class TIERPOOL_EXPORT s3fifo_policy {
   };
   // A doubly-linked list over slab positions, tail (oldest) at front. Invariant: count ==
   // #nodes reachable from front; bytes_high * 2^64 + bytes_low == exact sum of their bytes.
-  struct list {
-    index_t front{npos};
-    index_t back{npos};
-    std::size_t count{0};
-    std::size_t bytes_low{0};
-    std::size_t bytes_high{0};
-    void add(std::size_t n) noexcept
-    {
-      bytes_low += n;
-      if (bytes_low < n) { ++bytes_high; }
-    }
-    void sub(std::size_t n) noexcept
-    {
-      if (bytes_low < n) { --bytes_high; }
-      bytes_low -= n;
-    }
-    [[nodiscard]] double wide() const noexcept
-    {
-      return static_cast<double>(bytes_low) + static_cast<double>(bytes_high) * 18446744073709551616.0;
-    }
-  };
+  using list = policies::detail::slab_list;
 
   void link_back(list& l, index_t i) noexcept;
   void unlink(list& l, index_t i) noexcept;

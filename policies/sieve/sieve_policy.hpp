@@ -51,13 +51,10 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
-#include <limits>
 #include <string_view>
-#include <unordered_map>
-#include <vector>
 
 #include <tierpool/export.hpp>
+#include <tierpool/policies/hand_queue.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -119,77 +116,28 @@ class TIERPOOL_EXPORT sieve_policy {
   /// @brief The configuration.
   [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
   /// @brief Tensors tracked (pinned or not).
-  [[nodiscard]] std::size_t size() const noexcept { return queue_.count + pinned_.count; }
+  [[nodiscard]] std::size_t size() const noexcept { return impl_.size(); }
   /// @brief Tensors that may be proposed.
-  [[nodiscard]] std::size_t evictable_count() const noexcept { return queue_.count; }
+  [[nodiscard]] std::size_t evictable_count() const noexcept { return impl_.evictable_count(); }
   /// @brief Pinned tensors tracked.
-  [[nodiscard]] std::size_t pinned_count() const noexcept { return pinned_.count; }
+  [[nodiscard]] std::size_t pinned_count() const noexcept { return impl_.pinned_count(); }
   /// @brief True when `id` is tracked.
-  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.find(id) != index_.end(); }
+  [[nodiscard]] bool contains(tensor_id id) const noexcept { return impl_.contains(id); }
   /// @brief True when `id` is tracked and its visited bit is set.
-  [[nodiscard]] bool visited(tensor_id id) const noexcept;
+  [[nodiscard]] bool visited(tensor_id id) const noexcept { return impl_.marked(id); }
   /// @brief The tensor under the hand (the oldest, until the first eviction); 0 when empty.
-  [[nodiscard]] tensor_id hand() const noexcept { return hand_ == npos ? tensor_id{0} : nodes_[hand_].id; }
+  [[nodiscard]] tensor_id hand() const noexcept { return impl_.hand(); }
 
   /**
    * @brief Check every invariant: links, counts, byte sums, pinned flags, the index, the
    *        free list, the hand and both scan pointers. O(n); for tests.
    * @return True when consistent.
    */
-  [[nodiscard]] bool validate() const noexcept;
+  [[nodiscard]] bool validate() const noexcept { return impl_.validate(); }
 
  private:
-  using index_t = std::uint32_t;
-  static constexpr index_t npos = std::numeric_limits<index_t>::max();
-
-  struct node {
-    tensor_id id{};
-    std::size_t bytes{0};
-    index_t prev{npos};  // towards the tail (oldest)
-    index_t next{npos};  // towards the head (newest); free-list link for free slots
-    bool visited{false};
-    bool pinned{false};
-    bool live{false};
-  };
-  // A doubly-linked list over slab positions, tail (oldest) at front. Invariant: count ==
-  // #nodes reachable from front; bytes_high * 2^64 + bytes_low == exact sum of their bytes.
-  struct list {
-    index_t front{npos};
-    index_t back{npos};
-    std::size_t count{0};
-    std::size_t bytes_low{0};
-    std::size_t bytes_high{0};
-    void add(std::size_t n) noexcept
-    {
-      bytes_low += n;
-      if (bytes_low < n) { ++bytes_high; }
-    }
-    void sub(std::size_t n) noexcept
-    {
-      if (bytes_low < n) { --bytes_high; }
-      bytes_low -= n;
-    }
-  };
-
-  void link_before(list& l, index_t i, index_t at) noexcept;  // at == npos: at the back
-  void unlink(list& l, index_t i) noexcept;
-  [[nodiscard]] index_t first_unvisited(index_t from, index_t stop) const noexcept;
-  void enter(index_t i) noexcept;    // into the queue, where a new tensor goes
-  void leave(index_t i) noexcept;    // out of the queue, the hand not moving past anything
-  void evict(index_t i) noexcept;    // out of the queue as the hand's victim
-  void set_pinned(index_t i, bool pinned) noexcept;
-  [[nodiscard]] index_t lookup(tensor_id id) const noexcept;
-
   config cfg_;
-  std::vector<node> nodes_;  // slab; size() == live + free
-  index_t free_head_{npos};  // free slots chained through node::next
-  std::unordered_map<tensor_id, index_t> index_;  // id -> slab position; never iterated
-  list queue_;               // unpinned tensors, tail (oldest) at front
-  list pinned_;              // pinned tensors; order irrelevant
-  // The hand: A = [hand_ .. back], B = [front .. hand_). hand_ == npos iff the queue is empty.
-  index_t hand_{npos};
-  index_t p1_{npos};  // first unvisited in A, npos if none
-  index_t p2_{npos};  // first unvisited in B, npos if none
+  policies::detail::hand_queue impl_{policies::detail::entry_point::at_back};  // the queue, the hand, the bits
 };
 
 namespace policies {

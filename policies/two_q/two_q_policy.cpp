@@ -31,39 +31,9 @@ two_q_policy::two_q_policy(config cfg) : cfg_(cfg)
                    "two_q: kout must be in [0, 16] (the paper uses 0.5), got " + std::to_string(cfg.kout));
 }
 
-void two_q_policy::link_back(list& l, index_t i) noexcept
-{
-  node& n = nodes_[i];
-  n.next = npos;
-  n.prev = l.back;
-  if (l.back != npos) {
-    nodes_[l.back].next = i;
-  } else {
-    l.front = i;
-  }
-  l.back = i;
-  ++l.count;
-  l.add(n.bytes);
-}
+void two_q_policy::link_back(list& l, index_t i) noexcept { policies::detail::link_back(nodes_, l, i); }
 
-void two_q_policy::unlink(list& l, index_t i) noexcept
-{
-  node& n = nodes_[i];
-  if (n.prev != npos) {
-    nodes_[n.prev].next = n.next;
-  } else {
-    l.front = n.next;
-  }
-  if (n.next != npos) {
-    nodes_[n.next].prev = n.prev;
-  } else {
-    l.back = n.prev;
-  }
-  n.prev = npos;
-  n.next = npos;
-  --l.count;
-  l.sub(n.bytes);
-}
+void two_q_policy::unlink(list& l, index_t i) noexcept { policies::detail::unlink(nodes_, l, i); }
 
 two_q_policy::list& two_q_policy::list_of(node const& n) noexcept
 {
@@ -106,8 +76,7 @@ void two_q_policy::free_slot(index_t i) noexcept
   n.live = false;
   n.pinned = false;
   n.bytes = 0;
-  n.next = free_head_;
-  free_head_ = i;
+  policies::detail::slab_release(nodes_, free_head_, i);
 }
 
 void two_q_policy::trim_ghosts() noexcept
@@ -147,13 +116,7 @@ void two_q_policy::on_insert(tensor_view const& v) noexcept
     on_access(v);  // resident: an access
     return;
   }
-  index_t i = free_head_;
-  if (i != npos) {
-    free_head_ = nodes_[i].next;
-  } else {
-    i = static_cast<index_t>(nodes_.size());
-    nodes_.emplace_back();  // hooks are noexcept: terminate if the host is out of memory
-  }
+  index_t const i = policies::detail::slab_acquire(nodes_, free_head_);  // hooks are noexcept: terminate if out of memory
   node& n = nodes_[i];
   n = node{v.id, v.bytes, npos, npos, queue::a1in, v.pinned, true};
   index_.emplace(v.id, i);
@@ -261,10 +224,7 @@ bool two_q_policy::validate() const noexcept
   }
   if (reachable != index_.size()) { return false; }
   std::size_t free_slots = 0;
-  for (index_t i = free_head_; i != npos; i = nodes_[i].next) {
-    if (i >= nodes_.size() || nodes_[i].live || free_slots > nodes_.size()) { return false; }
-    ++free_slots;
-  }
+  if (!policies::detail::slab_free_list_ok(nodes_, free_head_, free_slots)) { return false; }
   return reachable + free_slots == nodes_.size();
 }
 

@@ -17,98 +17,19 @@
 #include <tierpool/policy.hpp>
 
 #include "conformance/policy_conformance.hpp"
+#include "policy_test_util.hpp"
+
+using namespace policy_test;  // NOLINT(google-build-using-namespace): shared test helpers
 
 namespace {
 
-using tierpool::any_eviction_policy;
-using tierpool::eviction_proposal;
-using tierpool::eviction_request;
-using tierpool::policy_registry;
-using tierpool::tensor_view;
-using tierpool::tick;
 using tierpool::fifo_policy;
 
-struct FifoFixture : ::testing::Test {
-  static fifo_policy make() { return fifo_policy{}; }
-};
-struct AnyFifoFixture : ::testing::Test {
-  static any_eviction_policy make() { return any_eviction_policy{fifo_policy{}}; }
-};
-struct RegistryFifoFixture : ::testing::Test {
-  static any_eviction_policy make() { return policy_registry::with_builtins().create("fifo"); }
-};
-
-using fifo_fixtures = ::testing::Types<FifoFixture, AnyFifoFixture, RegistryFifoFixture>;
+using fifo_fixtures = conformance_fixtures<fifo_policy, "fifo">;
 
 }  // namespace
 
 INSTANTIATE_TYPED_TEST_SUITE_P(Fifo, PolicyConformance, fifo_fixtures);
-
-namespace {
-
-tierpool::tensor_id tid(std::uint64_t v) { return tierpool::tensor_id{v}; }
-
-tensor_view view(std::uint64_t id, std::size_t bytes, tick t = 0, bool pinned = false, bool write = false)
-{
-  tensor_view v{};
-  v.id = tid(id);
-  v.bytes = bytes;
-  v.last_access = t;
-  v.pinned = pinned;
-  v.write_access = write;
-  return v;
-}
-
-std::vector<tierpool::tensor_id> ids(std::initializer_list<std::uint64_t> raw)
-{
-  std::vector<tierpool::tensor_id> out;
-  for (auto r : raw) { out.push_back(tid(r)); }
-  return out;
-}
-
-// Victims for `need` bytes, and the whole eviction order for SIZE_MAX.
-template <class P>
-std::vector<tierpool::tensor_id> propose(P const& p, std::size_t need)
-{
-  eviction_proposal out;
-  p.propose(eviction_request{tierpool::tier_id{0}, need, 0, 0}, out);
-  return out.victims;
-}
-template <class P>
-std::vector<tierpool::tensor_id> order(P const& p)
-{
-  return propose(p, SIZE_MAX);
-}
-
-// Insert, access, pin... from a compact script, then the proposals for `needs`: the same
-// script on two fresh policies must give the same answers.
-template <class P>
-std::vector<std::vector<tierpool::tensor_id>> replay(P p)
-{
-  std::vector<std::vector<tierpool::tensor_id>> log;
-  std::uint64_t x = 12345;
-  for (int step = 0; step < 2000; ++step) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;  // LCG: engine output only
-    std::uint64_t const id = 1 + (x >> 33) % 64;
-    switch ((x >> 60) % 6) {
-      case 0:
-      case 1: p.on_insert(view(id, static_cast<std::size_t>(1 + (x >> 20) % 100), static_cast<tick>(step))); break;
-      case 2: p.on_access(view(id, 0 + static_cast<std::size_t>(1 + (x >> 20) % 100), static_cast<tick>(step))); break;
-      case 3: {
-        auto const v = propose(p, static_cast<std::size_t>((x >> 8) % 500));
-        log.push_back(v);
-        if (!v.empty()) { p.on_erase(v.front()); }
-        break;
-      }
-      case 4: p.on_erase(tid(id)); break;
-      default: p.on_pin(tid(id)); p.on_unpin(tid(1 + (x >> 40) % 64)); break;
-    }
-    EXPECT_TRUE(p.validate());
-  }
-  return log;
-}
-
-}  // namespace
 
 namespace {
 
@@ -205,9 +126,7 @@ TEST(FifoPolicy, RegistryBuildsItAndRejectsParameters)
 TEST(FifoPolicy, DeterministicAndProposingTwiceGivesTheSameAnswer)
 {
   EXPECT_EQ(replay(fifo_policy{}), replay(fifo_policy{}));
-  fifo_policy p;
-  for (std::uint64_t i = 1; i <= 8; ++i) { p.on_insert(view(i, 16 * i)); }
-  EXPECT_EQ(propose(p, 100), propose(p, 100));
+  expect_propose_twice_same(fifo_policy{}, /*access_first=*/false);
 }
 
 }  // namespace

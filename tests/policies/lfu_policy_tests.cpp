@@ -17,98 +17,19 @@
 #include <tierpool/policy.hpp>
 
 #include "conformance/policy_conformance.hpp"
+#include "policy_test_util.hpp"
+
+using namespace policy_test;  // NOLINT(google-build-using-namespace): shared test helpers
 
 namespace {
 
-using tierpool::any_eviction_policy;
-using tierpool::eviction_proposal;
-using tierpool::eviction_request;
-using tierpool::policy_registry;
-using tierpool::tensor_view;
-using tierpool::tick;
 using tierpool::lfu_policy;
 
-struct LfuFixture : ::testing::Test {
-  static lfu_policy make() { return lfu_policy{}; }
-};
-struct AnyLfuFixture : ::testing::Test {
-  static any_eviction_policy make() { return any_eviction_policy{lfu_policy{}}; }
-};
-struct RegistryLfuFixture : ::testing::Test {
-  static any_eviction_policy make() { return policy_registry::with_builtins().create("lfu"); }
-};
-
-using lfu_fixtures = ::testing::Types<LfuFixture, AnyLfuFixture, RegistryLfuFixture>;
+using lfu_fixtures = conformance_fixtures<lfu_policy, "lfu">;
 
 }  // namespace
 
 INSTANTIATE_TYPED_TEST_SUITE_P(Lfu, PolicyConformance, lfu_fixtures);
-
-namespace {
-
-tierpool::tensor_id tid(std::uint64_t v) { return tierpool::tensor_id{v}; }
-
-tensor_view view(std::uint64_t id, std::size_t bytes, tick t = 0, bool pinned = false, bool write = false)
-{
-  tensor_view v{};
-  v.id = tid(id);
-  v.bytes = bytes;
-  v.last_access = t;
-  v.pinned = pinned;
-  v.write_access = write;
-  return v;
-}
-
-std::vector<tierpool::tensor_id> ids(std::initializer_list<std::uint64_t> raw)
-{
-  std::vector<tierpool::tensor_id> out;
-  for (auto r : raw) { out.push_back(tid(r)); }
-  return out;
-}
-
-// Victims for `need` bytes, and the whole eviction order for SIZE_MAX.
-template <class P>
-std::vector<tierpool::tensor_id> propose(P const& p, std::size_t need)
-{
-  eviction_proposal out;
-  p.propose(eviction_request{tierpool::tier_id{0}, need, 0, 0}, out);
-  return out.victims;
-}
-template <class P>
-std::vector<tierpool::tensor_id> order(P const& p)
-{
-  return propose(p, SIZE_MAX);
-}
-
-// Insert, access, pin... from a compact script, then the proposals for `needs`: the same
-// script on two fresh policies must give the same answers.
-template <class P>
-std::vector<std::vector<tierpool::tensor_id>> replay(P p)
-{
-  std::vector<std::vector<tierpool::tensor_id>> log;
-  std::uint64_t x = 12345;
-  for (int step = 0; step < 2000; ++step) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;  // LCG: engine output only
-    std::uint64_t const id = 1 + (x >> 33) % 64;
-    switch ((x >> 60) % 6) {
-      case 0:
-      case 1: p.on_insert(view(id, static_cast<std::size_t>(1 + (x >> 20) % 100), static_cast<tick>(step))); break;
-      case 2: p.on_access(view(id, 0 + static_cast<std::size_t>(1 + (x >> 20) % 100), static_cast<tick>(step))); break;
-      case 3: {
-        auto const v = propose(p, static_cast<std::size_t>((x >> 8) % 500));
-        log.push_back(v);
-        if (!v.empty()) { p.on_erase(v.front()); }
-        break;
-      }
-      case 4: p.on_erase(tid(id)); break;
-      default: p.on_pin(tid(id)); p.on_unpin(tid(1 + (x >> 40) % 64)); break;
-    }
-    EXPECT_TRUE(p.validate());
-  }
-  return log;
-}
-
-}  // namespace
 
 namespace {
 
@@ -202,10 +123,7 @@ TEST(LfuPolicy, HandWorkedTrace)
 
 TEST(LfuPolicy, RegistryAndDeterminism)
 {
-  auto const r = policy_registry::with_builtins();
-  ASSERT_TRUE(r.contains("lfu"));
-  EXPECT_NE(r.create("lfu").target<lfu_policy>(), nullptr);
-  EXPECT_THROW((void)r.create("lfu:aging=1"), tierpool::logic_error);
+  ASSERT_NO_FATAL_FAILURE(expect_registered<lfu_policy>("lfu", "lfu:aging=1"));
   EXPECT_EQ(replay(lfu_policy{}), replay(lfu_policy{}));
 }
 

@@ -84,8 +84,7 @@ void arc_policy::unlink(index_t i) noexcept
 
 arc_policy::index_t arc_policy::lookup(tensor_id id) const noexcept
 {
-  auto const it = index_.find(id);
-  return it == index_.end() ? npos : it->second;
+  return index_.find(id);
 }
 
 bool arc_policy::contains(tensor_id id) const noexcept
@@ -163,7 +162,7 @@ void arc_policy::on_insert(tensor_view const& v) noexcept
       nodes_.emplace_back();
     }
     nodes_[i] = node{v.id, v.bytes, clock_, npos, npos, list_id::t1, v.pinned, true};
-    index_.emplace(v.id, i);
+    index_.insert(v.id, i);
     link_front(list_id::t1, i);
   }
   high_water_ = std::max<std::uint64_t>(high_water_, saturating_add(t1_.bytes(), t2_.bytes()));
@@ -249,8 +248,7 @@ bool arc_policy::validate() const noexcept
       node const& n = nodes_[i];
       if (!n.live || n.list != which || n.prev != prev) { return false; }
       if (is_ghost(which) && n.pinned) { return false; }
-      auto const it = index_.find(n.id);
-      if (it == index_.end() || it->second != i) { return false; }
+      if (index_.find(n.id) != i) { return false; }
       sum.add(n.bytes);
       prev = i;
       ++count;

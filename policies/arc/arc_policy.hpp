@@ -47,6 +47,7 @@
 #include <vector>
 
 #include <tierpool/export.hpp>
+#include <tierpool/detail/id_index.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -193,7 +194,7 @@ class TIERPOOL_EXPORT arc_policy {
   config cfg_;
   std::vector<node> nodes_;   // slab; size() == live + free
   index_t free_head_{npos};
-  std::unordered_map<tensor_id, index_t> index_;  // resident and ghost ids; never iterated
+  tierpool::detail::id_index index_;  // resident and ghost ids; never iterated
   list t1_, t2_, b1_, b2_;
   double p_{0.0};                  // target bytes of T1, 0 <= p_ <= c
   std::uint64_t high_water_{0};    // largest T1 + T2 bytes seen (saturating)

@@ -25,8 +25,7 @@ void hand_queue::unlink(list& l, index_t i) noexcept { detail::unlink(nodes_, l,
 
 hand_queue::index_t hand_queue::lookup(tensor_id id) const noexcept
 {
-  auto const it = index_.find(id);
-  return it == index_.end() ? npos : it->second;
+  return index_.find(id);
 }
 
 bool hand_queue::marked(tensor_id id) const noexcept
@@ -134,7 +133,7 @@ void hand_queue::on_insert(tensor_view const& v) noexcept
   }
   i = slab_acquire(nodes_, free_head_);  // hooks are noexcept: terminate if the host is out of memory
   nodes_[i] = node{v.id, v.bytes, npos, npos, false, v.pinned, true};
-  index_.emplace(v.id, i);
+  index_.insert(v.id, i);
   if (v.pinned) {
     link_before(pinned_, i, npos);
   } else {
@@ -163,10 +162,9 @@ void hand_queue::on_access(tensor_view const& v) noexcept
 
 void hand_queue::on_erase(tensor_id id) noexcept
 {
-  auto const it = index_.find(id);
-  if (it == index_.end()) { return; }
-  index_t const i = it->second;
-  index_.erase(it);
+  index_t const i = index_.find(id);
+  if (i == npos) { return; }
+  index_.erase(id);
   if (nodes_[i].pinned) {
     unlink(pinned_, i);
   } else {
@@ -235,8 +233,7 @@ bool hand_queue::validate() const noexcept
       if (i >= nodes_.size() || count > nodes_.size()) { return false; }
       node const& n = nodes_[i];
       if (!n.live || n.pinned != pinned || n.prev != prev) { return false; }
-      auto const it = index_.find(n.id);
-      if (it == index_.end() || it->second != i) { return false; }
+      if (index_.find(n.id) != i) { return false; }
       if (!pinned && i == hand_) { hand_seen = true; }
       sum.add(n.bytes);
       prev = i;

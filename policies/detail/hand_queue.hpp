@@ -25,6 +25,7 @@
 
 #include <tierpool/export.hpp>
 #include <tierpool/policies/slab_list.hpp>
+#include <tierpool/detail/id_index.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -72,7 +73,7 @@ class TIERPOOL_EXPORT hand_queue {
   /// @brief Pinned tensors tracked.
   [[nodiscard]] std::size_t pinned_count() const noexcept { return pinned_.count; }
   /// @brief True when `id` is tracked.
-  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.find(id) != index_.end(); }
+  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.contains(id); }
   /// @brief True when `id` is tracked and its bit (CLOCK: referenced, SIEVE: visited) is set.
   [[nodiscard]] bool marked(tensor_id id) const noexcept;
   /// @brief The tensor under the hand; 0 when empty.
@@ -110,7 +111,7 @@ class TIERPOOL_EXPORT hand_queue {
   entry_point entry_;
   std::vector<node> nodes_;  // slab; size() == live + free
   index_t free_head_{npos};  // free slots chained through node::next
-  std::unordered_map<tensor_id, index_t> index_;  // id -> slab position; never iterated
+  tierpool::detail::id_index index_;  // id -> slab position; never iterated
   list queue_;               // unpinned tensors: B then A
   list pinned_;              // pinned tensors; order irrelevant
   // The hand: A = [hand_ .. back], B = [front .. hand_). hand_ == npos iff the queue is empty.

@@ -28,8 +28,7 @@ void fifo_policy::unlink(list& l, index_t i) noexcept { policies::detail::unlink
 
 fifo_policy::index_t fifo_policy::lookup(tensor_id id) const noexcept
 {
-  auto const it = index_.find(id);
-  return it == index_.end() ? npos : it->second;
+  return index_.find(id);
 }
 
 void fifo_policy::set_bytes(index_t i, std::size_t bytes) noexcept
@@ -63,7 +62,7 @@ void fifo_policy::on_insert(tensor_view const& v) noexcept
   i = policies::detail::slab_acquire(nodes_, free_head_);
   node& n = nodes_[i];
   n = node{v.id, v.bytes, npos, npos, v.pinned, true};
-  index_.emplace(v.id, i);
+  index_.insert(v.id, i);
   link_back(list_of(n), i);
 }
 
@@ -77,10 +76,9 @@ void fifo_policy::on_access(tensor_view const& v) noexcept
 
 void fifo_policy::on_erase(tensor_id id) noexcept
 {
-  auto const it = index_.find(id);
-  if (it == index_.end()) { return; }
-  index_t const i = it->second;
-  index_.erase(it);
+  index_t const i = index_.find(id);
+  if (i == npos) { return; }
+  index_.erase(id);
   node& n = nodes_[i];
   unlink(list_of(n), i);
   n.live = false;
@@ -123,8 +121,7 @@ bool fifo_policy::validate() const noexcept
       if (i >= nodes_.size() || count > nodes_.size()) { return false; }  // bad link or cycle
       node const& n = nodes_[i];
       if (!n.live || n.pinned != pinned || n.prev != prev) { return false; }
-      auto const it = index_.find(n.id);
-      if (it == index_.end() || it->second != i) { return false; }
+      if (index_.find(n.id) != i) { return false; }
       sum.add(n.bytes);
       prev = i;
       ++count;

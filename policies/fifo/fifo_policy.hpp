@@ -35,6 +35,7 @@
 
 #include <tierpool/export.hpp>
 #include <tierpool/policies/slab_list.hpp>
+#include <tierpool/detail/id_index.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -104,7 +105,7 @@ class TIERPOOL_EXPORT fifo_policy {
   /// @brief Pinned tensors tracked.
   [[nodiscard]] std::size_t pinned_count() const noexcept { return pinned_.count; }
   /// @brief True when `id` is tracked.
-  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.find(id) != index_.end(); }
+  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.contains(id); }
 
   /**
    * @brief Check every invariant: links, counts, byte sums, pinned flags, the index, the
@@ -140,7 +141,7 @@ class TIERPOOL_EXPORT fifo_policy {
   config cfg_;
   std::vector<node> nodes_;   // slab; size() == live + free
   index_t free_head_{npos};   // free slots chained through node::next
-  std::unordered_map<tensor_id, index_t> index_;  // id -> slab position; never iterated
+  tierpool::detail::id_index index_;  // id -> slab position; never iterated
   list queue_;                // evictable, oldest at front
   list pinned_;               // pinned; order irrelevant
 };

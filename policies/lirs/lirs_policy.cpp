@@ -82,8 +82,7 @@ lirs_policy::list const& lirs_policy::list_of(status st) const noexcept
 
 lirs_policy::index_t lirs_policy::lookup(tensor_id id) const noexcept
 {
-  auto const it = index_.find(id);
-  return it == index_.end() ? npos : it->second;
+  return index_.find(id);
 }
 
 std::optional<lirs_policy::status> lirs_policy::status_of(tensor_id id) const noexcept
@@ -237,7 +236,7 @@ void lirs_policy::on_insert(tensor_view const& v) noexcept
   n.last_event = clock_;
   n.pinned = v.pinned;
   n.live = true;
-  index_.emplace(v.id, i);
+  index_.insert(v.id, i);
   high_water_ = std::max<std::uint64_t>(high_water_, saturating_add(saturating_add(lir_.bytes(), q_.bytes()), v.bytes));
   bool const lir = lir_.exact() + static_cast<double>(v.bytes) <= lir_limit();
   n.st = lir ? status::lir : status::hir;
@@ -325,8 +324,7 @@ bool lirs_policy::validate() const noexcept
       if (!n.live || n.st != st || n.l_prev != prev) { return false; }
       if (st == status::non_resident && (!n.in_s || n.pinned)) { return false; }
       if (st == status::lir && !n.in_s) { return false; }
-      auto const it = index_.find(n.id);
-      if (it == index_.end() || it->second != i) { return false; }
+      if (index_.find(n.id) != i) { return false; }
       sum.add(n.bytes);
       prev = i;
       ++count;

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include <tierpool/export.hpp>
+#include <tierpool/detail/id_index.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -207,7 +208,7 @@ class TIERPOOL_EXPORT lirs_policy {
   config cfg_;
   std::vector<node> nodes_;
   index_t free_head_{npos};
-  std::unordered_map<tensor_id, index_t> index_;  // never iterated
+  tierpool::detail::id_index index_;  // never iterated
   list s_;        // stack S (byte sums unused), head = top
   list lir_;      // LIR tensors in S order, head = top; tail = bottom of S
   list q_;        // resident HIR tensors, head = end (newest), tail = front (next victim)

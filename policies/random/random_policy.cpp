@@ -35,8 +35,7 @@ random_policy::random_policy(config cfg) noexcept : cfg_(cfg) {}
 
 random_policy::index_t random_policy::lookup(tensor_id id) const noexcept
 {
-  auto const it = index_.find(id);
-  return it == index_.end() ? npos : it->second;
+  return index_.find(id);
 }
 
 void random_policy::add_candidate(index_t i) noexcept
@@ -85,7 +84,7 @@ void random_policy::on_insert(tensor_view const& v) noexcept
   }
   i = policies::detail::slab_acquire(nodes_, free_head_);  // noexcept hook: terminates if out of memory
   nodes_[i] = node{v.id, v.bytes, npos, npos, v.pinned, true};
-  index_.emplace(v.id, i);
+  index_.insert(v.id, i);
   if (!v.pinned) { add_candidate(i); }
 }
 
@@ -99,10 +98,9 @@ void random_policy::on_access(tensor_view const& v) noexcept
 
 void random_policy::on_erase(tensor_id id) noexcept
 {
-  auto const it = index_.find(id);
-  if (it == index_.end()) { return; }
-  index_t const i = it->second;
-  index_.erase(it);
+  index_t const i = index_.find(id);
+  if (i == npos) { return; }
+  index_.erase(id);
   if (!nodes_[i].pinned) { remove_candidate(i); }
   node& n = nodes_[i];
   n.live = false;
@@ -166,8 +164,7 @@ bool random_policy::validate() const noexcept
       ++pinned;
       if (n.pos != npos) { return false; }
     }
-    auto const it = index_.find(n.id);
-    if (it == index_.end() || it->second != i) { return false; }
+    if (index_.find(n.id) != i) { return false; }
   }
   if (live != index_.size() || live != candidates_.size() + pinned) { return false; }
   std::size_t free_slots = 0;

@@ -47,6 +47,7 @@
 #include <vector>
 
 #include <tierpool/export.hpp>
+#include <tierpool/detail/id_index.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -116,7 +117,7 @@ class TIERPOOL_EXPORT random_policy {
   /// @brief Pinned tensors tracked.
   [[nodiscard]] std::size_t pinned_count() const noexcept { return index_.size() - candidates_.size(); }
   /// @brief True when `id` is tracked.
-  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.find(id) != index_.end(); }
+  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.contains(id); }
 
   /**
    * @brief Check every invariant: candidate positions, pinned flags, the index, the free
@@ -147,7 +148,7 @@ class TIERPOOL_EXPORT random_policy {
   config cfg_;
   std::vector<node> nodes_;  // slab; size() == live + free
   index_t free_head_{npos};  // free slots chained through node::next
-  std::unordered_map<tensor_id, index_t> index_;  // id -> slab position; never iterated
+  tierpool::detail::id_index index_;  // id -> slab position; never iterated
   // Slab positions of the unpinned tensors; nodes_[candidates_[p]].pos == p. Mutable:
   // propose permutes it and restores it before returning (Note [Random proposals without state]).
   mutable std::vector<index_t> candidates_;

@@ -35,8 +35,7 @@ repeat_policy::repeat_policy(config cfg) noexcept : cfg_(cfg) {}
 
 repeat_policy::index_t repeat_policy::lookup(tensor_id id) const noexcept
 {
-  auto const it = index_.find(id);
-  return it == index_.end() ? npos : it->second;
+  return index_.find(id);
 }
 
 std::uint64_t repeat_policy::grace() const noexcept { return cfg_.grace != 0 ? cfg_.grace : avg_distance_ / 2; }
@@ -119,7 +118,7 @@ void repeat_policy::on_insert(tensor_view const& v) noexcept
     nodes_[i].id = v.id;
     nodes_[i].last = pos;
     nodes_[i].live = true;
-    index_.emplace(v.id, i);
+    index_.insert(v.id, i);
   }
   node& n = nodes_[i];
   n.bytes = v.bytes;
@@ -184,7 +183,7 @@ void repeat_policy::propose(eviction_request const& req, eviction_proposal& out)
   if (req.bytes_needed == 0) { return; }
   std::size_t freed = 0;
   auto take = [&](key const& k) {
-    node const& n = nodes_[index_.find(k.id)->second];
+    node const& n = nodes_[index_.find(k.id)];
     if (n.pinned) { return; }
     out.add(n.id, n.bytes);
     freed = saturating_add(freed, n.bytes);
@@ -212,8 +211,7 @@ bool repeat_policy::validate() const noexcept
     node const& n = nodes_[i];
     if (!n.live) { continue; }
     ++live;
-    auto const it = index_.find(n.id);
-    if (it == index_.end() || it->second != i) { return false; }
+    if (index_.find(n.id) != i) { return false; }
     if (n.resident) {
       ++resident;
       if (order_.count(n.k) != 1 || !(n.k == predict(n))) { return false; }

@@ -51,6 +51,7 @@
 #include <vector>
 
 #include <tierpool/export.hpp>
+#include <tierpool/detail/id_index.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -171,7 +172,7 @@ class TIERPOOL_EXPORT repeat_policy {
   config cfg_;
   std::vector<node> nodes_;
   index_t free_head_{npos};
-  std::unordered_map<tensor_id, index_t> index_;  // resident and remembered; never iterated
+  tierpool::detail::id_index index_;  // resident and remembered; never iterated
   std::set<key> order_;                           // resident tensors by predicted use
   index_t ghost_head_{npos};                      // newest remembered
   index_t ghost_tail_{npos};                      // oldest remembered

@@ -26,8 +26,7 @@ lfu_policy::lfu_policy(config cfg) noexcept : cfg_(cfg) {}
 
 lfu_policy::index_t lfu_policy::lookup(tensor_id id) const noexcept
 {
-  auto const it = index_.find(id);
-  return it == index_.end() ? npos : it->second;
+  return index_.find(id);
 }
 
 std::uint64_t lfu_policy::frequency(tensor_id id) const noexcept
@@ -176,7 +175,7 @@ void lfu_policy::on_insert(tensor_view const& v) noexcept
   }
   i = policies::detail::slab_acquire(nodes_, free_head_);  // noexcept hook: terminates if out of memory
   nodes_[i] = node{v.id, v.bytes, npos, npos, npos, v.pinned, true};
-  index_.emplace(v.id, i);
+  index_.insert(v.id, i);
   if (v.pinned) { ++pinned_count_; }
   attach(bucket_after(npos, 1), i);
 }
@@ -192,10 +191,9 @@ void lfu_policy::on_access(tensor_view const& v) noexcept
 
 void lfu_policy::on_erase(tensor_id id) noexcept
 {
-  auto const it = index_.find(id);
-  if (it == index_.end()) { return; }
-  index_t const i = it->second;
-  index_.erase(it);
+  index_t const i = index_.find(id);
+  if (i == npos) { return; }
+  index_.erase(id);
   detach(i);
   node& n = nodes_[i];
   if (n.pinned) { --pinned_count_; }
@@ -262,8 +260,7 @@ bool lfu_policy::validate() const noexcept
     if (!n.live) { continue; }
     ++live;
     if (n.pinned) { ++pinned_nodes; }
-    auto const it = index_.find(n.id);
-    if (it == index_.end() || it->second != i || n.bucket >= buckets_.size()) { return false; }
+    if (index_.find(n.id) != i || n.bucket >= buckets_.size()) { return false; }
   }
   if (live != index_.size() || pinned_nodes != pinned_count_) { return false; }
   std::size_t free_slots = 0;

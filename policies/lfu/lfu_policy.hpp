@@ -34,10 +34,10 @@
 #include <cstdint>
 #include <limits>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include <tierpool/export.hpp>
+#include <tierpool/detail/id_index.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -109,7 +109,7 @@ class TIERPOOL_EXPORT lfu_policy {
   /// @brief Number of frequency buckets in use.
   [[nodiscard]] std::size_t bucket_count() const noexcept { return bucket_count_; }
   /// @brief True when `id` is tracked.
-  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.find(id) != index_.end(); }
+  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.contains(id); }
 
   /**
    * @brief Check every invariant: bucket order (strictly ascending frequencies, none
@@ -162,7 +162,7 @@ class TIERPOOL_EXPORT lfu_policy {
   index_t lowest_{npos};         // bucket of the lowest frequency
   std::size_t bucket_count_{0};  // linked buckets
   std::size_t pinned_count_{0};
-  std::unordered_map<tensor_id, index_t> index_;  // id -> slab position; never iterated
+  tierpool::detail::id_index index_;  // id -> slab position; never iterated
 };
 
 namespace policies {

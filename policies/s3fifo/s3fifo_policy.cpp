@@ -59,9 +59,9 @@ s3fifo_policy::list& s3fifo_policy::list_of(node const& n) noexcept
 
 s3fifo_policy::index_t s3fifo_policy::lookup_resident(tensor_id id) const noexcept
 {
-  auto const it = index_.find(id);
-  if (it == index_.end() || nodes_[it->second].q == queue::ghost) { return npos; }
-  return it->second;
+  index_t const it = index_.find(id);
+  if (it == npos || nodes_[it].q == queue::ghost) { return npos; }
+  return it;
 }
 
 bool s3fifo_policy::contains(tensor_id id) const noexcept { return lookup_resident(id) != npos; }
@@ -74,8 +74,8 @@ bool s3fifo_policy::in_main(tensor_id id) const noexcept
 
 bool s3fifo_policy::is_ghost(tensor_id id) const noexcept
 {
-  auto const it = index_.find(id);
-  return it != index_.end() && nodes_[it->second].q == queue::ghost;
+  index_t const it = index_.find(id);
+  return it != npos && nodes_[it].q == queue::ghost;
 }
 
 std::uint8_t s3fifo_policy::frequency(tensor_id id) const noexcept
@@ -250,9 +250,7 @@ void s3fifo_policy::set_pinned(index_t i, bool pinned) noexcept
 
 void s3fifo_policy::on_insert(tensor_view const& v) noexcept
 {
-  auto const it = index_.find(v.id);
-  if (it != index_.end()) {
-    index_t const i = it->second;
+  if (index_t const i = index_.find(v.id); i != npos) {
     node& n = nodes_[i];
     if (n.q != queue::ghost) {  // resident: an access
       on_access(v);
@@ -272,7 +270,7 @@ void s3fifo_policy::on_insert(tensor_view const& v) noexcept
   }
   index_t const i = policies::detail::slab_acquire(nodes_, free_head_);  // hooks are noexcept: terminate if out of memory
   nodes_[i] = node{v.id, v.bytes, npos, npos, queue::small, 0, v.pinned, true};
-  index_.emplace(v.id, i);
+  index_.insert(v.id, i);
   if (v.pinned) {
     link_back(pinned_, i);
   } else {
@@ -427,8 +425,7 @@ bool s3fifo_policy::validate() const noexcept
       node const& n = nodes_[i];
       if (!n.live || n.pinned != e.pinned || n.prev != prev || n.freq > max_frequency) { return false; }
       if (e.pinned ? n.q == queue::ghost : n.q != e.q) { return false; }
-      auto const it = index_.find(n.id);
-      if (it == index_.end() || it->second != i) { return false; }
+      if (index_.find(n.id) != i) { return false; }
       if (e.l == &main_) { ++counts[n.freq]; }
       sum.add(n.bytes);
       prev = i;

@@ -62,12 +62,12 @@
 #include <cstdint>
 #include <limits>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include <tierpool/export.hpp>
 #include <tierpool/policies/slab_list.hpp>
+#include <tierpool/detail/id_index.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -210,7 +210,7 @@ class TIERPOOL_EXPORT s3fifo_policy {
   config cfg_;
   std::vector<node> nodes_;  // slab; size() == resident + ghosts + free
   index_t free_head_{npos};  // free slots chained through node::next
-  std::unordered_map<tensor_id, index_t> index_;  // id -> slab position (ghosts too); never iterated
+  tierpool::detail::id_index index_;  // id -> slab position (ghosts too); never iterated
   list small_;   // S, unpinned
   list main_;    // M, unpinned
   list ghost_;   // G: ids of tensors evicted from S

@@ -48,17 +48,17 @@ two_q_policy::list& two_q_policy::list_of(node const& n) noexcept
 
 two_q_policy::index_t two_q_policy::lookup_resident(tensor_id id) const noexcept
 {
-  auto const it = index_.find(id);
-  if (it == index_.end() || nodes_[it->second].q == queue::a1out) { return npos; }
-  return it->second;
+  index_t const it = index_.find(id);
+  if (it == npos || nodes_[it].q == queue::a1out) { return npos; }
+  return it;
 }
 
 bool two_q_policy::contains(tensor_id id) const noexcept { return lookup_resident(id) != npos; }
 
 bool two_q_policy::is_ghost(tensor_id id) const noexcept
 {
-  auto const it = index_.find(id);
-  return it != index_.end() && nodes_[it->second].q == queue::a1out;
+  index_t const it = index_.find(id);
+  return it != npos && nodes_[it].q == queue::a1out;
 }
 
 // reclaimfor's test: "if |A1in| > Kin, page out the tail of A1in, else the tail of Am",
@@ -101,9 +101,7 @@ void two_q_policy::set_pinned(index_t i, bool pinned) noexcept
 
 void two_q_policy::on_insert(tensor_view const& v) noexcept
 {
-  auto const it = index_.find(v.id);
-  if (it != index_.end()) {
-    index_t const i = it->second;
+  if (index_t const i = index_.find(v.id); i != npos) {
     node& n = nodes_[i];
     if (n.q == queue::a1out) {  // a miss on a remembered id: a second reference, into Am
       unlink(a1out_, i);
@@ -119,7 +117,7 @@ void two_q_policy::on_insert(tensor_view const& v) noexcept
   index_t const i = policies::detail::slab_acquire(nodes_, free_head_);  // hooks are noexcept: terminate if out of memory
   node& n = nodes_[i];
   n = node{v.id, v.bytes, npos, npos, queue::a1in, v.pinned, true};
-  index_.emplace(v.id, i);
+  index_.insert(v.id, i);
   link_back(list_of(n), i);
 }
 
@@ -212,8 +210,7 @@ bool two_q_policy::validate() const noexcept
       node const& n = nodes_[i];
       if (!n.live || n.pinned != e.pinned || n.prev != prev) { return false; }
       if (e.pinned ? n.q == queue::a1out : n.q != e.q) { return false; }
-      auto const it = index_.find(n.id);
-      if (it == index_.end() || it->second != i) { return false; }
+      if (index_.find(n.id) != i) { return false; }
       sum.add(n.bytes);
       prev = i;
       ++count;

@@ -47,11 +47,11 @@
 #include <cstdint>
 #include <limits>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include <tierpool/export.hpp>
 #include <tierpool/policies/slab_list.hpp>
+#include <tierpool/detail/id_index.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -172,7 +172,7 @@ class TIERPOOL_EXPORT two_q_policy {
   config cfg_;
   std::vector<node> nodes_;  // slab; size() == resident + ghosts + free
   index_t free_head_{npos};  // free slots chained through node::next
-  std::unordered_map<tensor_id, index_t> index_;  // id -> slab position (ghosts too); never iterated
+  tierpool::detail::id_index index_;  // id -> slab position (ghosts too); never iterated
   list a1in_;    // FIFO of first-time tensors, unpinned
   list am_;      // LRU of re-referenced tensors, unpinned, least recent at front
   list a1out_;   // ghost FIFO: ids of tensors evicted from A1in, oldest at front

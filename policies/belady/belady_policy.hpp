@@ -32,12 +32,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
-#include <set>
 #include <string_view>
-#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <boost/intrusive/set.hpp>
 
 #include <tierpool/export.hpp>
+#include <tierpool/detail/id_index.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -46,13 +50,25 @@ namespace tierpool {
 /**
  * @brief Belady's MIN over the tensors of one tier, from the driver's forecasts.
  *
- * Complexity: on_access O(log n), no allocation while forecasts are given (the ordered
- * set's node is extracted and re-inserted); on_insert O(log n), allocates a hash node and a
- * set node; on_erase O(log n); on_pin, on_unpin O(1); propose O(victims + pinned passed).
- * An event without a forecast inserts into a small ordered set of such tensors (the error
- * path).
+ * Complexity: on_access O(log n); on_insert O(log n) (amortized: the slab grows by
+ * doubling, see Note [Intrusive order over a growing slab]); on_erase O(log n); on_pin,
+ * on_unpin O(1); propose O(victims + pinned passed). An event without a forecast links the
+ * tensor into a second intrusive set, by id (the error path). No hook allocates in a
+ * steady state: per-tensor state lives in a slab reused through a free list, found through
+ * a detail::id_index, and both sets are intrusive.
  * Thread safety: externally synchronized (called under the tier's lock).
- * Ownership: a value; copying copies the whole state.
+ * Ownership: a value; copying copies the whole state (O(n), the sets are relinked).
+ *
+ * Note [Intrusive order over a growing slab]
+ * ------------------------------------------
+ * The order and the missing-forecast set are boost::intrusive::sets whose hooks live in
+ * the slab node, so inserting or re-keying a tensor allocates nothing. Their links are
+ * addresses, and the slab is a std::vector: when it must grow (only when no free slot is
+ * left), grow_slab() records both sets as slab positions, empties them, reallocates
+ * (capacity doubles) and relinks the nodes in the same order with push_back: O(n) per
+ * doubling, O(1) amortized per insert. The hooks are normal_link: clearing a set and
+ * destroying it touch no node, so moves are safe (a vector move keeps its buffer; a set
+ * member empties itself before it is moved into, see move_safe); copies relink explicitly.
  *
  * @code
  * tierpool::belady_policy min;
@@ -71,6 +87,16 @@ class TIERPOOL_EXPORT belady_policy {
   belady_policy() noexcept = default;
   /// @brief An empty policy. @param cfg Configuration (empty).
   explicit belady_policy(config cfg) noexcept;
+  /// @brief Copy the whole state (the sets are relinked over the copied slab).
+  /// @throws std::bad_alloc
+  belady_policy(belady_policy const& other);
+  /// @brief Move; `other` may only be assigned to or destroyed afterwards.
+  belady_policy(belady_policy&& other) noexcept = default;
+  /// @brief Copy-assign the whole state. @throws std::bad_alloc (this is then unchanged)
+  belady_policy& operator=(belady_policy const& other);
+  /// @brief Move-assign; `other` may only be assigned to or destroyed afterwards.
+  belady_policy& operator=(belady_policy&& other) noexcept = default;
+  ~belady_policy() = default;
 
   /// @brief A tensor became resident, with its forecast (a resident id counts as an
   ///        access). @param v The tensor; `v.next_use` empty records a missing forecast.
@@ -102,9 +128,10 @@ class TIERPOOL_EXPORT belady_policy {
   /// @brief Tracked tensors whose latest event carried no forecast.
   [[nodiscard]] std::size_t missing_forecasts() const noexcept { return missing_.size(); }
   /// @brief Tensors tracked (pinned or not).
-  [[nodiscard]] std::size_t size() const noexcept { return tensors_.size(); }
+  [[nodiscard]] std::size_t size() const noexcept { return index_.size(); }
 
-  /// @brief Check the order and the missing-forecast set against the tensors. O(n); for tests.
+  /// @brief Check the order and the missing-forecast set against the tensors, the index
+  ///        and the slab's free list. O(n); for tests.
   [[nodiscard]] bool validate() const noexcept;
 
  private:
@@ -120,20 +147,68 @@ class TIERPOOL_EXPORT belady_policy {
     }
     bool operator==(key const& o) const noexcept = default;
   };
-  struct state {
-    key k;
-    std::size_t bytes;
-    bool pinned;
-    bool forecast;
+  using index_t = std::uint32_t;
+  static constexpr index_t npos = std::numeric_limits<index_t>::max();
+  // The sets' hooks (Note [Intrusive order over a growing slab]).
+  struct order_tag;
+  struct missing_tag;
+  using order_hook = boost::intrusive::set_base_hook<boost::intrusive::tag<order_tag>,
+                                                     boost::intrusive::link_mode<boost::intrusive::normal_link>>;
+  using missing_hook = boost::intrusive::set_base_hook<boost::intrusive::tag<missing_tag>,
+                                                       boost::intrusive::link_mode<boost::intrusive::normal_link>>;
+  struct node : order_hook, missing_hook {
+    key k{};
+    std::size_t bytes{0};
+    index_t next{npos};  // free-list link for free slots
+    bool pinned{false};
+    bool forecast{false};  // false: linked into missing_
+    bool live{false};
+  };
+  struct key_of_node {
+    using type = key;
+    key const& operator()(node const& n) const noexcept { return n.k; }
+  };
+  struct id_of_node {
+    using type = tensor_id;
+    tensor_id operator()(node const& n) const noexcept { return n.k.id; }
+  };
+  using order_set = boost::intrusive::set<node, boost::intrusive::base_hook<order_hook>,
+                                          boost::intrusive::key_of_value<key_of_node>>;
+  using missing_set = boost::intrusive::set<node, boost::intrusive::base_hook<missing_hook>,
+                                            boost::intrusive::key_of_value<id_of_node>>;
+
+  // A set whose move-assignment first empties the target (O(1) and touching no node with
+  // normal_link): a plain one swaps headers, which writes into the old root, and the slab
+  // move just before has freed it.
+  template <class Set>
+  struct move_safe : Set {
+    move_safe() = default;
+    move_safe(move_safe const&) = delete;
+    move_safe(move_safe&&) noexcept = default;
+    move_safe& operator=(move_safe const&) = delete;
+    move_safe& operator=(move_safe&& other) noexcept
+    {
+      this->clear();
+      Set::operator=(std::move(other));
+      return *this;
+    }
+    ~move_safe() = default;
   };
 
-  void update(state& s, tensor_view const& v) noexcept;
-  void note_forecast(tensor_id id, bool has) noexcept;
+  void update(node& n, tensor_view const& v) noexcept;
+  void note_forecast(node& n, bool has) noexcept;
+  [[nodiscard]] index_t slot_of(node const& n) const noexcept
+  {
+    return static_cast<index_t>(&n - nodes_.data());
+  }
+  void grow_slab();  // Note [Intrusive order over a growing slab]
 
   config cfg_{};
-  std::unordered_map<tensor_id, state> tensors_;  // never iterated on a decision path
-  std::set<key> order_;                           // every tensor, furthest next use first
-  std::set<tensor_id> missing_;                   // tracked tensors without a forecast
+  std::vector<node> nodes_;           // slab; size() == tracked + free
+  index_t free_head_{npos};           // free slots chained through node::next
+  tierpool::detail::id_index index_;  // id -> slab position; never iterated
+  move_safe<order_set> order_;                 // every tensor, furthest next use first (intrusive)
+  move_safe<missing_set> missing_;             // tracked tensors without a forecast, by id (intrusive)
   std::uint64_t clock_{0};
 };
 

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // gdsf_policy.cpp — owns tierpool::gdsf_policy (H = L + frequency * cost / size in an
-// ordered set, L committed when the first tensor of the order leaves) and its registration
+// intrusive ordered set over a slab, L committed when the first tensor of the order leaves) and its registration
 // as "gdsf" (register_gdsf). See gdsf_policy.hpp for the algorithm and
 // policies/gdsf/README.md.
 #include "gdsf_policy.hpp"
@@ -26,6 +26,39 @@ gdsf_policy::gdsf_policy() noexcept : gdsf_policy(config{}) {}
 
 gdsf_policy::gdsf_policy(config cfg) noexcept : cfg_(cfg) {}
 
+gdsf_policy::gdsf_policy(gdsf_policy const& other)
+  : cfg_(other.cfg_),
+    nodes_(other.nodes_),
+    free_head_(other.free_head_),
+    index_(other.index_),
+    inflation_(other.inflation_),
+    clock_(other.clock_)
+{
+  // The copied hooks are unlinked; relink in the same order (already sorted: push_back).
+  for (node const& n : other.order_) { order_.push_back(nodes_[other.slot_of(n)]); }
+}
+
+gdsf_policy& gdsf_policy::operator=(gdsf_policy const& other)
+{
+  if (this != &other) {
+    gdsf_policy copy(other);
+    *this = std::move(copy);
+  }
+  return *this;
+}
+
+void gdsf_policy::grow_slab()
+{
+  // See Note [Intrusive order over a growing slab]. Only when the slab is full: the
+  // scratch list and the reallocation both happen once per doubling.
+  std::vector<index_t> in_order;
+  in_order.reserve(order_.size());
+  for (node const& n : order_) { in_order.push_back(slot_of(n)); }
+  order_.clear();  // normal_link: touches no node
+  nodes_.reserve(std::max<std::size_t>(16, nodes_.size() * 2));
+  for (index_t const i : in_order) { order_.push_back(nodes_[i]); }
+}
+
 double gdsf_policy::cost_of(tensor_view const& v) const noexcept
 {
   cost_model m = cfg_.cost;
@@ -41,43 +74,52 @@ double gdsf_policy::priority_of(std::uint64_t frequency, double cost, std::size_
   return inflation_ + static_cast<double>(frequency) * cost / static_cast<double>(std::max<std::size_t>(bytes, 1));
 }
 
-void gdsf_policy::rekey(state& s, key const& k) noexcept
+void gdsf_policy::rekey(node& n, key const& k) noexcept
 {
-  auto nh = order_.extract(s.k);  // no allocation: the node is reused
-  s.k = k;
-  if (nh.empty()) {  // unreachable: every tracked tensor is in the order
-    order_.insert(k);
-    return;
-  }
-  nh.value() = k;
-  order_.insert(std::move(nh));
+  order_.erase(order_.iterator_to(n));  // intrusive: unlink, re-key, relink in place
+  n.k = k;
+  order_.insert(n);
 }
 
 std::optional<double> gdsf_policy::priority(tensor_id id) const noexcept
 {
-  auto const it = tensors_.find(id);
-  if (it == tensors_.end()) { return std::nullopt; }
-  return it->second.k.h;
+  index_t const i = index_.find(id);
+  if (i == npos) { return std::nullopt; }
+  return nodes_[i].k.h;
 }
 
 void gdsf_policy::on_insert(tensor_view const& v) noexcept
 {
-  if (tensors_.find(v.id) != tensors_.end()) {
+  if (index_.contains(v.id)) {
     on_access(v);
     return;
   }
   ++clock_;
-  key const k{priority_of(1, cost_of(v), v.bytes), clock_, v.id};
-  // Hooks are noexcept: out of host memory here terminates.
-  tensors_.emplace(v.id, state{k, v.bytes, 1, v.pinned});
-  order_.insert(k);
+  // Hooks are noexcept: out of host memory here (slab or index growth) terminates.
+  index_t i = free_head_;
+  if (i != npos) {
+    free_head_ = nodes_[i].next;
+  } else {
+    if (nodes_.size() == nodes_.capacity()) { grow_slab(); }
+    i = static_cast<index_t>(nodes_.size());
+    nodes_.emplace_back();  // within capacity: no node moves
+  }
+  node& n = nodes_[i];
+  n.k = key{priority_of(1, cost_of(v), v.bytes), clock_, v.id};
+  n.bytes = v.bytes;
+  n.frequency = 1;
+  n.next = npos;
+  n.pinned = v.pinned;
+  n.live = true;
+  index_.insert(v.id, i);
+  order_.insert(n);
 }
 
 void gdsf_policy::on_access(tensor_view const& v) noexcept
 {
-  auto const it = tensors_.find(v.id);
-  if (it == tensors_.end()) { return; }
-  state& s = it->second;
+  index_t const i = index_.find(v.id);
+  if (i == npos) { return; }
+  node& s = nodes_[i];
   ++clock_;
   bool const correlated = cfg_.correlation_window != 0 && clock_ - s.k.seq <= cfg_.correlation_window;
   if (!correlated) { ++s.frequency; }
@@ -88,28 +130,32 @@ void gdsf_policy::on_access(tensor_view const& v) noexcept
 
 void gdsf_policy::on_erase(tensor_id id) noexcept
 {
-  auto const it = tensors_.find(id);
-  if (it == tensors_.end()) { return; }
-  state const& s = it->second;
-  if (first_evictable() == s.k.id) { inflation_ = std::max(inflation_, s.k.h); }  // L <- H(victim)
-  order_.erase(s.k);
-  tensors_.erase(it);
+  index_t const i = index_.find(id);
+  if (i == npos) { return; }
+  node& n = nodes_[i];
+  if (first_evictable() == n.k.id) { inflation_ = std::max(inflation_, n.k.h); }  // L <- H(victim)
+  order_.erase(order_.iterator_to(n));
+  index_.erase(id);
+  n.live = false;
+  n.pinned = false;
+  n.next = free_head_;
+  free_head_ = i;
 }
 
 void gdsf_policy::on_pin(tensor_id id) noexcept
 {
-  if (auto const it = tensors_.find(id); it != tensors_.end()) { it->second.pinned = true; }
+  if (index_t const i = index_.find(id); i != npos) { nodes_[i].pinned = true; }
 }
 
 void gdsf_policy::on_unpin(tensor_id id) noexcept
 {
-  if (auto const it = tensors_.find(id); it != tensors_.end()) { it->second.pinned = false; }
+  if (index_t const i = index_.find(id); i != npos) { nodes_[i].pinned = false; }
 }
 
 std::optional<tensor_id> gdsf_policy::first_evictable() const noexcept
 {
-  for (key const& k : order_) {
-    if (!tensors_.find(k.id)->second.pinned) { return k.id; }
+  for (node const& n : order_) {
+    if (!n.pinned) { return n.k.id; }
   }
   return std::nullopt;
 }
@@ -118,23 +164,36 @@ void gdsf_policy::propose(eviction_request const& req, eviction_proposal& out) c
 {
   std::size_t freed = 0;
   for (auto it = order_.begin(); it != order_.end() && freed < req.bytes_needed; ++it) {
-    state const& s = tensors_.find(it->id)->second;
-    if (s.pinned) { continue; }
-    out.add(it->id, s.bytes);
-    freed = saturating_add(freed, s.bytes);
+    if (it->pinned) { continue; }
+    out.add(it->k.id, it->bytes);
+    freed = saturating_add(freed, it->bytes);
   }
 }
 
 bool gdsf_policy::validate() const noexcept
 {
-  for (key const& k : order_) {
-    auto const it = tensors_.find(k.id);
-    if (it == tensors_.end() || !(it->second.k == k)) { return false; }
+  // The order: every member a tracked node of this slab, in strictly increasing key order.
+  key const* prev_key = nullptr;
+  for (node const& n : order_) {
+    if (&n < nodes_.data() || slot_of(n) >= nodes_.size() || !n.live) { return false; }
+    if (index_.find(n.k.id) != slot_of(n)) { return false; }
+    if (prev_key != nullptr && !(*prev_key < n.k)) { return false; }
+    prev_key = &n.k;
   }
-  for (auto const& [id, s] : tensors_) {  // checking only: the order does not matter
-    if (s.k.id != id || s.frequency == 0) { return false; }
+  std::size_t live = 0;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {  // checking only: slab order does not matter
+    node const& n = nodes_[i];
+    if (!n.live) { continue; }
+    ++live;
+    if (index_.find(n.k.id) != i || n.frequency == 0) { return false; }
   }
-  return order_.size() == tensors_.size();
+  if (order_.size() != live || index_.size() != live) { return false; }
+  std::size_t free_slots = 0;
+  for (index_t i = free_head_; i != npos; i = nodes_[i].next) {
+    if (i >= nodes_.size() || nodes_[i].live || free_slots > nodes_.size()) { return false; }
+    ++free_slots;
+  }
+  return live + free_slots == nodes_.size();
 }
 
 namespace policies {

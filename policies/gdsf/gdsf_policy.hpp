@@ -36,12 +36,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
-#include <set>
 #include <string_view>
-#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <boost/intrusive/set.hpp>
 
 #include <tierpool/export.hpp>
+#include <tierpool/detail/id_index.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -50,12 +54,24 @@ namespace tierpool {
 /**
  * @brief GreedyDual-Size-Frequency over the tensors of one tier.
  *
- * Complexity: on_access O(log n), no allocation (the ordered set's node is extracted and
- * re-inserted); on_insert O(log n), allocates a hash node and a set node; on_erase
- * O(log n + pinned tensors at the front); on_pin, on_unpin O(1), no allocation; propose
- * O(victims + pinned tensors passed).
+ * Complexity: on_access O(log n); on_insert O(log n) (amortized: the slab grows by
+ * doubling, see Note [Intrusive order over a growing slab]); on_erase O(log n + pinned
+ * tensors at the front); on_pin, on_unpin O(1); propose O(victims + pinned tensors
+ * passed). No hook allocates in a steady state: per-tensor state lives in a slab reused
+ * through a free list, found through a detail::id_index, and the order is intrusive.
  * Thread safety: externally synchronized (called under the tier's lock).
- * Ownership: a value; copying copies the whole state.
+ * Ownership: a value; copying copies the whole state (O(n), the order is relinked).
+ *
+ * Note [Intrusive order over a growing slab]
+ * ------------------------------------------
+ * The order is a boost::intrusive::set whose hook lives in the slab node, so inserting or
+ * re-keying a tensor allocates nothing. Its links are addresses, and the slab is a
+ * std::vector: when it must grow (only when no free slot is left), grow_slab() records the
+ * order as slab positions, empties the set, reallocates (capacity doubles) and relinks the
+ * nodes in the same order with push_back: O(n) per doubling, O(1) amortized per insert.
+ * The hook is normal_link: clearing the set and destroying it touch no node, so the
+ * moves are safe (a vector move keeps its buffer; the set member empties itself before
+ * it is moved into, see move_safe); copies relink explicitly.
  *
  * @code
  * tierpool::gdsf_policy gdsf{{.cost = tierpool::gdsf_policy::cost_model::one}};
@@ -87,6 +103,16 @@ class TIERPOOL_EXPORT gdsf_policy {
   gdsf_policy() noexcept;
   /// @brief An empty policy. @param cfg Configuration.
   explicit gdsf_policy(config cfg) noexcept;
+  /// @brief Copy the whole state (the order is relinked over the copied slab).
+  /// @throws std::bad_alloc
+  gdsf_policy(gdsf_policy const& other);
+  /// @brief Move; `other` may only be assigned to or destroyed afterwards.
+  gdsf_policy(gdsf_policy&& other) noexcept = default;
+  /// @brief Copy-assign the whole state. @throws std::bad_alloc (this is then unchanged)
+  gdsf_policy& operator=(gdsf_policy const& other);
+  /// @brief Move-assign; `other` may only be assigned to or destroyed afterwards.
+  gdsf_policy& operator=(gdsf_policy&& other) noexcept = default;
+  ~gdsf_policy() = default;
 
   /// @brief A tensor became resident with frequency 1 (a resident id counts as an
   ///        access). @param v The tensor.
@@ -118,10 +144,10 @@ class TIERPOOL_EXPORT gdsf_policy {
   /// @brief H of a tracked tensor; std::nullopt when unknown.
   [[nodiscard]] std::optional<double> priority(tensor_id id) const noexcept;
   /// @brief Tensors tracked (pinned or not).
-  [[nodiscard]] std::size_t size() const noexcept { return tensors_.size(); }
+  [[nodiscard]] std::size_t size() const noexcept { return index_.size(); }
 
-  /// @brief Check the order against the tensors (one entry per tensor, keys equal).
-  ///        O(n); for tests.
+  /// @brief Check the order against the tensors (one entry per tensor, in key order), the
+  ///        index and the slab's free list. O(n); for tests.
   [[nodiscard]] bool validate() const noexcept;
 
  private:
@@ -137,21 +163,57 @@ class TIERPOOL_EXPORT gdsf_policy {
     }
     bool operator==(key const& o) const noexcept = default;
   };
-  struct state {
-    key k;
-    std::size_t bytes;
-    std::uint64_t frequency;
-    bool pinned;
+  using index_t = std::uint32_t;
+  static constexpr index_t npos = std::numeric_limits<index_t>::max();
+  // The order's hook (Note [Intrusive order over a growing slab]).
+  using order_hook = boost::intrusive::set_base_hook<boost::intrusive::link_mode<boost::intrusive::normal_link>>;
+  struct node : order_hook {
+    key k{};
+    std::size_t bytes{0};
+    std::uint64_t frequency{0};
+    index_t next{npos};  // free-list link for free slots
+    bool pinned{false};
+    bool live{false};
+  };
+  struct key_of_node {
+    using type = key;
+    key const& operator()(node const& n) const noexcept { return n.k; }
+  };
+  using order_set = boost::intrusive::set<node, boost::intrusive::key_of_value<key_of_node>>;
+
+  // A set whose move-assignment first empties the target (O(1) and touching no node with
+  // normal_link): a plain one swaps headers, which writes into the old root, and the slab
+  // move just before has freed it.
+  template <class Set>
+  struct move_safe : Set {
+    move_safe() = default;
+    move_safe(move_safe const&) = delete;
+    move_safe(move_safe&&) noexcept = default;
+    move_safe& operator=(move_safe const&) = delete;
+    move_safe& operator=(move_safe&& other) noexcept
+    {
+      this->clear();
+      Set::operator=(std::move(other));
+      return *this;
+    }
+    ~move_safe() = default;
   };
 
   [[nodiscard]] double cost_of(tensor_view const& v) const noexcept;
   [[nodiscard]] double priority_of(std::uint64_t frequency, double cost, std::size_t bytes) const noexcept;
-  void rekey(state& s, key const& k) noexcept;
+  void rekey(node& n, key const& k) noexcept;
   [[nodiscard]] std::optional<tensor_id> first_evictable() const noexcept;
+  [[nodiscard]] index_t slot_of(node const& n) const noexcept
+  {
+    return static_cast<index_t>(&n - nodes_.data());
+  }
+  void grow_slab();  // Note [Intrusive order over a growing slab]
 
   config cfg_;
-  std::unordered_map<tensor_id, state> tensors_;  // never iterated
-  std::set<key> order_;                           // every tensor, lowest H first
+  std::vector<node> nodes_;           // slab; size() == tracked + free
+  index_t free_head_{npos};           // free slots chained through node::next
+  tierpool::detail::id_index index_;  // id -> slab position; never iterated
+  move_safe<order_set> order_;                 // every tensor, lowest H first (intrusive)
   double inflation_{0.0};                         // L
   std::uint64_t clock_{0};
 };

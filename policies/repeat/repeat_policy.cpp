@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // repeat_policy.cpp — owns tierpool::repeat_policy (per-tensor reuse distances and their
-// phase, predicted next use in an ordered set, the history of evicted tensors over a slab)
+// phase, predicted next use in an intrusive ordered set, the history of evicted tensors,
+// all over one slab)
 // and its registration as "repeat" (register_repeat). See repeat_policy.hpp for the
 // algorithm and policies/repeat/README.md for the design.
 #include "repeat_policy.hpp"
@@ -32,6 +33,42 @@ constexpr bool close(std::uint64_t a, std::uint64_t b) noexcept
 repeat_policy::repeat_policy() noexcept : repeat_policy(config{}) {}
 
 repeat_policy::repeat_policy(config cfg) noexcept : cfg_(cfg) {}
+
+repeat_policy::repeat_policy(repeat_policy const& other)
+  : cfg_(other.cfg_),
+    nodes_(other.nodes_),
+    free_head_(other.free_head_),
+    index_(other.index_),
+    ghost_head_(other.ghost_head_),
+    ghost_tail_(other.ghost_tail_),
+    ghosts_(other.ghosts_),
+    clock_(other.clock_),
+    avg_distance_(other.avg_distance_)
+{
+  // The copied hooks are unlinked; relink in the same order (already sorted: push_back).
+  for (node const& n : other.order_) { order_.push_back(nodes_[other.slot_of(n)]); }
+}
+
+repeat_policy& repeat_policy::operator=(repeat_policy const& other)
+{
+  if (this != &other) {
+    repeat_policy copy(other);
+    *this = std::move(copy);
+  }
+  return *this;
+}
+
+void repeat_policy::grow_slab()
+{
+  // See Note [Intrusive order over a growing slab]. Only when the slab is full: the
+  // scratch list and the reallocation both happen once per doubling.
+  std::vector<index_t> in_order;
+  in_order.reserve(order_.size());
+  for (node const& n : order_) { in_order.push_back(slot_of(n)); }
+  order_.clear();  // normal_link: touches no node
+  nodes_.reserve(std::max<std::size_t>(16, nodes_.size() * 2));
+  for (index_t const i : in_order) { order_.push_back(nodes_[i]); }
+}
 
 repeat_policy::index_t repeat_policy::lookup(tensor_id id) const noexcept
 {
@@ -111,8 +148,9 @@ void repeat_policy::on_insert(tensor_view const& v) noexcept
       i = free_head_;
       free_head_ = nodes_[i].next;
     } else {
+      if (nodes_.size() == nodes_.capacity()) { grow_slab(); }
       i = static_cast<index_t>(nodes_.size());
-      nodes_.emplace_back();
+      nodes_.emplace_back();  // within capacity: no node moves
     }
     nodes_[i] = node{};
     nodes_[i].id = v.id;
@@ -125,7 +163,7 @@ void repeat_policy::on_insert(tensor_view const& v) noexcept
   n.pinned = v.pinned;
   n.resident = true;
   n.k = predict(n);
-  order_.insert(n.k);
+  order_.insert(n);
 }
 
 void repeat_policy::on_access(tensor_view const& v) noexcept
@@ -136,14 +174,9 @@ void repeat_policy::on_access(tensor_view const& v) noexcept
   observe(n, ++clock_);
   n.bytes = v.bytes;
   n.pinned = v.pinned;
-  auto nh = order_.extract(n.k);  // no allocation: the node is reused
+  order_.erase(order_.iterator_to(n));  // intrusive: unlink, re-key, relink in place
   n.k = predict(n);
-  if (nh.empty()) {  // unreachable: every resident tensor is in the order
-    order_.insert(n.k);
-    return;
-  }
-  nh.value() = n.k;
-  order_.insert(std::move(nh));
+  order_.insert(n);
 }
 
 void repeat_policy::on_erase(tensor_id id) noexcept
@@ -151,7 +184,7 @@ void repeat_policy::on_erase(tensor_id id) noexcept
   index_t const i = lookup(id);
   if (i == npos || !nodes_[i].resident) { return; }
   node& n = nodes_[i];
-  order_.erase(n.k);
+  order_.erase(order_.iterator_to(n));
   n.resident = false;
   n.pinned = false;
   n.prev = npos;
@@ -182,8 +215,7 @@ void repeat_policy::propose(eviction_request const& req, eviction_proposal& out)
 {
   if (req.bytes_needed == 0) { return; }
   std::size_t freed = 0;
-  auto take = [&](key const& k) {
-    node const& n = nodes_[index_.find(k.id)];
+  auto take = [&](node const& n) {
     if (n.pinned) { return; }
     out.add(n.id, n.bytes);
     freed = saturating_add(freed, n.bytes);
@@ -205,6 +237,13 @@ void repeat_policy::propose(eviction_request const& req, eviction_proposal& out)
 
 bool repeat_policy::validate() const noexcept
 {
+  // The order: every member a resident node of this slab, in strictly increasing key order.
+  key const* prev_key = nullptr;
+  for (node const& n : order_) {
+    if (&n < nodes_.data() || slot_of(n) >= nodes_.size() || !n.live || !n.resident) { return false; }
+    if (prev_key != nullptr && !(*prev_key < n.k)) { return false; }
+    prev_key = &n.k;
+  }
   std::size_t resident = 0;
   std::size_t live = 0;
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
@@ -214,7 +253,8 @@ bool repeat_policy::validate() const noexcept
     if (index_.find(n.id) != i) { return false; }
     if (n.resident) {
       ++resident;
-      if (order_.count(n.k) != 1 || !(n.k == predict(n))) { return false; }
+      auto const it = order_.find(n.k);
+      if (it == order_.end() || &*it != &n || !(n.k == predict(n))) { return false; }
     } else if (n.pinned) {
       return false;
     }

@@ -45,10 +45,11 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
-#include <set>
 #include <string_view>
-#include <unordered_map>
+#include <utility>
 #include <vector>
+
+#include <boost/intrusive/set.hpp>
 
 #include <tierpool/export.hpp>
 #include <tierpool/detail/id_index.hpp>
@@ -61,12 +62,23 @@ namespace tierpool {
  * @brief Predicts each tensor's next use from its repeating reuse distances and evicts the
  *        one predicted furthest away.
  *
- * Complexity: on_access O(log n), no allocation (the ordered set's node is extracted and
- * re-inserted); on_insert O(log n), allocates a set node (and a hash node for an id never
- * seen); on_erase O(log n), frees the set node; on_pin, on_unpin O(1); propose
- * O(log n + victims + pinned tensors passed).
+ * Complexity: on_access O(log n); on_insert O(log n) (amortized: the slab grows by
+ * doubling, see Note [Intrusive order over a growing slab]); on_erase O(log n); on_pin,
+ * on_unpin O(1); propose O(log n + victims + pinned tensors passed). No hook allocates in
+ * a steady state (slab slots are reused through a free list; the order is intrusive).
  * Thread safety: externally synchronized (called under the tier's lock).
- * Ownership: a value; copying copies the whole state.
+ * Ownership: a value; copying copies the whole state (O(n), the order is relinked).
+ *
+ * Note [Intrusive order over a growing slab]
+ * ------------------------------------------
+ * The order is a boost::intrusive::set whose hook lives in the slab node, so re-keying or
+ * inserting a tensor allocates nothing. Its links are addresses, and the slab is a
+ * std::vector: when it must grow (only when no free slot is left), grow_slab() records the
+ * order as slab positions, empties the set, reallocates (capacity doubles) and relinks the
+ * nodes in the same order with push_back: O(n) per doubling, O(1) amortized per insert.
+ * The hook is normal_link: clearing the set and destroying it touch no node, so the
+ * moves are safe (a vector move keeps its buffer; the set member empties itself before
+ * it is moved into, see move_safe); copies relink explicitly.
  *
  * @code
  * tierpool::repeat_policy r;
@@ -91,6 +103,16 @@ class TIERPOOL_EXPORT repeat_policy {
   repeat_policy() noexcept;
   /// @brief An empty policy. @param cfg Configuration.
   explicit repeat_policy(config cfg) noexcept;
+  /// @brief Copy the whole state (the order is relinked over the copied slab).
+  /// @throws std::bad_alloc
+  repeat_policy(repeat_policy const& other);
+  /// @brief Move; `other` may only be assigned to or destroyed afterwards.
+  repeat_policy(repeat_policy&& other) noexcept = default;
+  /// @brief Copy-assign the whole state. @throws std::bad_alloc (this is then unchanged)
+  repeat_policy& operator=(repeat_policy const& other);
+  /// @brief Move-assign; `other` may only be assigned to or destroyed afterwards.
+  repeat_policy& operator=(repeat_policy&& other) noexcept = default;
+  ~repeat_policy() = default;
 
   /// @brief A tensor became resident (a remembered one learns the distance across its
   ///        absence); a resident id counts as an access. @param v The tensor.
@@ -151,7 +173,9 @@ class TIERPOOL_EXPORT repeat_policy {
     }
     bool operator==(key const& o) const noexcept = default;
   };
-  struct node {
+  // The order's hook (Note [Intrusive order over a growing slab]).
+  using order_hook = boost::intrusive::set_base_hook<boost::intrusive::link_mode<boost::intrusive::normal_link>>;
+  struct node : order_hook {
     tensor_id id{};
     std::size_t bytes{0};
     std::uint64_t last{0};                // position of the last use
@@ -163,17 +187,45 @@ class TIERPOOL_EXPORT repeat_policy {
     bool pinned{false};
     bool live{false};
   };
+  struct key_of_node {
+    using type = key;
+    key const& operator()(node const& n) const noexcept { return n.k; }
+  };
+  using order_set = boost::intrusive::set<node, boost::intrusive::key_of_value<key_of_node>>;
+
+  // A set whose move-assignment first empties the target (O(1) and touching no node with
+  // normal_link): a plain one swaps headers, which writes into the old root, and the slab
+  // move just before has freed it.
+  template <class Set>
+  struct move_safe : Set {
+    move_safe() = default;
+    move_safe(move_safe const&) = delete;
+    move_safe(move_safe&&) noexcept = default;
+    move_safe& operator=(move_safe const&) = delete;
+    move_safe& operator=(move_safe&& other) noexcept
+    {
+      this->clear();
+      Set::operator=(std::move(other));
+      return *this;
+    }
+    ~move_safe() = default;
+  };
 
   void observe(node& n, std::uint64_t pos) noexcept;  // learn a reuse at `pos`
   [[nodiscard]] key predict(node const& n) const noexcept;
   void forget_oldest() noexcept;
   [[nodiscard]] index_t lookup(tensor_id id) const noexcept;
+  [[nodiscard]] index_t slot_of(node const& n) const noexcept
+  {
+    return static_cast<index_t>(&n - nodes_.data());
+  }
+  void grow_slab();  // Note [Intrusive order over a growing slab]
 
   config cfg_;
   std::vector<node> nodes_;
   index_t free_head_{npos};
   tierpool::detail::id_index index_;  // resident and remembered; never iterated
-  std::set<key> order_;                           // resident tensors by predicted use
+  move_safe<order_set> order_;                             // resident tensors by predicted use (intrusive)
   index_t ghost_head_{npos};                      // newest remembered
   index_t ghost_tail_{npos};                      // oldest remembered
   std::size_t ghosts_{0};

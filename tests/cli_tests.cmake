@@ -245,6 +245,18 @@ set_tests_properties(cli.replay.ignore_size_needs_cache_fails PROPERTIES LABELS 
 add_test(NAME cli.replay.bad_capacity_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --capacity 150%)
 set_tests_properties(cli.replay.bad_capacity_message PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "tierpool: error: invalid capacity '150%'")
+# --tiers: host tiers between the device tier and the backing host tier (pool mode only).
+add_test(NAME cli.replay.tiers_header COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp} --capacity 25% --tiers pinned_host=1MiB -q)
+set_tests_properties(cli.replay.tiers_header PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tiers device,pinned_host=1MiB,host")
+add_test(NAME cli.replay.bad_tier_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp} --tiers managed=1MiB -q)
+set_tests_properties(cli.replay.bad_tier_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool: error: replay: bad tier 'managed=1MiB': the kind must be pinned_host or host")
+add_test(NAME cli.replay.bad_tier_size_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp} --tiers pinned_host=100 -q)
+set_tests_properties(cli.replay.bad_tier_size_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "bad tier 'pinned_host=100': a tier needs at least 256 bytes")
+add_test(NAME cli.replay.tiers_need_pool_mode_fails COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --mode cache --tiers pinned_host=1MiB -q)
+set_tests_properties(cli.replay.tiers_need_pool_mode_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
 add_test(NAME cli.replay.help COMMAND $<TARGET_FILE:tierpool_cli> replay --help)
 set_tests_properties(cli.replay.help PROPERTIES LABELS cpu PASS_REGULAR_EXPRESSION "--policy.*--capacity.*--mode.*--plot")
 # ---- end tierpool replay ----------------------------------------------------------

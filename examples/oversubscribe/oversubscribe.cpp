@@ -310,6 +310,19 @@ std::uint64_t total_evictions(tierpool::pool_stats const& s)
   return n;
 }
 
+// `tierpool replay --tiers` for this pool's layout: its host tiers between the device tier
+// and the last (backing) tier, as KIND=BYTES.
+std::string replay_tiers(tierpool::pool_stats const& s)
+{
+  std::string out;
+  for (std::size_t i = 1; i + 1 < s.tiers.size(); ++i) {
+    tierpool::tier_stats const& t = s.tiers[i];
+    if (t.kind != tierpool::tier_kind::pinned_host && t.kind != tierpool::tier_kind::host) { continue; }
+    out += (out.empty() ? "" : ",") + std::string(tierpool::to_string(t.kind)) + "=" + std::to_string(t.capacity_bytes);
+  }
+  return out;
+}
+
 bool same_bits(double a, double b) noexcept { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
 
 double seconds_since(std::chrono::steady_clock::time_point t0)
@@ -503,6 +516,9 @@ int run(options const& o)
   std::uint64_t const ref_digest = ref.parameter_digest();
   bool const params_match = digest == ref_digest;
   std::uint64_t const ref_evictions = total_evictions(ref_pool.stats());
+  // The whole recorded run, the parameter check's reads included: what a replay of the
+  // --trace file reproduces (docs/chapters/replay.md).
+  tierpool::pool_stats const run_end = pool.stats();
 
   std::printf("\n%s\n", summary.c_str());
   std::printf("moved %s host->device (%llu copies) and %s device->host (%llu copies); %llu evictions\n",
@@ -558,6 +574,10 @@ int run(options const& o)
        << "  \"stall_seconds\": " << json_double(stats.stall_seconds) << ",\n"
        << "  \"seconds\": " << json_double(tiered_seconds) << ",\n"
        << "  \"reference_seconds\": " << json_double(ref_seconds) << ",\n"
+       << "  \"run_totals\": {\"bytes_h2d\": " << run_end.bytes_h2d << ", \"bytes_d2h\": " << run_end.bytes_d2h
+       << ", \"copies_h2d\": " << run_end.copies_h2d << ", \"copies_d2h\": " << run_end.copies_d2h
+       << ", \"device_evictions\": " << (run_end.tiers.empty() ? 0 : run_end.tiers[0].evictions)
+       << ", \"replay_tiers\": " << json_string(replay_tiers(run_end)) << "},\n"
        << "  \"pool\": " << (summary_json.empty() ? "null" : summary_json) << "\n"
        << "}\n";
     std::ofstream out(o.json);

@@ -48,6 +48,7 @@
 
 #include <tierpool/backends/sim_backend.hpp>
 #include <tierpool/export.hpp>
+#include <tierpool/tier.hpp>
 #include <tierpool/trace.hpp>
 
 namespace tierpool {
@@ -208,6 +209,27 @@ struct replay_result {
   }
 };
 
+/**
+ * @brief A tier the replayed pool puts between its device tier and its backing host tier
+ *        (pool mode), e.g. the pinned staging tier a live pool has by default.
+ *
+ * A recorded run replays to the live run's copies only with the live pool's tier layout:
+ * with a pinned tier, a clean device copy whose pinned copy was dropped must be written back
+ * again, which a two-tier replay never does.
+ */
+struct staging_tier {
+  tier_kind kind{tier_kind::pinned_host};  ///< pinned_host or host (a device or managed tier is refused)
+  std::uint64_t capacity_bytes{0};         ///< > 0, rounded down to 256 bytes
+};
+
+/**
+ * @brief Parse `KIND=SIZE[,KIND=SIZE...]` (`pinned_host=32MiB`, `host=1GiB`), top tier first.
+ *        An empty string gives no tiers.
+ * @throws tierpool::logic_error naming the bad item: an unknown or refused kind, a missing
+ *         or malformed size, or a size under 256 bytes
+ */
+[[nodiscard]] TIERPOOL_EXPORT std::vector<staging_tier> parse_staging_tiers(std::string_view list);
+
 /// @brief Reports progress of one run: events done so far and the total.
 using progress_fn = std::function<void(std::uint64_t done, std::uint64_t total)>;
 
@@ -221,6 +243,8 @@ struct run_options {
   /// Prefetch predictor spec (pool mode): "none", "sequence:depth=8", ... — handed to the
   /// replayed pool as pool_options::prefetch (policy_registry::create_predictor).
   std::string prefetch{"none"};
+  /// Pool mode: tiers between the device tier and the backing host tier (parse_staging_tiers).
+  std::vector<staging_tier> staging{};
   policy_registry const* registry{nullptr};  ///< null: the built-in policies
   progress_fn progress{};                    ///< called about every 2^20 events (may be empty)
   /// Cache mode, tests: when non-null, receives 1 (hit) or 0 (miss) per request, in order.
@@ -235,7 +259,8 @@ struct run_options {
  *
  * @throws tierpool::logic_error for an unknown policy (the registry's message lists the
  *         registered ones), capacity 0, an unknown prefetch predictor, `ignore_size` in pool
- *         mode, or a policy that proposes no victim while the cache must evict
+ *         mode, staging tiers in cache mode, or a policy that proposes no victim while the
+ *         cache must evict
  * @throws tierpool::backend_error in pool mode if the sim backend fails
  */
 [[nodiscard]] TIERPOOL_EXPORT replay_result run(compiled_trace const& trace, run_options const& options);
@@ -247,6 +272,7 @@ struct grid_options {
   std::vector<capacity_spec> capacities{};   ///< in output order
   link_model link{link_model::pcie4()};      ///< as run_options::link
   std::string prefetch{"none"};              ///< as run_options::prefetch
+  std::vector<staging_tier> staging{};       ///< as run_options::staging
   unsigned threads{0};                       ///< worker threads; 0 = all hardware threads
   policy_registry const* registry{nullptr};  ///< null: the built-in policies
   /// Called (serialized, from a worker thread) when a run finishes: its result, how many

@@ -5,7 +5,8 @@
 // backend with phantom memory and a virtual clock, driven by the compiled event array.
 //
 // The pool has two tiers: the device tier of the run's capacity (one arena chunk) and a
-// host tier that holds everything. Each trace stream is a pool stream. Per event:
+// host tier that holds everything (run_options::staging adds tiers between the two). Each
+// trace stream is a pool stream. Per event:
 //   allocate -> pool::allocate (a cache trace's object is allocated in the host tier on
 //               first sight: its bytes start there, so its first read copies it in)
 //   access   -> pool::set_next_use(t, position of t's next access) then pool::acquire
@@ -67,6 +68,14 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
     tier_options{.kind = tier_kind::host, .capacity_bytes = host_cap,
                  .chunk_bytes = std::min<std::uint64_t>(host_cap, 1ULL << 30U), .policy = "lru", .name = "host"},
   };
+  // run_options::staging: tiers between the device tier and the backing host tier.
+  for (std::size_t i = 0; i < o.staging.size(); ++i) {
+    staging_tier const& st = o.staging[i];
+    std::uint64_t const bytes = st.capacity_bytes / kAlign * kAlign;
+    po.tiers.insert(po.tiers.end() - 1,
+                    tier_options{.kind = st.kind, .capacity_bytes = bytes, .chunk_bytes = bytes, .policy = o.policy,
+                                 .name = std::string(to_string(st.kind)) + "_" + std::to_string(i)});
+  }
   po.policy = o.policy;
   po.prefetch = o.prefetch;  // the pool builds the predictor from the registry (unknown: a typed error)
   po.backend = backend_choice::sim;

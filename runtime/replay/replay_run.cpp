@@ -6,6 +6,7 @@
 // in grid order, the ratio to Belady).
 #include "replay/detail/engines.hpp"
 
+#include <tierpool/detail/parse.hpp>
 #include <tierpool/error.hpp>
 #include <tierpool/policy.hpp>
 
@@ -34,6 +35,36 @@ double link_seconds(link_model const& l, std::uint64_t bytes, std::uint64_t copi
 
 }  // namespace
 
+std::vector<staging_tier> parse_staging_tiers(std::string_view list)
+{
+  std::vector<staging_tier> out;
+  while (!list.empty()) {
+    std::size_t const comma = list.find(',');
+    std::string_view const item = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+    std::string const what = "replay: bad tier '" + std::string(item) + "': ";
+    std::size_t const eq = item.find('=');
+    if (eq == std::string_view::npos) { throw logic_error(what + "expected KIND=SIZE (pinned_host=32MiB)"); }
+    std::string_view const kind = item.substr(0, eq);
+    staging_tier t;
+    if (kind == "pinned_host") {
+      t.kind = tier_kind::pinned_host;
+    } else if (kind == "host") {
+      t.kind = tier_kind::host;
+    } else {
+      throw logic_error(what + "the kind must be pinned_host or host (the device tier is --capacity)");
+    }
+    try {
+      t.capacity_bytes = tierpool::detail::parse_byte_size(item.substr(eq + 1));
+    } catch (logic_error const& e) {
+      throw logic_error(what + e.what());
+    }
+    if (t.capacity_bytes < 256) { throw logic_error(what + "a tier needs at least 256 bytes"); }
+    out.push_back(t);
+  }
+  return out;
+}
+
 replay_result run(compiled_trace const& trace, run_options const& o)
 {
   detail::compiled_data const& d = trace.data();
@@ -59,6 +90,7 @@ replay_result run(compiled_trace const& trace, run_options const& o)
     if (o.prefetch != "none") {
       throw logic_error("replay: --prefetch is a pool-mode option (cache mode has no prefetch)");
     }
+    if (!o.staging.empty()) { throw logic_error("replay: --tiers is a pool-mode option (cache mode has one tier)"); }
     any_eviction_policy policy = registry->create(o.policy);
     detail::run_cache(d, policy, o, r);
   } else {
@@ -121,6 +153,7 @@ std::vector<replay_result> run_grid(compiled_trace const& trace, grid_options co
     o.capacity_label = c.label;
     o.link = options.link;
     o.prefetch = options.prefetch;
+    o.staging = options.staging;
     o.registry = registry;
     if (options.on_progress) {
       o.progress = [&, k](std::uint64_t a, std::uint64_t b) {

@@ -81,6 +81,7 @@ int replay_command(int argc, char** argv)
   std::string mode = "pool";
   std::string link = "pcie4";
   std::string prefetch = "none";
+  std::string tiers;
   std::string format = "auto";
   std::string json_path;
   std::string csv_path;
@@ -100,6 +101,8 @@ int replay_command(int argc, char** argv)
     ("ignore-size", "cache mode: every object has size 1 (capacities and bytes count objects)")
     ("link", po::value(&link), "host<->device link: pcie4 (default), pcie5, nvlink-c2c, cxl, or BW,LAT (bytes/s,ns)")
     ("prefetch", po::value(&prefetch), "prefetch predictor (pool mode): none (default), sequence[:depth=N,budget=BYTES] (tierpool policies lists them)")
+    ("tiers", po::value(&tiers), "pool mode: tiers between the device tier and the backing host tier, "
+     "KIND=SIZE,... (pinned_host=32MiB; a live pool's default has a pinned tier of twice the device tier)")
     ("loop", po::value(&loop), "replay the trace this many times in a row (default 1)")
     ("format", po::value(&format), "trace format: auto (default), text, binary, oracle_general, csv")
     ("json", po::value(&json_path), "write the results as JSON (one object per row) to FILE")
@@ -149,6 +152,11 @@ int replay_command(int argc, char** argv)
   if (!lm) { throw logic_error("invalid --link '" + link + "': " + link_error); }
   g.link = *lm;
   g.prefetch = prefetch;
+  g.staging = tr::parse_staging_tiers(tiers);
+  if (!g.staging.empty() && g.mode != tr::replay_mode::pool) {
+    std::fprintf(stderr, "tierpool replay: --tiers needs --mode pool\n");
+    return 2;
+  }
   if (mode == "pool") {
     (void)policy_registry::with_builtins().create_predictor(prefetch);  // unknown: the registry's typed error, up front
   }
@@ -190,8 +198,9 @@ int replay_command(int argc, char** argv)
               static_cast<unsigned long long>(compiled.requests()), static_cast<unsigned long long>(compiled.objects()),
               amount(compiled.working_set_bytes()).c_str(), amount(compiled.peak_live_bytes()).c_str(),
               loop > 1 ? (" (looped " + std::to_string(loop) + "x)").c_str() : "");
-  std::printf("mode %s, link %s, prefetch %s; read and compiled in %.2f s\n\n", mode.c_str(), link.c_str(),
-              prefetch.c_str(), std::chrono::duration<double>(t1 - t0).count());
+  std::printf("mode %s, link %s, prefetch %s%s; read and compiled in %.2f s\n\n", mode.c_str(), link.c_str(),
+              prefetch.c_str(), tiers.empty() ? "" : (", tiers device," + tiers + ",host").c_str(),
+              std::chrono::duration<double>(t1 - t0).count());
   std::fputs(tr::format_table(results).c_str(), stdout);
   std::fflush(stdout);
 

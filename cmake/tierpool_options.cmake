@@ -25,6 +25,9 @@ option(TIERPOOL_DEBUG_FULL
 option(TIERPOOL_BUILD_FUZZERS
   "Build the libFuzzer targets of the trace readers in fuzz/ (default: off; needs clang, see scripts/run-fuzzers.sh)"
   OFF)
+option(TIERPOOL_BUILD_DOCS
+  "Add the 'docs' target: the API reference and the book (docs/) with Doxygen, which fails on an undocumented public entity (default: off; needs doxygen)"
+  OFF)
 option(TIERPOOL_WARNINGS_AS_ERRORS
   "Treat compiler warnings in tierpool's own targets as errors (default: on, the code base is warning-free)"
   ON)

@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev googletest  # tests
   libbenchmark-dev                # micro-benchmarks
   clang libclang-rt-14-dev        # libFuzzer targets of the trace readers (scripts/run-fuzzers.sh)
+  doxygen                         # the API reference and book (TIERPOOL_BUILD_DOCS, target docs)
 )
 
 missing=()

@@ -55,17 +55,17 @@ struct backend_caps {
 
 /// @brief Where memory should go for prefetch / advise: a tier kind and, for host kinds, a NUMA node.
 struct memory_location {
-  tier_kind kind{tier_kind::device};
+  tier_kind kind{tier_kind::device};  ///< the kind of memory the pages should move to
   int numa_node{-1};  ///< -1: any / current
 };
 
 /// @brief One copy. Both ranges must come from this backend (or be host memory for host kinds).
 struct copy_desc {
-  void* dst{nullptr};
-  void const* src{nullptr};
-  std::size_t bytes{0};
-  tier_kind dst_kind{tier_kind::device};
-  tier_kind src_kind{tier_kind::host};
+  void* dst{nullptr};                     ///< destination (`bytes` writable bytes)
+  void const* src{nullptr};               ///< source (`bytes` readable bytes; may not overlap dst)
+  std::size_t bytes{0};                   ///< how many bytes; > 0
+  tier_kind dst_kind{tier_kind::device};  ///< the kind of memory dst is in (picks the copy direction)
+  tier_kind src_kind{tier_kind::host};    ///< the kind of memory src is in
 };
 
 /// @brief Advice on managed memory (mirrors cudaMemAdvise).
@@ -99,6 +99,9 @@ class TIERPOOL_EXPORT backend {
 
   /**
    * @brief Allocate `bytes` of memory of `kind`, aligned to caps().allocation_alignment.
+   * @param kind The kind of memory (device, pinned_host, managed, host).
+   * @param bytes How many bytes; > 0.
+   * @param out Receives the pointer (unchanged on failure).
    * @param numa_node For `host` / `pinned_host`: bind to this NUMA node (-1: no binding).
    * @return ok, invalid_value (bytes == 0, null out), out_of_memory, not_supported, or a fault.
    */

@@ -11,6 +11,8 @@
 #define TIERPOOL_EXPORT
 #define TIERPOOL_HIDDEN
 #else
+/// @brief Marks a public entity: visible outside the shared library.
 #define TIERPOOL_EXPORT __attribute__((visibility("default")))
+/// @brief Marks an entity that stays inside the library even when its header is public.
 #define TIERPOOL_HIDDEN __attribute__((visibility("hidden")))
 #endif

@@ -428,6 +428,7 @@ class TIERPOOL_EXPORT policy_params {
   /**
    * @brief Set (or replace) a value. The registry calls this; tests may too.
    * @param name Parameter name.
+   * @param type How the value was parsed (reported by type_of).
    * @param value Parsed value; its alternative must match `type`.
    * @param given True when the spec set it, false for a default.
    * @throws tierpool::logic_error if the alternative does not match `type`

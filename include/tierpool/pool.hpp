@@ -42,8 +42,11 @@ struct tensor_record;
  */
 class TIERPOOL_EXPORT tensor {
  public:
+  /// @brief An empty handle (valid() is false).
   tensor() noexcept = default;
+  /// @brief Take over `other`'s tensor; `other` becomes empty.
   tensor(tensor&& other) noexcept;
+  /// @brief Free this handle's tensor (as the destructor does), then take over `other`'s.
   tensor& operator=(tensor&& other) noexcept;
   tensor(tensor const&) = delete;
   tensor& operator=(tensor const&) = delete;
@@ -55,6 +58,7 @@ class TIERPOOL_EXPORT tensor {
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
   /// @brief True unless moved from or freed.
   [[nodiscard]] bool valid() const noexcept { return impl_ != nullptr; }
+  /// @brief valid().
   [[nodiscard]] explicit operator bool() const noexcept { return valid(); }
 
  private:
@@ -87,8 +91,11 @@ class TIERPOOL_EXPORT tensor {
  */
 class TIERPOOL_EXPORT lease {
  public:
+  /// @brief An empty lease (holds nothing).
   lease() noexcept = default;
+  /// @brief Take over `other`'s lease; `other` becomes empty.
   lease(lease&& other) noexcept;
+  /// @brief Release this lease (as the destructor does), then take over `other`'s.
   lease& operator=(lease&& other) noexcept;
   lease(lease const&) = delete;
   lease& operator=(lease const&) = delete;
@@ -159,6 +166,19 @@ struct low_memory_event {
 /// @brief A low-memory callback.
 using low_memory_callback = std::function<void(low_memory_event const&)>;
 
+/**
+ * @brief The tiered memory pool: tiers from fastest (the device) to slowest, each with an
+ *        arena and an eviction policy, a migration engine with copy streams, and the
+ *        tensors it places among them.
+ *
+ * allocate() makes a tensor; acquire() / acquire_host() lease its bytes where the caller
+ * needs them, copying them up and evicting others as the tier's policy proposes;
+ * prefetch() and demote() move them ahead of time. Out of memory follows the ladder of
+ * DESIGN.md §2 and ends in a typed tierpool::out_of_memory that says why.
+ *
+ * Thread safety: every member function may be called from many threads at once, except
+ * close(), the move operations and the destructor. Stream semantics are given per function.
+ */
 class TIERPOOL_EXPORT pool {
  public:
   /**
@@ -171,7 +191,9 @@ class TIERPOOL_EXPORT pool {
   ~pool();
   pool(pool const&) = delete;
   pool& operator=(pool const&) = delete;
+  /// @brief Take over another pool (not while any thread uses either).
   pool(pool&&) noexcept;
+  /// @brief Close this pool (see close()), then take over `other`. Not while any thread uses either.
   pool& operator=(pool&&) noexcept;
 
   /**

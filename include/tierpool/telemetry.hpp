@@ -27,7 +27,7 @@ struct stat {
 /// @brief Figures of one tier.
 struct tier_stats {
   std::string name;                  ///< tier name
-  tier_kind kind{tier_kind::device};
+  tier_kind kind{tier_kind::device};  ///< memory behind the tier
   int numa_node{-1};                 ///< NUMA node the tier is bound to; -1: none
   std::size_t capacity_bytes{0};     ///< SUM: budget of the tier
   std::size_t reserved_bytes{0};     ///< SUM: chunks obtained from the backend
@@ -56,6 +56,7 @@ struct tenant_stats {
   std::uint64_t quota_refusals{0};  ///< COUNT: allocations refused with quota_exceeded
 };
 
+/// @brief Figures of a whole pool (pool::stats()); SUM and COUNT fields are totals since it was built.
 struct pool_stats {
   std::vector<tier_stats> tiers;          ///< fastest first
   std::vector<tenant_stats> tenants;      ///< every tenant that allocated or has a quota, by id

@@ -95,7 +95,7 @@ inline constexpr std::uint32_t host_stream = 0xFFFFFFFFU;
  * cache trace). Times are nanoseconds since the start of the run, 0 when unknown.
  */
 struct event {
-  event_kind kind{event_kind::access};
+  event_kind kind{event_kind::access};  ///< what happened
   access_kind mode{access_kind::read};  ///< access only
   std::uint32_t stream{0};              ///< access, compute: trace-local stream number (0 = default)
   std::uint32_t tier{no_tier};          ///< prefetch: target tier; allocate: preferred tier
@@ -105,6 +105,7 @@ struct event {
   std::uint64_t duration_ns{0};         ///< compute only
   std::string name{};                   ///< allocate: tensor name (optional); phase: label
 
+  /// @brief Field-wise equality (tests, round trips).
   friend bool operator==(event const&, event const&) = default;
 };
 
@@ -127,21 +128,21 @@ enum class format : std::uint8_t {
 
 /// @brief Which csv columns hold what (0-based; -1 = absent). Each row is one access.
 struct csv_options {
-  char delimiter{','};
+  char delimiter{','};    ///< column separator
   bool header{true};      ///< skip the first line
   int time_column{0};     ///< a decimal number (fractions allowed) of `time_unit_ns` units (-1: none)
   int id_column{1};       ///< object id: an unsigned integer, or any text (hashed)
   int size_column{2};     ///< bytes (-1: every object has `default_size`)
   int op_column{-1};      ///< "r"/"read"/"get" -> read, "w"/"write"/"set" -> read_write (-1: all reads)
-  std::uint64_t default_size{1};
+  std::uint64_t default_size{1};  ///< bytes of every object when size_column is -1
   /// Nanoseconds per unit of the time column: 1'000'000'000 (default) = seconds, 1 = ns.
   std::uint64_t time_unit_ns{1'000'000'000};
 };
 
 /// @brief Options of open_reader.
 struct reader_options {
-  format fmt{format::automatic};
-  csv_options csv{};
+  format fmt{format::automatic};  ///< the file's format; automatic: from its extension and first bytes
+  csv_options csv{};              ///< columns, when the format is csv
 };
 
 /**
@@ -223,7 +224,9 @@ class TIERPOOL_EXPORT writer {
    */
   writer(std::filesystem::path const& path, format fmt);
   ~writer();
+  /// @brief Take over another writer's file.
   writer(writer&&) noexcept;
+  /// @brief Close this writer's file (as the destructor does), then take over another's.
   writer& operator=(writer&&) noexcept;
   writer(writer const&) = delete;
   writer& operator=(writer const&) = delete;
@@ -281,6 +284,7 @@ struct summary {
   std::uint64_t allocates_live{0};     ///< COUNT allocates of an id that is already live
   std::uint64_t prefetches_not_live{0};///< COUNT prefetches of an id that is not live
 
+  /// @brief Field-wise equality (tests).
   friend bool operator==(summary const&, summary const&) = default;
 };
 
@@ -293,7 +297,9 @@ class TIERPOOL_EXPORT summarizer {
  public:
   summarizer();
   ~summarizer();
+  /// @brief Take over another summarizer's state.
   summarizer(summarizer&&) noexcept;
+  /// @brief Replace this summarizer's state with another's.
   summarizer& operator=(summarizer&&) noexcept;
   summarizer(summarizer const&) = delete;
   summarizer& operator=(summarizer const&) = delete;

@@ -30,26 +30,31 @@ using tick = std::uint64_t;
  *        exists. For the CUDA backend a non-zero value is a `cudaStream_t`.
  */
 struct stream_handle {
-  std::uintptr_t value{0};
+  std::uintptr_t value{0};  ///< the backend's stream (0: the default stream)
 
   /// @brief True for the default stream.
   [[nodiscard]] constexpr bool is_default() const noexcept { return value == 0; }
+  /// @brief Handles compare by value.
   friend constexpr auto operator<=>(stream_handle, stream_handle) noexcept = default;
 };
 
 /// @brief Opaque event handle. 0 is "no event". For the CUDA backend a `cudaEvent_t`.
 struct event_handle {
-  std::uintptr_t value{0};
+  std::uintptr_t value{0};  ///< the backend's event (0: none)
 
   /// @brief True when the handle refers to an event.
   [[nodiscard]] constexpr explicit operator bool() const noexcept { return value != 0; }
+  /// @brief Handles compare by value.
   friend constexpr auto operator<=>(event_handle, event_handle) noexcept = default;
 };
 
 /// @brief Byte-size literals: `64_MiB`, `2_GiB`.
 inline namespace literals {
+/// @brief `v` KiB in bytes.
 constexpr std::size_t operator""_KiB(unsigned long long v) noexcept { return static_cast<std::size_t>(v) << 10U; }
+/// @brief `v` MiB in bytes.
 constexpr std::size_t operator""_MiB(unsigned long long v) noexcept { return static_cast<std::size_t>(v) << 20U; }
+/// @brief `v` GiB in bytes.
 constexpr std::size_t operator""_GiB(unsigned long long v) noexcept { return static_cast<std::size_t>(v) << 30U; }
 }  // namespace literals
 

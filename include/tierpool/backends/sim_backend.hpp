@@ -79,6 +79,7 @@ struct link_model {
   /// @brief Host memcpy between host buffers: about 10 GB/s, 500 ns per copy.
   [[nodiscard]] static constexpr link_model host_memcpy() noexcept { return {10e9, 500}; }
 
+  /// @brief Equal when bandwidth and latency are.
   friend constexpr bool operator==(link_model const&, link_model const&) noexcept = default;
 };
 
@@ -129,6 +130,7 @@ struct sim_links {
   /// @brief The model of one direction.
   [[nodiscard]] TIERPOOL_EXPORT link_model const& get(sim_link link) const noexcept;
 
+  /// @brief Equal when every direction's model is.
   friend constexpr bool operator==(sim_links const&, sim_links const&) noexcept = default;
 };
 

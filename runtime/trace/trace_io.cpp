@@ -244,7 +244,19 @@ writer::~writer()
 }
 
 writer::writer(writer&&) noexcept = default;
-writer& writer::operator=(writer&&) noexcept = default;
+writer& writer::operator=(writer&& other) noexcept
+{
+  if (this != &other) {
+    // Buffered events of the file being replaced are written first, as the destructor does
+    // (a defaulted move would have dropped them with the old buffer).
+    try {
+      close();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): noexcept; close() reports when called directly
+    }
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
 
 void writer::write(event const& e)
 {

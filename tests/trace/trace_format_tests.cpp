@@ -145,6 +145,27 @@ TEST(TraceWriter, RejectsOversizedNamesAndOtherFormats)
   EXPECT_EQ(tt::output_format_for("a/b.txt"), tt::format::text);
 }
 
+// Moving a writer over another writes the replaced writer's buffered events first (a
+// defaulted move assignment dropped them with the old buffer).
+TEST(TraceWriter, MoveAssignmentKeepsTheReplacedWritersEvents)
+{
+  std::vector<event> const first = {{.kind = event_kind::allocate, .tensor = 1, .bytes = 64},
+                                    {.kind = event_kind::free, .tensor = 1}};
+  std::vector<event> const second = {{.kind = event_kind::allocate, .tensor = 2, .bytes = 128}};
+  {
+    tt::writer a(scratch("move_a.tpb"), tt::format::binary);
+    for (event const& e : first) { a.write(e); }
+    tt::writer b(scratch("move_b.tpt"), tt::format::text);
+    for (event const& e : second) { b.write(e); }
+    a = std::move(b);  // a's two buffered events reach move_a.tpb here
+    a.write({.kind = event_kind::free, .tensor = 2});
+  }
+  EXPECT_EQ(tt::read_all(scratch("move_a.tpb")), first);
+  std::vector<event> expected_b = second;
+  expected_b.push_back({.kind = event_kind::free, .tensor = 2});
+  EXPECT_EQ(tt::read_all(scratch("move_b.tpt")), expected_b);
+}
+
 TEST(TraceWriter, UnwritablePathNamesTheFile)
 {
   try {

@@ -18,6 +18,58 @@ constexpr double kAdamFlopsPerParam = 12.0;  // Adam update: moments, bias corre
 
 std::string label(char const* prefix, std::uint64_t i) { return prefix + std::to_string(i); }
 
+// The persistent tensors of layers 1..n trained with Adam: weights w, gradients g, moments
+// m and v (index 0 unused). Both training generators lay them out and use them alike.
+struct adam_layers {
+  std::vector<std::uint64_t> w, g, m, v;
+
+  // "init": alloc w, g, m, v per layer (named by `name(kind, l)`), then wd w, m, v per layer.
+  template <class Name>
+  adam_layers(emitter& out, std::uint64_t n, std::uint64_t weight_bytes, std::uint64_t moment_bytes, Name name)
+    : w(n + 1), g(n + 1), m(n + 1), v(n + 1)
+  {
+    out.phase("init");
+    for (std::uint64_t l = 1; l <= n; ++l) {
+      w[l] = out.alloc(weight_bytes, name('w', l));
+      g[l] = out.alloc(weight_bytes, name('g', l));
+      m[l] = out.alloc(moment_bytes, name('m', l));
+      v[l] = out.alloc(moment_bytes, name('v', l));
+    }
+    for (std::uint64_t l = 1; l <= n; ++l) {
+      out.wd(w[l]);
+      out.wd(m[l]);
+      out.wd(v[l]);
+    }
+  }
+
+  [[nodiscard]] std::uint64_t layers() const noexcept { return w.size() - 1; }
+
+  // "optimizer": per layer read g, rw m, rw v, rw w, compute.
+  void step(emitter& out, std::uint64_t opt_ns) const
+  {
+    out.phase("optimizer");
+    for (std::uint64_t l = 1; l <= layers(); ++l) {
+      out.read(g[l]);
+      out.rw(m[l]);
+      out.rw(v[l]);
+      out.rw(w[l]);
+      out.compute(opt_ns);
+    }
+  }
+
+  // "teardown": free every layer's tensors.
+  void free_all(emitter& out) const
+  {
+    out.phase("teardown");
+    for (std::uint64_t l = 1; l <= layers(); ++l) {
+      out.free(w[l]);
+      out.free(g[l]);
+      out.free(m[l]);
+      out.free(v[l]);
+    }
+  }
+};
+
 }  // namespace
 
 // Note [mlp-train shape]
@@ -43,19 +95,11 @@ void generate_mlp_train(param_reader const& p, emitter& out)
   std::uint64_t const bwd_ns = flops_to_ns(4.0 * bw2, tflops);
   std::uint64_t const opt_ns = flops_to_ns(kAdamFlopsPerParam * w2, tflops);
 
-  std::vector<std::uint64_t> w(layers + 1), g(layers + 1), m(layers + 1), v(layers + 1), a(layers + 1);
-  out.phase("init");
-  for (std::uint64_t l = 1; l <= layers; ++l) {
-    w[l] = out.alloc(weight_bytes, label("w", l));
-    g[l] = out.alloc(weight_bytes, label("g", l));
-    m[l] = out.alloc(weight_bytes, label("m", l));
-    v[l] = out.alloc(weight_bytes, label("v", l));
-  }
-  for (std::uint64_t l = 1; l <= layers; ++l) {
-    out.wd(w[l]);
-    out.wd(m[l]);
-    out.wd(v[l]);
-  }
+  adam_layers const layer_state(out, layers, weight_bytes, weight_bytes,
+                       [](char kind, std::uint64_t l) { return std::string(1, kind) + std::to_string(l); });
+  auto const& w = layer_state.w;
+  auto const& g = layer_state.g;
+  std::vector<std::uint64_t> a(layers + 1);
   for (std::uint64_t it = 0; it < iterations; ++it) {
     out.phase(label("iter ", it));
     out.phase("forward");
@@ -77,22 +121,9 @@ void generate_mlp_train(param_reader const& p, emitter& out)
       out.compute(bwd_ns);
       out.free(a[l - 1]);
     }
-    out.phase("optimizer");
-    for (std::uint64_t l = 1; l <= layers; ++l) {
-      out.read(g[l]);
-      out.rw(m[l]);
-      out.rw(v[l]);
-      out.rw(w[l]);
-      out.compute(opt_ns);
-    }
+    layer_state.step(out, opt_ns);
   }
-  out.phase("teardown");
-  for (std::uint64_t l = 1; l <= layers; ++l) {
-    out.free(w[l]);
-    out.free(g[l]);
-    out.free(m[l]);
-    out.free(v[l]);
-  }
+  layer_state.free_all(out);
 }
 
 // Note [transformer-train shape]
@@ -127,19 +158,11 @@ void generate_transformer_train(param_reader const& p, emitter& out)
   std::uint64_t const bwd_ns = flops_to_ns(2.0 * fwd_flops, tflops);
   std::uint64_t const opt_ns = flops_to_ns(kAdamFlopsPerParam * static_cast<double>(params), tflops);
 
-  std::vector<std::uint64_t> w(blocks + 1), g(blocks + 1), m(blocks + 1), v(blocks + 1), s(blocks + 1);
-  out.phase("init");
-  for (std::uint64_t l = 1; l <= blocks; ++l) {
-    w[l] = out.alloc(weight_bytes, label("block", l) + ".w");
-    g[l] = out.alloc(weight_bytes, label("block", l) + ".g");
-    m[l] = out.alloc(moment_bytes, label("block", l) + ".m");
-    v[l] = out.alloc(moment_bytes, label("block", l) + ".v");
-  }
-  for (std::uint64_t l = 1; l <= blocks; ++l) {
-    out.wd(w[l]);
-    out.wd(m[l]);
-    out.wd(v[l]);
-  }
+  adam_layers const layer_state(out, blocks, weight_bytes, moment_bytes,
+                       [](char kind, std::uint64_t l) { return label("block", l) + '.' + kind; });
+  auto const& w = layer_state.w;
+  auto const& g = layer_state.g;
+  std::vector<std::uint64_t> s(blocks + 1);
   for (std::uint64_t it = 0; it < iterations; ++it) {
     out.phase(label("iter ", it));
     out.phase("forward");
@@ -165,22 +188,9 @@ void generate_transformer_train(param_reader const& p, emitter& out)
       out.free(s[l]);
     }
     out.free(dx);
-    out.phase("optimizer");
-    for (std::uint64_t l = 1; l <= blocks; ++l) {
-      out.read(g[l]);
-      out.rw(m[l]);
-      out.rw(v[l]);
-      out.rw(w[l]);
-      out.compute(opt_ns);
-    }
+    layer_state.step(out, opt_ns);
   }
-  out.phase("teardown");
-  for (std::uint64_t l = 1; l <= blocks; ++l) {
-    out.free(w[l]);
-    out.free(g[l]);
-    out.free(m[l]);
-    out.free(v[l]);
-  }
+  layer_state.free_all(out);
 }
 
 // Note [llm-infer-stream shape]

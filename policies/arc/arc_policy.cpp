@@ -138,8 +138,8 @@ void arc_policy::on_insert(tensor_view const& v) noexcept
   } else if (i != npos) {  // ghost hit: adapt p towards the side that hit, then into T2
     node& n = nodes_[i];
     double const c = static_cast<double>(capacity_bytes());
-    double const b1 = b1_.exact();
-    double const b2 = b2_.exact();
+    double const b1 = evicting_ ? b1_at_miss_ : b1_.exact();  // as when the miss arrived
+    double const b2 = evicting_ ? b2_at_miss_ : b2_.exact();
     double const size = static_cast<double>(v.bytes);
     if (n.list == list_id::b1) {
       double const ratio = b1 > 0.0 ? std::max(b2 / b1, 1.0) : 1.0;
@@ -167,6 +167,7 @@ void arc_policy::on_insert(tensor_view const& v) noexcept
   }
   high_water_ = std::max<std::uint64_t>(high_water_, saturating_add(t1_.bytes(), t2_.bytes()));
   p_ = std::min(p_, static_cast<double>(capacity_bytes()));
+  evicting_ = false;
   trim_ghosts();
 }
 
@@ -175,6 +176,7 @@ void arc_policy::on_access(tensor_view const& v) noexcept
   index_t const i = lookup(v.id);
   if (i == npos || is_ghost(nodes_[i].list)) { return; }
   ++clock_;
+  evicting_ = false;
   touch(i, v);
   high_water_ = std::max<std::uint64_t>(high_water_, saturating_add(t1_.bytes(), t2_.bytes()));
 }
@@ -185,6 +187,11 @@ void arc_policy::on_erase(tensor_id id) noexcept
   if (i == npos || is_ghost(nodes_[i].list)) { return; }
   node& n = nodes_[i];
   list_id const ghost = n.list == list_id::t1 ? list_id::b1 : list_id::b2;
+  if (!evicting_) {  // the first eviction for this miss: remember the ghost lists before it
+    b1_at_miss_ = b1_.exact();
+    b2_at_miss_ = b2_.exact();
+    evicting_ = true;
+  }
   unlink(i);
   n.pinned = false;
   link_front(ghost, i);

@@ -16,7 +16,8 @@
  * so that |T1| + |B1| <= c and |T1| + |T2| + |B1| + |B2| <= 2c. This version differs from
  * the paper in five ways. (1) **Bytes, not pages**: every |X| is a byte sum, and a ghost
  * hit moves `p` by the ratio times the size of the tensor that hit (a page is one unit in
- * the paper; a tensor is its bytes here). (2) **The capacity c is derived**: a policy is not
+ * the paper; a tensor is its bytes here); the ratio uses |B1| and |B2| as they were when
+ * the miss arrived, before the evictions made for it, as in the paper. (2) **The capacity c is derived**: a policy is not
  * told its tier's size, so with `capacity = 0` c is the largest number of resident bytes the
  * policy has seen (T1 + T2, pinned included). In an oversubscribed steady state the tier
  * fills before anything is evicted, so this is the tier's usable size; before the first
@@ -199,6 +200,12 @@ class TIERPOOL_EXPORT arc_policy {
   double p_{0.0};                  // target bytes of T1, 0 <= p_ <= c
   std::uint64_t high_water_{0};    // largest T1 + T2 bytes seen (saturating)
   std::uint64_t clock_{0};         // policy events (inserts and accesses)
+  // |B1| and |B2| when the current miss arrived: the ghost lists before the evictions that
+  // make room for it (the first on_erase since the last insert or access records them), so
+  // that a ghost hit's delta uses the sizes Figure 4 uses, not those after REPLACE.
+  double b1_at_miss_{0.0};
+  double b2_at_miss_{0.0};
+  bool evicting_{false};           // an on_erase came after the last insert or access
 };
 
 namespace policies {

@@ -44,23 +44,6 @@ belady_policy& belady_policy::operator=(belady_policy const& other)
   return *this;
 }
 
-void belady_policy::grow_slab()
-{
-  // See Note [Intrusive order over a growing slab]. Only when the slab is full: the
-  // scratch lists and the reallocation all happen once per doubling.
-  std::vector<index_t> in_order;
-  in_order.reserve(order_.size());
-  for (node const& n : order_) { in_order.push_back(slot_of(n)); }
-  std::vector<index_t> in_missing;
-  in_missing.reserve(missing_.size());
-  for (node const& n : missing_) { in_missing.push_back(slot_of(n)); }
-  order_.clear();  // normal_link: touches no node
-  missing_.clear();
-  nodes_.reserve(std::max<std::size_t>(16, nodes_.size() * 2));
-  for (index_t const i : in_order) { order_.push_back(nodes_[i]); }
-  for (index_t const i : in_missing) { missing_.push_back(nodes_[i]); }
-}
-
 void belady_policy::note_forecast(node& n, bool has) noexcept
 {
   // Linked into missing_ exactly while n.forecast is false.
@@ -95,7 +78,7 @@ void belady_policy::on_insert(tensor_view const& v) noexcept
   if (i != npos) {
     free_head_ = nodes_[i].next;
   } else {
-    if (nodes_.size() == nodes_.capacity()) { grow_slab(); }
+    if (nodes_.size() == nodes_.capacity()) { policies::detail::grow_intrusive_slab(nodes_, order_, missing_); }
     i = static_cast<index_t>(nodes_.size());
     nodes_.emplace_back();  // within capacity: no node moves
   }

@@ -42,6 +42,7 @@
 
 #include <tierpool/export.hpp>
 #include <tierpool/detail/id_index.hpp>
+#include <tierpool/policies/intrusive_slab.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -59,16 +60,9 @@ namespace tierpool {
  * Thread safety: externally synchronized (called under the tier's lock).
  * Ownership: a value; copying copies the whole state (O(n), the sets are relinked).
  *
- * Note [Intrusive order over a growing slab]
- * ------------------------------------------
- * The order and the missing-forecast set are boost::intrusive::sets whose hooks live in
- * the slab node, so inserting or re-keying a tensor allocates nothing. Their links are
- * addresses, and the slab is a std::vector: when it must grow (only when no free slot is
- * left), grow_slab() records both sets as slab positions, empties them, reallocates
- * (capacity doubles) and relinks the nodes in the same order with push_back: O(n) per
- * doubling, O(1) amortized per insert. The hooks are normal_link: clearing a set and
- * destroying it touch no node, so moves are safe (a vector move keeps its buffer; a set
- * member empties itself before it is moved into, see move_safe); copies relink explicitly.
+ * The order and the missing-forecast set are boost::intrusive sets over the slab, grown by
+ * policies::detail::grow_intrusive_slab(): see Note [Intrusive order over a growing slab]
+ * in policies/detail/intrusive_slab.hpp.
  *
  * @code
  * tierpool::belady_policy min;
@@ -177,23 +171,6 @@ class TIERPOOL_EXPORT belady_policy {
   using missing_set = boost::intrusive::set<node, boost::intrusive::base_hook<missing_hook>,
                                             boost::intrusive::key_of_value<id_of_node>>;
 
-  // A set whose move-assignment first empties the target (O(1) and touching no node with
-  // normal_link): a plain one swaps headers, which writes into the old root, and the slab
-  // move just before has freed it.
-  template <class Set>
-  struct move_safe : Set {
-    move_safe() = default;
-    move_safe(move_safe const&) = delete;
-    move_safe(move_safe&&) noexcept = default;
-    move_safe& operator=(move_safe const&) = delete;
-    move_safe& operator=(move_safe&& other) noexcept
-    {
-      this->clear();
-      Set::operator=(std::move(other));
-      return *this;
-    }
-    ~move_safe() = default;
-  };
 
   void update(node& n, tensor_view const& v) noexcept;
   void note_forecast(node& n, bool has) noexcept;
@@ -201,14 +178,13 @@ class TIERPOOL_EXPORT belady_policy {
   {
     return static_cast<index_t>(&n - nodes_.data());
   }
-  void grow_slab();  // Note [Intrusive order over a growing slab]
 
   config cfg_{};
   std::vector<node> nodes_;           // slab; size() == tracked + free
   index_t free_head_{npos};           // free slots chained through node::next
   tierpool::detail::id_index index_;  // id -> slab position; never iterated
-  move_safe<order_set> order_;                 // every tensor, furthest next use first (intrusive)
-  move_safe<missing_set> missing_;             // tracked tensors without a forecast, by id (intrusive)
+  policies::detail::move_safe_set<order_set> order_;                 // every tensor, furthest next use first (intrusive)
+  policies::detail::move_safe_set<missing_set> missing_;             // tracked tensors without a forecast, by id (intrusive)
   std::uint64_t clock_{0};
 };
 

@@ -47,18 +47,6 @@ gdsf_policy& gdsf_policy::operator=(gdsf_policy const& other)
   return *this;
 }
 
-void gdsf_policy::grow_slab()
-{
-  // See Note [Intrusive order over a growing slab]. Only when the slab is full: the
-  // scratch list and the reallocation both happen once per doubling.
-  std::vector<index_t> in_order;
-  in_order.reserve(order_.size());
-  for (node const& n : order_) { in_order.push_back(slot_of(n)); }
-  order_.clear();  // normal_link: touches no node
-  nodes_.reserve(std::max<std::size_t>(16, nodes_.size() * 2));
-  for (index_t const i : in_order) { order_.push_back(nodes_[i]); }
-}
-
 double gdsf_policy::cost_of(tensor_view const& v) const noexcept
 {
   cost_model m = cfg_.cost;
@@ -100,7 +88,7 @@ void gdsf_policy::on_insert(tensor_view const& v) noexcept
   if (i != npos) {
     free_head_ = nodes_[i].next;
   } else {
-    if (nodes_.size() == nodes_.capacity()) { grow_slab(); }
+    if (nodes_.size() == nodes_.capacity()) { policies::detail::grow_intrusive_slab(nodes_, order_); }
     i = static_cast<index_t>(nodes_.size());
     nodes_.emplace_back();  // within capacity: no node moves
   }

@@ -46,6 +46,7 @@
 
 #include <tierpool/export.hpp>
 #include <tierpool/detail/id_index.hpp>
+#include <tierpool/policies/intrusive_slab.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -62,16 +63,9 @@ namespace tierpool {
  * Thread safety: externally synchronized (called under the tier's lock).
  * Ownership: a value; copying copies the whole state (O(n), the order is relinked).
  *
- * Note [Intrusive order over a growing slab]
- * ------------------------------------------
- * The order is a boost::intrusive::set whose hook lives in the slab node, so inserting or
- * re-keying a tensor allocates nothing. Its links are addresses, and the slab is a
- * std::vector: when it must grow (only when no free slot is left), grow_slab() records the
- * order as slab positions, empties the set, reallocates (capacity doubles) and relinks the
- * nodes in the same order with push_back: O(n) per doubling, O(1) amortized per insert.
- * The hook is normal_link: clearing the set and destroying it touch no node, so the
- * moves are safe (a vector move keeps its buffer; the set member empties itself before
- * it is moved into, see move_safe); copies relink explicitly.
+ * The order is a boost::intrusive set over the slab, grown by
+ * policies::detail::grow_intrusive_slab(): see Note [Intrusive order over a growing slab]
+ * in policies/detail/intrusive_slab.hpp.
  *
  * @code
  * tierpool::gdsf_policy gdsf{{.cost = tierpool::gdsf_policy::cost_model::one}};
@@ -181,23 +175,6 @@ class TIERPOOL_EXPORT gdsf_policy {
   };
   using order_set = boost::intrusive::set<node, boost::intrusive::key_of_value<key_of_node>>;
 
-  // A set whose move-assignment first empties the target (O(1) and touching no node with
-  // normal_link): a plain one swaps headers, which writes into the old root, and the slab
-  // move just before has freed it.
-  template <class Set>
-  struct move_safe : Set {
-    move_safe() = default;
-    move_safe(move_safe const&) = delete;
-    move_safe(move_safe&&) noexcept = default;
-    move_safe& operator=(move_safe const&) = delete;
-    move_safe& operator=(move_safe&& other) noexcept
-    {
-      this->clear();
-      Set::operator=(std::move(other));
-      return *this;
-    }
-    ~move_safe() = default;
-  };
 
   [[nodiscard]] double cost_of(tensor_view const& v) const noexcept;
   [[nodiscard]] double priority_of(std::uint64_t frequency, double cost, std::size_t bytes) const noexcept;
@@ -207,13 +184,12 @@ class TIERPOOL_EXPORT gdsf_policy {
   {
     return static_cast<index_t>(&n - nodes_.data());
   }
-  void grow_slab();  // Note [Intrusive order over a growing slab]
 
   config cfg_;
   std::vector<node> nodes_;           // slab; size() == tracked + free
   index_t free_head_{npos};           // free slots chained through node::next
   tierpool::detail::id_index index_;  // id -> slab position; never iterated
-  move_safe<order_set> order_;                 // every tensor, lowest H first (intrusive)
+  policies::detail::move_safe_set<order_set> order_;                 // every tensor, lowest H first (intrusive)
   double inflation_{0.0};                         // L
   std::uint64_t clock_{0};
 };

@@ -58,18 +58,6 @@ repeat_policy& repeat_policy::operator=(repeat_policy const& other)
   return *this;
 }
 
-void repeat_policy::grow_slab()
-{
-  // See Note [Intrusive order over a growing slab]. Only when the slab is full: the
-  // scratch list and the reallocation both happen once per doubling.
-  std::vector<index_t> in_order;
-  in_order.reserve(order_.size());
-  for (node const& n : order_) { in_order.push_back(slot_of(n)); }
-  order_.clear();  // normal_link: touches no node
-  nodes_.reserve(std::max<std::size_t>(16, nodes_.size() * 2));
-  for (index_t const i : in_order) { order_.push_back(nodes_[i]); }
-}
-
 repeat_policy::index_t repeat_policy::lookup(tensor_id id) const noexcept
 {
   return index_.find(id);
@@ -148,7 +136,7 @@ void repeat_policy::on_insert(tensor_view const& v) noexcept
       i = free_head_;
       free_head_ = nodes_[i].next;
     } else {
-      if (nodes_.size() == nodes_.capacity()) { grow_slab(); }
+      if (nodes_.size() == nodes_.capacity()) { policies::detail::grow_intrusive_slab(nodes_, order_); }
       i = static_cast<index_t>(nodes_.size());
       nodes_.emplace_back();  // within capacity: no node moves
     }

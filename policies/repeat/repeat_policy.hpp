@@ -53,6 +53,7 @@
 
 #include <tierpool/export.hpp>
 #include <tierpool/detail/id_index.hpp>
+#include <tierpool/policies/intrusive_slab.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -69,16 +70,9 @@ namespace tierpool {
  * Thread safety: externally synchronized (called under the tier's lock).
  * Ownership: a value; copying copies the whole state (O(n), the order is relinked).
  *
- * Note [Intrusive order over a growing slab]
- * ------------------------------------------
- * The order is a boost::intrusive::set whose hook lives in the slab node, so re-keying or
- * inserting a tensor allocates nothing. Its links are addresses, and the slab is a
- * std::vector: when it must grow (only when no free slot is left), grow_slab() records the
- * order as slab positions, empties the set, reallocates (capacity doubles) and relinks the
- * nodes in the same order with push_back: O(n) per doubling, O(1) amortized per insert.
- * The hook is normal_link: clearing the set and destroying it touch no node, so the
- * moves are safe (a vector move keeps its buffer; the set member empties itself before
- * it is moved into, see move_safe); copies relink explicitly.
+ * The order is a boost::intrusive set over the slab, grown by
+ * policies::detail::grow_intrusive_slab(): see Note [Intrusive order over a growing slab]
+ * in policies/detail/intrusive_slab.hpp.
  *
  * @code
  * tierpool::repeat_policy r;
@@ -193,23 +187,6 @@ class TIERPOOL_EXPORT repeat_policy {
   };
   using order_set = boost::intrusive::set<node, boost::intrusive::key_of_value<key_of_node>>;
 
-  // A set whose move-assignment first empties the target (O(1) and touching no node with
-  // normal_link): a plain one swaps headers, which writes into the old root, and the slab
-  // move just before has freed it.
-  template <class Set>
-  struct move_safe : Set {
-    move_safe() = default;
-    move_safe(move_safe const&) = delete;
-    move_safe(move_safe&&) noexcept = default;
-    move_safe& operator=(move_safe const&) = delete;
-    move_safe& operator=(move_safe&& other) noexcept
-    {
-      this->clear();
-      Set::operator=(std::move(other));
-      return *this;
-    }
-    ~move_safe() = default;
-  };
 
   void observe(node& n, std::uint64_t pos) noexcept;  // learn a reuse at `pos`
   [[nodiscard]] key predict(node const& n) const noexcept;
@@ -219,13 +196,12 @@ class TIERPOOL_EXPORT repeat_policy {
   {
     return static_cast<index_t>(&n - nodes_.data());
   }
-  void grow_slab();  // Note [Intrusive order over a growing slab]
 
   config cfg_;
   std::vector<node> nodes_;
   index_t free_head_{npos};
   tierpool::detail::id_index index_;  // resident and remembered; never iterated
-  move_safe<order_set> order_;                             // resident tensors by predicted use (intrusive)
+  policies::detail::move_safe_set<order_set> order_;                             // resident tensors by predicted use (intrusive)
   index_t ghost_head_{npos};                      // newest remembered
   index_t ghost_tail_{npos};                      // oldest remembered
   std::size_t ghosts_{0};

@@ -20,6 +20,7 @@
 #include <tierpool/policy.hpp>
 
 #include "conformance/policy_conformance.hpp"
+#include "policy_test_util.hpp"
 
 namespace {
 
@@ -47,44 +48,19 @@ INSTANTIATE_TYPED_TEST_SUITE_P(Belady, PolicyConformance, belady_fixtures);
 
 namespace {
 
-tierpool::tensor_id tid(std::uint64_t v) { return tierpool::tensor_id{v}; }
-
-tensor_view view(std::uint64_t id, std::size_t bytes, std::optional<tick> next, bool pinned = false)
-{
-  tensor_view v{};
-  v.id = tid(id);
-  v.bytes = bytes;
-  v.next_use = next;
-  v.pinned = pinned;
-  return v;
-}
-
-std::vector<tierpool::tensor_id> ids(std::initializer_list<std::uint64_t> raw)
-{
-  std::vector<tierpool::tensor_id> out;
-  for (auto r : raw) { out.push_back(tid(r)); }
-  return out;
-}
-
-template <class P>
-std::vector<tierpool::tensor_id> propose(P const& p, std::size_t need)
-{
-  eviction_proposal out;
-  p.propose(eviction_request{tierpool::tier_id{0}, need, 0, 0}, out);
-  return out.victims;
-}
+using namespace policy_test;  // NOLINT(google-build-using-namespace): shared test helpers
 
 TEST(BeladyPolicy, FurthestNextUseFirst)
 {
   belady_policy p;
-  p.on_insert(view(1, 10, 50));
-  p.on_insert(view(2, 10, 20));
-  p.on_insert(view(3, 10, no_next_use));  // never again: first
-  p.on_insert(view(4, 10, 80));
-  p.on_insert(view(5, 10, 20));           // ties with 2: the less recently reported first
+  p.on_insert(forecast_view(1, 10, 50));
+  p.on_insert(forecast_view(2, 10, 20));
+  p.on_insert(forecast_view(3, 10, no_next_use));  // never again: first
+  p.on_insert(forecast_view(4, 10, 80));
+  p.on_insert(forecast_view(5, 10, 20));           // ties with 2: the less recently reported first
   EXPECT_EQ(propose(p, SIZE_MAX), ids({3, 4, 1, 2, 5}));
   EXPECT_EQ(propose(p, 15), ids({3, 4}));
-  p.on_access(view(4, 10, 30));           // a new forecast moves it
+  p.on_access(forecast_view(4, 10, 30));           // a new forecast moves it
   EXPECT_EQ(propose(p, SIZE_MAX), ids({3, 1, 4, 2, 5}));
   EXPECT_TRUE(p.validate());
 }
@@ -92,8 +68,8 @@ TEST(BeladyPolicy, FurthestNextUseFirst)
 TEST(BeladyPolicy, MissingForecastIsAnError)
 {
   belady_policy p;
-  p.on_insert(view(3, 10, 40));
-  p.on_insert(view(17, 10, std::nullopt));
+  p.on_insert(forecast_view(3, 10, 40));
+  p.on_insert(forecast_view(17, 10, std::nullopt));
   EXPECT_EQ(p.missing_forecasts(), 1U);
   EXPECT_TRUE(propose(p, 0).empty());  // nothing to decide: no error
   try {
@@ -107,10 +83,10 @@ TEST(BeladyPolicy, MissingForecastIsAnError)
   }
   any_eviction_policy erased{p};
   EXPECT_THROW((void)erased.propose({.bytes_needed = 1}), tierpool::logic_error);
-  p.on_access(view(17, 10, 5));  // a forecast arrives: the error clears
+  p.on_access(forecast_view(17, 10, 5));  // a forecast arrives: the error clears
   EXPECT_EQ(p.missing_forecasts(), 0U);
   EXPECT_EQ(propose(p, 1), ids({3}));
-  p.on_access(view(3, 10, std::nullopt));  // withdrawn again
+  p.on_access(forecast_view(3, 10, std::nullopt));  // withdrawn again
   EXPECT_THROW((void)propose(p, 1), tierpool::logic_error);
   p.on_erase(tid(3));  // ... until that tensor leaves
   EXPECT_EQ(propose(p, 1), ids({17}));
@@ -120,46 +96,14 @@ TEST(BeladyPolicy, MissingForecastIsAnError)
 TEST(BeladyPolicy, PinnedTensorsAreSkipped)
 {
   belady_policy p;
-  p.on_insert(view(1, 10, 90));
-  p.on_insert(view(2, 10, 10));
+  p.on_insert(forecast_view(1, 10, 90));
+  p.on_insert(forecast_view(2, 10, 10));
   p.on_pin(tid(1));
   EXPECT_EQ(propose(p, SIZE_MAX), ids({2}));
   p.on_unpin(tid(1));
   EXPECT_EQ(propose(p, SIZE_MAX), ids({1, 2}));
-  p.on_access(view(2, 10, 95, /*pinned=*/true));
+  p.on_access(forecast_view(2, 10, 95, /*pinned=*/true));
   EXPECT_EQ(propose(p, SIZE_MAX), ids({1}));
-}
-
-// Misses of a tier with room for `capacity` unit tensors over `seq`; views carry the true
-// next use (the index of the id's next occurrence) when `forecast`.
-template <class P>
-std::size_t misses(P& p, std::vector<std::uint64_t> const& seq, std::size_t capacity, bool forecast)
-{
-  std::vector<tick> next(seq.size(), no_next_use);
-  std::map<std::uint64_t, tick> seen;
-  for (std::size_t i = seq.size(); i-- > 0;) {
-    if (auto const it = seen.find(seq[i]); it != seen.end()) { next[i] = it->second; }
-    seen[seq[i]] = i;
-  }
-  std::set<std::uint64_t> resident;
-  std::size_t count = 0;
-  for (std::size_t i = 0; i < seq.size(); ++i) {
-    tensor_view const v = view(seq[i], 1, forecast ? std::optional<tick>{next[i]} : std::nullopt);
-    if (resident.count(seq[i]) != 0) {
-      p.on_access(v);
-      continue;
-    }
-    ++count;
-    if (resident.size() == capacity) {
-      auto const victims = propose(p, 1);
-      if (victims.empty()) { ADD_FAILURE() << "no victim"; return count; }
-      p.on_erase(victims.front());
-      resident.erase(static_cast<std::uint64_t>(victims.front()));
-    }
-    p.on_insert(v);
-    resident.insert(seq[i]);
-  }
-  return count;
 }
 
 TEST(BeladyPolicy, MissesLeastOnALoop)

@@ -12,7 +12,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <set>
+#include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include <tierpool/policy.hpp>
 
 #include "conformance/policy_conformance.hpp"
+#include "policy_test_util.hpp"
 
 namespace {
 
@@ -48,55 +50,7 @@ INSTANTIATE_TYPED_TEST_SUITE_P(Lirs, PolicyConformance, lirs_fixtures);
 
 namespace {
 
-tierpool::tensor_id tid(std::uint64_t v) { return tierpool::tensor_id{v}; }
-
-tensor_view view(std::uint64_t id, std::size_t bytes = 1, bool pinned = false)
-{
-  tensor_view v{};
-  v.id = tid(id);
-  v.bytes = bytes;
-  v.pinned = pinned;
-  return v;
-}
-
-std::vector<tierpool::tensor_id> ids(std::initializer_list<std::uint64_t> raw)
-{
-  std::vector<tierpool::tensor_id> out;
-  for (auto r : raw) { out.push_back(tid(r)); }
-  return out;
-}
-
-template <class P>
-std::vector<tierpool::tensor_id> propose(P const& p, std::size_t need)
-{
-  eviction_proposal out;
-  p.propose(eviction_request{tierpool::tier_id{0}, need, 0, 0}, out);
-  return out.victims;
-}
-
-template <class P>
-std::size_t misses(P& p, std::vector<std::uint64_t> const& seq, std::size_t capacity)
-{
-  std::set<std::uint64_t> resident;
-  std::size_t count = 0;
-  for (std::uint64_t const id : seq) {
-    if (resident.count(id) != 0) {
-      p.on_access(view(id));
-      continue;
-    }
-    ++count;
-    if (resident.size() == capacity) {
-      auto const v = propose(p, 1);
-      EXPECT_FALSE(v.empty());
-      if (v.empty()) { return count; }
-      p.on_erase(v.front());
-      resident.erase(static_cast<std::uint64_t>(v.front()));
-    }
-    p.on_insert(view(id));
-    resident.insert(id);
-  }
-  return count;
-}
+using namespace policy_test;  // NOLINT(google-build-using-namespace): shared test helpers
 
 // Tensors A..E are 1..5. c = 3 bytes, hir_ratio 0.3: L_lirs = 2.1 (two unit tensors),
 // L_hirs one; the paper's rule (correlation_window = 0).
@@ -107,18 +61,18 @@ TEST(LirsPolicy, HandWorkedTrace)
   lirs_policy p{{.capacity = 3, .hir_ratio = 0.3, .ghost_ratio = 1.0, .correlation_window = 0}};
   //  event              S (top first)   Q (front first)  statuses
   //  insert A, B        B A             -                A B lir
-  p.on_insert(view(A));
-  p.on_insert(view(B));
+  p.on_insert(view(A, 1));
+  p.on_insert(view(B, 1));
   EXPECT_EQ(p.status_of(tid(A)), status::lir);
   EXPECT_EQ(p.status_of(tid(B)), status::lir);
   //  insert C           C B A           C                C hir (the LIR set is full)
-  p.on_insert(view(C));
+  p.on_insert(view(C, 1));
   EXPECT_EQ(p.stack(), ids({C, B, A}));
   EXPECT_EQ(p.queue(), ids({C}));
   EXPECT_EQ(p.status_of(tid(C)), status::hir);
   EXPECT_EQ(propose(p, 1), ids({C}));  // victims come from Q
   //  access A (LIR)     A C B           C                A to the top; B is the bottom
-  p.on_access(view(A));
+  p.on_access(view(A, 1));
   EXPECT_EQ(p.stack(), ids({A, C, B}));
   //  miss D: evict C    A C B           -                C non-resident, still in S
   ASSERT_EQ(propose(p, 1), ids({C}));
@@ -127,7 +81,7 @@ TEST(LirsPolicy, HandWorkedTrace)
   EXPECT_EQ(p.stack(), ids({A, C, B}));
   EXPECT_TRUE(p.queue().empty());
   //  insert D           D A C B         D                D hir
-  p.on_insert(view(D));
+  p.on_insert(view(D, 1));
   EXPECT_EQ(p.stack(), ids({D, A, C, B}));
   EXPECT_EQ(p.queue(), ids({D}));
   //  miss C: evict D    D A C B         -                D non-resident
@@ -135,7 +89,7 @@ TEST(LirsPolicy, HandWorkedTrace)
   p.on_erase(tid(D));
   //  insert C           C D A           B                C was in S: LIR; the bottom LIR B
   //                                                      becomes HIR (end of Q), pruned
-  p.on_insert(view(C));
+  p.on_insert(view(C, 1));
   EXPECT_EQ(p.status_of(tid(C)), status::lir);
   EXPECT_EQ(p.status_of(tid(B)), status::hir);
   EXPECT_EQ(p.status_of(tid(D)), status::non_resident);
@@ -144,13 +98,13 @@ TEST(LirsPolicy, HandWorkedTrace)
   EXPECT_EQ(propose(p, 1), ids({B}));
   EXPECT_EQ(propose(p, 3), ids({B, A, C}));  // Q, then LIR from the bottom of S up
   //  access B (HIR, not in S)  B C D A   B              stays HIR, to the top of S
-  p.on_access(view(B));
+  p.on_access(view(B, 1));
   EXPECT_EQ(p.stack(), ids({B, C, D, A}));
   EXPECT_EQ(p.status_of(tid(B)), status::hir);
   //  access B (HIR, in S)      B C       A              B becomes LIR; the bottom LIR A
   //                                                      becomes HIR; pruning drops A and
   //                                                      the non-resident D
-  p.on_access(view(B));
+  p.on_access(view(B, 1));
   EXPECT_EQ(p.status_of(tid(B)), status::lir);
   EXPECT_EQ(p.status_of(tid(A)), status::hir);
   EXPECT_EQ(p.status_of(tid(D)), std::nullopt);
@@ -163,9 +117,9 @@ TEST(LirsPolicy, HandWorkedTrace)
 TEST(LirsPolicy, ErasingAnLirTensorForgetsItAndPrunes)
 {
   lirs_policy p{{.capacity = 3, .hir_ratio = 0.3, .ghost_ratio = 1.0, .correlation_window = 0}};
-  p.on_insert(view(A));
-  p.on_insert(view(B));
-  p.on_insert(view(C));  // S: C B A, Q: C
+  p.on_insert(view(A, 1));
+  p.on_insert(view(B, 1));
+  p.on_insert(view(C, 1));  // S: C B A, Q: C
   p.on_erase(tid(A));    // the bottom LIR tensor leaves (freed): forgotten, S pruned to B
   EXPECT_EQ(p.status_of(tid(A)), std::nullopt);
   EXPECT_EQ(p.stack(), ids({C, B}));
@@ -189,22 +143,22 @@ TEST(LirsPolicy, DerivedCapacityKeepsAboutHirRatioAsHir)
 TEST(LirsPolicy, CorrelatedReaccessKeepsTheStatus)
 {
   lirs_policy p{{.capacity = 3, .hir_ratio = 0.3, .ghost_ratio = 1.0, .correlation_window = 1}};
-  p.on_insert(view(A));
-  p.on_insert(view(B));
-  p.on_insert(view(C));  // HIR, in S
-  p.on_access(view(C));  // the next event: the same reference
+  p.on_insert(view(A, 1));
+  p.on_insert(view(B, 1));
+  p.on_insert(view(C, 1));  // HIR, in S
+  p.on_access(view(C, 1));  // the next event: the same reference
   EXPECT_EQ(p.status_of(tid(C)), status::hir);
-  p.on_access(view(A));
-  p.on_access(view(C));  // a real reuse while in S: LIR
+  p.on_access(view(A, 1));
+  p.on_access(view(C, 1));  // a real reuse while in S: LIR
   EXPECT_EQ(p.status_of(tid(C)), status::lir);
 }
 
 TEST(LirsPolicy, PinnedTensorsAreSkipped)
 {
   lirs_policy p{{.capacity = 3, .hir_ratio = 0.3, .ghost_ratio = 1.0, .correlation_window = 0}};
-  p.on_insert(view(A));
-  p.on_insert(view(B));
-  p.on_insert(view(C));
+  p.on_insert(view(A, 1));
+  p.on_insert(view(B, 1));
+  p.on_insert(view(C, 1));
   p.on_pin(tid(C));
   EXPECT_EQ(propose(p, 1), ids({A}));  // Q holds only a pinned tensor: bottom LIR next
   EXPECT_EQ(propose(p, 10), ids({A, B}));
@@ -257,6 +211,68 @@ TEST(LirsPolicy, Registry)
       EXPECT_THAT(e.what(), ::testing::HasSubstr("lirs: "));
     }
   }
+}
+
+}  // namespace
+
+namespace {
+
+// The example of the LIRS paper (Jiang & Zhang, SIGMETRICS 2002, §3: the table of blocks
+// A..E over virtual times 1..9 with each block's recency R and IRR, L_lirs = 2, L_hirs = 1).
+// At time 10 the table gives R / IRR = A 1/1, B 3/1, C 4/inf, D 2/3, E 0/inf; the order of
+// references below, D A B C B A D A E, is the one that yields exactly those values (the
+// table itself could not be consulted while writing this). The paper's reading of it: the
+// LIR set is {A, B} (the two smallest IRRs), C, D and E are HIR and only E is resident;
+// if D is referenced at time 10, E is the victim and D, whose new IRR (2) is below B's
+// recency (3, the largest of the LIR blocks), becomes LIR while B becomes a resident HIR
+// block; if C is referenced instead, E is the victim and C (new IRR 4 > 3) stays HIR.
+// Driven with unit tensors, c = 3, hir_ratio 0.3 (L_lirs = 2.1: two LIR tensors) and the
+// paper's rule for every re-reference (correlation_window = 0).
+constexpr std::uint64_t E = 5;
+
+TEST(LirsPolicy, ThePapersExample)
+{
+  lirs_policy p{{.capacity = 3, .hir_ratio = 0.3, .ghost_ratio = 1.0, .correlation_window = 0}};
+  unit_cache<lirs_policy> cache(p, 3);
+  std::vector<std::optional<std::uint64_t>> victims;
+  for (std::uint64_t id : {D, A, B, C, B, A, D, A, E}) { victims.push_back(cache.request(id)); }
+  // Victims on the way: B at time 4 (C's miss), C at 5 (B's), D at 9 (E's).
+  EXPECT_EQ(victims, (std::vector<std::optional<std::uint64_t>>{std::nullopt, std::nullopt, std::nullopt, B, C,
+                                                                 std::nullopt, std::nullopt, std::nullopt, D}));
+  // Time 10: S in recency order E (R 0), A (1), D (2), B (3); C (R 4) was pruned below B.
+  EXPECT_EQ(p.stack(), ids({E, A, D, B}));
+  EXPECT_EQ(p.status_of(tid(A)), status::lir);
+  EXPECT_EQ(p.status_of(tid(B)), status::lir);
+  EXPECT_EQ(p.status_of(tid(E)), status::hir);
+  EXPECT_EQ(p.status_of(tid(D)), status::non_resident);
+  EXPECT_EQ(p.status_of(tid(C)), std::nullopt);
+  EXPECT_EQ(p.queue(), ids({E}));
+  EXPECT_EQ(propose(p, 1), ids({E}));
+
+  // D at time 10: E is evicted, D becomes LIR, B a resident HIR block.
+  lirs_policy with_d = p;
+  ASSERT_EQ(propose(with_d, 1), ids({E}));
+  with_d.on_erase(tid(E));
+  with_d.on_insert(view(D, 1));
+  EXPECT_EQ(with_d.status_of(tid(D)), status::lir);
+  EXPECT_EQ(with_d.status_of(tid(B)), status::hir);
+  EXPECT_EQ(with_d.status_of(tid(A)), status::lir);
+  EXPECT_EQ(with_d.status_of(tid(E)), status::non_resident);
+  EXPECT_EQ(with_d.stack(), ids({D, E, A}));  // B left the bottom: pruned
+  EXPECT_EQ(with_d.queue(), ids({B}));
+  EXPECT_TRUE(with_d.validate());
+
+  lirs_policy with_c = p;  // C at time 10 instead: E is evicted, C stays HIR
+  ASSERT_EQ(propose(with_c, 1), ids({E}));
+  with_c.on_erase(tid(E));
+  with_c.on_insert(view(C, 1));
+  EXPECT_EQ(with_c.status_of(tid(C)), status::hir);
+  EXPECT_EQ(with_c.status_of(tid(A)), status::lir);
+  EXPECT_EQ(with_c.status_of(tid(B)), status::lir);
+  EXPECT_EQ(with_c.stack(), ids({C, E, A, D, B}));
+  EXPECT_EQ(with_c.queue(), ids({C}));
+  EXPECT_TRUE(with_c.validate());
+  EXPECT_TRUE(p.validate());
 }
 
 }  // namespace

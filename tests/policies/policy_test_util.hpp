@@ -4,7 +4,8 @@
 // policy_test_util.hpp — helpers shared by tests/policies/*_policy_tests.cpp: the conformance
 // fixtures (direct, type-erased, built by the registry), tensor_view / id builders, proposal
 // shorthands, the determinism replay, the registry check of a policy without parameters and
-// the reference-model driver (cross_check) used by the CLOCK, SIEVE, S3-FIFO and 2Q tests.
+// the reference-model driver (cross_check) used by the CLOCK, SIEVE, S3-FIFO and 2Q tests, and
+// unit_cache / misses(), a tier of unit tensors for hand-worked and published examples.
 // Test-only; every function is inline or a template.
 #pragma once
 
@@ -13,6 +14,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <map>
+#include <optional>
+#include <set>
 #include <string_view>
 #include <vector>
 
@@ -71,6 +75,15 @@ inline tensor_view view(std::uint64_t id, std::size_t bytes, tick t = 0, bool pi
   return v;
 }
 
+// A view with a next-use forecast (Belady, Repeat); std::nullopt: no forecast.
+inline tensor_view forecast_view(std::uint64_t id, std::size_t bytes = 1, std::optional<tick> next = std::nullopt,
+                                 bool pinned = false)
+{
+  tensor_view v = view(id, bytes, 0, pinned);
+  v.next_use = next;
+  return v;
+}
+
 inline std::vector<tierpool::tensor_id> ids(std::initializer_list<std::uint64_t> raw)
 {
   std::vector<tierpool::tensor_id> out;
@@ -90,6 +103,66 @@ template <class P>
 std::vector<tierpool::tensor_id> order(P const& p)
 {
   return propose(p, SIZE_MAX);
+}
+
+// A tier with room for `capacity` unit tensors, one request at a time: a hit is an access;
+// a miss, when the tier is full, erases the policy's first victim, then inserts. A paper's
+// worked example (one page per object) runs through it unchanged.
+template <class P>
+class unit_cache {
+ public:
+  unit_cache(P& policy, std::size_t capacity) : p_(policy), capacity_(capacity) {}
+  // The request; returns the victim it evicted, if any. `next`: the forecast to report.
+  std::optional<std::uint64_t> request(std::uint64_t id, std::optional<tick> next = std::nullopt)
+  {
+    tensor_view const v = forecast_view(id, 1, next);
+    if (resident_.contains(id)) {
+      p_.on_access(v);
+      return std::nullopt;
+    }
+    ++misses_;
+    std::optional<std::uint64_t> victim;
+    if (resident_.size() == capacity_) {
+      auto const victims = propose(p_, 1);
+      if (victims.empty()) {
+        ADD_FAILURE() << "no victim for a full tier";
+        return std::nullopt;
+      }
+      victim = static_cast<std::uint64_t>(victims.front());
+      EXPECT_TRUE(resident_.contains(*victim)) << "victim " << *victim << " is not resident";
+      p_.on_erase(victims.front());
+      resident_.erase(*victim);
+    }
+    p_.on_insert(v);
+    resident_.insert(id);
+    return victim;
+  }
+  [[nodiscard]] std::size_t misses() const { return misses_; }
+  [[nodiscard]] bool resident(std::uint64_t id) const { return resident_.contains(id); }
+
+ private:
+  P& p_;
+  std::size_t capacity_;
+  std::set<std::uint64_t> resident_;
+  std::size_t misses_{0};
+};
+
+// Misses of a unit_cache of `capacity` over `seq`; with `forecast`, every view carries the
+// true next use (the index of the id's next occurrence, no_next_use for the last one).
+template <class P>
+std::size_t misses(P& p, std::vector<std::uint64_t> const& seq, std::size_t capacity, bool forecast = false)
+{
+  std::vector<tick> next(seq.size(), tierpool::no_next_use);
+  std::map<std::uint64_t, tick> seen;
+  for (std::size_t i = seq.size(); i-- > 0;) {
+    if (auto const it = seen.find(seq[i]); it != seen.end()) { next[i] = it->second; }
+    seen[seq[i]] = i;
+  }
+  unit_cache<P> cache(p, capacity);
+  for (std::size_t i = 0; i < seq.size(); ++i) {
+    (void)cache.request(seq[i], forecast ? std::optional<tick>{next[i]} : std::nullopt);
+  }
+  return cache.misses();
 }
 
 // Insert, access, pin... from a compact script, then the proposals for `needs`: the same

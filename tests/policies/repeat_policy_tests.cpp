@@ -24,6 +24,7 @@
 #include <tierpool/policy.hpp>
 
 #include "conformance/policy_conformance.hpp"
+#include "policy_test_util.hpp"
 
 namespace {
 
@@ -52,43 +53,18 @@ INSTANTIATE_TYPED_TEST_SUITE_P(Repeat, PolicyConformance, repeat_fixtures);
 
 namespace {
 
-tierpool::tensor_id tid(std::uint64_t v) { return tierpool::tensor_id{v}; }
-
-tensor_view view(std::uint64_t id, std::size_t bytes = 1, std::optional<tick> next = std::nullopt, bool pinned = false)
-{
-  tensor_view v{};
-  v.id = tid(id);
-  v.bytes = bytes;
-  v.next_use = next;
-  v.pinned = pinned;
-  return v;
-}
-
-std::vector<tierpool::tensor_id> ids(std::initializer_list<std::uint64_t> raw)
-{
-  std::vector<tierpool::tensor_id> out;
-  for (auto r : raw) { out.push_back(tid(r)); }
-  return out;
-}
-
-template <class P>
-std::vector<tierpool::tensor_id> propose(P const& p, std::size_t need)
-{
-  eviction_proposal out;
-  p.propose(eviction_request{tierpool::tier_id{0}, need, 0, 0}, out);
-  return out.victims;
-}
+using namespace policy_test;  // NOLINT(google-build-using-namespace): shared test helpers
 
 constexpr repeat_policy::config paper_like{.history = 65536, .grace = 2, .correlation_window = 0};
 
 TEST(RepeatPolicy, PredictsFromTheLastReuseDistance)
 {
   repeat_policy p{paper_like};
-  p.on_insert(view(1));  // position 1
-  p.on_insert(view(2));  // 2
-  p.on_insert(view(3));  // 3
-  p.on_access(view(1));  // 4: distance 3, next use predicted at 7
-  p.on_access(view(2));  // 5: distance 3, next at 8
+  p.on_insert(forecast_view(1));  // position 1
+  p.on_insert(forecast_view(2));  // 2
+  p.on_insert(forecast_view(3));  // 3
+  p.on_access(forecast_view(1));  // 4: distance 3, next use predicted at 7
+  p.on_access(forecast_view(2));  // 5: distance 3, next at 8
   EXPECT_EQ(p.position(), 5U);
   EXPECT_EQ(p.predicted_use(tid(1)), 7U);
   EXPECT_EQ(p.predicted_use(tid(2)), 8U);
@@ -106,20 +82,20 @@ TEST(RepeatPolicy, LearnsThePhaseOfATensorUsedTwicePerIteration)
   repeat_policy p{paper_like};
   std::uint64_t filler = 100;
   auto fill = [&](int n) {
-    for (int i = 0; i < n; ++i) { p.on_insert(view(filler++)); }
+    for (int i = 0; i < n; ++i) { p.on_insert(forecast_view(filler++)); }
   };
-  p.on_insert(view(1));  // 1
+  p.on_insert(forecast_view(1));  // 1
   fill(1);
-  p.on_access(view(1));  // 3: d = 2
+  p.on_access(forecast_view(1));  // 3: d = 2
   fill(4);
-  p.on_access(view(1));  // 8: d = 5
+  p.on_access(forecast_view(1));  // 8: d = 5
   fill(1);
-  p.on_access(view(1));  // 10: d = 2
+  p.on_access(forecast_view(1));  // 10: d = 2
   fill(4);
-  p.on_access(view(1));  // 15: d = 5; distances 5 2 5 2 repeat every 2: next is 2
+  p.on_access(forecast_view(1));  // 15: d = 5; distances 5 2 5 2 repeat every 2: next is 2
   EXPECT_EQ(p.predicted_use(tid(1)), 17U);
   fill(1);
-  p.on_access(view(1));  // 17: d = 2; next is 5
+  p.on_access(forecast_view(1));  // 17: d = 2; next is 5
   EXPECT_EQ(p.predicted_use(tid(1)), 22U);
   EXPECT_TRUE(p.validate());
 }
@@ -127,17 +103,17 @@ TEST(RepeatPolicy, LearnsThePhaseOfATensorUsedTwicePerIteration)
 TEST(RepeatPolicy, HistorySurvivesEvictionWithinItsBound)
 {
   repeat_policy p{{.history = 2, .grace = 2, .correlation_window = 0}};
-  for (std::uint64_t i = 1; i <= 4; ++i) { p.on_insert(view(i)); }  // positions 1..4
+  for (std::uint64_t i = 1; i <= 4; ++i) { p.on_insert(forecast_view(i)); }  // positions 1..4
   p.on_erase(tid(1));
   EXPECT_EQ(p.remembered(), 1U);
-  p.on_insert(view(1));  // 5: back after 4 events
+  p.on_insert(forecast_view(1));  // 5: back after 4 events
   EXPECT_EQ(p.predicted_use(tid(1)), 9U);
   p.on_erase(tid(2));
   p.on_erase(tid(3));
   p.on_erase(tid(4));  // three remembered, bound 2: 2 is forgotten
   EXPECT_EQ(p.remembered(), 2U);
-  p.on_insert(view(2));  // 6: no history any more
-  p.on_insert(view(3));  // 7: back after 4 events
+  p.on_insert(forecast_view(2));  // 6: no history any more
+  p.on_insert(forecast_view(3));  // 7: back after 4 events
   EXPECT_EQ(p.predicted_use(tid(2)), std::nullopt);
   EXPECT_EQ(p.predicted_use(tid(3)), 11U);
   EXPECT_TRUE(p.validate());
@@ -146,15 +122,15 @@ TEST(RepeatPolicy, HistorySurvivesEvictionWithinItsBound)
 TEST(RepeatPolicy, OverduePredictionsGoBeforeFutureOnes)
 {
   repeat_policy p{paper_like};  // grace 2
-  p.on_insert(view(1));         // 1
-  p.on_insert(view(2));         // 2
-  p.on_access(view(1));         // 3: predicted 5
-  p.on_access(view(2));         // 4: predicted 6
-  p.on_insert(view(3));         // 5
-  p.on_access(view(3));         // 6: d = 1, predicted 7
+  p.on_insert(forecast_view(1));         // 1
+  p.on_insert(forecast_view(2));         // 2
+  p.on_access(forecast_view(1));         // 3: predicted 5
+  p.on_access(forecast_view(2));         // 4: predicted 6
+  p.on_insert(forecast_view(3));         // 5
+  p.on_access(forecast_view(3));         // 6: d = 1, predicted 7
   EXPECT_EQ(propose(p, SIZE_MAX), ids({3, 2, 1}));  // none overdue: furthest first
-  p.on_insert(view(4));  // 7
-  p.on_insert(view(5));  // 8: 1 (predicted 5) is now more than 2 events late
+  p.on_insert(forecast_view(4));  // 7
+  p.on_insert(forecast_view(5));  // 8: 1 (predicted 5) is now more than 2 events late
   EXPECT_EQ(propose(p, SIZE_MAX), ids({4, 5, 1, 3, 2}));
   EXPECT_EQ(p.grace(), 2U);
 }
@@ -162,61 +138,25 @@ TEST(RepeatPolicy, OverduePredictionsGoBeforeFutureOnes)
 TEST(RepeatPolicy, CorrelatedReaccessRecordsNoDistance)
 {
   repeat_policy p;  // correlation_window = 1
-  p.on_insert(view(1));  // 1
-  p.on_access(view(1));  // 2: the same use (allocate, then acquire)
+  p.on_insert(forecast_view(1));  // 1
+  p.on_access(forecast_view(1));  // 2: the same use (allocate, then acquire)
   EXPECT_EQ(p.predicted_use(tid(1)), std::nullopt);
-  p.on_insert(view(2));  // 3
-  p.on_access(view(1));  // 4: distance 2 from the last use
+  p.on_insert(forecast_view(2));  // 3
+  p.on_access(forecast_view(1));  // 4: distance 2 from the last use
   EXPECT_EQ(p.predicted_use(tid(1)), 6U);
 }
 
 TEST(RepeatPolicy, PinnedTensorsAreSkipped)
 {
   repeat_policy p{paper_like};
-  p.on_insert(view(1));
-  p.on_insert(view(2));
+  p.on_insert(forecast_view(1));
+  p.on_insert(forecast_view(2));
   p.on_pin(tid(1));
   EXPECT_EQ(propose(p, SIZE_MAX), ids({2}));
   p.on_unpin(tid(1));
   EXPECT_EQ(propose(p, SIZE_MAX), ids({1, 2}));
-  p.on_access(view(2, 1, std::nullopt, /*pinned=*/true));
+  p.on_access(forecast_view(2, 1, std::nullopt, /*pinned=*/true));
   EXPECT_EQ(propose(p, SIZE_MAX), ids({1}));
-}
-
-// ---- a tiny cache simulator: unit tensors, room for `capacity`, first victim evicted ----
-
-template <class P>
-std::size_t misses(P& p, std::vector<std::uint64_t> const& seq, std::size_t capacity, bool forecast)
-{
-  std::vector<tick> next(seq.size(), no_next_use);  // true next use: index of the next occurrence
-  std::map<std::uint64_t, tick> seen;
-  for (std::size_t i = seq.size(); i-- > 0;) {
-    if (auto const it = seen.find(seq[i]); it != seen.end()) { next[i] = it->second; }
-    seen[seq[i]] = i;
-  }
-  std::set<std::uint64_t> resident;
-  std::size_t count = 0;
-  for (std::size_t i = 0; i < seq.size(); ++i) {
-    tensor_view const v = view(seq[i], 1, forecast ? std::optional<tick>{next[i]} : std::nullopt);
-    if (resident.count(seq[i]) != 0) {
-      p.on_access(v);
-      continue;
-    }
-    ++count;
-    if (resident.size() == capacity) {
-      auto const victims = propose(p, 1);
-      if (victims.empty()) {
-        ADD_FAILURE() << "no victim";
-        return count;
-      }
-      EXPECT_EQ(resident.count(static_cast<std::uint64_t>(victims.front())), 1U);
-      p.on_erase(victims.front());
-      resident.erase(static_cast<std::uint64_t>(victims.front()));
-    }
-    p.on_insert(v);
-    resident.insert(seq[i]);
-  }
-  return count;
 }
 
 struct comparison {

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -127,6 +128,63 @@ struct sieve_reference : bit_hand_reference {
 TEST(SievePolicy, MatchesThePaperAlgorithmOnRandomTraces)
 {
   for (std::uint64_t seed : {1ULL, 2ULL, 3ULL, 42ULL}) { cross_check(sieve_reference{}, sieve_policy{}, seed); }
+}
+
+}  // namespace
+
+namespace {
+
+// The paper's illustration of SIEVE (Zhang et al., "SIEVE is Simpler than LRU", NSDI 2024,
+// the figure of §3 with the queue, the visited bits and the hand), reconstructed: the figure
+// itself could not be consulted while writing this, so the state below is rebuilt from the
+// paper's description and is what the figure shows step by step. A full cache of seven
+// objects, A at the tail (oldest) to G at the head, with A, B, D and G visited and the hand
+// at the tail. Then:
+//   H (miss): the hand clears A and B, evicts C, rests on D; H enters at the head.
+//   A (hit):  sets A's bit again; A stays where it is, behind the hand.
+//   I (miss): the hand clears D, evicts E, rests on F.
+//   F, H, I (hits): every object from the hand to the head is now visited.
+//   J (miss): the hand clears F G H I, passes the head, wraps to the tail, clears A and evicts
+//             B, the first object whose bit is clear: survivors were kept in place, and new
+//             objects (H, I) did not jump ahead of them.
+//   K (miss): the hand is on D (cleared at I): evicted.
+// Objects are one unit each (the paper counts objects; this policy counts bytes).
+TEST(SievePolicy, ThePapersIllustration)
+{
+  constexpr std::uint64_t A = 0xA, B = 0xB, C = 0xC, D = 0xD, E = 0xE, F = 0xF, G = 0x10;
+  constexpr std::uint64_t H = 0x11, I = 0x12, J = 0x13, K = 0x14;
+  sieve_policy p;
+  unit_cache<sieve_policy> cache(p, 7);
+  for (std::uint64_t id : {A, B, C, D, E, F, G}) { EXPECT_EQ(cache.request(id), std::nullopt); }
+  for (std::uint64_t id : {A, B, D, G}) { EXPECT_EQ(cache.request(id), std::nullopt); }
+  EXPECT_EQ(p.hand(), tid(A));
+  EXPECT_EQ(order(p), ids({C, E, F, A, B, D, G}));  // first the unvisited from the hand, then a lap
+
+  EXPECT_EQ(cache.request(H), C);
+  EXPECT_EQ(p.hand(), tid(D));
+  EXPECT_FALSE(p.visited(tid(A)));
+  EXPECT_FALSE(p.visited(tid(B)));
+  EXPECT_TRUE(p.visited(tid(D)));
+
+  EXPECT_EQ(cache.request(A), std::nullopt);
+  EXPECT_TRUE(p.visited(tid(A)));
+  EXPECT_EQ(p.hand(), tid(D));
+
+  EXPECT_EQ(cache.request(I), E);
+  EXPECT_EQ(p.hand(), tid(F));
+  EXPECT_FALSE(p.visited(tid(D)));
+
+  for (std::uint64_t id : {F, H, I}) { EXPECT_EQ(cache.request(id), std::nullopt); }
+  EXPECT_EQ(cache.request(J), B);  // a lap: F G H I cleared, wrap, A cleared, B evicted
+  EXPECT_EQ(p.hand(), tid(D));
+  for (std::uint64_t id : {A, F, G, H, I}) { EXPECT_FALSE(p.visited(tid(id))) << id; }
+
+  EXPECT_EQ(cache.request(K), D);
+  EXPECT_EQ(p.hand(), tid(F));
+  // Queue, tail to head: A F G H I J K; nothing visited: the hand's order from F, wrapping.
+  EXPECT_EQ(order(p), ids({F, G, H, I, J, K, A}));
+  EXPECT_EQ(cache.misses(), 7U + 4U);
+  EXPECT_TRUE(p.validate());
 }
 
 }  // namespace

@@ -259,6 +259,8 @@ std::size_t thread_shard() noexcept
 
 void pool_impl::drain_accesses_locked(tier_state& ts) noexcept
 {
+  // Nothing buffered (a miss-heavy run drains at every tier lock): no locked exchange.
+  if (ts.acc_nonempty.load(std::memory_order_relaxed) == 0) { return; }
   std::uint64_t mask = ts.acc_nonempty.exchange(0, std::memory_order_acq_rel);
   if (mask == 0) { return; }
   ts.acc_drain.clear();  // reserved for every shard's buffer: inserts never allocate

@@ -24,9 +24,7 @@ event_pool::~event_pool()
   for (event_handle const e : cache_) {
     backend_->destroy_event(e);
   }
-  for (std::uintptr_t const v : outstanding_) {
-    backend_->destroy_event(event_handle{v});
-  }
+  outstanding_.for_each([this](std::uint64_t v) { backend_->destroy_event(event_handle{static_cast<std::uintptr_t>(v)}); });
 }
 
 status event_pool::acquire(event_handle* out) noexcept
@@ -60,6 +58,7 @@ status event_pool::acquire(event_handle* out) noexcept
   {
     std::lock_guard lock(mtx_);
     try {
+      if (e.value == flat_u64_set::kEmpty) { throw std::bad_alloc(); }  // the one value the set cannot hold
       outstanding_.insert(e.value);
       ++created_;
       *out = e;
@@ -79,7 +78,7 @@ bool event_pool::try_release(event_handle e) noexcept
   }
   {
     std::lock_guard lock(mtx_);
-    if (outstanding_.erase(e.value) == 0) {
+    if (!outstanding_.erase(e.value)) {
       return false;
     }
     if (cache_.size() < max_cached_) {

@@ -12,13 +12,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
-#include <unordered_set>
 #include <vector>
 
 #include <tierpool/backend.hpp>
 #include <tierpool/error.hpp>
 #include <tierpool/export.hpp>
 #include <tierpool/types.hpp>
+
+#include "core/detail/flat_u64_set.hpp"
+#include "core/detail/spin_mutex.hpp"
 
 namespace tierpool::detail {
 
@@ -110,9 +112,9 @@ class TIERPOOL_EXPORT event_pool {
  private:
   backend* backend_;
   std::size_t max_cached_;
-  mutable std::mutex mtx_;
+  mutable spin_mutex mtx_;  // guards the cache, the set and the counters (short sections only)
   std::vector<event_handle> cache_;                 // idle events; size() <= max_cached_
-  std::unordered_set<std::uintptr_t> outstanding_;  // handed out, not yet released
+  flat_u64_set outstanding_;  // handed out, not yet released (handle values; never 0 nor ~0)
   std::uint64_t created_{0};
   std::uint64_t reused_{0};
   std::uint64_t destroyed_{0};

@@ -37,12 +37,51 @@ std::size_t sat_add(std::size_t a, std::size_t b) noexcept
   return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max() : a + b;
 }
 
+using claim = std::pair<std::shared_ptr<tensor_record>, record_lock>;
+
+// The victims a round claimed, in a per-thread list reused across rounds (a miss-heavy run
+// evicts on most misses; a fresh vector allocated each time). One list per nesting level:
+// a dirty victim's write-back may place in the next lower tier, which may evict there.
+// The scope clears its list on exit (destroying the claims in order: victims unlock).
+class claim_scope {
+ public:
+  claim_scope() : list_(acquire()) {}
+  ~claim_scope()
+  {
+    list_.clear();
+    --depth();
+  }
+  claim_scope(claim_scope const&) = delete;
+  claim_scope& operator=(claim_scope const&) = delete;
+  [[nodiscard]] std::vector<claim>& list() noexcept { return list_; }
+
+ private:
+  static std::vector<std::unique_ptr<std::vector<claim>>>& levels() noexcept
+  {
+    thread_local std::vector<std::unique_ptr<std::vector<claim>>> l;
+    return l;
+  }
+  static std::size_t& depth() noexcept
+  {
+    thread_local std::size_t d = 0;
+    return d;
+  }
+  static std::vector<claim>& acquire()
+  {
+    auto& l = levels();
+    if (depth() == l.size()) { l.push_back(std::make_unique<std::vector<claim>>()); }  // may throw: nothing changed
+    return *l[depth()++];
+  }
+  std::vector<claim>& list_;
+};
+
 }  // namespace
 
 bool pool_impl::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode)
 {
   tier_state& ts = *tiers_[k];
-  std::vector<std::pair<std::shared_ptr<tensor_record>, record_lock>> claimed;
+  claim_scope scope;
+  std::vector<claim>& claimed = scope.list();
   {
     std::lock_guard tl(ts.mem->mutex());
     drain_accesses_locked(ts);
@@ -65,7 +104,7 @@ bool pool_impl::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode)
         std::shared_ptr<tensor_record> rec;
         {
           std::lock_guard lock(table_mtx_);
-          if (auto it = table_.find(static_cast<std::uint64_t>(id)); it != table_.end()) { rec = it->second; }
+          if (auto const* r = table_.find(static_cast<std::uint64_t>(id))) { rec = *r; }
         }
         if (rec == nullptr) {  // freed meanwhile and not yet erased, or unknown to us
           ts.policy->on_erase(id);
@@ -123,7 +162,7 @@ bool pool_impl::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode)
     if (!dirty) { ts.evictions_clean.fetch_add(1, std::memory_order_relaxed); }
     progress = true;
   }
-  return progress;  // `claimed` unlocks the victims
+  return progress;  // `scope` unlocks the victims
 }
 
 }  // namespace tierpool::detail

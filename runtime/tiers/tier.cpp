@@ -48,6 +48,9 @@ namespace tierpool::detail {
 
 namespace {
 
+// Storage of dropped lanes kept for new ones (a pool has a few streams that defer frees).
+constexpr std::size_t kSpareFifos = 8;
+
 constexpr std::size_t round_up(std::size_t v, std::size_t a) noexcept { return (v + a - 1) & ~(a - 1); }
 constexpr std::size_t round_down(std::size_t v, std::size_t a) noexcept { return v & ~(a - 1); }
 
@@ -126,7 +129,6 @@ std::byte* tier::slot_base(arena::allocation const& a) const
 void tier::fill_report(tier_alloc_report& report) const noexcept
 {
   report.deferred_bytes = deferred_bytes_;
-  report.largest_free_block = arena_.largest_free_block();
   report.free_bytes = arena_.free_bytes();
 }
 
@@ -305,7 +307,13 @@ void tier::deallocate_after(block const& b, event_handle e, stream_handle record
   TIERPOOL_EXPECTS(events_->owns(e), "tier::deallocate_after: the event is not outstanding in the tier's event pool");
   auto it = std::find_if(lanes_.begin(), lanes_.end(), [&](lane const& l) { return l.stream == recorded_on; });
   if (it == lanes_.end()) {
-    lanes_.push_back(lane{recorded_on, {}});  // may throw: nothing changed
+    lanes_.reserve(lanes_.size() + 1);  // may throw: nothing changed
+    std::vector<deferred_free> storage;
+    if (!spare_fifos_.empty()) {
+      storage = std::move(spare_fifos_.back());
+      spare_fifos_.pop_back();
+    }
+    lanes_.push_back(lane{recorded_on, deferred_fifo{std::move(storage)}});  // capacity reserved: no throw
     it = std::prev(lanes_.end());
   }
   try {
@@ -344,7 +352,7 @@ void tier::deallocate_after(block const& b, event_handle e, stream_handle record
 std::optional<block> tier::take_deferred_at(lane& l, std::size_t i, std::size_t bytes, event_handle* after) noexcept
 {
   deferred_free const d = l.fifo[i];
-  l.fifo.erase(l.fifo.begin() + static_cast<std::ptrdiff_t>(i));
+  l.fifo.erase_at(i);
   deferred_offsets_.erase(d.b.slot.offset);
   deferred_bytes_ -= d.b.slot.size;
   --deferred_count_;
@@ -369,6 +377,14 @@ void tier::finish_deferred(deferred_free const& d) noexcept
 
 void tier::drop_empty_lanes() noexcept
 {
+  for (lane& l : lanes_) {
+    if (l.fifo.empty() && spare_fifos_.size() < kSpareFifos) {
+      try {
+        spare_fifos_.push_back(l.fifo.take_storage());
+      } catch (...) {  // bad_alloc: the storage is simply freed with the lane
+      }
+    }
+  }
   std::erase_if(lanes_, [](lane const& l) { return l.fifo.empty(); });
 }
 

@@ -13,12 +13,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
 
 #include <tierpool/arena.hpp>
@@ -27,6 +25,8 @@
 #include <tierpool/export.hpp>
 #include <tierpool/tier.hpp>
 #include <tierpool/types.hpp>
+
+#include "core/detail/flat_u64_set.hpp"
 
 namespace tierpool::detail {
 
@@ -77,8 +77,9 @@ struct tier_alloc_report {
   bool grew{false};                   ///< a chunk was added (or a released one revived)
   std::size_t reclaimed_bytes{0};     ///< deferred frees returned to the arena by step 1
   std::size_t deferred_bytes{0};      ///< bytes still awaiting events afterwards (reclaim_oldest_blocking may help)
-  std::size_t largest_free_block{0};  ///< afterwards, bytes
   std::size_t free_bytes{0};          ///< afterwards: free in the arena (fragmentation when >= request)
+  // No largest free block here: scanning the arena's top bin on every failed allocation
+  // cost a miss-heavy replay ~1 %; a diagnosis asks usage() instead.
 };
 
 /// @brief Figures of a tier at one moment. Invariant: used + deferred + free == reserved <= capacity.
@@ -266,6 +267,9 @@ class TIERPOOL_EXPORT tier {
   /// @brief Bytes awaiting events. O(1).
   [[nodiscard]] std::size_t deferred_bytes() const noexcept { return deferred_bytes_; }
 
+  /// @brief SUM of live chunk sizes (usage().reserved_bytes without the rest). O(1).
+  [[nodiscard]] std::size_t reserved_bytes() const noexcept { return reserved_; }
+
   /// @brief Check the arena and that the counters agree (see tier.cpp). O(chunks + deferred + arena).
   [[nodiscard]] bool validate() const;
 
@@ -290,9 +294,54 @@ class TIERPOOL_EXPORT tier {
     event_handle event;
     std::uint64_t seq;  // global deferral order (oldest = smallest)
   };
+  // A FIFO over one vector: pop_front advances a head index, compacting once the popped
+  // prefix is at least half; the storage is kept and recycled (lanes come and go with
+  // every reclaim), so a steady state allocates nothing (std::deque allocated a block per
+  // few entries).
+  class deferred_fifo {
+   public:
+    [[nodiscard]] bool empty() const noexcept { return head_ == items_.size(); }
+    [[nodiscard]] std::size_t size() const noexcept { return items_.size() - head_; }
+    [[nodiscard]] deferred_free& operator[](std::size_t i) noexcept { return items_[head_ + i]; }
+    [[nodiscard]] deferred_free const& operator[](std::size_t i) const noexcept { return items_[head_ + i]; }
+    [[nodiscard]] deferred_free& front() noexcept { return items_[head_]; }
+    [[nodiscard]] deferred_free const* begin() const noexcept { return items_.data() + head_; }
+    [[nodiscard]] deferred_free const* end() const noexcept { return items_.data() + items_.size(); }
+    void push_back(deferred_free const& d) { items_.push_back(d); }  // may throw: unchanged
+    void pop_front() noexcept
+    {
+      if (++head_ == items_.size()) {
+        items_.clear();
+        head_ = 0;
+      } else if (head_ >= 64 && head_ * 2 >= items_.size()) {
+        items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));  // moves only: no throw
+        head_ = 0;
+      }
+    }
+    void erase_at(std::size_t i) noexcept
+    {
+      items_.erase(items_.begin() + static_cast<std::ptrdiff_t>(head_ + i));
+      if (head_ == items_.size()) {
+        items_.clear();
+        head_ = 0;
+      }
+    }
+    /// The storage, emptied (for recycling).
+    [[nodiscard]] std::vector<deferred_free> take_storage() noexcept
+    {
+      items_.clear();
+      head_ = 0;
+      return std::move(items_);
+    }
+    explicit deferred_fifo(std::vector<deferred_free> storage = {}) noexcept : items_(std::move(storage)) {}
+
+   private:
+    std::vector<deferred_free> items_;
+    std::size_t head_{0};
+  };
   struct lane {  // deferred frees whose events were recorded on one stream, in deferral order
     stream_handle stream;
-    std::deque<deferred_free> fifo;
+    deferred_fifo fifo;
   };
 
   void check_block(block const& b, char const* what) const;
@@ -314,7 +363,8 @@ class TIERPOOL_EXPORT tier {
 
   std::vector<chunk> chunks_;  // index == arena region index
   std::vector<lane> lanes_;
-  std::unordered_set<std::uint64_t> deferred_offsets_;  // slot offsets of deferred blocks
+  std::vector<std::vector<deferred_free>> spare_fifos_;  // storage of dropped lanes, for new ones
+  flat_u64_set deferred_offsets_;  // slot offsets of deferred blocks
 
   // used_ + deferred_bytes_ + arena_.free_bytes() == reserved_ <= config_.capacity_bytes
   // arena_.capacity() == reserved_ + placeholder_bytes_

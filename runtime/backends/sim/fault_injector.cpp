@@ -8,7 +8,6 @@
 #include "fault_injector.hpp"
 
 #include <cmath>
-#include <numeric>
 #include <string>
 #include <utility>
 
@@ -65,18 +64,25 @@ void fault_injector::set(sim_fault_options opts)
   std::lock_guard lock(mtx_);
   seed_ = opts.seed;
   rules_ = std::move(rules);
+  armed_.store(!rules_.empty(), std::memory_order_release);
 }
 
 void fault_injector::clear() noexcept
 {
   std::lock_guard lock(mtx_);
   rules_.clear();
+  armed_.store(false, std::memory_order_release);
 }
 
 bool fault_injector::check(sim_call kind, std::string* why) noexcept
 {
+  auto& counter = counts_[static_cast<std::size_t>(kind)];
+  if (!armed_.load(std::memory_order_acquire)) {  // no rule: count only (the common case)
+    counter.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   std::lock_guard lock(mtx_);
-  std::uint64_t const call_index = ++counts_[static_cast<std::size_t>(kind)];
+  std::uint64_t const call_index = counter.fetch_add(1, std::memory_order_relaxed) + 1;
   bool fail = false;
   std::size_t fired = 0;
   std::uint64_t fired_index = 0;
@@ -109,17 +115,17 @@ bool fault_injector::check(sim_call kind, std::string* why) noexcept
 
 std::uint64_t fault_injector::count(sim_call kind) const noexcept
 {
-  std::lock_guard lock(mtx_);
   if (kind == sim_call::any) {
-    return std::accumulate(counts_.begin(), counts_.end(), std::uint64_t{0});
+    std::uint64_t n = 0;
+    for (auto const& c : counts_) { n += c.load(std::memory_order_relaxed); }
+    return n;
   }
-  return counts_[static_cast<std::size_t>(kind)];
+  return counts_[static_cast<std::size_t>(kind)].load(std::memory_order_relaxed);
 }
 
 void fault_injector::reset_counts() noexcept
 {
-  std::lock_guard lock(mtx_);
-  counts_.fill(0);
+  for (auto& c : counts_) { c.store(0, std::memory_order_relaxed); }
 }
 
 std::uint64_t fault_injector::injected() const noexcept

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -19,7 +20,8 @@ namespace tierpool::detail {
 /**
  * @brief Counts fallible calls per kind and decides which fail.
  *
- * Thread safety: every member is safe to call concurrently (one mutex).
+ * Thread safety: every member is safe to call concurrently (one mutex; with no rule
+ * installed, check() only counts, with an atomic add and no lock).
  * Determinism: for a rule with probability p, the decision for its i-th matching call is
  * hash(seed, rule index, i) < p, independent of other rules and of timing.
  */
@@ -54,7 +56,8 @@ class fault_injector {
   mutable std::mutex mtx_;
   std::uint64_t seed_{0};
   std::vector<rule_state> rules_;
-  std::array<std::uint64_t, sim_call_count> counts_{};
+  std::atomic<bool> armed_{false};  // !rules_.empty(), readable without mtx_
+  std::array<std::atomic<std::uint64_t>, sim_call_count> counts_{};
   std::uint64_t injected_{0};
 };
 

@@ -86,6 +86,7 @@ status sim_memory::allocate(tier_kind kind, std::size_t bytes, void** out) noexc
 
 void sim_memory::release_locked(std::uintptr_t addr, block const& b) noexcept
 {
+  frees_.store(frees_.load(std::memory_order_relaxed) + 1, std::memory_order_release);  // voids the hint
   std::size_t const k = kind_index(b.kind);
   used_[k] -= b.bytes;
   if (mode_ == sim_memory_mode::real) {
@@ -115,17 +116,47 @@ sim_memory::free_result sim_memory::deallocate(tier_kind kind, void* ptr, std::s
   return size_ok ? free_result::ok : free_result::size_mismatch;
 }
 
+// Note [contains without the lock]
+// Rationale: the sim backend checks every device-side copy range with contains(); a
+// replay copies on most requests, nearly always inside the one chunk of its device tier.
+// Approach: the block found last is kept as a hint behind a sequence counter (odd while
+// written, under the mutex); a reader that sees an even, unchanged counter and no free
+// since the hint was taken (frees_) knows the block is still live, so a range inside it
+// is answered without the mutex. Anything else takes the mutex and refreshes the hint.
+// Limitations: one hint; a free anywhere voids it (frees are rare next to copies).
 bool sim_memory::contains(tier_kind kind, void const* p, std::size_t bytes) const noexcept
 {
   auto const addr = reinterpret_cast<std::uintptr_t>(p);
+  std::uint64_t const seq = hint_seq_.load(std::memory_order_acquire);
+  if ((seq & 1U) == 0) {
+    std::uintptr_t const h_addr = hint_addr_.load(std::memory_order_relaxed);
+    std::size_t const h_bytes = hint_bytes_.load(std::memory_order_relaxed);
+    auto const h_kind = static_cast<tier_kind>(hint_kind_.load(std::memory_order_relaxed));
+    std::uint64_t const h_frees = hint_frees_.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (hint_seq_.load(std::memory_order_relaxed) == seq && h_bytes != 0 &&
+        h_frees == frees_.load(std::memory_order_acquire) && h_kind == kind && inside(h_addr, h_bytes, addr, bytes)) {
+      return true;
+    }
+  }
   std::lock_guard lock(mtx_);
   auto it = blocks_.upper_bound(addr);
   if (it == blocks_.begin()) {
     return false;
   }
   --it;
-  return it->second.kind == kind && addr - it->first <= it->second.bytes &&
-         bytes <= it->second.bytes - (addr - it->first);
+  if (it->second.kind != kind || !inside(it->first, it->second.bytes, addr, bytes)) {
+    return false;
+  }
+  std::uint64_t const s = hint_seq_.load(std::memory_order_relaxed);
+  hint_seq_.store(s + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  hint_addr_.store(it->first, std::memory_order_relaxed);
+  hint_bytes_.store(it->second.bytes, std::memory_order_relaxed);
+  hint_kind_.store(static_cast<std::uint8_t>(kind), std::memory_order_relaxed);
+  hint_frees_.store(frees_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  hint_seq_.store(s + 2, std::memory_order_release);
+  return true;
 }
 
 std::size_t sim_memory::used(tier_kind kind) const noexcept

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -31,7 +32,8 @@ inline constexpr std::size_t sim_alignment = 256;
  * Invariant: used(kind) == sum of rounded sizes of live allocations of kind <= capacity(kind)
  * (capacity 0 = unbounded for pinned_host and host).
  *
- * Thread safety: every member is safe to call concurrently (one mutex).
+ * Thread safety: every member is safe to call concurrently (one mutex; contains() first
+ * tries the block it found last without it, see Note [contains without the lock]).
  */
 class sim_memory {
  public:
@@ -61,6 +63,10 @@ class sim_memory {
     tier_kind kind;
   };
   void release_locked(std::uintptr_t addr, block const& b) noexcept;
+  [[nodiscard]] static bool inside(std::uintptr_t base, std::size_t size, std::uintptr_t addr, std::size_t bytes) noexcept
+  {
+    return addr - base <= size && bytes <= size - (addr - base);
+  }
 
   sim_memory_mode mode_;
   std::array<std::size_t, tier_kind_count> capacity_;
@@ -68,6 +74,14 @@ class sim_memory {
   std::map<std::uintptr_t, block> blocks_;               // start address -> block
   std::array<std::size_t, tier_kind_count> used_{};      // used_[k] <= capacity_[k] when bounded
   std::array<std::uintptr_t, tier_kind_count> phantom_next_{};  // bump pointer per kind
+  // The block contains() found last, read without the mutex under a sequence counter
+  // (written under the mutex), valid while no block was freed since (frees_ unchanged).
+  std::atomic<std::uint64_t> frees_{0};                   // COUNT of releases; written under mtx_
+  mutable std::atomic<std::uint64_t> hint_seq_{0};        // odd while the hint is written
+  mutable std::atomic<std::uintptr_t> hint_addr_{0};
+  mutable std::atomic<std::size_t> hint_bytes_{0};        // 0: no hint
+  mutable std::atomic<std::uint8_t> hint_kind_{0};
+  mutable std::atomic<std::uint64_t> hint_frees_{0};      // frees_ when the hint was taken
 };
 
 }  // namespace tierpool::detail

@@ -14,48 +14,164 @@
 // serialize while copies on different links overlap. Events take the stream tail at
 // record; query_event is ok iff event.time <= now. Host functions run at enqueue, on the
 // calling thread, like every other data effect (so they see bytes in enqueue order).
+//
+// Note [Handles index a slot table]
+//   Rationale: a miss-heavy replay makes ~10 timeline calls per miss, most of them checks
+//   (has_stream, has_event, query_event, link_stats), and keeps tens of thousands of events
+//   alive (deferred frees). A std::unordered_map under the mutex cost a heap node per
+//   create_event, a cache miss per lookup and a lock per check.
+//   Approach: streams and events live in slot tables: pages of slots that never move
+//   (a fixed directory of page pointers), each slot an atomic handle and an atomic tick.
+//   A handle carries its slot and the slot's generation (n = generation << SlotBits |
+//   slot, then make_handle), so a lookup is one index and one compare. Changes happen
+//   under the mutex; the checks and query_event read without it: handle, tick, handle
+//   again (a slot reused meanwhile holds another handle, so the read is discarded, as in
+//   a seqlock; a destroy clears the handle and fences before the slot is written again).
+//   A destroyed slot is reused by the next create with its generation incremented, so a
+//   value is never handed out twice; a slot whose generation is exhausted is retired.
+//   Link figures are read under a sequence counter, also without the mutex.
+//   Limitations: at most 2^SlotBits streams (2^16) or events (2^24) alive at once; create
+//   then fails with out_of_memory. Pages stay allocated until the timeline is destroyed.
 #include "sim_timeline.hpp"
+
+#include "core/detail/spin_mutex.hpp"
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdint>
+#include <memory>
 #include <mutex>
 #include <new>
-#include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace tierpool::detail {
 
 namespace {
 
+/// Handles of one kind (stream or event) -> a tick (Note [Handles index a slot table]).
+/// create / destroy / set run under the owner's mutex; find and read may run without it.
+template <unsigned SlotBits, unsigned PageBits>
+class slot_table {
+  static_assert(SlotBits > PageBits && SlotBits < 56);
+
+ public:
+  static constexpr std::uint64_t kMaxSlots = std::uint64_t{1} << SlotBits;
+  static constexpr std::uint64_t kMaxGen = (std::uint64_t{1} << (56U - SlotBits)) - 1;
+
+  /// One handle's state.
+  struct entry {
+    std::atomic<std::uintptr_t> handle{0};  ///< 0: free
+    std::atomic<tick> value{0};
+    std::uint64_t gen{0};                   ///< under the mutex
+  };
+
+  explicit slot_table(std::uintptr_t tag) noexcept : tag_(tag) {}
+  slot_table(slot_table const&) = delete;
+  slot_table& operator=(slot_table const&) = delete;
+  ~slot_table() = default;
+
+  /// Register a new handle with `value` (under the mutex). @throws std::bad_alloc (unchanged).
+  std::uintptr_t create(tick value)
+  {
+    std::uint64_t slot = 0;
+    if (!free_.empty()) {
+      slot = free_.back();
+      free_.pop_back();
+    } else {
+      if (used_ >= kMaxSlots) { throw std::bad_alloc(); }
+      std::size_t const p = static_cast<std::size_t>(used_ >> PageBits);
+      if (pages_[p].load(std::memory_order_relaxed) == nullptr) {
+        owned_.reserve(owned_.size() + 1);
+        auto page = std::make_unique<entry[]>(kPageSize);
+        pages_[p].store(page.get(), std::memory_order_release);
+        owned_.push_back(std::move(page));  // capacity reserved: no throw
+      }
+      if (free_.capacity() <= used_) {  // destroy() then never allocates
+        free_.reserve(std::max<std::size_t>(64, 2 * free_.capacity()));
+      }
+      slot = used_++;
+    }
+    entry& e = at(slot);
+    ++e.gen;
+    e.value.store(value, std::memory_order_relaxed);
+    std::uintptr_t const h = make_handle((e.gen << SlotBits) | slot, tag_);
+    e.handle.store(h, std::memory_order_release);
+    return h;
+  }
+
+  /// The entry of live handle `h`, or null (under the mutex: stable; without it: a hint).
+  [[nodiscard]] entry* find(std::uintptr_t h) const noexcept
+  {
+    if ((h & 0xFFU) != tag_) { return nullptr; }
+    std::uint64_t const slot = (h >> 8U) & (kMaxSlots - 1);
+    entry* const page = pages_[static_cast<std::size_t>(slot >> PageBits)].load(std::memory_order_acquire);
+    if (page == nullptr) { return nullptr; }
+    entry& e = page[slot & (kPageSize - 1)];
+    return e.handle.load(std::memory_order_acquire) == h ? &e : nullptr;
+  }
+
+  /// Without the mutex: the tick of live handle `h` in `*out`. @return false when not live.
+  [[nodiscard]] bool read(std::uintptr_t h, tick* out) const noexcept
+  {
+    entry const* const e = find(h);
+    if (e == nullptr) { return false; }
+    tick const v = e->value.load(std::memory_order_acquire);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (e->handle.load(std::memory_order_relaxed) != h) { return false; }  // destroyed meanwhile
+    *out = v;
+    return true;
+  }
+
+  /// Forget `h` (under the mutex). @return false when it was not live.
+  bool destroy(std::uintptr_t h) noexcept
+  {
+    entry* const e = find(h);
+    if (e == nullptr) { return false; }
+    e->handle.store(0, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);  // readers that see a later value see 0 here
+    if (e->gen < kMaxGen) {
+      free_.push_back((h >> 8U) & (kMaxSlots - 1));  // capacity reserved by create
+    }
+    return true;
+  }
+
+ private:
+  static constexpr std::uint64_t kPageSize = std::uint64_t{1} << PageBits;
+  [[nodiscard]] entry& at(std::uint64_t slot) const noexcept
+  {
+    return pages_[static_cast<std::size_t>(slot >> PageBits)].load(std::memory_order_relaxed)[slot & (kPageSize - 1)];
+  }
+
+  std::uintptr_t tag_;
+  std::array<std::atomic<entry*>, (std::size_t{1} << (SlotBits - PageBits))> pages_{};
+  std::vector<std::unique_ptr<entry[]>> owned_;  // the pages, for destruction
+  std::vector<std::uint64_t> free_;              // free slots, most recently freed last
+  std::uint64_t used_{0};                        // slots ever handed out (high-water mark)
+};
+
+using stream_table = slot_table<16, 8>;   // few streams: a 2 KiB directory, 6 KiB pages
+using event_table = slot_table<24, 12>;   // many events (deferred frees): 32 KiB, 96 KiB pages
+
 class virtual_timeline final : public sim_timeline, public virtual_timeline_ops {
  public:
-  explicit virtual_timeline(sim_links const& links) : links_(links)
-  {
-    streams_.emplace(0, stream_state{});
-  }
+  explicit virtual_timeline(sim_links const& links) : links_(links) {}
 
   ~virtual_timeline() override { shutdown(); }
 
   bool has_stream(stream_handle s) const noexcept override
   {
-    std::lock_guard lock(mtx_);
-    return streams_.contains(s.value);
+    return s.is_default() || streams_.find(s.value) != nullptr;
   }
 
-  bool has_event(event_handle e) const noexcept override
-  {
-    std::lock_guard lock(mtx_);
-    return events_.contains(e.value);
-  }
+  bool has_event(event_handle e) const noexcept override { return events_.find(e.value) != nullptr; }
 
   status create_stream(stream_handle* out) noexcept override
   {
     std::lock_guard lock(mtx_);
     try {
-      std::uintptr_t const h = make_handle(++next_stream_, kStreamTag);
-      streams_.emplace(h, stream_state{});
-      *out = stream_handle{h};
+      *out = stream_handle{streams_.create(tick{0})};
       return status::ok;
     } catch (...) {
       return status::out_of_memory;
@@ -70,7 +186,7 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
       return false;
     }
     std::lock_guard lock(mtx_);
-    return streams_.erase(s.value) != 0;
+    return streams_.destroy(s.value);
   }
 
   status synchronize_stream(stream_handle s) noexcept override
@@ -78,11 +194,11 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
     tick target = 0;
     {
       std::lock_guard lock(mtx_);
-      auto const it = streams_.find(s.value);
-      if (it == streams_.end()) {
+      std::atomic<tick> const* const tail = find_tail(s);
+      if (tail == nullptr) {
         return status::invalid_value;
       }
-      target = it->second.tail;
+      target = tail->load(std::memory_order_relaxed);
     }
     advance_to(target);
     return status::ok;
@@ -92,9 +208,7 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
   {
     std::lock_guard lock(mtx_);
     try {
-      std::uintptr_t const h = make_handle(++next_event_, kEventTag);
-      events_.emplace(h, tick{0});
-      *out = event_handle{h};
+      *out = event_handle{events_.create(tick{0})};
       return status::ok;
     } catch (...) {
       return status::out_of_memory;
@@ -104,29 +218,28 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
   bool destroy_event(event_handle e) noexcept override
   {
     std::lock_guard lock(mtx_);
-    return events_.erase(e.value) != 0;
+    return events_.destroy(e.value);
   }
 
   status record_event(event_handle e, stream_handle s) noexcept override
   {
     std::lock_guard lock(mtx_);
-    auto const st = streams_.find(s.value);
-    auto const ev = events_.find(e.value);
-    if (st == streams_.end() || ev == events_.end()) {
+    std::atomic<tick> const* const tail = find_tail(s);
+    event_table::entry* const ev = events_.find(e.value);
+    if (tail == nullptr || ev == nullptr) {
       return status::invalid_value;
     }
-    ev->second = st->second.tail;
+    ev->value.store(tail->load(std::memory_order_relaxed), std::memory_order_release);
     return status::ok;
   }
 
   status query_event(event_handle e) noexcept override
   {
-    std::lock_guard lock(mtx_);
-    auto const ev = events_.find(e.value);
-    if (ev == events_.end()) {
+    tick t = 0;
+    if (!events_.read(e.value, &t)) {
       return status::invalid_value;
     }
-    return ev->second <= now_.load(std::memory_order_relaxed) ? status::ok : status::not_ready;
+    return t <= now_.load(std::memory_order_acquire) ? status::ok : status::not_ready;
   }
 
   status synchronize_event(event_handle e) noexcept override
@@ -134,11 +247,11 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
     tick target = 0;
     {
       std::lock_guard lock(mtx_);
-      auto const ev = events_.find(e.value);
-      if (ev == events_.end()) {
+      event_table::entry const* const ev = events_.find(e.value);
+      if (ev == nullptr) {
         return status::invalid_value;
       }
-      target = ev->second;
+      target = ev->value.load(std::memory_order_relaxed);
     }
     advance_to(target);
     return status::ok;
@@ -147,31 +260,38 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
   status stream_wait_event(stream_handle s, event_handle e) noexcept override
   {
     std::lock_guard lock(mtx_);
-    auto const st = streams_.find(s.value);
-    auto const ev = events_.find(e.value);
-    if (st == streams_.end() || ev == events_.end()) {
+    std::atomic<tick>* const tail = find_tail(s);
+    event_table::entry const* const ev = events_.find(e.value);
+    if (tail == nullptr || ev == nullptr) {
       return status::invalid_value;
     }
-    st->second.tail = std::max(st->second.tail, ev->second);
+    tail->store(std::max(tail->load(std::memory_order_relaxed), ev->value.load(std::memory_order_relaxed)),
+                std::memory_order_relaxed);
     return status::ok;
   }
 
   status enqueue_transfer(stream_handle s, sim_link link, std::size_t bytes, sim_effect effect) noexcept override
   {
     std::lock_guard lock(mtx_);
-    auto const st = streams_.find(s.value);
-    if (st == streams_.end()) {
+    std::atomic<tick>* const tail = find_tail(s);
+    if (tail == nullptr) {
       return status::invalid_value;
     }
     auto const l = static_cast<std::size_t>(link);
-    tick const start = std::max({now_.load(std::memory_order_relaxed), st->second.tail, link_free_[l]});
+    tick const start = std::max({now_.load(std::memory_order_relaxed), tail->load(std::memory_order_relaxed), link_free_[l]});
     tick const cost = links_.get(link).transfer_ns(bytes);
     tick const end = start + cost;
-    st->second.tail = end;
+    tail->store(end, std::memory_order_relaxed);
     link_free_[l] = end;
-    stats_[l].copies += 1;
-    stats_[l].bytes += bytes;
-    stats_[l].busy_ns += cost;
+    // Link figures: a sequence counter lets link_stats read them without the mutex.
+    std::uint64_t const seq = stats_seq_.load(std::memory_order_relaxed);
+    stats_seq_.store(seq + 1, std::memory_order_relaxed);  // odd: being written
+    std::atomic_thread_fence(std::memory_order_release);
+    link_counters& c = stats_[l];
+    c.copies.store(c.copies.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    c.bytes.store(c.bytes.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
+    c.busy_ns.store(c.busy_ns.load(std::memory_order_relaxed) + cost, std::memory_order_relaxed);
+    stats_seq_.store(seq + 2, std::memory_order_release);
     effect.apply();  // eager: data effects follow enqueue order
     return status::ok;
   }
@@ -179,11 +299,12 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
   status enqueue_compute(stream_handle s, tick duration) noexcept override
   {
     std::lock_guard lock(mtx_);
-    auto const st = streams_.find(s.value);
-    if (st == streams_.end()) {
+    std::atomic<tick>* const tail = find_tail(s);
+    if (tail == nullptr) {
       return status::invalid_value;
     }
-    st->second.tail = std::max(now_.load(std::memory_order_relaxed), st->second.tail) + duration;
+    tail->store(std::max(now_.load(std::memory_order_relaxed), tail->load(std::memory_order_relaxed)) + duration,
+                std::memory_order_relaxed);
     return status::ok;
   }
 
@@ -191,11 +312,8 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
   {
     // Eager like every other operation: the function observes data effects in enqueue
     // order. It runs on the calling thread with no lock held.
-    {
-      std::lock_guard lock(mtx_);
-      if (!streams_.contains(s.value)) {
-        return status::invalid_value;
-      }
+    if (!has_stream(s)) {
+      return status::invalid_value;
     }
     fn(user_data);
     return status::ok;
@@ -205,8 +323,18 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
 
   sim_link_stats link_stats(sim_link link) const noexcept override
   {
-    std::lock_guard lock(mtx_);
-    return stats_[static_cast<std::size_t>(link)];
+    link_counters const& c = stats_[static_cast<std::size_t>(link)];
+    for (;;) {
+      std::uint64_t const seq = stats_seq_.load(std::memory_order_acquire);
+      sim_link_stats s{};
+      s.copies = c.copies.load(std::memory_order_relaxed);
+      s.bytes = c.bytes.load(std::memory_order_relaxed);
+      s.busy_ns = c.busy_ns.load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if ((seq & 1U) == 0 && stats_seq_.load(std::memory_order_relaxed) == seq) {
+        return s;
+      }
+    }
   }
 
   void shutdown() noexcept override {}  // nothing runs later than its enqueue
@@ -223,36 +351,50 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
   std::optional<tick> event_time(event_handle e) const noexcept override
   {
     std::lock_guard lock(mtx_);
-    auto const ev = events_.find(e.value);
-    if (ev == events_.end()) {
+    event_table::entry const* const ev = events_.find(e.value);
+    if (ev == nullptr) {
       return std::nullopt;
     }
-    return ev->second;
+    return ev->value.load(std::memory_order_relaxed);
   }
 
   std::optional<tick> stream_tail(stream_handle s) const noexcept override
   {
     std::lock_guard lock(mtx_);
-    auto const st = streams_.find(s.value);
-    if (st == streams_.end()) {
+    std::atomic<tick> const* const tail = find_tail(s);
+    if (tail == nullptr) {
       return std::nullopt;
     }
-    return st->second.tail;
+    return tail->load(std::memory_order_relaxed);
   }
 
  private:
-  struct stream_state {
-    tick tail{0};  // completion time of the last work queued (tail >= every waited event)
+  struct link_counters {
+    std::atomic<std::uint64_t> copies{0};
+    std::atomic<std::uint64_t> bytes{0};
+    std::atomic<tick> busy_ns{0};
   };
+
+  // A stream's tail: the completion time of the last work queued (tail >= every waited
+  // event). The default stream (handle 0) has its own. Null when `s` is unknown.
+  [[nodiscard]] std::atomic<tick>* find_tail(stream_handle s) const noexcept
+  {
+    if (s.is_default()) {
+      return &default_tail_;
+    }
+    stream_table::entry* const e = streams_.find(s.value);
+    return e != nullptr ? &e->value : nullptr;
+  }
+
   sim_links const links_;
-  mutable std::mutex mtx_;  // guards everything below except now_'s lock-free reads
+  mutable spin_mutex mtx_;  // serializes every change (short sections); checks, queries and figures read without it
   std::atomic<tick> now_{0};
-  std::unordered_map<std::uintptr_t, stream_state> streams_;
-  std::unordered_map<std::uintptr_t, tick> events_;  // event -> time of its last record (0: never)
+  mutable std::atomic<tick> default_tail_{0};
+  stream_table streams_{kStreamTag};
+  event_table events_{kEventTag};  // event -> time of its last record (0: never)
   std::array<tick, sim_link_count> link_free_{};
-  std::array<sim_link_stats, sim_link_count> stats_{};
-  std::uint64_t next_stream_{0};
-  std::uint64_t next_event_{0};
+  std::atomic<std::uint64_t> stats_seq_{0};  // even: stats_ stable; odd: being written
+  std::array<link_counters, sim_link_count> stats_{};
 };
 
 }  // namespace

@@ -86,7 +86,7 @@ std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_
         if (why != nullptr) { why->backend_status = last_backend; }
         return std::nullopt;
       }
-      std::size_t const unreserved = ts.capacity - std::min(ts.capacity, ts.mem->usage().reserved_bytes);
+      std::size_t const unreserved = ts.capacity - std::min(ts.capacity, ts.mem->reserved_bytes());
       if (rep.deferred_bytes != 0 && rep.free_bytes + rep.deferred_bytes + unreserved >= bytes) {
         // The vacated blocks alone would make room once their last uses complete: wait
         // for them (ladder) rather than evict more; no_wait gives up (the caller queues).

@@ -255,10 +255,10 @@ pool_impl::~pool_impl()
   // Every handle is gone (they hold shared_ptrs to us): free what is left.
   {
     std::lock_guard lock(table_mtx_);
-    for (auto& [id, rec] : table_) {
+    table_.for_each([this](std::shared_ptr<tensor_record> const& rec) {
       std::lock_guard rl(rec->mtx);
       free_slots_locked(*rec);
-    }
+    });
     table_.clear();
   }
   for (stream_handle s : h2d_) { (void)backend_->synchronize_stream(s); }
@@ -315,6 +315,15 @@ std::size_t pool_impl::device_tier() const
 // allocate
 // ---------------------------------------------------------------------------------------
 
+std::shared_ptr<tensor_record> pool_impl::make_record()
+{
+  void* const mem = record_blocks_->allocate();
+  auto* const raw = new (mem) tensor_record();  // no member throws on default construction
+  // On failure to get a control block the constructor calls the deleter: nothing leaks.
+  return std::shared_ptr<tensor_record>(raw, slab_deleter<tensor_record>{record_blocks_},
+                                        record_allocator<tensor_record>(control_blocks_));
+}
+
 tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
 {
   check_open("allocate");
@@ -350,7 +359,7 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
       if (armed) { self->uncharge_tenant(tenant, bytes); }
     }
   } guard{this, options.tenant, bytes};
-  auto rec = std::make_shared<tensor_record>();
+  std::shared_ptr<tensor_record> rec = make_record();
   rec->owner = this;
   rec->bytes = bytes;
   if (options.next_use) { rec->next_use.store(std::min(*options.next_use, kNoForecast - 1), std::memory_order_relaxed); }
@@ -387,7 +396,7 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
   {
     std::lock_guard lock(table_mtx_);
     rec->id = tensor_id{next_id_++};
-    table_.emplace(static_cast<std::uint64_t>(rec->id), rec);
+    table_.insert(static_cast<std::uint64_t>(rec->id), rec);
   }
   {
     std::lock_guard rl(rec->mtx);
@@ -748,7 +757,7 @@ void pool_impl::predict_after(tensor_id id, std::size_t bytes, bool write)
     std::shared_ptr<tensor_record> rec;
     {
       std::lock_guard lock(table_mtx_);
-      if (auto it = table_.find(static_cast<std::uint64_t>(next)); it != table_.end()) { rec = it->second; }
+      if (auto const* r = table_.find(static_cast<std::uint64_t>(next))) { rec = *r; }
     }
     if (rec != nullptr && !holds_record(*rec)) { prefetch_record(rec, d, true); }
   }

@@ -16,8 +16,10 @@
  */
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -37,6 +39,8 @@
 #include <tierpool/trace.hpp>
 #include <tierpool/telemetry.hpp>
 
+#include "core/detail/record_slab.hpp"
+#include "core/detail/spin_mutex.hpp"
 #include "migration/event_pool.hpp"
 #include "tiers/tier.hpp"
 
@@ -82,19 +86,141 @@ struct stream_use {
   std::uint64_t gen{0};  ///< stream's generation when the use was known to be enqueued
 };
 
+/**
+ * @brief The streams that used a copy (copy_slot::users): a vector with room for two
+ *        entries inline.
+ *
+ * A slot is used by its copy stream and its user's stream, and a miss-heavy run fills a
+ * fresh slot per miss: a std::vector allocated on each. Holds at most kInline entries
+ * without allocating; more go to one heap array (doubling). clear() keeps the storage.
+ * Not synchronized (the record's mutex guards it).
+ */
+class use_list {
+ public:
+  static constexpr std::uint32_t kInline = 2;
+
+  use_list() noexcept = default;
+  use_list(use_list const& o) { assign(o); }
+  use_list(use_list&& o) noexcept { take(o); }
+  use_list& operator=(use_list const& o)
+  {
+    if (this != &o) {
+      size_ = 0;
+      assign(o);
+    }
+    return *this;
+  }
+  use_list& operator=(use_list&& o) noexcept
+  {
+    if (this != &o) {
+      heap_.reset();
+      take(o);
+    }
+    return *this;
+  }
+  ~use_list() = default;
+
+  [[nodiscard]] stream_use* begin() noexcept { return data(); }
+  [[nodiscard]] stream_use* end() noexcept { return data() + size_; }
+  [[nodiscard]] stream_use const* begin() const noexcept { return data(); }
+  [[nodiscard]] stream_use const* end() const noexcept { return data() + size_; }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  /// @brief Remove every entry (keeps the storage).
+  void clear() noexcept { size_ = 0; }
+  /// @brief Append `u`. @throws std::bad_alloc when the storage must grow and cannot (unchanged).
+  void push_back(stream_use u)
+  {
+    if (size_ == cap_) { grow(); }
+    data()[size_++] = u;
+  }
+
+ private:
+  [[nodiscard]] stream_use* data() noexcept { return heap_ ? heap_.get() : inline_.data(); }
+  [[nodiscard]] stream_use const* data() const noexcept { return heap_ ? heap_.get() : inline_.data(); }
+  void grow()
+  {
+    std::uint32_t const cap = cap_ * 2;
+    auto next = std::make_unique<stream_use[]>(cap);
+    std::copy(begin(), end(), next.get());
+    heap_ = std::move(next);
+    cap_ = cap;
+  }
+  void assign(use_list const& o)  // *this is empty
+  {
+    while (cap_ < o.size_) { grow(); }
+    std::copy(o.begin(), o.end(), data());
+    size_ = o.size_;
+  }
+  void take(use_list& o) noexcept
+  {
+    inline_ = o.inline_;
+    heap_ = std::move(o.heap_);
+    size_ = o.size_;
+    cap_ = heap_ ? o.cap_ : kInline;
+    o.size_ = 0;
+    o.cap_ = kInline;
+  }
+
+  std::array<stream_use, kInline> inline_{};
+  std::unique_ptr<stream_use[]> heap_;  ///< null: the entries are inline
+  std::uint32_t size_{0};
+  std::uint32_t cap_{kInline};
+};
+
 /// @brief One tier's copy of a tensor. Guarded by the record's mutex.
 struct copy_slot {
-  copy_state state{copy_state::absent};
   block blk{};                       ///< the tier's block (absent: empty)
   event_handle ready{};              ///< completes when the copy that filled blk is done; null = done
   /// Streams that used blk since `ready` (leases, copies reading it). A lease's stamp is
   /// settled at its release; while `pins != 0` stamps of lease streams may be early.
-  std::vector<stream_use> users;
+  use_list users;
   std::uint32_t pins{0};             ///< live leases on this copy
+  copy_state state{copy_state::absent};  ///< (after the wide members: no padding)
   bool policy_pinned{false};         ///< this tier's policy was told on_pin (told on_unpin at pins 0)
   /// Managed tiers: the pages were last steered to the device (prefetch_async); false
   /// after placement, a copy into the block, or a host access.
   bool pages_on_device{false};
+};
+
+/**
+ * @brief A record's copy slots, one per tier: up to kInline of them inside the record
+ *        (no allocation, and on the record's own cache lines), more in one heap array.
+ *
+ * Sized once by resize() at allocate; never copied or moved (the record is not either).
+ * Not synchronized (the record's mutex guards the slots).
+ */
+class slot_array {
+ public:
+  static constexpr std::size_t kInline = 3;  ///< device, pinned host, host: the default pool
+
+  slot_array() noexcept = default;
+  slot_array(slot_array const&) = delete;
+  slot_array& operator=(slot_array const&) = delete;
+  ~slot_array() = default;
+
+  /// @brief Make `n` default slots. Precondition: empty. @throws std::bad_alloc (unchanged).
+  void resize(std::size_t n)
+  {
+    if (n > kInline) {
+      heap_ = std::make_unique<copy_slot[]>(n);
+      data_ = heap_.get();
+    }
+    size_ = n;
+  }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] copy_slot& operator[](std::size_t k) noexcept { return data_[k]; }
+  [[nodiscard]] copy_slot const& operator[](std::size_t k) const noexcept { return data_[k]; }
+  [[nodiscard]] copy_slot* begin() noexcept { return data_; }
+  [[nodiscard]] copy_slot* end() noexcept { return data_ + size_; }
+  [[nodiscard]] copy_slot const* begin() const noexcept { return data_; }
+  [[nodiscard]] copy_slot const* end() const noexcept { return data_ + size_; }
+
+ private:
+  std::array<copy_slot, kInline> inline_{};
+  std::unique_ptr<copy_slot[]> heap_;  ///< set when size() > kInline
+  copy_slot* data_{inline_.data()};
+  std::size_t size_{0};
 };
 
 /**
@@ -172,7 +298,7 @@ struct alignas(128) tensor_record {
   tensor_id id{};                 ///< constant
   std::size_t bytes{0};           ///< constant
   tensor_options opts{};          ///< constant
-  std::vector<copy_slot> slots;   ///< one per tier; invariant: >= 1 valid while live
+  slot_array slots;               ///< one per tier; invariant: >= 1 valid while live
   std::uint32_t pins{0};          ///< == SUM(slots[k].pins)
   std::uint32_t write_pins{0};    ///< live leases that may write (no copy may read it meanwhile)
   std::uint32_t access_count{0};
@@ -186,6 +312,104 @@ struct alignas(128) tensor_record {
   /// the hit path); the last release drops both, after unlocking.
   std::shared_ptr<pool_impl> keep_alive;
   std::shared_ptr<tensor_record> keep_self;
+};
+
+/**
+ * @brief The pool's live records by id: open addressing over one array of (id, record)
+ *        cells, so that a lookup (eviction, once per victim) touches one cell, not a
+ *        bucket and a node as std::unordered_map did; inserts allocate nothing in a steady
+ *        state. Fibonacci hashing, at most half full, deletion by backward shift (as
+ *        detail::id_index). Ids are never 0. Externally synchronized (table_mtx_).
+ */
+class record_table {
+ public:
+  /// @brief The record of `id`, or null.
+  [[nodiscard]] std::shared_ptr<tensor_record> const* find(std::uint64_t id) const noexcept
+  {
+    if (size_ == 0) { return nullptr; }
+    for (std::size_t i = home(id);; i = (i + 1) & mask_) {
+      if (cells_[i].id == id) { return &cells_[i].rec; }
+      if (cells_[i].id == 0) { return nullptr; }
+    }
+  }
+  /// @brief Add `rec` under `id` (absent, != 0). @throws std::bad_alloc when growing fails (unchanged).
+  void insert(std::uint64_t id, std::shared_ptr<tensor_record> rec)
+  {
+    if ((size_ + 1) * 2 > cells_.size()) { grow(); }
+    std::size_t i = home(id);
+    while (cells_[i].id != 0) { i = (i + 1) & mask_; }
+    cells_[i].id = id;
+    cells_[i].rec = std::move(rec);
+    ++size_;
+  }
+  /// @brief Remove `id`. @return false when absent.
+  bool erase(std::uint64_t id) noexcept
+  {
+    if (size_ == 0) { return false; }
+    std::size_t i = home(id);
+    while (cells_[i].id != id) {
+      if (cells_[i].id == 0) { return false; }
+      i = (i + 1) & mask_;
+    }
+    for (std::size_t j = (i + 1) & mask_; cells_[j].id != 0; j = (j + 1) & mask_) {
+      if (((j - home(cells_[j].id)) & mask_) >= ((j - i) & mask_)) {
+        cells_[i].id = cells_[j].id;
+        cells_[i].rec = std::move(cells_[j].rec);
+        i = j;
+      }
+    }
+    cells_[i].id = 0;
+    cells_[i].rec.reset();
+    --size_;
+    return true;
+  }
+  /// @brief Remove every record (keeps the memory).
+  void clear() noexcept
+  {
+    for (cell& c : cells_) {
+      c.id = 0;
+      c.rec.reset();
+    }
+    size_ = 0;
+  }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  /// @brief Call `f(record)` for every record, in no meaningful order.
+  template <class F>
+  void for_each(F&& f) const
+  {
+    for (cell const& c : cells_) {
+      if (c.id != 0) { f(c.rec); }
+    }
+  }
+
+ private:
+  struct cell {
+    std::uint64_t id{0};  ///< 0: empty
+    std::shared_ptr<tensor_record> rec;
+  };
+  [[nodiscard]] std::size_t home(std::uint64_t id) const noexcept
+  {
+    return static_cast<std::size_t>((id * 0x9E3779B97F4A7C15ULL) >> shift_);
+  }
+  void grow()
+  {
+    std::size_t const cap = cells_.empty() ? 64 : cells_.size() * 2;
+    std::vector<cell> old(cap);
+    std::swap(old, cells_);
+    mask_ = cap - 1;
+    shift_ = 64U - static_cast<unsigned>(std::countr_zero(cap));
+    for (cell& c : old) {
+      if (c.id == 0) { continue; }
+      std::size_t j = home(c.id);
+      while (cells_[j].id != 0) { j = (j + 1) & mask_; }
+      cells_[j].id = c.id;
+      cells_[j].rec = std::move(c.rec);
+    }
+  }
+  std::vector<cell> cells_;
+  std::size_t size_{0};
+  std::size_t mask_{0};
+  unsigned shift_{64};
 };
 
 /// @brief One tier of the pool: memory, policy, figures.
@@ -366,8 +590,15 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   stream_handle retire_{};  // collects the last uses of vacated blocks (deferred frees)
   std::atomic<std::uint32_t> rr_{0};
 
-  mutable std::mutex table_mtx_;  // leaf
-  std::unordered_map<std::uint64_t, std::shared_ptr<tensor_record>> table_;
+  // Blocks of the records and of their shared_ptr control blocks (Note [Tensor records
+  // come from a slab]); each record's control block holds both, so they outlive the pool
+  // if a record does.
+  std::shared_ptr<record_slab> record_blocks_ = std::make_shared<record_slab>(sizeof(tensor_record), alignof(tensor_record));
+  std::shared_ptr<record_slab> control_blocks_ = std::make_shared<record_slab>(64, 16);
+  /// A new default record, its memory and control block from the slabs. @throws std::bad_alloc
+  [[nodiscard]] std::shared_ptr<tensor_record> make_record();
+  mutable spin_mutex table_mtx_;  // leaf (short sections: a lookup, insert or erase)
+  record_table table_;
   std::uint64_t next_id_{1};
 
   // Known streams: an open-addressing table read without locks (keys then values are
@@ -414,7 +645,7 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
     std::uint64_t tensors{0};
     std::uint64_t refusals{0};
   };
-  mutable std::mutex tenants_mtx_;                   ///< a leaf lock
+  mutable spin_mutex tenants_mtx_;                   ///< a leaf lock (short sections)
   std::mutex lowmem_mtx_;                                                   ///< a leaf lock
   std::vector<std::pair<std::uint64_t, std::shared_ptr<low_memory_callback>>> lowmem_;  ///< under lowmem_mtx_
   std::uint64_t next_lowmem_id_{1};                                         ///< under lowmem_mtx_

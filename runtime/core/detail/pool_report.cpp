@@ -212,7 +212,7 @@ std::vector<std::shared_ptr<tensor_record>> pool_impl::records_by_id() const
   {
     std::lock_guard lock(table_mtx_);
     recs.reserve(table_.size());
-    for (auto const& [id, rec] : table_) { recs.push_back(rec); }
+    table_.for_each([&recs](std::shared_ptr<tensor_record> const& rec) { recs.push_back(rec); });
   }
   std::sort(recs.begin(), recs.end(), [](auto const& a, auto const& b) { return a->id < b->id; });
   return recs;

@@ -1,0 +1,137 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file record_slab.hpp
+ * @brief Internal: tierpool::detail::record_slab, fixed-size blocks for a pool's tensor
+ *        records; slab_deleter and record_allocator, to make a std::shared_ptr whose
+ *        object and control block both come from slabs (make_record in pool_impl.cpp).
+ *
+ * See Note [Tensor records come from a slab] in record_slab.cpp.
+ */
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "core/detail/spin_mutex.hpp"
+
+namespace tierpool::detail {
+
+/**
+ * @brief Blocks of one size and alignment, carved from chunks that grow geometrically up
+ *        to huge-page-sized ones, recycled through a free list, returned to the system only
+ *        when the slab dies.
+ *
+ * Thread safety: allocate / deallocate may be called concurrently (a spin lock around a
+ * free-list pop or push; a new chunk is obtained outside it). Owned through a shared_ptr
+ * by every record_allocator copy, so it outlives the last block.
+ */
+class record_slab {
+ public:
+  /**
+   * @param block_bytes Size of every block (rounded up to block_align).
+   * @param block_align Alignment of every block: a power of two, at most 4096.
+   */
+  record_slab(std::size_t block_bytes, std::size_t block_align);
+  ~record_slab();
+  record_slab(record_slab const&) = delete;
+  record_slab& operator=(record_slab const&) = delete;
+
+  /// @brief A block of block_bytes(). @throws std::bad_alloc when no chunk can be had.
+  [[nodiscard]] void* allocate();
+  /// @brief Return a block obtained from allocate() of this slab.
+  void deallocate(void* p) noexcept;
+
+  [[nodiscard]] std::size_t block_bytes() const noexcept { return block_bytes_; }
+  [[nodiscard]] std::size_t block_align() const noexcept { return block_align_; }
+  /// @brief Bytes of chunks held (for figures and tests).
+  [[nodiscard]] std::size_t reserved_bytes() const noexcept;
+
+ private:
+  struct free_block {
+    free_block* next;
+  };
+  struct chunk {
+    void* base;
+    std::size_t bytes;
+    bool mapped;  ///< from mmap (huge-page sized); else from aligned operator new
+  };
+  /// A new chunk of `bytes` (no lock held). @throws std::bad_alloc
+  [[nodiscard]] chunk make_chunk(std::size_t bytes) const;
+  void free_chunk(chunk const& c) const noexcept;
+
+  std::size_t const block_bytes_;
+  std::size_t const block_align_;
+  mutable spin_mutex mtx_;       // guards everything below
+  free_block* free_{nullptr};    // recycled blocks (LIFO)
+  char* bump_{nullptr};          // next never-used block of the newest chunk
+  char* bump_end_{nullptr};
+  std::size_t next_chunk_bytes_; // grows geometrically up to kHugeChunk
+  std::vector<chunk> chunks_;
+};
+
+/**
+ * @brief Deleter of an object placed in a block of a slab: destroys it, returns the block.
+ *        Holds the slab, so the slab outlives the object.
+ */
+template <class T>
+struct slab_deleter {
+  std::shared_ptr<record_slab> slab;
+  void operator()(T* p) const noexcept
+  {
+    p->~T();
+    slab->deallocate(p);
+  }
+};
+
+/**
+ * @brief Allocator (for the control blocks of std::shared_ptr): single objects no larger
+ *        than the slab's blocks come from the slab, anything else from aligned operator new.
+ *
+ * Copies share the slab (a shared_ptr), so a control block keeps it alive. Thread-safe
+ * like the slab; copying costs one atomic increment.
+ */
+template <class T>
+class record_allocator {
+ public:
+  using value_type = T;
+
+  explicit record_allocator(std::shared_ptr<record_slab> slab) noexcept : slab_(std::move(slab)) {}
+  template <class U>
+  record_allocator(record_allocator<U> const& o) noexcept : slab_(o.slab())  // NOLINT(google-explicit-constructor): rebinding
+  {
+  }
+
+  /// @throws std::bad_alloc
+  [[nodiscard]] T* allocate(std::size_t n)
+  {
+    if (from_slab(n)) { return static_cast<T*>(slab_->allocate()); }
+    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{alignof(T)}));
+  }
+  void deallocate(T* p, std::size_t n) noexcept
+  {
+    if (from_slab(n)) {
+      slab_->deallocate(p);
+    } else {
+      ::operator delete(p, std::align_val_t{alignof(T)});
+    }
+  }
+
+  [[nodiscard]] std::shared_ptr<record_slab> const& slab() const noexcept { return slab_; }
+  template <class U>
+  friend bool operator==(record_allocator const& a, record_allocator<U> const& b) noexcept
+  {
+    return a.slab_ == b.slab();
+  }
+
+ private:
+  [[nodiscard]] bool from_slab(std::size_t n) const noexcept
+  {
+    return n == 1 && sizeof(T) <= slab_->block_bytes() && alignof(T) <= slab_->block_align();
+  }
+  std::shared_ptr<record_slab> slab_;
+};
+
+}  // namespace tierpool::detail

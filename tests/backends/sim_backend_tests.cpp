@@ -339,6 +339,58 @@ TEST(SimWallClock, ComputeOccupiesTheStream)
   EXPECT_GE(be.now() - t0, 2'000'000U);
 }
 
+// Back-to-back waits on one stream's records are merged into a wait on the later record
+// (wall_timeline.cpp, Note [Coalescing waits]), in either order of the calls: whatever
+// follows the waits still runs only after both records.
+TEST(SimWallClock, BackToBackWaitsOnOneStreamOrderAfterTheLaterRecord)
+{
+  for (bool later_first : {false, true}) {
+    SCOPED_TRACE(later_first ? "later record waited on first" : "earlier record waited on first");
+    sim_backend be{};
+    buffers b(be, 64_KiB);
+    stream_handle const src = new_stream(be);
+    stream_handle const dst = new_stream(be);
+    event_handle const early = new_event(be);
+    event_handle const late = new_event(be);
+    event_handle const after = new_event(be);
+    std::memset(b.host, 0x11, 64_KiB);
+    std::memset(b.dev, 0x22, 64_KiB);
+    ASSERT_EQ(be.compute_async(src, 1'000'000), status::ok);  // 1 ms: the waits are queued first
+    ASSERT_EQ(be.record_event(early, src), status::ok);
+    ASSERT_EQ(be.compute_async(src, 5'000'000), status::ok);  // a copy after only `early` would run now
+    ASSERT_EQ(be.copy_async(b.h2d(64_KiB), src), status::ok);  // host -> dev
+    ASSERT_EQ(be.record_event(late, src), status::ok);
+    ASSERT_EQ(be.stream_wait_event(dst, later_first ? late : early), status::ok);
+    ASSERT_EQ(be.stream_wait_event(dst, later_first ? early : late), status::ok);
+    // dev -> dev2 reads what src copied: correct only if dst waited for `late`.
+    ASSERT_EQ(be.copy_async(b.d2d(64_KiB), dst), status::ok);
+    ASSERT_EQ(be.record_event(after, dst), status::ok);
+    ASSERT_EQ(be.synchronize_event(after), status::ok);
+    EXPECT_EQ(be.query_event(late), status::ok);
+    EXPECT_EQ(be.query_event(early), status::ok);
+    EXPECT_EQ(static_cast<unsigned char*>(b.dev2)[0], 0x11);
+    EXPECT_EQ(static_cast<unsigned char*>(b.dev2)[64_KiB - 1], 0x11);
+    ASSERT_EQ(be.synchronize_stream(src), status::ok);
+    ASSERT_EQ(be.synchronize_stream(dst), status::ok);
+  }
+}
+
+// A wait on a record that already completed returns at once and orders nothing.
+TEST(SimWallClock, WaitOnACompletedRecordIsImmediate)
+{
+  sim_backend be{};
+  stream_handle const a = new_stream(be);
+  stream_handle const w = new_stream(be);
+  event_handle const e = new_event(be);
+  event_handle const f = new_event(be);
+  ASSERT_EQ(be.record_event(e, a), status::ok);
+  ASSERT_EQ(be.synchronize_event(e), status::ok);
+  ASSERT_EQ(be.stream_wait_event(w, e), status::ok);
+  ASSERT_EQ(be.record_event(f, w), status::ok);
+  ASSERT_EQ(be.synchronize_event(f), status::ok);
+  EXPECT_EQ(be.query_event(f), status::ok);
+}
+
 // ---- fault injection ----
 
 TEST(SimFaults, KthAllocateFailsWithNoSideEffect)

@@ -13,8 +13,9 @@
 //   makes in-order execution and blocking waits trivially correct, and the runtime
 //   creates few streams (caps().max_copy_streams = 16).
 //   Approach: the worker sleeps on the stream's condition variable when its queue is
-//   empty, after a bounded poll (Note [Bounded idle spin]); event waits sleep on one backend-wide condition variable that
-//   every record completion notifies.
+//   empty, after a bounded poll (Note [Bounded idle spin]); an event wait polls the same
+//   way, then sleeps on that record alone (Note [Waiting on one record]), and a
+//   synchronize_stream sleeps until the worker reaches its target (Note [Waking only who waits]).
 //   Limitations: a program creating thousands of streams gets thousands of threads.
 //
 // Note [Wall-clock link throttling]
@@ -43,9 +44,14 @@ namespace {
 
 using steady = std::chrono::steady_clock;
 
-/// One record_event: done once the stream's worker reaches it. Guarded by wall_timeline::ev_mtx_.
+/// One record_event: done once the stream's worker reaches it. See Note [Waiting on one record].
 struct record_state {
-  bool done{false};
+  std::atomic<std::uint32_t> done{0};     // 0 -> 1 once, by the recording stream's worker
+  std::atomic<std::uint32_t> waiters{0};  // threads blocked (or about to block) in done.wait
+  // Where the record sits, set once under the recording stream's mutex before the record is
+  // published (Note [Coalescing waits]): the stream's serial and the op's position in it.
+  std::uint64_t stream_serial{0};
+  std::uint64_t position{0};
 };
 
 enum class op_kind : std::uint8_t { transfer, compute, host_func, record, wait };
@@ -63,13 +69,19 @@ struct wall_op {
 
 struct wall_stream {
   std::mutex mtx;
-  std::condition_variable cv;  // queue non-empty / stop (worker); completed moved (sync)
+  std::condition_variable cv;       // queue non-empty / stop; only the worker waits on it
+  std::condition_variable done_cv;  // completed reached wake_at; synchronize_stream waits on it
   std::deque<wall_op> queue;
   std::uint64_t enqueued{0};   // completed <= enqueued
   std::uint64_t completed{0};
+  std::uint64_t wake_at{kNever};  // smallest target of a waiting synchronize_stream, else kNever
   std::atomic<std::uint64_t> posted{0};  // == enqueued; read without mtx by the idle spin
+  bool idle{false};            // the worker sleeps on cv (an enqueue must notify it)
+  std::uint64_t serial{0};     // unique per timeline, never reused (Note [Coalescing waits])
   bool stop{false};            // set once: drain the queue, then exit
   std::thread worker;
+
+  static constexpr std::uint64_t kNever = ~std::uint64_t{0};
 };
 
 class wall_timeline final : public sim_timeline {
@@ -142,7 +154,10 @@ class wall_timeline final : public sim_timeline {
     }
     std::unique_lock lock(st->mtx);
     std::uint64_t const target = st->enqueued;
-    st->cv.wait(lock, [&] { return st->completed >= target; });
+    while (st->completed < target) {  // see Note [Waking only who waits]
+      st->wake_at = std::min(st->wake_at, target);
+      st->done_cv.wait(lock);
+    }
     return status::ok;
   }
 
@@ -199,19 +214,23 @@ class wall_timeline final : public sim_timeline {
     if (it == events_.end()) {
       return status::invalid_value;
     }
-    return it->second == nullptr || it->second->done ? status::ok : status::not_ready;
+    return it->second == nullptr || it->second->done.load(std::memory_order_acquire) != 0 ? status::ok
+                                                                                          : status::not_ready;
   }
 
   status synchronize_event(event_handle e) noexcept override
   {
-    std::unique_lock lock(ev_mtx_);
-    auto const it = events_.find(e.value);
-    if (it == events_.end()) {
-      return status::invalid_value;
+    std::shared_ptr<record_state> rec;
+    {
+      std::lock_guard lock(ev_mtx_);
+      auto const it = events_.find(e.value);
+      if (it == events_.end()) {
+        return status::invalid_value;
+      }
+      rec = it->second;
     }
-    std::shared_ptr<record_state> const rec = it->second;
     if (rec != nullptr) {
-      ev_cv_.wait(lock, [&] { return rec->done; });
+      wait_done(*rec);
     }
     return status::ok;
   }
@@ -227,7 +246,8 @@ class wall_timeline final : public sim_timeline {
       }
       rec = it->second;
     }
-    if (rec == nullptr) {  // never recorded: complete, nothing to wait for
+    if (rec == nullptr || rec->done.load(std::memory_order_acquire) != 0) {
+      // never recorded, or already complete: nothing to wait for
       return has_stream(s) ? status::ok : status::invalid_value;
     }
     wall_op op;
@@ -297,7 +317,7 @@ class wall_timeline final : public sim_timeline {
     for (auto const& st : all) {
       std::lock_guard lock(st->mtx);
       st->stop = true;
-      st->cv.notify_all();
+      st->cv.notify_one();
     }
     for (auto const& st : all) {
       stop_and_join(*st);
@@ -308,6 +328,7 @@ class wall_timeline final : public sim_timeline {
   std::shared_ptr<wall_stream> start_stream()
   {
     auto st = std::make_shared<wall_stream>();
+    st->serial = next_serial_.fetch_add(1, std::memory_order_relaxed) + 1;
     st->worker = std::thread([this, raw = st.get()] { run(*raw); });
     return st;
   }
@@ -318,7 +339,7 @@ class wall_timeline final : public sim_timeline {
       std::lock_guard lock(st.mtx);
       st.stop = true;
     }
-    st.cv.notify_all();
+    st.cv.notify_one();
     if (st.worker.joinable()) {
       if (st.worker.get_id() == std::this_thread::get_id()) {
         st.worker.detach();  // misuse (a host function destroying its own stream): don't self-join
@@ -341,10 +362,18 @@ class wall_timeline final : public sim_timeline {
     if (st == nullptr) {
       return status::invalid_value;
     }
+    bool wake = false;
     {
       std::lock_guard lock(st->mtx);
       if (st->stop) {
         return status::invalid_value;
+      }
+      if (op.kind == op_kind::wait && coalesce_wait(*st, op.rec)) {
+        return status::ok;
+      }
+      if (op.kind == op_kind::record) {
+        op.rec->stream_serial = st->serial;
+        op.rec->position = st->enqueued + 1;
       }
       try {
         st->queue.push_back(std::move(op));
@@ -353,9 +382,37 @@ class wall_timeline final : public sim_timeline {
       }
       ++st->enqueued;
       st->posted.store(st->enqueued, std::memory_order_release);
+      wake = st->idle;
     }
-    st->cv.notify_all();
+    if (wake) {
+      st->cv.notify_one();
+    }
     return status::ok;
+  }
+
+  // Note [Coalescing waits]
+  //   Rationale: a stream that waits on every copy of another stream (a user stream
+  //   ordered after each copy-in) blocks and is woken once per copy; here a wake-up costs
+  //   the waking copy worker tens of microseconds (a futex wake and an IPI in a VM).
+  //   Approach: streams run in order, so a record placed later on the same stream
+  //   completes after an earlier one. A wait queued right behind a wait on the same
+  //   stream's records (nothing between them to order) keeps only the later record: the
+  //   queued op is retargeted, or the new wait is dropped when it is the earlier one.
+  //   Positions and serials are never reused, so the comparison is exact.
+  //   Under st.mtx; true when `rec` is covered by the queue's last op (nothing to enqueue).
+  static bool coalesce_wait(wall_stream& st, std::shared_ptr<record_state> const& rec) noexcept
+  {
+    if (st.queue.empty()) {
+      return false;
+    }
+    wall_op& last = st.queue.back();
+    if (last.kind != op_kind::wait || last.rec->stream_serial != rec->stream_serial || rec->stream_serial == 0) {
+      return false;
+    }
+    if (rec->position > last.rec->position) {
+      last.rec = rec;  // the later record covers both
+    }
+    return true;
   }
 
   // See Note [Bounded idle spin]: true if `ready()` turned true within the spin budget.
@@ -384,7 +441,11 @@ class wall_timeline final : public sim_timeline {
           (void)spin_briefly([&] { return st.posted.load(std::memory_order_acquire) != taken; });
         }
         std::unique_lock lock(st.mtx);
-        st.cv.wait(lock, [&] { return st.stop || !st.queue.empty(); });
+        if (!st.stop && st.queue.empty()) {
+          st.idle = true;
+          st.cv.wait(lock, [&] { return st.stop || !st.queue.empty(); });
+          st.idle = false;
+        }
         if (st.queue.empty()) {
           return;  // stop requested and drained
         }
@@ -393,11 +454,18 @@ class wall_timeline final : public sim_timeline {
         ++taken;
       }
       execute(op);
+      bool wake = false;
       {
         std::lock_guard lock(st.mtx);
         ++st.completed;
+        if (st.completed >= st.wake_at) {
+          st.wake_at = wall_stream::kNever;
+          wake = true;
+        }
       }
-      st.cv.notify_all();
+      if (wake) {
+        st.done_cv.notify_all();
+      }
     }
   }
 
@@ -407,20 +475,48 @@ class wall_timeline final : public sim_timeline {
       case op_kind::transfer: transfer(op); break;
       case op_kind::compute: std::this_thread::sleep_for(std::chrono::nanoseconds(op.duration)); break;
       case op_kind::host_func: op.fn(op.user_data); break;
-      case op_kind::record: {
-        {
-          std::lock_guard lock(ev_mtx_);
-          op.rec->done = true;
-        }
-        ev_cv_.notify_all();
-        break;
-      }
-      case op_kind::wait: {
-        std::unique_lock lock(ev_mtx_);
-        ev_cv_.wait(lock, [&] { return op.rec->done; });
-        break;
-      }
+      case op_kind::record: complete(*op.rec); break;
+      case op_kind::wait: wait_done(*op.rec); break;
     }
+  }
+
+  // Note [Waking only who waits]
+  //   A worker used to notify its stream's one condition variable after every op, waking
+  //   every synchronize_stream caller to re-check its target. Now the host waits on
+  //   done_cv and leaves its target in wake_at (the smallest pending one); the worker
+  //   notifies only when `completed` reaches it, and a woken caller whose target is
+  //   further on sets wake_at again. Enqueues notify the worker's cv only when it sleeps.
+
+  // Note [Waiting on one record]
+  //   Rationale: with one backend-wide condition variable, every completed record woke
+  //   every thread waiting on any event (each stream blocked in a cross-stream wait, each
+  //   host in synchronize_event); on a 2-core machine each needless wake-up is a context
+  //   switch that preempts a copy. A thread waiting on a record should wake only for it.
+  //   Approach: a record is an atomic flag with its own count of blocked waiters. The
+  //   worker that completes it stores the flag and notifies (C++20 atomic notify) only
+  //   when a waiter is counted; a waiter polls the flag briefly (as the idle spin) and
+  //   then counts itself and blocks in atomic wait. Both sides use seq_cst on the flag and
+  //   the count, so either the waiter sees the flag set or the worker sees the waiter.
+  //   The store publishes the stream's earlier work (release; waiters load with acquire).
+  static void complete(record_state& rec) noexcept
+  {
+    rec.done.store(1, std::memory_order_seq_cst);
+    if (rec.waiters.load(std::memory_order_seq_cst) != 0) {
+      rec.done.notify_all();
+    }
+  }
+
+  static void wait_done(record_state& rec) noexcept
+  {
+    auto const ready = [&] { return rec.done.load(std::memory_order_acquire) != 0; };
+    if (ready() || spin_briefly(ready)) {
+      return;
+    }
+    rec.waiters.fetch_add(1, std::memory_order_seq_cst);
+    while (rec.done.load(std::memory_order_seq_cst) == 0) {
+      rec.done.wait(0, std::memory_order_seq_cst);
+    }
+    rec.waiters.fetch_sub(1, std::memory_order_relaxed);
   }
 
   // See Note [Wall-clock link throttling].
@@ -460,9 +556,9 @@ class wall_timeline final : public sim_timeline {
   mutable std::shared_mutex streams_mtx_;
   std::unordered_map<std::uintptr_t, std::shared_ptr<wall_stream>> streams_;
   std::uint64_t next_stream_{0};  // guarded by streams_mtx_
+  std::atomic<std::uint64_t> next_serial_{0};  // wall_stream::serial
 
-  mutable std::mutex ev_mtx_;       // guards events_, next_event_ and every record_state::done
-  std::condition_variable ev_cv_;   // notified when a record completes
+  mutable std::mutex ev_mtx_;       // guards events_ and next_event_
   std::unordered_map<std::uintptr_t, std::shared_ptr<record_state>> events_;  // null: never recorded
   std::uint64_t next_event_{0};
 

@@ -129,12 +129,14 @@ bool sim_memory::contains(tier_kind kind, void const* p, std::size_t bytes) cons
   auto const addr = reinterpret_cast<std::uintptr_t>(p);
   std::uint64_t const seq = hint_seq_.load(std::memory_order_acquire);
   if ((seq & 1U) == 0) {
-    std::uintptr_t const h_addr = hint_addr_.load(std::memory_order_relaxed);
-    std::size_t const h_bytes = hint_bytes_.load(std::memory_order_relaxed);
-    auto const h_kind = static_cast<tier_kind>(hint_kind_.load(std::memory_order_relaxed));
-    std::uint64_t const h_frees = hint_frees_.load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (hint_seq_.load(std::memory_order_relaxed) == seq && h_bytes != 0 &&
+    // Sequentially consistent loads and stores instead of relaxed ones plus fences:
+    // ThreadSanitizer does not model fences (GCC refuses them under -fsanitize=thread), and
+    // on x86 a seq_cst load is a plain load, so the reader's fast path costs the same.
+    std::uintptr_t const h_addr = hint_addr_.load();
+    std::size_t const h_bytes = hint_bytes_.load();
+    auto const h_kind = static_cast<tier_kind>(hint_kind_.load());
+    std::uint64_t const h_frees = hint_frees_.load();
+    if (hint_seq_.load() == seq && h_bytes != 0 &&
         h_frees == frees_.load(std::memory_order_acquire) && h_kind == kind && inside(h_addr, h_bytes, addr, bytes)) {
       return true;
     }
@@ -149,13 +151,12 @@ bool sim_memory::contains(tier_kind kind, void const* p, std::size_t bytes) cons
     return false;
   }
   std::uint64_t const s = hint_seq_.load(std::memory_order_relaxed);
-  hint_seq_.store(s + 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  hint_addr_.store(it->first, std::memory_order_relaxed);
-  hint_bytes_.store(it->second.bytes, std::memory_order_relaxed);
-  hint_kind_.store(static_cast<std::uint8_t>(kind), std::memory_order_relaxed);
-  hint_frees_.store(frees_.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  hint_seq_.store(s + 2, std::memory_order_release);
+  hint_seq_.store(s + 1);  // odd: being written (seq_cst: see above)
+  hint_addr_.store(it->first);
+  hint_bytes_.store(it->second.bytes);
+  hint_kind_.store(static_cast<std::uint8_t>(kind));
+  hint_frees_.store(frees_.load(std::memory_order_relaxed));
+  hint_seq_.store(s + 2);
   return true;
 }
 

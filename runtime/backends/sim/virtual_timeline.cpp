@@ -95,7 +95,7 @@ class slot_table {
     }
     entry& e = at(slot);
     ++e.gen;
-    e.value.store(value, std::memory_order_relaxed);
+    e.value.store(value);  // seq_cst, as in read() and destroy()
     std::uintptr_t const h = make_handle((e.gen << SlotBits) | slot, tag_);
     e.handle.store(h, std::memory_order_release);
     return h;
@@ -117,9 +117,12 @@ class slot_table {
   {
     entry const* const e = find(h);
     if (e == nullptr) { return false; }
-    tick const v = e->value.load(std::memory_order_acquire);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (e->handle.load(std::memory_order_relaxed) != h) { return false; }  // destroyed meanwhile
+    // Sequentially consistent, not relaxed plus fences: ThreadSanitizer does not model
+    // fences (GCC refuses them under -fsanitize=thread); on x86 these loads are plain loads.
+    // A value stored by a later create() is ordered after destroy()'s store of 0, so a read
+    // that sees it sees the handle changed.
+    tick const v = e->value.load();
+    if (e->handle.load() != h) { return false; }  // destroyed meanwhile
     *out = v;
     return true;
   }
@@ -129,8 +132,7 @@ class slot_table {
   {
     entry* const e = find(h);
     if (e == nullptr) { return false; }
-    e->handle.store(0, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);  // readers that see a later value see 0 here
+    e->handle.store(0);  // seq_cst: readers that see a later value see 0 here (see read())
     if (e->gen < kMaxGen) {
       free_.push_back((h >> 8U) & (kMaxSlots - 1));  // capacity reserved by create
     }
@@ -285,13 +287,13 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
     link_free_[l] = end;
     // Link figures: a sequence counter lets link_stats read them without the mutex.
     std::uint64_t const seq = stats_seq_.load(std::memory_order_relaxed);
-    stats_seq_.store(seq + 1, std::memory_order_relaxed);  // odd: being written
-    std::atomic_thread_fence(std::memory_order_release);
+    // seq_cst stores (no fences: see slot_table::read) order the odd counter before the figures.
+    stats_seq_.store(seq + 1);  // odd: being written
     link_counters& c = stats_[l];
-    c.copies.store(c.copies.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    c.bytes.store(c.bytes.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
-    c.busy_ns.store(c.busy_ns.load(std::memory_order_relaxed) + cost, std::memory_order_relaxed);
-    stats_seq_.store(seq + 2, std::memory_order_release);
+    c.copies.store(c.copies.load(std::memory_order_relaxed) + 1);
+    c.bytes.store(c.bytes.load(std::memory_order_relaxed) + bytes);
+    c.busy_ns.store(c.busy_ns.load(std::memory_order_relaxed) + cost);
+    stats_seq_.store(seq + 2);
     effect.apply();  // eager: data effects follow enqueue order
     return status::ok;
   }
@@ -327,11 +329,10 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
     for (;;) {
       std::uint64_t const seq = stats_seq_.load(std::memory_order_acquire);
       sim_link_stats s{};
-      s.copies = c.copies.load(std::memory_order_relaxed);
-      s.bytes = c.bytes.load(std::memory_order_relaxed);
-      s.busy_ns = c.busy_ns.load(std::memory_order_relaxed);
-      std::atomic_thread_fence(std::memory_order_acquire);
-      if ((seq & 1U) == 0 && stats_seq_.load(std::memory_order_relaxed) == seq) {
+      s.copies = c.copies.load();
+      s.bytes = c.bytes.load();
+      s.busy_ns = c.busy_ns.load();
+      if ((seq & 1U) == 0 && stats_seq_.load() == seq) {
         return s;
       }
     }

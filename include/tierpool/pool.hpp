@@ -277,8 +277,12 @@ class TIERPOOL_EXPORT pool {
    * Each callback is called once per failing request, with what is missing; it may free,
    * demote or release other tensors (or drop caches of its own), after which the ladder
    * runs once more. It runs on the requesting thread with no pool lock held except the
-   * request's own tensor, which it must not touch (a pool call on it throws
-   * tierpool::logic_error). Callbacks do not nest: allocations made inside one skip this
+   * request's own tensor, which it must not use (a pool call on it throws
+   * tierpool::logic_error); destroying that tensor's last handle, or ending a lease of it,
+   * is allowed: the tensor is then freed once the request (or the lease it returns) ends.
+   * Known limitation: a callback that releases or frees other tensors while another thread
+   * runs validate() or close() can deadlock (it locks them while the request's tensor is
+   * locked, out of the id order those use). Callbacks do not nest: allocations made inside one skip this
    * step. An exception from a callback propagates out of the request (nothing changed).
    * Thread safety: safe concurrently with any other call; a callback may run on any thread
    * that uses the pool, concurrently with itself.

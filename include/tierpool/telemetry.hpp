@@ -86,7 +86,9 @@ struct pool_stats {
   /// freed or already resident (e.g. an acquire copied it in first), or the copy failed
   std::uint64_t prefetch_dropped{0};
   /// COUNT: prefetch requests the predictor (pool_options::prefetch) made for tensors not
-  /// resident; each is then counted like a prefetch() call
+  /// resident that issued a copy or were queued (each also counts in `prefetches` or
+  /// `prefetch_queued`, like a prefetch() call). Requests dropped at once (a live write
+  /// lease, a full queue, a failed copy) count only in `prefetch_dropped`.
   std::uint64_t predicted_prefetches{0};
   /// COUNT: managed copies used in place by acquire whose pages were steered to the device
   /// (cudaMemPrefetchAsync on the lease's stream) instead of copied into a device tier

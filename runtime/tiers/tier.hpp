@@ -208,12 +208,17 @@ class TIERPOOL_EXPORT tier {
    * @param allowed Predicate over the stream a deferred free's event was recorded on.
    * @param[out] after The pending event (owned by the caller now; release it to the tier's
    *             event pool when done); null when nothing was taken.
+   * @param[out] recorded_on When non-null, receives the stream `after` was recorded on (so
+   *             that a caller that cannot use the block may hand both back with
+   *             deallocate_after); the default stream when nothing was taken.
    * @return The block (`bytes` long inside its slot), or std::nullopt.
    */
   template <class Allowed>
-  [[nodiscard]] std::optional<block> take_deferred(std::size_t bytes, Allowed allowed, event_handle* after) noexcept
+  [[nodiscard]] std::optional<block> take_deferred(std::size_t bytes, Allowed allowed, event_handle* after,
+                                                   stream_handle* recorded_on = nullptr) noexcept
   {
     *after = event_handle{};
+    if (recorded_on != nullptr) { *recorded_on = stream_handle{}; }
     if (deferred_count_ == 0) { return std::nullopt; }
     lane* best_lane = nullptr;
     std::size_t best_i = 0;
@@ -231,6 +236,7 @@ class TIERPOOL_EXPORT tier {
       }
     }
     if (best_lane == nullptr) { return std::nullopt; }
+    if (recorded_on != nullptr) { *recorded_on = best_lane->stream; }
     return take_deferred_at(*best_lane, best_i, bytes, after);
   }
 

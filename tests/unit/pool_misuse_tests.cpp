@@ -10,6 +10,7 @@
 
 #include <tierpool/pool.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,38 @@ TEST(PoolMisuse, LeaseOutlivesPoolAndEveryHandle)
   moved.release();   // the pool lives on through b's record
   dev_l.release();   // the last release ends the pool
   EXPECT_FALSE(dev_l.active());
+}
+
+// Records come from a slab that their control blocks keep alive (Note [Tensor records come
+// from a slab]): hundreds of leases (records over several slab chunks) outlive the pool and
+// every handle, are used, and end in an order unrelated to allocation (ASan: no use after
+// free of a record, its control block or the slab).
+TEST(PoolMisuse, ManyLeasesOutlivePoolAndHandlesAcrossRecordChunks)
+{
+  std::vector<lease> leases;
+  // An eighth of the handles outlive the pool too (few: close() locks every record at once,
+  // and ThreadSanitizer's deadlock detector tracks at most 64 held locks).
+  std::vector<tensor> survivors;
+  testing::internal::CaptureStderr();
+  {
+    pool p{small_tiers(make_sim())};
+    std::vector<tensor> ts;
+    for (std::uint64_t i = 0; i < 240; ++i) {  // records: ~0.75 KiB each, slab chunks from 64 KiB
+      tensor t = p.allocate(1_KiB);
+      leases.push_back(p.acquire_host(t, access_mode::write_discard));
+      write_pattern(leases.back().data(), leases.back().bytes(), i, 1);
+      (i % 8 == 0 ? survivors : ts).push_back(std::move(t));
+    }
+  }  // the other handles die while leased, then the pool object (close() finds live leases)
+  std::string const err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("live leases"), std::string::npos) << err;
+  for (std::uint64_t i = 0; i < leases.size(); ++i) {
+    EXPECT_TRUE(has_pattern(leases[i].data(), leases[i].bytes(), i, 1)) << i;
+  }
+  for (std::size_t i = 0; i < leases.size(); i += 2) { leases[i].release(); }  // evens first
+  survivors.clear();  // handles of leased and of unleased tensors
+  for (std::size_t i = leases.size() - 1; i < leases.size(); i -= 2) { leases[i].release(); }  // odds, backwards
+  for (lease const& l : leases) { EXPECT_FALSE(l.active()); }
 }
 
 TEST(PoolMisuse, HandleDestroyedWhileLeasedFreesAtRelease)
@@ -339,6 +372,151 @@ TEST(PoolLowMemory, TouchingTheRequestsOwnTensorIsATypedError)
   EXPECT_TRUE(check(p, extra, 9, 1));
   EXPECT_TRUE(p.validate());
   p.synchronize(s);
+}
+
+// Regression: a callback that destroys the handle of the tensor whose acquire called it
+// ended in std::terminate (the handle's destructor locked a record its own thread held).
+// Now the request completes and the tensor is freed when its lease ends (Note [A handle
+// dropped during its own request]).
+TEST(PoolLowMemory, CallbackDroppingTheRequestsOwnHandleFreesItAfterTheLease)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be, 1_MiB, 0, 16_MiB)};
+  stream_handle s = p.create_stream();
+  std::vector<tensor> ts;
+  std::vector<lease> held;
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{0}}));
+    held.push_back(p.acquire(ts.back(), access_mode::read, s));
+  }
+  std::optional<tensor> extra = p.allocate(256_KiB, {.name = "extra", .preferred_tier = tier_id{1}});
+  fill(p, *extra, 9, 1);
+  int calls = 0;
+  (void)p.add_low_memory_callback([&](low_memory_event const&) {
+    ++calls;
+    extra.reset();     // the last handle of the tensor being placed
+    held.pop_back();   // and room for it
+  });
+  lease l = p.acquire(*extra, access_mode::read, s);  // the reference dangles once the callback ran; acquire no longer reads it
+  EXPECT_EQ(calls, 1);
+  EXPECT_FALSE(extra.has_value());
+  ASSERT_TRUE(l.active());
+  p.synchronize(s);
+  EXPECT_TRUE(has_pattern(l.data(), l.bytes(), 9, 1)) << "the copy-in the request made is intact";
+  EXPECT_EQ(p.stats().tensors, 5U) << "freed at the lease's end, not before";
+  l.release();
+  EXPECT_EQ(p.stats().tensors, 4U);
+  EXPECT_EQ(p.stats().tensor_bytes, 1_MiB);
+  EXPECT_TRUE(p.validate());
+  held.clear();
+}
+
+// As above, but the callback cannot make room: the out_of_memory propagates, and the
+// tensor whose handle died is freed as the request lets go of it (no leak, no lease).
+TEST(PoolLowMemory, CallbackDroppingTheRequestsOwnHandleThenOutOfMemoryFreesIt)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be, 1_MiB, 0, 16_MiB)};
+  stream_handle s = p.create_stream();
+  std::vector<tensor> ts;
+  std::vector<lease> held;
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{0}}));
+    held.push_back(p.acquire(ts.back(), access_mode::read, s));
+  }
+  std::vector<tensor> extras;
+  extras.push_back(p.allocate(256_KiB, {.name = "extra", .preferred_tier = tier_id{1}}));
+  fill(p, extras[0], 9, 1);
+  tensor const& ref = extras[0];
+  (void)p.add_low_memory_callback([&](low_memory_event const&) { extras.clear(); });
+  EXPECT_THROW({ lease l = p.acquire(ref, access_mode::read, s); }, out_of_memory);
+  EXPECT_TRUE(extras.empty());
+  EXPECT_EQ(p.stats().tensors, 4U);
+  EXPECT_EQ(p.stats().tensor_bytes, 1_MiB);
+  EXPECT_TRUE(p.validate());
+  held.clear();
+  p.synchronize(s);
+}
+
+// A callback that ends a lease of the tensor being placed (here its host copy's lease, then
+// its last handle) used to end in std::terminate too (release locked the held record).
+TEST(PoolLowMemory, CallbackEndingALeaseOfTheRequestsOwnTensor)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be, 1_MiB, 0, 16_MiB)};
+  stream_handle s = p.create_stream();
+  std::vector<tensor> ts;
+  std::vector<lease> held;
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{0}}));
+    held.push_back(p.acquire(ts.back(), access_mode::read, s));
+  }
+  std::optional<tensor> extra = p.allocate(256_KiB, {.preferred_tier = tier_id{1}});
+  fill(p, *extra, 9, 1);
+  lease host_view = p.acquire_host(*extra, access_mode::read);
+  bool drop_handle = false;
+  (void)p.add_low_memory_callback([&](low_memory_event const&) {
+    host_view.release();
+    if (drop_handle) { extra.reset(); }
+    held.pop_back();
+  });
+  {
+    lease l = p.acquire(*extra, access_mode::read, s);  // the handle survives: an ordinary lease
+    EXPECT_FALSE(host_view.active());
+    p.synchronize(s);
+    EXPECT_TRUE(has_pattern(l.data(), l.bytes(), 9, 1));
+  }
+  EXPECT_TRUE(p.validate());
+  EXPECT_EQ(p.stats().tensors, 5U);
+  // Again, the callback also dropping the last handle: freed when the new lease ends.
+  held.push_back(p.acquire(ts[3], access_mode::read, s));
+  p.demote(*extra, tier_id{1});
+  host_view = p.acquire_host(*extra, access_mode::read);
+  drop_handle = true;
+  {
+    lease l = p.acquire(*extra, access_mode::read, s);
+    EXPECT_FALSE(extra.has_value());
+    p.synchronize(s);
+    EXPECT_TRUE(has_pattern(l.data(), l.bytes(), 9, 1));
+    EXPECT_EQ(p.stats().tensors, 5U);
+  }
+  EXPECT_EQ(p.stats().tensors, 4U);
+  EXPECT_TRUE(p.validate());
+  held.clear();
+}
+
+// acquire_host: the same with the host tier full of leased copies.
+TEST(PoolLowMemory, CallbackDroppingTheOwnHandleDuringAcquireHost)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be, 1_MiB, 0, 1_MiB)};
+  std::vector<tensor> ts;
+  std::vector<lease> held;
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{1}}));
+    held.push_back(p.acquire_host(ts.back(), access_mode::read));
+  }
+  std::optional<tensor> extra = p.allocate(256_KiB, {.preferred_tier = tier_id{0}});
+  stream_handle s = p.create_stream();
+  {
+    lease w = p.acquire(*extra, access_mode::write_discard, s);
+    write_pattern(w.data(), w.bytes(), 5, 1);  // sim memory: the device copy is host memory
+  }
+  p.synchronize(s);
+  (void)p.add_low_memory_callback([&](low_memory_event const& e) {
+    EXPECT_EQ(e.tier, tier_id{1});
+    extra.reset();
+    held.pop_back();  // the host tier is the last: its tensors cannot be evicted, only freed
+    ts.pop_back();
+  });
+  {
+    lease h = p.acquire_host(*extra, access_mode::read);
+    EXPECT_TRUE(has_pattern(h.data(), h.bytes(), 5, 1));
+    EXPECT_EQ(p.stats().tensors, 4U);
+  }
+  EXPECT_EQ(p.stats().tensors, 3U);
+  EXPECT_TRUE(p.validate());
+  held.clear();
 }
 
 }  // namespace tierpool::test

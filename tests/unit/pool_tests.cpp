@@ -220,6 +220,48 @@ TEST(PoolPrefetch, SkipsATensorWithALiveWriteLease)
   EXPECT_TRUE(p.validate());
 }
 
+// Regression: pool_stats::predicted_prefetches counted predictor requests that were then
+// dropped (here: a live write lease on the predicted tensor). It counts only requests that
+// issued a copy or were queued; the dropped one counts in prefetch_dropped alone.
+TEST(PoolPrefetch, PredictedPrefetchesCountOnlyRequestsIssuedOrQueued)
+{
+  auto be = make_sim();
+  pool_options o = small_tiers(be);
+  o.prefetch = "sequence:depth=1";
+  pool p{o};
+  stream_handle s = p.create_stream();
+  tensor a = p.allocate(256_KiB, {.preferred_tier = tier_id{1}});
+  tensor b = p.allocate(256_KiB, {.preferred_tier = tier_id{1}});
+  fill(p, a, 1, 1);
+  fill(p, b, 2, 1);
+  auto use = [&](tensor const& t) {
+    lease l = p.acquire(t, access_mode::read, s);
+    p.synchronize(s);
+  };
+  use(a);
+  use(b);  // learned: after a comes b
+  p.demote(b, tier_id{1});
+  {
+    lease w = p.acquire_host(b, access_mode::write_discard);
+    write_pattern(w.data(), w.bytes(), 2, 2);
+    use(a);  // predicts b, which has a live write lease: dropped
+  }
+  pool_stats st = p.stats();
+  EXPECT_EQ(st.predicted_prefetches, 0U);
+  EXPECT_EQ(st.prefetch_dropped, 1U);
+  EXPECT_EQ(st.prefetches, 0U);
+  use(b);  // predicts a, resident: nothing requested
+  p.demote(b, tier_id{1});
+  use(a);  // predicts b: copied in
+  st = p.stats();
+  EXPECT_EQ(st.predicted_prefetches, 1U);
+  EXPECT_EQ(st.prefetches, 1U);
+  EXPECT_EQ(st.prefetch_dropped, 1U);
+  p.synchronize(s);
+  EXPECT_TRUE(check(p, b, 2, 2));
+  EXPECT_TRUE(p.validate());
+}
+
 TEST(PoolPrefetch, QueuedRequestIsDroppedWhenFreedOrResident)
 {
   four_resident f;

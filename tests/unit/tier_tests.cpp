@@ -378,6 +378,46 @@ TEST(TierDeferred, TakeDeferredHandsOutTheBlockWithItsPendingEvent)
   ASSERT_TRUE(t.validate());
 }
 
+// take_deferred tells the stream the pending event was recorded on, so that a caller that
+// cannot use the block (pool::allocate failing afterwards) hands block and event back with
+// deallocate_after: the tier is as before, and the block is reclaimed once the event completes.
+TEST(TierDeferred, TakeDeferredReportsTheLaneAndTheBlockCanBeHandedBack)
+{
+  rig r{virtual_clock()};
+  stream_handle copy{};
+  ASSERT_EQ(r.be.create_stream(&copy), status::ok);
+  tier t{r.be, r.events, config(tier_kind::device, 1_MiB, 1_MiB)};
+  auto a = t.allocate(64_KiB);
+  ASSERT_TRUE(a);
+  event_handle const ea = busy_event(r, copy, 10'000);
+  t.deallocate_after(*a, ea, copy);
+  auto any = [](stream_handle) { return true; };
+
+  event_handle after{};
+  stream_handle lane{12345};
+  EXPECT_FALSE(t.take_deferred(512_KiB, any, &after, &lane));  // nothing of that size
+  EXPECT_EQ(lane, stream_handle{}) << "reset when nothing was taken";
+  auto got = t.take_deferred(64_KiB, any, &after, &lane);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(after, ea);
+  EXPECT_EQ(lane, copy);
+  EXPECT_EQ(t.usage().deferred_bytes, 0U);
+  t.deallocate_after(*got, after, lane);  // handed back unused
+  EXPECT_EQ(t.usage().deferred_bytes, 64_KiB);
+  EXPECT_EQ(t.usage().used_bytes, 0U);
+  EXPECT_EQ(r.events.stats().outstanding, 1U) << "the tier holds the event again";
+  ASSERT_TRUE(t.validate());
+  auto again = t.take_deferred(64_KiB, any, &after, &lane);  // and can be taken again
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->ptr, a->ptr);
+  EXPECT_EQ(lane, copy);
+  t.deallocate_after(*again, after, lane);
+  ASSERT_EQ(r.be.synchronize_stream(copy), status::ok);
+  EXPECT_EQ(t.reclaim_completed(), 64_KiB);
+  EXPECT_EQ(r.events.stats().outstanding, 0U);
+  ASSERT_TRUE(t.validate());
+}
+
 TEST(TierDeferred, PerStreamLanesAreNotBlockedByASlowStream)
 {
   rig r{virtual_clock()};

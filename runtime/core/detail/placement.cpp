@@ -48,7 +48,7 @@ bool pool_impl::is_copy_stream(stream_handle s) const noexcept
 }
 
 std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_mode mode, place_failure* why,
-                                      event_handle* after)
+                                      event_handle* after, stream_handle* after_stream)
 {
   tier_state& ts = *tiers_[k];
   status last_backend = status::ok;
@@ -74,7 +74,7 @@ std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_
         // Stream-ordered reuse (Note [Stream-ordered reuse of deferred blocks], tier.cpp):
         // a block vacated behind one of our copies, taken with its pending event.
         auto const own = [this](stream_handle s) { return is_copy_stream(s); };
-        if (auto b = ts.mem->take_deferred(bytes, own, after)) {
+        if (auto b = ts.mem->take_deferred(bytes, own, after, after_stream)) {
           ts.bytes_allocated.fetch_add(static_cast<std::int64_t>(b->slot.size), std::memory_order_relaxed);
           ts.reused_in_order.fetch_add(1, std::memory_order_relaxed);
           return b;
@@ -119,6 +119,29 @@ std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_
     why->backend_status = last_backend;
   }
   return std::nullopt;
+}
+
+void pool_impl::unplace(std::uint32_t k, block const& b, event_handle after, stream_handle after_stream) noexcept
+{
+  tier_state& ts = *tiers_[k];
+  if (after) {
+    // Back behind the copy it was taken behind (the tier owns the event again), as if
+    // never taken; if even that bookkeeping cannot grow, wait for the copy instead.
+    {
+      std::lock_guard tl(ts.mem->mutex());
+      try {
+        ts.mem->deallocate_after(b, after, after_stream);
+        ts.bytes_freed.fetch_add(static_cast<std::int64_t>(b.slot.size), std::memory_order_relaxed);
+        return;
+      } catch (...) {
+      }
+    }
+    auto const t0 = std::chrono::steady_clock::now();
+    (void)backend_->synchronize_event(after);
+    add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    release_event(after);
+  }
+  give_back_now(k, b);
 }
 
 void pool_impl::give_back_now(std::uint32_t k, block const& b) noexcept

@@ -35,6 +35,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -373,30 +374,36 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
   std::uint32_t where = 0;
   place_failure why;
   event_handle after{};
+  stream_handle after_stream{};
   if (rec->opts.preferred_tier) {
     where = static_cast<std::uint32_t>(*rec->opts.preferred_tier);
-    b = place(where, bytes, place_mode::ladder, &why, &after);
+    b = place(where, bytes, place_mode::ladder, &why, &after, &after_stream);
   } else {
     for (std::uint32_t k = 0; k < n && !b; ++k) {
       if (bytes <= tiers_[k]->capacity) {
-        b = place(k, bytes, place_mode::try_only, nullptr, &after);
+        b = place(k, bytes, place_mode::try_only, nullptr, &after, &after_stream);
         where = k;
       }
     }
     for (std::uint32_t k = n; k-- > 0 && !b;) {
       if (bytes <= tiers_[k]->capacity) {
         where = k;
-        b = place(k, bytes, place_mode::ladder, &why, &after);
+        b = place(k, bytes, place_mode::ladder, &why, &after, &after_stream);
         break;
       }
     }
   }
   if (!b) { throw_place_failure(where, bytes, why); }
 
-  {
+  // Until the record holds the block, a failure (std::bad_alloc growing the table) hands
+  // the block back to the tier, and a stream-ordered reuse's pending event with it.
+  try {
     std::lock_guard lock(table_mtx_);
+    table_.insert(next_id_, rec);  // unchanged if it throws
     rec->id = tensor_id{next_id_++};
-    table_.insert(static_cast<std::uint64_t>(rec->id), rec);
+  } catch (...) {
+    unplace(where, *b, after, after_stream);
+    throw;
   }
   {
     std::lock_guard rl(rec->mtx);
@@ -715,7 +722,6 @@ void pool_impl::prefetch_record(std::shared_ptr<tensor_record> const& recp, std:
   if (predicted && rec.freed) { return; }
   TIERPOOL_EXPECTS(!rec.freed, "pool::prefetch: the tensor was freed");
   if (rec.slots[k].state == copy_state::valid || rec.prefetch_queued) { return; }  // resident, in flight, queued
-  if (predicted) { predicted_prefetches_.fetch_add(1, std::memory_order_relaxed); }
   // A live write lease may be changing the bytes (on the host, or on a stream after the
   // copy would run): a copy now would snapshot them half-written. Nothing to prefetch.
   if (rec.write_pins != 0) {
@@ -727,11 +733,13 @@ void pool_impl::prefetch_record(std::shared_ptr<tensor_record> const& recp, std:
   // is queued and served by later pool calls. A hint: errors do nothing.
   try {
     fill_result const r = ensure_valid_locked(rec, k, access_mode::read, place_mode::no_wait);
+    // A predicted request counts once it issued a copy or was queued (not when dropped).
     if (r == fill_result::filled) {
       prefetches_.fetch_add(1, std::memory_order_relaxed);
       rec.prefetched = true;
+      if (predicted) { predicted_prefetches_.fetch_add(1, std::memory_order_relaxed); }
     } else if (r == fill_result::no_room && rec.bytes <= tiers_[k]->capacity) {
-      enqueue_prefetch(recp, k);
+      if (enqueue_prefetch(recp, k) && predicted) { predicted_prefetches_.fetch_add(1, std::memory_order_relaxed); }
     }
   } catch (out_of_memory const&) {
   } catch (backend_error const&) {
@@ -763,18 +771,19 @@ void pool_impl::predict_after(tensor_id id, std::size_t bytes, bool write)
   }
 }
 
-void pool_impl::enqueue_prefetch(std::shared_ptr<tensor_record> const& recp, std::uint32_t k)
+bool pool_impl::enqueue_prefetch(std::shared_ptr<tensor_record> const& recp, std::uint32_t k)
 {
   tensor_record& rec = *recp;  // locked by the caller
   std::lock_guard lock(pq_mtx_);
   if (pq_.size() >= kPrefetchQueueCap) {
     prefetch_dropped_.fetch_add(1, std::memory_order_relaxed);  // full: the newest request is dropped
-    return;
+    return false;
   }
   pq_.push_back(prefetch_request{recp, k, rec.opts.priority, pq_seq_++});
   rec.prefetch_queued = true;
   prefetch_queued_.fetch_add(1, std::memory_order_relaxed);
   pq_size_.store(pq_.size(), std::memory_order_relaxed);
+  return true;
 }
 
 // Serves queued prefetches, best first (higher tensor priority, then older), while they
@@ -883,7 +892,18 @@ void pool_impl::free_handle(tensor& t) noexcept
   if (t.rec_ == nullptr) { return; }
   tensor_record& rec = *t.rec_;
   bool erase = false;
-  {
+  if (!held_records().empty() && holds_record(rec)) [[unlikely]] {
+    // A low-memory callback dropped the handle of the tensor whose request (an acquire,
+    // acquire_host or demote on this thread's stack) called it: the request holds the
+    // record's lock and still uses the record. Free it when the request lets go (Note
+    // [A handle dropped during its own request]).
+    if (!rec.freed && !rec.free_when_unpinned) {
+      rec.free_when_unpinned = true;
+      rec.keep_alive = t.impl_;
+      rec.keep_self = t.rec_;
+      erase = true;
+    }
+  } else {
     record_lock rl(rec);
     if (!rec.freed) {
       if (rec.pins != 0) {
@@ -909,6 +929,29 @@ void pool_impl::free_handle(tensor& t) noexcept
   }
 }
 
+// Note [A handle dropped during its own request]
+// ------------------------------------------------
+// A low-memory callback runs while its request (acquire, acquire_host, demote) holds the
+// record of the tensor being placed. A pool call on that tensor throws logic_error
+// (record_lock, throw_held), but the handle's destructor cannot throw: a callback that
+// destroys the last handle of that very tensor (clears the container holding it) used to
+// end in std::terminate. Instead free_handle sees that this thread holds the record and
+// does what it does for a handle dropped while leased: the record leaves the table and
+// keeps itself and the pool alive (keep_self, keep_alive) with free_when_unpinned set.
+// The request then finishes normally. If it made a lease, the last release frees the
+// tensor (as for any handle dropped while leased); if not (demote, or a request that
+// failed), record_lock's unlock frees it (finish_dropped_locked). Nothing leaks and no
+// copy the request made is lost before its lease ends. A callback that ends a lease of
+// that tensor is handled alike: release() unpins under the request's lock and leaves a
+// free the last pin allows to the same unlock.
+void pool_impl::finish_dropped_locked(tensor_record& rec, std::shared_ptr<pool_impl>& keep_alive,
+                                      std::shared_ptr<tensor_record>& keep_self) noexcept
+{
+  if (!rec.freed) { free_slots_locked(rec); }
+  keep_alive = std::move(rec.keep_alive);
+  keep_self = std::move(rec.keep_self);
+}
+
 void pool_impl::release(lease& l) noexcept
 {
   if (l.rec_ == nullptr) { return; }
@@ -927,7 +970,12 @@ void pool_impl::release(lease& l) noexcept
   std::shared_ptr<pool_impl> keep_alive;     // dropped last: it may end this pool
   std::shared_ptr<tensor_record> keep_self;  // dropped after the unlock: it may end the record
   {
-    record_lock rl(rec);
+    // A low-memory callback ending a lease of the tensor whose request (on this thread)
+    // called it: the request holds the record; release under its lock, and leave a free
+    // to the request's unlock (Note [A handle dropped during its own request]).
+    bool const own = !held_records().empty() && holds_record(rec);
+    std::optional<record_lock> rl;
+    if (!own) { rl.emplace(rec); }
     if (!l.host_ && l.tier_ < rec.slots.size()) {
       // Settle the lease's use: its work is enqueued now (Note [Last-use marks]).
       for (stream_use& u : rec.slots[l.tier_].users) {
@@ -939,8 +987,8 @@ void pool_impl::release(lease& l) noexcept
     }
     unpin_locked(rec, l.tier_);
     if (l.access_ != access_mode::read) { --rec.write_pins; }
-    if (rec.pins == 0 && rec.free_when_unpinned && !rec.freed) { free_slots_locked(rec); }
-    if (rec.pins == 0) {
+    if (rec.pins == 0 && !own) {
+      if (rec.free_when_unpinned && !rec.freed) { free_slots_locked(rec); }
       keep_alive = std::move(rec.keep_alive);
       keep_self = std::move(rec.keep_self);
     }

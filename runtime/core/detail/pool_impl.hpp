@@ -304,7 +304,9 @@ struct alignas(128) tensor_record {
   std::uint32_t access_count{0};
   std::atomic<tick> next_use{kNoForecast};  ///< pool::set_next_use (any thread, relaxed)
   bool freed{false};              ///< freed (or the pool closed): every slot absent
-  bool free_when_unpinned{false}; ///< the handle died while leased: the last release frees it
+  /// The handle died while leased (or during its own request, from a low-memory callback):
+  /// the last release frees it (or record_lock's unlock when no lease holds it)
+  bool free_when_unpinned{false};
   bool prefetched{false};         ///< a prefetch copied it in and no acquire used it yet
   bool prefetch_queued{false};    ///< a request for it waits in the prefetch queue
   /// Set when the handle dies while leased (the record leaves the table): keep the pool
@@ -491,6 +493,11 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   void demote(tensor const& t, tier_id to);
   void free(tensor& t);
   void free_handle(tensor& t) noexcept;  ///< the handle's destructor
+  /// The record is locked by this thread, its handle is gone (free_when_unpinned, keep_self
+  /// set) and no lease holds it: free its slots and move the references that kept it and
+  /// the pool alive into the out-parameters (the caller drops them after unlocking).
+  void finish_dropped_locked(tensor_record& rec, std::shared_ptr<pool_impl>& keep_alive,
+                             std::shared_ptr<tensor_record>& keep_self) noexcept;
   void release(lease& l) noexcept;
 
   stream_handle create_stream(int priority);
@@ -526,8 +533,13 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   /// The OOM ladder of tier k. With `after` non-null, a block still awaiting a copy
   /// stream's deferred free may be handed out with its pending event in `*after`
   /// (tier::take_deferred): the caller makes it the slot's `ready`.
+  /// `after_stream`, when non-null, receives the stream that event was recorded on.
   std::optional<block> place(std::uint32_t k, std::size_t bytes, place_mode mode, place_failure* why,
-                             event_handle* after = nullptr);
+                             event_handle* after = nullptr, stream_handle* after_stream = nullptr);
+  /// Undo a place() whose block the caller cannot use (it threw before the block reached a
+  /// record): the block goes back to tier k, behind `after` (recorded on `after_stream`)
+  /// when place() handed one over, the event with it.
+  void unplace(std::uint32_t k, block const& b, event_handle after, stream_handle after_stream) noexcept;
   /// True for the pool's own copy streams (h2d, d2h), whose deferred frees may be reused
   /// in stream order.
   [[nodiscard]] bool is_copy_stream(stream_handle s) const noexcept;
@@ -557,7 +569,8 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
 
   // ---- the prefetch queue (requests that found no room without waiting) ----
   void serve_prefetches() noexcept;
-  void enqueue_prefetch(std::shared_ptr<tensor_record> const& recp, std::uint32_t k);
+  /// Queue a prefetch of the (locked) record. @return false when the queue was full (dropped).
+  bool enqueue_prefetch(std::shared_ptr<tensor_record> const& recp, std::uint32_t k);
   /// pool::prefetch of a record (`predicted`: from the predictor; a freed tensor is skipped).
   void prefetch_record(std::shared_ptr<tensor_record> const& recp, std::uint32_t k, bool predicted);
 

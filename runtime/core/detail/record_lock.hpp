@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <memory>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -69,6 +70,18 @@ class record_lock {
     if (rec_ == nullptr) { return; }
     auto& h = held_records();
     if (auto it = std::find(h.begin(), h.end(), rec_); it != h.end()) { h.erase(it); }
+    if (rec_->free_when_unpinned && rec_->pins == 0 && rec_->keep_self != nullptr) [[unlikely]] {
+      // The handle died during this thread's request on the record and no lease holds it
+      // (Note [A handle dropped during its own request], pool_impl.cpp): free it now; the
+      // references that kept it and the pool alive are dropped after the unlock (the
+      // record first, then the pool).
+      std::shared_ptr<pool_impl> keep_alive;
+      std::shared_ptr<tensor_record> keep_self;
+      rec_->owner->finish_dropped_locked(*rec_, keep_alive, keep_self);
+      rec_->mtx.unlock();
+      rec_ = nullptr;
+      return;
+    }
     rec_->mtx.unlock();
     rec_ = nullptr;
   }

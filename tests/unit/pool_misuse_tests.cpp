@@ -296,6 +296,17 @@ TEST(PoolQuota, FailedPlacementDoesNotLeakTheCharge)
 
 namespace tierpool::test {
 
+// Fills 1 MiB tier `k` with four 256 KiB tensors, each held by a lease (on `s` for the
+// device tier 0, on the host otherwise), so that nothing in it can be evicted.
+void pin_full(pool& p, tier_id k, stream_handle s, std::vector<tensor>& ts, std::vector<lease>& held)
+{
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    ts.push_back(p.allocate(256_KiB, {.preferred_tier = k}));
+    held.push_back(k == tier_id{0} ? p.acquire(ts.back(), access_mode::read, s)
+                                   : p.acquire_host(ts.back(), access_mode::read));
+  }
+}
+
 // Ladder step 7: when everything resident is pinned, the callbacks run once, may release
 // leases (or free tensors), and the request is retried; without help it still fails.
 TEST(PoolLowMemory, CallbackReleasesLeasesAndTheRequestSucceeds)
@@ -355,10 +366,7 @@ TEST(PoolLowMemory, TouchingTheRequestsOwnTensorIsATypedError)
   stream_handle s = p.create_stream();
   std::vector<tensor> ts;
   std::vector<lease> held;
-  for (std::uint64_t i = 0; i < 4; ++i) {
-    ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{0}}));
-    held.push_back(p.acquire(ts.back(), access_mode::read, s));
-  }
+  pin_full(p, tier_id{0}, s, ts, held);
   tensor extra = p.allocate(256_KiB, {.name = "extra", .preferred_tier = tier_id{1}});
   fill(p, extra, 9, 1);
   (void)p.add_low_memory_callback([&](low_memory_event const&) { p.prefetch(extra); });
@@ -385,10 +393,7 @@ TEST(PoolLowMemory, CallbackDroppingTheRequestsOwnHandleFreesItAfterTheLease)
   stream_handle s = p.create_stream();
   std::vector<tensor> ts;
   std::vector<lease> held;
-  for (std::uint64_t i = 0; i < 4; ++i) {
-    ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{0}}));
-    held.push_back(p.acquire(ts.back(), access_mode::read, s));
-  }
+  pin_full(p, tier_id{0}, s, ts, held);
   std::optional<tensor> extra = p.allocate(256_KiB, {.name = "extra", .preferred_tier = tier_id{1}});
   fill(p, *extra, 9, 1);
   int calls = 0;
@@ -420,10 +425,7 @@ TEST(PoolLowMemory, CallbackDroppingTheRequestsOwnHandleThenOutOfMemoryFreesIt)
   stream_handle s = p.create_stream();
   std::vector<tensor> ts;
   std::vector<lease> held;
-  for (std::uint64_t i = 0; i < 4; ++i) {
-    ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{0}}));
-    held.push_back(p.acquire(ts.back(), access_mode::read, s));
-  }
+  pin_full(p, tier_id{0}, s, ts, held);
   std::vector<tensor> extras;
   extras.push_back(p.allocate(256_KiB, {.name = "extra", .preferred_tier = tier_id{1}}));
   fill(p, extras[0], 9, 1);
@@ -447,10 +449,7 @@ TEST(PoolLowMemory, CallbackEndingALeaseOfTheRequestsOwnTensor)
   stream_handle s = p.create_stream();
   std::vector<tensor> ts;
   std::vector<lease> held;
-  for (std::uint64_t i = 0; i < 4; ++i) {
-    ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{0}}));
-    held.push_back(p.acquire(ts.back(), access_mode::read, s));
-  }
+  pin_full(p, tier_id{0}, s, ts, held);
   std::optional<tensor> extra = p.allocate(256_KiB, {.preferred_tier = tier_id{1}});
   fill(p, *extra, 9, 1);
   lease host_view = p.acquire_host(*extra, access_mode::read);
@@ -492,10 +491,7 @@ TEST(PoolLowMemory, CallbackDroppingTheOwnHandleDuringAcquireHost)
   pool p{small_tiers(be, 1_MiB, 0, 1_MiB)};
   std::vector<tensor> ts;
   std::vector<lease> held;
-  for (std::uint64_t i = 0; i < 4; ++i) {
-    ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{1}}));
-    held.push_back(p.acquire_host(ts.back(), access_mode::read));
-  }
+  pin_full(p, tier_id{1}, stream_handle{}, ts, held);
   std::optional<tensor> extra = p.allocate(256_KiB, {.preferred_tier = tier_id{0}});
   stream_handle s = p.create_stream();
   {

@@ -218,17 +218,20 @@ class wall_timeline final : public sim_timeline {
                                                                                           : status::not_ready;
   }
 
+  // The record `e` last captured (null: never recorded) in `out`. @return false for an unknown event.
+  bool last_record(event_handle e, std::shared_ptr<record_state>& out) noexcept
+  {
+    std::lock_guard lock(ev_mtx_);
+    auto const it = events_.find(e.value);
+    if (it == events_.end()) { return false; }
+    out = it->second;
+    return true;
+  }
+
   status synchronize_event(event_handle e) noexcept override
   {
     std::shared_ptr<record_state> rec;
-    {
-      std::lock_guard lock(ev_mtx_);
-      auto const it = events_.find(e.value);
-      if (it == events_.end()) {
-        return status::invalid_value;
-      }
-      rec = it->second;
-    }
+    if (!last_record(e, rec)) { return status::invalid_value; }
     if (rec != nullptr) {
       wait_done(*rec);
     }
@@ -238,14 +241,7 @@ class wall_timeline final : public sim_timeline {
   status stream_wait_event(stream_handle s, event_handle e) noexcept override
   {
     std::shared_ptr<record_state> rec;
-    {
-      std::lock_guard lock(ev_mtx_);
-      auto const it = events_.find(e.value);
-      if (it == events_.end()) {
-        return status::invalid_value;
-      }
-      rec = it->second;
-    }
+    if (!last_record(e, rec)) { return status::invalid_value; }
     if (rec == nullptr || rec->done.load(std::memory_order_acquire) != 0) {
       // never recorded, or already complete: nothing to wait for
       return has_stream(s) ? status::ok : status::invalid_value;

@@ -274,16 +274,14 @@ class TIERPOOL_EXPORT pool {
    * @brief Register a low-memory callback: the step of the out-of-memory ladder after
    *        eviction and growing have failed, before out_of_memory is thrown.
    *
-   * Each callback is called once per failing request, with what is missing; it may free,
-   * demote or release other tensors (or drop caches of its own), after which the ladder
-   * runs once more. It runs on the requesting thread with no pool lock held except the
-   * request's own tensor, which it must not use (a pool call on it throws
-   * tierpool::logic_error); destroying that tensor's last handle, or ending a lease of it,
-   * is allowed: the tensor is then freed once the request (or the lease it returns) ends.
-   * Known limitation: a callback that releases or frees other tensors while another thread
-   * runs validate() or close() can deadlock (it locks them while the request's tensor is
-   * locked, out of the id order those use). Callbacks do not nest: allocations made inside one skip this
-   * step. An exception from a callback propagates out of the request (nothing changed).
+   * Each callback is called once per failing request (allocate, acquire, acquire_host,
+   * demote), with what is missing; it may free, demote, prefetch or release any tensor (or
+   * drop caches of its own), after which the request starts over once. It runs on the
+   * requesting thread with no pool lock held, so it may use the requested tensor too and
+   * cannot deadlock against other threads; destroying that tensor's last handle (or
+   * freeing it) is allowed: the tensor is then freed once the request (or the lease it
+   * returns) ends. Callbacks do not nest: requests made inside one skip this step. An
+   * exception from a callback propagates out of the request (nothing changed).
    * Thread safety: safe concurrently with any other call; a callback may run on any thread
    * that uses the pool, concurrently with itself.
    * @return An id for remove_low_memory_callback.

@@ -9,7 +9,15 @@
 #include <gtest/gtest.h>
 
 #include <tierpool/pool.hpp>
+#include <tierpool/trace.hpp>
 
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <future>
 #include <optional>
 #include <string>
 #include <vector>
@@ -155,8 +163,9 @@ TEST(PoolMisuse, LeaseOutlivesPoolAndEveryHandle)
 TEST(PoolMisuse, ManyLeasesOutlivePoolAndHandlesAcrossRecordChunks)
 {
   std::vector<lease> leases;
-  // An eighth of the handles outlive the pool too (few: close() locks every record at once,
-  // and ThreadSanitizer's deadlock detector tracks at most 64 held locks).
+  // An eighth of the handles outlive the pool too. (close() locks every live record at
+  // once, leased ones whose handle died included, and ThreadSanitizer's deadlock detector
+  // tracks at most 64 held locks: CI's TSan run leaves this test out.)
   std::vector<tensor> survivors;
   testing::internal::CaptureStderr();
   {
@@ -192,6 +201,35 @@ TEST(PoolMisuse, HandleDestroyedWhileLeasedFreesAtRelease)
   l.release();
   EXPECT_EQ(p.stats().tensors, 0U);
   EXPECT_TRUE(p.validate());
+}
+
+// A tensor whose handle died while leased is a live tensor of the pool until the last
+// release: validate() counts its copies (it reported a used-bytes mismatch before), and
+// close() refuses while its lease lives (it used to free the memory under the lease).
+TEST(PoolMisuse, HandleDroppedWhileLeasedIsStillALiveTensor)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be)};
+  stream_handle s = p.create_stream();
+  lease l;
+  {
+    tensor t = p.allocate(64_KiB, {.name = "dropped"});
+    fill(p, t, 3, 1);
+    l = p.acquire(t, access_mode::read, s);
+  }
+  EXPECT_TRUE(p.validate());
+  try {
+    p.close();
+    FAIL() << "expected logic_error";
+  } catch (logic_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("'dropped' (1)"), std::string::npos) << e.what();
+  }
+  p.synchronize(s);
+  EXPECT_TRUE(has_pattern(l.data(), l.bytes(), 3, 1));
+  l.release();
+  EXPECT_EQ(p.stats().tensors, 0U);
+  EXPECT_TRUE(p.validate());
+  p.close();
 }
 
 TEST(PoolMisuse, AcquireOnAnUnknownStreamThrows)
@@ -307,6 +345,23 @@ void pin_full(pool& p, tier_id k, stream_handle s, std::vector<tensor>& ts, std:
   }
 }
 
+// A pool whose 1 MiB device tier is full of leased tensors (pin_full), and a stream.
+struct full_device {
+  std::shared_ptr<sim_backend> be = make_sim();
+  pool p{small_tiers(be, 1_MiB, 0, 16_MiB)};
+  stream_handle s = p.create_stream();
+  std::vector<tensor> ts;
+  std::vector<lease> held;
+  full_device() { pin_full(p, tier_id{0}, s, ts, held); }
+  /// A 256 KiB tensor placed in the host tier, holding pattern (9, 1).
+  tensor extra(std::string name = {})
+  {
+    tensor t = p.allocate(256_KiB, {.name = std::move(name), .preferred_tier = tier_id{1}});
+    fill(p, t, 9, 1);
+    return t;
+  }
+};
+
 // Ladder step 7: when everything resident is pinned, the callbacks run once, may release
 // leases (or free tensors), and the request is retried; without help it still fails.
 TEST(PoolLowMemory, CallbackReleasesLeasesAndTheRequestSucceeds)
@@ -357,29 +412,94 @@ TEST(PoolLowMemory, CallbackReleasesLeasesAndTheRequestSucceeds)
   EXPECT_TRUE(p.validate());
 }
 
-// A callback touching the tensor whose request called it gets a typed error (not a
-// deadlock), which propagates out of the request; nothing is lost.
-TEST(PoolLowMemory, TouchingTheRequestsOwnTensorIsATypedError)
+// The callbacks run with no pool lock held, the requested tensor's included (Note
+// [Low-memory callbacks run unlocked]): a callback may use that tensor too. Here it
+// reads it on the host, makes room and prefetches it; the request starts over. The acquire
+// counts once (a miss) and the tensor is copied in once.
+TEST(PoolLowMemory, CallbackMayUseTheRequestsOwnTensor)
 {
-  auto be = make_sim();
-  pool p{small_tiers(be, 1_MiB, 0, 16_MiB)};
-  stream_handle s = p.create_stream();
-  std::vector<tensor> ts;
-  std::vector<lease> held;
-  pin_full(p, tier_id{0}, s, ts, held);
-  tensor extra = p.allocate(256_KiB, {.name = "extra", .preferred_tier = tier_id{1}});
-  fill(p, extra, 9, 1);
-  (void)p.add_low_memory_callback([&](low_memory_event const&) { p.prefetch(extra); });
-  try {
+  full_device f;
+  auto& [be, p, s, ts, held] = f;
+  tensor extra = f.extra("extra");
+  pool_stats const before = p.stats();
+  bool seen_in_callback = false;
+  (void)p.add_low_memory_callback([&](low_memory_event const&) {
+    {
+      lease h = p.acquire_host(extra, access_mode::read);
+      seen_in_callback = has_pattern(h.data(), h.bytes(), 9, 1);
+    }
+    held.pop_back();  // room for one
+    p.prefetch(extra);  // issued at once, or queued behind the released lease's work
+  });
+  {
     lease l = p.acquire(extra, access_mode::read, s);
-    FAIL() << "expected logic_error";
-  } catch (logic_error const& e) {
-    EXPECT_NE(std::string(e.what()).find("'extra' is being placed by this thread"), std::string::npos) << e.what();
+    p.synchronize(s);
+    EXPECT_TRUE(has_pattern(l.data(), l.bytes(), 9, 1));
   }
+  pool_stats const after = p.stats();
+  EXPECT_TRUE(seen_in_callback);
+  EXPECT_EQ(after.misses - before.misses, 1U) << "the acquire, counted once";
+  EXPECT_EQ(after.hits - before.hits, 1U) << "the acquire_host found the host copy";
+  EXPECT_EQ(after.copies_h2d - before.copies_h2d, 1U) << "one copy-in, by the prefetch or the second attempt";
+  EXPECT_EQ(after.low_memory_callbacks, 1U);
   held.clear();
+  p.synchronize(s);
   EXPECT_TRUE(check(p, extra, 9, 1));
   EXPECT_TRUE(p.validate());
+}
+
+// Regression: the callbacks ran with the request's record locked, so a thread locking
+// records in id order (validate, close) blocked on it while holding lower ids, and a
+// callback releasing a lease of a lower id then deadlocked. Here validate() runs on
+// another thread while the callback waits for it; it used to block for ever.
+TEST(PoolLowMemory, ValidateOnAnotherThreadWhileACallbackRuns)
+{
+  full_device f;
+  auto& [be, p, s, ts, held] = f;
+  tensor extra = f.extra();
+  bool validated = false;
+  (void)p.add_low_memory_callback([&](low_memory_event const&) {
+    auto v = std::async(std::launch::async, [&] { return p.validate(); });  // locks every record, extra's too
+    if (v.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+      std::fprintf(stderr, "FATAL: validate() blocked while a low-memory callback ran (a record lock is held)\n");
+      std::_Exit(1);  // a deadlocked thread cannot be joined
+    }
+    validated = v.get();
+    held.front() = lease{};  // release the lease of the lowest id (the old deadlock's shape)
+  });
+  {
+    lease l = p.acquire(extra, access_mode::read, s);
+    p.synchronize(s);
+    EXPECT_TRUE(has_pattern(l.data(), l.bytes(), 9, 1));
+  }
+  EXPECT_TRUE(validated) << "the pool is consistent while a request waits on its callbacks";
+  held.clear();
   p.synchronize(s);
+  EXPECT_TRUE(check(p, extra, 9, 1));
+  EXPECT_TRUE(p.validate());
+}
+
+// A callback calling pool::free on the tensor whose request called it: the free waits for
+// the request (as for a lease), which completes; the tensor is freed when its lease ends.
+TEST(PoolLowMemory, CallbackFreeingTheRequestsOwnTensorFreesItAfterTheLease)
+{
+  full_device f;
+  auto& [be, p, s, ts, held] = f;
+  tensor extra = f.extra();
+  tensor const& ref = extra;
+  (void)p.add_low_memory_callback([&](low_memory_event const&) {
+    p.free(extra);
+    held.pop_back();
+  });
+  lease l = p.acquire(ref, access_mode::read, s);
+  EXPECT_FALSE(extra.valid());
+  p.synchronize(s);
+  EXPECT_TRUE(has_pattern(l.data(), l.bytes(), 9, 1));
+  EXPECT_EQ(p.stats().tensors, 5U);
+  l.release();
+  EXPECT_EQ(p.stats().tensors, 4U);
+  EXPECT_TRUE(p.validate());
+  held.clear();
 }
 
 // Regression: a callback that destroys the handle of the tensor whose acquire called it
@@ -388,14 +508,9 @@ TEST(PoolLowMemory, TouchingTheRequestsOwnTensorIsATypedError)
 // dropped during its own request]).
 TEST(PoolLowMemory, CallbackDroppingTheRequestsOwnHandleFreesItAfterTheLease)
 {
-  auto be = make_sim();
-  pool p{small_tiers(be, 1_MiB, 0, 16_MiB)};
-  stream_handle s = p.create_stream();
-  std::vector<tensor> ts;
-  std::vector<lease> held;
-  pin_full(p, tier_id{0}, s, ts, held);
-  std::optional<tensor> extra = p.allocate(256_KiB, {.name = "extra", .preferred_tier = tier_id{1}});
-  fill(p, *extra, 9, 1);
+  full_device f;
+  auto& [be, p, s, ts, held] = f;
+  std::optional<tensor> extra = f.extra("extra");
   int calls = 0;
   (void)p.add_low_memory_callback([&](low_memory_event const&) {
     ++calls;
@@ -416,19 +531,47 @@ TEST(PoolLowMemory, CallbackDroppingTheRequestsOwnHandleFreesItAfterTheLease)
   held.clear();
 }
 
+// The same, recorded (pool_options::trace_path): the tensor's free is recorded when it
+// happens, after the request's access and the lease's release, so the trace replays.
+TEST(PoolLowMemory, HandleDroppedByACallbackIsRecordedFreedAfterItsAccess)
+{
+  auto const path = std::filesystem::temp_directory_path() /
+                    ("tierpool_lowmem_trace_" + std::to_string(::getpid()) + ".tpt");
+  {
+    auto be = make_sim();
+    pool_options o = small_tiers(be, 1_MiB, 0, 16_MiB);
+    o.trace_path = path.string();
+    pool p{o};
+    stream_handle s = p.create_stream();
+    std::vector<tensor> ts;
+    std::vector<lease> held;
+    pin_full(p, tier_id{0}, s, ts, held);
+    std::optional<tensor> extra = p.allocate(256_KiB, {.preferred_tier = tier_id{1}});
+    (void)p.add_low_memory_callback([&](low_memory_event const&) {
+      extra.reset();
+      held.pop_back();
+    });
+    { lease l = p.acquire(*extra, access_mode::read, s); }
+    held.clear();
+    p.synchronize(s);
+  }
+  std::vector<trace::event> const ev = trace::read_all(path);
+  std::filesystem::remove(path);
+  std::vector<std::string> tail;  // the events of tensor 5 (the four pinned ones are 1..4)
+  for (trace::event const& e : ev) {
+    if (e.tensor == 5) { tail.push_back(std::string(trace::to_string(e.kind))); }
+  }
+  EXPECT_EQ(tail, (std::vector<std::string>{"allocate", "access", "release", "free"}));
+}
+
 // As above, but the callback cannot make room: the out_of_memory propagates, and the
 // tensor whose handle died is freed as the request lets go of it (no leak, no lease).
 TEST(PoolLowMemory, CallbackDroppingTheRequestsOwnHandleThenOutOfMemoryFreesIt)
 {
-  auto be = make_sim();
-  pool p{small_tiers(be, 1_MiB, 0, 16_MiB)};
-  stream_handle s = p.create_stream();
-  std::vector<tensor> ts;
-  std::vector<lease> held;
-  pin_full(p, tier_id{0}, s, ts, held);
+  full_device f;
+  auto& [be, p, s, ts, held] = f;
   std::vector<tensor> extras;
-  extras.push_back(p.allocate(256_KiB, {.name = "extra", .preferred_tier = tier_id{1}}));
-  fill(p, extras[0], 9, 1);
+  extras.push_back(f.extra("extra"));
   tensor const& ref = extras[0];
   (void)p.add_low_memory_callback([&](low_memory_event const&) { extras.clear(); });
   EXPECT_THROW({ lease l = p.acquire(ref, access_mode::read, s); }, out_of_memory);
@@ -444,14 +587,9 @@ TEST(PoolLowMemory, CallbackDroppingTheRequestsOwnHandleThenOutOfMemoryFreesIt)
 // its last handle) used to end in std::terminate too (release locked the held record).
 TEST(PoolLowMemory, CallbackEndingALeaseOfTheRequestsOwnTensor)
 {
-  auto be = make_sim();
-  pool p{small_tiers(be, 1_MiB, 0, 16_MiB)};
-  stream_handle s = p.create_stream();
-  std::vector<tensor> ts;
-  std::vector<lease> held;
-  pin_full(p, tier_id{0}, s, ts, held);
-  std::optional<tensor> extra = p.allocate(256_KiB, {.preferred_tier = tier_id{1}});
-  fill(p, *extra, 9, 1);
+  full_device f;
+  auto& [be, p, s, ts, held] = f;
+  std::optional<tensor> extra = f.extra();
   lease host_view = p.acquire_host(*extra, access_mode::read);
   bool drop_handle = false;
   (void)p.add_low_memory_callback([&](low_memory_event const&) {

@@ -18,8 +18,10 @@
 //   6. wait for the oldest deferred free (the write-backs of step 5)
 // place_mode::no_wait (prefetch) stops before each wait: steps 1-3, then at most one
 // eviction round (stream-ordered, no host wait) and a retry; the caller queues on failure.
-//   7. low-memory callbacks (pool::add_low_memory_callback), then the ladder once more
-//   8. out_of_memory with a diagnosis (or backend_error when growing failed in the backend)
+//   7. out_of_memory with a diagnosis (or backend_error when growing failed in the backend)
+// The low-memory callbacks (pool::add_low_memory_callback) come after: the request catches
+// the out_of_memory, lets go of its locks, runs them and starts over once (Note
+// [Low-memory callbacks run unlocked], pool_impl.cpp).
 // Growing comes before evicting (the note had it after): evicting while budget is unused
 // trades a cheap backend allocate for copies.
 #include <tierpool/detail/parse.hpp>
@@ -60,7 +62,6 @@ std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_
     return st == status::ok && got != 0;
   };
   bool evicted = false;
-  bool called_back = false;
   for (int round = 0; round < kMaxLadderRounds; ++round) {
     {
       std::lock_guard tl(ts.mem->mutex());
@@ -105,11 +106,6 @@ std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_
     {
       std::lock_guard tl(ts.mem->mutex());
       if (ts.mem->deferred_bytes() != 0 && wait_oldest()) { continue; }
-    }
-    // Step 7: low-memory callbacks (no tier lock held), then the ladder once more.
-    if (mode == place_mode::ladder && !called_back) {
-      called_back = true;
-      if (run_low_memory_callbacks(k, bytes)) { continue; }
     }
     break;
   }

@@ -35,6 +35,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <optional>
 #include <string>
 #include <utility>
@@ -312,6 +313,68 @@ std::size_t pool_impl::device_tier() const
   throw logic_error("pool::acquire: the pool has no device-accessible tier (device or managed)");
 }
 
+// Note [Low-memory callbacks run unlocked]
+// ------------------------------------------
+// Step 7 of the ladder (pool::add_low_memory_callback) runs at the top of a request, not
+// inside place(): when the whole ladder failed with out_of_memory, the request has let go
+// of every lock (its tensor's record too), the callbacks run, and the request runs once
+// more from the start (it rechecks everything: another thread may have moved the tensor
+// meanwhile). So a callback may free, release, demote or prefetch any tensor, the
+// requested one included, and can never deadlock against a thread that locks records in
+// id order (validate, close) or against another thread's callback: the old step 7 ran
+// with the request's record locked, and a callback locking a second record broke the lock
+// order (Note [Lock order of the pool]).
+//
+// While the callbacks and the second attempt run, the request's record is "paused"
+// (tensor_record::paused) and kept alive by a reference of its own: a callback may destroy
+// the tensor's last handle, and the request still finishes normally. A free of a paused
+// record is deferred as for a leased one (free_when_unpinned): if the second attempt made a
+// lease, the last release frees the tensor; if not (demote, or a request that failed
+// again), the unpause does (record_lock's unlock). The free is recorded in a trace when it
+// happens, after the request's access. pool::free on a paused tensor defers alike.
+template <class Body>
+auto pool_impl::with_low_memory_step(tensor_record* rec, std::shared_ptr<tensor_record> const* handle, Body&& body)
+  -> decltype(body(false))
+{
+  std::exception_ptr first;
+  std::uint32_t k = 0;
+  std::size_t bytes = 0;
+  try {
+    return body(false);
+  } catch (out_of_memory const& e) {
+    if (lowmem_count_.load(std::memory_order_relaxed) == 0) { throw; }
+    first = std::current_exception();
+    k = static_cast<std::uint32_t>(e.tier());
+    bytes = e.requested();
+  }
+  // The handle is still alive here (no callback ran yet); it may not be after.
+  std::shared_ptr<tensor_record> const keep = handle != nullptr ? *handle : nullptr;
+  struct pause {
+    tensor_record* rec;
+    explicit pause(tensor_record* r) : rec(r)
+    {
+      if (rec == nullptr) { return; }
+      record_lock rl(*rec);
+      ++rec->paused;
+    }
+    pause(pause const&) = delete;
+    pause& operator=(pause const&) = delete;
+    ~pause()
+    {
+      if (rec == nullptr) { return; }
+      rec->mtx.lock();  // not record_lock: it may throw; the unlock below does what its would
+      --rec->paused;
+      bool const dropped = rec->free_when_unpinned && rec->pins == 0 && rec->paused == 0 && rec->keep_self != nullptr;
+      std::shared_ptr<pool_impl> keep_alive;
+      std::shared_ptr<tensor_record> keep_self;
+      if (dropped) { rec->owner->finish_dropped_locked(*rec, keep_alive, keep_self); }
+      rec->mtx.unlock();
+    }
+  } const paused{rec};
+  if (!run_low_memory_callbacks(k, bytes)) { std::rethrow_exception(first); }
+  return body(true);
+}
+
 // ---------------------------------------------------------------------------------------
 // allocate
 // ---------------------------------------------------------------------------------------
@@ -372,28 +435,30 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
   // that can hold the tensor.
   std::optional<block> b;
   std::uint32_t where = 0;
-  place_failure why;
   event_handle after{};
   stream_handle after_stream{};
-  if (rec->opts.preferred_tier) {
-    where = static_cast<std::uint32_t>(*rec->opts.preferred_tier);
-    b = place(where, bytes, place_mode::ladder, &why, &after, &after_stream);
-  } else {
-    for (std::uint32_t k = 0; k < n && !b; ++k) {
-      if (bytes <= tiers_[k]->capacity) {
-        b = place(k, bytes, place_mode::try_only, nullptr, &after, &after_stream);
-        where = k;
+  with_low_memory_step(nullptr, nullptr, [&](bool) {
+    place_failure why;
+    if (rec->opts.preferred_tier) {
+      where = static_cast<std::uint32_t>(*rec->opts.preferred_tier);
+      b = place(where, bytes, place_mode::ladder, &why, &after, &after_stream);
+    } else {
+      for (std::uint32_t k = 0; k < n && !b; ++k) {
+        if (bytes <= tiers_[k]->capacity) {
+          b = place(k, bytes, place_mode::try_only, nullptr, &after, &after_stream);
+          where = k;
+        }
+      }
+      for (std::uint32_t k = n; k-- > 0 && !b;) {
+        if (bytes <= tiers_[k]->capacity) {
+          where = k;
+          b = place(k, bytes, place_mode::ladder, &why, &after, &after_stream);
+          break;
+        }
       }
     }
-    for (std::uint32_t k = n; k-- > 0 && !b;) {
-      if (bytes <= tiers_[k]->capacity) {
-        where = k;
-        b = place(k, bytes, place_mode::ladder, &why, &after, &after_stream);
-        break;
-      }
-    }
-  }
-  if (!b) { throw_place_failure(where, bytes, why); }
+    if (!b) { throw_place_failure(where, bytes, why); }
+  });
 
   // Until the record holds the block, a failure (std::bad_alloc growing the table) hands
   // the block back to the tier, and a stream-ordered reuse's pending event with it.
@@ -475,6 +540,13 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
                                      : se->internal ? " (a copy stream of the pool)" : " (destroyed)"));
   }
   if (pq_size_.load(std::memory_order_relaxed) != 0) [[unlikely]] { serve_prefetches(); }
+  return with_low_memory_step(&rec, &t.rec_,
+                              [&](bool retry) { return acquire_locked(rec, d, *se, stream, access, retry); });
+}
+
+lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entry& se, stream_handle stream,
+                                access_mode access, bool retry)
+{
   record_lock rl(rec);
   TIERPOOL_EXPECTS(!rec.freed, "pool::acquire: the tensor was freed");
   if (rec.opts.preferred_tier && rec.slots[d].state != copy_state::valid) [[unlikely]] {
@@ -495,7 +567,7 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
     // Hit: no backend call when the copy-in is known complete.
     std::size_t const sh = thread_shard();
     counter_shard& cs = counters_[sh];
-    bump(cs.hits, std::uint64_t{1}, sh);
+    if (!retry) [[likely]] { bump(cs.hits, std::uint64_t{1}, sh); }
     if (rec.prefetched) {
       rec.prefetched = false;
       bump(ready_complete(slot) ? cs.prefetch_hits : cs.prefetch_late, std::uint64_t{1}, sh);
@@ -503,7 +575,7 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
     if (slot.ready && !ready_complete(slot)) { stream_wait_event_or_sync(stream, slot.ready); }
     note_access(rec, d, write);
   } else {
-    bump(counters_[thread_shard()].misses, std::uint64_t{1}, thread_shard());
+    if (!retry) { bump(counters_[thread_shard()].misses, std::uint64_t{1}, thread_shard()); }
     rec.prefetched = false;
     (void)ensure_valid_locked(rec, d, access, place_mode::ladder);
     if (slot.ready) { stream_wait_event_or_sync(stream, slot.ready); }
@@ -514,15 +586,20 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
     mark_others_stale_locked(rec, d);
   }
   if (tiers_[d]->kind == tier_kind::managed && !slot.pages_on_device) [[unlikely]] { steer_to_device(rec, slot, stream); }
-  add_use(slot, *se, se->gen.load(std::memory_order_relaxed));  // settled at release
+  add_use(slot, se, se.gen.load(std::memory_order_relaxed));  // settled at release
   return make_lease(rec, d, access, stream, false);
 }
 
 lease pool_impl::acquire_host(tensor const& t, access_mode access)
 {
   tensor_record& rec = checked_record(t, "acquire_host");
-  auto const n = static_cast<std::uint32_t>(tiers_.size());
   if (pq_size_.load(std::memory_order_relaxed) != 0) [[unlikely]] { serve_prefetches(); }
+  return with_low_memory_step(&rec, &t.rec_, [&](bool retry) { return acquire_host_locked(rec, access, retry); });
+}
+
+lease pool_impl::acquire_host_locked(tensor_record& rec, access_mode access, bool retry)
+{
+  auto const n = static_cast<std::uint32_t>(tiers_.size());
   record_lock rl(rec);
   TIERPOOL_EXPECTS(!rec.freed, "pool::acquire_host: the tensor was freed");
   bool const write = access != access_mode::read;
@@ -534,10 +611,10 @@ lease pool_impl::acquire_host(tensor const& t, access_mode access)
     if (is_host_accessible(tiers_[k]->kind) && rec.slots[k].state == copy_state::valid) { h = k; }
   }
   if (h) {
-    bump(counters_[thread_shard()].hits, std::uint64_t{1}, thread_shard());
+    if (!retry) { bump(counters_[thread_shard()].hits, std::uint64_t{1}, thread_shard()); }
     note_access(rec, *h, write);
   } else {
-    bump(counters_[thread_shard()].misses, std::uint64_t{1}, thread_shard());
+    if (!retry) { bump(counters_[thread_shard()].misses, std::uint64_t{1}, thread_shard()); }
     std::optional<std::uint32_t> last_host;
     for (std::uint32_t k = 0; k < n && !h; ++k) {
       if (!is_host_accessible(tiers_[k]->kind)) { continue; }
@@ -576,8 +653,7 @@ lease pool_impl::acquire_host(tensor const& t, access_mode access)
 {
   throw logic_error("pool: tensor " + std::to_string(static_cast<std::uint64_t>(r.id)) +
                     (r.opts.name.empty() ? std::string() : " '" + r.opts.name + "'") +
-                    " is being placed by this thread (a low-memory callback must not use the tensor whose request "
-                    "called it)");
+                    " is already locked by this thread (a pool call re-entered from inside the pool)");
 }
 
 std::uint64_t pool_impl::add_low_memory_callback(low_memory_callback cb)
@@ -850,6 +926,11 @@ void pool_impl::demote(tensor const& t, tier_id to)
   tensor_record& rec = checked_record(t, "demote");
   auto const k = static_cast<std::uint32_t>(to);
   TIERPOOL_EXPECTS(k < tiers_.size(), "pool::demote: unknown tier " + std::to_string(k));
+  with_low_memory_step(&rec, &t.rec_, [&](bool) { demote_locked(rec, k); });
+}
+
+void pool_impl::demote_locked(tensor_record& rec, std::uint32_t k)
+{
   record_lock rl(rec);
   TIERPOOL_EXPECTS(!rec.freed, "pool::demote: the tensor was freed");
   TIERPOOL_EXPECTS(rec.pins == 0, "pool::demote: tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) +
@@ -867,6 +948,7 @@ void pool_impl::demote(tensor const& t, tier_id to)
 void pool_impl::free(tensor& t)
 {
   tensor_record& rec = checked_record(t, "free");
+  bool deferred = false;
   {
     record_lock rl(rec);
     TIERPOOL_EXPECTS(!rec.freed, "pool::free: the tensor was already freed");
@@ -875,13 +957,26 @@ void pool_impl::free(tensor& t)
                         (rec.opts.name.empty() ? std::string() : " '" + rec.opts.name + "'") + " has " +
                         std::to_string(rec.pins) + " live lease(s); release them first");
     }
-    free_slots_locked(rec);
+    if (rec.paused != 0) [[unlikely]] {
+      // A low-memory callback freeing the tensor whose request called it: freed when that
+      // request ends (Note [Low-memory callbacks run unlocked]).
+      rec.free_when_unpinned = true;
+      rec.keep_alive = t.impl_;
+      rec.keep_self = t.rec_;
+      deferred = true;
+    } else {
+      free_slots_locked(rec);
+    }
   }
-  {
-    std::lock_guard lock(table_mtx_);
-    table_.erase(static_cast<std::uint64_t>(rec.id));
+  if (!deferred) {  // a deferred free leaves the table when it happens (free_dropped_locked)
+    {
+      std::lock_guard lock(table_mtx_);
+      table_.erase(static_cast<std::uint64_t>(rec.id));
+    }
+    if (recorder_) [[unlikely]] {
+      trace_record({.kind = trace::event_kind::free, .tensor = static_cast<std::uint64_t>(rec.id)});
+    }
   }
-  if (recorder_) [[unlikely]] { trace_record({.kind = trace::event_kind::free, .tensor = static_cast<std::uint64_t>(rec.id)}); }
   t.impl_.reset();
   t.rec_.reset();
   t.bytes_ = 0;
@@ -892,30 +987,22 @@ void pool_impl::free_handle(tensor& t) noexcept
   if (t.rec_ == nullptr) { return; }
   tensor_record& rec = *t.rec_;
   bool erase = false;
-  if (!held_records().empty() && holds_record(rec)) [[unlikely]] {
-    // A low-memory callback dropped the handle of the tensor whose request (an acquire,
-    // acquire_host or demote on this thread's stack) called it: the request holds the
-    // record's lock and still uses the record. Free it when the request lets go (Note
-    // [A handle dropped during its own request]).
-    if (!rec.freed && !rec.free_when_unpinned) {
-      rec.free_when_unpinned = true;
-      rec.keep_alive = t.impl_;
-      rec.keep_self = t.rec_;
-      erase = true;
-    }
-  } else {
+  {
     record_lock rl(rec);
-    if (!rec.freed) {
-      if (rec.pins != 0) {
-        rec.free_when_unpinned = true;  // the last lease release frees it
-        // The leases hold a raw pool pointer: this record (which they hold) now keeps the
-        // pool alive until the last release. Set only as the record leaves the table (no cycle).
+    if (!rec.freed && !rec.free_when_unpinned) {
+      if (rec.pins != 0 || rec.paused != 0) {
+        // The last lease release frees it, or the end of the request waiting on low-memory
+        // callbacks (Note [Low-memory callbacks run unlocked]). The leases hold a raw pool
+        // pointer: this record (which they hold) now keeps the pool alive until then (a
+        // cycle the deferred free breaks). It stays in the table meanwhile: validate() and
+        // close() see it, and eviction finds its unleased copies.
+        rec.free_when_unpinned = true;
         rec.keep_alive = t.impl_;
-        rec.keep_self = t.rec_;  // a cycle the last release breaks
+        rec.keep_self = t.rec_;
       } else {
         free_slots_locked(rec);
+        erase = true;
       }
-      erase = true;
     }
   }
   if (erase) {
@@ -929,25 +1016,23 @@ void pool_impl::free_handle(tensor& t) noexcept
   }
 }
 
-// Note [A handle dropped during its own request]
-// ------------------------------------------------
-// A low-memory callback runs while its request (acquire, acquire_host, demote) holds the
-// record of the tensor being placed. A pool call on that tensor throws logic_error
-// (record_lock, throw_held), but the handle's destructor cannot throw: a callback that
-// destroys the last handle of that very tensor (clears the container holding it) used to
-// end in std::terminate. Instead free_handle sees that this thread holds the record and
-// does what it does for a handle dropped while leased: the record leaves the table and
-// keeps itself and the pool alive (keep_self, keep_alive) with free_when_unpinned set.
-// The request then finishes normally. If it made a lease, the last release frees the
-// tensor (as for any handle dropped while leased); if not (demote, or a request that
-// failed), record_lock's unlock frees it (finish_dropped_locked). Nothing leaks and no
-// copy the request made is lost before its lease ends. A callback that ends a lease of
-// that tensor is handled alike: release() unpins under the request's lock and leaves a
-// free the last pin allows to the same unlock.
+void pool_impl::free_dropped_locked(tensor_record& rec) noexcept
+{
+  if (rec.freed) { return; }  // close() freed it
+  free_slots_locked(rec);
+  {
+    std::lock_guard lock(table_mtx_);  // a leaf lock
+    table_.erase(static_cast<std::uint64_t>(rec.id));
+  }
+  if (recorder_) [[unlikely]] {
+    trace_record({.kind = trace::event_kind::free, .tensor = static_cast<std::uint64_t>(rec.id)});
+  }
+}
+
 void pool_impl::finish_dropped_locked(tensor_record& rec, std::shared_ptr<pool_impl>& keep_alive,
                                       std::shared_ptr<tensor_record>& keep_self) noexcept
 {
-  if (!rec.freed) { free_slots_locked(rec); }
+  free_dropped_locked(rec);
   keep_alive = std::move(rec.keep_alive);
   keep_self = std::move(rec.keep_self);
 }
@@ -970,12 +1055,7 @@ void pool_impl::release(lease& l) noexcept
   std::shared_ptr<pool_impl> keep_alive;     // dropped last: it may end this pool
   std::shared_ptr<tensor_record> keep_self;  // dropped after the unlock: it may end the record
   {
-    // A low-memory callback ending a lease of the tensor whose request (on this thread)
-    // called it: the request holds the record; release under its lock, and leave a free
-    // to the request's unlock (Note [A handle dropped during its own request]).
-    bool const own = !held_records().empty() && holds_record(rec);
-    std::optional<record_lock> rl;
-    if (!own) { rl.emplace(rec); }
+    record_lock rl(rec);
     if (!l.host_ && l.tier_ < rec.slots.size()) {
       // Settle the lease's use: its work is enqueued now (Note [Last-use marks]).
       for (stream_use& u : rec.slots[l.tier_].users) {
@@ -987,10 +1067,10 @@ void pool_impl::release(lease& l) noexcept
     }
     unpin_locked(rec, l.tier_);
     if (l.access_ != access_mode::read) { --rec.write_pins; }
-    if (rec.pins == 0 && !own) {
-      if (rec.free_when_unpinned && !rec.freed) { free_slots_locked(rec); }
-      keep_alive = std::move(rec.keep_alive);
-      keep_self = std::move(rec.keep_self);
+    if (rec.pins == 0 && rec.paused == 0 && rec.free_when_unpinned) {
+      // The handle died while leased: the last release frees it (a paused request's end
+      // does when one waits on low-memory callbacks).
+      finish_dropped_locked(rec, keep_alive, keep_self);
     }
   }
   if (pq_size_.load(std::memory_order_relaxed) != 0) [[unlikely]] { serve_prefetches(); }

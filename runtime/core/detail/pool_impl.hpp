@@ -302,16 +302,20 @@ struct alignas(128) tensor_record {
   std::uint32_t pins{0};          ///< == SUM(slots[k].pins)
   std::uint32_t write_pins{0};    ///< live leases that may write (no copy may read it meanwhile)
   std::uint32_t access_count{0};
+  /// Requests of this tensor waiting on low-memory callbacks, with the lock dropped (Note
+  /// [Low-memory callbacks run unlocked], pool_impl.cpp): a free waits for them as for leases
+  std::uint32_t paused{0};
   std::atomic<tick> next_use{kNoForecast};  ///< pool::set_next_use (any thread, relaxed)
   bool freed{false};              ///< freed (or the pool closed): every slot absent
-  /// The handle died while leased (or during its own request, from a low-memory callback):
-  /// the last release frees it (or record_lock's unlock when no lease holds it)
+  /// The handle died while leased or while a request of it waited on low-memory callbacks:
+  /// the last release frees it (or record_lock's unlock when no lease or request holds it)
   bool free_when_unpinned{false};
   bool prefetched{false};         ///< a prefetch copied it in and no acquire used it yet
   bool prefetch_queued{false};    ///< a request for it waits in the prefetch queue
-  /// Set when the handle dies while leased (the record leaves the table): keep the pool
-  /// and this record alive for the leases, which hold raw pointers (no shared refcount on
-  /// the hit path); the last release drops both, after unlocking.
+  /// Set when the handle dies while leased or paused (the record stays in the table until
+  /// the deferred free): keep the pool and this record alive for the leases, which hold raw
+  /// pointers (no shared refcount on the hit path); the deferred free drops both, after
+  /// unlocking.
   std::shared_ptr<pool_impl> keep_alive;
   std::shared_ptr<tensor_record> keep_self;
 };
@@ -485,8 +489,15 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   void predict_after(tensor_id id, std::size_t bytes, bool write);
   std::uint64_t add_low_memory_callback(low_memory_callback cb);
   void remove_low_memory_callback(std::uint64_t id);
-  /// Run the low-memory callbacks for tier k (no tier lock held). @return true if any ran.
+  /// Run the low-memory callbacks for tier k (no pool lock held). @return true if any ran.
   bool run_low_memory_callbacks(std::uint32_t k, std::size_t bytes);
+  /// Run `body(false)`; if it throws out_of_memory, run the low-memory callbacks (no lock
+  /// held) and, if any ran, `body(true)` once more. `rec`/`handle`: the record of the
+  /// request's tensor and its handle's pointer (null for allocate): the record is paused
+  /// and kept alive meanwhile (Note [Low-memory callbacks run unlocked]).
+  template <class Body>
+  auto with_low_memory_step(tensor_record* rec, std::shared_ptr<tensor_record> const* handle, Body&& body)
+    -> decltype(body(false));
   /// Charge `bytes` to the tenant's live bytes, or throw quota_exceeded.
   void charge_tenant(std::uint32_t tenant, std::size_t bytes, std::string const& name);
   void uncharge_tenant(std::uint32_t tenant, std::size_t bytes) noexcept;
@@ -494,8 +505,9 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   void free(tensor& t);
   void free_handle(tensor& t) noexcept;  ///< the handle's destructor
   /// The record is locked by this thread, its handle is gone (free_when_unpinned, keep_self
-  /// set) and no lease holds it: free its slots and move the references that kept it and
-  /// the pool alive into the out-parameters (the caller drops them after unlocking).
+  /// set) and no lease or paused request holds it: free its slots (recording the free when
+  /// tracing) and move the references that kept it and the pool alive into the
+  /// out-parameters (the caller drops them after unlocking).
   void finish_dropped_locked(tensor_record& rec, std::shared_ptr<pool_impl>& keep_alive,
                              std::shared_ptr<tensor_record>& keep_self) noexcept;
   void release(lease& l) noexcept;
@@ -592,6 +604,14 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
 
   lease make_lease(tensor_record& rec, std::uint32_t k, access_mode access, stream_handle s,
                    bool host);
+  /// The locked part of acquire / acquire_host / demote; `retry`: the second attempt after
+  /// low-memory callbacks (the acquire was counted as a hit or miss by the first).
+  lease acquire_locked(tensor_record& rec, std::uint32_t d, stream_entry& se, stream_handle stream,
+                       access_mode access, bool retry);
+  lease acquire_host_locked(tensor_record& rec, access_mode access, bool retry);
+  void demote_locked(tensor_record& rec, std::uint32_t k);
+  /// A deferred free happens (the handle died earlier): free the slots, record the free.
+  void free_dropped_locked(tensor_record& rec) noexcept;
 
   // ---- state ----
   std::shared_ptr<tierpool::backend> backend_;  // destroyed last

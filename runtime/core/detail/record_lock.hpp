@@ -38,8 +38,8 @@ inline bool holds_record(tensor_record const& r) noexcept
 class record_lock {
  public:
   /// Blocking lock.
-  /// Throws logic_error when this thread holds it already: a pool call on the tensor being
-  /// placed from a low-memory callback (std::mutex would deadlock).
+  /// Throws logic_error when this thread holds it already (a pool call re-entered from
+  /// inside the pool; std::mutex would deadlock).
   explicit record_lock(tensor_record& r) : rec_(&r)
   {
     if (!held_records().empty() && holds_record(r)) [[unlikely]] {
@@ -70,11 +70,11 @@ class record_lock {
     if (rec_ == nullptr) { return; }
     auto& h = held_records();
     if (auto it = std::find(h.begin(), h.end(), rec_); it != h.end()) { h.erase(it); }
-    if (rec_->free_when_unpinned && rec_->pins == 0 && rec_->keep_self != nullptr) [[unlikely]] {
-      // The handle died during this thread's request on the record and no lease holds it
-      // (Note [A handle dropped during its own request], pool_impl.cpp): free it now; the
-      // references that kept it and the pool alive are dropped after the unlock (the
-      // record first, then the pool).
+    if (rec_->free_when_unpinned && rec_->pins == 0 && rec_->paused == 0 && rec_->keep_self != nullptr) [[unlikely]] {
+      // The handle died and no lease or paused request holds the record any more (Note
+      // [Low-memory callbacks run unlocked], pool_impl.cpp): free it now; the references
+      // that kept it and the pool alive are dropped after the unlock (the record first,
+      // then the pool).
       std::shared_ptr<pool_impl> keep_alive;
       std::shared_ptr<tensor_record> keep_self;
       rec_->owner->finish_dropped_locked(*rec_, keep_alive, keep_self);

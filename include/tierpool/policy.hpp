@@ -64,7 +64,7 @@ namespace tierpool {
  * refuses a mismatch. Bump it whenever a hook, `tensor_view`, `eviction_request`,
  * `eviction_proposal` or `policy_registry` changes layout or meaning.
  */
-inline constexpr std::uint32_t policy_abi_version = 1;
+inline constexpr std::uint32_t policy_abi_version = 2;  // 2: eviction_request::incoming
 
 /// @brief `tensor_view::next_use` value meaning "the forecast says: never used again".
 inline constexpr tick no_next_use = std::numeric_limits<tick>::max();
@@ -103,6 +103,11 @@ struct eviction_request {
   /// A fragmentation-aware policy may prefer one large victim to several small ones.
   std::size_t contiguous_bytes{0};
   tick now{0};                   ///< tick of the request
+  /// The tensor the room is for, when the engine knows it (tensor_id{} otherwise: a new
+  /// tensor, or an engine that does not say). It is not resident in this tier; a policy
+  /// that remembers evicted ids may use it to decide as its algorithm would on that miss
+  /// (ARC adapts its target before REPLACE), but must not assume it is inserted next.
+  tensor_id incoming{};
 };
 
 /**

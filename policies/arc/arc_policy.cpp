@@ -129,6 +129,19 @@ void arc_policy::trim_ghosts() noexcept
   while (b1_.tail != npos && total() > 2.0 * c) { drop(b1_.tail); }
 }
 
+double arc_policy::adapted_p(node const& n, double size) const noexcept
+{
+  double const c = static_cast<double>(capacity_bytes());
+  double const b1 = evicting_ ? b1_at_miss_ : b1_.exact();  // as when the miss arrived
+  double const b2 = evicting_ ? b2_at_miss_ : b2_.exact();
+  if (n.list == list_id::b1) {
+    double const ratio = b1 > 0.0 ? std::max(b2 / b1, 1.0) : 1.0;
+    return std::min(c, p_ + ratio * size);
+  }
+  double const ratio = b2 > 0.0 ? std::max(b1 / b2, 1.0) : 1.0;
+  return std::max(0.0, p_ - ratio * size);
+}
+
 void arc_policy::on_insert(tensor_view const& v) noexcept
 {
   ++clock_;
@@ -137,17 +150,7 @@ void arc_policy::on_insert(tensor_view const& v) noexcept
     touch(i, v);
   } else if (i != npos) {  // ghost hit: adapt p towards the side that hit, then into T2
     node& n = nodes_[i];
-    double const c = static_cast<double>(capacity_bytes());
-    double const b1 = evicting_ ? b1_at_miss_ : b1_.exact();  // as when the miss arrived
-    double const b2 = evicting_ ? b2_at_miss_ : b2_.exact();
-    double const size = static_cast<double>(v.bytes);
-    if (n.list == list_id::b1) {
-      double const ratio = b1 > 0.0 ? std::max(b2 / b1, 1.0) : 1.0;
-      p_ = std::min(c, p_ + ratio * size);
-    } else {
-      double const ratio = b2 > 0.0 ? std::max(b1 / b2, 1.0) : 1.0;
-      p_ = std::max(0.0, p_ - ratio * size);
-    }
+    p_ = adapted_p(n, static_cast<double>(v.bytes));
     unlink(i);
     n.bytes = v.bytes;
     n.pinned = v.pinned;
@@ -213,6 +216,16 @@ void arc_policy::on_unpin(tensor_id id) noexcept
 void arc_policy::propose(eviction_request const& req, eviction_proposal& out) const
 {
   if (req.bytes_needed == 0) { return; }
+  // REPLACE(x, p) for the incoming x: a ghost hit adapts p before REPLACE (Figure 4, cases
+  // II and III), and a B2 hit takes from T1 when |T1| = p too. Without x: the current p.
+  double p = p_;
+  bool x_in_b2 = false;
+  if (req.incoming != tensor_id{}) {
+    if (index_t const x = lookup(req.incoming); x != npos && is_ghost(nodes_[x].list)) {
+      p = adapted_p(nodes_[x], static_cast<double>(nodes_[x].bytes));
+      x_in_b2 = nodes_[x].list == list_id::b2;
+    }
+  }
   // REPLACE, repeated without changing state: `t1_left` is |T1| minus what was taken.
   double t1_left = t1_.exact();
   index_t a = t1_.tail;
@@ -225,7 +238,7 @@ void arc_policy::propose(eviction_request const& req, eviction_proposal& out) co
     }
     while (b != npos && nodes_[b].pinned) { b = nodes_[b].prev; }
     if (a == npos && b == npos) { break; }
-    bool const from_t1 = a != npos && (b == npos || t1_left > p_);
+    bool const from_t1 = a != npos && (b == npos || t1_left > p || (x_in_b2 && t1_left == p));
     index_t& cur = from_t1 ? a : b;
     node const& n = nodes_[cur];
     out.add(n.id, n.bytes);

@@ -22,11 +22,13 @@
  * policy has seen (T1 + T2, pinned included). In an oversubscribed steady state the tier
  * fills before anything is evicted, so this is the tier's usable size; before the first
  * eviction nothing depends on c except ghost trimming, and there are no ghosts yet. Give
- * `capacity` explicitly when the tier is shared with other users. (3) **Adaptation lags one
- * miss**: the engine asks for victims before it reports the insert, so `p` moves when the
- * ghost hit is reported (on_insert), after the eviction that made room for that tensor;
- * and REPLACE's tie rule "x in B2 and |T1| = p" is dropped (the request does not say which
- * tensor is coming). (4) **Correlated references**: the pool reports an allocation and
+ * `capacity` explicitly when the tier is shared with other users. (3) **The incoming id
+ * comes with the request**: the engine asks for victims before it reports the insert, so
+ * REPLACE learns which tensor is coming from `eviction_request::incoming`; for a ghost it
+ * runs with `p` as the hit will adapt it, and with the tie rule "x in B2 and |T1| = p", as
+ * the paper's REPLACE(x, p) does. `p_` itself moves at on_insert. A request that does not
+ * name the tensor (an engine that does not know it) gets REPLACE with the current `p`: the
+ * adaptation then lags one miss. (4) **Correlated references**: the pool reports an allocation and
  * the first acquire of a tensor as two events, which would promote every tensor to T2 and
  * turn ARC into LRU; an access within `correlation_window` policy events of the tensor's
  * previous event (1 = the very next event) refreshes it in its own list instead of
@@ -117,7 +119,8 @@ class TIERPOOL_EXPORT arc_policy {
    *        exceed `p`, else the LRU end of T2 (the other list when one runs out), skipping
    *        pinned tensors, until `req.bytes_needed` is covered (everything evictable when
    *        it cannot be; nothing for 0).
-   * @param req What to free; only `bytes_needed` is used.
+   * @param req What to free: `bytes_needed`, and `incoming` (a ghost id: REPLACE uses `p`
+   *            adapted for its hit and the paper's tie rule for a B2 hit).
    * @param out Proposal to append to (the caller clears it).
    * @throws std::bad_alloc only when `out` must grow
    */
@@ -191,6 +194,9 @@ class TIERPOOL_EXPORT arc_policy {
   void touch(index_t i, tensor_view const& v) noexcept;  // access to a resident tensor
   void drop(index_t i) noexcept;                          // forget a ghost entirely
   void trim_ghosts() noexcept;
+  // p after a hit on ghost node n (B1 raises it, B2 lowers it, by the ratio of the ghost
+  // lists as the miss arrived times `size`), clamped to [0, c].
+  [[nodiscard]] double adapted_p(node const& n, double size) const noexcept;
 
   config cfg_;
   std::vector<node> nodes_;   // slab; size() == live + free

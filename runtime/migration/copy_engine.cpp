@@ -440,7 +440,7 @@ pool_impl::fill_result pool_impl::ensure_valid_locked(tensor_record& rec, std::u
     event_handle after{};
     std::optional<block> b;
     if (rec.bytes <= tiers_[k]->capacity || mode == place_mode::ladder) {
-      b = place(k, rec.bytes, mode, mode == place_mode::ladder ? &why : nullptr, &after);
+      b = place(k, rec.bytes, mode, mode == place_mode::ladder ? &why : nullptr, &after, nullptr, rec.id);
     }
     if (!b) {
       if (mode != place_mode::ladder) { return fill_result::no_room; }
@@ -484,7 +484,8 @@ bool pool_impl::write_back_locked(tensor_record& rec, std::uint32_t k, place_mod
       std::optional<block> b;
       event_handle after{};
       try {
-        b = place(j, rec.bytes, mode == place_mode::ladder ? place_mode::ladder : place_mode::no_wait, nullptr, &after);
+        b = place(j, rec.bytes, mode == place_mode::ladder ? place_mode::ladder : place_mode::no_wait, nullptr, &after,
+                  nullptr, rec.id);
       } catch (...) {
         b.reset();
       }

@@ -77,7 +77,7 @@ class claim_scope {
 
 }  // namespace
 
-bool pool_impl::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode)
+bool pool_impl::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming)
 {
   tier_state& ts = *tiers_[k];
   claim_scope scope;
@@ -91,6 +91,7 @@ bool pool_impl::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode)
     req.from = tier_id{k};
     req.contiguous_bytes = bytes;
     req.now = backend_->now();
+    req.incoming = incoming;
     for (int ask = 0; ask < kMaxProposals && got < bytes; ++ask) {
       req.bytes_needed = sat_add(bytes, extra);
       ts.policy->propose(req, ts.proposal);

@@ -126,7 +126,9 @@ void cache_loop(compiled_data const& d, Policy& policy, run_options const& o, co
         continue;
       }
       while (used + size > cap) {
-        propose_into(policy, eviction_request{.from = tier_id{0}, .bytes_needed = used + size - cap, .now = i}, out);
+        propose_into(policy,
+                     eviction_request{.from = tier_id{0}, .bytes_needed = used + size - cap, .now = i, .incoming = v.id},
+                     out);
         bool evicted = false;
         for (tensor_id const victim : out.victims) {
           if (used + size <= cap) { break; }

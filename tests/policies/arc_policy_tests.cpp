@@ -231,8 +231,8 @@ namespace {
 //  3    III (B2)    7 (|T1|<=p)   9               3 4 5     -      7 2 1     3 - max(0/3, 1) = 2
 //  8    IV(B)       5 (|T1|<=p)   8 9             3 4       -      5 7 2 1   2  (directory = 2c)
 // In this trace the REPLACE of each ghost hit takes the same victim with p before or after
-// the adaptation, so this version's lag (README, "how this version differs" (3)) does not
-// show; ArcPolicy.AdaptationLagsOneMiss shows where it does. This test found that the delta
+// the adaptation; ArcPolicy.ReplaceUsesTheAdaptedTarget shows where it matters. This test
+// found that the delta
 // of a ghost hit was computed from |B1| and |B2| after REPLACE had added the victim to a
 // ghost list (p = 4 instead of 3 at request 4): fixed, see the README.
 TEST(ArcPolicy, AdaptationOfPOnAHandWorkedTrace)
@@ -275,23 +275,47 @@ TEST(ArcPolicy, AdaptationOfPOnAHandWorkedTrace)
   EXPECT_TRUE(p.validate());
 }
 
-// Where this version departs from Figure 4 (README (3)): the engine asks for room before it
-// reports which tensor is coming, so a ghost hit's REPLACE runs with p before the hit adapts
-// it. c = 4: 1 2 3 4, hits 1 2 3, misses 5 6 7 (T1 = 7, T2 = 3 2 1, B1 = 6 5 4), hits 1 2
-// (T2 = 2 1 3), then 4, a B1 hit. The paper raises p to 1 first, so |T1| = 1 is not above
-// it and REPLACE evicts T2's LRU page, 3; here REPLACE still sees p = 0 and evicts 7 from
-// T1. p is 1 afterwards in both.
-TEST(ArcPolicy, AdaptationLagsOneMiss)
+// REPLACE(x, p) of Figure 4 runs after a ghost hit has adapted p: the engine names the
+// incoming tensor (eviction_request::incoming), so propose() uses the adapted p. c = 4:
+// 1 2 3 4, hits 1 2 3, misses 5 6 7 (T1 = 7, T2 = 3 2 1, B1 = 6 5 4), hits 1 2 (T2 = 2 1
+// 3), then 4, a B1 hit: p rises to 1 first, |T1| = 1 is not above it, and REPLACE evicts
+// T2's LRU page, 3. An engine that does not name the tensor gets REPLACE with the p of
+// before (README (3)): 7 from T1; p is 1 afterwards in both.
+TEST(ArcPolicy, ReplaceUsesTheAdaptedTarget)
 {
-  arc_policy p{{.capacity = 4, .correlation_window = 0}};
-  unit_cache<arc_policy> cache(p, 4);
-  for (std::uint64_t const id : std::initializer_list<std::uint64_t>{1, 2, 3, 4, 1, 2, 3, 5, 6, 7, 1, 2}) { (void)cache.request(id); }
-  EXPECT_EQ(p.contents(list_id::t1), ids({7}));
-  EXPECT_EQ(p.contents(list_id::t2), ids({2, 1, 3}));
-  EXPECT_EQ(p.contents(list_id::b1), ids({6, 5, 4}));
-  EXPECT_EQ(cache.request(4), 7U);  // the paper: 3
-  EXPECT_EQ(p.target_t1_bytes(), 1.0);
-  EXPECT_TRUE(p.validate());
+  for (bool const named : {true, false}) {
+    arc_policy p{{.capacity = 4, .correlation_window = 0}};
+    unit_cache<arc_policy> cache(p, 4, named);
+    for (std::uint64_t const id : std::initializer_list<std::uint64_t>{1, 2, 3, 4, 1, 2, 3, 5, 6, 7, 1, 2}) { (void)cache.request(id); }
+    EXPECT_EQ(p.contents(list_id::t1), ids({7}));
+    EXPECT_EQ(p.contents(list_id::t2), ids({2, 1, 3}));
+    EXPECT_EQ(p.contents(list_id::b1), ids({6, 5, 4}));
+    EXPECT_EQ(cache.request(4), named ? 3U : 7U) << (named ? "the paper" : "unnamed: the adaptation lags one miss");
+    EXPECT_EQ(p.target_t1_bytes(), 1.0);
+    EXPECT_TRUE(p.validate());
+  }
+}
+
+// The tie rule of REPLACE: a B2 hit takes T1's LRU page when |T1| equals the adapted p.
+// The hand-worked trace above up to request 4 (T1 = 9, T2 = 4 5 7, B2 = 3 2 1, p = 3),
+// then 8 (new: |T1| = 1 <= 3, so 7 leaves T2; T1 = 8 9, T2 = 4 5), then 3, a B2 hit: p
+// drops to 2 = |T1|, so 9 leaves T1. Without the tie rule, or with the p of before, 5
+// would leave T2.
+TEST(ArcPolicy, ReplaceTieRuleOnAB2Hit)
+{
+  for (bool const named : {true, false}) {
+    arc_policy p{{.capacity = 4, .correlation_window = 0}};
+    unit_cache<arc_policy> cache(p, 4, named);
+    for (std::uint64_t const id : std::initializer_list<std::uint64_t>{1, 2, 3, 4, 1, 2, 3, 5, 7, 7, 5, 9, 4}) { (void)cache.request(id); }
+    EXPECT_EQ(p.target_t1_bytes(), 3.0);
+    EXPECT_EQ(cache.request(8), 7U);
+    EXPECT_EQ(p.contents(list_id::t1), ids({8, 9}));
+    EXPECT_EQ(p.contents(list_id::t2), ids({4, 5}));
+    EXPECT_EQ(p.contents(list_id::b2), ids({7, 3, 2, 1}));
+    EXPECT_EQ(cache.request(3), named ? 9U : 5U);
+    EXPECT_EQ(p.target_t1_bytes(), 2.0);
+    EXPECT_TRUE(p.validate());
+  }
 }
 
 }  // namespace

@@ -86,7 +86,7 @@ class reference_sieve {
     if (hand_ == q_.end()) { hand_ = q_.begin(); }
   }
   void hit(std::uint64_t id) { pos_.at(id)->visited = true; }
-  std::uint64_t evict()
+  std::uint64_t evict(std::uint64_t /*incoming*/)
   {
     auto h = hand_ == q_.end() ? q_.begin() : hand_;
     while (h->visited) {
@@ -126,7 +126,7 @@ class reference_lfu {
     remove(id, f);
     place(id, f + 1);
   }
-  std::uint64_t evict()
+  std::uint64_t evict(std::uint64_t /*incoming*/)
   {
     auto& [f, objs] = *by_freq_.begin();
     std::uint64_t const victim = objs.front();
@@ -156,11 +156,13 @@ class reference_lfu {
 
 // ARC (Megiddo & Modha, FAST 2003, Figure 4) in bytes, with the deviations that
 // policies/arc/README.md documents for the default "arc" spec: c is the largest resident
-// bytes seen; REPLACE runs before the ghost hit adapts p (the engine asks for room before
-// it reports the insert) and without the "x in B2 and |T1| = p" tie, while the adaptation
-// itself uses |B1| and |B2| as they were when the miss arrived; a hit within one
-// policy event of the object's previous event is the same reference (no promotion). The
-// ghost lists are trimmed to |T1| + |B1| <= c and |T1| + |T2| + |B1| + |B2| <= 2c.
+// bytes seen; a hit within one policy event of the object's previous event is the same
+// reference (no promotion); the ghost lists are trimmed to |T1| + |B1| <= c and
+// |T1| + |T2| + |B1| + |B2| <= 2c. REPLACE(x, p) is the paper's: for a ghost x, with p as
+// x's hit adapts it (|B1| and |B2| as the miss arrived) and the tie rule for x in B2. A miss
+// that needs several victims decides them all with the p of its first (the engine asks
+// once per miss; trimming may drop x from the ghosts before its insert, which then finds it
+// new).
 class reference_arc {
  public:
   explicit reference_arc(std::unordered_map<std::uint64_t, std::uint64_t> const& size) : size_(size) {}
@@ -172,15 +174,8 @@ class reference_arc {
     if (it == where_.end()) {
       push(t1_, id);
     } else {  // a ghost hit: adapt p, then into T2
-      double const c = static_cast<double>(high_water_);
-      double const b1 = static_cast<double>(evicting_ ? b1_at_miss_ : b1_.bytes);  // as the miss arrived
-      double const b2 = static_cast<double>(evicting_ ? b2_at_miss_ : b2_.bytes);
-      if (it->second.in == &b1_) {
-        p_ = std::min(c, p_ + std::max(b1 > 0.0 ? b2 / b1 : 1.0, 1.0) * static_cast<double>(s));
-        ++b1_hits_;
-      } else {
-        p_ = std::max(0.0, p_ - std::max(b2 > 0.0 ? b1 / b2 : 1.0, 1.0) * static_cast<double>(s));
-      }
+      if (it->second.in == &b1_) { ++b1_hits_; }
+      p_ = adapted_p(it->second.in, s);
       erase(id);
       push(t2_, id);
     }
@@ -200,9 +195,18 @@ class reference_arc {
     push(correlated ? *from : t2_, id);
     last_[id] = clock_;
   }
-  std::uint64_t evict()
+  std::uint64_t evict(std::uint64_t incoming)
   {
-    bool const from_t1 = !t1_.ids.empty() && (t2_.ids.empty() || static_cast<double>(t1_.bytes) > p_);
+    if (!evicting_) {  // the miss's first victim: REPLACE's p for this miss
+      replace_p_ = p_;
+      x_in_b2_ = false;
+      if (auto const it = where_.find(incoming); it != where_.end()) {  // not resident: a ghost
+        replace_p_ = adapted_p(it->second.in, size_.at(incoming));
+        x_in_b2_ = it->second.in == &b2_;
+      }
+    }
+    double const t1 = static_cast<double>(t1_.bytes);
+    bool const from_t1 = !t1_.ids.empty() && (t2_.ids.empty() || t1 > replace_p_ || (x_in_b2_ && t1 == replace_p_));
     lst& from = from_t1 ? t1_ : t2_;
     std::uint64_t const victim = from.ids.back();
     if (!evicting_) {
@@ -241,6 +245,15 @@ class reference_arc {
     it->second.in->bytes -= size_.at(id);
     where_.erase(it);
   }
+  // p after a hit on a ghost in `in` of `s` bytes, with |B1| and |B2| as the miss arrived.
+  [[nodiscard]] double adapted_p(lst const* in, std::uint64_t s) const
+  {
+    double const c = static_cast<double>(high_water_);
+    double const b1 = static_cast<double>(evicting_ ? b1_at_miss_ : b1_.bytes);
+    double const b2 = static_cast<double>(evicting_ ? b2_at_miss_ : b2_.bytes);
+    if (in == &b1_) { return std::min(c, p_ + std::max(b1 > 0.0 ? b2 / b1 : 1.0, 1.0) * static_cast<double>(s)); }
+    return std::max(0.0, p_ - std::max(b2 > 0.0 ? b1 / b2 : 1.0, 1.0) * static_cast<double>(s));
+  }
   void trim()
   {
     std::uint64_t const c = high_water_;
@@ -254,6 +267,8 @@ class reference_arc {
   std::unordered_map<std::uint64_t, place> where_;
   std::unordered_map<std::uint64_t, std::uint64_t> last_;
   double p_{0.0};
+  double replace_p_{0.0};  // REPLACE's p for the current miss
+  bool x_in_b2_{false};    // the current miss is a B2 hit
   std::uint64_t high_water_{0};
   std::uint64_t clock_{0};
   std::uint64_t t2_evictions_{0};
@@ -291,7 +306,7 @@ reference_result simulate(Ref& ref, std::vector<request> const& reqs, std::uint6
     r.outcomes.push_back(0);
     if (q.size > capacity) { continue; }
     while (used + q.size > capacity) {
-      std::uint64_t const v = ref.evict();
+      std::uint64_t const v = ref.evict(q.id);
       used -= cached.at(v);
       cached.erase(v);
       r.victims.push_back(v);

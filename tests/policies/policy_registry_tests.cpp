@@ -213,7 +213,7 @@ policy_registry registry_with_probe(std::map<std::string, std::string>* seen)
   return r;
 }
 
-TEST(PolicyRegistry, AbiVersionIsOne) { static_assert(tierpool::policy_abi_version == 1); }
+TEST(PolicyRegistry, AbiVersionIsTwo) { static_assert(tierpool::policy_abi_version == 2); }  // 2: eviction_request::incoming
 
 TEST(PolicyRegistry, BuiltinsHoldLru)
 {

@@ -91,12 +91,13 @@ inline std::vector<tierpool::tensor_id> ids(std::initializer_list<std::uint64_t>
   return out;
 }
 
-// Victims for `need` bytes, and the whole eviction order for SIZE_MAX.
+// Victims for `need` bytes, and the whole eviction order for SIZE_MAX; `incoming`: the
+// tensor the room is for (eviction_request::incoming), if named.
 template <class P>
-std::vector<tierpool::tensor_id> propose(P const& p, std::size_t need)
+std::vector<tierpool::tensor_id> propose(P const& p, std::size_t need, tierpool::tensor_id incoming = {})
 {
   eviction_proposal out;
-  p.propose(eviction_request{tierpool::tier_id{0}, need, 0, 0}, out);
+  p.propose(eviction_request{.from = tierpool::tier_id{0}, .bytes_needed = need, .incoming = incoming}, out);
   return out.victims;
 }
 template <class P>
@@ -106,12 +107,16 @@ std::vector<tierpool::tensor_id> order(P const& p)
 }
 
 // A tier with room for `capacity` unit tensors, one request at a time: a hit is an access;
-// a miss, when the tier is full, erases the policy's first victim, then inserts. A paper's
-// worked example (one page per object) runs through it unchanged.
+// a miss, when the tier is full, erases the policy's first victim (asked for with the
+// missing id as eviction_request::incoming, unless name_incoming is false), then inserts. A
+// paper's worked example (one page per object) runs through it unchanged.
 template <class P>
 class unit_cache {
  public:
-  unit_cache(P& policy, std::size_t capacity) : p_(policy), capacity_(capacity) {}
+  unit_cache(P& policy, std::size_t capacity, bool name_incoming = true)
+    : p_(policy), capacity_(capacity), name_incoming_(name_incoming)
+  {
+  }
   // The request; returns the victim it evicted, if any. `next`: the forecast to report.
   std::optional<std::uint64_t> request(std::uint64_t id, std::optional<tick> next = std::nullopt)
   {
@@ -123,7 +128,7 @@ class unit_cache {
     ++misses_;
     std::optional<std::uint64_t> victim;
     if (resident_.size() == capacity_) {
-      auto const victims = propose(p_, 1);
+      auto const victims = propose(p_, 1, name_incoming_ ? tierpool::tensor_id{id} : tierpool::tensor_id{});
       if (victims.empty()) {
         ADD_FAILURE() << "no victim for a full tier";
         return std::nullopt;
@@ -143,6 +148,7 @@ class unit_cache {
  private:
   P& p_;
   std::size_t capacity_;
+  bool name_incoming_;
   std::set<std::uint64_t> resident_;
   std::size_t misses_{0};
 };

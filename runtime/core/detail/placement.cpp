@@ -50,7 +50,7 @@ bool pool_impl::is_copy_stream(stream_handle s) const noexcept
 }
 
 std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_mode mode, place_failure* why,
-                                      event_handle* after, stream_handle* after_stream)
+                                      event_handle* after, stream_handle* after_stream, tensor_id incoming)
 {
   tier_state& ts = *tiers_[k];
   status last_backend = status::ok;
@@ -98,7 +98,7 @@ std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_
         if (wait_oldest()) { continue; }
       }
     }
-    if (evict_round(k, bytes, mode)) {
+    if (evict_round(k, bytes, mode, incoming)) {
       evicted = true;
       continue;
     }

@@ -546,8 +546,10 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   /// stream's deferred free may be handed out with its pending event in `*after`
   /// (tier::take_deferred): the caller makes it the slot's `ready`.
   /// `after_stream`, when non-null, receives the stream that event was recorded on.
+  /// `incoming`: the tensor the room is for, if known (eviction_request::incoming).
   std::optional<block> place(std::uint32_t k, std::size_t bytes, place_mode mode, place_failure* why,
-                             event_handle* after = nullptr, stream_handle* after_stream = nullptr);
+                             event_handle* after = nullptr, stream_handle* after_stream = nullptr,
+                             tensor_id incoming = {});
   /// Undo a place() whose block the caller cannot use (it threw before the block reached a
   /// record): the block goes back to tier k, behind `after` (recorded on `after_stream`)
   /// when place() handed one over, the event with it.
@@ -555,7 +557,7 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   /// True for the pool's own copy streams (h2d, d2h), whose deferred frees may be reused
   /// in stream order.
   [[nodiscard]] bool is_copy_stream(stream_handle s) const noexcept;
-  bool evict_round(std::uint32_t k, std::size_t bytes, place_mode mode);
+  bool evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming = {});
   [[nodiscard]] std::string oom_message_locked(std::uint32_t k, std::size_t bytes) const;
   [[noreturn]] void throw_place_failure(std::uint32_t k, std::size_t bytes, place_failure const& why) const;
   void give_back_now(std::uint32_t k, block const& b) noexcept;

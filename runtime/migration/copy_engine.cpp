@@ -42,6 +42,20 @@
 
 namespace tierpool::detail {
 
+namespace {
+
+// A tier figure whose writers all hold the tier's lock (tier_state::resident, bytes_freed,
+// bytes_allocated): a relaxed load and store, not a locked read-modify-write (no update
+// can be lost; stats() reads it without the lock, as before). The locked instruction cost
+// a full barrier per eviction, waiting on the victim's cache misses.
+template <class T>
+void add_under_tier_lock(std::atomic<T>& figure, T d) noexcept
+{
+  figure.store(static_cast<T>(figure.load(std::memory_order_relaxed) + d), std::memory_order_relaxed);
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------------------------------
 // Stream-ordering primitives
 // ---------------------------------------------------------------------------------------
@@ -304,7 +318,7 @@ void pool_impl::insert_into_policy(tensor_record& rec, std::uint32_t k, bool wri
   std::lock_guard tl(ts.mem->mutex());
   drain_accesses_locked(ts);
   ts.policy->on_insert(v);
-  ts.resident.fetch_add(1, std::memory_order_relaxed);
+  add_under_tier_lock(ts.resident, std::uint64_t{1});
 }
 
 void pool_impl::note_access(tensor_record& rec, std::uint32_t k, bool write) noexcept
@@ -569,8 +583,8 @@ void pool_impl::vacate_locked(tensor_record& rec, std::uint32_t k) noexcept
       } catch (...) {  // not a live block: nothing more to do
       }
     }
-    ts.bytes_freed.fetch_add(static_cast<std::int64_t>(s.blk.slot.size), std::memory_order_relaxed);
-    ts.resident.fetch_sub(1, std::memory_order_relaxed);
+    add_under_tier_lock(ts.bytes_freed, static_cast<std::int64_t>(s.blk.slot.size));
+    add_under_tier_lock(ts.resident, ~std::uint64_t{0});  // - 1 (modulo 2^64)
   }
   if (s.pins != 0) {
     std::size_t const sh = thread_shard();

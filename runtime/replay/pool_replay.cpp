@@ -28,6 +28,8 @@
 // device memory allows.
 #include "replay/detail/engines.hpp"
 
+#include "core/detail/record_slab.hpp"
+
 #include <tierpool/error.hpp>
 #include <tierpool/pool.hpp>
 
@@ -41,6 +43,7 @@ namespace tierpool::replay::detail {
 namespace {
 
 constexpr std::size_t kAlign = 256;  // sim allocation granularity; tier capacities round down to it
+constexpr std::size_t kHandlePrefetch = 4;  // events ahead whose tensor handle is prefetched
 
 }  // namespace
 
@@ -95,7 +98,8 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
     pool p(po);
     std::vector<stream_handle> streams(d.streams);
     for (auto& s : streams) { s = p.create_stream(); }
-    std::vector<tensor> tensors(d.objects);
+    // One handle per object, indexed at random: on huge pages when large (one fault per 2 MiB).
+    std::vector<tensor, tierpool::detail::big_array_allocator<tensor>> tensors(d.objects);
     std::vector<std::vector<lease>> held(d.streams);
     // A recorded run (release events) holds each lease until its release; otherwise
     // Note [Leases live until the stream's next compute].
@@ -112,6 +116,12 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
       std::size_t const end = std::min<std::size_t>(n, begin + kProgressStride);
       for (std::size_t i = begin; i < end; ++i) {
         pool_op const& op = d.ops[i];
+        // The handle of a later event's tensor (a random object of a large trace misses the
+        // cache); a hint only. Everything the pool itself reads is the pool's business.
+        if (i + kHandlePrefetch < n) {
+          std::uint32_t const ahead = d.ops[i + kHandlePrefetch].obj;
+          if (ahead < tensors.size()) { __builtin_prefetch(&tensors[ahead]); }
+        }
         switch (op.kind) {
           case pool_op_kind::allocate: {
             tensor_options to;

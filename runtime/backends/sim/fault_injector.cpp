@@ -74,13 +74,9 @@ void fault_injector::clear() noexcept
   armed_.store(false, std::memory_order_release);
 }
 
-bool fault_injector::check(sim_call kind, std::string* why) noexcept
+bool fault_injector::check_armed(sim_call kind, std::string* why) noexcept
 {
   auto& counter = counts_[static_cast<std::size_t>(kind)];
-  if (!armed_.load(std::memory_order_acquire)) {  // no rule: count only (the common case)
-    counter.fetch_add(1, std::memory_order_relaxed);
-    return false;
-  }
   std::lock_guard lock(mtx_);
   std::uint64_t const call_index = counter.fetch_add(1, std::memory_order_relaxed) + 1;
   bool fail = false;

@@ -39,7 +39,14 @@ class fault_injector {
    * @param why When the call must fail, receives a description (may stay unchanged otherwise).
    * @return true when the call must fail with status::injected_fault.
    */
-  [[nodiscard]] bool check(sim_call kind, std::string* why) noexcept;
+  [[nodiscard]] bool check(sim_call kind, std::string* why) noexcept
+  {
+    if (!armed_.load(std::memory_order_acquire)) [[likely]] {  // no rule: count only (inline, no lock)
+      counts_[static_cast<std::size_t>(kind)].fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    return check_armed(kind, why);
+  }
 
   /// @brief Counted calls of `kind` (`any`: all kinds).
   [[nodiscard]] std::uint64_t count(sim_call kind) const noexcept;
@@ -49,6 +56,9 @@ class fault_injector {
   [[nodiscard]] std::uint64_t injected() const noexcept;
 
  private:
+  /// check() with rules installed (under mtx_).
+  [[nodiscard]] bool check_armed(sim_call kind, std::string* why) noexcept;
+
   struct rule_state {
     sim_fault_rule rule;
     std::uint64_t seen{0};  // matching calls since the rule was installed

@@ -298,6 +298,7 @@ tensor_record& pool_impl::checked_record(tensor const& t, char const* what) cons
   if (t.rec_ == nullptr) [[unlikely]] {
     throw logic_error(std::string("pool::") + what + ": empty tensor handle (moved from or freed)");
   }
+  prefetch_lines(t.rec_.get(), kRecordHotLines);  // Note [Record layout] (record_slab.cpp)
   if (t.rec_->owner != this) [[unlikely]] {
     throw logic_error(std::string("pool::") + what + ": the tensor belongs to another pool");
   }
@@ -428,6 +429,8 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
   rec->bytes = bytes;
   if (options.next_use) { rec->next_use.store(std::min(*options.next_use, kNoForecast - 1), std::memory_order_relaxed); }
   rec->opts = std::move(options);
+  rec->prefers_device_accessible =
+    rec->opts.preferred_tier && device_accessible(tiers_[static_cast<std::uint32_t>(*rec->opts.preferred_tier)]->kind);
   rec->slots.resize(n);
 
   // Placement (see docs/chapters/tiers.md): the preferred tier with the whole ladder; else
@@ -549,7 +552,7 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
 {
   record_lock rl(rec);
   TIERPOOL_EXPECTS(!rec.freed, "pool::acquire: the tensor was freed");
-  if (rec.opts.preferred_tier && rec.slots[d].state != copy_state::valid) [[unlikely]] {
+  if (rec.slots[d].state != copy_state::valid && rec.prefers_device_accessible) [[unlikely]] {
     // A tensor placed in a slower device-accessible tier (managed) on purpose is used where
     // it is when its copy there is valid: the lease gets the managed pointer and the pages
     // are steered to the device (no copy into the device tier). Other tensors come back

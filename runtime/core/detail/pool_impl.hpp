@@ -162,25 +162,27 @@ class use_list {
     o.cap_ = kInline;
   }
 
-  std::array<stream_use, kInline> inline_{};
-  std::unique_ptr<stream_use[]> heap_;  ///< null: the entries are inline
+  // Size first, then the first entry: an empty or one-entry list reads one cache line.
   std::uint32_t size_{0};
   std::uint32_t cap_{kInline};
+  std::unique_ptr<stream_use[]> heap_;  ///< null: the entries are inline
+  std::array<stream_use, kInline> inline_{};
 };
 
 /// @brief One tier's copy of a tensor. Guarded by the record's mutex.
 struct copy_slot {
-  block blk{};                       ///< the tier's block (absent: empty)
-  event_handle ready{};              ///< completes when the copy that filled blk is done; null = done
-  /// Streams that used blk since `ready` (leases, copies reading it). A lease's stamp is
-  /// settled at its release; while `pins != 0` stamps of lease streams may be early.
-  use_list users;
-  std::uint32_t pins{0};             ///< live leases on this copy
-  copy_state state{copy_state::absent};  ///< (after the wide members: no padding)
+  // Read on every acquire, copy and eviction first (Note [Record layout], record_slab.cpp).
+  copy_state state{copy_state::absent};
   bool policy_pinned{false};         ///< this tier's policy was told on_pin (told on_unpin at pins 0)
   /// Managed tiers: the pages were last steered to the device (prefetch_async); false
   /// after placement, a copy into the block, or a host access.
   bool pages_on_device{false};
+  std::uint32_t pins{0};             ///< live leases on this copy
+  event_handle ready{};              ///< completes when the copy that filled blk is done; null = done
+  block blk{};                       ///< the tier's block (absent: empty)
+  /// Streams that used blk since `ready` (leases, copies reading it). A lease's stamp is
+  /// settled at its release; while `pins != 0` stamps of lease streams may be early.
+  use_list users;
 };
 
 /**
@@ -194,7 +196,7 @@ class slot_array {
  public:
   static constexpr std::size_t kInline = 3;  ///< device, pinned host, host: the default pool
 
-  slot_array() noexcept = default;
+  slot_array() noexcept { data_ = inline_.data(); }
   slot_array(slot_array const&) = delete;
   slot_array& operator=(slot_array const&) = delete;
   ~slot_array() = default;
@@ -217,10 +219,11 @@ class slot_array {
   [[nodiscard]] copy_slot const* end() const noexcept { return data_ + size_; }
 
  private:
+  // The pointer and size before the inline slots: slot 0 follows them on the same line.
+  copy_slot* data_{nullptr};           ///< inline_ or heap_ (set by the constructor)
+  std::size_t size_{0};
   std::array<copy_slot, kInline> inline_{};
   std::unique_ptr<copy_slot[]> heap_;  ///< set when size() > kInline
-  copy_slot* data_{inline_.data()};
-  std::size_t size_{0};
 };
 
 /**
@@ -297,8 +300,8 @@ struct alignas(128) tensor_record {
   pool_impl* owner{nullptr};      ///< constant
   tensor_id id{};                 ///< constant
   std::size_t bytes{0};           ///< constant
-  tensor_options opts{};          ///< constant
-  slot_array slots;               ///< one per tier; invariant: >= 1 valid while live
+  // Hot fields first (Note [Record layout] in record_slab.cpp): the scalars and the first
+  // slots share the record's first cache lines; the options (read on misses) come after.
   std::uint32_t pins{0};          ///< == SUM(slots[k].pins)
   std::uint32_t write_pins{0};    ///< live leases that may write (no copy may read it meanwhile)
   std::uint32_t access_count{0};
@@ -312,6 +315,11 @@ struct alignas(128) tensor_record {
   bool free_when_unpinned{false};
   bool prefetched{false};         ///< a prefetch copied it in and no acquire used it yet
   bool prefetch_queued{false};    ///< a request for it waits in the prefetch queue
+  /// Constant: opts.preferred_tier names a device-accessible tier (acquire may use it in
+  /// place of the device tier). Lets a miss skip the options' cache line.
+  bool prefers_device_accessible{false};
+  slot_array slots;               ///< one per tier; invariant: >= 1 valid while live
+  tensor_options opts{};          ///< constant
   /// Set when the handle dies while leased or paused (the record stays in the table until
   /// the deferred free): keep the pool and this record alive for the leases, which hold raw
   /// pointers (no shared refcount on the hit path); the deferred free drops both, after
@@ -324,8 +332,13 @@ struct alignas(128) tensor_record {
  * @brief The pool's live records by id: open addressing over one array of (id, record)
  *        cells, so that a lookup (eviction, once per victim) touches one cell, not a
  *        bucket and a node as std::unordered_map did; inserts allocate nothing in a steady
- *        state. Fibonacci hashing, at most half full, deletion by backward shift (as
- *        detail::id_index). Ids are never 0. Externally synchronized (table_mtx_).
+ *        state. At most half full, deletion by backward shift (as detail::id_index).
+ *        Hashing keeps runs of kRun consecutive ids in consecutive cells (Fibonacci hashing
+ *        of id / kRun picks the run's place): ids are handed out in order, so a burst of
+ *        allocations (or frees) writes a few cache lines, not one random line per tensor;
+ *        lookups of unrelated ids still spread evenly. The cells of a large table are
+ *        mapped on huge pages (big_array_allocator). Ids are never 0. Externally
+ *        synchronized (table_mtx_).
  */
 class record_table {
  public:
@@ -393,17 +406,19 @@ class record_table {
     std::uint64_t id{0};  ///< 0: empty
     std::shared_ptr<tensor_record> rec;
   };
+  static constexpr unsigned kRunBits = 3;  ///< kRun = 8 consecutive ids share a run of cells
   [[nodiscard]] std::size_t home(std::uint64_t id) const noexcept
   {
-    return static_cast<std::size_t>((id * 0x9E3779B97F4A7C15ULL) >> shift_);
+    auto const run = static_cast<std::size_t>(((id >> kRunBits) * 0x9E3779B97F4A7C15ULL) >> shift_);
+    return ((run << kRunBits) | static_cast<std::size_t>(id & ((1U << kRunBits) - 1))) & mask_;
   }
   void grow()
   {
-    std::size_t const cap = cells_.empty() ? 64 : cells_.size() * 2;
-    std::vector<cell> old(cap);
+    std::size_t const cap = cells_.empty() ? 64 : cells_.size() * 2;  // >= 2^kRunBits runs of cells
+    std::vector<cell, big_array_allocator<cell>> old(cap);
     std::swap(old, cells_);
     mask_ = cap - 1;
-    shift_ = 64U - static_cast<unsigned>(std::countr_zero(cap));
+    shift_ = 64U - (static_cast<unsigned>(std::countr_zero(cap)) - kRunBits);  // picks one of cap / kRun runs
     for (cell& c : old) {
       if (c.id == 0) { continue; }
       std::size_t j = home(c.id);
@@ -412,7 +427,7 @@ class record_table {
       cells_[j].rec = std::move(c.rec);
     }
   }
-  std::vector<cell> cells_;
+  std::vector<cell, big_array_allocator<cell>> cells_;
   std::size_t size_{0};
   std::size_t mask_{0};
   unsigned shift_{64};

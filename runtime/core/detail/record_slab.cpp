@@ -12,14 +12,35 @@
 // tens of megabytes touched page by page: on the development VM a page fault costs
 // ~10 us, and a CloudPhysics replay spent more time faulting records in than copying.
 // Approach: records are fixed-size blocks carved from chunks; a chunk is used by bumping
-// a pointer, freed blocks go to a LIFO free list that allocate pops first. Chunks start
-// small (a pool with a few tensors reserves 64 KiB) and double up to 2 MiB; those are
+// a pointer, freed blocks go to a LIFO free list that allocate pops first. The first
+// chunk is small (a pool with a few tensors reserves 64 KiB); every later one is 2 MiB,
 // mapped 2 MiB-aligned with MADV_HUGEPAGE, so where transparent huge pages are enabled
-// ("madvise" or "always") one fault maps 2 MiB. Blocks return to the system only with
+// ("madvise" or "always") one fault maps 2 MiB. (Chunks used to double from 64 KiB to
+// 2 MiB: the ~2 MiB between, faulted 4 KiB at a time, cost more than a huge page — a
+// 4 KiB fault is ~14 us on the development VM, a whole huge page ~0.1-1.5 ms.) Blocks return to the system only with
 // the slab, which every record's control block keeps alive (record_allocator holds it).
 // Limitations: memory of freed records stays with the slab until the pool and all its
 // records are gone (a pool's peak, as glibc would mostly keep it too); without THP the
 // big chunks fault page by page like any memory.
+//
+// Note [Record layout]
+// --------------------
+// Rationale: a miss-heavy replay touches each accessed record and each victim's record
+// once, cold: every cache line of it read is a miss (~150-250 ns on the development VM,
+// whose effective last-level cache is a few MiB), and the lines were taken one after
+// another, behind the locks in between.
+// Approach: tensor_record puts what a request reads first: the mutex and the constants
+// (line 0), then the counters and flags, the slot array's pointer and size and slot 0
+// (line 1 on), slot 1 next; the options and the handle-dropped references (read on rare
+// paths) come last. copy_slot starts with its state, pins and `ready` event, use_list
+// with its size: an empty or one-entry list reads one line. An acquire miss then reads
+// lines 0-4 (kRecordHotLines), where it used to read lines 0-5, 7 and 8; and those lines
+// are prefetched together as soon as the record's address is known (checked_record for
+// the tensor of a request, Note [Prefetching a victim] in eviction.cpp for a victim),
+// so their misses overlap. A miss reads `prefers_device_accessible` instead of the
+// options' preferred tier.
+// Limitations: the layout is tuned for pools of up to three tiers (slots inline); with
+// more tiers the slots are on the heap and only the record's own lines are prefetched.
 #include "core/detail/record_slab.hpp"
 
 #include <sys/mman.h>
@@ -40,6 +61,7 @@ constexpr std::size_t kHugeChunk = 2 * 1024 * 1024;  // a transparent huge page 
 
 constexpr std::size_t round_up(std::size_t v, std::size_t a) noexcept { return (v + a - 1) & ~(a - 1); }
 
+
 }  // namespace
 
 record_slab::record_slab(std::size_t block_bytes, std::size_t block_align)
@@ -58,29 +80,36 @@ record_slab::~record_slab()
   for (chunk const& c : chunks_) { free_chunk(c); }
 }
 
+void* map_huge(std::size_t bytes)
+{
+  // Over-map by one huge page and trim, so that the mapping is 2 MiB-aligned.
+  std::size_t const span = bytes + kHugeChunk;
+  void* const raw = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) { throw std::bad_alloc(); }
+  auto const lo = reinterpret_cast<std::uintptr_t>(raw);
+  std::uintptr_t const base = round_up(lo, kHugeChunk);
+  if (base != lo) { (void)::munmap(raw, base - lo); }
+  if (std::size_t const tail = lo + span - (base + bytes); tail != 0) {
+    (void)::munmap(reinterpret_cast<void*>(base + bytes), tail);
+  }
+  (void)::madvise(reinterpret_cast<void*>(base), bytes, MADV_HUGEPAGE);  // a hint: may be unsupported
+  return reinterpret_cast<void*>(base);
+}
+
+void unmap_huge(void* p, std::size_t bytes) noexcept { (void)::munmap(p, bytes); }
+
+std::size_t huge_round_up(std::size_t bytes) noexcept { return round_up(bytes, kHugeChunk); }
+
 record_slab::chunk record_slab::make_chunk(std::size_t bytes) const
 {
-  if (bytes >= kHugeChunk) {
-    // Over-map by one huge page and trim, so that the chunk is 2 MiB-aligned.
-    std::size_t const span = bytes + kHugeChunk;
-    void* const raw = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) { throw std::bad_alloc(); }
-    auto const lo = reinterpret_cast<std::uintptr_t>(raw);
-    std::uintptr_t const base = round_up(lo, kHugeChunk);
-    if (base != lo) { (void)::munmap(raw, base - lo); }
-    if (std::size_t const tail = lo + span - (base + bytes); tail != 0) {
-      (void)::munmap(reinterpret_cast<void*>(base + bytes), tail);
-    }
-    (void)::madvise(reinterpret_cast<void*>(base), bytes, MADV_HUGEPAGE);  // a hint: may be unsupported
-    return chunk{reinterpret_cast<void*>(base), bytes, true};
-  }
+  if (bytes >= kHugeChunk) { return chunk{map_huge(bytes), bytes, true}; }
   return chunk{::operator new(bytes, std::align_val_t{block_align_}), bytes, false};
 }
 
 void record_slab::free_chunk(chunk const& c) const noexcept
 {
   if (c.mapped) {
-    (void)::munmap(c.base, c.bytes);
+    unmap_huge(c.base, c.bytes);
   } else {
     ::operator delete(c.base, std::align_val_t{block_align_});
   }
@@ -111,7 +140,9 @@ void* record_slab::allocate()
     free_chunk(c);
     throw;
   }
-  next_chunk_bytes_ = std::min(kHugeChunk, 2 * want);
+  // Straight from the first (small) chunk to huge ones: the sizes between, faulted in
+  // 4 KiB pages, cost more than the first huge page (Note [Tensor records come from a slab]).
+  next_chunk_bytes_ = kHugeChunk;
   // The rest of the previous chunk (less than a block) is abandoned; blocks other threads
   // freed meanwhile stay on the free list for the next calls.
   bump_ = static_cast<char*>(c.base) + block_bytes_;

@@ -17,7 +17,39 @@
 
 #include "core/detail/spin_mutex.hpp"
 
+#if defined(__SANITIZE_THREAD__)
+#define TIERPOOL_DETAIL_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TIERPOOL_DETAIL_TSAN 1
+#endif
+#endif
+#ifndef TIERPOOL_DETAIL_TSAN
+#define TIERPOOL_DETAIL_TSAN 0
+#endif
+#if TIERPOOL_DETAIL_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
 namespace tierpool::detail {
+
+/// Cache lines of a tensor_record that an acquire miss (and an eviction) reads: the mutex
+/// and constants, the counters and flags, slot 0 and slot 1 up to its first user (Note
+/// [Record layout] in record_slab.cpp).
+inline constexpr std::size_t kRecordHotLines = 5;
+
+/**
+ * @brief Ask for the first `lines` 64-byte cache lines at `p` (a hint: no effect on
+ *        behaviour, never faults). Issued as soon as a record's address is known, the
+ *        lines' misses overlap instead of following one another (Note [Record layout]).
+ */
+inline void prefetch_lines(void const* p, std::size_t lines) noexcept
+{
+  auto const* c = static_cast<char const*>(p);
+  // For reading: a prefetch for writing would take the lines from other threads reading
+  // the same record (a tensor shared by several streams' acquires).
+  for (std::size_t i = 0; i < lines; ++i) { __builtin_prefetch(c + i * 64, 0, 3); }
+}
 
 /**
  * @brief Blocks of one size and alignment, carved from chunks that grow geometrically up
@@ -72,6 +104,68 @@ class record_slab {
   std::vector<chunk> chunks_;
 };
 
+/// @brief Arrays of at least this many bytes are mapped on huge pages (big_array_allocator).
+inline constexpr std::size_t kBigArrayBytes = std::size_t{1} << 20U;
+
+/**
+ * @brief Map `bytes` (a multiple of 2 MiB) 2 MiB-aligned, with MADV_HUGEPAGE (a hint).
+ * @throws std::bad_alloc when the system refuses the mapping
+ */
+[[nodiscard]] void* map_huge(std::size_t bytes);
+/// @brief Unmap what map_huge(bytes) returned.
+void unmap_huge(void* p, std::size_t bytes) noexcept;
+/// @brief `bytes` rounded up to a multiple of 2 MiB.
+[[nodiscard]] std::size_t huge_round_up(std::size_t bytes) noexcept;
+
+/**
+ * @brief Allocator for large bookkeeping arrays (the record table, a replay's handles):
+ *        arrays of at least kBigArrayBytes are mapped on huge pages (Note [Tensor records
+ *        come from a slab]: one fault per 2 MiB instead of one per 4 KiB page, which costs
+ *        ~10 us on a VM); smaller ones come from operator new. Stateless; thread-safe.
+ */
+template <class T>
+class big_array_allocator {
+ public:
+  using value_type = T;
+
+  big_array_allocator() noexcept = default;
+  template <class U>
+  big_array_allocator(big_array_allocator<U> const&) noexcept  // NOLINT(google-explicit-constructor): rebinding
+  {
+  }
+
+  /// @throws std::bad_alloc
+  [[nodiscard]] T* allocate(std::size_t n)
+  {
+    if (n > std::size_t(-1) / sizeof(T)) { throw std::bad_alloc(); }
+    std::size_t const bytes = n * sizeof(T);
+    if (bytes >= kBigArrayBytes) { return static_cast<T*>(map_huge(huge_round_up(bytes))); }
+    // As std::allocator: the plain operator new unless T is over-aligned (a replaced
+    // global operator new sees the small arrays, as it did with std::vector's default).
+    if constexpr (alignof(T) > __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
+      return static_cast<T*>(::operator new(bytes, std::align_val_t{alignof(T)}));
+    } else {
+      return static_cast<T*>(::operator new(bytes));
+    }
+  }
+  void deallocate(T* p, std::size_t n) noexcept
+  {
+    std::size_t const bytes = n * sizeof(T);
+    if (bytes >= kBigArrayBytes) {
+      unmap_huge(p, huge_round_up(bytes));
+    } else if constexpr (alignof(T) > __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
+      ::operator delete(p, std::align_val_t{alignof(T)});
+    } else {
+      ::operator delete(p);
+    }
+  }
+  template <class U>
+  friend bool operator==(big_array_allocator const&, big_array_allocator<U> const&) noexcept
+  {
+    return true;
+  }
+};
+
 /**
  * @brief Deleter of an object placed in a block of a slab: destroys it, returns the block.
  *        Holds the slab, so the slab outlives the object.
@@ -81,6 +175,13 @@ struct slab_deleter {
   std::shared_ptr<record_slab> slab;
   void operator()(T* p) const noexcept
   {
+#if TIERPOOL_DETAIL_TSAN
+    // A slab block is recycled, never freed, and std::mutex's destructor is trivial here:
+    // ThreadSanitizer would give the next record at this address the dead record's mutex
+    // (its lock-order history: validate() locks records in id order, and the new record
+    // has a larger id, so TSan reported a false inversion). Tell it the mutex is gone.
+    if constexpr (requires { p->mtx; }) { __tsan_mutex_destroy(&p->mtx, 0); }
+#endif
     p->~T();
     slab->deallocate(p);
   }

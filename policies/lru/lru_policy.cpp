@@ -6,12 +6,6 @@
 // the algorithm and policies/lru/README.md for the design.
 #include "lru_policy.hpp"
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
-#include <bit>
-#include <cstdint>
 #include <limits>
 #include <string>
 #include <utility>
@@ -25,128 +19,6 @@ constexpr std::size_t saturating_add(std::size_t a, std::size_t b) noexcept
 }
 
 }  // namespace
-
-// Note [One cell per id]
-// ----------------------
-// Rationale: in a miss-heavy replay every miss erases a victim and inserts the missed
-// tensor, each a lookup of a cold id. detail::id_index keeps ids and values in two arrays,
-// so each lookup missed the cache twice; it was the largest single cost of lru in pool
-// mode (10 % of a CloudPhysics replay).
-// Approach: one array of (id, position) cells: a lookup reads one line. Ids are handed out
-// in order by the pool, so the hash keeps runs of four consecutive ids in four adjacent
-// cells (one line; Fibonacci hashing of id / 4 picks the run's place): a burst of inserts
-// (a trace's first pass) writes a line per four tensors. propose() prefetches the cells of
-// the victims it proposes: the engine erases them soon after.
-// Limitations: the order of ids inside the index is never observed, so proposals are
-// unchanged (the replay golden test pins this).
-
-lru_policy::index_t lru_policy::position_index::find(tensor_id id) const noexcept
-{
-  if (size_ == 0) { return npos; }
-  auto const key = static_cast<std::uint64_t>(id);
-  for (std::size_t i = home(key);; i = (i + 1) & mask_) {
-    cell const& c = cells_[i];
-    if (c.pos == npos) { return npos; }
-    if (c.id == key) { return c.pos; }
-  }
-}
-
-void lru_policy::position_index::insert(tensor_id id, index_t pos)
-{
-  if ((size_ + 1) * 2 > cells_.size()) { grow(); }
-  auto const key = static_cast<std::uint64_t>(id);
-  std::size_t i = home(key);
-  while (cells_[i].pos != npos && cells_[i].id != key) { i = (i + 1) & mask_; }
-  if (cells_[i].pos == npos) { ++size_; }
-  cells_[i].id = key;
-  cells_[i].pos = pos;
-}
-
-bool lru_policy::position_index::erase(tensor_id id) noexcept
-{
-  if (size_ == 0) { return false; }
-  auto const key = static_cast<std::uint64_t>(id);
-  std::size_t i = home(key);
-  while (cells_[i].pos != npos && cells_[i].id != key) { i = (i + 1) & mask_; }
-  if (cells_[i].pos == npos) { return false; }
-  // Backward shift: move later members of the probe run into the hole when the hole lies
-  // between their home and their cell (no tombstones).
-  for (std::size_t j = (i + 1) & mask_; cells_[j].pos != npos; j = (j + 1) & mask_) {
-    if (((j - home(cells_[j].id)) & mask_) >= ((j - i) & mask_)) {
-      cells_[i] = cells_[j];
-      i = j;
-    }
-  }
-  cells_[i].pos = npos;
-  --size_;
-  return true;
-}
-
-void lru_policy::position_index::prefetch(tensor_id id) const noexcept
-{
-  if (!cells_.empty()) { __builtin_prefetch(&cells_[home(static_cast<std::uint64_t>(id))], 1, 3); }
-}
-
-void lru_policy::position_index::grow()
-{
-  std::size_t const cap = cells_.empty() ? 16 : cells_.size() * 2;  // >= 4 runs of cells
-  std::vector<cell, big_array_allocator<cell>> old(cap);
-  std::swap(old, cells_);
-  mask_ = cap - 1;
-  shift_ = 64U - (static_cast<unsigned>(std::countr_zero(cap)) - kRunBits);
-  for (cell const& c : old) {
-    if (c.pos == npos) { continue; }
-    std::size_t j = home(c.id);
-    while (cells_[j].pos != npos) { j = (j + 1) & mask_; }
-    cells_[j] = c;
-  }
-}
-
-// Note [Big arrays on huge pages]
-// -------------------------------
-// Rationale: the host tier of a CloudPhysics replay tracks 49,000 tensors: the slab and
-// the index grow by doubling to 2 MiB each, about 1,000 fresh 4 KiB pages, and a page
-// fault costs ~14 us on the development VM (5 % of that replay went to faulting them in).
-// Approach: arrays of kBigArrayBytes or more are mapped 2 MiB-aligned with MADV_HUGEPAGE
-// (one fault per 2 MiB where transparent huge pages are enabled, "madvise" or "always");
-// smaller ones come from operator new. Limitations: a mapping is rounded up to 2 MiB
-// (address space, not memory, until touched); Linux only, elsewhere operator new.
-namespace {
-constexpr std::size_t kHugePage = std::size_t{2} << 20U;
-constexpr std::size_t huge_round(std::size_t bytes) noexcept { return (bytes + kHugePage - 1) & ~(kHugePage - 1); }
-}  // namespace
-
-void* lru_policy::allocate_array(std::size_t bytes)
-{
-#if defined(__linux__)
-  if (bytes >= kBigArrayBytes) {
-    std::size_t const size = huge_round(bytes);
-    std::size_t const span = size + kHugePage;  // over-map, then trim to a 2 MiB boundary
-    void* const raw = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) { throw std::bad_alloc(); }
-    auto const lo = reinterpret_cast<std::uintptr_t>(raw);
-    std::uintptr_t const base = (lo + kHugePage - 1) & ~(kHugePage - 1);
-    if (base != lo) { (void)::munmap(raw, base - lo); }
-    if (std::size_t const tail = lo + span - (base + size); tail != 0) {
-      (void)::munmap(reinterpret_cast<void*>(base + size), tail);
-    }
-    (void)::madvise(reinterpret_cast<void*>(base), size, MADV_HUGEPAGE);  // a hint
-    return reinterpret_cast<void*>(base);
-  }
-#endif
-  return ::operator new(bytes);
-}
-
-void lru_policy::deallocate_array(void* p, std::size_t bytes) noexcept
-{
-#if defined(__linux__)
-  if (bytes >= kBigArrayBytes) {
-    (void)::munmap(p, huge_round(bytes));
-    return;
-  }
-#endif
-  ::operator delete(p);
-}
 
 lru_policy::lru_policy() noexcept : lru_policy(config{}) {}
 
@@ -289,7 +161,7 @@ void lru_policy::propose(eviction_request const& req, eviction_proposal& out) co
   std::size_t freed = 0;
   for (index_t i = lru_.tail; i != npos && freed < req.bytes_needed; i = nodes_[i].prev) {
     node const& n = nodes_[i];
-    index_.prefetch(n.id);  // the engine erases a claimed victim next (Note [One cell per id])
+    index_.prefetch(n.id);  // the engine erases a claimed victim next
     out.add(n.id, n.bytes);
     freed = saturating_add(freed, n.bytes);
   }

@@ -20,9 +20,9 @@
  * victims are taken from the cold end until their bytes cover the request, and every
  * evictable tensor is proposed when they cannot. (4) **No pointers, no per-access
  * allocation**: nodes live in a slab indexed by 32-bit positions with a free list, and
- * a flat open-addressing index maps ids to positions, id and position side by side in
- * one cell (a lookup reads one cache line); an access is one probe and at most four
- * index writes, an insert allocates nothing once warm. Proposals
+ * a flat open-addressing index (detail::id_index: id and position side by side in one
+ * cell, a lookup reads one cache line) maps ids to positions; an access is one probe and
+ * at most four index writes, an insert allocates nothing once warm. Proposals
  * depend only on the event sequence (the index is never iterated), as replay requires.
  *
  * @see N. Megiddo, D. Modha, "ARC: A Self-Tuning, Low Overhead Replacement Cache", FAST 2003 (LRU as baseline)
@@ -34,10 +34,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <new>
 #include <string_view>
 #include <vector>
 
+#include <tierpool/detail/big_array.hpp>
+#include <tierpool/detail/id_index.hpp>
 #include <tierpool/export.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
@@ -124,7 +125,7 @@ class TIERPOOL_EXPORT lru_policy {
   /// @brief Pinned tensors tracked.
   [[nodiscard]] std::size_t pinned_count() const noexcept { return pinned_.count; }
   /// @brief True when `id` is tracked.
-  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.find(id) != npos; }
+  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.contains(id); }
 
   /**
    * @brief Check every invariant: list links, counts and byte sums, pinned flags, the
@@ -172,71 +173,6 @@ class TIERPOOL_EXPORT lru_policy {
     }
   };
 
-  /// Bytes from which an array of the slab or the index is mapped on huge pages.
-  static constexpr std::size_t kBigArrayBytes = std::size_t{1} << 20U;
-  /// Raw memory for big_array (huge pages from kBigArrayBytes on). @throws std::bad_alloc
-  [[nodiscard]] static void* allocate_array(std::size_t bytes);
-  static void deallocate_array(void* p, std::size_t bytes) noexcept;
-  /**
-   * Allocator of the slab and the index (Note [Big arrays on huge pages] in
-   * lru_policy.cpp): a tier holding tens of thousands of tensors grows them to megabytes,
-   * which fault in 4 KiB at a time otherwise. Stateless.
-   */
-  template <class T>
-  struct big_array_allocator {
-    static_assert(alignof(T) <= alignof(std::max_align_t));
-    using value_type = T;
-    big_array_allocator() noexcept = default;
-    template <class U>
-    big_array_allocator(big_array_allocator<U> const&) noexcept  // NOLINT(google-explicit-constructor): rebinding
-    {
-    }
-    [[nodiscard]] T* allocate(std::size_t n)
-    {
-      if (n > std::size_t(-1) / sizeof(T)) { throw std::bad_alloc(); }
-      return static_cast<T*>(allocate_array(n * sizeof(T)));
-    }
-    void deallocate(T* p, std::size_t n) noexcept { deallocate_array(p, n * sizeof(T)); }
-    template <class U>
-    friend bool operator==(big_array_allocator const&, big_array_allocator<U> const&) noexcept
-    {
-      return true;
-    }
-  };
-
-  /**
-   * id -> slab position (Note [One cell per id] in lru_policy.cpp): open addressing over
-   * one array of (id, position) cells, linear probing, at most half full, deletion by
-   * backward shift; runs of four consecutive ids share one cache line of cells.
-   */
-  class position_index {
-   public:
-    [[nodiscard]] index_t find(tensor_id id) const noexcept;
-    /// Insert or overwrite (pos != npos). @throws std::bad_alloc when growing fails (unchanged).
-    void insert(tensor_id id, index_t pos);
-    bool erase(tensor_id id) noexcept;
-    [[nodiscard]] std::size_t size() const noexcept { return size_; }
-    /// Ask for the cache line of `id`'s cell (a hint).
-    void prefetch(tensor_id id) const noexcept;
-
-   private:
-    struct cell {
-      std::uint64_t id{0};
-      index_t pos{npos};  // npos: empty
-    };
-    static constexpr unsigned kRunBits = 2;  // 4 cells of 16 bytes: one cache line
-    [[nodiscard]] std::size_t home(std::uint64_t id) const noexcept
-    {
-      auto const run = static_cast<std::size_t>(((id >> kRunBits) * 0x9E3779B97F4A7C15ULL) >> shift_);
-      return ((run << kRunBits) | static_cast<std::size_t>(id & ((1U << kRunBits) - 1))) & mask_;
-    }
-    void grow();
-    std::vector<cell, big_array_allocator<cell>> cells_;
-    std::size_t size_{0};
-    std::size_t mask_{0};
-    unsigned shift_{64};
-  };
-
   void link_front(list& l, index_t i) noexcept;
   void unlink(list& l, index_t i) noexcept;
   [[nodiscard]] list& list_of(node const& n) noexcept { return n.pinned ? pinned_ : lru_; }
@@ -244,9 +180,9 @@ class TIERPOOL_EXPORT lru_policy {
   [[nodiscard]] index_t lookup(tensor_id id) const noexcept;
 
   config cfg_;
-  std::vector<node, big_array_allocator<node>> nodes_;  // slab; size() == live + free
+  std::vector<node, detail::big_array_allocator<node>> nodes_;  // slab; size() == live + free (Note [Big arrays on huge pages])
   index_t free_head_{npos};    // free slots chained through node::next
-  position_index index_;       // id -> slab position (Note [One cell per id])
+  detail::id_index index_;     // id -> slab position (Note [A flat index instead of std::unordered_map])
   list lru_;                   // evictable, MRU at head
   list pinned_;                // pinned; order irrelevant
 };

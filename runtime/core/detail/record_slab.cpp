@@ -43,13 +43,12 @@
 // more tiers the slots are on the heap and only the record's own lines are prefetched.
 #include "core/detail/record_slab.hpp"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <mutex>
 
+#include <tierpool/detail/big_array.hpp>
 #include <tierpool/error.hpp>
 
 namespace tierpool::detail {
@@ -60,7 +59,6 @@ constexpr std::size_t kFirstChunk = 64 * 1024;
 constexpr std::size_t kHugeChunk = 2 * 1024 * 1024;  // a transparent huge page on x86-64
 
 constexpr std::size_t round_up(std::size_t v, std::size_t a) noexcept { return (v + a - 1) & ~(a - 1); }
-
 
 }  // namespace
 
@@ -79,26 +77,6 @@ record_slab::~record_slab()
 {
   for (chunk const& c : chunks_) { free_chunk(c); }
 }
-
-void* map_huge(std::size_t bytes)
-{
-  // Over-map by one huge page and trim, so that the mapping is 2 MiB-aligned.
-  std::size_t const span = bytes + kHugeChunk;
-  void* const raw = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) { throw std::bad_alloc(); }
-  auto const lo = reinterpret_cast<std::uintptr_t>(raw);
-  std::uintptr_t const base = round_up(lo, kHugeChunk);
-  if (base != lo) { (void)::munmap(raw, base - lo); }
-  if (std::size_t const tail = lo + span - (base + bytes); tail != 0) {
-    (void)::munmap(reinterpret_cast<void*>(base + bytes), tail);
-  }
-  (void)::madvise(reinterpret_cast<void*>(base), bytes, MADV_HUGEPAGE);  // a hint: may be unsupported
-  return reinterpret_cast<void*>(base);
-}
-
-void unmap_huge(void* p, std::size_t bytes) noexcept { (void)::munmap(p, bytes); }
-
-std::size_t huge_round_up(std::size_t bytes) noexcept { return round_up(bytes, kHugeChunk); }
 
 record_slab::chunk record_slab::make_chunk(std::size_t bytes) const
 {

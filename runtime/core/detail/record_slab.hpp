@@ -15,6 +15,8 @@
 #include <new>
 #include <vector>
 
+#include <tierpool/detail/big_array.hpp>
+
 #include "core/detail/spin_mutex.hpp"
 
 #if defined(__SANITIZE_THREAD__)
@@ -102,68 +104,6 @@ class record_slab {
   char* bump_end_{nullptr};
   std::size_t next_chunk_bytes_; // grows geometrically up to kHugeChunk
   std::vector<chunk> chunks_;
-};
-
-/// @brief Arrays of at least this many bytes are mapped on huge pages (big_array_allocator).
-inline constexpr std::size_t kBigArrayBytes = std::size_t{1} << 20U;
-
-/**
- * @brief Map `bytes` (a multiple of 2 MiB) 2 MiB-aligned, with MADV_HUGEPAGE (a hint).
- * @throws std::bad_alloc when the system refuses the mapping
- */
-[[nodiscard]] void* map_huge(std::size_t bytes);
-/// @brief Unmap what map_huge(bytes) returned.
-void unmap_huge(void* p, std::size_t bytes) noexcept;
-/// @brief `bytes` rounded up to a multiple of 2 MiB.
-[[nodiscard]] std::size_t huge_round_up(std::size_t bytes) noexcept;
-
-/**
- * @brief Allocator for large bookkeeping arrays (the record table, a replay's handles):
- *        arrays of at least kBigArrayBytes are mapped on huge pages (Note [Tensor records
- *        come from a slab]: one fault per 2 MiB instead of one per 4 KiB page, which costs
- *        ~10 us on a VM); smaller ones come from operator new. Stateless; thread-safe.
- */
-template <class T>
-class big_array_allocator {
- public:
-  using value_type = T;
-
-  big_array_allocator() noexcept = default;
-  template <class U>
-  big_array_allocator(big_array_allocator<U> const&) noexcept  // NOLINT(google-explicit-constructor): rebinding
-  {
-  }
-
-  /// @throws std::bad_alloc
-  [[nodiscard]] T* allocate(std::size_t n)
-  {
-    if (n > std::size_t(-1) / sizeof(T)) { throw std::bad_alloc(); }
-    std::size_t const bytes = n * sizeof(T);
-    if (bytes >= kBigArrayBytes) { return static_cast<T*>(map_huge(huge_round_up(bytes))); }
-    // As std::allocator: the plain operator new unless T is over-aligned (a replaced
-    // global operator new sees the small arrays, as it did with std::vector's default).
-    if constexpr (alignof(T) > __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
-      return static_cast<T*>(::operator new(bytes, std::align_val_t{alignof(T)}));
-    } else {
-      return static_cast<T*>(::operator new(bytes));
-    }
-  }
-  void deallocate(T* p, std::size_t n) noexcept
-  {
-    std::size_t const bytes = n * sizeof(T);
-    if (bytes >= kBigArrayBytes) {
-      unmap_huge(p, huge_round_up(bytes));
-    } else if constexpr (alignof(T) > __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
-      ::operator delete(p, std::align_val_t{alignof(T)});
-    } else {
-      ::operator delete(p);
-    }
-  }
-  template <class U>
-  friend bool operator==(big_array_allocator const&, big_array_allocator<U> const&) noexcept
-  {
-    return true;
-  }
 };
 
 /**

@@ -6,16 +6,15 @@
 // (register_arc). See arc_policy.hpp for the algorithm and policies/arc/README.md.
 #include "arc_policy.hpp"
 
+#include <tierpool/policies/saturating.hpp>
+
 #include <algorithm>
 #include <string>
 
 namespace tierpool {
 namespace {
 
-constexpr std::size_t saturating_add(std::size_t a, std::size_t b) noexcept
-{
-  return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max() : a + b;
-}
+using policies::detail::saturating_add;
 
 }  // namespace
 

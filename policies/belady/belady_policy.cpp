@@ -7,19 +7,12 @@
 #include "belady_policy.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <string>
 #include <utility>
 
+#include <tierpool/policies/saturating.hpp>
+
 namespace tierpool {
-namespace {
-
-constexpr std::size_t saturating_add(std::size_t a, std::size_t b) noexcept
-{
-  return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max() : a + b;
-}
-
-}  // namespace
 
 belady_policy::belady_policy(config cfg) noexcept : cfg_(cfg) {}
 
@@ -30,18 +23,14 @@ belady_policy::belady_policy(belady_policy const& other)
     index_(other.index_),
     clock_(other.clock_)
 {
-  // The copied hooks are unlinked; relink in the same orders (already sorted: push_back).
-  for (node const& n : other.order_) { order_.push_back(nodes_[other.slot_of(n)]); }
-  for (node const& n : other.missing_) { missing_.push_back(nodes_[other.slot_of(n)]); }
+  // The copied hooks are unlinked: relink in the same orders.
+  policies::detail::relink_copy(other.nodes_, other.order_, nodes_, order_);
+  policies::detail::relink_copy(other.nodes_, other.missing_, nodes_, missing_);
 }
 
 belady_policy& belady_policy::operator=(belady_policy const& other)
 {
-  if (this != &other) {
-    belady_policy copy(other);
-    *this = std::move(copy);
-  }
-  return *this;
+  return policies::detail::assign_by_copy(*this, other);
 }
 
 void belady_policy::note_forecast(node& n, bool has) noexcept
@@ -74,14 +63,7 @@ void belady_policy::on_insert(tensor_view const& v) noexcept
   }
   ++clock_;
   // Hooks are noexcept: out of host memory here (slab or index growth) terminates.
-  index_t i = free_head_;
-  if (i != npos) {
-    free_head_ = nodes_[i].next;
-  } else {
-    if (nodes_.size() == nodes_.capacity()) { policies::detail::grow_intrusive_slab(nodes_, order_, missing_); }
-    i = static_cast<index_t>(nodes_.size());
-    nodes_.emplace_back();  // within capacity: no node moves
-  }
+  index_t const i = policies::detail::acquire_intrusive_slot(nodes_, free_head_, order_, missing_);
   node& n = nodes_[i];
   n.k = key{v.next_use.value_or(no_next_use), clock_, v.id};
   n.bytes = v.bytes;
@@ -110,8 +92,7 @@ void belady_policy::on_erase(tensor_id id) noexcept
   n.live = false;
   n.pinned = false;
   n.forecast = true;
-  n.next = free_head_;
-  free_head_ = i;
+  policies::detail::slab_release(nodes_, free_head_, i);
 }
 
 void belady_policy::on_pin(tensor_id id) noexcept
@@ -136,7 +117,7 @@ void belady_policy::propose(eviction_request const& req, eviction_proposal& out)
   for (auto it = order_.begin(); it != order_.end() && freed < req.bytes_needed; ++it) {
     if (it->pinned) { continue; }
     out.add(it->k.id, it->bytes);
-    freed = saturating_add(freed, it->bytes);
+    freed = policies::detail::saturating_add(freed, it->bytes);
   }
 }
 
@@ -169,12 +150,7 @@ bool belady_policy::validate() const noexcept
     if (!n.forecast) { ++without; }
   }
   if (order_.size() != live || index_.size() != live || without != missing_.size()) { return false; }
-  std::size_t free_slots = 0;
-  for (index_t i = free_head_; i != npos; i = nodes_[i].next) {
-    if (i >= nodes_.size() || nodes_[i].live || free_slots > nodes_.size()) { return false; }
-    ++free_slots;
-  }
-  return live + free_slots == nodes_.size();
+  return policies::detail::slab_accounted(nodes_, free_head_, live);
 }
 
 namespace policies {

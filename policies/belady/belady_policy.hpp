@@ -158,10 +158,7 @@ class TIERPOOL_EXPORT belady_policy {
     bool forecast{false};  // false: linked into missing_
     bool live{false};
   };
-  struct key_of_node {
-    using type = key;
-    key const& operator()(node const& n) const noexcept { return n.k; }
-  };
+  using key_of_node = policies::detail::key_member<node, key>;
   struct id_of_node {
     using type = tensor_id;
     tensor_id operator()(node const& n) const noexcept { return n.k.id; }
@@ -174,10 +171,7 @@ class TIERPOOL_EXPORT belady_policy {
 
   void update(node& n, tensor_view const& v) noexcept;
   void note_forecast(node& n, bool has) noexcept;
-  [[nodiscard]] index_t slot_of(node const& n) const noexcept
-  {
-    return static_cast<index_t>(&n - nodes_.data());
-  }
+  [[nodiscard]] index_t slot_of(node const& n) const noexcept { return policies::detail::slot_of(nodes_, n); }
 
   config cfg_{};
   std::vector<node> nodes_;           // slab; size() == tracked + free

@@ -7,17 +7,9 @@
 // hand moves on erase] in clock_policy.hpp.
 #include "hand_queue.hpp"
 
-#include <limits>
+#include <tierpool/policies/saturating.hpp>
 
 namespace tierpool::policies::detail {
-namespace {
-
-constexpr std::size_t saturating_add(std::size_t a, std::size_t b) noexcept
-{
-  return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max() : a + b;
-}
-
-}  // namespace
 
 void hand_queue::link_before(list& l, index_t i, index_t at) noexcept { detail::link_before(nodes_, l, i, at); }
 
@@ -147,10 +139,8 @@ void hand_queue::on_access(tensor_view const& v) noexcept
   if (i == npos) { return; }
   node& n = nodes_[i];
   if (n.bytes != v.bytes) {
-    list& l = n.pinned ? pinned_ : queue_;
-    l.sub(n.bytes);
+    (n.pinned ? pinned_ : queue_).resize(n.bytes, v.bytes);
     n.bytes = v.bytes;
-    l.add(n.bytes);
   }
   set_pinned(i, v.pinned);
   if (n.marked) { return; }
@@ -226,30 +216,18 @@ bool hand_queue::validate() const noexcept
   bool hand_seen = false;
   for (bool const pinned : {false, true}) {
     list const& l = pinned ? pinned_ : queue_;
-    std::size_t count = 0;
-    list sum;
-    index_t prev = npos;
-    for (index_t i = l.front; i != npos; i = nodes_[i].next) {
-      if (i >= nodes_.size() || count > nodes_.size()) { return false; }
-      node const& n = nodes_[i];
-      if (!n.live || n.pinned != pinned || n.prev != prev) { return false; }
-      if (index_.find(n.id) != i) { return false; }
-      if (!pinned && i == hand_) { hand_seen = true; }
-      sum.add(n.bytes);
-      prev = i;
-      ++count;
-    }
-    if (l.back != prev || l.count != count) { return false; }
-    if (l.bytes_low != sum.bytes_low || l.bytes_high != sum.bytes_high) { return false; }
-    live += count;
+    bool const ok = slab_list_ok(nodes_, l, index_, [&](node const& n) {
+      if (!pinned && hand_ != npos && &n == &nodes_[hand_]) { hand_seen = true; }
+      return n.pinned == pinned;
+    });
+    if (!ok) { return false; }
+    live += l.count;
   }
   if (live != index_.size()) { return false; }
   if ((queue_.count == 0) != (hand_ == npos) || (hand_ != npos && !hand_seen)) { return false; }
   if (p1_ != first_unmarked(hand_, npos)) { return false; }
   if (p2_ != (hand_ == npos ? npos : first_unmarked(queue_.front, hand_))) { return false; }
-  std::size_t free_slots = 0;
-  if (!slab_free_list_ok(nodes_, free_head_, free_slots)) { return false; }
-  return live + free_slots == nodes_.size();
+  return slab_accounted(nodes_, free_head_, live);
 }
 
 }  // namespace tierpool::policies::detail

@@ -2,9 +2,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /**
  * @file intrusive_slab.hpp
- * @brief tierpool::policies::detail::move_safe_set and grow_intrusive_slab(): the two pieces
- *        the policies that keep a boost::intrusive::set over a std::vector slab share
- *        (`gdsf`, `belady`, `repeat`). Not API. Include as
+ * @brief tierpool::policies::detail::move_safe_set, key_member, grow_intrusive_slab(),
+ *        acquire_intrusive_slot(), relink_copy() and assign_by_copy(): what the policies
+ *        that keep a boost::intrusive::set over a std::vector slab share (`gdsf`,
+ *        `belady`, `repeat`); the slab's free list is slab_list.hpp's. Not API. Include as
  *        `<tierpool/policies/intrusive_slab.hpp>` (only those policy headers do).
  *
  * @ingroup policies
@@ -28,6 +29,8 @@
 #include <cstdint>
 #include <utility>
 #include <vector>
+
+#include <tierpool/policies/slab_list.hpp>
 
 namespace tierpool::policies::detail {
 
@@ -59,6 +62,25 @@ struct move_safe_set : Set {
 };
 
 /**
+ * @brief The key_of_value extractor of an intrusive set ordered by the node member `k`.
+ * @tparam Node The slab node (with a `Key k` member).
+ * @tparam Key  The set's key type.
+ */
+template <class Node, class Key>
+struct key_member {
+  using type = Key;  ///< The key type, for boost::intrusive::key_of_value.
+  /// @brief The node's key.
+  Key const& operator()(Node const& n) const noexcept { return n.k; }
+};
+
+/// @brief The slab position of `n`, a node of `nodes`.
+template <class Node>
+[[nodiscard]] slab_slot slot_of(std::vector<Node> const& nodes, Node const& n) noexcept
+{
+  return static_cast<slab_slot>(&n - nodes.data());
+}
+
+/**
  * @brief Double the capacity of `nodes` (at least 16) and relink every node of `sets` in
  *        the order it had (Note [Intrusive order over a growing slab]).
  *
@@ -73,11 +95,10 @@ struct move_safe_set : Set {
 template <class Node, class... Sets>
 void grow_intrusive_slab(std::vector<Node>& nodes, Sets&... sets)
 {
-  auto const slot = [&](Node const& n) { return static_cast<std::uint32_t>(&n - nodes.data()); };
   auto const record = [&](auto const& set) {
     std::vector<std::uint32_t> order;
     order.reserve(set.size());
-    for (Node const& n : set) { order.push_back(slot(n)); }
+    for (Node const& n : set) { order.push_back(slot_of(nodes, n)); }
     return order;
   };
   std::vector<std::uint32_t> orders[sizeof...(Sets)] = {record(sets)...};
@@ -89,6 +110,48 @@ void grow_intrusive_slab(std::vector<Node>& nodes, Sets&... sets)
     ++k;
   };
   (relink(sets), ...);
+}
+
+/**
+ * @brief Take a slot for a new node: the head of the free list (chained through
+ *        `Node::next`), or a new one at the end of the slab, growing it first with
+ *        grow_intrusive_slab() when it is full (so that the push moves no node). The slot's
+ *        contents are stale.
+ * @param sets The intrusive sets over `nodes`.
+ * @throws std::bad_alloc as grow_intrusive_slab() (callers treat it as fatal)
+ */
+template <class Node, class... Sets>
+slab_slot acquire_intrusive_slot(std::vector<Node>& nodes, slab_slot& free_head, Sets&... sets)
+{
+  if (free_head == no_slot && nodes.size() == nodes.capacity()) { grow_intrusive_slab(nodes, sets...); }
+  return slab_acquire(nodes, free_head);  // within capacity: no node moves
+}
+
+/**
+ * @brief After `to_nodes` was copied from `from_nodes` (the copied hooks are unlinked),
+ *        link into `to` the copies of `from`'s nodes, in `from`'s order.
+ * @throws nothing beyond the set's push_back (none for intrusive sets)
+ */
+template <class Node, class Set>
+void relink_copy(std::vector<Node> const& from_nodes, Set const& from, std::vector<Node>& to_nodes, Set& to) noexcept
+{
+  for (Node const& n : from) { to.push_back(to_nodes[slot_of(from_nodes, n)]); }  // already sorted: push_back
+}
+
+/**
+ * @brief Copy-assignment through the copy constructor and the move-assignment (the sets'
+ *        hooks cannot be copied member-wise): `self` is unchanged when the copy throws.
+ * @return `self`.
+ * @throws std::bad_alloc from `T`'s copy constructor
+ */
+template <class T>
+T& assign_by_copy(T& self, T const& other)
+{
+  if (&self != &other) {
+    T copy(other);
+    self = std::move(copy);
+  }
+  return self;
 }
 
 }  // namespace tierpool::policies::detail

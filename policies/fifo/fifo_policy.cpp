@@ -6,17 +6,9 @@
 // fifo_policy.hpp for the algorithm and policies/fifo/README.md for the design.
 #include "fifo_policy.hpp"
 
-#include <limits>
+#include <tierpool/policies/saturating.hpp>
 
 namespace tierpool {
-namespace {
-
-constexpr std::size_t saturating_add(std::size_t a, std::size_t b) noexcept
-{
-  return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max() : a + b;
-}
-
-}  // namespace
 
 fifo_policy::fifo_policy() noexcept : fifo_policy(config{}) {}
 
@@ -35,10 +27,8 @@ void fifo_policy::set_bytes(index_t i, std::size_t bytes) noexcept
 {
   node& n = nodes_[i];
   if (n.bytes == bytes) { return; }
-  list& l = list_of(n);
-  l.sub(n.bytes);
+  list_of(n).resize(n.bytes, bytes);
   n.bytes = bytes;
-  l.add(bytes);
 }
 
 void fifo_policy::set_pinned(index_t i, bool pinned) noexcept
@@ -105,7 +95,7 @@ void fifo_policy::propose(eviction_request const& req, eviction_proposal& out) c
   for (index_t i = queue_.front; i != npos && freed < req.bytes_needed; i = nodes_[i].next) {
     node const& n = nodes_[i];
     out.add(n.id, n.bytes);
-    freed = saturating_add(freed, n.bytes);
+    freed = policies::detail::saturating_add(freed, n.bytes);
   }
 }
 
@@ -114,26 +104,11 @@ bool fifo_policy::validate() const noexcept
   std::size_t live = 0;
   for (bool const pinned : {false, true}) {
     list const& l = pinned ? pinned_ : queue_;
-    std::size_t count = 0;
-    list sum;  // recomputed with the same wide arithmetic
-    index_t prev = npos;
-    for (index_t i = l.front; i != npos; i = nodes_[i].next) {
-      if (i >= nodes_.size() || count > nodes_.size()) { return false; }  // bad link or cycle
-      node const& n = nodes_[i];
-      if (!n.live || n.pinned != pinned || n.prev != prev) { return false; }
-      if (index_.find(n.id) != i) { return false; }
-      sum.add(n.bytes);
-      prev = i;
-      ++count;
-    }
-    if (l.back != prev || l.count != count) { return false; }
-    if (l.bytes_low != sum.bytes_low || l.bytes_high != sum.bytes_high) { return false; }
-    live += count;
+    if (!policies::detail::slab_list_ok(nodes_, l, index_, [&](node const& n) { return n.pinned == pinned; })) { return false; }
+    live += l.count;
   }
   if (live != index_.size()) { return false; }
-  std::size_t free_slots = 0;
-  if (!policies::detail::slab_free_list_ok(nodes_, free_head_, free_slots)) { return false; }
-  return live + free_slots == nodes_.size();
+  return policies::detail::slab_accounted(nodes_, free_head_, live);
 }
 
 namespace policies {

@@ -8,19 +8,12 @@
 #include "gdsf_policy.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <string>
 #include <utility>
 
+#include <tierpool/policies/saturating.hpp>
+
 namespace tierpool {
-namespace {
-
-constexpr std::size_t saturating_add(std::size_t a, std::size_t b) noexcept
-{
-  return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max() : a + b;
-}
-
-}  // namespace
 
 gdsf_policy::gdsf_policy() noexcept : gdsf_policy(config{}) {}
 
@@ -34,17 +27,13 @@ gdsf_policy::gdsf_policy(gdsf_policy const& other)
     inflation_(other.inflation_),
     clock_(other.clock_)
 {
-  // The copied hooks are unlinked; relink in the same order (already sorted: push_back).
-  for (node const& n : other.order_) { order_.push_back(nodes_[other.slot_of(n)]); }
+  // The copied hooks are unlinked: relink in the same order.
+  policies::detail::relink_copy(other.nodes_, other.order_, nodes_, order_);
 }
 
 gdsf_policy& gdsf_policy::operator=(gdsf_policy const& other)
 {
-  if (this != &other) {
-    gdsf_policy copy(other);
-    *this = std::move(copy);
-  }
-  return *this;
+  return policies::detail::assign_by_copy(*this, other);
 }
 
 double gdsf_policy::cost_of(tensor_view const& v) const noexcept
@@ -84,14 +73,7 @@ void gdsf_policy::on_insert(tensor_view const& v) noexcept
   }
   ++clock_;
   // Hooks are noexcept: out of host memory here (slab or index growth) terminates.
-  index_t i = free_head_;
-  if (i != npos) {
-    free_head_ = nodes_[i].next;
-  } else {
-    if (nodes_.size() == nodes_.capacity()) { policies::detail::grow_intrusive_slab(nodes_, order_); }
-    i = static_cast<index_t>(nodes_.size());
-    nodes_.emplace_back();  // within capacity: no node moves
-  }
+  index_t const i = policies::detail::acquire_intrusive_slot(nodes_, free_head_, order_);
   node& n = nodes_[i];
   n.k = key{priority_of(1, cost_of(v), v.bytes), clock_, v.id};
   n.bytes = v.bytes;
@@ -126,8 +108,7 @@ void gdsf_policy::on_erase(tensor_id id) noexcept
   index_.erase(id);
   n.live = false;
   n.pinned = false;
-  n.next = free_head_;
-  free_head_ = i;
+  policies::detail::slab_release(nodes_, free_head_, i);
 }
 
 void gdsf_policy::on_pin(tensor_id id) noexcept
@@ -154,7 +135,7 @@ void gdsf_policy::propose(eviction_request const& req, eviction_proposal& out) c
   for (auto it = order_.begin(); it != order_.end() && freed < req.bytes_needed; ++it) {
     if (it->pinned) { continue; }
     out.add(it->k.id, it->bytes);
-    freed = saturating_add(freed, it->bytes);
+    freed = policies::detail::saturating_add(freed, it->bytes);
   }
 }
 
@@ -176,12 +157,7 @@ bool gdsf_policy::validate() const noexcept
     if (index_.find(n.k.id) != i || n.frequency == 0) { return false; }
   }
   if (order_.size() != live || index_.size() != live) { return false; }
-  std::size_t free_slots = 0;
-  for (index_t i = free_head_; i != npos; i = nodes_[i].next) {
-    if (i >= nodes_.size() || nodes_[i].live || free_slots > nodes_.size()) { return false; }
-    ++free_slots;
-  }
-  return live + free_slots == nodes_.size();
+  return policies::detail::slab_accounted(nodes_, free_head_, live);
 }
 
 namespace policies {

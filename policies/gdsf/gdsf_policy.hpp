@@ -169,10 +169,7 @@ class TIERPOOL_EXPORT gdsf_policy {
     bool pinned{false};
     bool live{false};
   };
-  struct key_of_node {
-    using type = key;
-    key const& operator()(node const& n) const noexcept { return n.k; }
-  };
+  using key_of_node = policies::detail::key_member<node, key>;
   using order_set = boost::intrusive::set<node, boost::intrusive::key_of_value<key_of_node>>;
 
 
@@ -180,10 +177,7 @@ class TIERPOOL_EXPORT gdsf_policy {
   [[nodiscard]] double priority_of(std::uint64_t frequency, double cost, std::size_t bytes) const noexcept;
   void rekey(node& n, key const& k) noexcept;
   [[nodiscard]] std::optional<tensor_id> first_evictable() const noexcept;
-  [[nodiscard]] index_t slot_of(node const& n) const noexcept
-  {
-    return static_cast<index_t>(&n - nodes_.data());
-  }
+  [[nodiscard]] index_t slot_of(node const& n) const noexcept { return policies::detail::slot_of(nodes_, n); }
 
   config cfg_;
   std::vector<node> nodes_;           // slab; size() == tracked + free

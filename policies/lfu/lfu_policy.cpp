@@ -9,16 +9,9 @@
 #include <limits>
 
 #include <tierpool/policies/slab_list.hpp>
+#include <tierpool/policies/saturating.hpp>
 
 namespace tierpool {
-namespace {
-
-constexpr std::size_t saturating_add(std::size_t a, std::size_t b) noexcept
-{
-  return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max() : a + b;
-}
-
-}  // namespace
 
 lfu_policy::lfu_policy() noexcept : lfu_policy(config{}) {}
 
@@ -221,7 +214,7 @@ void lfu_policy::propose(eviction_request const& req, eviction_proposal& out) co
   for (index_t b = lowest_; b != npos && freed < req.bytes_needed; b = buckets_[b].next) {
     for (index_t i = buckets_[b].front; i != npos && freed < req.bytes_needed; i = nodes_[i].next) {
       out.add(nodes_[i].id, nodes_[i].bytes);
-      freed = saturating_add(freed, nodes_[i].bytes);
+      freed = policies::detail::saturating_add(freed, nodes_[i].bytes);
     }
   }
 }

@@ -10,15 +10,9 @@
 #include <algorithm>
 #include <string>
 
+#include <tierpool/policies/saturating.hpp>
+
 namespace tierpool {
-namespace {
-
-constexpr std::size_t saturating_add(std::size_t a, std::size_t b) noexcept
-{
-  return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max() : a + b;
-}
-
-}  // namespace
 
 lirs_policy::lirs_policy() noexcept : lirs_policy(config{}) {}
 
@@ -27,37 +21,13 @@ lirs_policy::lirs_policy(config cfg) noexcept : cfg_(cfg) {}
 template <lirs_policy::index_t lirs_policy::node::*Prev, lirs_policy::index_t lirs_policy::node::*Next>
 void lirs_policy::link_front(list& l, index_t i) noexcept
 {
-  node& n = nodes_[i];
-  n.*Prev = npos;
-  n.*Next = l.head;
-  if (l.head != npos) {
-    nodes_[l.head].*Prev = i;
-  } else {
-    l.tail = i;
-  }
-  l.head = i;
-  ++l.count;
-  l.add(n.bytes);
+  policies::detail::link_front_via<Prev, Next>(nodes_, l, i);
 }
 
 template <lirs_policy::index_t lirs_policy::node::*Prev, lirs_policy::index_t lirs_policy::node::*Next>
 void lirs_policy::unlink(list& l, index_t i) noexcept
 {
-  node& n = nodes_[i];
-  if (n.*Prev != npos) {
-    nodes_[n.*Prev].*Next = n.*Next;
-  } else {
-    l.head = n.*Next;
-  }
-  if (n.*Next != npos) {
-    nodes_[n.*Next].*Prev = n.*Prev;
-  } else {
-    l.tail = n.*Prev;
-  }
-  n.*Prev = npos;
-  n.*Next = npos;
-  --l.count;
-  l.sub(n.bytes);
+  policies::detail::unlink_via<Prev, Next>(nodes_, l, i);
 }
 
 lirs_policy::list& lirs_policy::list_of(status st) noexcept
@@ -100,7 +70,7 @@ double lirs_policy::lir_limit() const noexcept
 
 void lirs_policy::note_resident() noexcept
 {
-  high_water_ = std::max<std::uint64_t>(high_water_, saturating_add(lir_.bytes(), q_.bytes()));
+  high_water_ = std::max<std::uint64_t>(high_water_, policies::detail::saturating_add(lir_.bytes(), q_.bytes()));
 }
 
 void lirs_policy::s_to_top(index_t i) noexcept
@@ -124,12 +94,9 @@ void lirs_policy::set_bytes(index_t i, std::size_t bytes) noexcept
 {
   node& n = nodes_[i];
   if (n.bytes == bytes) { return; }
-  list& l = list_of(n.st);
-  l.sub(n.bytes);
-  if (n.in_s) { s_.sub(n.bytes); }
+  list_of(n.st).resize(n.bytes, bytes);
+  if (n.in_s) { s_.resize(n.bytes, bytes); }
   n.bytes = bytes;
-  l.add(bytes);
-  if (n.in_s) { s_.add(bytes); }
 }
 
 void lirs_policy::forget(index_t i) noexcept
@@ -139,15 +106,14 @@ void lirs_policy::forget(index_t i) noexcept
   unlink<&node::l_prev, &node::l_next>(list_of(n.st), i);
   index_.erase(n.id);
   n = node{};
-  n.s_next = free_head_;
-  free_head_ = i;
+  policies::detail::slab_release<&node::s_next>(nodes_, free_head_, i);
 }
 
 void lirs_policy::prune() noexcept
 {
   // Invariant afterwards: S is empty or its bottom is an LIR tensor.
-  while (s_.tail != npos && nodes_[s_.tail].st != status::lir) {
-    index_t const b = s_.tail;
+  while (s_.back != npos && nodes_[s_.back].st != status::lir) {
+    index_t const b = s_.back;
     if (nodes_[b].st == status::non_resident) {
       forget(b);  // a non-resident entry lives only in S
     } else {
@@ -160,8 +126,8 @@ void lirs_policy::prune() noexcept
 void lirs_policy::fit_lir(index_t keep) noexcept
 {
   double const limit = lir_limit();
-  while (lir_.exact() > limit && lir_.tail != npos && lir_.tail != keep) {
-    set_status(lir_.tail, status::hir);  // the bottom LIR tensor becomes HIR, end of Q
+  while (lir_.wide() > limit && lir_.back != npos && lir_.back != keep) {
+    set_status(lir_.back, status::hir);  // the bottom LIR tensor becomes HIR, end of Q
     prune();                             // ... and leaves the bottom of S
   }
 }
@@ -169,7 +135,7 @@ void lirs_policy::fit_lir(index_t keep) noexcept
 void lirs_policy::trim_ghosts() noexcept
 {
   double const limit = cfg_.ghost_ratio * static_cast<double>(capacity_bytes());
-  while (ghosts_.tail != npos && ghosts_.exact() > limit) { forget(ghosts_.tail); }  // never S's bottom
+  while (ghosts_.back != npos && ghosts_.wide() > limit) { forget(ghosts_.back); }  // never S's bottom
 }
 
 void lirs_policy::access_resident(index_t i, tensor_view const& v) noexcept
@@ -222,13 +188,7 @@ void lirs_policy::on_insert(tensor_view const& v) noexcept
     return;
   }
   // New. Hooks are noexcept: out of host memory here terminates.
-  if (free_head_ != npos) {
-    i = free_head_;
-    free_head_ = nodes_[i].s_next;
-  } else {
-    i = static_cast<index_t>(nodes_.size());
-    nodes_.emplace_back();
-  }
+  i = policies::detail::slab_acquire<&node::s_next>(nodes_, free_head_);
   node& n = nodes_[i];
   n = node{};
   n.id = v.id;
@@ -237,8 +197,8 @@ void lirs_policy::on_insert(tensor_view const& v) noexcept
   n.pinned = v.pinned;
   n.live = true;
   index_.insert(v.id, i);
-  high_water_ = std::max<std::uint64_t>(high_water_, saturating_add(saturating_add(lir_.bytes(), q_.bytes()), v.bytes));
-  bool const lir = lir_.exact() + static_cast<double>(v.bytes) <= lir_limit();
+  high_water_ = std::max<std::uint64_t>(high_water_, policies::detail::saturating_add(policies::detail::saturating_add(lir_.bytes(), q_.bytes()), v.bytes));
+  bool const lir = lir_.wide() + static_cast<double>(v.bytes) <= lir_limit();
   n.st = lir ? status::lir : status::hir;
   link_front<&node::l_prev, &node::l_next>(list_of(n.st), i);
   s_to_top(i);
@@ -286,11 +246,11 @@ void lirs_policy::propose(eviction_request const& req, eviction_proposal& out) c
 {
   std::size_t freed = 0;
   for (list const* l : {&q_, &lir_}) {
-    for (index_t i = l->tail; i != npos && freed < req.bytes_needed; i = nodes_[i].l_prev) {
+    for (index_t i = l->back; i != npos && freed < req.bytes_needed; i = nodes_[i].l_prev) {
       node const& n = nodes_[i];
       if (n.pinned) { continue; }
       out.add(n.id, n.bytes);
-      freed = saturating_add(freed, n.bytes);
+      freed = policies::detail::saturating_add(freed, n.bytes);
     }
   }
 }
@@ -298,14 +258,14 @@ void lirs_policy::propose(eviction_request const& req, eviction_proposal& out) c
 std::vector<tensor_id> lirs_policy::stack() const
 {
   std::vector<tensor_id> out;
-  for (index_t i = s_.head; i != npos; i = nodes_[i].s_next) { out.push_back(nodes_[i].id); }
+  for (index_t i = s_.front; i != npos; i = nodes_[i].s_next) { out.push_back(nodes_[i].id); }
   return out;
 }
 
 std::vector<tensor_id> lirs_policy::queue() const
 {
   std::vector<tensor_id> out;
-  for (index_t i = q_.tail; i != npos; i = nodes_[i].l_prev) { out.push_back(nodes_[i].id); }
+  for (index_t i = q_.back; i != npos; i = nodes_[i].l_prev) { out.push_back(nodes_[i].id); }
   return out;
 }
 
@@ -315,31 +275,20 @@ bool lirs_policy::validate() const noexcept
   std::size_t live = 0;
   for (status const st : {status::lir, status::hir, status::non_resident}) {
     list const& l = list_of(st);
-    std::size_t count = 0;
-    list sum;
-    index_t prev = npos;
-    for (index_t i = l.head; i != npos; i = nodes_[i].l_next) {
-      if (i >= nodes_.size() || count > nodes_.size()) { return false; }
-      node const& n = nodes_[i];
-      if (!n.live || n.st != st || n.l_prev != prev) { return false; }
+    bool const ok = policies::detail::slab_list_ok_via<&node::l_prev, &node::l_next>(nodes_, l, index_, [&](node const& n) {
+      if (n.st != st) { return false; }
       if (st == status::non_resident && (!n.in_s || n.pinned)) { return false; }
-      if (st == status::lir && !n.in_s) { return false; }
-      if (index_.find(n.id) != i) { return false; }
-      sum.add(n.bytes);
-      prev = i;
-      ++count;
-    }
-    if (l.tail != prev || l.count != count || l.bytes_low != sum.bytes_low || l.bytes_high != sum.bytes_high) {
-      return false;
-    }
-    live += count;
+      return st != status::lir || n.in_s;
+    });
+    if (!ok) { return false; }
+    live += l.count;
   }
   if (live != index_.size()) { return false; }
   // S: links, in_s flags, the LIR tensors in the same order as lir_, an LIR bottom.
   std::size_t in_s = 0;
   index_t prev = npos;
-  index_t lir_cursor = lir_.head;
-  for (index_t i = s_.head; i != npos; i = nodes_[i].s_next) {
+  index_t lir_cursor = lir_.front;
+  for (index_t i = s_.front; i != npos; i = nodes_[i].s_next) {
     if (i >= nodes_.size() || in_s > nodes_.size()) { return false; }
     node const& n = nodes_[i];
     if (!n.live || !n.in_s || n.s_prev != prev) { return false; }
@@ -350,19 +299,14 @@ bool lirs_policy::validate() const noexcept
     prev = i;
     ++in_s;
   }
-  if (s_.tail != prev || s_.count != in_s || lir_cursor != npos) { return false; }
-  if (s_.tail != npos && nodes_[s_.tail].st != status::lir) { return false; }
+  if (s_.back != prev || s_.count != in_s || lir_cursor != npos) { return false; }
+  if (s_.back != npos && nodes_[s_.back].st != status::lir) { return false; }
   std::size_t flagged = 0;
   for (node const& n : nodes_) {
     if (n.live && n.in_s) { ++flagged; }
   }
   if (flagged != in_s) { return false; }
-  std::size_t free_slots = 0;
-  for (index_t i = free_head_; i != npos; i = nodes_[i].s_next) {
-    if (i >= nodes_.size() || nodes_[i].live || free_slots > nodes_.size()) { return false; }
-    ++free_slots;
-  }
-  return live + free_slots == nodes_.size();
+  return policies::detail::slab_accounted<&node::s_next>(nodes_, free_head_, live);
 }
 
 namespace policies {

@@ -47,6 +47,7 @@
 
 #include <tierpool/export.hpp>
 #include <tierpool/detail/id_index.hpp>
+#include <tierpool/policies/slab_list.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -152,39 +153,17 @@ class TIERPOOL_EXPORT lirs_policy {
     std::uint64_t last_event{0};
     index_t s_prev{npos};  // stack S: towards the top
     index_t s_next{npos};  // towards the bottom; free-list link for free slots
-    index_t l_prev{npos};  // the status list (lir_, q_ or ghosts_): towards its head
+    index_t l_prev{npos};  // the status list (lir_, q_ or ghosts_): towards its front
     index_t l_next{npos};
     status st{status::hir};
     bool in_s{false};
     bool pinned{false};
     bool live{false};
   };
-  // Invariant: count == #nodes reachable from head; (high, low) == exact sum of their bytes.
-  struct list {
-    index_t head{npos};
-    index_t tail{npos};
-    std::size_t count{0};
-    std::size_t bytes_low{0};
-    std::size_t bytes_high{0};
-    void add(std::size_t n) noexcept
-    {
-      bytes_low += n;
-      if (bytes_low < n) { ++bytes_high; }
-    }
-    void sub(std::size_t n) noexcept
-    {
-      if (bytes_low < n) { --bytes_high; }
-      bytes_low -= n;
-    }
-    [[nodiscard]] std::size_t bytes() const noexcept
-    {
-      return bytes_high != 0 ? std::numeric_limits<std::size_t>::max() : bytes_low;
-    }
-    [[nodiscard]] double exact() const noexcept
-    {
-      return static_cast<double>(bytes_high) * 18446744073709551616.0 + static_cast<double>(bytes_low);
-    }
-  };
+  // A doubly-linked list over slab positions, front = the end nodes are linked at; it keeps
+  // its count and exact byte sum. Nodes are on two at once (S, and one status list), hence
+  // the link members passed to link_front / unlink.
+  using list = policies::detail::slab_list;
 
   template <index_t node::*Prev, index_t node::*Next>
   void link_front(list& l, index_t i) noexcept;
@@ -209,10 +188,10 @@ class TIERPOOL_EXPORT lirs_policy {
   std::vector<node> nodes_;
   index_t free_head_{npos};
   tierpool::detail::id_index index_;  // never iterated
-  list s_;        // stack S (byte sums unused), head = top
-  list lir_;      // LIR tensors in S order, head = top; tail = bottom of S
-  list q_;        // resident HIR tensors, head = end (newest), tail = front (next victim)
-  list ghosts_;   // non-resident HIR entries of S, head = newest
+  list s_;        // stack S (byte sums unused), front = top
+  list lir_;      // LIR tensors in S order, front = top; back = bottom of S
+  list q_;        // resident HIR tensors, front = Q's end (newest), back = Q's front (next victim)
+  list ghosts_;   // non-resident HIR entries of S, front = newest
   std::uint64_t high_water_{0};
   std::uint64_t clock_{0};
 };

@@ -6,6 +6,8 @@
 // the algorithm and policies/lru/README.md for the design.
 #include "lru_policy.hpp"
 
+#include <tierpool/policies/saturating.hpp>
+
 #include <limits>
 #include <string>
 #include <utility>
@@ -13,10 +15,7 @@
 namespace tierpool {
 namespace {
 
-constexpr std::size_t saturating_add(std::size_t a, std::size_t b) noexcept
-{
-  return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max() : a + b;
-}
+using policies::detail::saturating_add;
 
 }  // namespace
 

@@ -6,18 +6,13 @@
 // random_policy.hpp for the algorithm and Note [Random proposals without state].
 #include "random_policy.hpp"
 
-#include <limits>
 #include <utility>
 
 #include <tierpool/policies/slab_list.hpp>
+#include <tierpool/policies/saturating.hpp>
 
 namespace tierpool {
 namespace {
-
-constexpr std::size_t saturating_add(std::size_t a, std::size_t b) noexcept
-{
-  return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max() : a + b;
-}
 
 // SplitMix64's finalizer (Steele, Lea, Flood 2014): a bijective 64-bit mix.
 constexpr std::uint64_t mix64(std::uint64_t z) noexcept
@@ -139,7 +134,7 @@ void random_policy::propose(eviction_request const& req, eviction_proposal& out)
       std::swap(candidates_[k], candidates_[swap_index(k, n)]);
       node const& v = nodes_[candidates_[k]];
       out.add(v.id, v.bytes);
-      freed = saturating_add(freed, v.bytes);
+      freed = policies::detail::saturating_add(freed, v.bytes);
     }
   } catch (...) {
     restore(k + 1);  // the k-th swap was done before out.add threw
@@ -167,9 +162,7 @@ bool random_policy::validate() const noexcept
     if (index_.find(n.id) != i) { return false; }
   }
   if (live != index_.size() || live != candidates_.size() + pinned) { return false; }
-  std::size_t free_slots = 0;
-  if (!policies::detail::slab_free_list_ok(nodes_, free_head_, free_slots)) { return false; }
-  return live + free_slots == nodes_.size();
+  return policies::detail::slab_accounted(nodes_, free_head_, live);
 }
 
 namespace policies {

@@ -13,13 +13,10 @@
 #include <string>
 #include <utility>
 
+#include <tierpool/policies/saturating.hpp>
+
 namespace tierpool {
 namespace {
-
-constexpr std::size_t saturating_add(std::size_t a, std::size_t b) noexcept
-{
-  return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max() : a + b;
-}
 
 // Two reuse distances of the same phase: equal within 1/8 (jitter from merged accesses).
 constexpr bool close(std::uint64_t a, std::uint64_t b) noexcept
@@ -39,23 +36,17 @@ repeat_policy::repeat_policy(repeat_policy const& other)
     nodes_(other.nodes_),
     free_head_(other.free_head_),
     index_(other.index_),
-    ghost_head_(other.ghost_head_),
-    ghost_tail_(other.ghost_tail_),
-    ghosts_(other.ghosts_),
+    history_(other.history_),
     clock_(other.clock_),
     avg_distance_(other.avg_distance_)
 {
-  // The copied hooks are unlinked; relink in the same order (already sorted: push_back).
-  for (node const& n : other.order_) { order_.push_back(nodes_[other.slot_of(n)]); }
+  // The copied hooks are unlinked: relink in the same order.
+  policies::detail::relink_copy(other.nodes_, other.order_, nodes_, order_);
 }
 
 repeat_policy& repeat_policy::operator=(repeat_policy const& other)
 {
-  if (this != &other) {
-    repeat_policy copy(other);
-    *this = std::move(copy);
-  }
-  return *this;
+  return policies::detail::assign_by_copy(*this, other);
 }
 
 repeat_policy::index_t repeat_policy::lookup(tensor_id id) const noexcept
@@ -99,19 +90,12 @@ repeat_policy::key repeat_policy::predict(node const& n) const noexcept
 
 void repeat_policy::forget_oldest() noexcept
 {
-  index_t const i = ghost_tail_;
+  index_t const i = history_.back;
+  policies::detail::unlink(nodes_, history_, i);
   node& n = nodes_[i];
-  ghost_tail_ = n.prev;
-  if (ghost_tail_ != npos) {
-    nodes_[ghost_tail_].next = npos;
-  } else {
-    ghost_head_ = npos;
-  }
-  --ghosts_;
   index_.erase(n.id);
   n = node{};
-  n.next = free_head_;
-  free_head_ = i;
+  policies::detail::slab_release(nodes_, free_head_, i);
 }
 
 void repeat_policy::on_insert(tensor_view const& v) noexcept
@@ -124,22 +108,10 @@ void repeat_policy::on_insert(tensor_view const& v) noexcept
   std::uint64_t const pos = ++clock_;
   // Hooks are noexcept: out of host memory here terminates.
   if (i != npos) {  // remembered: out of the history list, learn the distance across the absence
-    node& n = nodes_[i];
-    if (n.prev != npos) { nodes_[n.prev].next = n.next; } else { ghost_head_ = n.next; }
-    if (n.next != npos) { nodes_[n.next].prev = n.prev; } else { ghost_tail_ = n.prev; }
-    n.prev = npos;
-    n.next = npos;
-    --ghosts_;
-    observe(n, pos);
+    policies::detail::unlink(nodes_, history_, i);
+    observe(nodes_[i], pos);
   } else {
-    if (free_head_ != npos) {
-      i = free_head_;
-      free_head_ = nodes_[i].next;
-    } else {
-      if (nodes_.size() == nodes_.capacity()) { policies::detail::grow_intrusive_slab(nodes_, order_); }
-      i = static_cast<index_t>(nodes_.size());
-      nodes_.emplace_back();  // within capacity: no node moves
-    }
+    i = policies::detail::acquire_intrusive_slot(nodes_, free_head_, order_);
     nodes_[i] = node{};
     nodes_[i].id = v.id;
     nodes_[i].last = pos;
@@ -175,16 +147,8 @@ void repeat_policy::on_erase(tensor_id id) noexcept
   order_.erase(order_.iterator_to(n));
   n.resident = false;
   n.pinned = false;
-  n.prev = npos;
-  n.next = ghost_head_;
-  if (ghost_head_ != npos) {
-    nodes_[ghost_head_].prev = i;
-  } else {
-    ghost_tail_ = i;
-  }
-  ghost_head_ = i;
-  ++ghosts_;
-  while (ghosts_ > cfg_.history) { forget_oldest(); }
+  policies::detail::link_front_via<&node::prev, &node::next>(nodes_, history_, i);
+  while (history_.count > cfg_.history) { forget_oldest(); }
 }
 
 void repeat_policy::on_pin(tensor_id id) noexcept
@@ -206,7 +170,7 @@ void repeat_policy::propose(eviction_request const& req, eviction_proposal& out)
   auto take = [&](node const& n) {
     if (n.pinned) { return; }
     out.add(n.id, n.bytes);
-    freed = saturating_add(freed, n.bytes);
+    freed = policies::detail::saturating_add(freed, n.bytes);
   };
   std::uint64_t const g = grace();
   std::uint64_t const threshold = clock_ > g ? clock_ - g : 0;           // at < threshold: overdue
@@ -248,22 +212,9 @@ bool repeat_policy::validate() const noexcept
     }
   }
   if (resident != order_.size() || live != index_.size()) { return false; }
-  std::size_t ghosts = 0;
-  index_t prev = npos;
-  for (index_t i = ghost_head_; i != npos; i = nodes_[i].next) {
-    if (i >= nodes_.size() || ghosts > nodes_.size()) { return false; }
-    node const& n = nodes_[i];
-    if (!n.live || n.resident || n.prev != prev) { return false; }
-    prev = i;
-    ++ghosts;
-  }
-  if (ghost_tail_ != prev || ghosts != ghosts_ || ghosts + resident != live || ghosts_ > cfg_.history) { return false; }
-  std::size_t free_slots = 0;
-  for (index_t i = free_head_; i != npos; i = nodes_[i].next) {
-    if (i >= nodes_.size() || nodes_[i].live || free_slots > nodes_.size()) { return false; }
-    ++free_slots;
-  }
-  return live + free_slots == nodes_.size();
+  if (!policies::detail::slab_list_ok(nodes_, history_, index_, [](node const& n) { return !n.resident; })) { return false; }
+  if (history_.count + resident != live || history_.count > cfg_.history) { return false; }
+  return policies::detail::slab_accounted(nodes_, free_head_, live);
 }
 
 namespace policies {

@@ -54,6 +54,7 @@
 #include <tierpool/export.hpp>
 #include <tierpool/detail/id_index.hpp>
 #include <tierpool/policies/intrusive_slab.hpp>
+#include <tierpool/policies/slab_list.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -144,7 +145,7 @@ class TIERPOOL_EXPORT repeat_policy {
   /// @brief Resident tensors tracked (pinned or not).
   [[nodiscard]] std::size_t size() const noexcept { return order_.size(); }
   /// @brief Evicted tensors remembered.
-  [[nodiscard]] std::size_t remembered() const noexcept { return ghosts_; }
+  [[nodiscard]] std::size_t remembered() const noexcept { return history_.count; }
 
   /// @brief Check every invariant (the order against resident tensors, the history list,
   ///        index, free list). O(n); for tests.
@@ -181,10 +182,7 @@ class TIERPOOL_EXPORT repeat_policy {
     bool pinned{false};
     bool live{false};
   };
-  struct key_of_node {
-    using type = key;
-    key const& operator()(node const& n) const noexcept { return n.k; }
-  };
+  using key_of_node = policies::detail::key_member<node, key>;
   using order_set = boost::intrusive::set<node, boost::intrusive::key_of_value<key_of_node>>;
 
 
@@ -192,19 +190,14 @@ class TIERPOOL_EXPORT repeat_policy {
   [[nodiscard]] key predict(node const& n) const noexcept;
   void forget_oldest() noexcept;
   [[nodiscard]] index_t lookup(tensor_id id) const noexcept;
-  [[nodiscard]] index_t slot_of(node const& n) const noexcept
-  {
-    return static_cast<index_t>(&n - nodes_.data());
-  }
+  [[nodiscard]] index_t slot_of(node const& n) const noexcept { return policies::detail::slot_of(nodes_, n); }
 
   config cfg_;
   std::vector<node> nodes_;
   index_t free_head_{npos};
   tierpool::detail::id_index index_;  // resident and remembered; never iterated
   policies::detail::move_safe_set<order_set> order_;                             // resident tensors by predicted use (intrusive)
-  index_t ghost_head_{npos};                      // newest remembered
-  index_t ghost_tail_{npos};                      // oldest remembered
-  std::size_t ghosts_{0};
+  policies::detail::slab_list history_;            // remembered (evicted) tensors, newest at front
   std::uint64_t clock_{0};                        // events seen (positions)
   std::uint64_t avg_distance_{0};                 // moving average of reuse distances (1/16 weight)
 };

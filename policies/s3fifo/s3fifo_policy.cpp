@@ -8,16 +8,12 @@
 #include "s3fifo_policy.hpp"
 
 #include <cmath>
-#include <limits>
 #include <string>
+
+#include <tierpool/policies/saturating.hpp>
 
 namespace tierpool {
 namespace {
-
-constexpr std::size_t saturating_add(std::size_t a, std::size_t b) noexcept
-{
-  return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max() : a + b;
-}
 
 // The paper's Algorithm 1: an S tail with freq > 1 moves to M.
 constexpr std::uint8_t kMoveToMainAbove = 1;
@@ -224,13 +220,11 @@ void s3fifo_policy::free_slot(index_t i) noexcept
 
 void s3fifo_policy::trim_ghosts() noexcept
 {
-  double const limit = cfg_.ghost_ratio * (small_.wide() + main_.wide());
-  while (ghost_.count != 0 && ghost_.wide() > limit) {
-    index_t const g = ghost_.front;
-    unlink(ghost_, g);
-    index_.erase(nodes_[g].id);
-    free_slot(g);
-  }
+  policies::detail::drop_front_while_over(nodes_, ghost_, cfg_.ghost_ratio * (small_.wide() + main_.wide()),
+                                          [this](index_t g) {
+                                            index_.erase(nodes_[g].id);
+                                            free_slot(g);
+                                          });
 }
 
 void s3fifo_policy::set_pinned(index_t i, bool pinned) noexcept
@@ -284,10 +278,8 @@ void s3fifo_policy::on_access(tensor_view const& v) noexcept
   if (i == npos) { return; }
   node& n = nodes_[i];
   if (n.bytes != v.bytes) {
-    list& l = list_of(n);
-    l.sub(n.bytes);
+    list_of(n).resize(n.bytes, v.bytes);
     n.bytes = v.bytes;
-    l.add(n.bytes);
   }
   set_pinned(i, v.pinned);
   if (n.freq == max_frequency) { return; }
@@ -401,7 +393,7 @@ void s3fifo_policy::propose(eviction_request const& req, eviction_proposal& out)
     }
     if (victim != npos) {
       out.add(nodes_[victim].id, nodes_[victim].bytes);
-      freed = saturating_add(freed, nodes_[victim].bytes);
+      freed = policies::detail::saturating_add(freed, nodes_[victim].bytes);
     }
   }
 }
@@ -417,29 +409,18 @@ bool s3fifo_policy::validate() const noexcept
   std::array<std::size_t, max_frequency + 1> counts{};
   for (expect const e : {expect{&small_, queue::small, false}, expect{&main_, queue::main, false},
                          expect{&ghost_, queue::ghost, false}, expect{&pinned_, queue::small, true}}) {
-    std::size_t count = 0;
-    list sum;
-    index_t prev = npos;
-    for (index_t i = e.l->front; i != npos; i = nodes_[i].next) {
-      if (i >= nodes_.size() || count > nodes_.size()) { return false; }
-      node const& n = nodes_[i];
-      if (!n.live || n.pinned != e.pinned || n.prev != prev || n.freq > max_frequency) { return false; }
+    bool const ok = policies::detail::slab_list_ok(nodes_, *e.l, index_, [&](node const& n) {
+      if (n.pinned != e.pinned || n.freq > max_frequency) { return false; }
       if (e.pinned ? n.q == queue::ghost : n.q != e.q) { return false; }
-      if (index_.find(n.id) != i) { return false; }
       if (e.l == &main_) { ++counts[n.freq]; }
-      sum.add(n.bytes);
-      prev = i;
-      ++count;
-    }
-    if (e.l->back != prev || e.l->count != count) { return false; }
-    if (e.l->bytes_low != sum.bytes_low || e.l->bytes_high != sum.bytes_high) { return false; }
-    reachable += count;
+      return true;
+    });
+    if (!ok) { return false; }
+    reachable += e.l->count;
   }
   if (reachable != index_.size() || counts != m_freq_count_) { return false; }
   if (s_cold_ != first_cold(small_.front) || m_zero_ != first_zero(main_.front)) { return false; }
-  std::size_t free_slots = 0;
-  if (!policies::detail::slab_free_list_ok(nodes_, free_head_, free_slots)) { return false; }
-  return reachable + free_slots == nodes_.size();
+  return policies::detail::slab_accounted(nodes_, free_head_, reachable);
 }
 
 namespace policies {

@@ -8,18 +8,11 @@
 #include "two_q_policy.hpp"
 
 #include <cmath>
-#include <limits>
 #include <string>
 
+#include <tierpool/policies/saturating.hpp>
+
 namespace tierpool {
-namespace {
-
-constexpr std::size_t saturating_add(std::size_t a, std::size_t b) noexcept
-{
-  return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max() : a + b;
-}
-
-}  // namespace
 
 two_q_policy::two_q_policy() noexcept : cfg_{} {}
 
@@ -81,13 +74,10 @@ void two_q_policy::free_slot(index_t i) noexcept
 
 void two_q_policy::trim_ghosts() noexcept
 {
-  double const limit = cfg_.kout * (a1in_.wide() + am_.wide());
-  while (a1out_.count != 0 && a1out_.wide() > limit) {
-    index_t const g = a1out_.front;
-    unlink(a1out_, g);
+  policies::detail::drop_front_while_over(nodes_, a1out_, cfg_.kout * (a1in_.wide() + am_.wide()), [this](index_t g) {
     index_.erase(nodes_[g].id);
     free_slot(g);
-  }
+  });
 }
 
 void two_q_policy::set_pinned(index_t i, bool pinned) noexcept
@@ -127,10 +117,8 @@ void two_q_policy::on_access(tensor_view const& v) noexcept
   if (i == npos) { return; }
   node& n = nodes_[i];
   if (n.bytes != v.bytes) {
-    list& l = list_of(n);
-    l.sub(n.bytes);
+    list_of(n).resize(n.bytes, v.bytes);
     n.bytes = v.bytes;
-    l.add(n.bytes);
   }
   if (n.pinned != v.pinned) {
     set_pinned(i, v.pinned);
@@ -185,7 +173,7 @@ void two_q_policy::propose(eviction_request const& req, eviction_proposal& out) 
     list& l = from_a1in ? a1in : am;
     node const& n = nodes_[cursor];
     out.add(n.id, n.bytes);
-    freed = saturating_add(freed, n.bytes);
+    freed = policies::detail::saturating_add(freed, n.bytes);
     --l.count;
     l.sub(n.bytes);
     cursor = n.next;
@@ -202,27 +190,14 @@ bool two_q_policy::validate() const noexcept
   std::size_t reachable = 0;
   for (expect const e : {expect{&a1in_, queue::a1in, false}, expect{&am_, queue::am, false},
                          expect{&a1out_, queue::a1out, false}, expect{&pinned_, queue::a1in, true}}) {
-    std::size_t count = 0;
-    list sum;
-    index_t prev = npos;
-    for (index_t i = e.l->front; i != npos; i = nodes_[i].next) {
-      if (i >= nodes_.size() || count > nodes_.size()) { return false; }
-      node const& n = nodes_[i];
-      if (!n.live || n.pinned != e.pinned || n.prev != prev) { return false; }
-      if (e.pinned ? n.q == queue::a1out : n.q != e.q) { return false; }
-      if (index_.find(n.id) != i) { return false; }
-      sum.add(n.bytes);
-      prev = i;
-      ++count;
-    }
-    if (e.l->back != prev || e.l->count != count) { return false; }
-    if (e.l->bytes_low != sum.bytes_low || e.l->bytes_high != sum.bytes_high) { return false; }
-    reachable += count;
+    bool const ok = policies::detail::slab_list_ok(nodes_, *e.l, index_, [&](node const& n) {
+      return n.pinned == e.pinned && (e.pinned ? n.q != queue::a1out : n.q == e.q);
+    });
+    if (!ok) { return false; }
+    reachable += e.l->count;
   }
   if (reachable != index_.size()) { return false; }
-  std::size_t free_slots = 0;
-  if (!policies::detail::slab_free_list_ok(nodes_, free_head_, free_slots)) { return false; }
-  return reachable + free_slots == nodes_.size();
+  return policies::detail::slab_accounted(nodes_, free_head_, reachable);
 }
 
 namespace policies {

@@ -266,6 +266,8 @@ class TIERPOOL_EXPORT pool {
   /**
    * @brief Free `t` now (stream-ordered); `t` becomes empty. Same as destroying the handle,
    *        except that a handle destroyed while leased frees the tensor at the last release.
+   *        From a low-memory callback, freeing the tensor whose request called it frees it
+   *        when that request (or the lease it returns) ends.
    * @throws tierpool::logic_error if `t` is empty (double free), foreign, or has live leases.
    */
   void free(tensor& t);

@@ -622,6 +622,33 @@ TEST(PoolLowMemory, CallbackEndingALeaseOfTheRequestsOwnTensor)
   held.clear();
 }
 
+// allocate into a preferred tier takes the same step (its placement, outside any record
+// lock): it runs once more after the callbacks, and fails as before when they cannot help.
+TEST(PoolLowMemory, AllocateRetriesAfterTheCallbacks)
+{
+  full_device f;
+  auto& [be, p, s, ts, held] = f;
+  int calls = 0;
+  bool help = true;
+  (void)p.add_low_memory_callback([&](low_memory_event const& e) {
+    ++calls;
+    EXPECT_EQ(e.tier, tier_id{0});
+    if (help && !held.empty()) { held.pop_back(); }
+  });
+  tensor a = p.allocate(256_KiB, {.preferred_tier = tier_id{0}});  // the device is all pinned
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(p.stats().tiers[0].resident_tensors, 4U) << "one leased tensor was evicted for it";
+  fill(p, a, 7, 1);
+  held.push_back(p.acquire(ts[3], access_mode::read, s));  // 0-3 leased again: 1 MiB cannot fit
+  help = false;
+  EXPECT_THROW((void)p.allocate(1_MiB, {.preferred_tier = tier_id{0}}), out_of_memory);
+  EXPECT_EQ(calls, 2) << "one call per failing request";
+  held.clear();
+  p.synchronize(s);
+  EXPECT_TRUE(check(p, a, 7, 1));
+  EXPECT_TRUE(p.validate());
+}
+
 // acquire_host: the same with the host tier full of leased copies.
 TEST(PoolLowMemory, CallbackDroppingTheOwnHandleDuringAcquireHost)
 {

@@ -12,21 +12,27 @@
 # Environment:
 #   WORK_BUILD   build tree to build in (default build-gpu-work; an existing configured
 #                tree such as build-bench is reused as is)
+#   PACK_DEST    the folder to assemble (default build-gpu; check.sh reads BUILD_GPU)
 #   JOBS         parallel jobs (default 2)
 #
 # build-gpu/ keeps the work tree's layout for what it holds (bin/, tests/, examples/, the
-# CTestTestfile.cmake files) with paths rewritten to build-gpu, and adds lib-carry/:
+# CTestTestfile.cmake files and the files they include) with paths rewritten to build-gpu,
+# and adds lib-carry/:
 #   lib-carry/*.so*          libraries found with ldd that are not part of the C runtime
+#                            (libstdc++ and libgcc_s too: check.sh uses them only where the
+#                            GPU machine's own are older than the binaries need)
 #   lib-carry/SOURCE_ROOT    this checkout's path (check.sh maps it onto the GPU machine's)
 #   lib-carry/gpu_tests.txt  the test executables labelled `gpu` (run directly without ctest)
-# The whole of build-gpu must stay well under the device tool's 64 MiB carry limit.
+# The whole of build-gpu must stay under the device tool's 64 MiB carry limit: pack.sh
+# fails above 60 MiB.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 WORK=${WORK_BUILD:-build-gpu-work}
 case $WORK in /*) ;; *) WORK=$ROOT/$WORK ;; esac
-DEST=$ROOT/build-gpu
+DEST=${PACK_DEST:-build-gpu}
+case $DEST in /*) ;; *) DEST=$ROOT/$DEST ;; esac
 JOBS=${JOBS:-2}
 
 if [[ ! -f $WORK/CMakeCache.txt ]]; then
@@ -70,12 +76,18 @@ fi
 # the gtest cases here first (`ctest -N` runs each executable's --gtest_list_tests), so the
 # GPU machine needs no CMake modules of its own.
 (cd "$WORK" && ctest -N -L gpu > /dev/null) || echo "pack.sh: ctest -N -L gpu failed; discovery happens there" >&2
-(cd "$WORK" && find . -name CTestTestfile.cmake -o -name '*_include.cmake' -o -name '*_tests.cmake') |
-  while read -r f; do
-    case $f in ./CMakeFiles/*|*/CMakeFiles/*) continue ;; esac
-    mkdir -p "$DEST/$(dirname "$f")"
-    sed "s#$WORK#$DEST#g" "$WORK/$f" > "$DEST/$f"
-  done
+# Every file a CTestTestfile.cmake includes comes along (gtest's *_include.cmake and
+# *_tests.cmake, and TEST_INCLUDE_FILES such as tests/*_labels.cmake): ctest stops at an
+# include() of a missing file.
+{
+  (cd "$WORK" && find . -name CTestTestfile.cmake -o -name '*_include.cmake' -o -name '*_tests.cmake')
+  find "$WORK" -name CTestTestfile.cmake -not -path '*/CMakeFiles/*' -exec sed -n 's/^include("\([^"]*\)").*/\1/p' {} + |
+    while read -r inc; do if [[ $inc == "$WORK"/* && -f $inc ]]; then echo ".${inc#"$WORK"}"; fi; done
+} | sort -u | while read -r f; do
+  case $f in ./CMakeFiles/*|*/CMakeFiles/*) continue ;; esac
+  mkdir -p "$DEST/$(dirname "$f")"
+  sed "s#$WORK#$DEST#g" "$WORK/$f" > "$DEST/$f"
+done
 # Discovered test lists must stay newer than the executables and the include files, or
 # ctest would rediscover (which needs this machine's CMake modules).
 find "$DEST" -name '*_tests.cmake' -exec touch {} +
@@ -95,3 +107,8 @@ echo "$DEST" > "$DEST/lib-carry/BUILD_ROOT"
 
 du -sh "$DEST"
 ls "$DEST/lib-carry"
+KIB=$(du -sk "$DEST" | cut -f1)
+if ((KIB > 60 * 1024)); then
+  echo "pack.sh: $DEST is $((KIB / 1024)) MiB, over the 60 MiB kept under the 64 MiB carry limit" >&2
+  exit 1
+fi

@@ -49,6 +49,7 @@ struct backend_caps {
   bool has_managed_prefetch{false};       ///< prefetch_async / advise on managed memory work
   bool concurrent_managed_access{false};  ///< host and device may touch managed memory at once
   bool has_numa_binding{false};           ///< allocate(host, bytes, out, node) binds to node
+  bool managed_shares_device{false};      ///< managed memory is device memory (a GPU): managed_bytes and device tiers draw on the same free bytes
   std::uint32_t max_copy_streams{16};     ///< streams the runtime should create at most
   int host_numa_node{-1};                 ///< the device's nearest NUMA node; -1 unknown
 };
@@ -101,7 +102,7 @@ class TIERPOOL_EXPORT backend {
    * @brief Allocate `bytes` of memory of `kind`, aligned to caps().allocation_alignment.
    * @param kind The kind of memory (device, pinned_host, managed, host).
    * @param bytes How many bytes; > 0.
-   * @param out Receives the pointer (unchanged on failure).
+   * @param out Receives the pointer (null on failure).
    * @param numa_node For `host` / `pinned_host`: bind to this NUMA node (-1: no binding).
    * @return ok, invalid_value (bytes == 0, null out), out_of_memory, not_supported, or a fault.
    */
@@ -114,10 +115,31 @@ class TIERPOOL_EXPORT backend {
 
   /// @brief Create a stream. Lower `priority` values run first where the device supports it.
   [[nodiscard]] virtual status create_stream(stream_handle* out, int priority = 0) noexcept = 0;
-  /// @brief Destroy a stream after its queued work completes. The default stream is a no-op.
+  /// @brief Destroy a stream, as cudaStreamDestroy: returns at once; work already queued on
+  ///        it still runs and its events complete. The default stream is a no-op.
   virtual void destroy_stream(stream_handle s) noexcept = 0;
   /// @brief Block the calling thread until all work queued on `s` has completed.
   [[nodiscard]] virtual status synchronize_stream(stream_handle s) noexcept = 0;
+  /**
+   * @brief Accept `native`, a stream the caller made with the device's own API (a
+   *        `cudaStream_t` on the CUDA backend; on sim, the value of a handle from this
+   *        backend's create_stream()), as a stream of this backend. The caller keeps
+   *        ownership: it calls forget_stream() before destroying the native stream, and
+   *        destroy_stream() is never called on it. Adopting a stream twice is harmless.
+   * @param native The stream: a `cudaStream_t` on CUDA, a handle's value on sim.
+   * @param out Receives the handle (`{}` on failure).
+   * @return ok; invalid_value (null `out` or `native`, not a live stream, a stream of
+   *         another device); not_supported (a backend without native streams: the default).
+   */
+  [[nodiscard]] virtual status adopt_stream(void* native, stream_handle* out) noexcept
+  {
+    (void)native;
+    if (out != nullptr) { *out = stream_handle{}; }
+    return status::not_supported;
+  }
+  /// @brief Stop using a stream from adopt_stream(): neither waits for nor destroys it.
+  ///        Handles not adopted are ignored.
+  virtual void forget_stream(stream_handle s) noexcept { (void)s; }
 
   /// @brief Create an event. A never-recorded event counts as complete.
   [[nodiscard]] virtual status create_event(event_handle* out) noexcept = 0;

@@ -3,18 +3,28 @@
 //
 // cuda_backend_tests.cpp — the backend conformance suite on the CUDA backend, plus
 // CUDA-specific tests (caps probing, NUMA-bound pinned / host memory, stream-ordered
-// pageable host copies, error text). Label gpu: every test skips where
-// make_cuda_backend(0) returns null (no driver or no device).
+// pageable host copies, error text, the last-error hygiene, advice locations, argument
+// checks). Label gpu: every test that needs a device skips where make_cuda_backend(0)
+// returns null (no driver or no device). The CudaCheck and CudaFactory tests need no
+// device: they check the pure CUDA translations (cuda_check.hpp) and the factory's refusal.
 #include "conformance/backend_conformance.hpp"
+
+#include "backends/cuda/cuda_check.hpp"
 
 #include <tierpool/backends/cuda_backend.hpp>
 #include <tierpool/topology.hpp>
 
+#include <cuda_runtime_api.h>
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -39,6 +49,140 @@ using cuda_types = ::testing::Types<cuda_factory>;
 INSTANTIATE_TYPED_TEST_SUITE_P(Cuda, BackendConformance, cuda_types);
 
 namespace {
+
+namespace cu = tierpool::detail::cuda;
+using tierpool::mem_advice;
+using tierpool::memory_location;
+
+// ---- no device needed ------------------------------------------------------------------
+
+TEST(CudaCheck, StatusMappingSortsErrorsByWhatTheRuntimeCanDo)
+{
+  std::vector<std::pair<cudaError_t, status>> const expected{
+    {cudaSuccess, status::ok},
+    {cudaErrorNotReady, status::not_ready},
+    {cudaErrorMemoryAllocation, status::out_of_memory},
+    {cudaErrorInvalidValue, status::invalid_value},
+    {cudaErrorInvalidDevice, status::invalid_value},
+    {cudaErrorInvalidDevicePointer, status::invalid_value},
+    {cudaErrorInvalidResourceHandle, status::invalid_value},
+    {cudaErrorInvalidMemcpyDirection, status::invalid_value},
+    {cudaErrorHostMemoryAlreadyRegistered, status::invalid_value},
+    {cudaErrorHostMemoryNotRegistered, status::invalid_value},
+    {cudaErrorNotSupported, status::not_supported},
+    {cudaErrorNotPermitted, status::not_supported},
+    {cudaErrorCompatNotSupportedOnDevice, status::not_supported},
+    {cudaErrorCallRequiresNewerDriver, status::not_supported},
+    {cudaErrorInsufficientDriver, status::no_device},
+    {cudaErrorNoDevice, status::no_device},
+    {cudaErrorDevicesUnavailable, status::no_device},
+    {cudaErrorStubLibrary, status::no_device},
+    {cudaErrorSystemDriverMismatch, status::no_device},
+    {cudaErrorSystemNotReady, status::no_device},
+    {cudaErrorInitializationError, status::no_device},
+    {cudaErrorIllegalAddress, status::device_error},  // sticky: the context is lost
+    {cudaErrorLaunchFailure, status::device_error},
+    {cudaErrorNoKernelImageForDevice, status::device_error},
+  };
+  for (auto const& [e, s] : expected) {
+    EXPECT_EQ(cu::to_status(e), s) << cudaGetErrorName(e) << " -> " << tierpool::to_string(cu::to_status(e));
+  }
+}
+
+TEST(CudaCheck, DescribeGivesTheErrorNameAndItsText)
+{
+  EXPECT_EQ(cu::describe(cudaErrorMemoryAllocation), "cudaErrorMemoryAllocation: out of memory");
+  EXPECT_EQ(cu::describe(cudaErrorNotReady), "cudaErrorNotReady: device not ready");
+}
+
+TEST(CudaCheck, LocationsUseTheCuda13LocationTypes)
+{
+  auto check = [](memory_location where, int device, bool numa_ok, cudaMemLocationType type, int id) {
+    cudaMemLocation const loc = cu::location_for(where, device, numa_ok);
+    EXPECT_EQ(loc.type, type) << tierpool::to_string(where.kind) << " node " << where.numa_node;
+    EXPECT_EQ(loc.id, id) << tierpool::to_string(where.kind) << " node " << where.numa_node;
+  };
+  check({tier_kind::device, -1}, 0, true, cudaMemLocationTypeDevice, 0);
+  check({tier_kind::device, 3}, 2, true, cudaMemLocationTypeDevice, 2);  // the backend's ordinal, not 0
+  check({tier_kind::managed, -1}, 1, true, cudaMemLocationTypeDevice, 1);
+  check({tier_kind::host, -1}, 1, true, cudaMemLocationTypeHost, 0);
+  check({tier_kind::pinned_host, -1}, 0, true, cudaMemLocationTypeHost, 0);
+  check({tier_kind::host, 1}, 0, true, cudaMemLocationTypeHostNuma, 1);
+  check({tier_kind::pinned_host, 0}, 0, true, cudaMemLocationTypeHostNuma, 0);
+  // cudaMemAdviseSet/UnsetAccessedBy: Device or Host only.
+  check({tier_kind::host, 1}, 0, false, cudaMemLocationTypeHost, 0);
+  check({tier_kind::device, -1}, 1, false, cudaMemLocationTypeDevice, 1);
+}
+
+TEST(CudaCheck, AdviceMapsOneToOne)
+{
+  std::vector<std::pair<mem_advice, cudaMemoryAdvise>> const expected{
+    {mem_advice::set_read_mostly, cudaMemAdviseSetReadMostly},
+    {mem_advice::unset_read_mostly, cudaMemAdviseUnsetReadMostly},
+    {mem_advice::set_preferred_location, cudaMemAdviseSetPreferredLocation},
+    {mem_advice::unset_preferred_location, cudaMemAdviseUnsetPreferredLocation},
+    {mem_advice::set_accessed_by, cudaMemAdviseSetAccessedBy},
+    {mem_advice::unset_accessed_by, cudaMemAdviseUnsetAccessedBy},
+  };
+  for (auto const& [a, c] : expected) {
+    cudaMemoryAdvise out{};
+    ASSERT_TRUE(cu::to_cuda_advice(a, &out));
+    EXPECT_EQ(out, c);
+    EXPECT_EQ(cu::is_accessed_by(a), c == cudaMemAdviseSetAccessedBy || c == cudaMemAdviseUnsetAccessedBy);
+  }
+  cudaMemoryAdvise out = cudaMemAdviseSetReadMostly;
+  EXPECT_FALSE(cu::to_cuda_advice(static_cast<mem_advice>(200), &out));
+  EXPECT_EQ(out, cudaMemAdviseSetReadMostly) << "left unchanged";
+}
+
+// Every pair of kinds has one route: a host function for host copies with a pageable side
+// (H), pinned staging between pageable memory and the device side (S), else a plain
+// cudaMemcpyAsync (c). No pair may take two.
+TEST(CudaCheck, CopiesWithAPageableSideNeverUseAPlainCudaMemcpyAsync)
+{
+  std::vector<tier_kind> const kinds{tier_kind::device, tier_kind::pinned_host, tier_kind::managed, tier_kind::host};
+  std::string routes;
+  for (tier_kind dst : kinds) {
+    for (tier_kind src : kinds) {
+      bool const h = cu::copy_runs_on_host(dst, src);
+      bool const st = cu::copy_needs_staging(dst, src);
+      EXPECT_FALSE(h && st);
+      routes += h ? 'H' : st ? 'S' : 'c';
+    }
+    routes += ' ';
+  }
+  // Rows: dst device, pinned_host, managed, host; columns: src in the same order.
+  EXPECT_EQ(routes, "cccS cccH cccS SHSH ");
+}
+
+TEST(CudaFactory, WithoutAUsableDeviceTheFactoryExplains)
+{
+  std::string count_reason;
+  int const count = tierpool::cuda_device_count(&count_reason);
+  std::string why;
+  auto be = tierpool::make_cuda_backend(0, &why);
+  if (count > 0) {
+    EXPECT_NE(be, nullptr) << why;
+    return;
+  }
+  EXPECT_EQ(be, nullptr);
+  EXPECT_FALSE(why.empty());
+  EXPECT_EQ(why, count_reason) << "the factory passes the probe's reason on";
+  EXPECT_TRUE(why.rfind("no CUDA ", 0) == 0 || why.rfind("CUDA initialization failed", 0) == 0) << why;
+}
+
+TEST(CudaFactory, OrdinalsOutsideTheVisibleDevicesAreRefused)
+{
+  int const count = tierpool::cuda_device_count();
+  for (int device : {-1, count, count + 7}) {
+    std::string why;
+    EXPECT_EQ(tierpool::make_cuda_backend(device, &why), nullptr) << device;
+    EXPECT_FALSE(why.empty()) << device;
+    if (count > 0) { EXPECT_NE(why.find("does not exist"), std::string::npos) << why; }
+  }
+}
+
+// ---- on a device ----------------------------------------------------------------------
 
 class CudaBackend : public ::testing::Test {
  protected:
@@ -176,6 +320,182 @@ TEST_F(CudaBackend, TwoBackendsOnOneDeviceKeepTheirHandlesApart)
   EXPECT_EQ(other->query_event(e.get()), status::invalid_value);
   EXPECT_EQ(be_->last_error(), "") << "the failure belongs to the other backend's last_error";
   EXPECT_NE(other->last_error().find("unknown"), std::string::npos) << other->last_error();
+}
+
+TEST_F(CudaBackend, NotReadyQueryLeavesNoErrorForTheNextLaunchCheck)
+{
+  conf::scoped_stream s(*be_);
+  conf::scoped_event e(*be_);
+  ASSERT_EQ(s.result(), status::ok);
+  ASSERT_EQ(e.result(), status::ok);
+  // A host function that waits for the test holds the stream: the event cannot complete
+  // before the flag is set, so the query is not_ready for certain.
+  std::atomic<bool> release{false};
+  auto const hold = [](void* p) noexcept {
+    auto* flag = static_cast<std::atomic<bool>*>(p);
+    while (!flag->load(std::memory_order_acquire)) { std::this_thread::yield(); }
+  };
+  ASSERT_EQ(be_->launch_host_func(s.get(), hold, &release), status::ok);
+  ASSERT_EQ(be_->record_event(e.get(), s.get()), status::ok);
+  EXPECT_EQ(be_->query_event(e.get()), status::not_ready);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "a user's launch check after the query must not see cudaErrorNotReady";
+  release.store(true, std::memory_order_release);
+  ASSERT_EQ(be_->synchronize_event(e.get()), status::ok);
+  EXPECT_EQ(be_->query_event(e.get()), status::ok);
+}
+
+TEST_F(CudaBackend, FailuresAreClearedFromTheThreadsLastError)
+{
+  void* p = nullptr;
+  EXPECT_EQ(be_->allocate(tier_kind::device, std::size_t{1} << 60U, &p), status::out_of_memory);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_NE(be_->allocate(tier_kind::pinned_host, std::size_t{1} << 60U, &p), status::ok);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << be_->last_error();
+}
+
+TEST_F(CudaBackend, ArgumentsOutsideTheEnumerationsAreInvalidValue)
+{
+  auto const bad_kind = static_cast<tier_kind>(9);
+  void* p = nullptr;
+  EXPECT_EQ(be_->allocate(bad_kind, 64, &p), status::invalid_value);
+  EXPECT_EQ(be_->allocate(tier_kind::host, 64, &p, -2), status::invalid_value) << "numa_node must be >= -1";
+  conf::scoped_allocation h(*be_, tier_kind::pinned_host, 256);
+  conf::scoped_allocation d(*be_, tier_kind::device, 256);
+  ASSERT_EQ(h.result(), status::ok);
+  ASSERT_EQ(d.result(), status::ok);
+  EXPECT_EQ(be_->copy_async({d.get(), h.get(), 64, bad_kind, tier_kind::pinned_host}, tierpool::stream_handle{}),
+            status::invalid_value);
+  EXPECT_EQ(be_->copy_async({d.get(), h.get(), 64, tier_kind::device, bad_kind}, tierpool::stream_handle{}),
+            status::invalid_value);
+  if (be_->caps().has_managed_prefetch) {
+    conf::scoped_allocation m(*be_, tier_kind::managed, 4096);
+    ASSERT_EQ(m.result(), status::ok);
+    EXPECT_EQ(be_->prefetch_async(m.get(), 4096, {bad_kind, -1}, tierpool::stream_handle{}), status::invalid_value);
+    EXPECT_EQ(be_->advise(m.get(), 4096, static_cast<mem_advice>(200), {tier_kind::device, -1}),
+              status::invalid_value);
+    EXPECT_EQ(be_->advise(m.get(), 4096, mem_advice::set_read_mostly, {bad_kind, -1}), status::invalid_value);
+  }
+}
+
+TEST_F(CudaBackend, AdviceTakesEveryLocationCudaAllows)
+{
+  if (!be_->caps().has_managed_prefetch) { GTEST_SKIP() << "no concurrent managed access"; }
+  constexpr std::size_t bytes = 2U << 20U;
+  conf::scoped_allocation m(*be_, tier_kind::managed, bytes);
+  ASSERT_EQ(m.result(), status::ok) << be_->last_error();
+  memory_location const dev{tier_kind::device, -1};
+  memory_location const host{tier_kind::host, -1};
+  for (memory_location const where : {dev, host}) {
+    SCOPED_TRACE(std::string(tierpool::to_string(where.kind)));
+    for (mem_advice a : {mem_advice::set_preferred_location, mem_advice::unset_preferred_location,
+                         mem_advice::set_accessed_by, mem_advice::unset_accessed_by}) {
+      EXPECT_EQ(be_->advise(m.get(), bytes, a, where), status::ok) << be_->last_error();
+    }
+  }
+  // Accessed-by names the host as a whole: a host location with a NUMA node (what a
+  // NUMA-bound host tier passes) must not become cudaMemLocationTypeHostNuma, which
+  // cudaMemAdvise refuses for this advice.
+  memory_location const numa{tier_kind::pinned_host, std::max(be_->caps().host_numa_node, 0)};
+  EXPECT_EQ(be_->advise(m.get(), bytes, mem_advice::set_accessed_by, numa), status::ok) << be_->last_error();
+  EXPECT_EQ(be_->advise(m.get(), bytes, mem_advice::unset_accessed_by, numa), status::ok) << be_->last_error();
+}
+
+// A stream the program made with cudaStreamCreate is usable once adopted; forgetting it
+// leaves it alive (it is the caller's). The backend's own streams and null are refused.
+TEST_F(CudaBackend, AdoptedNativeStreamsAreUsableAndStayTheCallers)
+{
+  cudaStream_t native = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&native, cudaStreamNonBlocking), cudaSuccess);
+  tierpool::stream_handle s{};
+  ASSERT_EQ(be_->adopt_stream(native, &s), status::ok) << be_->last_error();
+  EXPECT_EQ(s.value, reinterpret_cast<std::uintptr_t>(native));
+  tierpool::event_handle e{};
+  ASSERT_EQ(be_->create_event(&e), status::ok);
+  EXPECT_EQ(be_->record_event(e, s), status::ok);
+  EXPECT_EQ(be_->stream_wait_event(s, e), status::ok);
+  EXPECT_EQ(be_->synchronize_stream(s), status::ok);
+  tierpool::stream_handle own{};
+  ASSERT_EQ(be_->create_stream(&own), status::ok);
+  tierpool::stream_handle other{};
+  EXPECT_EQ(be_->adopt_stream(reinterpret_cast<void*>(own.value), &other), status::invalid_value);
+  EXPECT_EQ(be_->adopt_stream(nullptr, &other), status::invalid_value);
+  be_->forget_stream(s);
+  EXPECT_EQ(be_->synchronize_stream(s), status::invalid_value) << "forgotten";
+  EXPECT_EQ(cudaStreamSynchronize(native), cudaSuccess) << "not destroyed";
+  be_->destroy_event(e);
+  be_->destroy_stream(own);
+  EXPECT_EQ(cudaStreamDestroy(native), cudaSuccess);
+}
+
+// Pageable host <-> device copies larger than a stream's staging buffer (8 MiB) go through
+// it in chunks and arrive whole, in both directions; two threads copying on one stream at
+// once do not mix their chunks (Note [Pageable copies through pinned staging]).
+TEST_F(CudaBackend, PageableDeviceCopiesGoThroughStagingInChunks)
+{
+  constexpr std::size_t kBytes = (std::size_t{20} << 20U) + 4096;  // three chunks, the last short
+  conf::scoped_allocation dev(*be_, tier_kind::device, kBytes);
+  conf::scoped_allocation dev2(*be_, tier_kind::device, kBytes);
+  conf::scoped_allocation in(*be_, tier_kind::host, kBytes);
+  conf::scoped_allocation out(*be_, tier_kind::host, kBytes);
+  conf::scoped_allocation in2(*be_, tier_kind::host, kBytes);
+  conf::scoped_allocation out2(*be_, tier_kind::host, kBytes);
+  for (auto const* a : {&dev, &dev2, &in, &out, &in2, &out2}) { ASSERT_EQ(a->result(), status::ok); }
+  auto fill = [](void* p, std::size_t n, unsigned seed) {
+    auto* b = static_cast<unsigned char*>(p);
+    for (std::size_t i = 0; i < n; ++i) { b[i] = static_cast<unsigned char>((i * 131U + seed) >> 3U); }
+  };
+  fill(in.get(), kBytes, 1);
+  fill(in2.get(), kBytes, 2);
+  std::memset(out.get(), 0, kBytes);
+  std::memset(out2.get(), 0, kBytes);
+  tierpool::stream_handle s{};
+  ASSERT_EQ(be_->create_stream(&s), status::ok);
+  auto round_trip = [&](void* src, void* d, void* dst) {
+    EXPECT_EQ(be_->copy_async({.dst = d, .src = src, .bytes = kBytes, .dst_kind = tier_kind::device,
+                               .src_kind = tier_kind::host}, s), status::ok) << be_->last_error();
+    EXPECT_EQ(be_->copy_async({.dst = dst, .src = d, .bytes = kBytes, .dst_kind = tier_kind::host,
+                               .src_kind = tier_kind::device}, s), status::ok) << be_->last_error();
+  };
+  std::thread other([&] { round_trip(in2.get(), dev2.get(), out2.get()); });
+  round_trip(in.get(), dev.get(), out.get());
+  other.join();
+  ASSERT_EQ(be_->synchronize_stream(s), status::ok);
+  EXPECT_EQ(std::memcmp(in.get(), out.get(), kBytes), 0);
+  EXPECT_EQ(std::memcmp(in2.get(), out2.get(), kBytes), 0);
+  be_->destroy_stream(s);  // waits for the stream, then frees its staging buffer
+}
+
+TEST_F(CudaBackend, DestroyingTheBackendDrainsItsStreams)
+{
+  std::atomic<int> counter{0};
+  tierpool::stream_handle s{};
+  ASSERT_EQ(be_->create_stream(&s), status::ok);
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(be_->launch_host_func(s, &conf::host_counter_increment, &counter), status::ok);
+  }
+  be_.reset();  // the stream is still live: the destructor waits for its work
+  EXPECT_EQ(counter.load(), 20);
+}
+
+TEST_F(CudaBackend, CallsRestoreTheCallersCurrentDevice)
+{
+  int const count = tierpool::cuda_device_count();
+  if (count < 2) { GTEST_SKIP() << "needs two devices"; }
+  auto second = tierpool::make_cuda_backend(1);
+  ASSERT_NE(second, nullptr);
+  std::thread([&] {
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+    conf::scoped_stream s(*second);
+    ASSERT_EQ(s.result(), status::ok);
+    conf::scoped_allocation d(*second, tier_kind::device, 4096);
+    ASSERT_EQ(d.result(), status::ok);
+    cudaPointerAttributes attr{};
+    ASSERT_EQ(cudaPointerGetAttributes(&attr, d.get()), cudaSuccess);
+    EXPECT_EQ(attr.device, 1) << "memory of the device-1 backend";
+    int current = -1;
+    ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+    EXPECT_EQ(current, 0) << "the caller's device is current again";
+  }).join();
 }
 
 }  // namespace

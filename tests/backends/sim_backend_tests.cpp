@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -867,6 +868,40 @@ TEST(SimValidation, DeviceMemoryInfoTracksAllocations)
   EXPECT_EQ(free_b, 1_MiB - 300_KiB);
   EXPECT_EQ(be.device_memory_info(nullptr, &total_b), status::invalid_value);
   be.deallocate(tier_kind::device, p, 300_KiB);
+}
+
+// As cudaStreamDestroy: destroy_stream returns while work is still queued (a host function
+// held by a gate), and that work and the event behind it complete afterwards.
+TEST(SimWallClock, DestroyStreamReturnsAtOnceAndItsWorkStillCompletes)
+{
+  sim_backend be{};
+  stream_handle const s = new_stream(be);
+  struct gate {
+    std::atomic<bool> open{false};
+    std::atomic<int> ran{0};
+    static void wait(void* self)
+    {
+      auto* g = static_cast<gate*>(self);
+      auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (!g->open.load() && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      g->ran.fetch_add(1);
+    }
+  } g;
+  event_handle e{};
+  ASSERT_EQ(be.create_event(&e), status::ok);
+  ASSERT_EQ(be.launch_host_func(s, &gate::wait, &g), status::ok);
+  ASSERT_EQ(be.record_event(e, s), status::ok);
+  be.destroy_stream(s);
+  EXPECT_EQ(be.query_event(e), status::not_ready) << "destroy_stream waited for the stream's work";
+  EXPECT_EQ(g.ran.load(), 0);
+  g.open = true;
+  EXPECT_EQ(be.synchronize_event(e), status::ok);
+  EXPECT_EQ(g.ran.load(), 1);
+  stream_handle const t = new_stream(be);  // reaps the drained worker
+  be.destroy_stream(t);
+  be.destroy_event(e);
 }
 
 TEST(SimWallClock, DestructorDrainsQueuedWork)

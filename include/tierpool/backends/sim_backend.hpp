@@ -185,6 +185,9 @@ struct sim_options {
   std::size_t device_bytes{256_MiB};       ///< device capacity; allocations beyond -> out_of_memory
   std::size_t pinned_host_bytes{0};        ///< pinned host limit; 0 = unbounded
   std::size_t managed_bytes{256_MiB};      ///< managed capacity; 0 = no managed memory (not_supported)
+  /// Report caps().managed_shares_device, as a GPU does (the pool then sizes a default
+  /// managed tier beside its device tiers). The sim's memory stays separate either way.
+  bool managed_shares_device{false};
   sim_memory_mode memory{sim_memory_mode::real};  ///< real bytes or phantom ranges
   sim_clock_mode clock{sim_clock_mode::wall};     ///< wall clock or virtual timeline
   /// Link models. Unset: wall clock -> sim_links::unthrottled(),
@@ -251,6 +254,10 @@ class TIERPOOL_EXPORT sim_backend final : public backend {
   [[nodiscard]] status create_stream(stream_handle* out, int priority = 0) noexcept override;
   void destroy_stream(stream_handle s) noexcept override;
   [[nodiscard]] status synchronize_stream(stream_handle s) noexcept override;
+  /// Sim's native streams are its own handles: `native` must be the value of a live stream
+  /// from create_stream() (or the default stream's 0, refused as null). Adoption changes no
+  /// ownership here; forget_stream() is a no-op.
+  [[nodiscard]] status adopt_stream(void* native, stream_handle* out) noexcept override;
   [[nodiscard]] status create_event(event_handle* out) noexcept override;
   void destroy_event(event_handle e) noexcept override;
   [[nodiscard]] status record_event(event_handle e, stream_handle s) noexcept override;

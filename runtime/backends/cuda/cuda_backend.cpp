@@ -13,6 +13,22 @@
 //   every event_handle accepted by a member is in events_;
 //   bound_pinned_ / bound_host_ hold exactly the live hwloc-allocated ranges (ptr -> bytes).
 //
+// Note [Pageable copies through pinned staging]
+// cudaMemcpyAsync with pageable host memory on one side is not asynchronous: from pageable
+// memory it first waits for the stream's earlier work (the pool's copy streams wait on
+// user work: a victim's last use), into pageable memory it returns only after the copy.
+// Either stalls the calling thread, which in the pool holds a tensor's lock. DESIGN §3
+// reaches the host tier "through pinned staging buffers": a copy between device (or
+// managed) memory and pageable host memory is cut into chunks of one pinned buffer per
+// stream (kStagingBytes, made on the stream's first such copy); each chunk is a host
+// function (memcpy between the pageable range and the buffer: no CUDA call) and a DMA
+// between the buffer and the device, in stream order, so the caller never waits. Reuse is
+// safe because everything on one stream runs in order: a chunk's host function runs after
+// the previous chunk's DMA. staging_mtx_ is held while one copy enqueues its chunks, so
+// copies from two threads on one stream do not interleave theirs. A stream whose buffer
+// cannot be made falls back to the plain (blocking) cudaMemcpyAsync. destroy_stream and
+// the destructor wait for the stream before freeing its buffer.
+//
 // Note [Device guard]
 // CUDA's current device is per host thread, and backend members may be called from any
 // thread. Every member that touches CUDA sets this backend's device for the duration of
@@ -24,6 +40,7 @@
 #include <tierpool/topology.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -72,12 +89,17 @@ class device_guard {
   std::optional<int> previous_;
 };
 
-// The most recent failure on this thread, tagged with the backend that recorded it.
+// The most recent failure on this thread, tagged with the backend that recorded it. Owners
+// are ids, not addresses: a new backend may reuse a destroyed one's address, and the
+// destructor can clear only its own thread's slot.
 struct last_error_slot {
-  void const* owner{nullptr};
+  std::uint64_t owner{0};
   std::string text;
 };
-thread_local last_error_slot tl_last_error;
+thread_local last_error_slot tl_last_error;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+std::atomic<std::uint64_t> next_backend_id{1};  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+
+bool valid_kind(tier_kind k) noexcept { return static_cast<std::size_t>(k) < tier_kind_count; }
 
 std::string reason_for_init_failure(cudaError_t e)
 {
@@ -100,7 +122,8 @@ void run_host_copy(void* user) noexcept
   std::memcpy(c->dst, c->src, c->bytes);
 }
 
-bool is_host_side(tier_kind k) noexcept { return k == tier_kind::host || k == tier_kind::pinned_host; }
+// Pinned staging per stream (Note [Pageable copies through pinned staging]).
+constexpr std::size_t kStagingBytes = std::size_t{8} << 20U;
 
 class cuda_backend final : public backend {
  public:
@@ -117,6 +140,8 @@ class cuda_backend final : public backend {
   [[nodiscard]] status create_stream(stream_handle* out, int priority) noexcept override;
   void destroy_stream(stream_handle s) noexcept override;
   [[nodiscard]] status synchronize_stream(stream_handle s) noexcept override;
+  [[nodiscard]] status adopt_stream(void* native, stream_handle* out) noexcept override;
+  void forget_stream(stream_handle s) noexcept override;
   [[nodiscard]] status create_event(event_handle* out) noexcept override;
   void destroy_event(event_handle e) noexcept override;
   [[nodiscard]] status record_event(event_handle e, stream_handle s) noexcept override;
@@ -145,11 +170,16 @@ class cuda_backend final : public backend {
 
   [[nodiscard]] bool resolve(stream_handle s, cudaStream_t* out) const noexcept;
   [[nodiscard]] bool resolve(event_handle e, cudaEvent_t* out) const noexcept;
-  [[nodiscard]] cudaMemLocation to_location(memory_location where) const noexcept;
 
   status allocate_bound(tier_kind kind, std::size_t bytes, void** out, unsigned node) noexcept;
+  // A copy between device / managed memory and pageable host memory, in chunks through
+  // `cs`'s staging buffer; nullopt when the buffer cannot be made (the caller copies plainly).
+  std::optional<status> copy_staged(copy_desc const& d, cudaStream_t cs) noexcept;
+  // Wait for `cs` and free its staging buffer, if it has one.
+  void drop_staging(cudaStream_t cs) noexcept;
   std::optional<std::size_t> take_bound(std::unordered_map<void*, std::size_t>& map, void* p) noexcept;
 
+  std::uint64_t const id_{next_backend_id.fetch_add(1, std::memory_order_relaxed)};
   int device_;
   backend_caps caps_{};
   int least_priority_{0};     // numerically largest (lowest-priority) stream priority
@@ -158,8 +188,12 @@ class cuda_backend final : public backend {
   std::optional<topology> topology_;  // for NUMA binding; absent when discovery failed
 
   mutable std::shared_mutex handles_mtx_;
-  std::unordered_set<cudaStream_t> streams_;
+  std::unordered_set<cudaStream_t> streams_;  // every stream a call accepts (ours and adopted)
+  std::unordered_set<cudaStream_t> adopted_;  // the caller's (adopt_stream): never synchronized nor destroyed here
   std::unordered_set<cudaEvent_t> events_;
+
+  std::mutex staging_mtx_;                                // also held while one copy enqueues its chunks
+  std::unordered_map<cudaStream_t, void*> staging_;       // stream -> pinned buffer of kStagingBytes
 
   std::mutex bound_mtx_;
   std::unordered_map<void*, std::size_t> bound_pinned_;  // hwloc + cudaHostRegister
@@ -230,6 +264,7 @@ std::string cuda_backend::initialize()
   caps_.has_managed_prefetch = caps_.has_managed && caps_.concurrent_managed_access;
   // DESIGN §3: managed memory is always bounded, on a real GPU by the free device memory.
   caps_.managed_bytes = caps_.has_managed ? free_bytes : 0;
+  caps_.managed_shares_device = true;  // the pool sizes a default managed tier beside its device tiers
   caps_.allocation_alignment = 256;  // cudaMalloc guarantees 256; host kinds are aligned to match
   caps_.copy_granularity = 256;
   caps_.real_memory = true;
@@ -257,13 +292,26 @@ cuda_backend::~cuda_backend()
 {
   device_guard const guard(device_);
   std::unique_lock const lock(handles_mtx_);
-  // Destroy calls return at once; CUDA releases each stream after its queued work.
-  for (cudaEvent_t e : events_) { (void)cudaEventDestroy(e); }
-  for (cudaStream_t s : streams_) { (void)cudaStreamDestroy(s); }
-  if (default_stream_ != nullptr) {
-    (void)cudaStreamSynchronize(default_stream_);
-    (void)cudaStreamDestroy(default_stream_);
+  // Drain every stream first: work still queued (a copy into hwloc-bound pages, a host
+  // function copying pageable memory) must not outlive the memory freed below.
+  // Adopted streams are the caller's (it may have destroyed them already): left alone.
+  for (cudaStream_t s : streams_) {
+    if (!adopted_.contains(s)) { (void)cudaStreamSynchronize(s); }
   }
+  if (default_stream_ != nullptr) { (void)cudaStreamSynchronize(default_stream_); }
+  {
+    std::lock_guard const staging_lock(staging_mtx_);
+    for (auto const& [stream, buffer] : staging_) {
+      (void)cudaStreamSynchronize(stream);  // an adopted stream too: its copies used the buffer
+      (void)cudaFreeHost(buffer);
+    }
+    staging_.clear();
+  }
+  for (cudaEvent_t e : events_) { (void)cudaEventDestroy(e); }
+  for (cudaStream_t s : streams_) {
+    if (!adopted_.contains(s)) { (void)cudaStreamDestroy(s); }
+  }
+  if (default_stream_ != nullptr) { (void)cudaStreamDestroy(default_stream_); }
   // hwloc-bound ranges still live cannot be freed once topology_ is gone: free them now.
   // (cudaMalloc'd memory left behind is released with the primary context.)
   if (topology_) {
@@ -275,13 +323,13 @@ cuda_backend::~cuda_backend()
     for (auto const& [p, bytes] : bound_host_) { topology_->deallocate_on_node(p, bytes); }
   }
   cu::clear_last_error();
-  if (tl_last_error.owner == this) { tl_last_error = {}; }
+  if (tl_last_error.owner == id_) { tl_last_error = {}; }
 }
 
 void cuda_backend::record(std::string text) const noexcept
 {
   try {
-    tl_last_error.owner = this;
+    tl_last_error.owner = id_;
     tl_last_error.text = std::move(text);
   } catch (...) {
     // Out of memory while describing an error: keep the previous text.
@@ -310,7 +358,7 @@ status cuda_backend::fail(status s, char const* what) noexcept
 
 std::string cuda_backend::last_error() const
 {
-  return tl_last_error.owner == this ? tl_last_error.text : std::string{};
+  return tl_last_error.owner == id_ ? tl_last_error.text : std::string{};
 }
 
 bool cuda_backend::resolve(stream_handle s, cudaStream_t* out) const noexcept
@@ -335,30 +383,14 @@ bool cuda_backend::resolve(event_handle e, cudaEvent_t* out) const noexcept
   return true;
 }
 
-cudaMemLocation cuda_backend::to_location(memory_location where) const noexcept
-{
-  cudaMemLocation loc{};
-  if (is_host_side(where.kind)) {
-    if (where.numa_node >= 0) {
-      loc.type = cudaMemLocationTypeHostNuma;
-      loc.id = where.numa_node;
-    } else {
-      loc.type = cudaMemLocationTypeHost;
-      loc.id = 0;  // ignored for Host
-    }
-  } else {  // device, or managed (whose fast home is the device)
-    loc.type = cudaMemLocationTypeDevice;
-    loc.id = device_;
-  }
-  return loc;
-}
-
 status cuda_backend::allocate(tier_kind kind, std::size_t bytes, void** out, int numa_node) noexcept
 {
   if (out == nullptr) { return fail(status::invalid_value, "allocate: out is null"); }
   *out = nullptr;
+  if (!valid_kind(kind)) { return fail(status::invalid_value, "allocate: unknown tier kind"); }
   if (bytes == 0) { return fail(status::invalid_value, "allocate: bytes must be > 0"); }
-  if (numa_node >= 0 && is_host_side(kind)) {
+  if (numa_node < -1) { return fail(status::invalid_value, "allocate: numa_node must be >= -1"); }
+  if (numa_node >= 0 && cu::is_host_side(kind)) {
     return allocate_bound(kind, bytes, out, static_cast<unsigned>(numa_node));
   }
   switch (kind) {
@@ -492,12 +524,71 @@ void cuda_backend::destroy_stream(stream_handle s) noexcept
 {
   if (s.is_default()) { return; }
   auto* const cs = reinterpret_cast<cudaStream_t>(s.value);
+  bool adopted = false;
   {
     std::unique_lock const lock(handles_mtx_);
     if (streams_.erase(cs) == 0) { return; }  // not ours: ignore
+    adopted = adopted_.erase(cs) != 0;
   }
+  drop_staging(cs);
+  if (adopted) { return; }  // the caller's: forgotten, not destroyed
   device_guard const guard(device_);
   (void)cudaStreamDestroy(cs);  // returns at once; released after its queued work
+}
+
+void cuda_backend::drop_staging(cudaStream_t cs) noexcept
+{
+  void* buffer = nullptr;
+  {
+    std::lock_guard const lock(staging_mtx_);
+    auto const it = staging_.find(cs);
+    if (it == staging_.end()) { return; }
+    buffer = it->second;
+    staging_.erase(it);
+  }
+  device_guard const guard(device_);
+  (void)cudaStreamSynchronize(cs);  // its last chunks may still use the buffer
+  (void)cudaFreeHost(buffer);
+  cu::clear_last_error();
+}
+
+status cuda_backend::adopt_stream(void* native, stream_handle* out) noexcept
+{
+  if (out == nullptr) { return fail(status::invalid_value, "adopt_stream: out is null"); }
+  *out = {};
+  if (native == nullptr) { return fail(status::invalid_value, "adopt_stream: null stream"); }
+  auto* const cs = static_cast<cudaStream_t>(native);
+  device_guard const guard(device_);
+  TIERPOOL_CUDA_TRY(guard.error());
+  int dev = -1;
+  if (cudaError_t const e = cudaStreamGetDevice(cs, &dev); e != cudaSuccess) {
+    cu::clear_last_error();
+    return fail(status::invalid_value, "adopt_stream: not a live CUDA stream");
+  }
+  if (dev != device_) { return fail(status::invalid_value, "adopt_stream: a stream of another device"); }
+  try {
+    std::unique_lock const lock(handles_mtx_);
+    bool const ours = streams_.contains(cs) && !adopted_.contains(cs);
+    if (ours) { return fail(status::invalid_value, "adopt_stream: a stream this backend created"); }
+    streams_.insert(cs);
+    adopted_.insert(cs);
+  } catch (...) {
+    return fail(status::out_of_memory, "adopt_stream: bookkeeping allocation failed");
+  }
+  out->value = reinterpret_cast<std::uintptr_t>(cs);
+  return status::ok;
+}
+
+void cuda_backend::forget_stream(stream_handle s) noexcept
+{
+  auto* const cs = reinterpret_cast<cudaStream_t>(s.value);
+  bool forgotten = false;
+  {
+    std::unique_lock const lock(handles_mtx_);
+    forgotten = adopted_.erase(cs) != 0;
+    if (forgotten) { streams_.erase(cs); }
+  }
+  if (forgotten) { drop_staging(cs); }
 }
 
 status cuda_backend::synchronize_stream(stream_handle s) noexcept
@@ -560,7 +651,12 @@ status cuda_backend::query_event(event_handle e) noexcept
   device_guard const guard(device_);
   TIERPOOL_CUDA_TRY(guard.error());
   cudaError_t const r = cudaEventQuery(ce);  // success also for a never-recorded event
-  if (r == cudaErrorNotReady) { return status::not_ready; }  // not an error; nothing to clear
+  if (r == cudaErrorNotReady) {
+    // Not a failure, but the runtime may keep it as the thread's last error, where the
+    // next cudaGetLastError() after a kernel launch in user code would report it.
+    cu::clear_last_error();
+    return status::not_ready;
+  }
   TIERPOOL_CUDA_TRY(r);
   return status::ok;
 }
@@ -591,6 +687,9 @@ status cuda_backend::copy_async(copy_desc const& d, stream_handle s) noexcept
 {
   if (d.dst == nullptr || d.src == nullptr) { return fail(status::invalid_value, "copy_async: null pointer"); }
   if (d.bytes == 0) { return fail(status::invalid_value, "copy_async: bytes must be > 0"); }
+  if (!valid_kind(d.dst_kind) || !valid_kind(d.src_kind)) {
+    return fail(status::invalid_value, "copy_async: unknown tier kind");
+  }
   auto const dst = reinterpret_cast<std::uintptr_t>(d.dst);
   auto const src = reinterpret_cast<std::uintptr_t>(d.src);
   if (dst < src + d.bytes && src < dst + d.bytes) {
@@ -603,9 +702,7 @@ status cuda_backend::copy_async(copy_desc const& d, stream_handle s) noexcept
 
   // Pageable host <-> host: cudaMemcpyAsync would copy on the calling thread; a host
   // function keeps the copy asynchronous and in stream order.
-  bool const host_only = is_host_side(d.dst_kind) && is_host_side(d.src_kind) &&
-                         (d.dst_kind == tier_kind::host || d.src_kind == tier_kind::host);
-  if (host_only) {
+  if (cu::copy_runs_on_host(d.dst_kind, d.src_kind)) {
     auto* const job = new (std::nothrow) host_copy{d.dst, d.src, d.bytes};
     if (job == nullptr) { return fail(status::out_of_memory, "copy_async: host copy descriptor"); }
     cudaError_t const e = cudaLaunchHostFunc(cs, run_host_copy, job);
@@ -615,41 +712,88 @@ status cuda_backend::copy_async(copy_desc const& d, stream_handle s) noexcept
     }
     return status::ok;
   }
+  if (cu::copy_needs_staging(d.dst_kind, d.src_kind)) {
+    if (std::optional<status> const r = copy_staged(d, cs)) { return *r; }
+  }
   // Unified addressing: cudaMemcpyDefault infers the direction from the pointers.
   TIERPOOL_CUDA_TRY(cudaMemcpyAsync(d.dst, d.src, d.bytes, cudaMemcpyDefault, cs));
   return status::ok;
 }
 
+std::optional<status> cuda_backend::copy_staged(copy_desc const& d, cudaStream_t cs) noexcept
+{
+  std::lock_guard const lock(staging_mtx_);  // this copy's chunks enqueue without interleaving
+  void* stage = nullptr;
+  if (auto const it = staging_.find(cs); it != staging_.end()) {
+    stage = it->second;
+  } else {
+    if (cudaHostAlloc(&stage, kStagingBytes, cudaHostAllocPortable) != cudaSuccess) {
+      cu::clear_last_error();
+      return std::nullopt;  // no pinned memory to spare: the plain, blocking copy
+    }
+    try {
+      staging_.emplace(cs, stage);
+    } catch (...) {
+      (void)cudaFreeHost(stage);
+      return std::nullopt;
+    }
+  }
+  bool const into_host = d.dst_kind == tier_kind::host;  // else out of the pageable source
+  auto* const dst = static_cast<std::byte*>(d.dst);
+  auto const* const src = static_cast<std::byte const*>(d.src);
+  for (std::size_t off = 0; off < d.bytes; off += kStagingBytes) {
+    std::size_t const n = std::min(kStagingBytes, d.bytes - off);
+    auto* const job = new (std::nothrow) host_copy{into_host ? static_cast<void*>(dst + off) : stage,
+                                                  into_host ? static_cast<void const*>(stage) : src + off, n};
+    cudaError_t e = job == nullptr ? cudaErrorMemoryAllocation : cudaSuccess;
+    if (e == cudaSuccess && into_host) { e = cudaMemcpyAsync(stage, src + off, n, cudaMemcpyDefault, cs); }
+    if (e == cudaSuccess) {
+      e = cudaLaunchHostFunc(cs, run_host_copy, job);
+      if (e != cudaSuccess) { delete job; }
+    } else {
+      delete job;
+    }
+    if (e == cudaSuccess && !into_host) { e = cudaMemcpyAsync(dst + off, stage, n, cudaMemcpyDefault, cs); }
+    if (e != cudaSuccess) {
+      // Chunks already queued still write the destination: let them finish, so that the
+      // caller may reuse it at once.
+      status const st = fail(e, "copy_async: a staged chunk");
+      (void)cudaStreamSynchronize(cs);
+      cu::clear_last_error();
+      return st;
+    }
+  }
+  return status::ok;
+}
+
 status cuda_backend::prefetch_async(void* ptr, std::size_t bytes, memory_location to, stream_handle s) noexcept
 {
-  if (ptr == nullptr || bytes == 0) { return fail(status::invalid_value, "prefetch_async: empty range"); }
   if (!caps_.has_managed_prefetch) {
     return fail(status::not_supported, "prefetch_async: device lacks concurrent managed access");
   }
+  if (ptr == nullptr || bytes == 0) { return fail(status::invalid_value, "prefetch_async: empty range"); }
+  if (!valid_kind(to.kind)) { return fail(status::invalid_value, "prefetch_async: unknown destination kind"); }
   cudaStream_t cs = nullptr;
   if (!resolve(s, &cs)) { return fail(status::invalid_value, "prefetch_async: unknown stream"); }
   device_guard const guard(device_);
   TIERPOOL_CUDA_TRY(guard.error());
-  TIERPOOL_CUDA_TRY(cudaMemPrefetchAsync(ptr, bytes, to_location(to), 0, cs));
+  TIERPOOL_CUDA_TRY(cudaMemPrefetchAsync(ptr, bytes, cu::location_for(to, device_), 0, cs));
   return status::ok;
 }
 
 status cuda_backend::advise(void* ptr, std::size_t bytes, mem_advice advice, memory_location where) noexcept
 {
-  if (ptr == nullptr || bytes == 0) { return fail(status::invalid_value, "advise: empty range"); }
   if (!caps_.has_managed) { return fail(status::not_supported, "advise: device has no managed memory"); }
+  if (ptr == nullptr || bytes == 0) { return fail(status::invalid_value, "advise: empty range"); }
   cudaMemoryAdvise a = cudaMemAdviseSetReadMostly;
-  switch (advice) {
-    case mem_advice::set_read_mostly: a = cudaMemAdviseSetReadMostly; break;
-    case mem_advice::unset_read_mostly: a = cudaMemAdviseUnsetReadMostly; break;
-    case mem_advice::set_preferred_location: a = cudaMemAdviseSetPreferredLocation; break;
-    case mem_advice::unset_preferred_location: a = cudaMemAdviseUnsetPreferredLocation; break;
-    case mem_advice::set_accessed_by: a = cudaMemAdviseSetAccessedBy; break;
-    case mem_advice::unset_accessed_by: a = cudaMemAdviseUnsetAccessedBy; break;
+  if (!cu::to_cuda_advice(advice, &a) || !valid_kind(where.kind)) {
+    return fail(status::invalid_value, "advise: unknown advice or location kind");
   }
+  // Accessed-by takes a device or the host as a whole, never a host NUMA node.
+  cudaMemLocation const loc = cu::location_for(where, device_, !cu::is_accessed_by(advice));
   device_guard const guard(device_);
   TIERPOOL_CUDA_TRY(guard.error());
-  TIERPOOL_CUDA_TRY(cudaMemAdvise(ptr, bytes, a, to_location(where)));
+  TIERPOOL_CUDA_TRY(cudaMemAdvise(ptr, bytes, a, loc));
   return status::ok;
 }
 

@@ -95,6 +95,7 @@ backend_caps make_caps(sim_options const& o)
   c.has_managed = o.managed_bytes > 0;
   c.has_managed_prefetch = o.managed_bytes > 0;
   c.concurrent_managed_access = o.managed_bytes > 0;  // it is host memory
+  c.managed_shares_device = o.managed_shares_device;
   c.has_numa_binding = false;
   c.max_copy_streams = o.max_copy_streams;
   c.host_numa_node = -1;
@@ -290,6 +291,20 @@ status sim_backend::synchronize_stream(stream_handle s) noexcept
 {
   status const r = impl_->timeline->synchronize_stream(s);
   return r == status::ok ? r : impl_->fail(r, "synchronize_stream: unknown stream handle");
+}
+
+status sim_backend::adopt_stream(void* native, stream_handle* out) noexcept
+{
+  auto& m = *impl_;
+  if (out == nullptr) { return m.fail(status::invalid_value, "adopt_stream: out is null"); }
+  *out = stream_handle{};
+  if (native == nullptr) { return m.fail(status::invalid_value, "adopt_stream: null stream"); }
+  stream_handle const s{reinterpret_cast<std::uintptr_t>(native)};
+  if (!m.timeline->has_stream(s)) {
+    return m.fail(status::invalid_value, "adopt_stream: not a live stream of this backend");
+  }
+  *out = s;
+  return status::ok;
 }
 
 status sim_backend::create_event(event_handle* out) noexcept

@@ -79,6 +79,7 @@ struct wall_stream {
   bool idle{false};            // the worker sleeps on cv (an enqueue must notify it)
   std::uint64_t serial{0};     // unique per timeline, never reused (Note [Coalescing waits])
   bool stop{false};            // set once: drain the queue, then exit
+  std::atomic<bool> exited{false};  // the worker drained its queue after stop and returned (joinable at once)
   std::thread worker;
 
   static constexpr std::uint64_t kNever = ~std::uint64_t{0};
@@ -142,7 +143,24 @@ class wall_timeline final : public sim_timeline {
       st = std::move(it->second);
       streams_.erase(it);
     }
-    stop_and_join(*st);  // drains the queue first
+    // As cudaStreamDestroy: return at once; the worker drains the queue (its events still
+    // complete), then exits, and is joined by a later destroy_stream or by shutdown().
+    {
+      std::lock_guard lock(st->mtx);
+      st->stop = true;
+    }
+    st->cv.notify_one();
+    std::lock_guard lock(retired_mtx_);
+    std::erase_if(retired_, [this](std::shared_ptr<wall_stream> const& r) {
+      if (!r->exited.load(std::memory_order_acquire)) { return false; }
+      stop_and_join(*r);
+      return true;
+    });
+    try {
+      retired_.push_back(std::move(st));
+    } catch (...) {
+      stop_and_join(*st);  // no room to keep it: wait for it here instead
+    }
     return true;
   }
 
@@ -318,6 +336,9 @@ class wall_timeline final : public sim_timeline {
     for (auto const& st : all) {
       stop_and_join(*st);
     }
+    std::lock_guard lock(retired_mtx_);
+    for (auto const& st : retired_) { stop_and_join(*st); }  // destroyed streams: drained by now or soon
+    retired_.clear();
   }
 
  private:
@@ -443,6 +464,7 @@ class wall_timeline final : public sim_timeline {
           st.idle = false;
         }
         if (st.queue.empty()) {
+          st.exited.store(true, std::memory_order_release);
           return;  // stop requested and drained
         }
         op = std::move(st.queue.front());
@@ -551,6 +573,8 @@ class wall_timeline final : public sim_timeline {
 
   mutable std::shared_mutex streams_mtx_;
   std::unordered_map<std::uintptr_t, std::shared_ptr<wall_stream>> streams_;
+  std::mutex retired_mtx_;
+  std::vector<std::shared_ptr<wall_stream>> retired_;  // destroyed, their workers not joined yet
   std::uint64_t next_stream_{0};  // guarded by streams_mtx_
   std::atomic<std::uint64_t> next_serial_{0};  // wall_stream::serial
 

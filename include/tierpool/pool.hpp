@@ -301,9 +301,29 @@ class TIERPOOL_EXPORT pool {
 
   /// @brief Create a stream owned by the pool.
   [[nodiscard]] stream_handle create_stream(int priority = 0);
-  /// @brief Use a native stream (a cudaStream_t on the CUDA backend); the caller keeps ownership.
+  /**
+   * @brief Use a stream the program made itself: a `cudaStream_t` on the CUDA backend (of
+   *        the pool's device), on sim the value of a handle from `backend().create_stream()`.
+   *        The returned handle works like one from create_stream(): acquire() orders the
+   *        tensor's copy before work on it, a lease's end records its last use there.
+   *        The caller keeps ownership: call destroy_stream() on the handle before destroying
+   *        the native stream (the pool forgets it; it does not destroy it). Wrapping the same
+   *        stream again returns the same handle.
+   * Thread safety: safe concurrently with any other call.
+   * @throws tierpool::logic_error for a null stream, one of the pool's own (a copy stream or
+   *         one from create_stream()), or one the backend cannot use (not a live stream, a
+   *         stream of another device); the message says which.
+   */
   [[nodiscard]] stream_handle wrap_native_stream(void* native);
-  /// @brief Destroy a stream made by create_stream().
+  /**
+   * @brief Destroy a stream made by create_stream() (after its queued work), or stop using
+   *        one from wrap_native_stream() (not destroyed: it is the caller's). Returns at
+   *        once: the pool records a last event on `s` first, and no block used there is
+   *        reused or copied out before the work queued on `s` by then has finished. Later
+   *        calls naming `s` throw logic_error. Work the program queues on a wrapped stream
+   *        after this call is not tracked: end the leases it uses first.
+   * @throws tierpool::logic_error for any other stream.
+   */
   void destroy_stream(stream_handle s);
   /// @brief Block until all work on `s` has completed.
   void synchronize(stream_handle s);

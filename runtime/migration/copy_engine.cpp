@@ -31,6 +31,10 @@
 // grained marks.
 // Limitations: kMarks marks per stream; older ones are released, so a very old stamp
 // uses the oldest kept mark (later than needed, still correct).
+// A destroyed stream (destroy_stream: the pool's own, or a wrapped one it forgets) can
+// take no new mark, so destroy_stream records a last one first, covering everything
+// queued there while the pool knew the stream; uses of a stream no longer live are
+// ordered after that newest mark whatever their stamp.
 #include <tierpool/error.hpp>
 
 #include <algorithm>
@@ -150,6 +154,13 @@ bool pool_impl::order_after_use(stream_handle waiter, stream_use const& use, boo
   stream_entry& se = *use.stream;
   if (se.handle == waiter) { return false; }  // stream order does it
   std::lock_guard lock(se.mtx);
+  if (!se.live.load(std::memory_order_relaxed)) {  // destroyed: its last mark covers every use
+    if (se.count == 0) { return false; }          // the host waited for it at destroy_stream
+    event_handle const last = se.marks[(se.first + se.count - 1) % stream_entry::kMarks].event;
+    if (backend_->query_event(last) == status::ok) { return false; }
+    stream_wait_event_or_sync(waiter, last);
+    return true;
+  }
   if (settled) {
     for (std::size_t i = 0; i < se.count; ++i) {
       stream_entry::mark const& m = se.marks[(se.first + i) % stream_entry::kMarks];
@@ -159,15 +170,23 @@ bool pool_impl::order_after_use(stream_handle waiter, stream_use const& use, boo
       return true;
     }
   }
-  // No mark covers the use yet: record one now (label first: see the Note).
-  std::uint64_t const g = se.gen.fetch_add(1, std::memory_order_seq_cst) + 1;
+  // No mark covers the use yet: record one now.
+  event_handle const e = add_mark_locked(se);
+  if (!e) { return false; }  // the host waited instead
+  stream_wait_event_or_sync(waiter, e);
+  return true;
+}
+
+event_handle pool_impl::add_mark_locked(stream_entry& se) noexcept
+{
+  std::uint64_t const g = se.gen.fetch_add(1, std::memory_order_seq_cst) + 1;  // label first: see the Note
   event_handle e{};
   if (events_->acquire(&e) != status::ok || backend_->record_event(e, se.handle) != status::ok) {
     release_event(e);
     auto const t0 = std::chrono::steady_clock::now();
     (void)backend_->synchronize_stream(se.handle);
     add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    return false;  // the host waited instead
+    return event_handle{};
   }
   if (se.count == stream_entry::kMarks) {
     release_event(se.marks[se.first].event);
@@ -176,14 +195,17 @@ bool pool_impl::order_after_use(stream_handle waiter, stream_use const& use, boo
   }
   se.marks[(se.first + se.count) % stream_entry::kMarks] = stream_entry::mark{g, e};
   ++se.count;
-  stream_wait_event_or_sync(waiter, e);
-  return true;
+  return e;
 }
 
 bool pool_impl::use_settled(stream_use const& use) noexcept
 {
   stream_entry& se = *use.stream;
   std::lock_guard lock(se.mtx);
+  if (!se.live.load(std::memory_order_relaxed)) {  // destroyed: see order_after_use
+    return se.count == 0 ||
+           backend_->query_event(se.marks[(se.first + se.count - 1) % stream_entry::kMarks].event) == status::ok;
+  }
   for (std::size_t i = 0; i < se.count; ++i) {
     stream_entry::mark const& m = se.marks[(se.first + i) % stream_entry::kMarks];
     if (m.gen <= use.gen) { continue; }

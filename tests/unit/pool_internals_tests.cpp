@@ -47,19 +47,20 @@ using tierpool::detail::stream_use;
 using tierpool::detail::tensor_record;
 using tierpool::detail::use_list;
 
-// Home cell of `key` in a table of `cap` cells (the containers' Fibonacci hashing).
+// Home cell of `key` in a table of `cap` cells by plain Fibonacci hashing (flat_u64_set).
 std::size_t home_of(std::uint64_t key, std::size_t cap)
 {
   auto const shift = 64U - static_cast<unsigned>(std::countr_zero(cap));
   return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ULL) >> shift);
 }
 
-// The first `n` keys >= 1 whose home in a table of `cap` cells is `cell`.
-std::vector<std::uint64_t> keys_with_home(std::size_t cell, std::size_t cap, std::size_t n)
+// The first `n` keys >= 1 whose home in a table of `cap` cells is `cell` (by `home`).
+std::vector<std::uint64_t> keys_with_home(std::size_t cell, std::size_t cap, std::size_t n,
+                                          std::size_t (*home)(std::uint64_t, std::size_t) = home_of)
 {
   std::vector<std::uint64_t> out;
   for (std::uint64_t k = 1; out.size() < n; ++k) {
-    if (home_of(k, cap) == cell) { out.push_back(k); }
+    if (home(k, cap) == cell) { out.push_back(k); }
   }
   return out;
 }
@@ -220,8 +221,9 @@ TEST(RecordTable, FindInsertEraseClearAndReferenceCounts)
 // back: every id must still find its own record.
 TEST(RecordTable, EraseShiftsAWrappedRunWithItsRecords)
 {
-  std::vector<std::uint64_t> ids = keys_with_home(63, 64, 3);  // first table: 64 cells
-  for (std::uint64_t k : keys_with_home(0, 64, 2)) { ids.push_back(k); }
+  // First table: 64 cells; runs of 8 consecutive ids share 8 cells.
+  std::vector<std::uint64_t> ids = keys_with_home(63, 64, 3, record_table::home_in);
+  for (std::uint64_t k : keys_with_home(0, 64, 2, record_table::home_in)) { ids.push_back(k); }
   for (std::size_t victim = 0; victim < ids.size(); ++victim) {
     record_table t;
     std::vector<std::shared_ptr<tensor_record>> recs;

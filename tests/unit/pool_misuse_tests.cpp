@@ -252,6 +252,73 @@ TEST(PoolMisuse, AcquireOnAnUnknownStreamThrows)
   EXPECT_TRUE(p.validate());
 }
 
+// A stream the program made itself (on sim: a handle from the backend, as a cudaStream_t
+// from cudaStreamCreate on CUDA) works like the pool's own once wrapped: copy-ins are
+// ordered before work on it and evictions wait for its last uses. destroy_stream() makes
+// the pool forget it without destroying it.
+TEST(PoolStreams, WrappedNativeStreamCarriesLeasesThroughEvictions)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be, 1_MiB, 0, 16_MiB)};
+  stream_handle raw{};
+  ASSERT_EQ(be->create_stream(&raw), status::ok);
+  void* const native = reinterpret_cast<void*>(raw.value);
+  stream_handle const w = p.wrap_native_stream(native);
+  EXPECT_EQ(w, raw);
+  EXPECT_EQ(p.wrap_native_stream(native), w) << "wrapping again gives the same handle";
+
+  std::vector<tensor> ts;
+  for (std::uint64_t i = 0; i < 8; ++i) {  // 2 MiB of tensors on a 1 MiB device
+    ts.push_back(p.allocate(256_KiB));
+    fill(p, ts.back(), i, 1);
+  }
+  for (std::uint32_t round = 1; round <= 3; ++round) {
+    for (std::uint64_t i = 0; i < ts.size(); ++i) {
+      lease l = p.acquire(ts[i], access_mode::read_write, w);
+      p.synchronize(w);
+      ASSERT_TRUE(has_pattern(l.data(), l.bytes(), i, round)) << "tensor " << i << " round " << round;
+      write_pattern(l.data(), l.bytes(), i, round + 1);  // sim memory: the device copy is host memory
+    }
+  }
+  pool_stats const st = p.stats();
+  EXPECT_GE(st.tiers[0].evictions, 16U);
+  EXPECT_GE(st.copies_d2h, 16U) << "every eviction wrote a dirty copy back";
+  for (std::uint64_t i = 0; i < ts.size(); ++i) { EXPECT_TRUE(check(p, ts[i], i, 4)) << i; }
+
+  p.destroy_stream(w);
+  EXPECT_THROW((void)p.acquire(ts[0], access_mode::read, w), logic_error);
+  EXPECT_EQ(be->synchronize_stream(raw), status::ok) << "the native stream is still the caller's";
+  be->destroy_stream(raw);
+  EXPECT_TRUE(p.validate());
+}
+
+TEST(PoolStreams, WrappingAStreamTheBackendCannotUseThrows)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be)};
+  auto message = [&](void* native) -> std::string {
+    try {
+      (void)p.wrap_native_stream(native);
+    } catch (logic_error const& e) {
+      return e.what();
+    }
+    return "(no exception)";
+  };
+  EXPECT_NE(message(reinterpret_cast<void*>(std::uintptr_t{0xDEAD000})).find("not a live stream of this backend"),
+            std::string::npos)
+      << message(reinterpret_cast<void*>(std::uintptr_t{0xDEAD000}));
+  stream_handle const own = p.create_stream();
+  EXPECT_NE(message(reinterpret_cast<void*>(own.value)).find("made by create_stream()"), std::string::npos);
+  EXPECT_NE(message(nullptr).find("null stream"), std::string::npos);
+  EXPECT_THROW(p.destroy_stream(stream_handle{0xDEAD000}), logic_error);
+  // Nothing was disturbed: the pool's own stream still works.
+  tensor t = p.allocate(64_KiB);
+  fill(p, t, 5, 1);
+  { lease l = p.acquire(t, access_mode::read, own); }
+  EXPECT_TRUE(check(p, t, 5, 1));
+  EXPECT_TRUE(p.validate());
+}
+
 }  // namespace
 }  // namespace tierpool::test
 
@@ -646,6 +713,63 @@ TEST(PoolLowMemory, AllocateRetriesAfterTheCallbacks)
   held.clear();
   p.synchronize(s);
   EXPECT_TRUE(check(p, a, 7, 1));
+  EXPECT_TRUE(p.validate());
+}
+
+// demote takes the same step: the pinned tier is full of leased copies, the callback ends
+// one lease (its tensor is then written back to the host tier to make room), and the
+// demotion is retried once; without help it fails and the tensor stays where it was.
+TEST(PoolLowMemory, DemoteRetriesAfterTheCallbacks)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be, 1_MiB, 1_MiB, 16_MiB)};
+  stream_handle s = p.create_stream();
+  std::vector<tensor> ts;
+  std::vector<lease> held;
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{1}}));
+    fill(p, ts.back(), i, 1);
+    held.push_back(p.acquire_host(ts.back(), access_mode::read));
+  }
+  auto on_device = [&](std::uint64_t key) {
+    tensor t = p.allocate(256_KiB, {.preferred_tier = tier_id{0}});
+    {
+      lease w = p.acquire(t, access_mode::write_discard, s);
+      write_pattern(w.data(), w.bytes(), key, 1);  // sim memory: the device copy is host memory
+    }
+    p.synchronize(s);
+    return t;
+  };
+  tensor a = on_device(7);
+  int calls = 0;
+  bool help = true;
+  (void)p.add_low_memory_callback([&](low_memory_event const& e) {
+    ++calls;
+    EXPECT_EQ(e.tier, tier_id{1});
+    EXPECT_EQ(e.bytes_needed, 256_KiB);
+    EXPECT_EQ(e.pinned_bytes, 1_MiB);
+    if (help && !held.empty()) { held.pop_back(); }
+  });
+  p.demote(a, tier_id{1});
+  EXPECT_EQ(calls, 1);
+  pool_stats st = p.stats();
+  EXPECT_EQ(st.tiers[0].resident_tensors, 0U) << "the device copy was dropped";
+  EXPECT_EQ(st.tiers[1].resident_tensors, 4U) << "three leased tensors and a";
+  EXPECT_EQ(st.tiers[2].resident_tensors, 1U) << "the unleased one, written back for a";
+
+  held.push_back(p.acquire_host(ts[3], access_mode::read));  // ts[3] is now in the host tier
+  held.push_back(p.acquire_host(a, access_mode::read));      // the pinned tier: all leased again
+  tensor b = on_device(8);
+  help = false;
+  EXPECT_THROW(p.demote(b, tier_id{1}), out_of_memory);
+  EXPECT_EQ(calls, 2) << "one call per failing request";
+  st = p.stats();
+  EXPECT_EQ(st.tiers[0].resident_tensors, 1U) << "b stays on the device";
+  EXPECT_EQ(st.low_memory_callbacks, 2U);
+  held.clear();
+  for (std::uint64_t i = 0; i < 4; ++i) { EXPECT_TRUE(check(p, ts[i], i, 1)) << i; }
+  EXPECT_TRUE(check(p, a, 7, 1));
+  EXPECT_TRUE(check(p, b, 8, 1));
   EXPECT_TRUE(p.validate());
 }
 

@@ -285,6 +285,75 @@ TEST(PoolPrefetch, QueuedRequestIsDroppedWhenFreedOrResident)
   EXPECT_TRUE(p.validate());
 }
 
+// A kernel still running after its lease ended: a host function that, once its gate
+// opens, reads `src` and notes whether it still holds pattern (key, version).
+struct gated_read {
+  stream_gate gate;
+  void const* src{nullptr};
+  std::size_t bytes{0};
+  std::uint64_t key{0};
+  std::uint32_t version{0};
+  std::atomic<int> saw{-1};  // -1: not run; 1: the pattern; 0: other bytes
+  static void run(void* self)
+  {
+    auto* r = static_cast<gated_read*>(self);
+    stream_gate::run(&r->gate);
+    r->saw = has_pattern(r->src, r->bytes, r->key, r->version) ? 1 : 0;
+  }
+};
+
+// destroy_stream while work on the stream is still queued: the pool cannot record on the
+// stream afterwards, so it records a last mark first, and the block of a tensor read there
+// is not reused before that work ends. (Before, a later eviction dropped the clean copy
+// and a prefetch copied another tensor into its block at once, under the running reader:
+// the backend refused the destroyed stream, and the pool took its failed host wait for a
+// wait.) The same for a wrapped stream, which the pool forgets.
+TEST(PoolStreams, BlockReadOnADestroyedStreamIsNotReusedBeforeItsLastWork)
+{
+  for (bool const wrapped : {false, true}) {
+    SCOPED_TRACE(wrapped ? "wrapped stream" : "the pool's own stream");
+    four_resident f;
+    auto& p = f.p;
+    std::vector<lease> pinned;  // t1..t3: t0 is the only possible victim
+    for (std::size_t i = 1; i < 4; ++i) { pinned.push_back(p.acquire(f.t[i], access_mode::read, f.s)); }
+    stream_handle raw{};
+    stream_handle s2{};
+    if (wrapped) {
+      ASSERT_EQ(f.be->create_stream(&raw), status::ok);
+      s2 = p.wrap_native_stream(reinterpret_cast<void*>(raw.value));
+    } else {
+      s2 = p.create_stream();
+    }
+    gated_read r;
+    {
+      lease l = p.acquire(f.t[0], access_mode::read, s2);
+      r.src = l.data();
+      r.bytes = l.bytes();
+      r.key = 0;
+      r.version = 1;
+      ASSERT_EQ(p.backend().launch_host_func(s2, &gated_read::run, &r), status::ok);
+    }
+    p.destroy_stream(s2);
+    p.prefetch(f.t[4]);  // never blocks: evicts t0; t4 may take its block only after the reader
+    EXPECT_EQ(r.saw.load(), -1) << "a pool call waited on the host for the destroyed stream";
+    pool_stats const st = p.stats();
+    EXPECT_EQ(st.prefetches, 0U) << "t4 was copied into t0's block while the reader still held it";
+    EXPECT_EQ(st.prefetch_queued, 1U);
+    EXPECT_EQ(st.tiers[0].in_flight_bytes, 256_KiB) << "t0's block waits for the reader";
+    r.gate.open = true;
+    if (wrapped) {
+      EXPECT_EQ(f.be->synchronize_stream(raw), status::ok);
+      f.be->destroy_stream(raw);
+    }
+    pinned.clear();
+    p.synchronize(f.s);
+    for (int i = 0; i < 6000 && r.saw.load() < 0; ++i) { std::this_thread::sleep_for(std::chrono::milliseconds(10)); }
+    EXPECT_EQ(r.saw.load(), 1) << "t0's block was reused under the reader still running on the destroyed stream";
+    for (std::uint64_t i = 0; i < 8; ++i) { EXPECT_TRUE(check(p, f.t[i], i, 1)) << i; }
+    EXPECT_TRUE(p.validate());
+  }
+}
+
 TEST(PoolStall, EvictingACopyWhoseLastUseIsDoneDoesNotWaitForLaterWork)
 {
   four_resident f;
@@ -900,6 +969,38 @@ pool_options managed_tiers(std::shared_ptr<sim_backend>& be)
 }
 
 }  // namespace
+
+// Where managed memory is device memory (a GPU), a managed tier without a capacity gets
+// what the device tiers leave of the managed bytes, never the whole: the pool must not
+// ask for more managed memory than the device has. Where it is separate, it gets it all.
+TEST(PoolManaged, DefaultManagedCapacityLeavesTheDeviceTiersTheirShare)
+{
+  auto capacities = [](bool shares, std::size_t device_tier) {
+    sim_options so;
+    so.device_bytes = 64_MiB;
+    so.managed_bytes = 64_MiB;
+    so.managed_shares_device = shares;
+    pool_options o;
+    o.backend_object = std::make_shared<sim_backend>(so);
+    o.read_environment = false;
+    o.tiers.push_back({.kind = tier_kind::device, .capacity_bytes = device_tier});
+    o.tiers.push_back({.kind = tier_kind::managed});
+    o.tiers.push_back({.kind = tier_kind::host, .capacity_bytes = 16_MiB});
+    pool p{o};
+    pool_stats const st = p.stats();
+    return std::pair{st.tiers[0].capacity_bytes, st.tiers[1].capacity_bytes};
+  };
+  EXPECT_EQ(capacities(true, 48_MiB), std::pair(48_MiB, 16_MiB));
+  EXPECT_EQ(capacities(false, 48_MiB), std::pair(48_MiB, 64_MiB));
+  try {
+    (void)capacities(true, 0);  // the default device tier takes all 64 MiB
+    ADD_FAILURE() << "no managed memory was left, yet the pool was built";
+  } catch (logic_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("the device tiers take the device memory managed memory would use"),
+              std::string::npos)
+        << e.what();
+  }
+}
 
 // A tensor whose valid copy is in the managed tier is used in place: the lease gets the
 // managed pointer (no copy into the device tier) and its pages are steered to the device

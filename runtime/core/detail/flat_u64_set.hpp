@@ -6,18 +6,17 @@
  *        (open addressing), for bookkeeping that is updated on every copy or eviction
  *        (the event pool's outstanding events, a tier's deferred block offsets).
  *
- * Same scheme as detail::id_index (Note [A flat index instead of std::unordered_map]):
- * linear probing, Fibonacci hashing, at most half full, deletion by backward shift. A
+ * The table is detail::flat_table (Note [A flat index instead of std::unordered_map]) with
+ * a bare key per cell and plain Fibonacci hashing (these keys are not consecutive). A
  * std::unordered_set allocated a heap node per insert, which a miss-heavy replay paid
- * several times per miss. Memory grows by doubling only; a steady state allocates nothing.
+ * several times per miss.
  */
 #pragma once
 
-#include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <utility>
-#include <vector>
+
+#include <tierpool/detail/flat_table.hpp>
 
 namespace tierpool::detail {
 
@@ -30,14 +29,7 @@ class flat_u64_set {
   flat_u64_set() = default;
 
   /// @brief True when `key` is present.
-  [[nodiscard]] bool contains(std::uint64_t key) const noexcept
-  {
-    if (size_ == 0) { return false; }
-    for (std::size_t i = home(key);; i = (i + 1) & mask_) {
-      if (cells_[i] == key) { return true; }
-      if (cells_[i] == kEmpty) { return false; }
-    }
-  }
+  [[nodiscard]] bool contains(std::uint64_t key) const noexcept { return table_.find(key) != nullptr; }
 
   /**
    * @brief Add `key` (precondition: key != kEmpty). @return false when it was present.
@@ -45,75 +37,37 @@ class flat_u64_set {
    */
   bool insert(std::uint64_t key)
   {
-    if ((size_ + 1) * 2 > cells_.size()) { grow(); }
-    std::size_t i = home(key);
-    while (cells_[i] != kEmpty) {
-      if (cells_[i] == key) { return false; }
-      i = (i + 1) & mask_;
-    }
-    cells_[i] = key;
-    ++size_;
-    return true;
+    auto const [c, added] = table_.find_or_claim(key);
+    c->key = key;
+    return added;
   }
 
   /// @brief Remove `key`. @return false when it was absent.
-  bool erase(std::uint64_t key) noexcept
-  {
-    if (size_ == 0) { return false; }
-    std::size_t i = home(key);
-    while (cells_[i] != key) {
-      if (cells_[i] == kEmpty) { return false; }
-      i = (i + 1) & mask_;
-    }
-    // Backward shift: move later members of the probe run into the hole when the hole
-    // lies between their home and their cell (no tombstones).
-    for (std::size_t j = (i + 1) & mask_; cells_[j] != kEmpty; j = (j + 1) & mask_) {
-      if (((j - home(cells_[j])) & mask_) >= ((j - i) & mask_)) {
-        cells_[i] = cells_[j];
-        i = j;
-      }
-    }
-    cells_[i] = kEmpty;
-    --size_;
-    return true;
-  }
+  bool erase(std::uint64_t key) noexcept { return table_.erase(key); }
 
   /// @brief Number of keys.
-  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] std::size_t size() const noexcept { return table_.size(); }
 
   /// @brief Call `f(key)` for every key, in no meaningful order. `f` must not modify the set.
   template <class F>
   void for_each(F&& f) const
   {
-    for (std::uint64_t const k : cells_) {
-      if (k != kEmpty) { f(k); }
-    }
+    table_.for_each([&f](cell const& c) { f(c.key); });
   }
 
  private:
-  [[nodiscard]] std::size_t home(std::uint64_t key) const noexcept
-  {
-    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ULL) >> shift_);
-  }
-  void grow()
-  {
-    std::size_t const cap = cells_.empty() ? 16 : cells_.size() * 2;
-    std::vector<std::uint64_t> old(cap, kEmpty);
-    std::swap(old, cells_);
-    mask_ = cap - 1;
-    shift_ = 64U - static_cast<unsigned>(std::countr_zero(cap));
-    for (std::uint64_t const k : old) {
-      if (k == kEmpty) { continue; }
-      std::size_t j = home(k);
-      while (cells_[j] != kEmpty) { j = (j + 1) & mask_; }
-      cells_[j] = k;
-    }
-  }
-
-  std::vector<std::uint64_t> cells_;
-  std::size_t size_{0};
-  std::size_t mask_{0};
-  unsigned shift_{64};
+  struct cell {
+    std::uint64_t key{kEmpty};
+  };
+  struct traits {
+    using cell = flat_u64_set::cell;
+    static constexpr unsigned run_bits = 0;
+    static constexpr std::size_t min_cells = 16;
+    static bool empty(cell const& c) noexcept { return c.key == kEmpty; }
+    static std::uint64_t key(cell const& c) noexcept { return c.key; }
+    static void clear(cell& c) noexcept { c.key = kEmpty; }
+  };
+  flat_table<traits> table_;
 };
 
 }  // namespace tierpool::detail

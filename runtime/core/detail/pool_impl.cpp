@@ -160,7 +160,10 @@ pool_impl::pool_impl(pool_options options)
   events_ = std::make_unique<event_pool>(*backend_);
   policy_registry const registry = options.registry != nullptr ? *options.registry : policy_registry::with_builtins();
 
+  // Capacities first: a managed tier's default depends on every device tier's.
+  std::vector<std::size_t> tier_caps(options.tiers.size(), 0);
   std::size_t device_cap_seen = 0;
+  std::size_t device_caps_sum = 0;
   for (std::size_t i = 0; i < options.tiers.size(); ++i) {
     tier_options& to = options.tiers[i];
     if (env_policy) { to.policy = *env_policy; }
@@ -173,15 +176,32 @@ pool_impl::pool_impl(pool_options options)
           cap = 2 * (device_cap_seen != 0 ? device_cap_seen : device_default);
           if (caps.pinned_host_bytes != 0) { cap = std::min(cap, caps.pinned_host_bytes); }
           break;
-        case tier_kind::managed: cap = caps.managed_bytes; break;
+        case tier_kind::managed: break;  // below
         case tier_kind::host: cap = host_memory_share(); break;
       }
     }
     // A device tier never exceeds the device: past it the backend fails every allocation.
     if (to.kind == tier_kind::device && caps.device_bytes != 0) { cap = std::min(cap, caps.device_bytes); }
     if (to.kind == tier_kind::device && device_cap_seen == 0) { device_cap_seen = cap; }
+    if (to.kind == tier_kind::device) { device_caps_sum += cap; }
+    tier_caps[i] = cap;
+  }
+  // Managed memory on a GPU lives in the same device memory as the device tiers: by
+  // default a managed tier gets what they leave, so that the pool never asks for more
+  // managed memory than the device has (oversubscribed managed memory can stall the GPU).
+  std::size_t const managed_default =
+    caps.managed_shares_device ? (caps.managed_bytes > device_caps_sum ? caps.managed_bytes - device_caps_sum : 0)
+                               : caps.managed_bytes;
+  for (std::size_t i = 0; i < options.tiers.size(); ++i) {
+    tier_options const& to = options.tiers[i];
+    std::size_t const cap = to.kind == tier_kind::managed && tier_caps[i] == 0 ? managed_default : tier_caps[i];
     TIERPOOL_EXPECTS(cap >= 256, "pool_options::tiers[" + std::to_string(i) + "] (" + std::string(to_string(to.kind)) +
-                                   "): capacity is 0 or below 256 bytes (for managed: the backend has no managed memory)");
+                                   "): capacity is 0 or below 256 bytes" +
+                                   (to.kind != tier_kind::managed || to.capacity_bytes != 0 ? std::string{}
+                                    : caps.managed_bytes == 0
+                                      ? std::string(" (the backend has no managed memory)")
+                                      : " (the device tiers take the device memory managed memory would use: give "
+                                        "the managed tier a capacity, or the device tiers less)"));
     auto ts = std::make_unique<tier_state>();
     ts->kind = to.kind;
     ts->name = to.name.empty() ? std::string(to_string(to.kind)) : to.name;
@@ -271,6 +291,7 @@ pool_impl::~pool_impl()
   for (stream_handle s : d2h_) { backend_->destroy_stream(s); }
   backend_->destroy_stream(retire_);
   for (stream_handle s : owned_streams_) { backend_->destroy_stream(s); }
+  for (stream_handle s : wrapped_streams_) { backend_->forget_stream(s); }
   auto drop_marks = [&](stream_entry& se) {
     for (std::size_t i = 0; i < se.count; ++i) {
       release_event(se.marks[(se.first + i) % stream_entry::kMarks].event);
@@ -1101,21 +1122,65 @@ stream_handle pool_impl::create_stream(int priority)
 
 stream_handle pool_impl::wrap_native_stream(void* native)
 {
+  check_open("wrap_native_stream");
   TIERPOOL_EXPECTS(native != nullptr, "pool::wrap_native_stream: null stream");
-  stream_handle const s{reinterpret_cast<std::uintptr_t>(native)};
-  stream_entry const& e = register_stream(s, false);
-  TIERPOOL_EXPECTS(!e.internal, "pool::wrap_native_stream: that is one of the pool's copy streams");
+  stream_handle const as_is{reinterpret_cast<std::uintptr_t>(native)};
+  {
+    std::lock_guard lock(stream_mtx_);
+    if (std::find(wrapped_streams_.begin(), wrapped_streams_.end(), as_is) != wrapped_streams_.end()) {
+      return as_is;  // wrapped before
+    }
+    stream_entry const* e = find_stream(as_is);
+    TIERPOOL_EXPECTS(e == nullptr || !e->internal, "pool::wrap_native_stream: that is one of the pool's copy streams");
+    TIERPOOL_EXPECTS(std::find(owned_streams_.begin(), owned_streams_.end(), as_is) == owned_streams_.end(),
+                     "pool::wrap_native_stream: that stream was made by create_stream()");
+  }
+  stream_handle s{};
+  if (status const st = backend_->adopt_stream(native, &s); st != status::ok) {
+    std::string const why = backend_->last_error();
+    throw logic_error("pool::wrap_native_stream: the " + std::string(backend_->caps().name) +
+                      " backend cannot use that stream (" + std::string(to_string(st)) +
+                      (why.empty() ? "" : ": " + why) + ")");
+  }
+  try {
+    (void)register_stream(s, false);
+    std::lock_guard lock(stream_mtx_);
+    if (std::find(wrapped_streams_.begin(), wrapped_streams_.end(), s) == wrapped_streams_.end()) {
+      wrapped_streams_.push_back(s);  // else another thread wrapped it meanwhile (adopting is idempotent)
+    }
+  } catch (...) {
+    backend_->forget_stream(s);
+    throw;
+  }
   return s;
 }
 
 void pool_impl::destroy_stream(stream_handle s)
 {
   std::lock_guard lock(stream_mtx_);
+  if (auto const w = std::find(wrapped_streams_.begin(), wrapped_streams_.end(), s); w != wrapped_streams_.end()) {
+    wrapped_streams_.erase(w);
+    retire_stream_entry(s);
+    backend_->forget_stream(s);  // the caller's stream: not destroyed
+    return;
+  }
   auto const it = std::find(owned_streams_.begin(), owned_streams_.end(), s);
-  TIERPOOL_EXPECTS(it != owned_streams_.end(), "pool::destroy_stream: the stream was not made by create_stream()");
+  TIERPOOL_EXPECTS(it != owned_streams_.end(),
+                   "pool::destroy_stream: the stream was made neither by create_stream() nor wrap_native_stream()");
   owned_streams_.erase(it);
-  if (stream_entry* e = find_stream(s)) { e->live.store(false, std::memory_order_relaxed); }
+  retire_stream_entry(s);
   backend_->destroy_stream(s);
+}
+
+void pool_impl::retire_stream_entry(stream_handle s) noexcept
+{
+  stream_entry* e = find_stream(s);
+  if (e == nullptr) { return; }
+  std::lock_guard lock(e->mtx);
+  // The last mark covers every use stamped so far and any work queued since: uses of the
+  // stream are ordered after it from now on (Note [Last-use marks]).
+  (void)add_mark_locked(*e);
+  e->live.store(false, std::memory_order_relaxed);
 }
 
 void pool_impl::synchronize(stream_handle s)

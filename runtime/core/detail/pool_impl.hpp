@@ -19,7 +19,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -32,6 +31,7 @@
 #include <vector>
 
 #include <tierpool/backend.hpp>
+#include <tierpool/detail/flat_table.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/pool.hpp>
 #include <tierpool/pool_options.hpp>
@@ -72,7 +72,7 @@ struct stream_entry {
   stream_handle handle{};
   bool internal{false};               ///< a copy or retire stream of the pool (not usable by callers)
   std::uint32_t trace_id{0};          ///< number in recorded traces: 0 default, 1, 2, ... in creation order
-  std::atomic<bool> live{true};       ///< false once destroy_stream ran
+  std::atomic<bool> live{true};       ///< false once destroy_stream ran (set under mtx, after a last mark)
   std::atomic<std::uint64_t> gen{0};  ///< generation of the newest mark (incremented before recording)
   std::mutex mtx;                     ///< leaf: guards marks / first / count
   std::array<mark, kMarks> marks{};   ///< ring, oldest at `first`
@@ -329,76 +329,44 @@ struct alignas(128) tensor_record {
 };
 
 /**
- * @brief The pool's live records by id: open addressing over one array of (id, record)
- *        cells, so that a lookup (eviction, once per victim) touches one cell, not a
- *        bucket and a node as std::unordered_map did; inserts allocate nothing in a steady
- *        state. At most half full, deletion by backward shift (as detail::id_index).
- *        Hashing keeps runs of kRun consecutive ids in consecutive cells (Fibonacci hashing
- *        of id / kRun picks the run's place): ids are handed out in order, so a burst of
- *        allocations (or frees) writes a few cache lines, not one random line per tensor;
- *        lookups of unrelated ids still spread evenly. The cells of a large table are
- *        mapped on huge pages (big_array_allocator). Ids are never 0. Externally
- *        synchronized (table_mtx_).
+ * @brief The pool's live records by id: detail::flat_table (Note [A flat index instead of
+ *        std::unordered_map]) of (id, record) cells, so that a lookup (eviction, once per
+ *        victim) touches one cell, not a bucket and a node as std::unordered_map did.
+ *        Runs of 8 consecutive ids share consecutive cells (ids are handed out in order:
+ *        a burst of allocations or frees writes a few cache lines, not one random line
+ *        per tensor). Ids are never 0 (0 marks an empty cell). Externally synchronized
+ *        (table_mtx_).
  */
 class record_table {
  public:
   /// @brief The record of `id`, or null.
   [[nodiscard]] std::shared_ptr<tensor_record> const* find(std::uint64_t id) const noexcept
   {
-    if (size_ == 0) { return nullptr; }
-    for (std::size_t i = home(id);; i = (i + 1) & mask_) {
-      if (cells_[i].id == id) { return &cells_[i].rec; }
-      if (cells_[i].id == 0) { return nullptr; }
-    }
+    cell const* c = table_.find(id);
+    return c == nullptr ? nullptr : &c->rec;
   }
   /// @brief Add `rec` under `id` (absent, != 0). @throws std::bad_alloc when growing fails (unchanged).
   void insert(std::uint64_t id, std::shared_ptr<tensor_record> rec)
   {
-    if ((size_ + 1) * 2 > cells_.size()) { grow(); }
-    std::size_t i = home(id);
-    while (cells_[i].id != 0) { i = (i + 1) & mask_; }
-    cells_[i].id = id;
-    cells_[i].rec = std::move(rec);
-    ++size_;
+    cell* c = table_.find_or_claim(id).first;
+    c->id = id;
+    c->rec = std::move(rec);
   }
   /// @brief Remove `id`. @return false when absent.
-  bool erase(std::uint64_t id) noexcept
-  {
-    if (size_ == 0) { return false; }
-    std::size_t i = home(id);
-    while (cells_[i].id != id) {
-      if (cells_[i].id == 0) { return false; }
-      i = (i + 1) & mask_;
-    }
-    for (std::size_t j = (i + 1) & mask_; cells_[j].id != 0; j = (j + 1) & mask_) {
-      if (((j - home(cells_[j].id)) & mask_) >= ((j - i) & mask_)) {
-        cells_[i].id = cells_[j].id;
-        cells_[i].rec = std::move(cells_[j].rec);
-        i = j;
-      }
-    }
-    cells_[i].id = 0;
-    cells_[i].rec.reset();
-    --size_;
-    return true;
-  }
+  bool erase(std::uint64_t id) noexcept { return table_.erase(id); }
   /// @brief Remove every record (keeps the memory).
-  void clear() noexcept
-  {
-    for (cell& c : cells_) {
-      c.id = 0;
-      c.rec.reset();
-    }
-    size_ = 0;
-  }
-  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  void clear() noexcept { table_.clear(); }
+  [[nodiscard]] std::size_t size() const noexcept { return table_.size(); }
   /// @brief Call `f(record)` for every record, in no meaningful order.
   template <class F>
   void for_each(F&& f) const
   {
-    for (cell const& c : cells_) {
-      if (c.id != 0) { f(c.rec); }
-    }
+    table_.for_each([&f](cell const& c) { f(c.rec); });
+  }
+  /// @brief The home cell of `id` in a table of `cells` cells (tests build collisions).
+  [[nodiscard]] static std::size_t home_in(std::uint64_t id, std::size_t cells) noexcept
+  {
+    return flat_table<traits>::home_in(id, cells);
   }
 
  private:
@@ -406,31 +374,19 @@ class record_table {
     std::uint64_t id{0};  ///< 0: empty
     std::shared_ptr<tensor_record> rec;
   };
-  static constexpr unsigned kRunBits = 3;  ///< kRun = 8 consecutive ids share a run of cells
-  [[nodiscard]] std::size_t home(std::uint64_t id) const noexcept
-  {
-    auto const run = static_cast<std::size_t>(((id >> kRunBits) * 0x9E3779B97F4A7C15ULL) >> shift_);
-    return ((run << kRunBits) | static_cast<std::size_t>(id & ((1U << kRunBits) - 1))) & mask_;
-  }
-  void grow()
-  {
-    std::size_t const cap = cells_.empty() ? 64 : cells_.size() * 2;  // >= 2^kRunBits runs of cells
-    std::vector<cell, big_array_allocator<cell>> old(cap);
-    std::swap(old, cells_);
-    mask_ = cap - 1;
-    shift_ = 64U - (static_cast<unsigned>(std::countr_zero(cap)) - kRunBits);  // picks one of cap / kRun runs
-    for (cell& c : old) {
-      if (c.id == 0) { continue; }
-      std::size_t j = home(c.id);
-      while (cells_[j].id != 0) { j = (j + 1) & mask_; }
-      cells_[j].id = c.id;
-      cells_[j].rec = std::move(c.rec);
+  struct traits {
+    using cell = record_table::cell;
+    static constexpr unsigned run_bits = 3;
+    static constexpr std::size_t min_cells = 64;
+    static bool empty(cell const& c) noexcept { return c.id == 0; }
+    static std::uint64_t key(cell const& c) noexcept { return c.id; }
+    static void clear(cell& c) noexcept
+    {
+      c.id = 0;
+      c.rec.reset();
     }
-  }
-  std::vector<cell, big_array_allocator<cell>> cells_;
-  std::size_t size_{0};
-  std::size_t mask_{0};
-  unsigned shift_{64};
+  };
+  flat_table<traits> table_;
 };
 
 /// @brief One tier of the pool: memory, policy, figures.
@@ -608,6 +564,11 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   bool order_after_use(stream_handle waiter, stream_use const& use, bool settled) noexcept;
   /// True when a mark recorded after `use` on its stream has completed (no backend wait).
   [[nodiscard]] bool use_settled(stream_use const& use) noexcept;
+  /// Record a new mark on `se` (se.mtx held); on failure the host waits for the stream
+  /// and the result is null (Note [Last-use marks]).
+  [[nodiscard]] event_handle add_mark_locked(stream_entry& se) noexcept;
+  /// destroy_stream's half for one stream: a last mark, then not live (stream_mtx_ held).
+  void retire_stream_entry(stream_handle s) noexcept;
   void stream_wait_stream(stream_handle waiter, stream_handle source) noexcept;
   void stream_wait_event_or_sync(stream_handle waiter, event_handle e) noexcept;
   [[nodiscard]] event_handle record_or_sync(stream_handle s) noexcept;
@@ -657,6 +618,7 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   static constexpr std::size_t kStreamTable = 1024;  // power of two; at most half used
   mutable std::mutex stream_mtx_;  // leaf
   std::vector<stream_handle> owned_streams_;
+  std::vector<stream_handle> wrapped_streams_;  ///< wrap_native_stream(): forgotten, never destroyed
   std::vector<std::unique_ptr<stream_entry>> stream_store_;  // under stream_mtx_
   std::array<std::atomic<std::uintptr_t>, kStreamTable> stream_keys_{};
   std::array<std::atomic<stream_entry*>, kStreamTable> stream_vals_{};

@@ -260,3 +260,18 @@ set_tests_properties(cli.replay.tiers_need_pool_mode_fails PROPERTIES LABELS cpu
 add_test(NAME cli.replay.help COMMAND $<TARGET_FILE:tierpool_cli> replay --help)
 set_tests_properties(cli.replay.help PROPERTIES LABELS cpu PASS_REGULAR_EXPRESSION "--policy.*--capacity.*--mode.*--plot")
 # ---- end tierpool replay ----------------------------------------------------------
+
+# ---- tierpool top -------------------------------------------------------------------
+# (tests/unit/monitor_tests.cpp runs `top --json` and `top -n 1` against a pool of its own.)
+add_test(NAME cli.top.help COMMAND $<TARGET_FILE:tierpool_cli> top --help)
+set_tests_properties(cli.top.help PROPERTIES LABELS cpu PASS_REGULAR_EXPRESSION "--interval.*--iterations.*--json.*--clean")
+add_test(NAME cli.top.once COMMAND $<TARGET_FILE:tierpool_cli> top --once)
+set_tests_properties(cli.top.once PROPERTIES LABELS cpu PASS_REGULAR_EXPRESSION "tierpool top — [0-9]+ pool\\(s\\)")
+add_test(NAME cli.top.clean COMMAND $<TARGET_FILE:tierpool_cli> top --clean)
+set_tests_properties(cli.top.clean PROPERTIES LABELS cpu PASS_REGULAR_EXPRESSION "[0-9]+ stale segment\\(s\\) removed")
+add_test(NAME cli.top.bad_interval_fails COMMAND $<TARGET_FILE:tierpool_cli> top --interval 0)
+set_tests_properties(cli.top.bad_interval_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+add_test(NAME cli.top.bad_interval_message COMMAND $<TARGET_FILE:tierpool_cli> top --interval 0)
+set_tests_properties(cli.top.bad_interval_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "--interval must be in \\(0, 86400\\] seconds, got 0")
+# ---- end tierpool top ---------------------------------------------------------------

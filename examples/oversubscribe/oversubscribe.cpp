@@ -455,8 +455,11 @@ int run(options const& o)
   tierpool::pool_options opts = pool_options_for(be, device_bytes, policy);
   opts.trace_path = o.trace.empty() && env("TIERPOOL_TRACE") != nullptr ? env("TIERPOOL_TRACE") : o.trace;
   // (only the oversubscribed pool records)
+  opts.publish.name = "oversubscribe";  // both pools show in `tierpool top` while the demo runs
   tierpool::pool pool{std::move(opts)};
-  tierpool::pool ref_pool{pool_options_for(ref_be, ref_device_bytes, policy)};
+  tierpool::pool_options ref_opts = pool_options_for(ref_be, ref_device_bytes, policy);
+  ref_opts.publish.name = "oversubscribe (reference)";
+  tierpool::pool ref_pool{std::move(ref_opts)};
 
   std::size_t const tier_bytes = pool.stats().tiers.at(0).capacity_bytes;
   if (tier_bytes != device_bytes) {

@@ -342,6 +342,21 @@ class TIERPOOL_EXPORT pool {
   [[nodiscard]] std::string summary_json() const;
   /// @brief Check every invariant (tests). Takes every lock.
   [[nodiscard]] bool validate() const;
+  /**
+   * @brief Write stats() into the pool's shared-memory segment now (pool_options::publish),
+   *        besides the periodic refresh: e.g. before a long phase, or in a program that
+   *        refreshes only by hand (interval_ms = 0). A no-op when the pool does not publish
+   *        (disabled, closed, or the segment could not be made). Thread-safe.
+   */
+  void publish();
+  /**
+   * @brief Name of the pool's stats segment under /dev/shm ("tierpool.PID.N"), for
+   *        tierpool::read_published_pool(); empty when the pool does not publish (disabled,
+   *        closed, or the segment could not be made: publishing_error() says why).
+   */
+  [[nodiscard]] std::string stats_segment() const;
+  /// @brief Why the pool does not publish although asked to ("" when it does or was not asked).
+  [[nodiscard]] std::string publishing_error() const;
 
   /// @brief The backend in use.
   [[nodiscard]] tierpool::backend& backend() const noexcept;

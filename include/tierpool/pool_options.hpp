@@ -47,6 +47,21 @@ enum class access_mode : std::uint8_t {
 };
 
 /**
+ * @brief Live figures a pool publishes for `tierpool top` and tierpool::scan_published_pools
+ *        (include/tierpool/monitor.hpp, docs/chapters/monitoring.md).
+ *
+ * The pool keeps a small shared-memory segment, `/dev/shm/tierpool.PID.N`, refreshed by
+ * a thread of its own every `interval_ms` (the pool's operations never write it) and on
+ * pool::publish(); it is removed when the pool closes. Publishing is best effort: a pool
+ * whose segment cannot be made works as usual (pool::stats_segment() is then empty).
+ */
+struct publish_options {
+  bool enabled{true};             ///< publish at all; TIERPOOL_PUBLISH=0 / 1 wins
+  std::string name{};             ///< shown by `tierpool top`; empty = the program's name
+  std::uint32_t interval_ms{500}; ///< refresh period; 0 = only on pool::publish()
+};
+
+/**
  * @brief Options of a tiered pool.
  *
  * Defaults come from the device and the topology.
@@ -60,7 +75,8 @@ enum class access_mode : std::uint8_t {
  *  - TIERPOOL_DEVICE_BYTES replaces `capacity_bytes` of every `device` tier (0 or not);
  *  - TIERPOOL_POLICY replaces `policy` and every `tier_options::policy`;
  *  - TIERPOOL_PREFETCH replaces `prefetch`;
- *  - TIERPOOL_TRACE replaces `trace_path`.
+ *  - TIERPOOL_TRACE replaces `trace_path`;
+ *  - TIERPOOL_PUBLISH (0 or 1) replaces `publish.enabled`.
  * An invalid value throws tierpool::logic_error naming the variable.
  */
 struct pool_options {
@@ -89,6 +105,7 @@ struct pool_options {
   std::map<std::uint32_t, std::size_t> tenant_quotas{};
   bool read_environment{true};          ///< honour the TIERPOOL_* variables (they win over the fields)
   fallback_notice notice{fallback_notice::stderr_line};  ///< announce a fallback to sim
+  publish_options publish{};            ///< live figures for `tierpool top`
 };
 
 /// @brief Per-tensor options of pool::allocate.

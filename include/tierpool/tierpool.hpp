@@ -23,3 +23,4 @@
 #include <tierpool/telemetry.hpp>
 #include <tierpool/pool_options.hpp>
 #include <tierpool/pool.hpp>
+#include <tierpool/monitor.hpp>

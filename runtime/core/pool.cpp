@@ -171,6 +171,9 @@ pool_stats pool::stats() const { return checked(impl_, "stats").stats(); }
 std::string pool::summary() const { return checked(impl_, "summary").summary(); }
 std::string pool::summary_json() const { return checked(impl_, "summary_json").summary_json(); }
 bool pool::validate() const { return checked(impl_, "validate").validate(); }
+void pool::publish() { checked(impl_, "publish").publish(); }
+std::string pool::stats_segment() const { return checked(impl_, "stats_segment").stats_segment(); }
+std::string pool::publishing_error() const { return checked(impl_, "publishing_error").publishing_error(); }
 tierpool::backend& pool::backend() const noexcept { return impl_->get_backend(); }
 std::string const& pool::backend_reason() const noexcept { return impl_->backend_reason(); }
 std::size_t pool::tier_count() const noexcept { return impl_ != nullptr ? impl_->tier_count() : 0; }

@@ -86,6 +86,7 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
   po.registry = &registry;
   po.read_environment = false;
   po.notice = fallback_notice::silent;
+  po.publish.enabled = false;  // a simulation: many short pools, nothing to watch live
 
   std::vector<std::uint64_t> stream_compute(d.streams, 0);
   std::uint64_t unserved = 0;

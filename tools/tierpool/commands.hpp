@@ -27,5 +27,6 @@ int trace_convert_command(int argc, char** argv);
 int trace_stat_command(int argc, char** argv);
 /// `tierpool replay TRACE ...`: replay a trace per policy × capacity (docs/chapters/replay.md).
 int replay_command(int argc, char** argv);
+int top_command(int argc, char** argv);
 
 }  // namespace tierpool::cli

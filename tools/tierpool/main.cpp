@@ -36,6 +36,7 @@ command const commands[] = {
   {{"trace", "convert"}, tierpool::cli::trace_convert_command, "convert a trace (oracleGeneral, csv, text, binary)"},
   {{"trace", "stat"}, tierpool::cli::trace_stat_command, "requests, objects, working set, peak live bytes of a trace"},
   {{"replay"}, tierpool::cli::replay_command, "replay a trace per policy x capacity (pool or cache mode)"},
+  {{"top"}, tierpool::cli::top_command, "live figures of the pools running on this machine (shared memory)"},
 };
 
 void print_usage(std::FILE* out)

@@ -36,8 +36,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -57,6 +59,15 @@ char const* env(char const* name)
 {
   char const* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read once at construction
   return (v != nullptr && *v != '\0') ? v : nullptr;
+}
+
+/// The program's name (Linux: /proc/self/comm), for the figures it publishes.
+std::string program_name()
+{
+  std::ifstream in("/proc/self/comm");
+  std::string name;
+  std::getline(in, name);
+  return name.empty() ? std::string("tierpool") : name;
 }
 
 std::size_t host_memory_share()
@@ -122,6 +133,16 @@ pool_impl::pool_impl(pool_options options)
     if (char const* v = env("TIERPOOL_PREFETCH")) {
       env_prefetch = v;
       options.prefetch = v;
+    }
+    if (char const* v = env("TIERPOOL_PUBLISH")) {
+      std::string_view const b(v);
+      if (b == "1" || b == "on" || b == "true") {
+        options.publish.enabled = true;
+      } else if (b == "0" || b == "off" || b == "false") {
+        options.publish.enabled = false;
+      } else {
+        throw logic_error("TIERPOOL_PUBLISH: expected 0 or 1 (or off / on), got '" + std::string(b) + "'");
+      }
     }
   }
 
@@ -270,10 +291,22 @@ pool_impl::pool_impl(pool_options options)
     if (retire_.value != 0) { backend_->destroy_stream(retire_); }
     throw;
   }
+
+  // Live figures, last: nothing after this throws, and the refresh thread reads a pool
+  // that is whole. Best effort: a pool that cannot publish works as usual.
+  if (options.publish.enabled) {
+    std::string const name = options.publish.name.empty() ? program_name() : options.publish.name;
+    publisher_ = telemetry::publisher::create(name, caps.name, caps.device_name, options.publish.interval_ms,
+                                              [this] { return stats(); }, publish_error_);
+    if (!publisher_ && options.notice == fallback_notice::stderr_line) {
+      std::fprintf(stderr, "tierpool: not publishing live figures for `tierpool top`: %s\n", publish_error_.c_str());
+    }
+  }
 }
 
 pool_impl::~pool_impl()
 {
+  stop_publishing();  // first: its thread reads the tiers
   // Every handle is gone (they hold shared_ptrs to us): free what is left.
   {
     std::lock_guard lock(table_mtx_);
@@ -1243,6 +1276,35 @@ void pool_impl::close()
     }
     (void)ts->mem->release_unused_chunks();
   }
+  stop_publishing();  // a closed pool has no figures to show
+}
+
+void pool_impl::stop_publishing() noexcept
+{
+  std::unique_ptr<telemetry::publisher> p;
+  {
+    std::lock_guard lock(publish_mtx_);
+    p = std::move(publisher_);
+  }
+  p.reset();  // joins the refresh thread (which takes no lock of ours but the tiers') and unlinks
+}
+
+void pool_impl::publish()
+{
+  std::lock_guard lock(publish_mtx_);
+  if (publisher_) { publisher_->publish(); }
+}
+
+std::string pool_impl::stats_segment() const
+{
+  std::lock_guard lock(publish_mtx_);
+  return publisher_ ? publisher_->segment() : std::string();
+}
+
+std::string pool_impl::publishing_error() const
+{
+  std::lock_guard lock(publish_mtx_);
+  return publish_error_;
 }
 
 void pool_impl::close_from_destructor() noexcept

@@ -42,6 +42,7 @@
 #include "core/detail/record_slab.hpp"
 #include "core/detail/spin_mutex.hpp"
 #include "migration/event_pool.hpp"
+#include "telemetry/stats_segment.hpp"
 #include "tiers/tier.hpp"
 
 namespace tierpool::detail {
@@ -496,6 +497,9 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   [[nodiscard]] std::string summary() const;
   [[nodiscard]] std::string summary_json() const;
   [[nodiscard]] bool validate() const;
+  void publish();
+  [[nodiscard]] std::string stats_segment() const;
+  [[nodiscard]] std::string publishing_error() const;
   /// Every live record, in id order (the order in which several records may be locked;
   /// see Note [Lock order of the pool]).
   [[nodiscard]] std::vector<std::shared_ptr<tensor_record>> records_by_id() const;
@@ -641,6 +645,15 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
 
   std::atomic<bool> closed_{false};
   std::mutex close_mtx_;
+
+  // Live figures (pool_options::publish, Note [The stats segment is a seqlock of plain
+  // words]). publish_mtx_ guards the pointer; it is taken before any other lock of the
+  // pool (publish() reads stats() under it) and the refresh thread never takes it.
+  mutable std::mutex publish_mtx_;
+  std::unique_ptr<telemetry::publisher> publisher_;
+  std::string publish_error_;  ///< why publishing was asked for but is not happening
+  /// Stop the refresh thread and remove the segment (close, destruction). Idempotent.
+  void stop_publishing() noexcept;
 
   // Figures.
   std::array<counter_shard, kShards + 1> counters_{};  // hits, misses, prefetch hits/late

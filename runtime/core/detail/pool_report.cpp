@@ -14,6 +14,7 @@
 #include <boost/json.hpp>
 
 #include <tierpool/detail/parse.hpp>
+#include <tierpool/monitor.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -140,9 +141,10 @@ std::string pool_impl::summary() const
   return out;
 }
 
-std::string pool_impl::summary_json() const
+namespace {
+
+boost::json::object stats_json(pool_stats const& st)
 {
-  pool_stats const st = stats();
   boost::json::array tiers;
   for (tier_stats const& t : st.tiers) {
     boost::json::object o;
@@ -167,7 +169,6 @@ std::string pool_impl::summary_json() const
     tiers.push_back(std::move(o));
   }
   boost::json::object root;
-  root["backend"] = backend_->caps().name;
   root["tiers"] = std::move(tiers);
   root["tensors"] = st.tensors;
   root["tensor_bytes"] = st.tensor_bytes;
@@ -203,6 +204,16 @@ std::string pool_impl::summary_json() const
                                           {"quota_refusals", t.quota_refusals}});
   }
   root["tenants"] = std::move(tenants);
+  return root;
+}
+
+}  // namespace
+
+std::string pool_impl::summary_json() const
+{
+  boost::json::object root;
+  root["backend"] = backend_->caps().name;
+  for (auto& kv : stats_json(stats())) { root[kv.key()] = std::move(kv.value()); }
   return boost::json::serialize(root);
 }
 
@@ -277,3 +288,9 @@ bool pool_impl::validate() const
 }
 
 }  // namespace tierpool::detail
+
+namespace tierpool {
+
+std::string to_json(pool_stats const& stats) { return boost::json::serialize(detail::stats_json(stats)); }
+
+}  // namespace tierpool

@@ -1,0 +1,162 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// stats_segment.hpp — the layout of the shared-memory segment a pool publishes its figures
+// in (DESIGN.md §8, docs/chapters/monitoring.md), and its writer.
+//
+// Note [The stats segment is a seqlock of plain words]
+// A pool writes one fixed-size, versioned record to /dev/shm/tierpool.<pid>.<n>; readers
+// (`tierpool top`, tierpool::read_published_pool) map it read-only. Nothing is shared but
+// the words: no mutex lives in the segment, so a reader can never block a writer, and a
+// reader killed mid-read leaves nothing behind. The writer makes `seq` odd, writes the
+// payload, makes it even again (release); a reader copies the payload between two equal,
+// even loads of `seq` (acquire) and retries otherwise. Every word is accessed through
+// std::atomic_ref with relaxed order, so the copy is not a data race in the C++ sense
+// (ThreadSanitizer agrees) and costs the same as memcpy on x86-64 and AArch64. Strings are
+// fixed, NUL-padded arrays inside the words; counts beyond the arrays are cut (the header
+// says how many there were). A new layout gets a new `version`; readers refuse others.
+#pragma once
+
+#include <tierpool/telemetry.hpp>
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace tierpool::telemetry {
+
+inline constexpr std::uint64_t kMagic = 0x5354415453505054ULL;  // "TPPSTATS" little-endian
+inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::size_t kMaxTiers = 16;
+inline constexpr std::size_t kMaxTenants = 16;
+inline constexpr char kPrefix[] = "tierpool.";  // segment names: tierpool.<pid>.<n>
+
+struct seg_tier {
+  std::array<char, 32> name{};
+  std::uint32_t kind{0};
+  std::int32_t numa_node{-1};
+  std::uint64_t capacity{0}, reserved{0}, used{0}, peak{0}, allocated{0}, freed{0};
+  std::uint64_t pinned{0}, in_flight{0}, largest_free{0};
+  double fragmentation{0.0};
+  std::uint64_t resident{0}, evictions{0}, evictions_clean{0}, alloc_failures{0}, reuses_in_order{0};
+};
+
+struct seg_tenant {
+  std::uint32_t tenant{0};
+  std::uint32_t pad{0};
+  std::uint64_t tensors{0}, live{0}, peak{0}, quota{0}, refusals{0};
+};
+
+/// What a reader copies out under the seqlock.
+struct seg_payload {
+  std::int64_t pid{0};
+  std::uint64_t started_unix_ns{0};  ///< when the pool was built
+  std::uint64_t updated_unix_ns{0};  ///< when this copy was written
+  std::uint64_t updates{0};          ///< copies written so far
+  std::uint32_t interval_ms{0};      ///< the writer's period (0: only on pool::publish())
+  std::uint32_t tier_count{0};       ///< tiers in the pool (at most kMaxTiers are stored)
+  std::uint32_t tenant_count{0};     ///< tenants in the pool (at most kMaxTenants are stored)
+  std::uint32_t pad{0};
+  std::array<char, 64> name{};
+  std::array<char, 16> backend{};
+  std::array<char, 64> device{};
+  std::uint64_t tensors{0}, tensor_bytes{0}, acquires{0}, hits{0}, misses{0};
+  std::uint64_t bytes_h2d{0}, bytes_d2h{0}, copies_h2d{0}, copies_d2h{0};
+  std::uint64_t bytes_up{0}, bytes_down{0}, copies_up{0}, copies_down{0};
+  std::uint64_t prefetches{0}, prefetch_hits{0}, prefetch_late{0}, prefetch_wasted{0};
+  std::uint64_t prefetch_queued{0}, prefetch_dropped{0}, predicted_prefetches{0};
+  std::uint64_t managed_prefetches{0}, managed_prefetch_bytes{0}, low_memory_callbacks{0};
+  double stall_seconds{0.0};
+  std::array<seg_tier, kMaxTiers> tiers{};
+  std::array<seg_tenant, kMaxTenants> tenants{};
+};
+
+/// The whole segment: a header a reader checks before anything else, then the payload.
+struct segment_layout {
+  std::uint64_t magic{0};    ///< kMagic, written last at creation
+  std::uint32_t version{0};  ///< kVersion
+  std::uint32_t bytes{0};    ///< sizeof(segment_layout)
+  std::uint64_t seq{0};      ///< seqlock sequence: odd while the payload is written
+  std::uint64_t reserved{0};
+  seg_payload payload{};
+};
+
+static_assert(sizeof(seg_payload) % sizeof(std::uint64_t) == 0);
+static_assert(sizeof(segment_layout) % sizeof(std::uint64_t) == 0);
+static_assert(std::is_trivially_copyable_v<segment_layout>);
+
+/// Fill a payload from a pool's figures (names cut to their arrays, lists to kMax*).
+void fill_payload(seg_payload& p, pool_stats const& st);
+/// The figures of a payload (the stored tiers and tenants).
+[[nodiscard]] pool_stats stats_of(seg_payload const& p);
+/// Copy `from` into `to` word by word with relaxed atomic accesses (one side may be shared).
+void copy_words(void* to, void const* from, std::size_t bytes) noexcept;
+/// Copy a string into a fixed NUL-padded array (cut to fit, always terminated).
+template <std::size_t N>
+void put_string(std::array<char, N>& to, std::string const& s) noexcept
+{
+  to.fill('\0');
+  s.copy(to.data(), N - 1);
+}
+/// The string in a fixed array (up to its first NUL).
+template <std::size_t N>
+[[nodiscard]] std::string get_string(std::array<char, N> const& a)
+{
+  std::size_t n = 0;
+  while (n < N && a[n] != '\0') { ++n; }
+  return {a.data(), n};
+}
+
+/**
+ * One pool's published segment and the thread that refreshes it.
+ *
+ * create() makes /dev/shm/tierpool.<pid>.<n> (mode 0644) and returns null with `why` set
+ * when it cannot (no /dev/shm, no space): publishing is best effort and never fails a pool.
+ * publish() writes `stats()` now (thread-safe; serialized). With interval_ms > 0 a thread
+ * calls it every interval until stop(). The destructor stops the thread and removes the
+ * segment.
+ */
+class publisher {
+ public:
+  /// @brief Figures source; called with no lock of the publisher held.
+  using source = std::function<pool_stats()>;
+
+  static std::unique_ptr<publisher> create(std::string const& name, std::string const& backend,
+                                           std::string const& device, std::uint32_t interval_ms, source src,
+                                           std::string& why);
+  ~publisher();
+  publisher(publisher const&) = delete;
+  publisher& operator=(publisher const&) = delete;
+
+  /// @brief Write the current figures into the segment.
+  void publish();
+  /// @brief Stop the refresh thread (idempotent); the segment stays until destruction.
+  void stop() noexcept;
+  /// @brief The segment's name (without /dev/shm/).
+  [[nodiscard]] std::string const& segment() const noexcept { return segment_; }
+
+ private:
+  publisher() = default;
+  void run();
+
+  std::string segment_;
+  void* base_{nullptr};
+  std::size_t bytes_{0};
+  source src_;
+  std::mutex write_mtx_;   // serializes publish(); leaf
+  seg_payload scratch_{};  // guarded by write_mtx_
+  std::uint32_t interval_ms_{0};
+  std::mutex stop_mtx_;
+  std::condition_variable stop_cv_;
+  bool stopping_{false};
+  std::thread thread_;
+};
+
+}  // namespace tierpool::telemetry

@@ -190,6 +190,22 @@ class TIERPOOL_EXPORT arena {
   /// @brief The options in effect.
   [[nodiscard]] arena_options const& options() const noexcept { return opts_; }
 
+  /// @brief One block of the arena, as blocks() lists it.
+  struct block_info {
+    std::uint64_t offset{0};  ///< global offset
+    std::uint64_t size{0};    ///< bytes
+    std::uint32_t region{0};  ///< region index
+    bool free{false};         ///< a free block (else allocated)
+  };
+  /**
+   * @brief Every block, region by region, in offset order (free and allocated tile each
+   *        region). O(blocks); allocates the vector. For "how much still fits" answers that
+   *        need the free space's layout, not only its total.
+   * @return The blocks.
+   * @throws std::bad_alloc when the vector cannot be allocated.
+   */
+  [[nodiscard]] std::vector<block_info> blocks() const;
+
   /**
    * @brief Check every invariant: blocks tile each region exactly, no two adjacent free
    *        blocks, free lists and bitmaps agree with the blocks, counters match. O(n).

@@ -343,6 +343,17 @@ class TIERPOOL_EXPORT pool {
   /// @brief Check every invariant (tests). Takes every lock.
   [[nodiscard]] bool validate() const;
   /**
+   * @brief How many more tensors of `bytes` tier `tier` can take, now and after eviction,
+   *        within `tenant`'s quota, and what limits it (fit_report): for sizing a batch
+   *        ("how many more activations of this size stay on the device?"). Thread-safe; a
+   *        snapshot (takes each record's lock in turn, then the tier's). Changes nothing.
+   * @param bytes  Size of one tensor, > 0.
+   * @param tier   The tier (default: the fastest).
+   * @param tenant Whose quota bounds the answer (tensor_options::tenant).
+   * @throws tierpool::logic_error for bytes == 0, a tier out of range, or a closed pool.
+   */
+  [[nodiscard]] fit_report fits(std::size_t bytes, tier_id tier = tier_id{0}, std::uint32_t tenant = 0) const;
+  /**
    * @brief Write stats() into the pool's shared-memory segment now (pool_options::publish),
    *        besides the periodic refresh: e.g. before a long phase, or in a program that
    *        refreshes only by hand (interval_ms = 0). A no-op when the pool does not publish

@@ -103,4 +103,34 @@ struct pool_stats {
   std::uint64_t low_memory_callbacks{0};
 };
 
+/**
+ * @brief How many more tensors of one size a tier can take (pool::fits): the answer for
+ *        sizing a batch. A snapshot: other threads may change it at once.
+ *
+ * "Now" counts the tier's free blocks and the chunks it may still obtain within its
+ * capacity (as allocate grows: chunks of max(chunk_bytes, tensor)); "after eviction" also
+ * counts the space of every copy eviction could take out (resident, no live lease, and
+ * clean or with a tier below to write it back to) and of the blocks waiting for their
+ * streams, merged with their free neighbours, as the arena would. Both assume the backend
+ * has the memory for the growth and the tiers below have room for the write-backs.
+ */
+struct fit_report {
+  std::string tier;                        ///< the tier's name
+  std::size_t bytes{0};                    ///< the tensor size asked about
+  std::size_t slot_bytes{0};               ///< what one such tensor takes in the tier (rounded up to its alignment)
+  std::size_t fits_now{0};                 ///< COUNT that fit without evicting or waiting (and within the quota)
+  std::size_t fits_after_eviction{0};      ///< COUNT that fit after evicting what can be (and within the quota)
+  std::size_t largest_now{0};              ///< SUM: the largest tensor placeable now without evicting
+  std::size_t largest_after_eviction{0};   ///< SUM: the largest tensor placeable after evicting
+  std::size_t free_bytes{0};               ///< SUM: free in the tier's chunks
+  std::size_t growable_bytes{0};           ///< SUM: capacity not yet obtained from the backend
+  std::size_t evictable_bytes{0};          ///< SUM: copies eviction could take out now
+  std::size_t pinned_bytes{0};             ///< SUM: copies held by live leases (not evictable)
+  std::size_t in_flight_bytes{0};          ///< SUM: vacated or freed blocks whose streams have not got there yet
+  std::size_t quota_left{0};               ///< SUM: the tenant's quota minus its live bytes; SIZE_MAX without a quota
+  /// What bounds fits_after_eviction: "quota" (the tenant's), "pinned" (leases hold the
+  /// rest), "fragmentation" (the space is there, not contiguous), or "capacity".
+  std::string limit;
+};
+
 }  // namespace tierpool

@@ -667,6 +667,19 @@ std::uint64_t arena::region_capacity(std::uint32_t r) const
 
 // ---- validate ------------------------------------------------------------------------
 
+std::vector<arena::block_info> arena::blocks() const
+{
+  std::vector<block_info> out;
+  out.reserve(static_cast<std::size_t>(allocation_count_ + free_block_count_));
+  for (std::uint32_t r = 0; r < regions_.size(); ++r) {
+    for (std::uint32_t b = regions_[r].first_node; b != none; b = nodes_[b].next_phys) {
+      node const& n = nodes_[b];
+      out.push_back({.offset = n.offset, .size = n.size, .region = r, .free = n.state == node_state::free});
+    }
+  }
+  return out;
+}
+
 bool arena::validate() const
 {
   std::size_t const n_nodes = nodes_.size();

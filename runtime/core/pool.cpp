@@ -171,6 +171,10 @@ pool_stats pool::stats() const { return checked(impl_, "stats").stats(); }
 std::string pool::summary() const { return checked(impl_, "summary").summary(); }
 std::string pool::summary_json() const { return checked(impl_, "summary_json").summary_json(); }
 bool pool::validate() const { return checked(impl_, "validate").validate(); }
+fit_report pool::fits(std::size_t bytes, tier_id tier, std::uint32_t tenant) const
+{
+  return checked(impl_, "fits").fits(bytes, tier, tenant);
+}
 void pool::publish() { checked(impl_, "publish").publish(); }
 std::string pool::stats_segment() const { return checked(impl_, "stats_segment").stats_segment(); }
 std::string pool::publishing_error() const { return checked(impl_, "publishing_error").publishing_error(); }

@@ -515,6 +515,78 @@ std::vector<chunk_range> tier::chunk_ranges() const
   return out;
 }
 
+tier::fit_figures tier::fit(std::size_t bytes, std::vector<std::uint64_t> const& reclaimable) const
+{
+  fit_figures f;
+  std::size_t const gran = config_.alignment;
+  std::size_t const slot = std::max<std::size_t>(gran, (bytes + gran - 1) / gran * gran);
+  f.slot_bytes = slot;
+  f.growable_bytes = config_.capacity_bytes - reserved_;
+  // Growth: chunks of max(chunk_bytes, slot) until the budget is spent; the last may be smaller.
+  std::size_t grown = 0;
+  if (slot <= f.growable_bytes) {
+    std::size_t const step = std::max(config_.chunk_bytes, slot);
+    std::size_t const full = f.growable_bytes / step;
+    grown = full * (step / slot) + (f.growable_bytes - full * step) / slot;
+  }
+  // Deferred frees: a lane's completed prefix is what allocate's first step reclaims (free
+  // now); the rest frees once its streams get there (counted "reclaimed").
+  std::vector<std::uint64_t> done;
+  std::vector<std::uint64_t> deferred;
+  for (lane const& l : lanes_) {
+    bool prefix = true;
+    for (deferred_free const& d : l.fifo) {
+      prefix = prefix && backend_->query_event(d.event) == status::ok;
+      (prefix ? done : deferred).push_back(d.b.slot.offset);
+      if (!prefix) { f.pending_bytes += d.b.slot.size; }
+    }
+  }
+  std::sort(done.begin(), done.end());
+  std::sort(deferred.begin(), deferred.end());
+  auto is_in = [](std::vector<std::uint64_t> const& v, std::uint64_t x) { return std::binary_search(v.begin(), v.end(), x); };
+  // Runs of free blocks (now) and of free-or-reclaimable blocks (reclaimed), per live chunk.
+  std::uint64_t run_now = 0;
+  std::uint64_t run_all = 0;
+  std::uint32_t region = 0xFFFF'FFFFU;
+  auto close_runs = [&] {
+    f.now += static_cast<std::size_t>(run_now / slot);
+    f.reclaimed += static_cast<std::size_t>(run_all / slot);
+    f.largest_now = std::max(f.largest_now, static_cast<std::size_t>(run_now));
+    f.largest_reclaimed = std::max(f.largest_reclaimed, static_cast<std::size_t>(run_all));
+    run_now = run_all = 0;
+  };
+  for (arena::block_info const& b : arena_.blocks()) {
+    if (b.region != region) {
+      close_runs();
+      region = b.region;
+    }
+    if (chunks_[b.region].base == nullptr) { continue; }  // released: its budget is in growable_bytes
+    bool const free_now = b.free || is_in(done, b.offset);
+    bool const evictable = !free_now && is_in(reclaimable, b.offset);
+    if (evictable) { f.reclaimable_bytes += static_cast<std::size_t>(b.size); }
+    if (free_now) {
+      run_now += b.size;
+    } else {
+      f.now += static_cast<std::size_t>(run_now / slot);
+      f.largest_now = std::max(f.largest_now, static_cast<std::size_t>(run_now));
+      run_now = 0;
+    }
+    if (free_now || evictable || is_in(deferred, b.offset)) {
+      run_all += b.size;
+    } else {
+      f.reclaimed += static_cast<std::size_t>(run_all / slot);
+      f.largest_reclaimed = std::max(f.largest_reclaimed, static_cast<std::size_t>(run_all));
+      run_all = 0;
+    }
+  }
+  close_runs();
+  f.now += grown;
+  f.reclaimed += grown;
+  f.largest_now = std::max(f.largest_now, f.growable_bytes);
+  f.largest_reclaimed = std::max(f.largest_reclaimed, f.growable_bytes);
+  return f;
+}
+
 bool tier::validate() const
 {
   if (!arena_.validate()) {

@@ -270,6 +270,29 @@ class TIERPOOL_EXPORT tier {
   /// @brief Every chunk, indexed like arena regions (`block.slot.region`). O(chunks), allocates.
   [[nodiscard]] std::vector<chunk_range> chunk_ranges() const;
 
+  /// @brief What fit() found: how many blocks of one size the tier can still place.
+  struct fit_figures {
+    std::size_t slot_bytes{0};           ///< the size asked about, rounded up to the alignment
+    std::size_t now{0};                  ///< COUNT placeable without evicting or waiting (free blocks, then growth)
+    std::size_t reclaimed{0};            ///< COUNT placeable once the `reclaimable` blocks and every deferred free are gone
+    std::size_t largest_now{0};          ///< bytes: largest block placeable without evicting or waiting
+    std::size_t largest_reclaimed{0};    ///< bytes: the same once those blocks are gone
+    std::size_t growable_bytes{0};       ///< capacity - reserved: chunks the tier may still obtain
+    std::size_t reclaimable_bytes{0};    ///< SUM of the `reclaimable` blocks found in the tier
+    std::size_t pending_bytes{0};        ///< SUM of deferred frees whose events have not completed
+  };
+  /**
+   * @brief Count how many blocks of `bytes` the tier could place: in its free blocks and
+   *        by growing within its budget (each chunk max(chunk_bytes, block), as allocate
+   *        grows), and again as if the blocks at `reclaimable` (arena offsets, sorted) and
+   *        the deferred frees were free, merged with their free neighbours. Released chunks
+   *        count as budget. The caller holds mutex(). O(blocks + log(reclaimable)) per block.
+   *        Assumes the backend has memory for the growth (on a GPU, other programs may not
+   *        leave it).
+   * @throws std::bad_alloc.
+   */
+  [[nodiscard]] fit_figures fit(std::size_t bytes, std::vector<std::uint64_t> const& reclaimable) const;
+
   /// @brief Bytes awaiting events. O(1).
   [[nodiscard]] std::size_t deferred_bytes() const noexcept { return deferred_bytes_; }
 

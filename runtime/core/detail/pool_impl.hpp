@@ -497,6 +497,7 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   [[nodiscard]] std::string summary() const;
   [[nodiscard]] std::string summary_json() const;
   [[nodiscard]] bool validate() const;
+  [[nodiscard]] fit_report fits(std::size_t bytes, tier_id tier, std::uint32_t tenant) const;  // pool_fit.cpp
   void publish();
   [[nodiscard]] std::string stats_segment() const;
   [[nodiscard]] std::string publishing_error() const;

@@ -26,6 +26,7 @@
 
 #include <gtest/gtest.h>
 
+#include <tierpool/monitor.hpp>
 #include <tierpool/pool.hpp>
 
 #include <algorithm>
@@ -612,7 +613,42 @@ TEST(PoolStress, IntegrityEightThreads)
   for (auto& a : actors) {
     threads.emplace_back([&a, ops] { a->run(ops); });
   }
+  // An observer asks what still fits and publishes the live figures while the actors run
+  // (pool::fits takes every record's lock in turn; ThreadSanitizer runs this in CI). Within
+  // one report the counts after eviction include those of now.
+  std::atomic<bool> running{true};
+  std::uint64_t observations = 0;
+  std::string observer_error;
+  std::thread observer([&] {
+    std::mt19937_64 rng(99);
+    while (running.load(std::memory_order_relaxed)) {
+      try {
+        std::size_t const bytes = 4_KiB << (rng() % 8);
+        auto const tier = tier_id{static_cast<std::uint32_t>(rng() % 3)};
+        fit_report const r = p.fits(bytes, tier, static_cast<std::uint32_t>(rng() % 2));
+        if (r.fits_now > r.fits_after_eviction || r.largest_now > r.largest_after_eviction || r.limit.empty()) {
+          observer_error = "inconsistent fit_report for " + std::to_string(bytes) + " bytes in " + r.tier;
+          return;
+        }
+        p.publish();
+        if (published_pool const got = read_published_pool(p.stats_segment()); got.tier_count != 3) {
+          observer_error = "published " + std::to_string(got.tier_count) + " tiers";
+          return;
+        }
+      } catch (stats_segment_error const&) {  // the refresh thread kept rewriting: retry
+      } catch (std::exception const& e) {
+        observer_error = e.what();
+        return;
+      }
+      ++observations;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
   for (auto& t : threads) { t.join(); }
+  running = false;
+  observer.join();
+  EXPECT_EQ(observer_error, "");
+  EXPECT_GT(observations, 0U);
   sync_all(p, streams);
   for (auto& a : actors) { a->verify_all("final check"); }
   double const secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -537,6 +537,14 @@ int run(options const& o)
   std::printf("parameters after training: digest %016llx, reference %016llx (%s)\n",
               static_cast<unsigned long long>(digest), static_cast<unsigned long long>(ref_digest),
               params_match ? "identical" : "DIFFERENT");
+  {
+    // "How much still fits": what a program sizing its next batch would ask the pool.
+    std::size_t const act = static_cast<std::size_t>(cfg.batch) * static_cast<std::size_t>(cfg.width) * sizeof(float);
+    tierpool::fit_report const room = pool.fits(act);
+    std::printf("room in the device tier for one layer's activations (%s): %zu more now, %zu after eviction "
+                "(limit: %s)\n",
+                format_bytes(act).c_str(), room.fits_now, room.fits_after_eviction, room.limit.c_str());
+  }
   if (ref_evictions != 0) {
     std::printf("note: the reference pool evicted %llu times; it was meant to hold everything\n",
                 static_cast<unsigned long long>(ref_evictions));

@@ -215,6 +215,7 @@ std::unique_ptr<publisher> publisher::create(std::string const& name, std::strin
     return nullptr;
   }
   p->segment_ = std::move(seg);
+  p->owner_pid_ = ::getpid();
   p->base_ = base;
   p->bytes_ = bytes;
   p->src_ = std::move(src);
@@ -241,6 +242,14 @@ std::unique_ptr<publisher> publisher::create(std::string const& name, std::strin
 
 publisher::~publisher()
 {
+  if (::getpid() != owner_pid_) {
+    // A forked child destroying the parent's pool: the refresh thread exists only in the
+    // parent (no pthread call may name it here, so its handle is leaked on purpose), and
+    // the segment is the parent's to remove.
+    if (thread_.joinable()) { (void)new std::thread(std::move(thread_)); }  // NOLINT(cppcoreguidelines-owning-memory)
+    if (base_ != nullptr) { ::munmap(base_, bytes_); }
+    return;
+  }
   stop();
   if (base_ != nullptr) {
     ::munmap(base_, bytes_);

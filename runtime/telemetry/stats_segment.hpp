@@ -147,6 +147,7 @@ class publisher {
   void run();
 
   std::string segment_;
+  std::int64_t owner_pid_{0};  // a forked child inherits the object, not the thread or the segment
   void* base_{nullptr};
   std::size_t bytes_{0};
   source src_;

@@ -9,10 +9,13 @@
 // (`tierpool top`, tierpool::read_published_pool) map it read-only. Nothing is shared but
 // the words: no mutex lives in the segment, so a reader can never block a writer, and a
 // reader killed mid-read leaves nothing behind. The writer makes `seq` odd, writes the
-// payload, makes it even again (release); a reader copies the payload between two equal,
-// even loads of `seq` (acquire) and retries otherwise. Every word is accessed through
-// std::atomic_ref with relaxed order, so the copy is not a data race in the C++ sense
-// (ThreadSanitizer agrees) and costs the same as memcpy on x86-64 and AArch64. Strings are
+// payload with release stores, makes `seq` even again (release); a reader loads `seq`
+// (acquire), copies the payload with acquire loads, loads `seq` again, and retries unless
+// both loads saw the same even value. If the reader saw any word of a newer copy, the
+// acquire/release pair makes it see that copy's odd `seq` afterwards. Every word goes
+// through std::atomic_ref, so the copy is not a data race in the C++ sense, and no fence
+// is used (ThreadSanitizer does not model fences); on x86-64 acquire loads and release
+// stores are plain moves, so the copy costs what memcpy does. Strings are
 // fixed, NUL-padded arrays inside the words; counts beyond the arrays are cut (the header
 // says how many there were). A new layout gets a new `version`; readers refuse others.
 #pragma once
@@ -96,8 +99,10 @@ static_assert(std::is_trivially_copyable_v<segment_layout>);
 void fill_payload(seg_payload& p, pool_stats const& st);
 /// The figures of a payload (the stored tiers and tenants).
 [[nodiscard]] pool_stats stats_of(seg_payload const& p);
-/// Copy `from` into `to` word by word with relaxed atomic accesses (one side may be shared).
-void copy_words(void* to, void const* from, std::size_t bytes) noexcept;
+/// Copy `from` into `to` word by word with atomic accesses of the given orders (one side
+/// is shared: the writer stores with release, the reader loads with acquire).
+void copy_words(void* to, void const* from, std::size_t bytes, std::memory_order load_order,
+                std::memory_order store_order) noexcept;
 /// Copy a string into a fixed NUL-padded array (cut to fit, always terminated).
 template <std::size_t N>
 void put_string(std::array<char, N>& to, std::string const& s) noexcept

@@ -24,6 +24,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -236,6 +237,43 @@ TEST(Monitor, DisabledByOptionOrEnvironment)
   } catch (logic_error const& e) {
     EXPECT_STREQ(e.what(), "TIERPOOL_PUBLISH: expected 0 or 1 (or off / on), got 'sometimes'");
   }
+}
+
+// Publishing is best effort: with no file descriptor left (shm_open fails with EMFILE) the
+// pool is built, says why it does not publish, and works. In a child process, so that the
+// limit does not reach the other tests.
+TEST(Monitor, APoolThatCannotPublishWorksAsUsual)
+{
+  pid_t const child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int code = 0;
+    try {
+      auto be = make_sim();  // before the limit: the sim backend needs nothing from it
+      pool_options o = small_tiers(be);
+      o.publish = {.enabled = true, .name = "no-fds", .interval_ms = 0};
+      o.notice = fallback_notice::silent;
+      rlimit const none{.rlim_cur = 0, .rlim_max = 0};
+      if (::setrlimit(RLIMIT_NOFILE, &none) != 0) { ::_exit(10); }
+      pool p(o);
+      if (!p.stats_segment().empty()) { code = 11; }
+      if (p.publishing_error().find("shm_open(/tierpool.") != 0 ||
+          p.publishing_error().find("Too many open files") == std::string::npos) {
+        code = 12;
+      }
+      tensor t = p.allocate(64_KiB);
+      fill(p, t, 5, 1);
+      if (!check(p, t, 5, 1) || !p.validate()) { code = 13; }
+      p.publish();  // a no-op
+    } catch (...) {
+      code = 14;
+    }
+    ::_exit(code);
+  }
+  int st = 0;
+  ASSERT_EQ(::waitpid(child, &st, 0), child);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0) << "10: setrlimit, 11: published anyway, 12: no reason, 13: pool broken, 14: threw";
 }
 
 TEST(Monitor, FiguresBeyondTheArraysAreCounted)

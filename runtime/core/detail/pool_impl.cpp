@@ -296,8 +296,12 @@ pool_impl::pool_impl(pool_options options)
   // that is whole. Best effort: a pool that cannot publish works as usual.
   if (options.publish.enabled) {
     std::string const name = options.publish.name.empty() ? program_name() : options.publish.name;
-    publisher_ = telemetry::publisher::create(name, caps.name, caps.device_name, options.publish.interval_ms,
-                                              [this] { return stats(); }, publish_error_);
+    try {
+      publisher_ = telemetry::publisher::create(name, caps.name, caps.device_name, options.publish.interval_ms,
+                                                [this] { return stats(); }, publish_error_);
+    } catch (std::exception const& e) {  // no memory, or no thread: the pool goes on without
+      publish_error_ = e.what();
+    }
     if (!publisher_ && options.notice == fallback_notice::stderr_line) {
       std::fprintf(stderr, "tierpool: not publishing live figures for `tierpool top`: %s\n", publish_error_.c_str());
     }

@@ -33,7 +33,7 @@ option(TIERPOOL_WARNINGS_AS_ERRORS
   ON)
 
 set(TIERPOOL_SANITIZE "" CACHE STRING
-  "Sanitizers for tierpool's own targets: empty (default, none), 'address+undefined' or 'thread'")
+  "Sanitizers for tierpool's own targets: empty (default, none), 'address+undefined' or 'thread'; every choice but 'thread' also defines _GLIBCXX_ASSERTIONS (bounds-checked operator[])")
 set_property(CACHE TIERPOOL_SANITIZE PROPERTY STRINGS "" "address+undefined" "address" "undefined" "thread")
 
 set(TIERPOOL_CUDA_ARCHITECTURES "75;80;90" CACHE STRING

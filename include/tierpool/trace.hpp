@@ -75,6 +75,10 @@ enum class event_kind : std::uint8_t {
              ///< trace without release events holds each lease until the stream's next compute)
 };
 
+/// @brief How many event kinds there are (`release` is the last): size every array indexed
+///        by an event_kind with it.
+inline constexpr std::size_t event_kind_count = static_cast<std::size_t>(event_kind::release) + 1;
+
 /// @brief How an access uses the tensor (same meaning as tierpool::access_mode).
 enum class access_kind : std::uint8_t {
   read,           ///< reads only
@@ -123,7 +127,7 @@ enum class format : std::uint8_t {
 [[nodiscard]] TIERPOOL_EXPORT format parse_format(std::string_view text);
 /// @brief The name parse_format accepts for `f`.
 [[nodiscard]] TIERPOOL_EXPORT std::string_view to_string(format f) noexcept;
-/// @brief "allocate", "free", "access", "prefetch", "compute", "phase".
+/// @brief "allocate", "free", "access", "prefetch", "compute", "phase", "release".
 [[nodiscard]] TIERPOOL_EXPORT std::string_view to_string(event_kind k) noexcept;
 
 /// @brief Which csv columns hold what (0-based; -1 = absent). Each row is one access.
@@ -263,7 +267,7 @@ class TIERPOOL_EXPORT writer {
  */
 struct summary {
   std::uint64_t events{0};                          ///< COUNT all events
-  std::array<std::uint64_t, 6> events_by_kind{};    ///< COUNT per event_kind (indexed by its value)
+  std::array<std::uint64_t, event_kind_count> events_by_kind{};  ///< COUNT per event_kind (indexed by its value)
   std::uint64_t requests{0};                        ///< COUNT access events
   std::uint64_t reads{0};                           ///< COUNT accesses with access_kind::read
   std::uint64_t read_writes{0};                     ///< COUNT accesses with access_kind::read_write
@@ -327,6 +331,12 @@ class TIERPOOL_EXPORT summarizer {
  * each event its time (`event::time_ns`); the recorder only serializes the calls, so
  * events appear in the file in the order their record() calls took the lock.
  *
+ * Failure: the first write error (a full disk, `/dev/full`) *stops* the recording. The
+ * call that met it (record(), flush() or close()) throws it; the file is closed; error()
+ * keeps the message from then on; and later record(), flush() and close() calls do nothing
+ * and throw nothing (record() counts its event in events_dropped()). One failure, reported
+ * once: a caller that reports what record() throws reports it a single time.
+ *
  * Thread safety: every member may be called concurrently.
  *
  * @code
@@ -355,21 +365,37 @@ class TIERPOOL_EXPORT recorder {
    */
   [[nodiscard]] static std::unique_ptr<recorder> from_environment(char const* variable = "TIERPOOL_TRACE");
 
-  /// @brief Append one event. @throws tierpool::trace_error on a write error or after close()
+  /**
+   * @brief Append one event (buffered); dropped, without a throw, once the recording stopped.
+   * @throws tierpool::trace_error on the write error that stops the recording, or after
+   *         close(); tierpool::logic_error if `e.name` is longer than 1 MiB (not recorded;
+   *         the recording goes on)
+   */
   void record(event const& e);
-  /// @brief Hand buffered events to the operating system. @throws tierpool::trace_error on a write error
+  /// @brief Hand buffered events to the operating system; nothing once stopped or closed.
+  /// @throws tierpool::trace_error on the write error that stops the recording
   void flush();
-  /// @brief Flush and close; later record() calls throw. @throws tierpool::trace_error on a write error
+  /// @brief Flush and close; later record() calls throw. Nothing once stopped or closed.
+  /// @throws tierpool::trace_error on the write error that stops the recording
   void close();
   /// @brief The file being written.
   [[nodiscard]] std::filesystem::path const& path() const noexcept { return path_; }
-  /// @brief Events recorded so far.
+  /// @brief Events recorded so far (after a failure: including those of the buffer it lost).
   [[nodiscard]] std::uint64_t events_recorded() const;
+  /// @brief The write error that stopped the recording ("cannot write trace 'PATH': ..."); empty while it works.
+  [[nodiscard]] std::string error() const;
+  /// @brief Events record() dropped because the recording had stopped.
+  [[nodiscard]] std::uint64_t events_dropped() const;
 
  private:
+  void stop(char const* what) noexcept;  // with mtx_ held: keep the error, close the file
+
   std::filesystem::path path_;
   mutable std::mutex mtx_;
-  writer writer_;  // guarded by mtx_
+  writer writer_;               // guarded by mtx_
+  std::string error_;           // guarded by mtx_; non-empty: stopped
+  std::uint64_t dropped_{0};    // guarded by mtx_
+  bool closed_{false};          // guarded by mtx_: close() was called
 };
 
 }  // namespace trace

@@ -4,7 +4,8 @@ tierpool_add_test(NAME trace_test SOURCES
   trace/trace_import_tests.cpp
   trace/trace_gen_tests.cpp
   trace/trace_recorder_tests.cpp
-  trace/trace_regression_tests.cpp)
+  trace/trace_regression_tests.cpp
+  trace/trace_summary_tests.cpp)
 # The real sample trace (shared/traces next to or inside the checkout); tests that need it
 # skip, saying so, when it is not found.
 find_path(TIERPOOL_SAMPLE_TRACES_DIR cloudphysics.oracleGeneral.bin

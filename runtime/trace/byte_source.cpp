@@ -11,6 +11,8 @@
 #include <system_error>
 #include <utility>
 
+#include <sys/stat.h>
+
 namespace tierpool::trace::detail {
 
 byte_source byte_source::open_file(std::filesystem::path const& path)
@@ -25,12 +27,14 @@ byte_source byte_source::open_file(std::filesystem::path const& path)
                       (err != 0 ? std::generic_category().message(err) : std::string("unknown error")));
   }
   std::setvbuf(s.file_, nullptr, _IONBF, 0);  // we read whole blocks ourselves
-  std::error_code ec;
-  auto const size = std::filesystem::file_size(path, ec);
-  if (!ec) {
-    s.total_size_ = size;
-    if (std::filesystem::is_directory(path, ec)) {
-      throw trace_error("cannot open trace '" + s.name_ + "': it is a directory");
+  // What was opened, not what the path names now (one look: a FIFO or /dev/stdin is opened
+  // once and never again). A directory opens on Linux, and only its read fails.
+  struct stat st {};
+  if (::fstat(::fileno(s.file_), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) { throw trace_error("cannot read trace '" + s.name_ + "': it is a directory"); }
+    if (S_ISREG(st.st_mode)) {
+      s.total_size_ = static_cast<std::uint64_t>(st.st_size);
+      s.size_known_ = true;
     }
   }
   s.buffer_.resize(kBlockBytes);
@@ -46,6 +50,7 @@ byte_source byte_source::from_memory(std::string_view bytes, std::string name)
   s.begin_ = bytes.data();
   s.end_ = bytes.data() + bytes.size();
   s.total_size_ = bytes.size();
+  s.size_known_ = true;
   s.eof_ = true;
   return s;
 }
@@ -57,6 +62,7 @@ byte_source::byte_source(byte_source&& other) noexcept
     end_(std::exchange(other.end_, nullptr)),
     offset_(other.offset_),
     total_size_(other.total_size_),
+    size_known_(other.size_known_),
     eof_(other.eof_),
     name_(std::move(other.name_))
 {
@@ -72,6 +78,7 @@ byte_source& byte_source::operator=(byte_source&& other) noexcept
     end_ = std::exchange(other.end_, nullptr);
     offset_ = other.offset_;
     total_size_ = other.total_size_;
+    size_known_ = other.size_known_;
     eof_ = other.eof_;
     name_ = std::move(other.name_);
   }

@@ -87,9 +87,11 @@ bool looks_binary(std::string_view head) noexcept
 constexpr std::size_t kSniffBytes = 4096;
 constexpr std::size_t kOracleRecordBytes = 24;
 
-// The format of an input whose first bytes are `head`, of `size` bytes in all, with the
-// (lower-case) extension `ext` ("" for memory). `why` collects the reasons on failure.
-std::optional<format> detect(std::string_view head, std::uint64_t size, std::string const& ext, std::string& why)
+// The format of an input whose first bytes are `head`, of `size` bytes in all (nullopt: a
+// pipe, not known before its end), with the (lower-case) extension `ext` ("" for memory).
+// `why` collects the reasons on failure.
+std::optional<format> detect(std::string_view head, std::optional<std::uint64_t> size, std::string const& ext,
+                             std::string& why)
 {
   if (head.starts_with(detail::kBinaryMagic)) { return format::binary; }
   if (head.starts_with(detail::kTextHeaderPrefix)) { return format::text; }
@@ -97,12 +99,21 @@ std::optional<format> detect(std::string_view head, std::uint64_t size, std::str
   if (ext == ".tpt") { return format::text; }    // the reader reports the missing header
   if (ext == ".csv") { return format::csv; }
   if (ext == ".bin" || ext == ".oraclegeneral") { return format::oracle_general; }
-  if (size % kOracleRecordBytes == 0 && size > 0 && looks_binary(head)) { return format::oracle_general; }
+  bool const compressed = ext == ".zst" || ext == ".gz" || ext == ".xz" || ext == ".bz2";
+  if (!size) {
+    // A pipe: the size is not known before its end. Binary content is read as records; the
+    // reader reports a trailing partial record at its offset.
+    if (!compressed && !head.empty() && looks_binary(head)) { return format::oracle_general; }
+  } else if (*size % kOracleRecordBytes == 0 && *size > 0 && looks_binary(head)) {
+    return format::oracle_general;
+  }
   why = "no '# tierpool-trace' header line, no TPTRACE magic, ";
-  if (ext == ".zst" || ext == ".gz" || ext == ".xz" || ext == ".bz2") {
+  if (compressed) {
     why += "and the file is compressed (decompress it first)";
-  } else if (size % kOracleRecordBytes != 0) {
-    why += "and the size " + std::to_string(size) + " is not a multiple of 24 (oracleGeneral)";
+  } else if (size ? *size == 0 : head.empty()) {
+    why += "and the input is empty";
+  } else if (size && *size % kOracleRecordBytes != 0) {
+    why += "and the size " + std::to_string(*size) + " is not a multiple of 24 (oracleGeneral)";
   } else {
     why += "and the content is text but the extension is not .csv";
   }
@@ -129,10 +140,17 @@ std::unique_ptr<reader> make_reader(format f, detail::byte_source src, reader_op
 
 format detect_open(detail::byte_source& src, std::filesystem::path const& path)
 {
+  // One stream, peeked: the sniffed bytes stay in the window for the reader.
   src.fill(kSniffBytes);
   std::string_view const head(src.data(), std::min(src.size(), kSniffBytes));
+  std::optional<std::uint64_t> size;
+  if (src.size_known()) {
+    size = src.total_size();
+  } else if (src.exhausted()) {
+    size = src.size();  // a short pipe: all of it is in the window
+  }
   std::string why;
-  auto const f = detect(head, src.total_size(), lower_extension(path), why);
+  auto const f = detect(head, size, lower_extension(path), why);
   if (!f) { undetected(src.name(), why); }
   return *f;
 }

@@ -3,14 +3,20 @@
 //
 // trace_import_tests.cpp — the importers and format detection: libCacheSim oracleGeneral
 // (the real CloudPhysics sample and synthetic records, skipped size-0 records, a partial
-// record), csv in several column layouts with its errors, and open_reader's detection.
+// record), csv in several column layouts with its errors, and open_reader's detection
+// (also of a directory and of a FIFO, which has no size and can be read only once).
 #include "trace_test_util.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <fstream>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace {
 
@@ -185,6 +191,54 @@ TEST(Detection, ByMagicHeaderExtensionAndSize)
   EXPECT_THAT([&] { (void)tt::open_reader(dir / "missing.tpt"); },
               ::testing::ThrowsMessage<tierpool::trace_error>(HasSubstr("missing.tpt': No such file or directory")));
   EXPECT_EQ(read_memory(oracle_record(1, 2, 3, -1)).size(), 1U);  // memory: by content
+}
+
+// A directory opens on Linux and only its read fails: the error said "read error near
+// offset 0".
+TEST(Detection, ADirectoryIsNamedAsOne)
+{
+  auto const dir = scratch("adir");
+  std::filesystem::create_directories(dir);
+  EXPECT_THAT([&] { (void)tt::open_reader(dir); },
+              ::testing::ThrowsMessage<tierpool::trace_error>(HasSubstr("adir': it is a directory")));
+  EXPECT_THAT([&] { (void)tt::open_reader(dir, {.fmt = tt::format::text}); },
+              ::testing::ThrowsMessage<tierpool::trace_error>(HasSubstr("adir': it is a directory")));
+}
+
+// A FIFO has no size: detection must work from the peeked first bytes of the one stream
+// (oracleGeneral records were refused as "size 0"), and the reader must get those bytes.
+std::vector<event> read_through_fifo(std::filesystem::path const& fifo, std::string const& bytes)
+{
+  std::filesystem::remove(fifo);
+  if (::mkfifo(fifo.c_str(), 0600) != 0) { ADD_FAILURE() << "mkfifo failed"; return {}; }
+  std::thread writer([&] {
+    std::ofstream f(fifo, std::ios::binary);  // blocks until the reader opens
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  });
+  std::vector<event> out;
+  try {
+    out = tt::read_all(fifo);
+  } catch (...) {
+    writer.join();
+    throw;
+  }
+  writer.join();
+  return out;
+}
+
+TEST(Detection, AFifoIsReadOnceAndDetectedFromItsFirstBytes)
+{
+  auto const fifo = scratch("pipe");
+  std::string records;
+  for (std::uint32_t i = 0; i < 3; ++i) { records += oracle_record(i, 10 + i, 100, -1); }
+  auto const cache = read_through_fifo(fifo, records);
+  ASSERT_EQ(cache.size(), 3U);
+  EXPECT_EQ(cache[2].tensor, 12U);
+  auto const native = read_through_fifo(fifo, "# tierpool-trace v1\nalloc 1 8\nread 1\n");
+  ASSERT_EQ(native.size(), 2U);
+  EXPECT_EQ(native[1].kind, event_kind::access);
+  EXPECT_THAT([&] { (void)read_through_fifo(fifo, ""); },
+              ::testing::ThrowsMessage<tierpool::trace_error>(HasSubstr("the input is empty")));
 }
 
 }  // namespace

@@ -30,7 +30,8 @@ inline constexpr std::size_t kBlockBytes = std::size_t{24} << 16U;  // 1.5 MiB
  */
 class byte_source {
  public:
-  /// Opens `path` for reading. @throws trace_error naming the file and the system's reason
+  /// Opens `path` for reading (once: a pipe or FIFO works). @throws trace_error naming the
+  /// file and the system's reason, or saying it is a directory
   static byte_source open_file(std::filesystem::path const& path);
   /// Reads `bytes` in place (not copied); `name` is used in messages.
   static byte_source from_memory(std::string_view bytes, std::string name);
@@ -62,8 +63,10 @@ class byte_source {
   [[nodiscard]] bool exhausted() const noexcept { return eof_; }
   /// The name used in messages (the path, or the memory name).
   [[nodiscard]] std::string const& name() const noexcept { return name_; }
-  /// Total size when known (files: from the file system; memory: the length).
+  /// Total size when known (regular files: from the file system; memory: the length), else 0.
   [[nodiscard]] std::uint64_t total_size() const noexcept { return total_size_; }
+  /// False for a pipe, a FIFO, a terminal or a device: no size until the end is read.
+  [[nodiscard]] bool size_known() const noexcept { return size_known_; }
 
  private:
   byte_source() = default;
@@ -74,6 +77,7 @@ class byte_source {
   char const* end_{nullptr};
   std::uint64_t offset_{0};
   std::uint64_t total_size_{0};
+  bool size_known_{false};
   bool eof_{false};
   std::string name_;
 };

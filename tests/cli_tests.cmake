@@ -190,6 +190,68 @@ set_tests_properties(cli.trace.convert_without_output_fails PROPERTIES LABELS cp
 add_test(NAME cli.trace.convert_without_output_message COMMAND $<TARGET_FILE:tierpool_cli> trace convert ${_tp_trace_corrupt})
 set_tests_properties(cli.trace.convert_without_output_message PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "tierpool trace convert: give the output file with -o")
+
+# stat counts release events in their own slot (events_by_kind had 6 slots; release is 6,
+# so it was counted as a request).
+set(_tp_trace_release ${CMAKE_CURRENT_BINARY_DIR}/cli_trace_release.tpt)
+file(WRITE ${_tp_trace_release} "# tierpool-trace v1\nalloc 1 8\nread 1\nrelease 1\n")
+add_test(NAME cli.trace.stat_counts_release COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${_tp_trace_release})
+set_tests_properties(cli.trace.stat_counts_release PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "  events +3\n    allocate +1\n    free +0\n    access +1\n    prefetch +0\n    compute +0\n    phase +0\n    release +1\n  requests +1\n")
+add_test(NAME cli.trace.stat_counts_release_json COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${_tp_trace_release} --json)
+set_tests_properties(cli.trace.stat_counts_release_json PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "\"events_by_kind\":{\"allocate\":1,\"free\":0,\"access\":1,\"prefetch\":0,\"compute\":0,\"phase\":0,\"release\":1},\"requests\":1,")
+
+# Pipes: stat opens its input once (it opened it twice: a FIFO hung, a pipe lost its header).
+add_test(NAME cli.trace.stat_pipe
+  COMMAND sh -c "cat \"$1\" | \"$0\" trace stat /dev/stdin" $<TARGET_FILE:tierpool_cli> ${_tp_trace_release})
+set_tests_properties(cli.trace.stat_pipe PROPERTIES LABELS cpu TIMEOUT 30
+  PASS_REGULAR_EXPRESSION "trace /dev/stdin \\(text\\)\n  events +3\n")
+add_test(NAME cli.trace.stat_fifo
+  COMMAND sh -c "rm -f \"$2\" && mkfifo \"$2\" && { cat \"$1\" > \"$2\" & } && timeout 20 \"$0\" trace stat \"$2\"; s=$?; rm -f \"$2\"; echo status=$s"
+          $<TARGET_FILE:tierpool_cli> ${_tp_trace_release} ${CMAKE_CURRENT_BINARY_DIR}/cli_trace_fifo)
+set_tests_properties(cli.trace.stat_fifo PROPERTIES LABELS cpu TIMEOUT 30
+  PASS_REGULAR_EXPRESSION "trace [^\n]*cli_trace_fifo \\(text\\)\n  events +3\n.*status=0\n")
+add_test(NAME cli.trace.stat_speed_pipe_passes_message
+  COMMAND sh -c "cat \"$1\" | \"$0\" trace stat /dev/stdin --speed --passes 2" $<TARGET_FILE:tierpool_cli> ${_tp_trace_release})
+set_tests_properties(cli.trace.stat_speed_pipe_passes_message PROPERTIES LABELS cpu TIMEOUT 30
+  PASS_REGULAR_EXPRESSION "tierpool trace stat: --passes 2 reads '/dev/stdin' more than once, but it is not a regular file")
+add_test(NAME cli.trace.stat_directory_message COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(cli.trace.stat_directory_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool: error: cannot read trace '[^']*': it is a directory")
+add_test(NAME cli.trace.stat_directory_fails COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(cli.trace.stat_directory_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+
+# Unsigned options given -1 (read as 2^32 - 1: --passes -1 ran for ever) are refused.
+add_test(NAME cli.trace.stat_negative_passes_message
+  COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${_tp_trace_release} --speed --passes -1)
+set_tests_properties(cli.trace.stat_negative_passes_message PROPERTIES LABELS cpu TIMEOUT 30
+  PASS_REGULAR_EXPRESSION "tierpool: error: --passes must be an integer in 1\\.\\.1000, got '-1'")
+add_test(NAME cli.trace.stat_negative_passes_fails
+  COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${_tp_trace_release} --speed --passes -1)
+set_tests_properties(cli.trace.stat_negative_passes_fails PROPERTIES LABELS cpu TIMEOUT 30 WILL_FAIL TRUE)
+add_test(NAME cli.trace.gen_negative_seed_message COMMAND $<TARGET_FILE:tierpool_cli> trace gen mlp-train --seed -1)
+set_tests_properties(cli.trace.gen_negative_seed_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool: error: --seed must be an integer in 0\\.\\.18446744073709551615, got '-1'")
+add_test(NAME cli.trace.convert_bad_csv_column_message
+  COMMAND $<TARGET_FILE:tierpool_cli> trace convert ${_tp_trace_csv} --csv-size-column 4294967296 -o ${CMAKE_CURRENT_BINARY_DIR}/cli_trace_unused.tpt)
+set_tests_properties(cli.trace.convert_bad_csv_column_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool: error: --csv-size-column must be an integer in -1\\.\\.65535, got '4294967296'")
+
+# convert X -o X wrote 65,536 of 113,872 events and succeeded: refused, also when the
+# output is another path (or a hard link) to the input; the input is left intact.
+add_test(NAME cli.trace.convert_onto_input
+  COMMAND sh -c "\"$0\" trace gen mlp-train -o \"$1\" > /dev/null && ln -f \"$1\" \"$1.link\" && \"$0\" trace convert \"$1\" -o \"$1\"; echo status=$?; \"$0\" trace convert \"$1\" -o \"$(dirname \"$1\")/./$(basename \"$1\")\"; echo status=$?; \"$0\" trace convert \"$1\" -o \"$1.link\"; echo status=$?; \"$0\" trace stat \"$1\" | grep -E '^  events'"
+          $<TARGET_FILE:tierpool_cli> ${CMAKE_CURRENT_BINARY_DIR}/cli_trace_self.tpt)
+set_tests_properties(cli.trace.convert_onto_input PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool trace convert: the output '[^']*cli_trace_self\\.tpt' is the input '[^']*cli_trace_self\\.tpt' \\(the same file\\)[^\n]*\nstatus=2\n.*status=2\n.*\\.link' is the input [^\n]*\nstatus=2\n  events +471\n$")
+# A failed convert leaves an existing output as it was (it left a header-only file) and no
+# temporary file.
+add_test(NAME cli.trace.convert_failure_keeps_output
+  COMMAND sh -c "mkdir -p \"$2\" && printf 'keep\\n' > \"$2/out.tpt\" && \"$0\" trace convert \"$1\" -o \"$2/out.tpt\"; echo status=$?; cat \"$2/out.tpt\"; ls \"$2\""
+          $<TARGET_FILE:tierpool_cli> ${_tp_trace_corrupt} ${CMAKE_CURRENT_BINARY_DIR}/cli_trace_keep)
+set_tests_properties(cli.trace.convert_failure_keeps_output PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "line 3: unknown keyword 'allok'.*status=2\nkeep\nout\\.tpt\n$")
 # ---- end tierpool trace ----------------------------------------------------------
 
 # ---- tierpool policies ------------------------------------------------------------

@@ -14,6 +14,7 @@
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #endif
 
+#include "checked_options.hpp"
 #include "commands.hpp"
 
 #include <tierpool/detail/parse.hpp>
@@ -24,11 +25,17 @@
 #include <boost/json.hpp>
 #include <boost/program_options.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace tierpool::cli {
@@ -65,13 +72,20 @@ bool parse_args(char const* name, po::options_description const& desc, po::posit
 struct csv_flags {
   std::string delimiter{","};
   bool no_header{false};
-  int time_column{0};
-  int id_column{1};
-  int size_column{2};
-  int op_column{-1};
+  std::string time_column{"0"};
+  std::string id_column{"1"};
+  std::string size_column{"2"};
+  std::string op_column{"-1"};
   std::string default_size{"1"};
   std::string time_unit{"s"};
 };
+
+constexpr int kMaxCsvColumn = 65535;
+
+int csv_column(char const* option, std::string const& text)
+{
+  return parse_checked<int>(option, text, -1, kMaxCsvColumn);
+}
 
 void add_csv_options(po::options_description& desc, csv_flags& f)
 {
@@ -98,10 +112,10 @@ tt::reader_options reader_options_from(std::string const& from, csv_flags const&
     throw logic_error("--csv-delimiter must be one character (or 'tab'), not '" + f.delimiter + "'");
   }
   o.csv.header = !f.no_header;
-  o.csv.time_column = f.time_column;
-  o.csv.id_column = f.id_column;
-  o.csv.size_column = f.size_column;
-  o.csv.op_column = f.op_column;
+  o.csv.time_column = csv_column("--csv-time-column", f.time_column);
+  o.csv.id_column = parse_checked<int>("--csv-id-column", f.id_column, 0, kMaxCsvColumn);
+  o.csv.size_column = csv_column("--csv-size-column", f.size_column);
+  o.csv.op_column = csv_column("--csv-op-column", f.op_column);
   o.csv.default_size = detail::parse_byte_size(f.default_size);
   if (f.time_unit == "s") {
     o.csv.time_unit_ns = 1'000'000'000;
@@ -126,6 +140,68 @@ tt::format output_format(std::string const& flag, std::string const& path)
   }
   return f;
 }
+
+// True when both paths name one existing file (also through another path, a link or a
+// bind mount: same device and inode).
+bool same_file(std::string const& a, std::string const& b)
+{
+  struct stat sa {};
+  struct stat sb {};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+// The output of a command that must not leave a partial file behind: a regular file (or a
+// new one) is written under a temporary name in its directory and renamed over the real
+// one by commit(), so a failure leaves an existing file as it was and no new one. Anything
+// else (/dev/stdout, a FIFO) is written in place.
+class output_file {
+ public:
+  explicit output_file(std::string const& path) : path_(path)
+  {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path target = path;
+    if (fs::is_symlink(fs::symlink_status(target, ec))) {
+      target = fs::canonical(target, ec);  // replace what the link names, keep the link
+      if (ec) { target = path; }
+    }
+    auto const st = fs::status(target, ec);
+    if (!ec && fs::exists(st) && !fs::is_regular_file(st)) {
+      write_path_ = path;  // a device or FIFO: no rename
+      return;
+    }
+    final_ = target.string();
+    write_path_ = final_ + ".tierpool-tmp-" + std::to_string(::getpid());
+  }
+  ~output_file()
+  {
+    if (!final_.empty() && !committed_) { std::remove(write_path_.c_str()); }
+  }
+  output_file(output_file const&) = delete;
+  output_file& operator=(output_file const&) = delete;
+
+  /// Where to write now.
+  [[nodiscard]] std::string const& write_path() const noexcept { return write_path_; }
+  /// The file is complete (and closed): put it in place.
+  void commit()
+  {
+    if (final_.empty()) {
+      committed_ = true;
+      return;
+    }
+    std::error_code ec;
+    std::filesystem::rename(write_path_, final_, ec);
+    if (ec) { throw tierpool::trace_error("cannot replace '" + path_ + "': " + ec.message()); }
+    committed_ = true;
+  }
+
+ private:
+  std::string path_;
+  std::string final_;  // empty: written in place
+  std::string write_path_;
+  bool committed_{false};
+};
 
 void print_workloads()
 {
@@ -155,13 +231,13 @@ int trace_gen_command(int argc, char** argv)
     "options");
   std::string workload;
   std::vector<std::string> params;
-  std::uint64_t seed = 1;
+  std::string seed_text = "1";
   std::string output;
   std::string format_flag;
   desc.add_options()
     ("help,h", "this text")
     ("list", "list the workloads and their parameters")
-    ("seed", po::value(&seed)->default_value(seed), "seed of the random workloads (kv-paging, random-reuse)")
+    ("seed", po::value(&seed_text)->default_value(seed_text), "seed of the random workloads (kv-paging, random-reuse), 0..2^64-1")
     ("output,o", po::value(&output), "output file (.tpb: binary, else text; '-': standard output)")
     ("format", po::value(&format_flag), "text | binary (default: from the extension)")
     ("workload", po::value(&workload), "")
@@ -179,6 +255,7 @@ int trace_gen_command(int argc, char** argv)
     return 0;
   }
   if (workload.empty()) { return usage_error("gen", "name a workload (tierpool trace gen --list shows them)"); }
+  auto const seed = parse_checked<std::uint64_t>("--seed", seed_text, 0, UINT64_MAX);
   auto const gp = tt::parse_generator_params(params);
 
   if (output.empty() || output == "-") {
@@ -198,13 +275,16 @@ int trace_gen_command(int argc, char** argv)
     return std::fflush(stdout) == 0 ? 0 : 1;
   }
 
-  tt::writer w(output, output_format(format_flag, output));
+  auto const out_format = output_format(format_flag, output);
+  output_file out(output);
+  tt::writer w(out.write_path(), out_format);
   tt::summarizer acc;
   tt::generate(workload, gp, seed, [&](tt::event const& e) {
     w.write(e);
     acc.add(e);
   });
   w.close();
+  out.commit();
   auto const& s = acc.result();
   std::printf("%s (seed %llu): %llu events, %llu tensors, peak live %s, %llu accesses -> %s (%s)\n", workload.c_str(),
               static_cast<unsigned long long>(seed), static_cast<unsigned long long>(s.events),
@@ -245,8 +325,14 @@ int trace_convert_command(int argc, char** argv)
   }
   if (input.empty()) { return usage_error("convert", "name the input trace"); }
   if (output.empty()) { return usage_error("convert", "give the output file with -o"); }
+  if (same_file(input, output)) {
+    return usage_error("convert", "the output '" + output + "' is the input '" + input +
+                                    "' (the same file): write to another file, then rename it");
+  }
+  auto const out_format = output_format(to, output);
   auto r = tt::open_reader(input, reader_options_from(from, csv));
-  tt::writer w(output, output_format(to, output));
+  output_file out(output);
+  tt::writer w(out.write_path(), out_format);
   std::vector<tt::event> batch(4096);
   for (;;) {
     std::size_t const n = r->next_batch(batch);
@@ -254,6 +340,7 @@ int trace_convert_command(int argc, char** argv)
     if (n < batch.size()) { break; }
   }
   w.close();
+  out.commit();
   std::printf("%llu events: %s (%s) -> %s (%s)\n", static_cast<unsigned long long>(w.events_written()), input.c_str(),
               std::string(to_string(r->encoding())).c_str(), output.c_str(),
               std::string(to_string(w.encoding())).c_str());
@@ -274,14 +361,15 @@ int trace_stat_command(int argc, char** argv)
   std::string from;
   bool as_json = false;
   bool speed = false;
-  unsigned passes = 3;
+  std::string passes_text = "3";
   csv_flags csv;
   desc.add_options()
     ("help,h", "this text")
     ("from", po::value(&from), "input format: auto | text | binary | oracle_general | csv")
     ("json", po::bool_switch(&as_json), "print one JSON object")
     ("speed", po::bool_switch(&speed), "time reading only (no statistics); figures vary between runs")
-    ("passes", po::value(&passes)->default_value(passes), "--speed: passes over the file; the best is reported")
+    ("passes", po::value(&passes_text)->default_value(passes_text),
+     "--speed: passes over the file, 1..1000; the best is reported (a pipe is read once: 1)")
     ("input", po::value(&input), "");
   add_csv_options(desc, csv);
   po::positional_options_description pos;
@@ -293,10 +381,15 @@ int trace_stat_command(int argc, char** argv)
     return 0;
   }
   if (input.empty()) { return usage_error("stat", "name the trace"); }
+  auto const passes = parse_checked<unsigned>("--passes", passes_text, 1, 1000);
   auto const ro = reader_options_from(from, csv);
 
   if (speed) {
-    if (passes == 0) { return usage_error("stat", "--passes must be at least 1"); }
+    std::error_code ec;
+    if (passes > 1 && !std::filesystem::is_regular_file(input, ec) && !std::filesystem::is_directory(input, ec)) {
+      return usage_error("stat", "--passes " + std::to_string(passes) + " reads '" + input +
+                                   "' more than once, but it is not a regular file (a pipe is read once: --passes 1)");
+    }
     double best = 0.0;
     std::uint64_t events = 0;
     std::vector<tt::event> batch(4096);
@@ -328,12 +421,24 @@ int trace_stat_command(int argc, char** argv)
     return 0;
   }
 
-  auto const fmt = ro.fmt == tt::format::automatic ? tt::detect_format(input) : ro.fmt;
-  auto const s = tt::summarize(input, ro);
-  static constexpr char const* kinds[] = {"allocate", "free", "access", "prefetch", "compute", "phase"};
+  // One open: the format comes from the reader, which detected it from the stream's first
+  // bytes (a FIFO or a pipe can be read only once).
+  auto r = tt::open_reader(input, ro);
+  auto const fmt = r->encoding();
+  tt::summarizer acc;
+  {
+    std::vector<tt::event> batch(4096);
+    for (;;) {
+      std::size_t const n = r->next_batch(batch);
+      for (std::size_t i = 0; i < n; ++i) { acc.add(batch[i]); }
+      if (n < batch.size()) { break; }
+    }
+  }
+  auto const& s = acc.result();
+  auto kind_name = [](std::size_t k) { return to_string(static_cast<tt::event_kind>(k)); };
   if (as_json) {
     json::object by_kind;
-    for (std::size_t k = 0; k < 6; ++k) { by_kind[kinds[k]] = s.events_by_kind[k]; }
+    for (std::size_t k = 0; k < s.events_by_kind.size(); ++k) { by_kind[kind_name(k)] = s.events_by_kind[k]; }
     json::object o{
       {"file", input},
       {"format", std::string(to_string(fmt))},
@@ -369,8 +474,8 @@ int trace_stat_command(int argc, char** argv)
   };
   std::printf("trace %s (%s)\n", input.c_str(), std::string(to_string(fmt)).c_str());
   line("events", s.events);
-  for (std::size_t k = 0; k < 6; ++k) {
-    std::printf("    %-20s %llu\n", kinds[k], static_cast<unsigned long long>(s.events_by_kind[k]));
+  for (std::size_t k = 0; k < s.events_by_kind.size(); ++k) {
+    std::printf("    %-20s %llu\n", std::string(kind_name(k)).c_str(), static_cast<unsigned long long>(s.events_by_kind[k]));
   }
   line("requests", s.requests);
   line("  reads", s.reads);

@@ -368,6 +368,15 @@ class TIERPOOL_EXPORT pool {
   [[nodiscard]] std::string stats_segment() const;
   /// @brief Why the pool does not publish although asked to ("" when it does or was not asked).
   [[nodiscard]] std::string publishing_error() const;
+  /**
+   * @brief Why recording the trace (TIERPOOL_TRACE, pool_options::trace_path) stopped, e.g.
+   *        "cannot write trace 'run.tpt': No space left on device"; "" while it works or
+   *        when the pool records nothing. The first write error stops the recording: the
+   *        pool writes one line on stderr (none with fallback_notice::silent) and drops the
+   *        later events. close() writes the last buffered events, so a program that must
+   *        know its trace is whole checks this after close(). Thread-safe.
+   */
+  [[nodiscard]] std::string tracing_error() const;
 
   /// @brief The backend in use.
   [[nodiscard]] tierpool::backend& backend() const noexcept;

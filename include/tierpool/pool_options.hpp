@@ -104,6 +104,12 @@ struct pool_options {
   /// Tenants not listed have none. Changeable later with pool::set_quota.
   std::map<std::uint32_t, std::size_t> tenant_quotas{};
   bool read_environment{true};          ///< honour the TIERPOOL_* variables (they win over the fields)
+  /// With read_environment: variables this pool does not read, by name ("TIERPOOL_POLICY"),
+  /// for a program whose own flag or logic decides that field (its flag must win over the
+  /// variable); every other variable still applies. A program that reads a variable itself
+  /// names it here instead of turning read_environment off, which would drop them all.
+  /// An unknown name throws tierpool::logic_error.
+  std::vector<std::string> ignore_environment{};
   fallback_notice notice{fallback_notice::stderr_line};  ///< announce a fallback to sim
   publish_options publish{};            ///< live figures for `tierpool top`
 };

@@ -287,6 +287,9 @@ struct summary {
   std::uint64_t frees_not_live{0};     ///< COUNT frees of an id that is not live
   std::uint64_t allocates_live{0};     ///< COUNT allocates of an id that is already live
   std::uint64_t prefetches_not_live{0};///< COUNT prefetches of an id that is not live
+  /// True when a SUM above (working set, allocated, live or peak live bytes, compute) passed
+  /// 2^64 - 1: it shows 2^64 - 1 (saturated) instead of wrapping.
+  bool saturated{false};
 
   /// @brief Field-wise equality (tests).
   friend bool operator==(summary const&, summary const&) = default;

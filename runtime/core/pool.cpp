@@ -178,6 +178,7 @@ fit_report pool::fits(std::size_t bytes, tier_id tier, std::uint32_t tenant) con
 void pool::publish() { checked(impl_, "publish").publish(); }
 std::string pool::stats_segment() const { return checked(impl_, "stats_segment").stats_segment(); }
 std::string pool::publishing_error() const { return checked(impl_, "publishing_error").publishing_error(); }
+std::string pool::tracing_error() const { return checked(impl_, "tracing_error").tracing_error(); }
 tierpool::backend& pool::backend() const noexcept { return impl_->get_backend(); }
 std::string const& pool::backend_reason() const noexcept { return impl_->backend_reason(); }
 std::size_t pool::tier_count() const noexcept { return impl_ != nullptr ? impl_->tier_count() : 0; }

@@ -5,14 +5,19 @@
 // prints (events per kind, requests, unique objects, working set, peak live bytes) and
 // the well-formedness counters the generator tests assert to be zero.
 //
-// Invariant after every add():  summary_.live_bytes_at_end == SUM(bytes of live ids)
+// Invariant after every add():  state_->live == SUM(bytes of live ids), exactly (128 bits)
+//                               summary_.live_bytes_at_end == min(state_->live, 2^64 - 1)
 //                               summary_.peak_live_bytes   >= live_bytes_at_end
+// Every SUM saturates at 2^64 - 1 and sets summary_.saturated instead of wrapping.
 #include <tierpool/trace.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <unordered_map>
 
 namespace tierpool::trace {
+
+__extension__ typedef unsigned __int128 u128;  // exact live sums (GCC and clang)
 
 struct summarizer::state {
   struct id_state {
@@ -22,7 +27,35 @@ struct summarizer::state {
     bool accessed{false};    // ever the subject of an access
   };
   std::unordered_map<std::uint64_t, id_state> ids;  // lookup only, never iterated
+  u128 live{0};  // exact SUM of the sizes of live ids; summary_ shows it saturated
+  u128 peak{0};
 };
+
+namespace {
+
+constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+
+// a += b, saturating at 2^64 - 1 (and saying so) instead of wrapping.
+void add_saturated(std::uint64_t& a, std::uint64_t b, bool& saturated) noexcept
+{
+  if (a > kMax - b) {
+    a = kMax;
+    saturated = true;
+  } else {
+    a += b;
+  }
+}
+
+std::uint64_t clamp(u128 v, bool& saturated) noexcept
+{
+  if (v > kMax) {
+    saturated = true;
+    return kMax;
+  }
+  return static_cast<std::uint64_t>(v);
+}
+
+}  // namespace
 
 summarizer::summarizer() : state_(std::make_unique<state>()) {}
 summarizer::~summarizer() = default;
@@ -38,26 +71,32 @@ void summarizer::add(event const& e)
     s.first_time_ns = s.first_time_ns == 0 ? e.time_ns : std::min(s.first_time_ns, e.time_ns);
     s.last_time_ns = std::max(s.last_time_ns, e.time_ns);
   }
-  auto make_live = [&s](state::id_state& st, std::uint64_t bytes) {
+  state& sta = *state_;
+  auto set_live = [&s, &sta](u128 live) {
+    sta.live = live;
+    sta.peak = std::max(sta.peak, live);
+    s.live_bytes_at_end = clamp(live, s.saturated);
+    s.peak_live_bytes = clamp(sta.peak, s.saturated);
+  };
+  auto make_live = [&](state::id_state& st, std::uint64_t bytes) {
     st.live = true;
     st.bytes = bytes;
     ++s.live_at_end;
-    s.live_bytes_at_end += bytes;
-    s.peak_live_bytes = std::max(s.peak_live_bytes, s.live_bytes_at_end);
+    set_live(sta.live + bytes);
   };
   switch (e.kind) {
     case event_kind::allocate: {
       auto [it, fresh] = state_->ids.try_emplace(e.tensor);
       auto& st = it->second;
-      if (fresh) { s.working_set_bytes += e.bytes; }
+      if (fresh) { add_saturated(s.working_set_bytes, e.bytes, s.saturated); }
       if (!st.allocated) {
         st.allocated = true;
         ++s.tensors;
       }
-      s.allocated_bytes += e.bytes;
+      add_saturated(s.allocated_bytes, e.bytes, s.saturated);
       if (st.live) {
         ++s.allocates_live;  // re-allocation of a live id: the new size replaces the old one
-        s.live_bytes_at_end -= st.bytes;
+        sta.live -= st.bytes;
         --s.live_at_end;
       }
       make_live(st, e.bytes);
@@ -70,7 +109,7 @@ void summarizer::add(event const& e)
         break;
       }
       it->second.live = false;
-      s.live_bytes_at_end -= it->second.bytes;
+      set_live(sta.live - it->second.bytes);
       --s.live_at_end;
       break;
     }
@@ -87,7 +126,7 @@ void summarizer::add(event const& e)
         st.accessed = true;
         ++s.objects;
       }
-      if (fresh && e.bytes != 0) { s.working_set_bytes += e.bytes; }
+      if (fresh && e.bytes != 0) { add_saturated(s.working_set_bytes, e.bytes, s.saturated); }
       if (!st.live) {
         if (e.bytes != 0) {
           make_live(st, e.bytes);  // a cache trace's object: admitted at its requested size
@@ -102,7 +141,7 @@ void summarizer::add(event const& e)
       if (it == state_->ids.end() || !it->second.live) { ++s.prefetches_not_live; }
       break;
     }
-    case event_kind::compute: s.compute_ns += e.duration_ns; break;
+    case event_kind::compute: add_saturated(s.compute_ns, e.duration_ns, s.saturated); break;
     case event_kind::phase: break;
     case event_kind::release: break;
   }

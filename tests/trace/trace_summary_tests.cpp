@@ -39,4 +39,42 @@ TEST(TraceSummary, CountsEveryKindInItsOwnSlot)
   EXPECT_EQ(to_string(static_cast<event_kind>(tt::event_kind_count - 1)), "release");
 }
 
+// `read 43 bytes=2^64-1` and a 512-byte object showed a working set of 511 B.
+TEST(TraceSummary, SumsSaturateAndSaySoInsteadOfWrapping)
+{
+  auto const events = read_memory(
+    "# tierpool-trace v1\nread 43 bytes=18446744073709551615\nread 2 bytes=512\n"
+    "compute 18446744073709551615\ncompute 7\n");
+  tt::summary const s = tt::summarize(events);
+  EXPECT_TRUE(s.saturated);
+  EXPECT_EQ(s.working_set_bytes, kMax);
+  EXPECT_EQ(s.peak_live_bytes, kMax);
+  EXPECT_EQ(s.live_bytes_at_end, kMax);
+  EXPECT_EQ(s.compute_ns, kMax);
+  EXPECT_EQ(s.objects, 2U);
+}
+
+// Live bytes are exact underneath: once the huge object is freed the figure is right again.
+TEST(TraceSummary, LiveBytesAreExactUnderTheSaturation)
+{
+  std::vector<event> const events{
+    {.kind = event_kind::allocate, .tensor = 1, .bytes = kMax},
+    {.kind = event_kind::allocate, .tensor = 2, .bytes = 512},
+    {.kind = event_kind::free, .tensor = 1},
+  };
+  tt::summary const s = tt::summarize(events);
+  EXPECT_TRUE(s.saturated);
+  EXPECT_EQ(s.live_bytes_at_end, 512U);
+  EXPECT_EQ(s.peak_live_bytes, kMax);
+  EXPECT_EQ(s.allocated_bytes, kMax);
+  EXPECT_EQ(s.live_at_end, 1U);
+}
+
+TEST(TraceSummary, NoSaturationWithoutOverflow)
+{
+  auto const s = tt::summarize(read_memory("# tierpool-trace v1\nread 1 bytes=8\nread 2 bytes=9\n"));
+  EXPECT_FALSE(s.saturated);
+  EXPECT_EQ(s.working_set_bytes, 17U);
+}
+
 }  // namespace

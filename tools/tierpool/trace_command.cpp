@@ -462,6 +462,7 @@ int trace_stat_command(int argc, char** argv)
       {"frees_not_live", s.frees_not_live},
       {"allocates_live", s.allocates_live},
       {"prefetches_not_live", s.prefetches_not_live},
+      {"saturated", s.saturated},
     };
     std::cout << json::serialize(o) << '\n';
     return 0;
@@ -490,6 +491,9 @@ int trace_stat_command(int argc, char** argv)
   std::printf("  %-22s %.6f s\n", "compute", static_cast<double>(s.compute_ns) / 1e9);
   std::printf("  %-22s %.3f s\n", "time span",
               static_cast<double>(s.last_time_ns - s.first_time_ns) / 1e9);
+  if (s.saturated) {
+    std::printf("  %-22s a sum passed 2^64 - 1 and shows 18446744073709551615 (saturated, not wrapped)\n", "note");
+  }
   std::uint64_t const anomalies = s.accesses_not_live + s.frees_not_live + s.allocates_live + s.prefetches_not_live;
   if (anomalies == 0) {
     std::printf("  %-22s yes\n", "well-formed");

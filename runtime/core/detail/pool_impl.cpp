@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -78,6 +79,11 @@ std::size_t host_memory_share()
   return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / 2;
 }
 
+/// The variables pool_options::ignore_environment may name (pool_options.hpp).
+constexpr std::array<std::string_view, 6> kEnvironmentVariables = {
+  "TIERPOOL_BACKEND", "TIERPOOL_DEVICE_BYTES", "TIERPOOL_POLICY", "TIERPOOL_PREFETCH", "TIERPOOL_TRACE",
+  "TIERPOOL_PUBLISH"};
+
 bool device_accessible(tier_kind k) noexcept { return k == tier_kind::device || k == tier_kind::managed; }
 
 // Default tiers: one far host tier below DRAM per far NUMA node (CPU-less or CXL), bound
@@ -112,12 +118,25 @@ pool_impl::pool_impl(pool_options options)
 {
   // Environment overrides. Rule (pool_options.hpp, docs/chapters/tiers.md): with
   // read_environment a set TIERPOOL_* variable always wins over the options, explicit or
-  // default (like CUDA_VISIBLE_DEVICES); read_environment = false ignores them all.
+  // default (like CUDA_VISIBLE_DEVICES); read_environment = false ignores them all, and
+  // ignore_environment the ones a program decides itself (its flags win over those).
+  for (std::string const& name : options.ignore_environment) {
+    if (std::find(kEnvironmentVariables.begin(), kEnvironmentVariables.end(), name) == kEnvironmentVariables.end()) {
+      std::string valid;
+      for (std::string_view const v : kEnvironmentVariables) { valid += (valid.empty() ? "" : ", ") + std::string(v); }
+      throw logic_error("pool_options::ignore_environment: unknown variable '" + name + "' (valid: " + valid + ")");
+    }
+  }
+  auto const reads = [&options](std::string_view name) {
+    return options.read_environment && std::find(options.ignore_environment.begin(), options.ignore_environment.end(),
+                                                 name) == options.ignore_environment.end();
+  };
+  auto const read = [&reads](char const* name) { return reads(name) ? env(name) : nullptr; };
   std::optional<std::size_t> env_device_bytes;
   std::optional<std::string> env_policy;
   std::optional<std::string> env_prefetch;
   if (options.read_environment) {
-    if (char const* v = env("TIERPOOL_DEVICE_BYTES")) {
+    if (char const* v = read("TIERPOOL_DEVICE_BYTES")) {
       try {
         env_device_bytes = parse_byte_size(v);
       } catch (logic_error const& e) {
@@ -126,15 +145,15 @@ pool_impl::pool_impl(pool_options options)
       // A simulated device the pool builds itself is exactly as large as asked.
       options.sim.device_bytes = *env_device_bytes;
     }
-    if (char const* v = env("TIERPOOL_POLICY")) {
+    if (char const* v = read("TIERPOOL_POLICY")) {
       env_policy = v;
       options.policy = v;
     }
-    if (char const* v = env("TIERPOOL_PREFETCH")) {
+    if (char const* v = read("TIERPOOL_PREFETCH")) {
       env_prefetch = v;
       options.prefetch = v;
     }
-    if (char const* v = env("TIERPOOL_PUBLISH")) {
+    if (char const* v = read("TIERPOOL_PUBLISH")) {
       std::string_view const b(v);
       if (b == "1" || b == "on" || b == "true") {
         options.publish.enabled = true;
@@ -151,7 +170,7 @@ pool_impl::pool_impl(pool_options options)
     backend_ = options.backend_object;
     backend_reason_ = "given by pool_options::backend_object";
   } else {
-    backend_selection sel = options.read_environment
+    backend_selection sel = reads("TIERPOOL_BACKEND")
                               ? select_backend_from_env(options.sim, options.device, options.notice, options.backend)
                               : select_backend(options.backend, options.sim, options.device, options.notice);
     backend_ = std::shared_ptr<tierpool::backend>(std::move(sel.backend));
@@ -247,13 +266,21 @@ pool_impl::pool_impl(pool_options options)
     tiers_.push_back(std::move(ts));
   }
 
-  // Recording (TIERPOOL_TRACE wins over pool_options::trace_path).
+  // Recording (TIERPOOL_TRACE wins over pool_options::trace_path). A file that cannot be
+  // created fails the pool, naming the variable when the path came from it.
   {
     std::string path = options.trace_path;
-    if (options.read_environment) {
-      if (char const* v = env("TIERPOOL_TRACE")) { path = v; }
+    char const* const from_env = read("TIERPOOL_TRACE");
+    if (from_env != nullptr) { path = from_env; }
+    trace_quiet_ = options.notice == fallback_notice::silent;
+    if (!path.empty()) {
+      try {
+        recorder_ = std::make_unique<trace::recorder>(path);
+      } catch (trace_error const& e) {
+        if (from_env != nullptr) { throw trace_error(std::string("TIERPOOL_TRACE: ") + e.what()); }
+        throw;
+      }
     }
-    if (!path.empty()) { recorder_ = std::make_unique<trace::recorder>(path); }
   }
 
   // Prefetch predictor ("none": no hook on the acquire path at all).
@@ -311,6 +338,7 @@ pool_impl::pool_impl(pool_options options)
 pool_impl::~pool_impl()
 {
   stop_publishing();  // first: its thread reads the tiers
+  close_trace();      // close() did not (live leases): report a failure, do not drop it
   // Every handle is gone (they hold shared_ptrs to us): free what is left.
   {
     std::lock_guard lock(table_mtx_);
@@ -823,16 +851,35 @@ void pool_impl::prefetch(tensor const& t, tier_id to)
 void pool_impl::trace_record(trace::event e) noexcept
 {
   if (!recorder_) { return; }
+  if (closed_.load(std::memory_order_acquire)) { return; }  // close() closed the recorder: a call that is about to throw
   e.time_ns = backend_->now();
   try {
     recorder_->record(e);
-  } catch (std::exception const& ex) {
-    std::fprintf(stderr, "tierpool: recording the trace stopped: %s\n", ex.what());
-    try {
-      recorder_->close();
-    } catch (...) {
-    }
+  } catch (std::exception const& ex) {  // the recorder has stopped: later events are dropped quietly
+    report_trace_failure(ex.what());
   }
+}
+
+void pool_impl::report_trace_failure(char const* what) noexcept
+{
+  if (trace_reported_.exchange(true, std::memory_order_acq_rel)) { return; }  // once per pool
+  if (trace_quiet_) { return; }  // the program reports tracing_error() itself
+  std::fprintf(stderr, "tierpool: recording the trace stopped: %s; later events are not recorded\n", what);
+}
+
+void pool_impl::close_trace() noexcept
+{
+  if (!recorder_) { return; }
+  try {
+    recorder_->close();  // the last buffered events: a full disk shows here on a short run
+  } catch (std::exception const& ex) {
+    report_trace_failure(ex.what());
+  }
+}
+
+std::string pool_impl::tracing_error() const
+{
+  return recorder_ ? recorder_->error() : std::string();
 }
 
 void pool_impl::trace_access(lease const& l) noexcept
@@ -1281,6 +1328,7 @@ void pool_impl::close()
     (void)ts->mem->release_unused_chunks();
   }
   stop_publishing();  // a closed pool has no figures to show
+  close_trace();      // the trace is complete when close() returns; tracing_error() says if not
 }
 
 void pool_impl::stop_publishing() noexcept

@@ -453,8 +453,14 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   /// Record an access by lease `l` (acquire or acquire_host). No-op unless tracing().
   void trace_access(lease const& l) noexcept;
   /// Record an event, stamping its time with the backend clock. Never throws: a failed
-  /// write stops the recording with one line on stderr.
+  /// write stops the recording (tracing_error()) with one line on stderr, once.
   void trace_record(trace::event e) noexcept;
+  /// Why recording stopped (trace::recorder::error()); empty when it works or no trace is recorded.
+  [[nodiscard]] std::string tracing_error() const;
+  /// Close the recorder (idempotent), reporting a failure as trace_record does.
+  void close_trace() noexcept;
+  /// The stderr line of a recording failure: once per pool, none with fallback_notice::silent.
+  void report_trace_failure(char const* what) noexcept;
   /// True when a prefetch predictor other than `none` is set.
   [[nodiscard]] bool has_predictor() const noexcept { return predictor_active_; }
   /// Tell the predictor about a device acquire (no record lock held) and prefetch its plan.
@@ -684,6 +690,8 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   std::uint64_t access_seq_{0};                      ///< under predictor_mtx_
   std::atomic<std::uint64_t> predicted_prefetches_{0};
   std::unique_ptr<trace::recorder> recorder_;        ///< null: not recording
+  std::atomic<bool> trace_reported_{false};         ///< a recording failure was reported
+  bool trace_quiet_{false};                          ///< constant after construction: notice is silent
   std::uint32_t user_streams_{0};                    ///< under stream_mtx_: trace ids handed out
   std::map<std::uint32_t, tenant_state> tenants_;    ///< under tenants_mtx_
   std::atomic<std::uint64_t> live_tensors_{0};

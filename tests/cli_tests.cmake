@@ -124,6 +124,55 @@ set_tests_properties(cli.bench_copy.bad_bytes_message PROPERTIES LABELS cpu
 add_test(NAME cli.bench_copy.bad_lower_message COMMAND $<TARGET_FILE:tierpool_cli> bench copy --lower managed)
 set_tests_properties(cli.bench_copy.bad_lower_message PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "tierpool bench copy: unknown --lower 'managed' \\(valid: pinned_host, host\\)")
+# The pool of both commands reads TIERPOOL_POLICY, _PREFETCH, _TRACE and _PUBLISH (an
+# invalid value: an error naming the variable, exit 2) and ignores _DEVICE_BYTES; a trace
+# that cannot be written fails the command (exit 1). Output and exit status together.
+function(_tp_bench_env_test name env regex)  # ARGN: the command and its flags
+  string(JOIN " " _args ${ARGN})
+  add_test(NAME cli.bench_${name} COMMAND sh -c "\"$0\" bench ${_args} 2>&1; echo \"exit status $?\""
+                                          $<TARGET_FILE:tierpool_cli>)
+  set_tests_properties(cli.bench_${name} PROPERTIES LABELS cpu ENVIRONMENT "TIERPOOL_BACKEND=;${env}"
+    PASS_REGULAR_EXPRESSION "${regex}")
+endfunction()
+set(_tp_hit hitpath --ops 200 --runs 1)
+_tp_bench_env_test(hitpath.env_prefetch_invalid "TIERPOOL_PREFETCH=garbage"
+  "tierpool: error: TIERPOOL_PREFETCH: unknown predictor 'garbage'[^\n]*\nexit status 2\n$" ${_tp_hit})
+_tp_bench_env_test(hitpath.env_publish_invalid "TIERPOOL_PUBLISH=sometimes"
+  "tierpool: error: TIERPOOL_PUBLISH: expected 0 or 1 \\(or off / on\\), got 'sometimes'\nexit status 2\n$" ${_tp_hit})
+_tp_bench_env_test(hitpath.env_policy_invalid "TIERPOOL_POLICY=nope"
+  "tierpool: error: TIERPOOL_POLICY: unknown policy 'nope'[^\n]*\nexit status 2\n$" ${_tp_hit})
+_tp_bench_env_test(hitpath.env_trace_uncreatable "TIERPOOL_TRACE=/nonexistent-dir/run.tpt"
+  "tierpool: error: TIERPOOL_TRACE: cannot create trace '/nonexistent-dir/run\\.tpt': No such file or directory\nexit status 2\n$" ${_tp_hit})
+_tp_bench_env_test(hitpath.env_publish_off "TIERPOOL_PUBLISH=0"
+  "\"published\":false,.*\"valid\":true}\nexit status 0\n$" ${_tp_hit} --json)
+_tp_bench_env_test(hitpath.env_publish_on "TIERPOOL_PUBLISH=1"
+  "\"published\":true,.*\"valid\":true}\nexit status 0\n$" ${_tp_hit} --json)
+_tp_bench_env_test(hitpath.env_prefetch "TIERPOOL_PREFETCH=sequence:depth=4"
+  "pool valid at end +yes\nexit status 0\n$" ${_tp_hit} --tensors-per-thread 4)
+# Ignored, as --help says: the command sizes its tiers (no misses on a 1 KiB device tier).
+_tp_bench_env_test(hitpath.env_device_bytes_ignored "TIERPOOL_DEVICE_BYTES=1KiB"
+  "\"misses\":0,.*\"valid\":true}\nexit status 0\n$" ${_tp_hit} --json)
+# The trace records the timed loop: 2 events (access, release) per pair.
+set(_tp_hit_trace ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_hitpath.tpt)
+add_test(NAME cli.bench_hitpath.env_trace
+  COMMAND sh -c "rm -f \"$1\"; \"$0\" bench hitpath --ops 200 --runs 1 > /dev/null; echo \"exit status $?\"; grep -c ' read ' \"$1\""
+          $<TARGET_FILE:tierpool_cli> ${_tp_hit_trace})
+set_tests_properties(cli.bench_hitpath.env_trace PROPERTIES LABELS cpu
+  ENVIRONMENT "TIERPOOL_BACKEND=;TIERPOOL_TRACE=${_tp_hit_trace}" PASS_REGULAR_EXPRESSION "^exit status 0\n[1-9][0-9][0-9]+\n$")
+if(EXISTS /dev/full)
+  _tp_bench_env_test(hitpath.env_trace_full "TIERPOOL_TRACE=/dev/full"
+    "tierpool bench hitpath: the trace \\(TIERPOOL_TRACE\\) was not recorded completely: cannot (write|close) trace '/dev/full': No space left on device\nexit status 1\n$" ${_tp_hit})
+  _tp_bench_env_test(copy.env_trace_full "TIERPOOL_TRACE=/dev/full"
+    "tierpool bench copy: the trace \\(TIERPOOL_TRACE\\) was not recorded completely: cannot (write|close) trace '/dev/full': No space left on device\nexit status 1\n$"
+    copy --bytes 8MiB --tensor-bytes 1MiB --runs 1)
+endif()
+_tp_bench_env_test(copy.env_prefetch_invalid "TIERPOOL_PREFETCH=garbage"
+  "tierpool: error: TIERPOOL_PREFETCH: unknown predictor 'garbage'[^\n]*\nexit status 2\n$" copy --bytes 8MiB --tensor-bytes 1MiB --runs 1)
+_tp_bench_env_test(copy.env_publish_off "TIERPOOL_PUBLISH=0"
+  "\"published\":false,.*\"valid\":true}\nexit status 0\n$" copy --bytes 8MiB --tensor-bytes 1MiB --runs 1 --json)
+add_test(NAME cli.bench_hitpath.help_environment COMMAND $<TARGET_FILE:tierpool_cli> bench hitpath --help)
+set_tests_properties(cli.bench_hitpath.help_environment PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "Environment: TIERPOOL_BACKEND is the default of --backend; TIERPOOL_DEVICE_BYTES is\nignored")
 # ---- end tierpool bench hitpath / bench copy ------------------------------------
 
 # ---- tierpool trace gen / convert / stat -----------------------------------------
@@ -140,7 +189,7 @@ add_test(NAME cli.trace.gen_stat_json
   COMMAND sh -c "\"$0\" trace gen kv-paging requests=5 --seed 3 -o \"$1\" && \"$0\" trace stat \"$1\" --json"
           $<TARGET_FILE:tierpool_cli> ${CMAKE_CURRENT_BINARY_DIR}/cli_trace_kv.tpb)
 set_tests_properties(cli.trace.gen_stat_json PROPERTIES LABELS cpu
-  PASS_REGULAR_EXPRESSION "kv-paging \\(seed 3\\): [0-9]+ events.*-> [^ ]*cli_trace_kv\\.tpb \\(binary\\)\n{\"file\":[^\n]*\"format\":\"binary\".*\"live_at_end\":0,.*\"accesses_not_live\":0,\"frees_not_live\":0,\"allocates_live\":0,\"prefetches_not_live\":0}")
+  PASS_REGULAR_EXPRESSION "kv-paging \\(seed 3\\): [0-9]+ events.*-> [^ ]*cli_trace_kv\\.tpb \\(binary\\)\n{\"file\":[^\n]*\"format\":\"binary\".*\"live_at_end\":0,.*\"accesses_not_live\":0,\"frees_not_live\":0,\"allocates_live\":0,\"prefetches_not_live\":0,\"saturated\":false}")
 
 # The same workload written as text, and as binary converted to text, is byte-identical.
 add_test(NAME cli.trace.convert_roundtrip
@@ -252,6 +301,12 @@ add_test(NAME cli.trace.convert_failure_keeps_output
           $<TARGET_FILE:tierpool_cli> ${_tp_trace_corrupt} ${CMAKE_CURRENT_BINARY_DIR}/cli_trace_keep)
 set_tests_properties(cli.trace.convert_failure_keeps_output PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "line 3: unknown keyword 'allok'.*status=2\nkeep\nout\\.tpt\n$")
+# Sums saturate and say so (a working set of 2^64 - 1 + 512 bytes showed 511 B).
+set(_tp_trace_huge ${CMAKE_CURRENT_BINARY_DIR}/cli_trace_huge.tpt)
+file(WRITE ${_tp_trace_huge} "# tierpool-trace v1\nread 43 bytes=18446744073709551615\nread 2 bytes=512\n")
+add_test(NAME cli.trace.stat_saturates COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${_tp_trace_huge})
+set_tests_properties(cli.trace.stat_saturates PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "  working set +18446744073709551615 \\([^)]*\\)\n.*  note +a sum passed 2\\^64 - 1 and shows 18446744073709551615 \\(saturated, not wrapped\\)")
 # ---- end tierpool trace ----------------------------------------------------------
 
 # ---- tierpool policies ------------------------------------------------------------
@@ -291,7 +346,7 @@ set(_tp_replay_mlp ${CMAKE_CURRENT_SOURCE_DIR}/replay/golden/mlp_small.tpt)
 add_test(NAME cli.replay.cache_table COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace}
   --mode cache --policy lru,arc --capacity 25%,50% --quiet)
 set_tests_properties(cli.replay.cache_table PROPERTIES LABELS cpu
-  PASS_REGULAR_EXPRESSION "60 requests, 10 objects, working set 52\\.0 KiB.*policy +capacity +requests +hit +miss +byte miss.*\nlru +25% \\(13\\.0 KiB\\) +60 .*\narc +50% \\(26\\.0 KiB\\) +60 ")
+  PASS_REGULAR_EXPRESSION "60 requests, 10 objects, working set 52\\.0 KiB.*policy +capacity +requests +hit +miss +unserved +byte miss.*\nlru +25% \\(13\\.0 KiB\\) +60 .*\narc +50% \\(26\\.0 KiB\\) +60 ")
 add_test(NAME cli.replay.pool_files
   COMMAND sh -c "\"$0\" replay \"$1\" --policy lru --capacity 50%,90% --quiet --json \"$2.json\" --csv \"$2.csv\" --plot \"$2.svg\" > /dev/null && head -c 60 \"$2.json\" && echo && head -n 1 \"$2.csv\" && grep -c '<polyline' \"$2.svg\""
           $<TARGET_FILE:tierpool_cli> ${_tp_replay_mlp} ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_pool)
@@ -321,6 +376,72 @@ add_test(NAME cli.replay.tiers_need_pool_mode_fails COMMAND $<TARGET_FILE:tierpo
 set_tests_properties(cli.replay.tiers_need_pool_mode_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
 add_test(NAME cli.replay.help COMMAND $<TARGET_FILE:tierpool_cli> replay --help)
 set_tests_properties(cli.replay.help PROPERTIES LABELS cpu PASS_REGULAR_EXPRESSION "--policy.*--capacity.*--mode.*--plot")
+
+# Unserved requests are a column of the table, and each row with some is warned about
+# (only the JSON showed them; the row's makespan can be under its lower bound).
+set(_tp_replay_unserved ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_unserved.tpt)
+file(WRITE ${_tp_replay_unserved} "# tierpool-trace v1\nread 1 bytes=4096\nread 2 bytes=100\nread 1 bytes=4096\nread 2 bytes=100\n")
+add_test(NAME cli.replay.unserved_column COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_unserved} --mode cache --capacity 1KiB,8KiB -q)
+set_tests_properties(cli.replay.unserved_column PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "miss +unserved +byte miss.*\nlru +1KiB \\(1\\.0 KiB\\) +4 +0\\.2500 +0\\.7500 +2 .*\nlru +8KiB \\(8\\.0 KiB\\) +4 +0\\.5000 +0\\.5000 +0 .*tierpool replay: warning: lru at 1KiB left 2 of 4 requests unserved")
+add_test(NAME cli.replay.unserved_pool_mode COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_unserved} --capacity 1KiB -q)
+set_tests_properties(cli.replay.unserved_pool_mode PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool replay: warning: lru at 1KiB left 2 of 4 requests unserved")
+
+# Numbers out of range are refused with the option and its range (-1 wrapped: --loop -1
+# threw std::bad_alloc; --threads 0 / 10000 were taken).
+add_test(NAME cli.replay.negative_loop_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --loop -1 -q)
+set_tests_properties(cli.replay.negative_loop_message PROPERTIES LABELS cpu TIMEOUT 60
+  PASS_REGULAR_EXPRESSION "tierpool: error: --loop must be an integer in 1\\.\\.1000000, got '-1'")
+add_test(NAME cli.replay.negative_loop_fails COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --loop -1 -q)
+set_tests_properties(cli.replay.negative_loop_fails PROPERTIES LABELS cpu TIMEOUT 60 WILL_FAIL TRUE)
+foreach(_tp_threads -1 0 10000)
+  add_test(NAME cli.replay.threads_${_tp_threads}_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --threads ${_tp_threads} -q)
+  set_tests_properties(cli.replay.threads_${_tp_threads}_message PROPERTIES LABELS cpu TIMEOUT 60
+    PASS_REGULAR_EXPRESSION "tierpool: error: --threads must be an integer in 1\\.\\.1024, got '${_tp_threads}'")
+endforeach()
+add_test(NAME cli.replay.threads_0_fails COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --threads 0 -q)
+set_tests_properties(cli.replay.threads_0_fails PROPERTIES LABELS cpu TIMEOUT 60 WILL_FAIL TRUE)
+
+# An empty name in a policy list is refused (',' silently meant lru).
+foreach(_tp_list "," "lru,,arc" "lru,")
+  string(MAKE_C_IDENTIFIER "${_tp_list}" _tp_id)
+  add_test(NAME cli.replay.empty_policy_name_${_tp_id} COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --policy "${_tp_list}" -q)
+  set_tests_properties(cli.replay.empty_policy_name_${_tp_id} PROPERTIES LABELS cpu
+    PASS_REGULAR_EXPRESSION "tierpool: error: --policy '${_tp_list}' has an empty policy name")
+endforeach()
+add_test(NAME cli.replay.empty_policy_name_fails COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --policy , -q)
+set_tests_properties(cli.replay.empty_policy_name_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+
+# An empty trace, or one without accesses, says so (it said "capacity at least 256 bytes (got 1)").
+set(_tp_replay_empty ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_empty.tpt)
+file(WRITE ${_tp_replay_empty} "# tierpool-trace v1\n")
+set(_tp_replay_noaccess ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_noaccess.tpt)
+file(WRITE ${_tp_replay_noaccess} "# tierpool-trace v1\nalloc 1 4096\nfree 1\n")
+add_test(NAME cli.replay.empty_trace_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_empty} -q)
+set_tests_properties(cli.replay.empty_trace_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool: error: trace '[^']*cli_replay_empty\\.tpt' is empty: nothing to replay")
+add_test(NAME cli.replay.empty_trace_fails COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_empty} -q)
+set_tests_properties(cli.replay.empty_trace_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+add_test(NAME cli.replay.no_accesses_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_noaccess} -q)
+set_tests_properties(cli.replay.no_accesses_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool: error: trace '[^']*cli_replay_noaccess\\.tpt' has no accesses \\(2 events\\): nothing to replay")
+
+# Overflows: a size past the cache word's 60 bits (masked before), a link too slow for the
+# simulated clock (the makespan saturated under its own lower bound).
+set(_tp_replay_huge ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_huge.tpt)
+file(WRITE ${_tp_replay_huge} "# tierpool-trace v1\nread 43 bytes=18446744073709551615\nread 2 bytes=512\n")
+add_test(NAME cli.replay.huge_size_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_huge} --mode cache -q)
+set_tests_properties(cli.replay.huge_size_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool: error: replay: tensor 43 has 18446744073709551615 bytes \\(at most 2\\^60 - 1")
+add_test(NAME cli.replay.slow_link_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp} --link 1e-300,0 --capacity 50% -q)
+set_tests_properties(cli.replay.slow_link_message PROPERTIES LABELS cpu TIMEOUT 60
+  PASS_REGULAR_EXPRESSION "tierpool: error: replay: at 50% the copies alone take at least [^ ]+ s on the link \\(1e-300 bytes/s, 0 ns per copy\\), past the simulated clock's range")
+add_test(NAME cli.replay.slow_link_fails COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp} --link 1e-300,0 --capacity 50% -q)
+set_tests_properties(cli.replay.slow_link_fails PROPERTIES LABELS cpu TIMEOUT 60 WILL_FAIL TRUE)
+add_test(NAME cli.replay.directory_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${CMAKE_CURRENT_BINARY_DIR} -q)
+set_tests_properties(cli.replay.directory_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool: error: cannot read trace '[^']*': it is a directory")
 # ---- end tierpool replay ----------------------------------------------------------
 
 # ---- tierpool top -------------------------------------------------------------------
@@ -336,4 +457,30 @@ set_tests_properties(cli.top.bad_interval_fails PROPERTIES LABELS cpu WILL_FAIL 
 add_test(NAME cli.top.bad_interval_message COMMAND $<TARGET_FILE:tierpool_cli> top --interval 0)
 set_tests_properties(cli.top.bad_interval_message PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "--interval must be in \\(0, 86400\\] seconds, got 0")
+# Numeric options out of range (-n -1 was read as 2^64 - 1 and never ended) are refused
+# with the option's name and range; TIMEOUT bounds the old, endless behaviour.
+foreach(_tp_top_case
+    "iterations_negative|-n|-1|--iterations must be an integer in 0\\.\\.9223372036854775807, got '-1'"
+    "iterations_fraction|-n|1.5|--iterations must be an integer in 0\\.\\.9223372036854775807, got '1\\.5'"
+    "iterations_too_big|--iterations|99999999999999999999|--iterations must be an integer in 0\\.\\.9223372036854775807, got '99999999999999999999'"
+    "pid_negative|-p|-1|--pid must be an integer in 1\\.\\.2147483647, got '-1'"
+    "pid_zero|--pid|0|--pid must be an integer in 1\\.\\.2147483647, got '0'"
+    "pid_too_big|--pid|4294967297|--pid must be an integer in 1\\.\\.2147483647, got '4294967297'"
+    "interval_negative|-d|-1|--interval must be in \\(0, 86400\\] seconds, got -1"
+    "interval_nan|--interval|nan|--interval must be in \\(0, 86400\\] seconds, got nan"
+    "interval_overflow|--interval|1e999|--interval must be in \\(0, 86400\\] seconds, got 1e999")
+  string(REPLACE "|" ";" _tp_top_fields "${_tp_top_case}")
+  list(GET _tp_top_fields 0 _tp_top_name)
+  list(GET _tp_top_fields 1 _tp_top_opt)
+  list(GET _tp_top_fields 2 _tp_top_val)
+  list(GET _tp_top_fields 3 _tp_top_msg)
+  add_test(NAME cli.top.${_tp_top_name}_fails COMMAND $<TARGET_FILE:tierpool_cli> top ${_tp_top_opt} ${_tp_top_val})
+  set_tests_properties(cli.top.${_tp_top_name}_fails PROPERTIES LABELS cpu WILL_FAIL TRUE TIMEOUT 30)
+  add_test(NAME cli.top.${_tp_top_name}_message COMMAND $<TARGET_FILE:tierpool_cli> top ${_tp_top_opt} ${_tp_top_val})
+  set_tests_properties(cli.top.${_tp_top_name}_message PROPERTIES LABELS cpu TIMEOUT 30
+    PASS_REGULAR_EXPRESSION "tierpool top: ${_tp_top_msg}")
+endforeach()
+add_test(NAME cli.top.plus_sign_accepted COMMAND $<TARGET_FILE:tierpool_cli> top -n +1 -p +1)
+set_tests_properties(cli.top.plus_sign_accepted PROPERTIES LABELS cpu TIMEOUT 30
+  PASS_REGULAR_EXPRESSION "tierpool top — 0 pool\\(s\\)")
 # ---- end tierpool top ---------------------------------------------------------------

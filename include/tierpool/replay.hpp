@@ -123,8 +123,11 @@ class TIERPOOL_EXPORT compiled_trace {
    * @param events The trace.
    * @param options Looping and size handling.
    * @return The compiled trace.
-   * @throws tierpool::logic_error if `loop` is 0, the trace is too long, an access with
-   *         `bytes == 0` names an id that was never allocated, or an allocate has 0 bytes
+   * @throws tierpool::logic_error if `loop` is 0, the trace is too long (looping included;
+   *         checked before anything is allocated), an access with `bytes == 0` names an id
+   *         that was never allocated, an allocate has 0 bytes, a size passes 2^60 - 1 (not
+   *         with ignore_size), or the working set, the peak live bytes, the requested bytes
+   *         or the compute durations sum past 2^64 - 1
    */
   [[nodiscard]] static compiled_trace compile(std::span<trace::event const> events, compile_options options = {});
 
@@ -259,8 +262,9 @@ struct run_options {
  *
  * @throws tierpool::logic_error for an unknown policy (the registry's message lists the
  *         registered ones), capacity 0, an unknown prefetch predictor, `ignore_size` in pool
- *         mode, staging tiers in cache mode, or a policy that proposes no victim while the
- *         cache must evict
+ *         mode, staging tiers in cache mode, a policy that proposes no victim while the
+ *         cache must evict, or (pool mode) a link so slow that the copies pass the simulated
+ *         clock's range (2^61 ns): the lower bound's before the run, the run's after it
  * @throws tierpool::backend_error in pool mode if the sim backend fails
  */
 [[nodiscard]] TIERPOOL_EXPORT replay_result run(compiled_trace const& trace, run_options const& options);

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <unordered_map>
 
@@ -81,6 +82,8 @@ std::vector<capacity_spec> parse_capacities(std::string_view list)
 
 namespace {
 
+__extension__ typedef unsigned __int128 u128;  // exact sums of 64-bit sizes (GCC and clang)
+
 struct object_state {
   std::uint64_t size{0};
   bool live{false};
@@ -96,14 +99,40 @@ compiled_trace compiled_trace::compile(std::span<trace::event const> events, com
   if (options.pool && options.ignore_size) {
     throw logic_error("replay: ignoring sizes is a cache-mode option (pool mode moves real tensor sizes)");
   }
+  // The arrays' sizes before anything is reserved: a --loop that makes them too long for
+  // their 32-bit positions is refused here, not met as std::bad_alloc.
+  {
+    std::uint64_t cache_entries = 0;  // accesses and frees
+    for (trace::event const& e : events) {
+      if (e.kind == trace::event_kind::access || e.kind == trace::event_kind::free) { ++cache_entries; }
+    }
+    auto const limit = static_cast<u128>(detail::kNoNext - 1);
+    if (static_cast<u128>(cache_entries) * options.loop > limit ||
+        (options.pool && static_cast<u128>(events.size()) * options.loop > limit)) {
+      throw logic_error("replay: " + std::to_string(events.size()) + " events looped " + std::to_string(options.loop) +
+                        " times are too many (at most 2^32 - 2 accesses and frees" +
+                        std::string(options.pool ? ", and 2^32 - 2 events in pool mode)" : ")"));
+    }
+  }
   auto d = std::make_shared<detail::compiled_data>();
   d->options = options;
+  // Sums of sizes and durations are exact (128 bits) and refused past 2^64 - 1, not wrapped.
+  u128 working_set = 0;
+  u128 requested = 0;
+  u128 compute = 0;
+  auto check_size = [&options](std::uint64_t id, std::uint64_t bytes) {
+    if (!options.ignore_size && bytes > detail::kSizeMask) {
+      throw logic_error("replay: tensor " + std::to_string(id) + " has " + std::to_string(bytes) +
+                        " bytes (at most 2^60 - 1 = " + std::to_string(detail::kSizeMask) + ")");
+    }
+  };
 
   std::unordered_map<std::uint64_t, std::uint32_t> dense;
   std::unordered_map<std::uint32_t, std::uint32_t> stream_index;
   std::vector<object_state> objs;
   std::vector<std::uint64_t> stream_compute;
-  std::uint64_t live_bytes = 0;
+  u128 live_bytes = 0;
+  u128 peak_live = 0;
 
   auto obj_of = [&](std::uint64_t id) -> std::uint32_t {
     auto [it, fresh] = dense.try_emplace(id, static_cast<std::uint32_t>(objs.size()));
@@ -126,7 +155,7 @@ compiled_trace compiled_trace::compile(std::span<trace::event const> events, com
   auto first_seen = [&](std::uint32_t obj, std::uint64_t size) {
     // Working set: every distinct id at the size it had when first seen.
     // (sizes are never 0, so size 0 means "never seen").
-    if (objs[obj].size == 0) { d->working_set_bytes += size; }
+    if (objs[obj].size == 0) { working_set += size; }
   };
   auto begin_life = [&](std::uint32_t obj, std::uint64_t size, bool on_device) {
     object_state& o = objs[obj];
@@ -136,7 +165,7 @@ compiled_trace compiled_trace::compile(std::span<trace::event const> events, com
     o.born_on_device = on_device;
     o.first_access_pending = true;
     live_bytes += size;
-    d->peak_live_bytes = std::max(d->peak_live_bytes, live_bytes);
+    peak_live = std::max(peak_live, live_bytes);
   };
   auto end_life = [&](std::uint32_t obj) {
     object_state& o = objs[obj];
@@ -172,6 +201,7 @@ compiled_trace compiled_trace::compile(std::span<trace::event const> events, com
       switch (e.kind) {
         case trace::event_kind::allocate: {
           if (e.bytes == 0) { throw logic_error("replay: allocate of tensor " + std::to_string(e.tensor) + " with 0 bytes"); }
+          check_size(e.tensor, e.bytes);
           std::uint32_t const obj = lookup(pass, k, e.tensor, true);
           if (objs[obj].live) { end_life(obj); }  // allocated again while live: the old one ends
           bool const host = e.tier != trace::no_tier && e.tier != 0;
@@ -190,6 +220,7 @@ compiled_trace compiled_trace::compile(std::span<trace::event const> events, com
           break;
         }
         case trace::event_kind::access: {
+          check_size(e.tensor, e.bytes);
           std::uint32_t const obj = lookup(pass, k, e.tensor, true);
           if (!objs[obj].live) {
             if (e.bytes == 0) {
@@ -206,6 +237,7 @@ compiled_trace compiled_trace::compile(std::span<trace::event const> events, com
           std::uint64_t const req = e.bytes != 0 ? sized(e.bytes) : o.size;
           TIERPOOL_EXPECTS(d->requests + 1 < detail::kNoNext, "replay: too many requests (at most 2^32 - 2)");
           ++d->requests;
+          requested += req;
           bool const by_host = e.stream == trace::host_stream;
           std::uint32_t const s = by_host ? 0U : stream_of(e.stream);
           std::uint64_t w = req & detail::kSizeMask;
@@ -232,8 +264,12 @@ compiled_trace compiled_trace::compile(std::span<trace::event const> events, com
         }
         case trace::event_kind::compute: {
           std::uint32_t const s = stream_of(e.stream);
+          if (stream_compute[s] > std::numeric_limits<std::uint64_t>::max() - e.duration_ns) {
+            throw logic_error("replay: the compute durations of stream " + std::to_string(e.stream) +
+                              " sum past 2^64 - 1 ns");
+          }
           stream_compute[s] += e.duration_ns;
-          d->compute_ns += e.duration_ns;
+          compute += e.duration_ns;
           ++d->compute_events;
           if (options.pool) {
             d->ops.push_back({.kind = detail::pool_op_kind::compute, .stream = s, .arg = e.duration_ns});
@@ -256,6 +292,17 @@ compiled_trace compiled_trace::compile(std::span<trace::event const> events, com
       }
     }
   }
+  auto const fits = [](u128 v, char const* what, char const* unit) {
+    if (v > std::numeric_limits<std::uint64_t>::max()) {
+      throw logic_error(std::string("replay: the trace's ") + what + " sum past 2^64 - 1 " + unit +
+                        " (the figures would wrap)");
+    }
+    return static_cast<std::uint64_t>(v);
+  };
+  d->working_set_bytes = fits(working_set, "distinct objects' sizes (the working set)", "bytes");
+  d->peak_live_bytes = fits(peak_live, "live sizes (the peak live bytes)", "bytes");
+  d->requested_bytes = fits(requested, "requested sizes", "bytes");
+  d->compute_ns = fits(compute, "compute durations", "ns");
   d->objects = objs.size();
   d->streams = static_cast<std::uint32_t>(stream_compute.size());
   d->max_stream_compute_ns = *std::max_element(stream_compute.begin(), stream_compute.end());

@@ -166,10 +166,10 @@ std::string rate(double per_s)
 
 std::string format_table(std::span<replay_result const> results)
 {
-  static constexpr std::array<char const*, 13> head = {"policy",    "capacity", "requests", "hit",
-                                                       "miss",      "byte miss", "h2d",     "d2h",
-                                                       "stall",     "makespan", "lower bound", "vs belady",
-                                                       "req/s"};
+  static constexpr std::array<char const*, 14> head = {"policy",    "capacity", "requests", "hit",
+                                                       "miss",      "unserved", "byte miss", "h2d",
+                                                       "d2h",       "stall",    "makespan", "lower bound",
+                                                       "vs belady", "req/s"};
   std::vector<std::array<std::string, head.size()>> rows;
   rows.reserve(results.size());
   for (replay_result const& r : results) {
@@ -181,7 +181,7 @@ std::string format_table(std::span<replay_result const> results)
       cap += " (" + resolved + ")";
     }
     rows.push_back({r.policy, cap, std::to_string(r.requests), fixed(r.hit_ratio(), 4), fixed(r.miss_ratio(), 4),
-                    fixed(r.byte_miss_ratio(), 4), amount(r.bytes_h2d, r.ignore_size),
+                    std::to_string(r.unserved), fixed(r.byte_miss_ratio(), 4), amount(r.bytes_h2d, r.ignore_size),
                     amount(r.bytes_d2h, r.ignore_size), seconds(r.stall_seconds), seconds(r.makespan_seconds),
                     seconds(r.lower_bound_seconds), r.moved_vs_belady ? fixed(*r.moved_vs_belady, 3) : "-",
                     rate(r.requests_per_second)});

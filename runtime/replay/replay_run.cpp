@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <mutex>
 #include <string>
 
@@ -31,6 +32,26 @@ double link_seconds(link_model const& l, std::uint64_t bytes, std::uint64_t copi
   double s = static_cast<double>(copies) * static_cast<double>(l.latency_ns) * 1e-9;
   if (l.bandwidth_bytes_per_s > 0.0) { s += static_cast<double>(bytes) / l.bandwidth_bytes_per_s; }
   return s;
+}
+
+// Pool mode runs on the sim backend's 64-bit nanosecond clock, and a copy's modelled time
+// saturates at 2^62 ns (link_model::transfer_ns): past 2^61 ns (about 73 years) the
+// figures can no longer be trusted.
+constexpr double kClockRangeSeconds = static_cast<double>(std::uint64_t{1} << 61U) * 1e-9;
+
+std::string seconds_text(double s)
+{
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g s", s);
+  return buf;
+}
+
+std::string link_text(link_model const& l)
+{
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%.3g bytes/s, %llu ns per copy", l.bandwidth_bytes_per_s,
+                static_cast<unsigned long long>(l.latency_ns));
+  return buf;
 }
 
 }  // namespace
@@ -85,6 +106,20 @@ replay_result run(compiled_trace const& trace, run_options const& o)
   r.events = o.mode == replay_mode::cache ? d.cache.size() : d.ops.size();
   r.requests = d.requests;
 
+  // The lower bound does not depend on the run: compute it first, so that a link too slow
+  // for the simulated clock is refused before the run rather than saturating it.
+  detail::must_move const m = detail::compute_must_move(d, o.capacity_bytes);
+  double const floor_h2d = link_seconds(o.link, m.h2d_bytes, m.h2d_copies);
+  double const floor_d2h = link_seconds(o.link, m.d2h_bytes, 0);
+  if (o.mode == replay_mode::pool) {
+    double const floor = std::max(floor_h2d, floor_d2h);
+    if (!(floor < kClockRangeSeconds)) {
+      throw logic_error("replay: at " + r.capacity_label + " the copies alone take at least " + seconds_text(floor) +
+                        " on the link (" + link_text(o.link) + "), past the simulated clock's range (" +
+                        seconds_text(kClockRangeSeconds) + "): give a faster --link");
+    }
+  }
+
   auto const t0 = std::chrono::steady_clock::now();
   if (o.mode == replay_mode::cache) {
     if (o.prefetch != "none") {
@@ -106,11 +141,8 @@ replay_result run(compiled_trace const& trace, run_options const& o)
   }
 
   // Time model and lower bound (docs/chapters/replay.md).
-  detail::must_move const m = detail::compute_must_move(d, o.capacity_bytes);
   r.must_move_h2d = m.h2d_bytes;
   r.must_move_d2h = m.d2h_bytes;
-  double const floor_h2d = link_seconds(o.link, m.h2d_bytes, m.h2d_copies);
-  double const floor_d2h = link_seconds(o.link, m.d2h_bytes, 0);
   if (o.mode == replay_mode::cache) {
     // Blocking cache: every copy stalls the one timeline; nothing overlaps.
     r.compute_seconds = static_cast<double>(d.compute_ns) * 1e-9;
@@ -121,6 +153,11 @@ replay_result run(compiled_trace const& trace, run_options const& o)
     // Streams run in parallel and each link direction is its own.
     r.compute_seconds = static_cast<double>(d.max_stream_compute_ns) * 1e-9;
     r.lower_bound_seconds = std::max({r.compute_seconds, floor_h2d, floor_d2h});
+    if (!(r.makespan_seconds < kClockRangeSeconds)) {
+      throw logic_error("replay: " + r.policy + " at " + r.capacity_label + " ran the simulated clock to " +
+                        seconds_text(r.makespan_seconds) + ", past its range (" + seconds_text(kClockRangeSeconds) +
+                        "): the figures would be wrong; give a faster --link");
+    }
   }
   return r;
 }

@@ -4,17 +4,20 @@
 // replay_tests.cpp — the replay engine (include/tierpool/replay.hpp): cache mode against
 // an independent LRU / FIFO written here, request by request, on the CloudPhysics trace;
 // exact small cases built in memory; compile (next use, sizes, lower bound); pool-mode
-// determinism; grid order and the error paths.
+// determinism; grid order and the error paths; the limits (sizes, sums, --loop, link speed)
+// and the table's unserved column.
 #include <tierpool/error.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/replay.hpp>
 #include <tierpool/trace.hpp>
 #include <tierpool/trace_gen.hpp>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <list>
 #include <string>
 #include <unordered_map>
@@ -409,4 +412,70 @@ TEST(ReplayPoolMode, IgnoreSizeRejected)
   tr::run_options o;
   o.capacity_bytes = 4096;
   EXPECT_THROW((void)tr::run(t, o), tierpool::logic_error);
+}
+
+// ---- limits: sizes, sums, loops, link speed; the table's unserved column ----------
+
+TEST(ReplayCompile, SizesPastTheCacheWordAreRefused)
+{
+  // The cache word keeps 60 bits of size: 2^64 - 1 was silently masked to 2^60 - 1.
+  std::vector<tt::event> const ev = {read(43, std::numeric_limits<std::uint64_t>::max()), read(2, 512)};
+  EXPECT_THAT([&] { (void)tr::compiled_trace::compile(ev); },
+              ::testing::ThrowsMessage<tierpool::logic_error>(
+                ::testing::HasSubstr("tensor 43 has 18446744073709551615 bytes (at most 2^60 - 1")));
+  // With ignore_size the size is not used, so it is not refused.
+  auto const t = tr::compiled_trace::compile(ev, {.ignore_size = true, .pool = false});
+  EXPECT_EQ(t.working_set_bytes(), 2U);
+}
+
+TEST(ReplayCompile, SumsPast2To64AreRefusedNotWrapped)
+{
+  std::uint64_t const big = (std::uint64_t{1} << 60U) - 1;
+  std::vector<tt::event> ev;
+  for (std::uint64_t id = 0; id < 17; ++id) { ev.push_back(read(id, big)); }  // 17 × (2^60 - 1) > 2^64
+  EXPECT_THAT([&] { (void)tr::compiled_trace::compile(ev, {.pool = false}); },
+              ::testing::ThrowsMessage<tierpool::logic_error>(::testing::HasSubstr("sum past 2^64 - 1 bytes")));
+  std::vector<tt::event> const compute = {
+    {.kind = tt::event_kind::compute, .duration_ns = std::numeric_limits<std::uint64_t>::max()},
+    {.kind = tt::event_kind::compute, .duration_ns = 1}, read(1, 8)};
+  EXPECT_THAT([&] { (void)tr::compiled_trace::compile(compute); },
+              ::testing::ThrowsMessage<tierpool::logic_error>(::testing::HasSubstr("sum past 2^64 - 1 ns")));
+}
+
+TEST(ReplayCompile, ALoopTooLongIsRefusedBeforeReserving)
+{
+  // --loop 4294967295 reserved 4 G events per array first: std::bad_alloc.
+  std::vector<tt::event> const ev = {read(1, 8), read(2, 8)};
+  EXPECT_THAT([&] { (void)tr::compiled_trace::compile(ev, {.loop = 4294967295U, .pool = false}); },
+              ::testing::ThrowsMessage<tierpool::logic_error>(
+                ::testing::HasSubstr("2 events looped 4294967295 times are too many")));
+}
+
+TEST(ReplayPoolMode, ALinkTooSlowForTheSimulatedClockIsRefused)
+{
+  // --link 1e-300,0 saturated the virtual clock: the makespan came out under its own lower bound.
+  std::vector<tt::event> const ev = {read(1, 4096), read(2, 4096), read(1, 4096)};
+  auto const t = tr::compiled_trace::compile(ev);
+  tr::run_options o;
+  o.capacity_bytes = 4096;
+  o.capacity_label = "4KiB";
+  o.link = tierpool::link_model{1e-300, 0};
+  EXPECT_THAT([&] { (void)tr::run(t, o); },
+              ::testing::ThrowsMessage<tierpool::logic_error>(::testing::HasSubstr("past the simulated clock's range")));
+  o.mode = tr::replay_mode::cache;  // no clock: figures in double, nothing saturates
+  auto const r = tr::run(t, o);
+  EXPECT_GE(r.makespan_seconds, r.lower_bound_seconds);
+}
+
+TEST(ReplayReport, TheTableShowsUnservedRequests)
+{
+  // Object 1 (4096 B) never fits a 1 KiB cache: both its requests are unserved.
+  std::vector<tt::event> const ev = {read(1, 4096), read(2, 100), read(1, 4096), read(2, 100)};
+  auto const t = tr::compiled_trace::compile(ev, {.pool = false});
+  auto const r = run_cache(t, "lru", 1024);
+  ASSERT_EQ(r.unserved, 2U);
+  std::vector<tr::replay_result> const rows{r};
+  std::string const table = tr::format_table(rows);
+  EXPECT_THAT(table, ::testing::ContainsRegex("miss +unserved +byte miss"));
+  EXPECT_THAT(table, ::testing::ContainsRegex("\n(lru|1024).* 0\\.7500 +2 +0\\.9881 "));
 }

@@ -11,6 +11,7 @@
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #endif
 
+#include "checked_options.hpp"
 #include "commands.hpp"
 
 #include <tierpool/detail/parse.hpp>
@@ -39,20 +40,24 @@ namespace {
 
 // Policy specs are separated by ',', but a spec's own parameters are too
 // ("lru:refresh_interval=10,promote_on_read=false"): an item with '=' and no ':' continues
-// the previous spec.
+// the previous spec. An empty item (",", "lru,,arc", "lru,") is refused: it silently meant
+// the default before.
 std::vector<std::string> split_policies(std::vector<std::string> const& args)
 {
   std::vector<std::string> out;
   for (std::string const& a : args) {
     std::string_view rest = a;
-    while (!rest.empty()) {
+    for (;;) {
       auto const comma = rest.find(',');
       std::string_view const item = rest.substr(0, comma);
+      if (item.find_first_not_of(" \t") == std::string_view::npos) {
+        throw logic_error("--policy '" + a + "' has an empty policy name (give names separated by single commas, e.g. lru,arc)");
+      }
       bool const continues = item.find('=') != std::string_view::npos && item.find(':') == std::string_view::npos;
       if (continues && !out.empty()) {
         out.back() += ",";
         out.back() += item;
-      } else if (!item.empty()) {
+      } else {
         out.emplace_back(item);
       }
       if (comma == std::string_view::npos) { break; }
@@ -61,6 +66,11 @@ std::vector<std::string> split_policies(std::vector<std::string> const& args)
   }
   return out;
 }
+
+// Most worker threads --threads accepts.
+constexpr unsigned kMaxThreads = 1024;
+// Most passes --loop accepts (compile() also refuses a loop too long for its arrays).
+constexpr std::uint32_t kMaxLoop = 1'000'000;
 
 void write_file(std::string const& path, std::string const& text)
 {
@@ -86,8 +96,8 @@ int replay_command(int argc, char** argv)
   std::string json_path;
   std::string csv_path;
   std::string plot_path;
-  std::uint32_t loop = 1;
-  unsigned threads = 0;
+  std::string loop_text = "1";
+  std::string threads_text;
 
   po::options_description desc("tierpool replay TRACE [options]");
   // clang-format off
@@ -103,12 +113,12 @@ int replay_command(int argc, char** argv)
     ("prefetch", po::value(&prefetch), "prefetch predictor (pool mode): none (default), sequence[:depth=N,budget=BYTES] (tierpool policies lists them)")
     ("tiers", po::value(&tiers), "pool mode: tiers between the device tier and the backing host tier, "
      "KIND=SIZE,... (pinned_host=32MiB; a live pool's default has a pinned tier of twice the device tier)")
-    ("loop", po::value(&loop), "replay the trace this many times in a row (default 1)")
+    ("loop", po::value(&loop_text), "replay the trace this many times in a row, 1..1000000 (default 1)")
     ("format", po::value(&format), "trace format: auto (default), text, binary, oracle_general, csv")
     ("json", po::value(&json_path), "write the results as JSON (one object per row) to FILE")
     ("csv", po::value(&csv_path), "write the results as CSV to FILE")
     ("plot", po::value(&plot_path), "write an SVG plot (miss ratio and bytes moved vs capacity) to FILE")
-    ("threads", po::value(&threads), "runs in parallel (default: all hardware threads)")
+    ("threads", po::value(&threads_text), "runs in parallel, 1..1024 (default: all hardware threads)")
     ("quiet,q", "no progress on stderr")
     ("trace", po::value(&trace_path), "the trace file (positional)");
   // clang-format on
@@ -132,10 +142,8 @@ int replay_command(int argc, char** argv)
     std::cerr << desc << '\n';
     return 2;
   }
-  if (loop == 0) {
-    std::fprintf(stderr, "tierpool replay: --loop must be at least 1\n");
-    return 2;
-  }
+  auto const loop = parse_checked<std::uint32_t>("--loop", loop_text, 1, kMaxLoop);
+  unsigned const threads = threads_text.empty() ? 0U : parse_checked<unsigned>("--threads", threads_text, 1, kMaxThreads);
 
   tr::grid_options g;
   g.mode = tr::parse_replay_mode(mode);
@@ -145,7 +153,7 @@ int replay_command(int argc, char** argv)
     return 2;
   }
   g.policies = split_policies(policy_args);
-  if (g.policies.empty()) { g.policies = {"lru"}; }
+  if (g.policies.empty()) { g.policies = {"lru"}; }  // no --policy at all
   g.capacities = tr::parse_capacities(capacities);
   std::string link_error;
   auto const lm = parse_link_model(link, &link_error);
@@ -169,6 +177,14 @@ int replay_command(int argc, char** argv)
   tr::compiled_trace const compiled = tr::compiled_trace::compile(
     events, {.loop = loop, .ignore_size = ignore_size, .pool = g.mode == tr::replay_mode::pool});
   auto const t1 = std::chrono::steady_clock::now();
+  if (compiled.requests() == 0) {
+    // A capacity of P% of nothing is 1 byte, which the pool refused as "capacity at least
+    // 256 bytes (got 1)": say what is wrong instead.
+    throw logic_error("trace '" + trace_path + "' " +
+                      (events.empty() ? std::string("is empty") :
+                                        "has no accesses (" + std::to_string(events.size()) + " events)") +
+                      ": nothing to replay");
+  }
 
   bool const progress = vm.count("quiet") == 0 && isatty(STDERR_FILENO) != 0;
   if (progress) {
@@ -203,6 +219,16 @@ int replay_command(int argc, char** argv)
               std::chrono::duration<double>(t1 - t0).count());
   std::fputs(tr::format_table(results).c_str(), stdout);
   std::fflush(stdout);
+  // Unserved requests (objects larger than the capacity, or a device pinned full) moved no
+  // bytes and took no time: such a row's makespan can be under its own lower bound.
+  for (tr::replay_result const& r : results) {
+    if (r.unserved == 0) { continue; }
+    std::fprintf(stderr,
+                 "tierpool replay: warning: %s at %s left %llu of %llu requests unserved; its bytes moved and "
+                 "makespan leave them out (the makespan may be under the lower bound)\n",
+                 r.policy.c_str(), r.capacity_label.c_str(), static_cast<unsigned long long>(r.unserved),
+                 static_cast<unsigned long long>(r.requests));
+  }
 
   if (!json_path.empty()) { write_file(json_path, tr::to_json(results)); }
   if (!csv_path.empty()) { write_file(csv_path, tr::to_csv(results)); }

@@ -62,6 +62,7 @@ struct compiled_data {
   std::uint64_t objects{0};
   std::uint64_t working_set_bytes{0};
   std::uint64_t peak_live_bytes{0};
+  std::uint64_t requested_bytes{0};     ///< sum of every request's size (looping included)
   std::uint64_t compute_ns{0};          ///< all streams
   std::uint64_t max_stream_compute_ns{0};
   std::uint64_t compute_events{0};

@@ -11,7 +11,8 @@
 //
 // Both build a pool on the sim backend (real memory, wall clock, unthrottled links) unless
 // --backend or TIERPOOL_BACKEND names another; the pool itself is only used through its
-// public header (include/tierpool/pool.hpp).
+// public header (include/tierpool/pool.hpp). The pool reads the TIERPOOL_* variables
+// (kEnvironmentHelp) except the two the commands decide: the backend and the tier sizes.
 
 // GCC 12 reports a false -Wnull-dereference inside std::string assignment when it inlines
 // Boost.ProgramOptions' typed_value<std::string>::notify; the pragma must precede the
@@ -121,12 +122,21 @@ backend_pick pick_backend(std::string const& flag)
   return b;
 }
 
+// The --help paragraph on the environment (docs/chapters/benchmarks.md says the same).
+constexpr char const* kEnvironmentHelp =
+  "Environment: TIERPOOL_BACKEND is the default of --backend; TIERPOOL_DEVICE_BYTES is\n"
+  "ignored (the command sizes its tiers); TIERPOOL_POLICY, TIERPOOL_PREFETCH, TIERPOOL_TRACE\n"
+  "and TIERPOOL_PUBLISH apply to its pool as to any (an invalid value is an error naming\n"
+  "the variable). A trace that cannot be written completely fails the command (exit 1).\n\n";
+
 pool_options base_options(backend_pick const& b, std::size_t device_bytes)
 {
   pool_options o;
   o.backend = b.choice;
-  o.read_environment = false;  // the command decides every figure; TIERPOOL_BACKEND is read above
-  o.notice = fallback_notice::silent;
+  // The command picks the backend (above: its default is sim, not auto) and sizes every
+  // tier; the pool reads the other variables (policy, prefetch, trace, publish).
+  o.ignore_environment = {"TIERPOOL_BACKEND", "TIERPOOL_DEVICE_BYTES"};
+  o.notice = fallback_notice::silent;  // a trace failure is reported by finish() instead
   o.sim.memory = sim_memory_mode::real;
   o.sim.clock = sim_clock_mode::wall;
   o.sim.links = sim_links::unthrottled();
@@ -158,6 +168,26 @@ std::string backend_line(pool const& p)
 {
   auto const& caps = p.backend().caps();
   return caps.name + " (" + caps.device_name + ")";
+}
+
+// Closes the pool (its trace is whole only then) and returns why its trace was not
+// recorded completely ("" when it was, or none was recorded).
+std::string finish(pool& p)
+{
+  p.close();
+  return p.tracing_error();
+}
+
+// The command's exit status: 1 when its result is invalid or the trace incomplete (said on stderr).
+int exit_status(char const* name, bool ok, std::string const& trace_failure)
+{
+  if (!trace_failure.empty()) {
+    std::cout.flush();  // after the results (a pipe buffers them)
+    std::fflush(stdout);
+    std::fprintf(stderr, "tierpool bench %s: the trace (TIERPOOL_TRACE) was not recorded completely: %s\n", name,
+                 trace_failure.c_str());
+  }
+  return ok && trace_failure.empty() ? 0 : 1;
 }
 
 // ---- bench hitpath ------------------------------------------------------------------
@@ -210,8 +240,8 @@ int bench_hitpath_command(int argc, char** argv)
     "tierpool bench hitpath: time acquire + release of a tensor already resident on the\n"
     "device tier (the pool's hit path, BENCHMARKS.md §3), in ns per pair and per thread.\n"
     "With --threads N > 1, 1 thread and N threads run side by side in every run and the\n"
-    "ratio N-thread / 1-thread is reported.\n\n"
-    "options");
+    "ratio N-thread / 1-thread is reported.\n\n" +
+    std::string(kEnvironmentHelp) + "options");
   unsigned threads = 1;
   unsigned runs = 5;
   std::size_t ops = 1'000'000;
@@ -302,6 +332,12 @@ int bench_hitpath_command(int argc, char** argv)
   std::uint64_t const acquires = after.acquires - before.acquires;
   std::uint64_t const hits = after.hits - before.hits;
   std::uint64_t const misses = after.misses - before.misses;
+  std::string const segment = p.stats_segment();
+  for (auto& c : ctx) {
+    c.tensors.clear();  // free the tensors before their stream and the pool go
+    p.destroy_stream(c.stream);
+  }
+  std::string const trace_failure = finish(p);
 
   if (vm.count("json") != 0) {
     json::object j;
@@ -322,6 +358,8 @@ int bench_hitpath_command(int argc, char** argv)
     j["hits"] = hits;
     j["misses"] = misses;
     j["expected_acquires"] = expected;
+    j["published"] = !segment.empty();
+    j["trace_error"] = trace_failure;
     j["valid"] = valid;
     std::cout << json::serialize(j) << '\n';
   } else {
@@ -340,14 +378,10 @@ int bench_hitpath_command(int argc, char** argv)
     std::printf("  %-30s %10llu   of %llu acquires (%llu misses)%s\n", "hits", static_cast<unsigned long long>(hits),
                 static_cast<unsigned long long>(acquires), static_cast<unsigned long long>(misses),
                 acquires == expected ? "" : " (acquire count differs from the loops!)");
+    std::printf("  %-30s %10s\n", "published", segment.empty() ? "no" : "yes");
     std::printf("  %-30s %10s\n", "pool valid at end", valid ? "yes" : "NO");
   }
-  for (auto& c : ctx) {
-    c.tensors.clear();  // free the tensors before their stream and the pool go
-    p.destroy_stream(c.stream);
-  }
-  p.close();
-  return valid ? 0 : 1;
+  return exit_status("hitpath", valid, trace_failure);
 }
 
 // ---- bench copy ---------------------------------------------------------------------
@@ -424,8 +458,8 @@ int bench_copy_command(int argc, char** argv)
     "tierpool bench copy: bytes per second the pool moves between its device tier and a\n"
     "host tier (copy-in, write-back on eviction and demotion; counted by the pool's\n"
     "bytes_h2d / bytes_d2h), against std::memcpy of the same bytes between two host\n"
-    "buffers, alternating in every run (BENCHMARKS.md §3).\n\n"
-    "options");
+    "buffers, alternating in every run (BENCHMARKS.md §3).\n\n" +
+    std::string(kEnvironmentHelp) + "options");
   std::string bytes_text = "256MiB";
   std::string tensor_bytes_text = "4MiB";
   std::string device_bytes_text;
@@ -541,6 +575,10 @@ int bench_copy_command(int argc, char** argv)
   }
   bool const valid = p.validate();
   auto const st = p.stats();
+  std::string const segment = p.stats_segment();
+  ts.clear();
+  p.destroy_stream(s);
+  std::string const trace_failure = finish(p);
 
   spread const sp = summarize(pool_gbps);
   spread const sm = summarize(memcpy_gbps);
@@ -569,6 +607,8 @@ int bench_copy_command(int argc, char** argv)
     j["evictions"] = st.tiers.empty() ? 0 : st.tiers.front().evictions;
     j["reuses_in_order"] = st.tiers.empty() ? 0 : st.tiers.front().reuses_in_order;
     j["stall_seconds"] = st.stall_seconds;
+    j["published"] = !segment.empty();
+    j["trace_error"] = trace_failure;
     j["bytes_intact"] = intact;
     j["valid"] = valid;
     std::cout << json::serialize(j) << '\n';
@@ -590,12 +630,10 @@ int bench_copy_command(int argc, char** argv)
                 static_cast<unsigned long long>(st.tiers.empty() ? 0 : st.tiers.front().reuses_in_order));
     std::printf("  %-26s %10.3f   (host time blocked in pool calls, all runs)\n", "stall seconds", st.stall_seconds);
     std::printf("  %-26s %10s\n", "bytes intact", intact ? "yes" : "NO");
+    std::printf("  %-26s %10s\n", "published", segment.empty() ? "no" : "yes");
     std::printf("  %-26s %10s\n", "pool valid at end", valid ? "yes" : "NO");
   }
-  ts.clear();
-  p.destroy_stream(s);
-  p.close();
-  return intact && valid ? 0 : 1;
+  return exit_status("copy", intact && valid, trace_failure);
 }
 
 }  // namespace tierpool::cli

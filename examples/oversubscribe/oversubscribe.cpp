@@ -96,7 +96,15 @@ set, and checks every step's loss bit for bit against a run with unlimited devic
                         kernels and with a second run of itself
   --help                this text
 
-Exit status: 0 verified, 1 a loss differs from the reference, 2 usage, 3 runtime error;
+Environment: every TIERPOOL_* variable of the pool applies (docs/chapters/tiers.md), and
+a flag wins over its variable: TIERPOOL_BACKEND, TIERPOOL_DEVICE_BYTES, TIERPOOL_POLICY
+and TIERPOOL_TRACE are the defaults of --backend, --device-bytes, --policy and --trace;
+TIERPOOL_PREFETCH adds a predictor to the demo's own prefetches (--no-prefetch stops only
+those); TIERPOOL_PUBLISH=0 stops publishing live figures for tierpool top. An invalid
+value is an error naming the variable (exit 2).
+
+Exit status: 0 verified, 1 a loss differs from the reference, 2 usage (or an invalid
+TIERPOOL_* value), 3 runtime error (also: the trace could not be written completely);
 with --check-kernels: 0 all kernels agree, 1 some do not, 77 skipped (no CUDA device or
 no CUDA kernels with --backend cuda).
 )";
@@ -284,11 +292,14 @@ std::shared_ptr<tierpool::backend> make_backend(tierpool::backend_choice choice,
   return std::shared_ptr<tierpool::backend>(std::move(sel.backend));
 }
 
-/// Options of a three-tier pool (device, pinned host, host) on `be`. The demo reads the
-/// TIERPOOL_* variables itself, so that its flags win over them (the pool's
-/// read_environment would let TIERPOOL_POLICY override --policy).
+/// Options of a three-tier pool (device, pinned host, host) on `be`. The pool reads the
+/// TIERPOOL_* variables (TIERPOOL_PREFETCH, TIERPOOL_PUBLISH, ...), less those the demo
+/// decides itself, so that its flags win over them: TIERPOOL_DEVICE_BYTES and
+/// TIERPOOL_BACKEND (read in run(): they size and choose the backend `be`), TIERPOOL_POLICY
+/// when --policy is given, and TIERPOOL_TRACE when --trace is given or the pool does not
+/// record (`record`: only the oversubscribed pool does).
 tierpool::pool_options pool_options_for(std::shared_ptr<tierpool::backend> be, std::size_t device_bytes,
-                                        std::string const& policy)
+                                        options const& o, bool record)
 {
   tierpool::pool_options po;
   po.tiers = {
@@ -296,10 +307,17 @@ tierpool::pool_options pool_options_for(std::shared_ptr<tierpool::backend> be, s
     {.kind = tierpool::tier_kind::pinned_host, .name = "pinned_host"},
     {.kind = tierpool::tier_kind::host, .name = "host"},
   };
-  if (!policy.empty()) { po.policy = policy; }
+  po.ignore_environment = {"TIERPOOL_DEVICE_BYTES", "TIERPOOL_BACKEND"};
+  if (!o.policy.empty()) {
+    po.policy = o.policy;
+    po.ignore_environment.emplace_back("TIERPOOL_POLICY");
+  }
+  if (!record || !o.trace.empty()) {
+    po.trace_path = record ? o.trace : std::string();
+    po.ignore_environment.emplace_back("TIERPOOL_TRACE");
+  }
   po.backend_object = std::move(be);
-  po.read_environment = false;
-  po.notice = tierpool::fallback_notice::silent;
+  po.notice = tierpool::fallback_notice::silent;  // the demo reports pool.tracing_error() itself
   return po;
 }
 
@@ -382,7 +400,7 @@ int run_kernel_check(options const& o)
     }
     throw std::runtime_error("no kernels to check: " + why);
   }
-  tierpool::pool pool{pool_options_for(be, kCheckDeviceBytes, policy_of(o))};
+  tierpool::pool pool{pool_options_for(be, kCheckDeviceBytes, o, false)};
   std::printf("check-kernels: backend %s (%s); kernels: %s\n", be->caps().name.c_str(), reason.c_str(),
               std::string(compute->name()).c_str());
   oversubscribe::kernel_check_result const r = oversubscribe::check_kernels(pool, *compute, stdout);
@@ -452,14 +470,13 @@ int run(options const& o)
   auto ref_compute = oversubscribe::make_compute_backend(*ref_be, &why);
   if (!ref_compute) { throw std::runtime_error("no kernels for the reference run: " + why); }
 
-  tierpool::pool_options opts = pool_options_for(be, device_bytes, policy);
-  opts.trace_path = o.trace.empty() && env("TIERPOOL_TRACE") != nullptr ? env("TIERPOOL_TRACE") : o.trace;
-  // (only the oversubscribed pool records)
+  tierpool::pool_options opts = pool_options_for(be, device_bytes, o, true);  // only this pool records
   opts.publish.name = "oversubscribe";  // both pools show in `tierpool top` while the demo runs
   tierpool::pool pool{std::move(opts)};
-  tierpool::pool_options ref_opts = pool_options_for(ref_be, ref_device_bytes, policy);
+  tierpool::pool_options ref_opts = pool_options_for(ref_be, ref_device_bytes, o, false);
   ref_opts.publish.name = "oversubscribe (reference)";
   tierpool::pool ref_pool{std::move(ref_opts)};
+  std::string const segment = pool.stats_segment();  // empty with TIERPOOL_PUBLISH=0
 
   std::size_t const tier_bytes = pool.stats().tiers.at(0).capacity_bytes;
   if (tier_bytes != device_bytes) {
@@ -474,9 +491,16 @@ int run(options const& o)
               std::string(compute->name()).c_str(), policy.empty() ? "lru (default)" : policy.c_str());
   std::printf("working set %s on a device tier of %s: oversubscription %.2fx\n", format_bytes(working_set).c_str(),
               format_bytes(tier_bytes).c_str(), oversubscription);
+  {
+    std::string const off = pool.publishing_error().empty() ? "TIERPOOL_PUBLISH=0" : pool.publishing_error();
+    std::string const live = segment.empty() ? "not published (" + off + ")" : "/dev/shm/" + segment + " (tierpool top)";
+    std::printf("live figures: %s\n", live.c_str());
+  }
 
   oversubscribe::mlp_trainer ref{ref_pool, *ref_compute, cfg};
-  oversubscribe::mlp_trainer tiered{pool, *compute, cfg};
+  // Held by pointer: it ends (its stream and leases) before the pool closes, below.
+  auto tiered_ptr = std::make_unique<oversubscribe::mlp_trainer>(pool, *compute, cfg);
+  oversubscribe::mlp_trainer& tiered = *tiered_ptr;
   std::printf("reference: the same run on a device tier of %s (no evictions)\n\n", format_bytes(ref_device_bytes).c_str());
 
   std::printf("%4s  %-14s %-14s %-5s  %21s  %9s  %13s\n", "iter", "loss", "reference", "match",
@@ -528,10 +552,12 @@ int run(options const& o)
               format_bytes(stats.bytes_h2d).c_str(), static_cast<unsigned long long>(stats.copies_h2d),
               format_bytes(stats.bytes_d2h).c_str(), static_cast<unsigned long long>(stats.copies_d2h),
               static_cast<unsigned long long>(total_evictions(stats)));
-  std::printf("prefetch: %llu issued, %llu hits, %llu late, %llu wasted; pool stall %.3f s\n",
+  std::printf("prefetch: %llu issued, %llu hits, %llu late, %llu wasted, %llu predicted (TIERPOOL_PREFETCH); "
+              "pool stall %.3f s\n",
               static_cast<unsigned long long>(stats.prefetches), static_cast<unsigned long long>(stats.prefetch_hits),
               static_cast<unsigned long long>(stats.prefetch_late),
-              static_cast<unsigned long long>(stats.prefetch_wasted), stats.stall_seconds);
+              static_cast<unsigned long long>(stats.prefetch_wasted),
+              static_cast<unsigned long long>(stats.predicted_prefetches), stats.stall_seconds);
   std::printf("time: %.2f s oversubscribed (%.3f s/iteration), %.2f s reference\n", tiered_seconds,
               tiered_seconds / static_cast<double>(o.iterations), ref_seconds);
   std::printf("parameters after training: digest %016llx, reference %016llx (%s)\n",
@@ -550,6 +576,12 @@ int run(options const& o)
                 static_cast<unsigned long long>(ref_evictions));
   }
   verified = verified && params_match;
+
+  // Close the pool: the trace (--trace, TIERPOOL_TRACE) is whole only then, its last
+  // buffered events written; a write error anywhere in the run shows in tracing_error().
+  tiered_ptr.reset();
+  pool.close();
+  std::string const trace_failure = pool.tracing_error();
 
   if (!o.json.empty()) {
     std::ostringstream js;
@@ -582,6 +614,9 @@ int run(options const& o)
        << "  \"prefetch_hits\": " << stats.prefetch_hits << ",\n"
        << "  \"prefetch_late\": " << stats.prefetch_late << ",\n"
        << "  \"prefetch_wasted\": " << stats.prefetch_wasted << ",\n"
+       << "  \"predicted_prefetches\": " << stats.predicted_prefetches << ",\n"
+       << "  \"stats_segment\": " << json_string(segment) << ",\n"
+       << "  \"trace_error\": " << json_string(trace_failure) << ",\n"
        << "  \"stall_seconds\": " << json_double(stats.stall_seconds) << ",\n"
        << "  \"seconds\": " << json_double(tiered_seconds) << ",\n"
        << "  \"reference_seconds\": " << json_double(ref_seconds) << ",\n"
@@ -599,11 +634,15 @@ int run(options const& o)
     }
   }
 
+  if (!trace_failure.empty()) {
+    std::fprintf(stderr, "oversubscribe: the trace was not recorded completely: %s\n", trace_failure.c_str());
+  }
   if (!verified) {
     std::printf("FAILED: the oversubscribed run differs from the reference (see the match column "
                 "and the parameter digests)\n");
     return kExitMismatch;
   }
+  if (!trace_failure.empty()) { return kExitError; }
   std::printf("verified: %zu losses and the final parameters are bit-identical to the reference run "
               "(oversubscription %.2fx)\n",
               o.iterations, oversubscription);

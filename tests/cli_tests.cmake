@@ -81,6 +81,37 @@ add_test(NAME cli.bench_arena.corrupt_trace_fails COMMAND $<TARGET_FILE:tierpool
 set_tests_properties(cli.bench_arena.corrupt_trace_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
 add_test(NAME cli.bench_arena.unknown_workload_fails COMMAND $<TARGET_FILE:tierpool_cli> bench arena --workload rand99)
 set_tests_properties(cli.bench_arena.unknown_workload_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+
+# Unsigned options: -1 wrapped (--runs -1 ran for ever), 0 runs silently meant 1.
+foreach(_tp_case "runs;-1;1\\.\\.1000" "runs;0;1\\.\\.1000" "ops;-1;0\\.\\.100000000" "sl-log2;9;2\\.\\.6" "scan-limit;-1;0\\.\\.4294967295" "seed;-1;0\\.\\.18446744073709551615")
+  list(GET _tp_case 0 _tp_opt)
+  list(GET _tp_case 1 _tp_val)
+  list(GET _tp_case 2 _tp_range)
+  set(_tp_base --ops 100)
+  if(_tp_opt STREQUAL "ops")
+    set(_tp_base --runs 1)
+  endif()
+  add_test(NAME cli.bench_arena.bad_${_tp_opt}_${_tp_val}_message
+    COMMAND $<TARGET_FILE:tierpool_cli> bench arena --workload dnn-static ${_tp_base} --${_tp_opt} ${_tp_val})
+  set_tests_properties(cli.bench_arena.bad_${_tp_opt}_${_tp_val}_message PROPERTIES LABELS cpu TIMEOUT 60
+    PASS_REGULAR_EXPRESSION "tierpool: error: --${_tp_opt} must be an integer in ${_tp_range}, got '${_tp_val}'")
+endforeach()
+add_test(NAME cli.bench_arena.bad_runs_fails COMMAND $<TARGET_FILE:tierpool_cli> bench arena --workload dnn-static --ops 100 --runs 0)
+set_tests_properties(cli.bench_arena.bad_runs_fails PROPERTIES LABELS cpu TIMEOUT 60 WILL_FAIL TRUE)
+
+# A directory as the trace says so (std::bad_alloc before).
+add_test(NAME cli.bench_arena.directory_trace_message COMMAND $<TARGET_FILE:tierpool_cli> bench arena --trace ${CMAKE_CURRENT_BINARY_DIR} --runs 1)
+set_tests_properties(cli.bench_arena.directory_trace_message PROPERTIES LABELS cpu TIMEOUT 60
+  PASS_REGULAR_EXPRESSION "tierpool: error: cannot read alloc trace '[^']*': it is a directory")
+# A 84-byte trace naming slot 67108863 took 2.1 GB (a slot table up to the largest number):
+# slots are renumbered, and --write-trace writes the file's numbers back.
+set(_tp_sparse_trace ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_arena_sparse.trace)
+file(WRITE ${_tp_sparse_trace} "# tierpool-alloc-trace v1\ncapacity 1048576\nalignment 256\na 67108863 4096\na 5 256\nf 67108863\n")
+add_test(NAME cli.bench_arena.sparse_slots
+  COMMAND sh -c "\"$0\" bench arena --trace \"$1\" --runs 1 --json --write-trace \"$1.out\" && tail -n 3 \"$1.out\""
+          $<TARGET_FILE:tierpool_cli> ${_tp_sparse_trace})
+set_tests_properties(cli.bench_arena.sparse_slots PROPERTIES LABELS cpu TIMEOUT 60
+  PASS_REGULAR_EXPRESSION "\"slots\":2,.*\"failures\":0,.*\"valid\":true}\na 67108863 4096\na 5 256\nf 67108863\n$")
 # ---- end tierpool bench arena -----------------------------------------------------
 
 # ---- tierpool bench hitpath / bench copy ----------------------------------------

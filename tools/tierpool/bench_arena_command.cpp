@@ -12,6 +12,7 @@
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #endif
 
+#include "checked_options.hpp"
 #include "commands.hpp"
 #include "workloads/arena_workloads.hpp"
 
@@ -29,6 +30,9 @@ namespace po = boost::program_options;
 namespace wl = tierpool::workloads;
 
 namespace {
+
+constexpr unsigned kMaxRuns = 1000;
+constexpr std::size_t kMaxOps = 100'000'000;  // generated traces reserve this many operations
 
 void print_table(std::string const& name, std::uint64_t seed, bool from_trace, wl::alloc_trace const& t,
                  wl::arena_figures const& f)
@@ -65,6 +69,7 @@ boost::json::object to_json(std::string const& name, std::uint64_t seed, wl::all
   j["allocations"] = o.allocations;
   j["capacity"] = t.capacity;
   j["alignment"] = t.alignment;
+  j["slots"] = t.slot_count;
   j["runs"] = f.ns_per_pair_runs.size();
   j["ns_per_pair"] = f.ns_per_pair_median;
   j["ns_per_pair_spread"] = boost::json::object{{"min", f.ns_per_pair_min}, {"max", f.ns_per_pair_max}};
@@ -96,25 +101,26 @@ int bench_arena_command(int argc, char** argv)
     "allocate+free pair, per-operation percentiles, failures, footprint and fragmentation.\n\n"
     "options");
   std::string workload;
-  std::uint64_t seed = 1000;
+  std::string seed_text = "1000";
   std::string write_trace;
   std::string trace;
-  unsigned runs = 5;
-  std::size_t ops = 0;
-  std::uint32_t sl_log2 = arena_options{}.second_level_log2;
-  std::uint32_t scan_limit = arena_options{}.bin_scan_limit;
+  std::string runs_text = "5";
+  std::string ops_text = "0";
+  std::string sl_log2_text = std::to_string(arena_options{}.second_level_log2);
+  std::string scan_limit_text = std::to_string(arena_options{}.bin_scan_limit);
   desc.add_options()
     ("help,h", "this text")
     ("workload,w", po::value(&workload), "rand50 | rand85 | dnn-static | dnn-dyn | dnn-tight")
-    ("seed,s", po::value(&seed)->default_value(seed), "run seed (BENCHMARKS.md uses 1000..1004)")
+    ("seed,s", po::value(&seed_text)->default_value(seed_text), "run seed, 0..2^64-1 (BENCHMARKS.md uses 1000..1004)")
     ("trace", po::value(&trace), "replay this alloc-trace file instead of generating a workload")
     ("write-trace", po::value(&write_trace), "write the operations to this alloc-trace file")
     ("json", "print one JSON object instead of the table")
-    ("runs,r", po::value(&runs)->default_value(runs), "timed runs; the median is reported")
-    ("ops", po::value(&ops)->default_value(ops), "keep only the first N operations (0 = all; smoke tests)")
-    ("sl-log2", po::value(&sl_log2)->default_value(sl_log2), "arena second-level subdivisions, log2 (2..6)")
-    ("scan-limit", po::value(&scan_limit)->default_value(scan_limit),
-     "arena: blocks examined per bin for the tightest fit (0 = whole lists)");
+    ("runs,r", po::value(&runs_text)->default_value(runs_text), "timed runs, 1..1000; the median is reported")
+    ("ops", po::value(&ops_text)->default_value(ops_text),
+     "keep only the first N operations, 0..100000000 (0 = all; smoke tests)")
+    ("sl-log2", po::value(&sl_log2_text)->default_value(sl_log2_text), "arena second-level subdivisions, log2 (2..6)")
+    ("scan-limit", po::value(&scan_limit_text)->default_value(scan_limit_text),
+     "arena: blocks examined per bin for the tightest fit, 0..4294967295 (0 = whole lists)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -133,6 +139,12 @@ int bench_arena_command(int argc, char** argv)
     std::cerr << desc << '\n';
     return 2;
   }
+  // -1 given to an unsigned option wrapped (--runs -1 ran for ever); --runs 0 meant 1.
+  auto const seed = parse_checked<std::uint64_t>("--seed", seed_text, 0, UINT64_MAX);
+  auto const runs = parse_checked<unsigned>("--runs", runs_text, 1, kMaxRuns);
+  auto const ops = parse_checked<std::size_t>("--ops", ops_text, 0, kMaxOps);
+  auto const sl_log2 = parse_checked<std::uint32_t>("--sl-log2", sl_log2_text, 2, 6);
+  auto const scan_limit = parse_checked<std::uint32_t>("--scan-limit", scan_limit_text, 0, UINT32_MAX);
 
   wl::alloc_trace t;
   std::string name;

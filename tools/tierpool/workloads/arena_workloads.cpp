@@ -12,9 +12,13 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
+#include <system_error>
+#include <unordered_map>
 #include <utility>
 
 namespace tierpool::workloads {
@@ -28,7 +32,6 @@ constexpr std::uint64_t kArenaBytes = 16 * kGiB;    // rand* and dnn-static/dyn 
 constexpr std::size_t kRandOps = 1'000'000;         // rand*: operations, initial fill included
 constexpr unsigned kDnnIterations = 1'900;          // dnn-*: iterations (~988k operations)
 constexpr std::uint64_t kDnnModelSeed = 12'345;     // the DNN "model" is always the same
-constexpr std::uint32_t kMaxTraceSlots = 1U << 26U; // a parsed trace may use 64 Mi slots
 
 constexpr std::uint64_t ceil_to(std::uint64_t v, std::uint64_t unit) noexcept { return (v + unit - 1) / unit * unit; }
 
@@ -261,7 +264,7 @@ void write_alloc_trace(std::string const& path, alloc_trace const& t)
   };
   for (auto const& op : t.ops) {
     buf += op.is_alloc ? "a " : "f ";
-    put(op.slot);
+    put(t.slot_names.empty() ? op.slot : t.slot_names[op.slot]);
     if (op.is_alloc) {
       buf += ' ';
       put(op.bytes);
@@ -322,8 +325,13 @@ alloc_trace parse_alloc_trace(std::string_view text, std::string_view name)
 
   alloc_trace t;
   t.alignment = 0;
-  trace_builder b(t);
+  // Live state per slot number: a flat vector for numbers up to a bound that grows with the
+  // input (a 73-byte trace naming slot 67108863 took 2.1 GB), a hash map beyond it.
   std::vector<std::uint8_t> live;
+  std::unordered_map<std::uint32_t, std::uint8_t> live_sparse;
+  std::uint64_t allocs = 0;
+  std::uint64_t live_bytes = 0;
+  std::uint32_t max_slot = 0;
   bool have_capacity = false;
   bool have_alignment = false;
   std::array<std::string_view, 4> f;
@@ -346,19 +354,35 @@ alloc_trace parse_alloc_trace(std::string_view text, std::string_view name)
         fail(is_alloc ? "expected 'a SLOT BYTES'" : "expected 'f SLOT'");
       }
       std::uint64_t const slot = number(f[1], "a slot");
-      if (slot >= kMaxTraceSlots) { fail("slot " + std::to_string(slot) + " is too large (limit 2^26)"); }
+      if (slot > std::numeric_limits<std::uint32_t>::max()) {
+        fail("slot " + std::to_string(slot) + " is too large (limit 2^32 - 1)");
+      }
       auto const s = static_cast<std::uint32_t>(slot);
-      if (s >= live.size()) { live.resize(s + std::size_t{1}, 0); }
+      std::uint8_t* state = nullptr;
+      if (s < live.size()) {
+        state = &live[s];
+      } else if (s <= 2 * t.ops.size() + 1024) {
+        live.resize(s + std::size_t{1}, 0);
+        state = &live[s];
+      } else {
+        state = &live_sparse[s];
+      }
       if (is_alloc) {
         std::uint64_t const bytes = number(f[2], "a byte count");
         if (bytes == 0) { fail("allocation of 0 bytes"); }
-        if (live[s] != 0) { fail("slot " + std::to_string(s) + " is allocated while still live"); }
-        live[s] = 1;
-        b.alloc(s, bytes);
+        if (*state != 0) { fail("slot " + std::to_string(s) + " is allocated while still live"); }
+        if (bytes > std::numeric_limits<std::uint64_t>::max() - live_bytes) {
+          fail("the live bytes pass 2^64 - 1");
+        }
+        *state = 1;
+        live_bytes += bytes;
+        ++allocs;
+        max_slot = std::max(max_slot, s);
+        t.ops.push_back(alloc_op{bytes, s, true});
       } else {
-        if (live[s] == 0) { fail("slot " + std::to_string(s) + " is freed but not live"); }
-        live[s] = 0;
-        b.free(s);
+        if (*state == 0) { fail("slot " + std::to_string(s) + " is freed but not live"); }
+        *state = 0;
+        t.ops.push_back(alloc_op{0, s, false});
       }
     } else if (f[0] == "capacity" || f[0] == "alignment") {
       if (n != 2) { fail("expected '" + std::string(f[0]) + " N'"); }
@@ -382,19 +406,48 @@ alloc_trace parse_alloc_trace(std::string_view text, std::string_view name)
     line_no = 0;
     fail("missing 'capacity' or 'alignment'");
   }
+  if (!t.ops.empty() && max_slot >= 2 * allocs) {
+    // Sparse numbers: renumber in increasing order (every freed slot was allocated first).
+    std::vector<std::uint32_t> names;
+    names.reserve(allocs);
+    for (alloc_op const& op : t.ops) {
+      if (op.is_alloc) { names.push_back(op.slot); }
+    }
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    for (alloc_op& op : t.ops) {
+      op.slot = static_cast<std::uint32_t>(std::lower_bound(names.begin(), names.end(), op.slot) - names.begin());
+    }
+    t.slot_names = std::move(names);
+  }
+  // Slot count and peak live bytes of the (renumbered) operations.
+  std::vector<alloc_op> ops = std::move(t.ops);
+  t.ops.clear();
+  t.ops.reserve(ops.size());
+  trace_builder b(t);
+  for (alloc_op const& op : ops) {
+    if (op.is_alloc) { b.alloc(op.slot, op.bytes); } else { b.free(op.slot); }
+  }
   return t;
 }
 
 alloc_trace read_alloc_trace(std::string const& path)
 {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    // A directory opens, and seeking to its "end" gave a size of 2^63 - 1: std::bad_alloc.
+    throw std::runtime_error("cannot read alloc trace '" + path + "': it is a directory");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) { throw std::runtime_error("cannot open alloc trace '" + path + "'"); }
-  in.seekg(0, std::ios::end);
-  std::streamoff const size = in.tellg();
-  in.seekg(0, std::ios::beg);
-  std::string text(static_cast<std::size_t>(std::max<std::streamoff>(size, 0)), '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (size < 0 || !in) { throw std::runtime_error("error reading alloc trace '" + path + "'"); }
+  // Read to the end in blocks (no seek: a pipe has no size), so memory follows the content.
+  std::string text;
+  std::array<char, 1U << 16U> block{};
+  while (in.read(block.data(), static_cast<std::streamsize>(block.size())) || in.gcount() > 0) {
+    text.append(block.data(), static_cast<std::size_t>(in.gcount()));
+    if (in.eof()) { break; }
+  }
+  if (in.bad()) { throw std::runtime_error("error reading alloc trace '" + path + "'"); }
   return parse_alloc_trace(text, path);
 }
 

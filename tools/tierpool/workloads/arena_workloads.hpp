@@ -49,6 +49,11 @@ struct alloc_trace {
   std::uint32_t slot_count{0};  ///< slots used are < slot_count
   std::uint64_t peak_live{0};   ///< highest SUM of live bytes, assuming every allocation succeeds
   std::vector<alloc_op> ops;    ///< the operations, in order
+  /// Empty: slot i is slot i of the file. Else slot i was numbered `slot_names[i]` in the
+  /// file (parse_alloc_trace renumbers sparse slot numbers, in order, so that memory
+  /// follows the slots a trace uses, not the largest number it names); write_alloc_trace
+  /// writes the file's numbers back.
+  std::vector<std::uint32_t> slot_names;
 };
 
 /**
@@ -90,13 +95,19 @@ void write_alloc_trace(std::string const& path, alloc_trace const& t);
  * @brief Parse alloc-trace text. `#` starts a comment; blank lines are ignored.
  * @param text The file's contents.
  * @param name The file's name, for messages.
+ * Slots are names: when the numbers used are sparse (the largest is more than twice the
+ * number of allocations), they are renumbered 0, 1, 2, ... in increasing order and
+ * alloc_trace::slot_names keeps the file's numbers; memory is bounded by the input.
+ *
  * @throws trace_format_error naming the line when the text is not a valid trace (bad
- *         header, unknown directive, bad number, zero bytes, allocating a live slot,
- *         freeing a slot that is not live, operations before capacity/alignment).
+ *         header, unknown directive, bad number, zero bytes, a slot past 2^32 - 1,
+ *         allocating a live slot, freeing a slot that is not live, operations before
+ *         capacity/alignment, live bytes past 2^64 - 1).
  */
 [[nodiscard]] alloc_trace parse_alloc_trace(std::string_view text, std::string_view name = "<trace>");
 
-/// @brief Read and parse an alloc-trace file. @throws trace_format_error, std::runtime_error (I/O).
+/// @brief Read and parse an alloc-trace file (any readable file: a pipe too).
+/// @throws trace_format_error, std::runtime_error (I/O; "is a directory" for one).
 [[nodiscard]] alloc_trace read_alloc_trace(std::string const& path);
 
 /// @brief How to measure a replay.

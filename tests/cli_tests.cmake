@@ -367,6 +367,13 @@ set_tests_properties(cli.policies.missing_plugin_fails PROPERTIES LABELS cpu WIL
 add_test(NAME cli.policies.wrong_abi_message COMMAND $<TARGET_FILE:tierpool_cli> policies --plugin $<TARGET_FILE:policy_test_wrong_abi_plugin>)
 set_tests_properties(cli.policies.wrong_abi_message PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "tierpool: error: policy plug-in '[^']*' was built against policy interface v[0-9]+, this tierpool has v[0-9]+")
+# Prefetch predictors are listed too (the README said so; none were), text and JSON.
+add_test(NAME cli.policies.predictors COMMAND $<TARGET_FILE:tierpool_cli> policies)
+set_tests_properties(cli.policies.predictors PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "\nprefetch predictors \\([0-9]+\\); a spec is name\\[:key=value,\\.\\.\\.\\], e\\.g\\. for TIERPOOL_PREFETCH or tierpool replay --prefetch\n\nnone +never prefetches[^\n]*\n +\\(no parameters\\)\nsequence +[^\n]+\n +depth +unsigned_integer +default 4 ")
+add_test(NAME cli.policies.predictors_json COMMAND $<TARGET_FILE:tierpool_cli> policies --json)
+set_tests_properties(cli.policies.predictors_json PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "\\],\"predictors\":\\[{\"name\":\"none\",\"description\":\"[^\"]+\",\"plugin\":null,\"parameters\":\\[\\]},{\"name\":\"sequence\",[^]]*\"parameters\":\\[{\"name\":\"depth\",\"type\":\"unsigned_integer\",\"default\":\"4\"")
 # ---- end tierpool policies --------------------------------------------------------
 
 # ---- tierpool replay --------------------------------------------------------------

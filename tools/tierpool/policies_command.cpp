@@ -1,10 +1,11 @@
 // SPDX-FileCopyrightText: 2026 tierpool contributors
 // SPDX-License-Identifier: Apache-2.0
 //
-// policies_command.cpp — owns `tierpool policies`: every registered eviction policy,
-// sorted by name, with its one-line description and its parameters (name, type, default,
-// description), as text or as one Boost.JSON object (--json); --plugin PATH (repeatable)
-// loads policy plug-ins first and marks their policies. Entry point:
+// policies_command.cpp — owns `tierpool policies`: every registered eviction policy and
+// prefetch predictor, sorted by name, with its one-line description and its parameters
+// (name, type, default, description), as text or as one Boost.JSON object (--json, keys
+// "policies" and "predictors"); --plugin PATH (repeatable) loads policy plug-ins first and
+// marks what they register. Entry point:
 // tierpool::cli::policies_command().
 
 // GCC 12 reports a false -Wnull-dereference inside std::string assignment when it inlines
@@ -36,7 +37,9 @@ namespace {
 namespace po = boost::program_options;
 namespace json = boost::json;
 
-void print_text(std::vector<policy_info> const& list, std::map<std::string, std::string> const& origin)
+// One section: a heading, then each entry with its description, origin and parameters.
+void print_section(char const* what, char const* used_by, std::vector<policy_info> const& list,
+                   std::map<std::string, std::string> const& origin)
 {
   std::size_t name_w = 0;
   std::size_t param_w = 0;
@@ -50,7 +53,7 @@ void print_text(std::vector<policy_info> const& list, std::map<std::string, std:
       default_w = std::max(default_w, p.default_value.size());
     }
   }
-  std::printf("eviction policies (%zu); a spec is name[:key=value,...], e.g. for TIERPOOL_POLICY\n\n", list.size());
+  std::printf("%s (%zu); a spec is name[:key=value,...], e.g. for %s\n\n", what, list.size(), used_by);
   for (policy_info const& info : list) {
     std::printf("%-*s  %s\n", static_cast<int>(name_w), info.name.c_str(), info.description.c_str());
     auto const from = origin.find(info.name);
@@ -67,7 +70,7 @@ void print_text(std::vector<policy_info> const& list, std::map<std::string, std:
   }
 }
 
-json::object to_json(std::vector<policy_info> const& list, std::map<std::string, std::string> const& origin)
+json::array to_json_array(std::vector<policy_info> const& list, std::map<std::string, std::string> const& origin)
 {
   json::array policies;
   for (policy_info const& info : list) {
@@ -88,7 +91,7 @@ json::object to_json(std::vector<policy_info> const& list, std::map<std::string,
     o["parameters"] = std::move(params);
     policies.push_back(std::move(o));
   }
-  return json::object{{"policy_abi_version", policy_abi_version}, {"policies", std::move(policies)}};
+  return policies;
 }
 
 }  // namespace
@@ -96,9 +99,10 @@ json::object to_json(std::vector<policy_info> const& list, std::map<std::string,
 int policies_command(int argc, char** argv)
 {
   po::options_description desc(
-    "tierpool policies: every eviction policy this tierpool knows, sorted by name, with its\n"
-    "description and parameters (name, type, default, description). Plug-ins named with\n"
-    "--plugin are loaded first and their policies listed with the built-ins.\n\noptions");
+    "tierpool policies: every eviction policy and prefetch predictor this tierpool knows,\n"
+    "sorted by name, with its description and parameters (name, type, default, description).\n"
+    "Plug-ins named with --plugin are loaded first and what they register is listed with the\n"
+    "built-ins.\n\noptions");
   std::vector<std::string> plugins;
   desc.add_options()
     ("help,h", "show this help")
@@ -119,15 +123,28 @@ int policies_command(int argc, char** argv)
   }
 
   auto registry = policy_registry::with_builtins();
-  std::map<std::string, std::string> origin;  // policy name -> plug-in path
+  std::map<std::string, std::string> origin;            // policy name -> plug-in path
+  std::map<std::string, std::string> predictor_origin;  // predictor name -> plug-in path
   for (std::string const& path : plugins) {
+    std::vector<policy_info> const before = registry.list_predictors();
     for (std::string const& name : registry.load_plugin(path)) { origin.emplace(name, path); }  // plugin_error -> main
+    for (policy_info const& p : registry.list_predictors()) {
+      bool const had = std::any_of(before.begin(), before.end(), [&](policy_info const& b) { return b.name == p.name; });
+      if (!had) { predictor_origin.emplace(p.name, path); }
+    }
   }
   std::vector<policy_info> const list = registry.list();
+  std::vector<policy_info> const predictors = registry.list_predictors();
   if (vm.count("json") != 0U) {
-    std::cout << json::serialize(to_json(list, origin)) << '\n';
+    json::object const o{{"policy_abi_version", policy_abi_version},
+                         {"policies", to_json_array(list, origin)},
+                         {"predictors", to_json_array(predictors, predictor_origin)}};
+    std::cout << json::serialize(o) << '\n';
   } else {
-    print_text(list, origin);
+    print_section("eviction policies", "TIERPOOL_POLICY", list, origin);
+    std::printf("\n");
+    print_section("prefetch predictors", "TIERPOOL_PREFETCH or tierpool replay --prefetch", predictors,
+                  predictor_origin);
   }
   return 0;
 }

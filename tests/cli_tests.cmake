@@ -206,6 +206,22 @@ set_tests_properties(cli.bench_hitpath.help_environment PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "Environment: TIERPOOL_BACKEND is the default of --backend; TIERPOOL_DEVICE_BYTES is\nignored")
 # ---- end tierpool bench hitpath / bench copy ------------------------------------
 
+# ---- bench hitpath / bench copy: checked numbers (added with checked_options.hpp) -----
+# -1 given to --runs or --ops wrapped to 2^32 - 1 / 2^64 - 1 and ran for ever.
+foreach(_tp_case "hitpath;runs;1\\.\\.1000" "hitpath;ops;1\\.\\.1000000000" "copy;runs;1\\.\\.1000")
+  list(GET _tp_case 0 _tp_cmd)
+  list(GET _tp_case 1 _tp_opt)
+  list(GET _tp_case 2 _tp_range)
+  add_test(NAME cli.bench_${_tp_cmd}.negative_${_tp_opt}_message COMMAND $<TARGET_FILE:tierpool_cli> bench ${_tp_cmd} --${_tp_opt} -1)
+  set_tests_properties(cli.bench_${_tp_cmd}.negative_${_tp_opt}_message PROPERTIES LABELS cpu TIMEOUT 60
+    ENVIRONMENT "TIERPOOL_BACKEND="
+    PASS_REGULAR_EXPRESSION "tierpool bench ${_tp_cmd}: --${_tp_opt} must be an integer in ${_tp_range}, got '-1'")
+  add_test(NAME cli.bench_${_tp_cmd}.negative_${_tp_opt}_fails COMMAND $<TARGET_FILE:tierpool_cli> bench ${_tp_cmd} --${_tp_opt} -1)
+  set_tests_properties(cli.bench_${_tp_cmd}.negative_${_tp_opt}_fails PROPERTIES LABELS cpu TIMEOUT 60
+    ENVIRONMENT "TIERPOOL_BACKEND=" WILL_FAIL TRUE)
+endforeach()
+# ---- end bench hitpath / bench copy: checked numbers ----------------------------------
+
 # ---- tierpool trace gen / convert / stat -----------------------------------------
 add_test(NAME cli.trace.gen_stdout COMMAND $<TARGET_FILE:tierpool_cli> trace gen mlp-train layers=2 width=64 batch=8 iterations=1)
 set_tests_properties(cli.trace.gen_stdout PROPERTIES LABELS cpu

@@ -21,6 +21,7 @@
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #endif
 
+#include "checked_options.hpp"
 #include "commands.hpp"
 
 #include <tierpool/backend_factory.hpp>
@@ -243,16 +244,16 @@ int bench_hitpath_command(int argc, char** argv)
     "ratio N-thread / 1-thread is reported.\n\n" +
     std::string(kEnvironmentHelp) + "options");
   unsigned threads = 1;
-  unsigned runs = 5;
-  std::size_t ops = 1'000'000;
+  std::string runs_text = "5";  // text: -1 read into an unsigned wraps (checked_options.hpp)
+  std::string ops_text = "1000000";
   std::size_t tensors_per_thread = 1;
   std::string tensor_bytes_text = "64KiB";
   std::string backend_flag;
   desc.add_options()
     ("help,h", "this text")
     ("threads,t", po::value(&threads)->default_value(threads), "threads acquiring at once (1..64)")
-    ("runs,r", po::value(&runs)->default_value(runs), "timed runs; the median is reported")
-    ("ops", po::value(&ops)->default_value(ops), "acquire+release pairs per thread per run")
+    ("runs,r", po::value(&runs_text)->default_value(runs_text), "timed runs (1..1000); the median is reported")
+    ("ops", po::value(&ops_text)->default_value(ops_text), "acquire+release pairs per thread per run (1..1000000000)")
     ("tensors-per-thread", po::value(&tensors_per_thread)->default_value(tensors_per_thread),
      "resident tensors each thread cycles through (1..4096)")
     ("tensor-bytes", po::value(&tensor_bytes_text)->default_value(tensor_bytes_text), "size of each tensor")
@@ -265,8 +266,14 @@ int bench_hitpath_command(int argc, char** argv)
     return 0;
   }
   if (threads == 0 || threads > 64) { return usage_error("hitpath", "--threads must be in 1..64"); }
-  if (runs == 0) { return usage_error("hitpath", "--runs must be at least 1"); }
-  if (ops == 0) { return usage_error("hitpath", "--ops must be at least 1"); }
+  unsigned runs = 0;
+  std::size_t ops = 0;
+  try {
+    runs = parse_checked<unsigned>("--runs", runs_text, 1, 1000);
+    ops = parse_checked<std::size_t>("--ops", ops_text, 1, 1'000'000'000);
+  } catch (logic_error const& e) {
+    return usage_error("hitpath", e.what());
+  }
   if (tensors_per_thread == 0 || tensors_per_thread > 4096) {
     return usage_error("hitpath", "--tensors-per-thread must be in 1..4096");
   }
@@ -465,7 +472,7 @@ int bench_copy_command(int argc, char** argv)
   std::string device_bytes_text;
   std::string lower = "pinned_host";
   std::string backend_flag;
-  unsigned runs = 5;
+  std::string runs_text = "5";  // text: -1 read into an unsigned wraps (checked_options.hpp)
   desc.add_options()
     ("help,h", "this text")
     ("bytes", po::value(&bytes_text)->default_value(bytes_text), "total bytes of the tensors")
@@ -473,7 +480,7 @@ int bench_copy_command(int argc, char** argv)
     ("device-bytes", po::value(&device_bytes_text),
      "device tier capacity (default: a quarter of --bytes, at least 2 tensors)")
     ("lower", po::value(&lower)->default_value(lower), "kind of the host tier: pinned_host | host")
-    ("runs,r", po::value(&runs)->default_value(runs), "timed runs; the median is reported")
+    ("runs,r", po::value(&runs_text)->default_value(runs_text), "timed runs (1..1000); the median is reported")
     ("backend", po::value(&backend_flag), "sim | cuda | auto (default: TIERPOOL_BACKEND, else sim)")
     ("json", "print one JSON object instead of the table");
   po::variables_map vm;
@@ -482,7 +489,12 @@ int bench_copy_command(int argc, char** argv)
     std::cout << desc << '\n';
     return 0;
   }
-  if (runs == 0) { return usage_error("copy", "--runs must be at least 1"); }
+  unsigned runs = 0;
+  try {
+    runs = parse_checked<unsigned>("--runs", runs_text, 1, 1000);
+  } catch (logic_error const& e) {
+    return usage_error("copy", e.what());
+  }
   tier_kind lower_kind = tier_kind::pinned_host;
   if (lower == "host") {
     lower_kind = tier_kind::host;

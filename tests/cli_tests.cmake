@@ -304,7 +304,7 @@ add_test(NAME cli.trace.stat_pipe
 set_tests_properties(cli.trace.stat_pipe PROPERTIES LABELS cpu TIMEOUT 30
   PASS_REGULAR_EXPRESSION "trace /dev/stdin \\(text\\)\n  events +3\n")
 add_test(NAME cli.trace.stat_fifo
-  COMMAND sh -c "rm -f \"$2\" && mkfifo \"$2\" && { cat \"$1\" > \"$2\" & } && timeout 20 \"$0\" trace stat \"$2\"; s=$?; rm -f \"$2\"; echo status=$s"
+  COMMAND sh -c "rm -f \"$2\" && mkfifo \"$2\" && { timeout 20 sh -c 'cat \"$0\" > \"$1\"' \"$1\" \"$2\" & } && timeout 20 \"$0\" trace stat \"$2\"; s=$?; rm -f \"$2\"; echo status=$s"
           $<TARGET_FILE:tierpool_cli> ${_tp_trace_release} ${CMAKE_CURRENT_BINARY_DIR}/cli_trace_fifo)
 set_tests_properties(cli.trace.stat_fifo PROPERTIES LABELS cpu TIMEOUT 30
   PASS_REGULAR_EXPRESSION "trace [^\n]*cli_trace_fifo \\(text\\)\n  events +3\n.*status=0\n")

@@ -23,13 +23,20 @@
 #include <boost/program_options.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <iostream>
+#include <limits>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -108,6 +115,26 @@ json::object pool_json(published_pool const& p)
                       {"stats", json::parse(to_json(p.stats))}};
 }
 
+/// `text` as an integer in [lo, hi], or nullopt.
+std::optional<std::int64_t> integer_in(std::string const& text, std::int64_t lo, std::int64_t hi)
+{
+  std::string_view t(text);
+  if (!t.empty() && t.front() == '+') { t.remove_prefix(1); }  // "+3" is 3; "+-3" stays refused
+  if (t.empty() || t.front() == '+') { return std::nullopt; }
+  std::int64_t v = 0;
+  auto const [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || end != t.data() + t.size() || v < lo || v > hi) { return std::nullopt; }
+  return v;
+}
+
+/// Say that `option` takes an integer in [lo, hi] and not `text`; the exit status.
+int bad_integer(char const* option, std::string const& text, std::int64_t lo, std::int64_t hi)
+{
+  std::fprintf(stderr, "tierpool top: %s must be an integer in %lld..%lld, got '%s'\n", option,
+               static_cast<long long>(lo), static_cast<long long>(hi), text.c_str());
+  return 2;
+}
+
 }  // namespace
 
 int top_command(int argc, char** argv)
@@ -117,15 +144,17 @@ int top_command(int argc, char** argv)
     "from the shared-memory segment each pool publishes (/dev/shm/tierpool.<pid>.<n>; no\n"
     "GPU tool needed). A pool publishes unless pool_options::publish.enabled is false or\n"
     "TIERPOOL_PUBLISH=0, every publish.interval_ms (default 500 ms).\n\noptions");
-  double interval = 1.0;
-  std::uint64_t iterations = 0;
-  std::vector<std::int64_t> pids;
+  // Numbers are taken as text and checked here: Boost.ProgramOptions would read "-1" into
+  // an unsigned option as 2^64 - 1.
+  std::string interval_text = "1";
+  std::string iterations_text = "0";
+  std::vector<std::string> pid_texts;
   desc.add_options()
     ("help,h", "show this help")
-    ("interval,d", po::value(&interval)->default_value(1.0), "seconds between refreshes")
-    ("iterations,n", po::value(&iterations)->default_value(0), "refreshes before exiting; 0 = until interrupted")
+    ("interval,d", po::value(&interval_text)->default_value("1"), "seconds between refreshes, in (0, 86400]")
+    ("iterations,n", po::value(&iterations_text)->default_value("0"), "refreshes before exiting; 0 = until interrupted")
     ("once", "one refresh, then exit (-n 1)")
-    ("pid,p", po::value(&pids)->composing(), "only this process's pools; repeatable")
+    ("pid,p", po::value(&pid_texts)->composing(), "only this process's pools; repeatable")
     ("all", "also show segments of processes that have exited (left by a crash)")
     ("json", "one JSON object per refresh instead of the table")
     ("clean", "remove the segments of exited processes, say which, and exit");
@@ -142,9 +171,27 @@ int top_command(int argc, char** argv)
     std::cout << desc << '\n';
     return 0;
   }
-  if (!(interval > 0.0) || interval > 86400.0) {
-    std::fprintf(stderr, "tierpool top: --interval must be in (0, 86400] seconds, got %g\n", interval);
-    return 2;
+  double interval = 0.0;
+  {
+    char* end = nullptr;
+    errno = 0;
+    interval = std::strtod(interval_text.c_str(), &end);
+    if (interval_text.empty() || end != interval_text.c_str() + interval_text.size() || errno == ERANGE ||
+        !(interval > 0.0) || interval > 86400.0) {
+      std::fprintf(stderr, "tierpool top: --interval must be in (0, 86400] seconds, got %s\n", interval_text.c_str());
+      return 2;
+    }
+  }
+  constexpr std::int64_t max_iterations = std::numeric_limits<std::int64_t>::max();
+  std::optional<std::int64_t> const count = integer_in(iterations_text, 0, max_iterations);
+  if (!count) { return bad_integer("--iterations", iterations_text, 0, max_iterations); }
+  std::int64_t iterations = *count;
+  constexpr std::int64_t max_pid = std::numeric_limits<pid_t>::max();
+  std::vector<std::int64_t> pids;
+  for (std::string const& t : pid_texts) {
+    std::optional<std::int64_t> const pid = integer_in(t, 1, max_pid);
+    if (!pid) { return bad_integer("--pid", t, 1, max_pid); }
+    pids.push_back(*pid);
   }
   if (vm.count("clean") != 0U) {
     std::vector<std::string> const removed = remove_exited_pools();
@@ -158,7 +205,7 @@ int top_command(int argc, char** argv)
   bool const clear = !as_json && iterations != 1 && ::isatty(STDOUT_FILENO) != 0;
 
   std::map<std::string, published_pool> previous;  // by segment, for rates
-  for (std::uint64_t it = 0; iterations == 0 || it < iterations; ++it) {
+  for (std::int64_t it = 0; iterations == 0 || it < iterations; ++it) {
     if (it != 0) { std::this_thread::sleep_for(std::chrono::duration<double>(interval)); }
     published_scan scan = scan_published_pools(all);
     if (!pids.empty()) {

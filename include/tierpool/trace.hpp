@@ -179,7 +179,11 @@ class TIERPOOL_EXPORT reader {
 
 /**
  * @brief Open a trace for reading.
- * @throws tierpool::trace_error if the file cannot be opened or its format not detected
+ *
+ * The file is opened once: a pipe or a FIFO (`/dev/stdin`, `<(...)`) works, detection
+ * peeking at its first bytes (without a size, non-text content is read as oracleGeneral).
+ * @throws tierpool::trace_error if the file cannot be opened, is a directory, or its
+ *         format is not detected
  */
 [[nodiscard]] TIERPOOL_EXPORT std::unique_ptr<reader> open_reader(std::filesystem::path const& path,
                                                                   reader_options const& options = {});

@@ -6,9 +6,10 @@
  *
  * Every pool (unless pool_options::publish says otherwise) keeps a small shared-memory
  * segment, `/dev/shm/tierpool.PID.N`, with its pool_stats, refreshed every
- * publish_options::interval_ms and on pool::publish(). Any process of the same machine
- * (or container) may read it: no GPU tool or driver is involved, so it works where
- * nvidia-smi shows nothing. See docs/chapters/monitoring.md.
+ * publish_options::interval_ms and on pool::publish(). Processes of the same machine (or
+ * container) that may read it — its owner's, root's, and with publish_options::group that
+ * group's — can: no GPU tool or driver is involved, so it works where nvidia-smi shows
+ * nothing. See docs/chapters/monitoring.md.
  */
 #pragma once
 
@@ -22,8 +23,9 @@
 
 namespace tierpool {
 
-/// @brief A segment that is not a readable tierpool stats segment (missing, too small,
-///        another program's, another layout version, or being rewritten for too long).
+/// @brief A segment that is not a readable tierpool stats segment (missing, not a regular
+///        file, not permitted, too small, another program's, another layout version, or
+///        being rewritten for too long).
 struct TIERPOOL_EXPORT stats_segment_error : logic_error {
   using logic_error::logic_error;
 };
@@ -43,6 +45,10 @@ struct published_pool {
   std::uint32_t tier_count{0};   ///< tiers in the pool (stats.tiers holds at most 16)
   std::uint32_t tenant_count{0}; ///< tenants in the pool (stats.tenants holds at most 16)
   pool_stats stats;              ///< the figures at the last update
+  /// What the reader corrected in what the segment said ("stall_seconds was NaN; shown
+  /// as 0"); empty for a segment a pool wrote. Text fields are always made printable:
+  /// control characters and bytes that are not UTF-8 appear as `\xNN` (a newline as `\n`).
+  std::vector<std::string> problems;
 };
 
 /// @brief What scan_published_pools() found.
@@ -51,12 +57,27 @@ struct published_scan {
   std::vector<std::string> skipped;   ///< "segment: why" for each one that could not be read
 };
 
+/// @brief The directory segments are made and looked for in: `/dev/shm` unless
+///        set_stats_segment_directory() changed it.
+[[nodiscard]] TIERPOOL_EXPORT std::string stats_segment_directory();
+
+/**
+ * @brief Make this process's pools and readers use `dir` instead of `/dev/shm` (tests;
+ *        `tierpool top --shm-dir`, e.g. a container's /dev/shm seen from the host).
+ * @param dir A directory; empty restores `/dev/shm`.
+ * Pools made before keep the segment they have. Thread-safe.
+ */
+TIERPOOL_EXPORT void set_stats_segment_directory(std::string const& dir);
+
 /**
  * @brief Read one segment.
  * @param segment Its name under /dev/shm ("tierpool.PID.N").
  * @return Its figures.
- * @throws stats_segment_error when it is missing or not a readable tierpool stats segment.
- * Thread-safe; never blocks the writer.
+ * @throws stats_segment_error when it is missing or not a readable tierpool stats segment:
+ *         not named like one, not a regular file (a FIFO, a link: never opened, so never
+ *         waited on), not permitted to read (the message says so, with its mode and
+ *         owner), too small, another program's, another layout version, or stuck mid-write.
+ * Thread-safe; never blocks, neither the writer nor the caller.
  */
 [[nodiscard]] TIERPOOL_EXPORT published_pool read_published_pool(std::string const& segment);
 
@@ -67,11 +88,21 @@ struct published_scan {
  */
 [[nodiscard]] TIERPOOL_EXPORT published_scan scan_published_pools(bool include_exited = false);
 
+/// @brief What clean_exited_pools() did.
+struct published_cleanup {
+  std::vector<std::string> removed;  ///< the segments removed
+  std::vector<std::string> failed;   ///< "segment: why" for each stale one that could not be (another user's)
+};
+
 /**
  * @brief Remove the segments of processes that have exited (a crashed program leaves its
  *        segment behind; a pool removes its own when it closes).
- * @return The names removed.
+ * @return The names removed, and those that could not be with why (in /dev/shm, which is
+ *         sticky, only a segment's owner or root may remove it).
  */
+[[nodiscard]] TIERPOOL_EXPORT published_cleanup clean_exited_pools();
+
+/// @brief clean_exited_pools().removed.
 TIERPOOL_EXPORT std::vector<std::string> remove_exited_pools();
 
 /**

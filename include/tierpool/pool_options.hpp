@@ -52,13 +52,22 @@ enum class access_mode : std::uint8_t {
  *
  * The pool keeps a small shared-memory segment, `/dev/shm/tierpool.PID.N`, refreshed by
  * a thread of its own every `interval_ms` (the pool's operations never write it) and on
- * pool::publish(); it is removed when the pool closes. Publishing is best effort: a pool
- * whose segment cannot be made works as usual (pool::stats_segment() is then empty).
+ * pool::publish(); it is removed when the pool closes. Its pages are reserved when it is
+ * made, so a full /dev/shm is an error then, never a crash later. Publishing is best
+ * effort: a pool whose segment cannot be made works as usual (pool::stats_segment() is
+ * then empty, pool::publishing_error() says why).
+ *
+ * The segment names the program's tensors, tiers and pool: by default only its owner (and
+ * root) may read it (mode 0600). `group` lets a monitoring group read it too.
  */
 struct publish_options {
   bool enabled{true};             ///< publish at all; TIERPOOL_PUBLISH=0 / 1 wins
   std::string name{};             ///< shown by `tierpool top`; empty = the program's name
   std::uint32_t interval_ms{500}; ///< refresh period; 0 = only on pool::publish()
+  /// A group (name or number) that may read the segment too: mode 0640, owned by that
+  /// group (the process must be a member, or root); empty = owner only (0600). A group
+  /// that does not exist or cannot be given is a publishing error. TIERPOOL_PUBLISH_GROUP wins.
+  std::string group{};
 };
 
 /**
@@ -76,7 +85,8 @@ struct publish_options {
  *  - TIERPOOL_POLICY replaces `policy` and every `tier_options::policy`;
  *  - TIERPOOL_PREFETCH replaces `prefetch`;
  *  - TIERPOOL_TRACE replaces `trace_path`;
- *  - TIERPOOL_PUBLISH (0 or 1) replaces `publish.enabled`.
+ *  - TIERPOOL_PUBLISH (0 or 1) replaces `publish.enabled`;
+ *  - TIERPOOL_PUBLISH_GROUP replaces `publish.group`.
  * An invalid value throws tierpool::logic_error naming the variable.
  */
 struct pool_options {

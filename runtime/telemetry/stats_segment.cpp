@@ -4,25 +4,32 @@
 // stats_segment.cpp — the shared-memory stats segment: the writer each pool owns and the
 // readers behind `tierpool top` (Note [The stats segment is a seqlock of plain words]).
 //
-// POSIX shm_open/mmap directly rather than Boost.Interprocess: the reader must list
-// /dev/shm anyway (Boost.Interprocess cannot enumerate segments), and the three calls it
-// would wrap are all this needs.
+// POSIX files in /dev/shm and mmap directly (what shm_open does on Linux) rather than
+// Boost.Interprocess: the reader must list /dev/shm anyway (Boost.Interprocess cannot
+// enumerate segments), must refuse what is not a regular file before opening it, and the
+// few calls it would wrap are all this needs.
 #include "telemetry/stats_segment.hpp"
 
 #include <tierpool/monitor.hpp>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <signal.h>  // kill
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -55,7 +62,136 @@ bool process_alive(std::int64_t pid)
 
 std::atomic<std::uint32_t> g_next_segment{1};
 
+
+/// The group `group` names (a name, or a number), or nullopt with `why` set.
+std::optional<gid_t> group_id(std::string const& group, std::string& why)
+{
+  if (!group.empty() && std::all_of(group.begin(), group.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    unsigned long long v = 0;
+    for (char c : group) {
+      v = v * 10 + static_cast<unsigned>(c - '0');
+      if (v > 0x7fffffffULL) { break; }
+    }
+    if (v <= 0x7fffffffULL) { return static_cast<gid_t>(v); }
+  }
+  std::vector<char> buf(16384);
+  ::group g{};
+  ::group* found = nullptr;
+  int e = 0;
+  while ((e = ::getgrnam_r(group.c_str(), &g, buf.data(), buf.size(), &found)) == ERANGE && buf.size() < (1U << 24U)) {
+    buf.resize(buf.size() * 4);  // a group with many members
+  }
+  if (found == nullptr) {
+    why = "publish.group '" + printable(group) + "': " + (e != 0 ? errno_text(e) : std::string("no such group"));
+    return std::nullopt;
+  }
+  return found->gr_gid;
+}
+
+std::string file_kind(mode_t m)
+{
+  if (S_ISFIFO(m)) { return "a FIFO"; }
+  if (S_ISDIR(m)) { return "a directory"; }
+  if (S_ISLNK(m)) { return "a symbolic link"; }
+  if (S_ISSOCK(m)) { return "a socket"; }
+  if (S_ISCHR(m) || S_ISBLK(m)) { return "a device"; }
+  return "not a regular file";
+}
+
+char const* hex_digit(unsigned v) { return &"0123456789abcdef"[v & 0xFU]; }
+
+void put_hex(std::string& out, unsigned char c)
+{
+  out += "\\x";
+  out += *hex_digit(c >> 4U);
+  out += *hex_digit(c);
+}
+
+/// The length of the valid UTF-8 sequence at s[i], or 0 when it is not one (overlong
+/// forms, surrogates and code points beyond U+10FFFF are not).
+std::size_t utf8_length(std::string_view s, std::size_t i, std::uint32_t& cp)
+{
+  auto const b = static_cast<unsigned char>(s[i]);
+  std::size_t n = 0;
+  std::uint32_t min = 0;
+  if (b < 0x80U) {
+    cp = b;
+    return 1;
+  }
+  if ((b & 0xE0U) == 0xC0U) {
+    n = 2, cp = b & 0x1FU, min = 0x80;
+  } else if ((b & 0xF0U) == 0xE0U) {
+    n = 3, cp = b & 0x0FU, min = 0x800;
+  } else if ((b & 0xF8U) == 0xF0U) {
+    n = 4, cp = b & 0x07U, min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) { return 0; }
+  for (std::size_t k = 1; k < n; ++k) {
+    auto const c = static_cast<unsigned char>(s[i + k]);
+    if ((c & 0xC0U) != 0x80U) { return 0; }
+    cp = (cp << 6U) | (c & 0x3FU);
+  }
+  if (cp < min || cp > 0x10FFFFU || (cp >= 0xD800U && cp <= 0xDFFFU)) { return 0; }
+  return n;
+}
+
+/// tierpool.<digits>.<digits>
+bool is_segment_name(std::string_view n)
+{
+  std::string_view const prefix(kPrefix);
+  if (n.rfind(prefix, 0) != 0) { return false; }
+  n.remove_prefix(prefix.size());
+  std::size_t const dot = n.find('.');
+  auto digits = [](std::string_view d) {
+    return !d.empty() && d.size() <= 19 && std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  return dot != std::string_view::npos && digits(n.substr(0, dot)) && digits(n.substr(dot + 1));
+}
+
 }  // namespace
+
+std::string printable(std::string_view s)
+{
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    std::uint32_t cp = 0;
+    std::size_t const n = utf8_length(s, i, cp);
+    if (n == 0) {
+      put_hex(out, static_cast<unsigned char>(s[i]));  // not UTF-8: each byte shown
+      ++i;
+    } else if (cp == '\n') {
+      out += "\\n";
+      ++i;
+    } else if (cp < 0x20U || cp == 0x7FU || (cp >= 0x80U && cp < 0xA0U)) {  // C0, DEL, C1 controls
+      for (std::size_t k = 0; k < n; ++k) { put_hex(out, static_cast<unsigned char>(s[i + k])); }
+      i += n;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+std::string classify_open_error(int err, std::string const& path)
+{
+  if (err == EACCES || err == EPERM) {
+    std::string why = "not permitted to read it";
+    struct ::stat sb {};
+    if (::lstat(path.c_str(), &sb) == 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(sb.st_mode & 07777U));
+      why += std::string(" (mode ") + mode + ", owner uid " + std::to_string(sb.st_uid) + ", group gid " +
+             std::to_string(sb.st_gid) + ")";
+    }
+    return why + ": its pool lets only its owner read it unless publish_options::group names a group of this user";
+  }
+  if (err == ELOOP) { return "a symbolic link, not a stats segment"; }
+  return errno_text(err);
+}
 
 void copy_words(void* to, void const* from, std::size_t bytes, std::memory_order load_order,
                 std::memory_order store_order) noexcept
@@ -186,37 +322,58 @@ pool_stats stats_of(seg_payload const& p)
 
 std::unique_ptr<publisher> publisher::create(std::string const& name, std::string const& backend,
                                              std::string const& device, std::uint32_t interval_ms, source src,
-                                             std::string& why)
+                                             std::string& why, std::string const& group)
 {
   std::unique_ptr<publisher> p(new publisher());
   std::size_t const bytes = sizeof(segment_layout);
+  // Who may read it: its owner; and the group asked for, if any.
+  mode_t mode = 0600;
+  std::optional<gid_t> gid;
+  if (!group.empty()) {
+    gid = group_id(group, why);
+    if (!gid) { return nullptr; }
+    mode = 0640;
+  }
+  std::string const dir = stats_segment_directory();
   std::string seg;
+  std::string path;
   int fd = -1;
   for (int attempt = 0; attempt < 2 && fd < 0; ++attempt) {
     seg = std::string(kPrefix) + std::to_string(::getpid()) + "." +
           std::to_string(g_next_segment.fetch_add(1, std::memory_order_relaxed));
-    fd = ::shm_open(("/" + seg).c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0644);
+    path = dir + "/" + seg;
+    // What shm_open does on Linux, in a directory tests can change; never through a link.
+    fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0 && errno == EEXIST) {
-      ::shm_unlink(("/" + seg).c_str());  // left by an exited process with our pid
+      ::unlink(path.c_str());  // left by an exited process with our pid
     } else if (fd < 0) {
       break;
     }
   }
   if (fd < 0) {
-    why = "shm_open(/" + seg + "): " + errno_text(errno);
+    why = "creating " + path + ": " + errno_text(errno);
     return nullptr;
   }
-  void* base = MAP_FAILED;
-  if (::ftruncate(fd, static_cast<off_t>(bytes)) == 0) {
-    base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  // From here every failure removes the file: a pool that does not publish leaves nothing.
+  auto fail = [&](std::string const& what, int err) {
+    ::close(fd);
+    ::unlink(path.c_str());
+    why = what + " " + path + ": " + errno_text(err);
+    return nullptr;
+  };
+  if (gid && ::fchown(fd, static_cast<uid_t>(-1), *gid) != 0) {
+    return fail("giving group '" + printable(group) + "' (gid " + std::to_string(*gid) + ")", errno);
   }
-  int const err = errno;
+  if (::fchmod(fd, mode) != 0) { return fail("setting the mode of", errno); }  // exact, whatever the umask
+  // Reserve the pages now: a segment only ftruncate()d is sparse, and the first store to a
+  // page /dev/shm has no room for would kill the process with SIGBUS.
+  if (int const e = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); e != 0) {
+    return fail("reserving " + std::to_string(bytes) + " bytes for", e);
+  }
+  void* const base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) { return fail("mapping", errno); }
   ::close(fd);
-  if (base == MAP_FAILED) {
-    ::shm_unlink(("/" + seg).c_str());
-    why = "mapping /dev/shm/" + seg + ": " + errno_text(err);
-    return nullptr;
-  }
+  p->path_ = std::move(path);
   p->segment_ = std::move(seg);
   p->owner_pid_ = ::getpid();
   p->base_ = base;
@@ -256,7 +413,7 @@ publisher::~publisher()
   stop();
   if (base_ != nullptr) {
     ::munmap(base_, bytes_);
-    ::shm_unlink(("/" + segment_).c_str());
+    ::unlink(path_.c_str());
   }
 }
 
@@ -305,21 +462,48 @@ void publisher::run()
 // ---- readers ----------------------------------------------------------------------------
 
 namespace tierpool {
+namespace {
+std::mutex g_dir_mtx;
+std::string g_dir;  // guarded by g_dir_mtx; empty: /dev/shm
+}  // namespace
+
+std::string stats_segment_directory()
+{
+  std::lock_guard lock(g_dir_mtx);
+  return g_dir.empty() ? std::string("/dev/shm") : g_dir;
+}
+
+void set_stats_segment_directory(std::string const& dir)
+{
+  std::lock_guard lock(g_dir_mtx);
+  g_dir = dir;
+}
 
 published_pool read_published_pool(std::string const& segment)
 {
   using namespace telemetry;
+  std::string const dir = stats_segment_directory();
+  std::string const path = dir + "/" + segment;
   auto fail = [&](std::string const& why) -> stats_segment_error {
-    return stats_segment_error("stats segment /dev/shm/" + segment + ": " + why);
+    return stats_segment_error("stats segment " + dir + "/" + printable(segment) + ": " + why);
   };
-  if (segment.empty() || segment.find('/') != std::string::npos) { throw fail("not a segment name"); }
-  int const fd = ::shm_open(("/" + segment).c_str(), O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0) { throw fail(errno_text(errno)); }
+  if (!is_segment_name(segment)) { throw fail("not a segment name (tierpool.<pid>.<n>)"); }
+  // /dev/shm is world-writable: anyone may put a FIFO, a link or a device there under a
+  // segment's name. Look before opening (opening a FIFO blocks; a device may act on it),
+  // then open without blocking or following links and look again at what was opened.
   struct ::stat sb {};
+  if (::lstat(path.c_str(), &sb) != 0) { throw fail(classify_open_error(errno, path)); }
+  if (!S_ISREG(sb.st_mode)) { throw fail(file_kind(sb.st_mode) + ", not a stats segment"); }
+  int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+  if (fd < 0) { throw fail(classify_open_error(errno, path)); }
   if (::fstat(fd, &sb) != 0) {
     int const e = errno;
     ::close(fd);
     throw fail(errno_text(e));
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    ::close(fd);
+    throw fail(file_kind(sb.st_mode) + ", not a stats segment");
   }
   if (static_cast<std::size_t>(sb.st_size) < sizeof(segment_layout)) {
     ::close(fd);
@@ -362,9 +546,10 @@ published_pool read_published_pool(std::string const& segment)
   out.segment = segment;
   out.pid = p.pid;
   out.alive = process_alive(p.pid);
-  out.name = get_string(p.name);
-  out.backend = get_string(p.backend);
-  out.device = get_string(p.device);
+  // What a segment says is another process's word: printable text only, finite figures.
+  out.name = printable(get_string(p.name));
+  out.backend = printable(get_string(p.backend));
+  out.device = printable(get_string(p.device));
   out.interval_ms = p.interval_ms;
   out.updates = p.updates;
   out.uptime_seconds = static_cast<double>(p.updated_unix_ns - std::min(p.updated_unix_ns, p.started_unix_ns)) * 1e-9;
@@ -373,16 +558,28 @@ published_pool read_published_pool(std::string const& segment)
   out.tier_count = p.tier_count;
   out.tenant_count = p.tenant_count;
   out.stats = stats_of(p);
+  auto finite = [&out](double& v, std::string const& what) {
+    if (!std::isfinite(v)) {
+      out.problems.push_back(what + " was " + (std::isnan(v) ? "NaN" : v > 0 ? "+infinity" : "-infinity") +
+                             "; shown as 0");
+      v = 0.0;
+    }
+  };
+  finite(out.stats.stall_seconds, "stall_seconds");
+  for (tier_stats& t : out.stats.tiers) {
+    t.name = printable(t.name);
+    finite(t.fragmentation, "tier '" + t.name + "' fragmentation");
+  }
   return out;
 }
 
 namespace {
 
-std::vector<std::string> list_segments()
+std::vector<std::string> list_segments(std::string const& dir)
 {
   std::vector<std::string> names;
   std::error_code ec;
-  for (auto const& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
+  for (auto const& e : std::filesystem::directory_iterator(dir, ec)) {
     std::string n = e.path().filename().string();
     if (n.rfind(telemetry::kPrefix, 0) == 0) { names.push_back(std::move(n)); }
   }
@@ -395,12 +592,12 @@ std::vector<std::string> list_segments()
 published_scan scan_published_pools(bool include_exited)
 {
   published_scan out;
-  for (std::string const& n : list_segments()) {
+  for (std::string const& n : list_segments(stats_segment_directory())) {
     try {
       published_pool p = read_published_pool(n);
       if (p.alive || include_exited) { out.pools.push_back(std::move(p)); }
     } catch (stats_segment_error const& e) {
-      out.skipped.push_back(n + ": " + e.what());
+      out.skipped.push_back(telemetry::printable(n) + ": " + e.what());
     }
   }
   std::sort(out.pools.begin(), out.pools.end(), [](published_pool const& a, published_pool const& b) {
@@ -409,20 +606,28 @@ published_scan scan_published_pools(bool include_exited)
   return out;
 }
 
-std::vector<std::string> remove_exited_pools()
+published_cleanup clean_exited_pools()
 {
-  std::vector<std::string> removed;
-  for (std::string const& n : list_segments()) {
-    // The pid is in the name, so even an unreadable segment of an exited process goes.
+  published_cleanup out;
+  std::string const dir = stats_segment_directory();
+  for (std::string const& n : list_segments(dir)) {
+    // The pid is in the name, so even an unreadable segment of an exited process goes;
+    // a file not named like a segment is not ours to remove.
+    if (!telemetry::is_segment_name(n)) { continue; }
     std::string_view rest(n);
     rest.remove_prefix(std::string_view(telemetry::kPrefix).size());
     std::int64_t pid = 0;
-    std::size_t i = 0;
-    for (; i < rest.size() && rest[i] >= '0' && rest[i] <= '9'; ++i) { pid = pid * 10 + (rest[i] - '0'); }
-    if (i == 0 || i >= rest.size() || rest[i] != '.' || telemetry::process_alive(pid)) { continue; }
-    if (::shm_unlink(("/" + n).c_str()) == 0) { removed.push_back(n); }
+    auto const [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), pid);
+    if (ec != std::errc() || end == rest.data() || telemetry::process_alive(pid)) { continue; }
+    if (::unlink((dir + "/" + n).c_str()) == 0) {
+      out.removed.push_back(n);
+    } else if (errno != ENOENT) {  // ENOENT: another cleaner was first
+      out.failed.push_back(n + ": " + telemetry::errno_text(errno));
+    }
   }
-  return removed;
+  return out;
 }
+
+std::vector<std::string> remove_exited_pools() { return clean_exited_pools().removed; }
 
 }  // namespace tierpool

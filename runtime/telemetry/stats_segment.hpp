@@ -22,6 +22,7 @@
 
 #include <tierpool/telemetry.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <condition_variable>
@@ -31,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 namespace tierpool::telemetry {
@@ -103,12 +105,18 @@ void fill_payload(seg_payload& p, pool_stats const& st);
 /// is shared: the writer stores with release, the reader loads with acquire).
 void copy_words(void* to, void const* from, std::size_t bytes, std::memory_order load_order,
                 std::memory_order store_order) noexcept;
-/// Copy a string into a fixed NUL-padded array (cut to fit, always terminated).
+/// Copy a string into a fixed NUL-padded array (cut to fit, always terminated; a cut never
+/// splits a UTF-8 sequence, so a valid name stays valid).
 template <std::size_t N>
 void put_string(std::array<char, N>& to, std::string const& s) noexcept
 {
   to.fill('\0');
-  s.copy(to.data(), N - 1);
+  std::size_t n = std::min(s.size(), N - 1);
+  if (n < s.size()) {
+    // Back off over continuation bytes (10xxxxxx) to the start of the sequence cut.
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0U) == 0x80U) { --n; }
+  }
+  s.copy(to.data(), n);
 }
 /// The string in a fixed array (up to its first NUL).
 template <std::size_t N>
@@ -119,11 +127,22 @@ template <std::size_t N>
   return {a.data(), n};
 }
 
+/// Text a segment says, made safe to print and to put in JSON: valid UTF-8 is kept, except
+/// control characters (C0, DEL, C1), which become `\xNN` (`\n` for a newline); each byte of
+/// an invalid sequence becomes `\xNN`.
+[[nodiscard]] std::string printable(std::string_view s);
+
+/// The outcome of opening a segment for reading (classify_open_error names it).
+[[nodiscard]] std::string classify_open_error(int err, std::string const& path);
+
 /**
  * One pool's published segment and the thread that refreshes it.
  *
- * create() makes /dev/shm/tierpool.<pid>.<n> (mode 0644) and returns null with `why` set
- * when it cannot (no /dev/shm, no space): publishing is best effort and never fails a pool.
+ * create() makes /dev/shm/tierpool.<pid>.<n> with its pages reserved (so that a full
+ * /dev/shm is an error here, never a SIGBUS later), mode 0600, or 0640 owned by `group`
+ * when that names a group (name or number), and returns null with `why` set when it
+ * cannot (no /dev/shm, no space, no such group), leaving no file behind: publishing is
+ * best effort and never fails a pool.
  * publish() writes `stats()` now (thread-safe; serialized). With interval_ms > 0 a thread
  * calls it every interval until stop(). The destructor stops the thread and removes the
  * segment.
@@ -135,7 +154,7 @@ class publisher {
 
   static std::unique_ptr<publisher> create(std::string const& name, std::string const& backend,
                                            std::string const& device, std::uint32_t interval_ms, source src,
-                                           std::string& why);
+                                           std::string& why, std::string const& group = {});
   ~publisher();
   publisher(publisher const&) = delete;
   publisher& operator=(publisher const&) = delete;
@@ -152,6 +171,7 @@ class publisher {
   void run();
 
   std::string segment_;
+  std::string path_;  // directory and name: where it was made, whatever the directory is now
   std::int64_t owner_pid_{0};  // a forked child inherits the object, not the thread or the segment
   void* base_{nullptr};
   std::size_t bytes_{0};

@@ -13,18 +13,27 @@
 
 #include <boost/json.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,6 +82,46 @@ telemetry::segment_layout read_layout(std::string const& seg)
   EXPECT_EQ(::read(fd, &lay, sizeof lay), static_cast<ssize_t>(sizeof lay));
   ::close(fd);
   return lay;
+}
+
+/// Run `body` in a forked child, bounded by alarm(seconds) so that a hang fails instead
+/// of waiting forever; its exit code, or minus the signal that ended it.
+template <class F>
+int in_child(F&& body, unsigned seconds = 60)
+{
+  std::fflush(nullptr);
+  pid_t const child = ::fork();
+  if (child < 0) { return -1000; }
+  if (child == 0) {
+    ::alarm(seconds);
+    int code = 98;
+    try {
+      code = body();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): reported as 98
+    }
+    std::fflush(nullptr);
+    ::_exit(code);
+  }
+  int st = 0;
+  if (::waitpid(child, &st, 0) != child) { return -1001; }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+}
+
+constexpr int kSkip = 77;  // the child could not set up what it needs
+
+/// Become the unprivileged user nobody (65534); false when this process may not.
+bool become_nobody()
+{
+  return ::setgroups(0, nullptr) == 0 && ::setgid(65534) == 0 && ::setuid(65534) == 0 && ::geteuid() == 65534;
+}
+
+bool has_segment_files(std::string const& dir)
+{
+  std::error_code ec;
+  for (auto const& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().filename().string().rfind("tierpool.", 0) == 0) { return true; }
+  }
+  return false;
 }
 
 struct env_guard {
@@ -262,7 +311,7 @@ TEST(Monitor, APoolThatCannotPublishWorksAsUsual)
       if (::setrlimit(RLIMIT_NOFILE, &none) != 0) { ::_exit(10); }
       pool p(o);
       if (!p.stats_segment().empty()) { code = 11; }
-      if (p.publishing_error().find("shm_open(/tierpool.") != 0 ||
+      if (p.publishing_error().find("creating /dev/shm/tierpool.") != 0 ||
           p.publishing_error().find("Too many open files") == std::string::npos) {
         code = 12;
       }
@@ -429,6 +478,253 @@ TEST(Monitor, SegmentsOfExitedProcessesAreSkippedAndCleaned)
   EXPECT_TRUE(segment_exists(p.stats_segment()));  // ours is live: kept
 }
 
+// Issue 12 item 6: a segment only ftruncate()d is sparse; with /dev/shm full, the first
+// store to it killed the process with SIGBUS and left the file. Its pages are reserved at
+// creation now: a full /dev/shm is a publishing error, the pool works, no file is left.
+// In a child with a mount namespace of its own and a 64 KiB tmpfs, filled, on /dev/shm.
+TEST(Monitor, AFullShmIsAnErrorAtCreationNotASigbus)
+{
+  int const code = in_child([] {
+    if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("tmpfs", "/dev/shm", "tmpfs", 0, "size=64k,mode=1777") != 0) {
+      return kSkip;
+    }
+    {
+      std::ofstream filler("/dev/shm/fill", std::ios::binary);
+      std::vector<char> const block(4096, 'x');
+      for (int i = 0; i < 64 && filler.write(block.data(), static_cast<std::streamsize>(block.size())); ++i) {}
+    }
+    pool_options o = published("full-shm");
+    o.notice = fallback_notice::silent;
+    pool p(o);
+    if (!p.stats_segment().empty()) { return 11; }
+    if (p.publishing_error().find("reserving " + std::to_string(sizeof(telemetry::segment_layout)) +
+                                  " bytes for /dev/shm/tierpool.") != 0 ||
+        p.publishing_error().find("No space left on device") == std::string::npos) {
+      std::fprintf(stderr, "publishing_error: %s\n", p.publishing_error().c_str());
+      return 12;
+    }
+    if (has_segment_files("/dev/shm")) { return 13; }
+    tensor t = p.allocate(64_KiB);
+    fill(p, t, 9, 1);
+    p.publish();  // a no-op
+    return check(p, t, 9, 1) && p.validate() ? 0 : 14;
+  });
+  if (code == kSkip) { GTEST_SKIP() << "cannot mount a tmpfs on /dev/shm in a mount namespace of its own (needs CAP_SYS_ADMIN)"; }
+  EXPECT_EQ(code, 0) << "-7: SIGBUS; 11: published anyway; 12: no reason; 13: segment left behind; 14: pool broken";
+}
+
+// Issue 12 item 16: segments name the program's tensors and tiers; only the owner (and
+// root) may read them, whatever the umask.
+TEST(Monitor, SegmentsAreOwnerOnlyByDefault)
+{
+  mode_t const old_mask = ::umask(0);
+  pool p(published("private"));
+  ::umask(old_mask);
+  ASSERT_FALSE(p.stats_segment().empty()) << p.publishing_error();
+  struct ::stat sb {};
+  ASSERT_EQ(::stat(("/dev/shm/" + p.stats_segment()).c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 07777U, 0600U);
+  EXPECT_TRUE(S_ISREG(sb.st_mode));
+  EXPECT_EQ(sb.st_uid, ::geteuid());
+}
+
+TEST(Monitor, PublishGroupLetsThatGroupRead)
+{
+  auto mode_and_group = [](pool const& p) {
+    struct ::stat sb {};
+    EXPECT_EQ(::stat(("/dev/shm/" + p.stats_segment()).c_str(), &sb), 0) << p.stats_segment();
+    return std::pair<unsigned, gid_t>(sb.st_mode & 07777U, sb.st_gid);
+  };
+  // By number, and by name (our own group: any process may give a file to it).
+  gid_t const mine = ::getegid();
+  pool_options o = published("group-by-number");
+  o.publish.group = std::to_string(mine);
+  pool a(o);
+  ASSERT_FALSE(a.stats_segment().empty()) << a.publishing_error();
+  EXPECT_EQ(mode_and_group(a), (std::pair<unsigned, gid_t>(0640U, mine)));
+  if (::group const* g = ::getgrgid(mine); g != nullptr) {
+    o.publish.group = g->gr_name;
+    pool b(o);
+    ASSERT_FALSE(b.stats_segment().empty()) << b.publishing_error();
+    EXPECT_EQ(mode_and_group(b), (std::pair<unsigned, gid_t>(0640U, mine)));
+  }
+  // Another group, given by TIERPOOL_PUBLISH_GROUP (which wins over the field), where we
+  // may (root may give a file to any group).
+  if (::geteuid() == 0) {
+    pool_options e = published("group-from-env");
+    e.publish.group = "0";
+    e.read_environment = true;
+    env_guard const g("TIERPOOL_PUBLISH_GROUP", "65534");
+    pool c(e);
+    ASSERT_FALSE(c.stats_segment().empty()) << c.publishing_error();
+    EXPECT_EQ(mode_and_group(c), (std::pair<unsigned, gid_t>(0640U, 65534)));
+    e.ignore_environment = {"TIERPOOL_PUBLISH_GROUP"};  // the program decides: the field wins
+    pool f(e);
+    ASSERT_FALSE(f.stats_segment().empty()) << f.publishing_error();
+    EXPECT_EQ(mode_and_group(f), (std::pair<unsigned, gid_t>(0640U, 0)));
+  }
+  // No such group: a publishing error, the pool works, nothing is left behind.
+  pool_options bad = published("no-group");
+  bad.publish.group = "no-such-group-tierpool";
+  bad.notice = fallback_notice::silent;
+  pool d(bad);
+  EXPECT_EQ(d.stats_segment(), "");
+  EXPECT_EQ(d.publishing_error(), "publish.group 'no-such-group-tierpool': no such group");
+  tensor t = d.allocate(4_KiB);
+  EXPECT_TRUE(d.validate());
+}
+
+// Issue 12 item 16: a segment another user may not read is skipped with a reason that
+// says so (mode, owner). As the user nobody, in a child; root could read anything.
+TEST(Monitor, ASegmentThatMayNotBeReadIsSkippedWithThatReason)
+{
+  pool p(published("not-yours"));
+  std::string const seg = p.stats_segment();
+  ASSERT_FALSE(seg.empty()) << p.publishing_error();
+  std::string const owner = std::to_string(::geteuid());
+  std::string const group = std::to_string(::getegid());
+  int const code = in_child([&] {
+    if (!become_nobody()) { return kSkip; }
+    try {
+      (void)read_published_pool(seg);
+      return 11;  // read: the segment is readable by others
+    } catch (stats_segment_error const& e) {
+      std::string const want = "stats segment /dev/shm/" + seg + ": not permitted to read it (mode 0600, owner uid " +
+                               owner + ", group gid " + group + ")";
+      if (std::string(e.what()).rfind(want, 0) != 0 ||
+          std::string(e.what()).find("publish_options::group") == std::string::npos) {
+        std::fprintf(stderr, "%s\n", e.what());
+        return 12;
+      }
+    }
+    published_scan const scan = scan_published_pools();
+    bool const said = std::any_of(scan.skipped.begin(), scan.skipped.end(), [&](std::string const& s) {
+      return s.rfind(seg + ": ", 0) == 0 && s.find("not permitted to read it") != std::string::npos;
+    });
+    return said ? 0 : 13;
+  });
+  if (code == kSkip) { GTEST_SKIP() << "cannot become the user nobody (not root?)"; }
+  EXPECT_EQ(code, 0) << "11: read another user's segment; 12: wrong reason; 13: the scan did not say";
+}
+
+// Issue 12 item 8: /dev/shm is world-writable, so anyone may put a FIFO (opening one
+// blocks until a writer comes) or a link there under a segment's name. They are refused
+// without being waited on. In a child bounded by alarm(): before, the read hung.
+TEST(Monitor, AFifoOrALinkNamedLikeASegmentIsRefusedNotWaitedOn)
+{
+  pool p(published("beside-a-fifo"));
+  std::string const base = "tierpool." + std::to_string(::getpid()) + ".95";
+  std::string const fifo = base + "1";
+  std::string const link = base + "2";
+  std::string const dir = base + "3";
+  ASSERT_EQ(::mkfifo(("/dev/shm/" + fifo).c_str(), 0666), 0) << std::strerror(errno);
+  ASSERT_EQ(::symlink(("/dev/shm/" + p.stats_segment()).c_str(), ("/dev/shm/" + link).c_str()), 0);
+  ASSERT_EQ(::mkdir(("/dev/shm/" + dir).c_str(), 0700), 0);
+  struct cleanup {
+    std::vector<std::string> names;
+    ~cleanup()
+    {
+      for (std::string const& n : names) { ::remove(("/dev/shm/" + n).c_str()); }
+    }
+  } const guard{{fifo, link, dir}};
+  int const code = in_child(
+    [&] {
+      auto reason = [](std::string const& seg) {
+        try {
+          (void)read_published_pool(seg);
+        } catch (stats_segment_error const& e) {
+          return std::string(e.what());
+        }
+        return std::string("(read)");
+      };
+      if (reason(fifo) != "stats segment /dev/shm/" + fifo + ": a FIFO, not a stats segment") { return 11; }
+      if (reason(link) != "stats segment /dev/shm/" + link + ": a symbolic link, not a stats segment") { return 12; }
+      if (reason(dir) != "stats segment /dev/shm/" + dir + ": a directory, not a stats segment") { return 13; }
+      published_scan const scan = scan_published_pools();
+      bool const fifo_skipped = std::any_of(scan.skipped.begin(), scan.skipped.end(),
+                                            [&](std::string const& s) { return s.rfind(fifo + ": ", 0) == 0; });
+      bool const pool_read = std::any_of(scan.pools.begin(), scan.pools.end(),
+                                         [&](published_pool const& q) { return q.segment == p.stats_segment(); });
+      return fifo_skipped && pool_read ? 0 : 14;
+    },
+    20);
+  EXPECT_EQ(code, 0) << "-14: hung (SIGALRM); 11: FIFO, 12: link, 13: directory not refused as such; 14: scan";
+}
+
+// Issue 12 item 9: what a segment says is another process's word. Text is made printable
+// (no escape sequence or newline reaches a terminal; JSON stays valid UTF-8) and figures
+// finite, and the pool is still shown.
+TEST(Monitor, WhatASegmentSaysIsMadePrintableAndFinite)
+{
+  using telemetry::printable;
+  EXPECT_EQ(printable("plain name"), "plain name");
+  EXPECT_EQ(printable("caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80"), "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80");  // kept
+  EXPECT_EQ(printable("a\x1b[2Jb\nc\x7f"), "a\\x1b[2Jb\\nc\\x7f");
+  EXPECT_EQ(printable("\xc2\x9b"), "\\xc2\\x9b");  // C1 CSI
+  EXPECT_EQ(printable("\xff\xfe"), "\\xff\\xfe");
+  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");            // overlong '/'
+  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+  EXPECT_EQ(printable("x\xe2\x9c"), "x\\xe2\\x9c");          // cut short
+  EXPECT_EQ(printable(std::string("a\0b", 3)), "a\\x00b");
+  // A long UTF-8 name is cut between characters, never inside one.
+  std::array<char, 8> a{};
+  telemetry::put_string(a, "abcdef\xc3\xa9xyz");  // 'é' would straddle the 7-byte limit
+  EXPECT_EQ(telemetry::get_string(a), "abcdef");
+  telemetry::put_string(a, "abcde\xc3\xa9xyz");  // 'é' ends at the limit
+  EXPECT_EQ(telemetry::get_string(a), "abcde\xc3\xa9");
+
+  pool p(published("template"));
+  telemetry::segment_layout lay = read_layout(p.stats_segment());
+  telemetry::put_string(lay.payload.name, "evil\x1b[2J\nname\xff");
+  telemetry::put_string(lay.payload.tiers[0].name, "\xfe\x9b tier");
+  lay.payload.tiers[1].fragmentation = std::numeric_limits<double>::quiet_NaN();
+  lay.payload.stall_seconds = std::numeric_limits<double>::infinity();
+  raw_segment const evil("tierpool." + std::to_string(::getpid()) + ".971", &lay, sizeof lay);
+  published_pool const got = read_published_pool(evil.name);
+  EXPECT_EQ(got.name, "evil\\x1b[2J\\nname\\xff");
+  EXPECT_EQ(got.stats.tiers[0].name, "\\xfe\\x9b tier");
+  EXPECT_EQ(got.stats.tiers[1].fragmentation, 0.0);
+  EXPECT_EQ(got.stats.stall_seconds, 0.0);
+  std::vector<std::string> const want{"stall_seconds was +infinity; shown as 0",
+                                      "tier '" + got.stats.tiers[1].name + "' fragmentation was NaN; shown as 0"};
+  EXPECT_EQ(got.problems, want);
+  EXPECT_TRUE(read_published_pool(p.stats_segment()).problems.empty());
+  // Its JSON is valid.
+  EXPECT_NO_THROW((void)boost::json::parse(to_json(got.stats)));
+}
+
+// Issue 12 item 18: in /dev/shm (sticky) only a segment's owner or root may remove it;
+// clean says which it could not remove and why. In a sticky directory of our own, so that
+// no other test's cleaning races this one, as the user nobody.
+TEST(Monitor, CleanSaysWhatItMayNotRemove)
+{
+  char tmpl[] = "/tmp/tierpool-clean-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string const dir = tmpl;
+  ASSERT_EQ(::chmod(dir.c_str(), 01777), 0);
+  pid_t const dead = ::fork();
+  ASSERT_GE(dead, 0);
+  if (dead == 0) { ::_exit(0); }
+  int st = 0;
+  ASSERT_EQ(::waitpid(dead, &st, 0), dead);
+  std::string const stale = "tierpool." + std::to_string(dead) + ".1";
+  { std::ofstream(dir + "/" + stale) << "left by a crash"; }
+  int const code = in_child([&] {
+    if (!become_nobody()) { return kSkip; }
+    set_stats_segment_directory(dir);
+    published_cleanup const done = clean_exited_pools();
+    if (!done.removed.empty()) { return 11; }
+    if (done.failed != std::vector<std::string>{stale + ": Operation not permitted"}) { return 12; }
+    return 0;
+  });
+  bool const still_there = std::filesystem::exists(dir + "/" + stale);
+  std::filesystem::remove_all(dir);
+  if (code == kSkip) { GTEST_SKIP() << "cannot become the user nobody (not root?)"; }
+  EXPECT_EQ(code, 0) << "11: removed another user's segment; 12: did not say why";
+  EXPECT_TRUE(still_there);
+}
+
 #ifdef TIERPOOL_CLI
 std::string run(std::string const& cmd)
 {
@@ -471,6 +767,132 @@ TEST(Monitor, TopShowsThisProcesssPool)
   EXPECT_NE(text.find("tensors 3 (1.5 MiB)"), std::string::npos) << text;
   EXPECT_NE(text.find("tenant 7: 3 tensors, 1.5 MiB"), std::string::npos) << text;
   EXPECT_NE(text.find("  device "), std::string::npos) << text;
+}
+
+/// `cmd`'s standard output and exit status (bounded: run under timeout(1)).
+std::pair<std::string, int> run_status(std::string const& cmd)
+{
+  std::string out;
+  FILE* f = ::popen(("timeout 30 " + cmd).c_str(), "r");
+  if (f == nullptr) { return {out, -1}; }
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) != 0;) { out.append(buf, n); }
+  int const st = ::pclose(f);
+  return {out, WIFEXITED(st) ? WEXITSTATUS(st) : -1};
+}
+
+// Issue 12 item 8: `top` never waits on a FIFO named like a segment; it says it skipped it.
+TEST(Monitor, TopSkipsAFifoNamedLikeASegment)
+{
+  pool p(published("top-beside-a-fifo"));
+  std::string const fifo = "tierpool." + std::to_string(::getpid()) + ".981";
+  ASSERT_EQ(::mkfifo(("/dev/shm/" + fifo).c_str(), 0666), 0) << std::strerror(errno);
+  auto const [js, rc] = run_status(std::string(TIERPOOL_CLI) + " top --once --json");
+  ::unlink(("/dev/shm/" + fifo).c_str());
+  ASSERT_EQ(rc, 0) << "124: timed out (waited on the FIFO)\n" << js;
+  boost::json::object const doc = boost::json::parse(js).as_object();
+  bool skipped = false;
+  for (auto const& v : doc.at("skipped").as_array()) {
+    skipped = skipped || std::string(v.as_string()).rfind(fifo + ": ", 0) == 0;
+  }
+  EXPECT_TRUE(skipped) << js;
+  bool shown = false;
+  for (auto const& v : doc.at("pools").as_array()) { shown = shown || v.at("segment").as_string() == p.stats_segment(); }
+  EXPECT_TRUE(shown) << js;
+}
+
+// Issue 12 item 9: one segment with a bad name and non-finite figures neither breaks
+// `top --json` for the others nor writes escape sequences or newlines to the terminal.
+TEST(Monitor, TopShowsABadSegmentSafelyBesideTheOthers)
+{
+  pool p(published("good-pool"));
+  telemetry::segment_layout lay = read_layout(p.stats_segment());
+  telemetry::put_string(lay.payload.name, "bad\x1b[2J\npool\xff");
+  telemetry::put_string(lay.payload.tiers[0].name, "t\xfe\r\n");
+  lay.payload.tiers[0].fragmentation = std::numeric_limits<double>::quiet_NaN();
+  lay.payload.stall_seconds = -std::numeric_limits<double>::infinity();
+  raw_segment const bad("tierpool." + std::to_string(::getpid()) + ".982", &lay, sizeof lay);
+  std::string const pid = std::to_string(::getpid());
+
+  auto const [js, rc] = run_status(std::string(TIERPOOL_CLI) + " top --once --json --pid " + pid);
+  ASSERT_EQ(rc, 0) << js;
+  boost::json::object doc;
+  ASSERT_NO_THROW(doc = boost::json::parse(js).as_object()) << js;
+  boost::json::array const& pools = doc.at("pools").as_array();
+  ASSERT_EQ(pools.size(), 2U) << js;
+  for (auto const& v : pools) {
+    if (v.at("segment").as_string() == bad.name) {
+      EXPECT_EQ(v.at("name").as_string(), "bad\\x1b[2J\\npool\\xff");
+      EXPECT_EQ(v.at("stats").at("tiers").as_array()[0].at("name").as_string(), "t\\xfe\\x0d\\n");
+      EXPECT_EQ(v.at("problems").as_array().size(), 2U) << js;
+    } else {
+      EXPECT_EQ(v.at("name").as_string(), "good-pool");
+      EXPECT_TRUE(v.at("problems").as_array().empty());
+    }
+  }
+
+  auto const [text, trc] = run_status(std::string(TIERPOOL_CLI) + " top -n 1 --pid " + pid);
+  ASSERT_EQ(trc, 0) << text;
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\r'), std::string::npos) << text;
+  EXPECT_NE(text.find("pid " + pid + "  bad\\x1b[2J\\npool\\xff  sim"), std::string::npos) << text;
+  EXPECT_NE(text.find("pid " + pid + "  good-pool  sim"), std::string::npos) << text;
+  EXPECT_NE(text.find("(segment corrected: stall_seconds was -infinity; shown as 0)"), std::string::npos) << text;
+}
+
+// Issue 12 item 16: `top` says when it skips a segment it may not read.
+TEST(Monitor, TopSaysWhenItMayNotReadASegment)
+{
+  pool p(published("top-not-yours"));
+  std::string const seg = p.stats_segment();
+  int const code = in_child([&] {
+    if (!become_nobody()) { return kSkip; }
+    auto const [text, rc] = run_status(std::string(TIERPOOL_CLI) + " top --once");
+    std::string const want = "skipped " + seg + ": stats segment /dev/shm/" + seg + ": not permitted to read it (mode 0600";
+    if (rc != 0 || text.find(want) == std::string::npos) {
+      std::fprintf(stderr, "%s", text.c_str());
+      return 11;
+    }
+    return 0;
+  });
+  if (code == kSkip) { GTEST_SKIP() << "cannot become the user nobody (not root?)"; }
+  EXPECT_EQ(code, 0);
+}
+
+// Issue 12 item 18: `top --clean` says which stale segments it could not remove and why,
+// and ends with a non-zero status.
+TEST(Monitor, TopCleanSaysWhatItCouldNotRemove)
+{
+  char tmpl[] = "/tmp/tierpool-topclean-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string const dir = tmpl;
+  ASSERT_EQ(::chmod(dir.c_str(), 01777), 0);
+  pid_t const dead = ::fork();
+  ASSERT_GE(dead, 0);
+  if (dead == 0) { ::_exit(0); }
+  int st = 0;
+  ASSERT_EQ(::waitpid(dead, &st, 0), dead);
+  std::string const stale = "tierpool." + std::to_string(dead) + ".1";
+  { std::ofstream(dir + "/" + stale) << "left by a crash"; }
+  int const code = in_child([&] {
+    if (!become_nobody()) { return kSkip; }
+    auto const [text, rc] = run_status(std::string(TIERPOOL_CLI) + " top --clean --shm-dir " + dir);
+    std::string const want = "could not remove " + dir + "/" + stale +
+                             ": Operation not permitted\n0 stale segment(s) removed; 1 could not be removed "
+                             "(only a segment's owner or root may remove it)\n";
+    if (rc != 1 || text != want) {
+      std::fprintf(stderr, "status %d:\n%s", rc, text.c_str());
+      return 11;
+    }
+    return 0;
+  });
+  // And its owner can.
+  auto const [text, rc] = run_status(std::string(TIERPOOL_CLI) + " top --clean --shm-dir " + dir);
+  std::filesystem::remove_all(dir);
+  if (code == kSkip) { GTEST_SKIP() << "cannot become the user nobody (not root?)"; }
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(text, "removed " + dir + "/" + stale + "\n1 stale segment(s) removed\n");
 }
 #endif
 

@@ -63,7 +63,8 @@ TEST(PoolEnvironment, AnUnknownNameIsAnError)
 {
   EXPECT_EQ(error_of(reading({"TIERPOOL_POLCY"})),
             "pool_options::ignore_environment: unknown variable 'TIERPOOL_POLCY' (valid: TIERPOOL_BACKEND, "
-            "TIERPOOL_DEVICE_BYTES, TIERPOOL_POLICY, TIERPOOL_PREFETCH, TIERPOOL_TRACE, TIERPOOL_PUBLISH)");
+            "TIERPOOL_DEVICE_BYTES, TIERPOOL_POLICY, TIERPOOL_PREFETCH, TIERPOOL_TRACE, TIERPOOL_PUBLISH, "
+            "TIERPOOL_PUBLISH_GROUP)");
 }
 
 }  // namespace

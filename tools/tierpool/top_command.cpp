@@ -6,7 +6,10 @@
 // like top(1): per pool its tensors, hit rate, bytes moved each way with their rates,
 // prefetch outcomes and stall time, and per tier its use, peak, pinned and in-flight bytes,
 // largest free block, fragmentation and evictions. --json prints one JSON object per
-// refresh; --clean removes the segments crashed programs left. Entry point:
+// refresh; --clean removes the segments crashed programs left (and says which it may not).
+// What a segment says comes from whichever process wrote it: the reader makes its text
+// printable and its figures finite, and one pool that cannot be shown never hides the
+// others. Entry point:
 // tierpool::cli::top_command().
 
 // GCC 12 reports a false -Wnull-dereference inside Boost.ProgramOptions (see policies_command.cpp).
@@ -30,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <exception>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -96,10 +100,13 @@ void print_pool(published_pool const& p, published_pool const* prev)
   if (p.tenant_count > s.tenants.size()) {
     std::printf("  (%u more tenants not published)\n", p.tenant_count - static_cast<unsigned>(s.tenants.size()));
   }
+  for (std::string const& why : p.problems) { std::printf("  (segment corrected: %s)\n", why.c_str()); }
 }
 
 json::object pool_json(published_pool const& p)
 {
+  json::array problems;
+  for (std::string const& s : p.problems) { problems.emplace_back(s); }
   return json::object{{"segment", p.segment},
                       {"pid", p.pid},
                       {"alive", p.alive},
@@ -112,7 +119,8 @@ json::object pool_json(published_pool const& p)
                       {"age_seconds", p.age_seconds},
                       {"tier_count", p.tier_count},
                       {"tenant_count", p.tenant_count},
-                      {"stats", json::parse(to_json(p.stats))}};
+                      {"stats", json::parse(to_json(p.stats))},
+                      {"problems", std::move(problems)}};
 }
 
 /// `text` as an integer in [lo, hi], or nullopt.
@@ -149,6 +157,7 @@ int top_command(int argc, char** argv)
   std::string interval_text = "1";
   std::string iterations_text = "0";
   std::vector<std::string> pid_texts;
+  std::string shm_dir;
   desc.add_options()
     ("help,h", "show this help")
     ("interval,d", po::value(&interval_text)->default_value("1"), "seconds between refreshes, in (0, 86400]")
@@ -157,7 +166,8 @@ int top_command(int argc, char** argv)
     ("pid,p", po::value(&pid_texts)->composing(), "only this process's pools; repeatable")
     ("all", "also show segments of processes that have exited (left by a crash)")
     ("json", "one JSON object per refresh instead of the table")
-    ("clean", "remove the segments of exited processes, say which, and exit");
+    ("clean", "remove the segments of exited processes, say which, and exit")
+    ("shm-dir", po::value(&shm_dir), "read segments in this directory instead of /dev/shm");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -193,11 +203,18 @@ int top_command(int argc, char** argv)
     if (!pid) { return bad_integer("--pid", t, 1, max_pid); }
     pids.push_back(*pid);
   }
+  if (!shm_dir.empty()) { set_stats_segment_directory(shm_dir); }
   if (vm.count("clean") != 0U) {
-    std::vector<std::string> const removed = remove_exited_pools();
-    for (std::string const& n : removed) { std::printf("removed /dev/shm/%s\n", n.c_str()); }
-    std::printf("%zu stale segment(s) removed\n", removed.size());
-    return 0;
+    published_cleanup const done = clean_exited_pools();
+    std::string const dir = stats_segment_directory();
+    for (std::string const& n : done.removed) { std::printf("removed %s/%s\n", dir.c_str(), n.c_str()); }
+    for (std::string const& f : done.failed) { std::printf("could not remove %s/%s\n", dir.c_str(), f.c_str()); }
+    std::printf("%zu stale segment(s) removed", done.removed.size());
+    if (!done.failed.empty()) {
+      std::printf("; %zu could not be removed (only a segment's owner or root may remove it)", done.failed.size());
+    }
+    std::printf("\n");
+    return done.failed.empty() ? 0 : 1;
   }
   if (vm.count("once") != 0U) { iterations = 1; }
   bool const as_json = vm.count("json") != 0U;
@@ -215,9 +232,15 @@ int top_command(int argc, char** argv)
     }
     if (as_json) {
       json::array pools;
-      for (published_pool const& p : scan.pools) { pools.push_back(pool_json(p)); }
       json::array skipped;
       for (std::string const& s : scan.skipped) { skipped.emplace_back(s); }
+      for (published_pool const& p : scan.pools) {
+        try {  // one pool that cannot be shown never spoils the others
+          pools.push_back(pool_json(p));
+        } catch (std::exception const& e) {
+          skipped.emplace_back(p.segment + ": cannot be shown as JSON: " + e.what());
+        }
+      }
       std::cout << json::serialize(json::object{
                      {"time", static_cast<std::int64_t>(std::time(nullptr))},
                      {"pools", std::move(pools)},

@@ -80,9 +80,9 @@ std::size_t host_memory_share()
 }
 
 /// The variables pool_options::ignore_environment may name (pool_options.hpp).
-constexpr std::array<std::string_view, 6> kEnvironmentVariables = {
+constexpr std::array<std::string_view, 7> kEnvironmentVariables = {
   "TIERPOOL_BACKEND", "TIERPOOL_DEVICE_BYTES", "TIERPOOL_POLICY", "TIERPOOL_PREFETCH", "TIERPOOL_TRACE",
-  "TIERPOOL_PUBLISH"};
+  "TIERPOOL_PUBLISH", "TIERPOOL_PUBLISH_GROUP"};
 
 bool device_accessible(tier_kind k) noexcept { return k == tier_kind::device || k == tier_kind::managed; }
 
@@ -163,6 +163,7 @@ pool_impl::pool_impl(pool_options options)
         throw logic_error("TIERPOOL_PUBLISH: expected 0 or 1 (or off / on), got '" + std::string(b) + "'");
       }
     }
+    if (char const* v = read("TIERPOOL_PUBLISH_GROUP")) { options.publish.group = v; }
   }
 
   // Backend: given, or chosen (TIERPOOL_BACKEND overrides options.backend).
@@ -325,7 +326,7 @@ pool_impl::pool_impl(pool_options options)
     std::string const name = options.publish.name.empty() ? program_name() : options.publish.name;
     try {
       publisher_ = telemetry::publisher::create(name, caps.name, caps.device_name, options.publish.interval_ms,
-                                                [this] { return stats(); }, publish_error_);
+                                                [this] { return stats(); }, publish_error_, options.publish.group);
     } catch (std::exception const& e) {  // no memory, or no thread: the pool goes on without
       publish_error_ = e.what();
     }

@@ -312,6 +312,10 @@ add_test(NAME cli.trace.stat_speed_pipe_passes_message
   COMMAND sh -c "cat \"$1\" | \"$0\" trace stat /dev/stdin --speed --passes 2" $<TARGET_FILE:tierpool_cli> ${_tp_trace_release})
 set_tests_properties(cli.trace.stat_speed_pipe_passes_message PROPERTIES LABELS cpu TIMEOUT 30
   PASS_REGULAR_EXPRESSION "tierpool trace stat: --passes 2 reads '/dev/stdin' more than once, but it is not a regular file")
+add_test(NAME cli.trace.stat_speed_pipe_default_passes
+  COMMAND sh -c "cat \"$1\" | \"$0\" trace stat /dev/stdin --speed" $<TARGET_FILE:tierpool_cli> ${_tp_trace_release})
+set_tests_properties(cli.trace.stat_speed_pipe_default_passes PROPERTIES LABELS cpu TIMEOUT 30
+  PASS_REGULAR_EXPRESSION "^read 3 events in [0-9.]+ s \\(best of 1\\)")
 add_test(NAME cli.trace.stat_directory_message COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(cli.trace.stat_directory_message PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "tierpool: error: cannot read trace '[^']*': it is a directory")

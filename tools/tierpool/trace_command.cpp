@@ -369,7 +369,7 @@ int trace_stat_command(int argc, char** argv)
     ("json", po::bool_switch(&as_json), "print one JSON object")
     ("speed", po::bool_switch(&speed), "time reading only (no statistics); figures vary between runs")
     ("passes", po::value(&passes_text)->default_value(passes_text),
-     "--speed: passes over the file, 1..1000; the best is reported (a pipe is read once: 1)")
+     "--speed: passes over the file, 1..1000; the best is reported (a pipe is read once: the default is then 1)")
     ("input", po::value(&input), "");
   add_csv_options(desc, csv);
   po::positional_options_description pos;
@@ -381,14 +381,18 @@ int trace_stat_command(int argc, char** argv)
     return 0;
   }
   if (input.empty()) { return usage_error("stat", "name the trace"); }
-  auto const passes = parse_checked<unsigned>("--passes", passes_text, 1, 1000);
+  auto passes = parse_checked<unsigned>("--passes", passes_text, 1, 1000);
   auto const ro = reader_options_from(from, csv);
 
   if (speed) {
     std::error_code ec;
     if (passes > 1 && !std::filesystem::is_regular_file(input, ec) && !std::filesystem::is_directory(input, ec)) {
-      return usage_error("stat", "--passes " + std::to_string(passes) + " reads '" + input +
-                                   "' more than once, but it is not a regular file (a pipe is read once: --passes 1)");
+      if (vm["passes"].defaulted()) {
+        passes = 1;  // a pipe can be read once: the default adapts, an explicit count is refused
+      } else {
+        return usage_error("stat", "--passes " + std::to_string(passes) + " reads '" + input +
+                                     "' more than once, but it is not a regular file (a pipe is read once: --passes 1)");
+      }
     }
     double best = 0.0;
     std::uint64_t events = 0;

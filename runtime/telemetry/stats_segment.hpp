@@ -132,7 +132,9 @@ template <std::size_t N>
 /// an invalid sequence becomes `\xNN`.
 [[nodiscard]] std::string printable(std::string_view s);
 
-/// The outcome of opening a segment for reading (classify_open_error names it).
+/// Why opening the segment at `path` for reading failed with `err`, in words; for EACCES
+/// and EPERM "not permitted to read it (mode, owner uid, group gid): ..." and how a pool
+/// lets others read (publish_options::group).
 [[nodiscard]] std::string classify_open_error(int err, std::string const& path);
 
 /**

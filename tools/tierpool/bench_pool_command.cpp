@@ -126,16 +126,17 @@ backend_pick pick_backend(std::string const& flag)
 // The --help paragraph on the environment (docs/chapters/benchmarks.md says the same).
 constexpr char const* kEnvironmentHelp =
   "Environment: TIERPOOL_BACKEND is the default of --backend; TIERPOOL_DEVICE_BYTES is\n"
-  "ignored (the command sizes its tiers); TIERPOOL_POLICY, TIERPOOL_PREFETCH, TIERPOOL_TRACE\n"
-  "and TIERPOOL_PUBLISH apply to its pool as to any (an invalid value is an error naming\n"
-  "the variable). A trace that cannot be written completely fails the command (exit 1).\n\n";
+  "ignored (the command sizes its tiers); TIERPOOL_POLICY, TIERPOOL_PREFETCH, TIERPOOL_TRACE,\n"
+  "TIERPOOL_PUBLISH and TIERPOOL_PUBLISH_GROUP apply to its pool as to any (an invalid value\n"
+  "is an error naming the variable). A trace that cannot be written completely fails the\n"
+  "command (exit 1).\n\n";
 
 pool_options base_options(backend_pick const& b, std::size_t device_bytes)
 {
   pool_options o;
   o.backend = b.choice;
   // The command picks the backend (above: its default is sim, not auto) and sizes every
-  // tier; the pool reads the other variables (policy, prefetch, trace, publish).
+  // tier; the pool reads the other variables (policy, prefetch, trace, publish, its group).
   o.ignore_environment = {"TIERPOOL_BACKEND", "TIERPOOL_DEVICE_BYTES"};
   o.notice = fallback_notice::silent;  // a trace failure is reported by finish() instead
   o.sim.memory = sim_memory_mode::real;

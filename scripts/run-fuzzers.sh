@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of the trace readers (fuzz/, clang + ASan + UBSan) in their
+# Builds the libFuzzer targets of the trace readers (fuzz/, clang + ASan + UBSan + _GLIBCXX_ASSERTIONS) in their
 # own build folder and runs each for a bounded time on its seed corpus (fuzz/corpus/<reader>).
 # A crash stops the script with the failing input saved as build-fuzz/crashes/<reader>/crash-*;
 # commit such an input under tests/trace/regressions/<reader>/ (trace_test replays it).

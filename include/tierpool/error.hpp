@@ -43,9 +43,33 @@ enum class status : std::uint8_t {
 /// @brief Lower-case name of a status ("ok", "out_of_memory", ...).
 [[nodiscard]] TIERPOOL_EXPORT std::string_view to_string(status s) noexcept;
 
-/// @brief A broken precondition: misuse of the API (double free, foreign pointer, bad option).
-struct TIERPOOL_EXPORT logic_error : std::logic_error {
+/**
+ * @brief A broken precondition: misuse of the API (double free, foreign pointer, bad option).
+ *
+ * what() is for the user: it names the call and what was wrong, never a source path. A
+ * check inside tierpool (TIERPOOL_EXPECTS) also records where it is, for bug reports.
+ */
+class TIERPOOL_EXPORT logic_error : public std::logic_error {
+ public:
   using std::logic_error::logic_error;
+  /// @brief With the location of the check that failed (`file` is a string literal).
+  logic_error(std::string const& what_arg, char const* file, int line)
+      : std::logic_error(what_arg), file_(file), line_(line)
+  {
+  }
+  /// @brief File name (no directories) of the failed check; empty when not recorded.
+  [[nodiscard]] std::string_view file() const noexcept
+  {
+    std::string_view f = file_ != nullptr ? file_ : "";
+    if (auto const slash = f.find_last_of("/\\"); slash != std::string_view::npos) { f.remove_prefix(slash + 1); }
+    return f;
+  }
+  /// @brief Line of the failed check; 0 when not recorded.
+  [[nodiscard]] int line() const noexcept { return line_; }
+
+ private:
+  char const* file_{nullptr};
+  int line_{0};
 };
 
 /// @brief A failure reported by a backend (device, driver, or an injected fault).
@@ -78,10 +102,42 @@ class TIERPOOL_EXPORT bad_alloc : public std::bad_alloc {
 };
 
 /**
+ * @brief Why a request found no room (out_of_memory::cause()), the first word of the
+ *        diagnosis' "cause:".
+ */
+enum class oom_cause : std::uint8_t {
+  capacity,       ///< larger than the tier, or what is resident cannot be evicted (dirty, no room below)
+  pinned,         ///< live leases pin so much of the tier that the request cannot fit beside them
+  fragmentation,  ///< enough free bytes, but no free block is large enough
+  busy,           ///< other threads held the tensors eviction needed for the whole retry bound
+  quota,          ///< a tenant's quota (tierpool::quota_exceeded)
+};
+
+/// @brief Lower-case name of a cause ("capacity", "pinned", ...).
+[[nodiscard]] TIERPOOL_EXPORT std::string_view to_string(oom_cause c) noexcept;
+
+/**
+ * @brief The figures of the tier at the moment an out_of_memory was thrown (zero where
+ *        unknown, e.g. for a request larger than every tier).
+ */
+struct oom_figures {
+  oom_cause cause{oom_cause::capacity};  ///< why
+  std::size_t capacity_bytes{0};         ///< the tier's capacity (its budget)
+  std::size_t resident_bytes{0};         ///< bytes of the copies resident there
+  std::size_t pinned_bytes{0};           ///< bytes pinned by live leases
+  std::size_t in_flight_bytes{0};        ///< vacated blocks still awaiting their last uses
+  std::size_t busy_bytes{0};             ///< bytes of victims locked by other threads (cause busy)
+  std::size_t free_bytes{0};             ///< free bytes, the unreserved budget included
+  std::size_t largest_free_block{0};     ///< the largest block the tier could hand out now
+  std::uint32_t attempts{0};             ///< times the request was tried (busy retries included)
+};
+
+/**
  * @brief Every step of the out-of-memory ladder failed for a request.
  *
  * The message is a diagnosis: requested bytes, tier, capacity, what is resident, pinned
  * and in flight, the largest free block, and the cause with the option that would help.
+ * The same figures are in figures(); cause() says why in one word.
  */
 class TIERPOOL_EXPORT out_of_memory : public bad_alloc {
  public:
@@ -89,16 +145,22 @@ class TIERPOOL_EXPORT out_of_memory : public bad_alloc {
    * @param what_arg  The diagnosis.
    * @param tier      The tier that could not satisfy the request.
    * @param requested Requested bytes.
+   * @param figures   The tier's figures when it was thrown (cause capacity by default).
    */
-  out_of_memory(std::string what_arg, tier_id tier, std::size_t requested);
+  out_of_memory(std::string what_arg, tier_id tier, std::size_t requested, oom_figures figures = {});
   /// @brief Tier that could not satisfy the request.
   [[nodiscard]] tier_id tier() const noexcept { return tier_; }
   /// @brief Requested bytes.
   [[nodiscard]] std::size_t requested() const noexcept { return requested_; }
+  /// @brief Why (the diagnosis' cause).
+  [[nodiscard]] oom_cause cause() const noexcept { return figures_.cause; }
+  /// @brief The tier's figures when it was thrown.
+  [[nodiscard]] oom_figures const& figures() const noexcept { return figures_; }
 
  private:
   tier_id tier_;
   std::size_t requested_;
+  oom_figures figures_;
 };
 
 /**

@@ -45,14 +45,27 @@ bad_alloc::bad_alloc(std::string what_arg) : what_(std::move(what_arg)) {}
 
 char const* bad_alloc::what() const noexcept { return what_.c_str(); }
 
-out_of_memory::out_of_memory(std::string what_arg, tier_id tier, std::size_t requested)
-  : bad_alloc(std::move(what_arg)), tier_(tier), requested_(requested)
+std::string_view to_string(oom_cause c) noexcept
+{
+  switch (c) {
+    case oom_cause::capacity: return "capacity";
+    case oom_cause::pinned: return "pinned";
+    case oom_cause::fragmentation: return "fragmentation";
+    case oom_cause::busy: return "busy";
+    case oom_cause::quota: return "quota";
+  }
+  return "unknown";
+}
+
+out_of_memory::out_of_memory(std::string what_arg, tier_id tier, std::size_t requested, oom_figures figures)
+  : bad_alloc(std::move(what_arg)), tier_(tier), requested_(requested), figures_(figures)
 {
 }
 
 quota_exceeded::quota_exceeded(std::string what_arg, std::uint32_t tenant, std::size_t quota, std::size_t live,
                                std::size_t requested)
-  : out_of_memory(std::move(what_arg), tier_id{0}, requested), tenant_(tenant), quota_(quota), live_(live)
+  : out_of_memory(std::move(what_arg), tier_id{0}, requested, oom_figures{.cause = oom_cause::quota}),
+    tenant_(tenant), quota_(quota), live_(live)
 {
 }
 
@@ -60,13 +73,13 @@ namespace detail {
 
 void throw_logic_error(char const* file, int line, std::string_view msg)
 {
-  throw logic_error("tierpool: " + std::string(msg) + " (" + file + ":" + std::to_string(line) + ")");
+  // The message is the user's; the location stays in the exception (logic_error::file()).
+  throw logic_error("tierpool: " + std::string(msg), file, line);
 }
 
-void throw_backend_error(char const* file, int line, status s, char const* expr)
+void throw_backend_error(char const* /*file*/, int /*line*/, status s, char const* expr)
 {
-  throw backend_error(s, std::string("tierpool: backend call failed: ") + expr + " (" + file + ":" +
-                           std::to_string(line) + ")");
+  throw backend_error(s, std::string("tierpool: backend call failed: ") + expr);
 }
 
 }  // namespace detail

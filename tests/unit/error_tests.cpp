@@ -3,6 +3,7 @@
 //
 // error_tests.cpp — the exception hierarchy and the checking macros.
 #include <tierpool/error.hpp>
+#include <tierpool/pool.hpp>
 #include <tierpool/tier.hpp>
 
 #include <gtest/gtest.h>
@@ -13,15 +14,33 @@ namespace {
 
 tierpool::status failing_call() { return tierpool::status::injected_fault; }
 
-TEST(Error, ExpectsThrowsLogicErrorWithLocation)
+// The message is for the user (no source path in it); the location is kept apart.
+TEST(Error, ExpectsThrowsLogicErrorWithLocationKeptApart)
 {
   try {
     TIERPOOL_EXPECTS(1 + 1 == 3, "arithmetic is broken");
     FAIL() << "TIERPOOL_EXPECTS did not throw";
   } catch (tierpool::logic_error const& e) {
-    std::string const msg = e.what();
-    EXPECT_NE(msg.find("arithmetic is broken"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("error_tests.cpp:"), std::string::npos) << msg;
+    EXPECT_STREQ(e.what(), "tierpool: arithmetic is broken");
+    EXPECT_EQ(e.file(), "error_tests.cpp");
+    EXPECT_GT(e.line(), 0);
+  }
+}
+
+// A misuse caught inside the library: no source path of tierpool's in the message.
+TEST(Error, PoolMisuseMessagesCarryNoSourcePath)
+{
+  tierpool::pool_options o;
+  o.backend = tierpool::backend_choice::sim;
+  o.read_environment = false;
+  o.publish.enabled = false;
+  tierpool::pool p{o};
+  try {
+    (void)p.allocate(0);
+    FAIL() << "allocate(0) did not throw";
+  } catch (tierpool::logic_error const& e) {
+    EXPECT_STREQ(e.what(), "tierpool: pool::allocate: bytes must be > 0");
+    EXPECT_EQ(e.file(), "pool_impl.cpp");
   }
 }
 

@@ -340,7 +340,15 @@ class TIERPOOL_EXPORT pool {
   [[nodiscard]] std::string summary() const;
   /// @brief stats() as one JSON object.
   [[nodiscard]] std::string summary_json() const;
-  /// @brief Check every invariant (tests). Takes every lock.
+  /**
+   * @brief Check every invariant of the pool (records, tiers, policies) at one consistent
+   *        moment; prints each violation on stderr. @return true when all hold.
+   *
+   * Thread-safe, and safe while other threads use the pool: it waits until no operation is
+   * running and holds new ones back until it is done (they wait, they never fail because
+   * of it). Its cost is linear in the tensors. From a low-memory callback it works as
+   * anywhere; from inside a nested pool call on the same thread it throws logic_error.
+   */
   [[nodiscard]] bool validate() const;
   /**
    * @brief How many more tensors of `bytes` tier `tier` can take, now and after eviction,

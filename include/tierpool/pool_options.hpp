@@ -71,6 +71,21 @@ struct publish_options {
 };
 
 /**
+ * @brief How long a request keeps trying while the only thing between it and room is
+ *        other threads' work on the tensors eviction needs (docs/chapters/tiers.md,
+ *        "Out of memory"; Note [Busy victims are waited for, not failed on]).
+ *
+ * A victim another thread is working on (acquiring, releasing, writing back) cannot be
+ * evicted at that instant. The request then lets go of its locks, backs off (a yield,
+ * then sleeps of 20 us doubling to 1 ms) and tries again, until one of these bounds is
+ * reached; only then does it throw out_of_memory with cause `busy`.
+ */
+struct contention_options {
+  std::uint32_t busy_timeout_ms{2000};  ///< give up after this long (0: after the first attempt)
+  std::uint32_t busy_attempts{100000};  ///< or after this many attempts (at least 1)
+};
+
+/**
  * @brief Options of a tiered pool.
  *
  * Defaults come from the device and the topology.
@@ -113,6 +128,7 @@ struct pool_options {
   /// may hold across all tiers; an allocation beyond it throws tierpool::quota_exceeded.
   /// Tenants not listed have none. Changeable later with pool::set_quota.
   std::map<std::uint32_t, std::size_t> tenant_quotas{};
+  contention_options contention{};      ///< busy retries of a request (see contention_options)
   bool read_environment{true};          ///< honour the TIERPOOL_* variables (they win over the fields)
   /// With read_environment: variables this pool does not read, by name ("TIERPOOL_POLICY"),
   /// for a program whose own flag or logic decides that field (its flag must win over the

@@ -62,9 +62,15 @@ struct pool_stats {
   std::vector<tenant_stats> tenants;      ///< every tenant that allocated or has a quota, by id
   std::uint64_t tensors{0};               ///< COUNT: live tensors
   std::size_t tensor_bytes{0};            ///< SUM: bytes of live tensors
-  std::uint64_t acquires{0};              ///< COUNT: leases taken
-  std::uint64_t hits{0};                  ///< COUNT: acquires that found the tensor resident
-  std::uint64_t misses{0};                ///< COUNT: acquires that needed a copy-in
+  std::uint64_t acquires{0};              ///< COUNT: leases taken (acquire and acquire_host calls that returned one)
+  /// COUNT: acquire and acquire_host calls that threw after being counted as a hit or a miss
+  /// (out_of_memory, backend_error, ...): hits + misses = acquires + acquire_failures.
+  std::uint64_t acquire_failures{0};
+  std::uint64_t hits{0};                  ///< COUNT: acquire calls that found the tensor resident
+  std::uint64_t misses{0};                ///< COUNT: acquire calls that needed a copy-in
+  /// COUNT: times a request let go of its locks and started over because other threads
+  /// held the victims eviction needed (pool_options::contention).
+  std::uint64_t busy_retries{0};
   // Copies between tiers. "Device tiers" are the device-accessible kinds (device,
   // managed); a copy between two device tiers, or between two host tiers (e.g. a
   // pinned_host -> host write-back), is neither h2d nor d2h, but is counted as up or down.

@@ -231,6 +231,29 @@ void pool_impl::stream_wait_event_or_sync(stream_handle waiter, event_handle e) 
   add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
+void pool_impl::host_wait_use(stream_use const& use) noexcept
+{
+  stream_entry& se = *use.stream;
+  event_handle e{};
+  {
+    // Under the entry's lock the stream cannot be retired (retire_stream_entry): a live
+    // stream takes the record; a destroyed one can take none, and its last mark covers
+    // every use of it (as in order_after_use), so the host waits for that mark.
+    std::lock_guard lock(se.mtx);
+    if (!se.live.load(std::memory_order_relaxed)) {
+      if (se.count != 0) {
+        (void)backend_->synchronize_event(se.marks[(se.first + se.count - 1) % stream_entry::kMarks].event);
+      }
+      return;
+    }
+    e = record_or_sync(se.handle);
+  }
+  if (e) {
+    (void)backend_->synchronize_event(e);
+    release_event(e);
+  }
+}
+
 void pool_impl::host_wait_slot(copy_slot& slot, bool include_users) noexcept
 {
   auto const t0 = std::chrono::steady_clock::now();
@@ -242,11 +265,7 @@ void pool_impl::host_wait_slot(copy_slot& slot, bool include_users) noexcept
   }
   if (include_users) {
     for (stream_use const& u : slot.users) {
-      event_handle e = record_or_sync(u.stream->handle);
-      if (e) {
-        (void)backend_->synchronize_event(e);
-        release_event(e);
-      }
+      host_wait_use(u);
       waited = true;
     }
     slot.users.clear();
@@ -509,8 +528,9 @@ pool_impl::fill_result pool_impl::ensure_valid_locked(tensor_record& rec, std::u
   return fill_result::filled;
 }
 
-bool pool_impl::write_back_locked(tensor_record& rec, std::uint32_t k, place_mode mode) noexcept
+bool pool_impl::write_back_locked(tensor_record& rec, std::uint32_t k, place_mode mode, std::size_t* busy_bytes) noexcept
 {
+  std::size_t busy = 0;  // busy victims that kept the lower tiers full
   for (auto j = static_cast<std::uint32_t>(k + 1); j < rec.slots.size(); ++j) {
     copy_slot& dst = rec.slots[j];
     if (dst.state == copy_state::valid) { return true; }
@@ -519,13 +539,18 @@ bool pool_impl::write_back_locked(tensor_record& rec, std::uint32_t k, place_mod
       if (rec.bytes > tiers_[j]->capacity) { continue; }
       std::optional<block> b;
       event_handle after{};
+      place_failure why;
+      bool const ladder = mode == place_mode::ladder;
       try {
-        b = place(j, rec.bytes, mode == place_mode::ladder ? place_mode::ladder : place_mode::no_wait, nullptr, &after,
+        b = place(j, rec.bytes, ladder ? place_mode::ladder : place_mode::no_wait, ladder ? &why : nullptr, &after,
                   nullptr, rec.id);
       } catch (...) {
         b.reset();
       }
-      if (!b) { continue; }  // no room there: try the next lower tier
+      if (!b) {  // no room there: try the next lower tier
+        busy = busy + why.busy_bytes < busy ? busy : busy + why.busy_bytes;
+        continue;
+      }
       dst.blk = *b;
       dst.ready = after;
     }
@@ -541,6 +566,7 @@ bool pool_impl::write_back_locked(tensor_record& rec, std::uint32_t k, place_mod
     if (fresh) { insert_into_policy(rec, j, false); }
     return true;
   }
+  if (busy_bytes != nullptr) { *busy_bytes = *busy_bytes + busy < *busy_bytes ? *busy_bytes : *busy_bytes + busy; }
   return false;
 }
 

@@ -86,9 +86,10 @@ class claim_scope {
 
 }  // namespace
 
-bool pool_impl::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming)
+evict_outcome pool_impl::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming)
 {
   tier_state& ts = *tiers_[k];
+  evict_outcome out;
   claim_scope scope;
   std::vector<claim>& claimed = scope.list();
   {
@@ -132,6 +133,7 @@ bool pool_impl::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode,
         record_lock vl(*rec, std::try_to_lock);
         if (!vl.owns()) {  // busy in another thread: "in flight"
           extra = sat_add(extra, rec->bytes);
+          out.busy_bytes = sat_add(out.busy_bytes, rec->bytes);
           learned = true;
           continue;
         }
@@ -158,14 +160,14 @@ bool pool_impl::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode,
     }
   }
 
-  bool progress = false;
+  std::size_t wb_busy = 0;
   for (auto& [rec, vl] : claimed) {
     copy_slot& s = rec->slots[k];
     bool dirty = s.state == copy_state::valid;
     for (std::uint32_t j = 0; j < rec->slots.size() && dirty; ++j) {
       dirty = !(j != k && rec->slots[j].state == copy_state::valid);
     }
-    if (dirty && !write_back_locked(*rec, k, mode)) { continue; }  // stays resident
+    if (dirty && !write_back_locked(*rec, k, mode, &wb_busy)) { continue; }  // stays resident
     if (rec->prefetched) {
       prefetch_wasted_.fetch_add(1, std::memory_order_relaxed);
       rec->prefetched = false;
@@ -173,9 +175,10 @@ bool pool_impl::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode,
     vacate_locked(*rec, k);
     ts.evictions.fetch_add(1, std::memory_order_relaxed);
     if (!dirty) { ts.evictions_clean.fetch_add(1, std::memory_order_relaxed); }
-    progress = true;
+    out.progress = true;
   }
-  return progress;  // `scope` unlocks the victims
+  out.busy_bytes = sat_add(out.busy_bytes, wb_busy);  // a lower tier full of busy victims: busy too
+  return out;  // `scope` unlocks the victims
 }
 
 }  // namespace tierpool::detail

@@ -93,19 +93,29 @@ int stress_ops(int full, int sanitized)
   return static_cast<int>(std::max<long>(1, o * full / 25'000));
 }
 
-/// pool::validate() holds every tensor's lock at once; ThreadSanitizer's deadlock detector
+/// pool::close() holds every tensor's lock at once; ThreadSanitizer's deadlock detector
 /// tracks at most 64 locks held by one thread and aborts beyond ("CHECK failed:
-/// sanitizer_deadlock_detector.h:67"). Under TSan, validate only pools with few tensors
-/// (the tests trim their tensors to this before a final validate).
+/// sanitizer_deadlock_detector.h:67"). Under TSan, the close test keeps fewer tensors.
+/// (validate() takes no record lock: it closes the pool's quiesce gate.)
 constexpr std::uint64_t kTsanValidateMaxTensors = 40;
 
 testing::AssertionResult pool_valid(pool const& p)
 {
-  if (TIERPOOL_STRESS_TSAN && p.stats().tensors > kTsanValidateMaxTensors) {
-    return testing::AssertionSuccess() << "(skipped under TSan: too many tensors)";
-  }
   if (!p.validate()) { return testing::AssertionFailure() << "pool::validate() failed"; }
   return testing::AssertionSuccess();
+}
+
+/// An out_of_memory is *spurious* when eviction could have made room: the tier's pinned
+/// bytes plus the request fit in it (issue: "no spurious out-of-memory"). The only
+/// legitimate ones here: a request larger than the tier, or leases pinning too much of it.
+/// `busy` is not legitimate in these tests: no thread keeps a tensor locked for long, so a
+/// busy failure means a retry gave up early.
+bool spurious_oom(out_of_memory const& e)
+{
+  oom_figures const& f = e.figures();
+  if (e.cause() == oom_cause::pinned) { return f.pinned_bytes + e.requested() <= f.capacity_bytes; }
+  if (e.cause() == oom_cause::capacity) { return e.requested() <= f.capacity_bytes || f.capacity_bytes == 0; }
+  return true;
 }
 
 /// Aborts the process (naming the test) if the scope is not left in time: a hang in the
@@ -299,6 +309,7 @@ struct actor_counts {
   std::uint64_t ops{0};
   std::uint64_t typed_backend{0};  ///< backend_error
   std::uint64_t typed_oom{0};      ///< out_of_memory
+  std::uint64_t spurious_oom{0};   ///< out_of_memory although eviction could have made room (must stay 0)
   std::uint64_t misuse{0};         ///< logic_error (must stay 0)
   std::uint64_t other{0};          ///< anything else (must stay 0)
   std::uint64_t host_checks{0};
@@ -417,8 +428,12 @@ class actor {
     try {
       f();
       return true;
-    } catch (out_of_memory const&) {
+    } catch (out_of_memory const& e) {
       ++counts_.typed_oom;
+      if (spurious_oom(e)) {
+        ++counts_.spurious_oom;
+        note_unexpected(i, "spurious out_of_memory", e.what());
+      }
     } catch (backend_error const&) {
       ++counts_.typed_backend;
     } catch (logic_error const& e) {
@@ -551,6 +566,7 @@ actor_counts sum_counts(std::vector<std::unique_ptr<actor>> const& actors)
     t.ops += c.ops;
     t.typed_backend += c.typed_backend;
     t.typed_oom += c.typed_oom;
+    t.spurious_oom += c.spurious_oom;
     t.misuse += c.misuse;
     t.other += c.other;
     t.host_checks += c.host_checks;
@@ -618,11 +634,17 @@ TEST(PoolStress, IntegrityEightThreads)
   // one report the counts after eviction include those of now.
   std::atomic<bool> running{true};
   std::uint64_t observations = 0;
+  std::uint64_t validations = 0;
+  std::uint64_t invalid = 0;
   std::string observer_error;
   std::thread observer([&] {
     std::mt19937_64 rng(99);
     while (running.load(std::memory_order_relaxed)) {
       try {
+        // validate() sees one consistent moment while 8 threads work (the quiesce gate),
+        // and makes none of them fail (spurious_oom stays 0 below).
+        if (!p.validate()) { ++invalid; }
+        ++validations;
         std::size_t const bytes = 4_KiB << (rng() % 8);
         auto const tier = tier_id{static_cast<std::uint32_t>(rng() % 3)};
         fit_report const r = p.fits(bytes, tier, static_cast<std::uint32_t>(rng() % 2));
@@ -649,6 +671,9 @@ TEST(PoolStress, IntegrityEightThreads)
   observer.join();
   EXPECT_EQ(observer_error, "");
   EXPECT_GT(observations, 0U);
+  EXPECT_GT(validations, 0U);
+  EXPECT_EQ(invalid, 0U) << "pool::validate() returned false " << invalid << " times in " << validations
+                         << " calls while the actors ran";
   sync_all(p, streams);
   for (auto& a : actors) { a->verify_all("final check"); }
   double const secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -677,9 +702,13 @@ TEST(PoolStress, IntegrityEightThreads)
   EXPECT_EQ(st.tensors, expect_tensors);
   EXPECT_EQ(st.tensor_bytes, expect_bytes);
   EXPECT_LE(st.tiers[0].used_bytes.current, static_cast<std::int64_t>(1_MiB));
-  // out_of_memory is legitimate only when eviction finds every victim busy (locked by
-  // another thread) or pinned; it must stay rare.
-  EXPECT_LT(c.typed_oom, c.ops / 100) << c.typed_oom << " out_of_memory in " << c.ops << " operations";
+  // out_of_memory is legitimate only when leases pin the room (spurious_oom): a victim
+  // busy in another thread is waited for, never failed on.
+  EXPECT_EQ(c.spurious_oom, 0U) << c.spurious_oom << " spurious out_of_memory in " << c.ops
+                                << " operations; first: " << c.first_unexpected;
+  EXPECT_EQ(st.acquires + st.acquire_failures, st.hits + st.misses);
+  std::printf("[ stress   ] validate() ran %llu times concurrently; %llu busy retries\n",
+              static_cast<unsigned long long>(validations), static_cast<unsigned long long>(st.busy_retries));
   std::printf("[ stress   ] %u threads x %d ops in %.2fs: %llu host + %llu device checks, %llu writes, %llu OOM; "
               "h2d %zu B (%llu copies), d2h %zu B (%llu copies), device evictions %llu (%llu clean)\n",
               kThreads, ops, secs, static_cast<unsigned long long>(c.host_checks),
@@ -1099,6 +1128,209 @@ TEST(PoolStressMisuse, CloseRacingWithAcquireNeverFreesUnderALease)
   EXPECT_GT(leases, 0U);
   EXPECT_EQ(violations, 0U) << "close() succeeded while another thread held a lease (" << rejected_close
                             << " closes were rejected correctly)";
+}
+
+// ---------------------------------------------------------------------------------------
+// 5. Contention: no spurious out_of_memory, validate() beside the work
+// ---------------------------------------------------------------------------------------
+
+// A program as a new user writes it: threads acquire their own tensors (4 KiB to 1 MiB) on a
+// small device tier, and no lease lives across calls. Nothing here is ever a reason to run
+// out of memory: the tier is 8x the largest tensor and nothing stays pinned. (Before the
+// busy retries, 4 threads got a few out_of_memory per 20,000 acquires.) An observer thread
+// validates the pool all along.
+TEST(PoolContention, NoLeaseAcrossCallsNeverRunsOutOfMemory)
+{
+  watchdog const dog;
+  constexpr std::uint32_t kThreads = 8;  // more than the machine's cores
+  constexpr std::size_t kTensors = 12;   // per thread: about 6 MiB each, 48 MiB in all
+  int const ops = stress_ops(2'500, 300);
+  auto be = make_backend(sim_clock_mode::wall, 64_MiB);
+  pool_options o = small_tiers(be, 8_MiB, 24_MiB, 256_MiB);
+  o.tiers[0].chunk_bytes = 8_MiB;
+  o.tiers[1].chunk_bytes = 8_MiB;
+  o.tiers[2].chunk_bytes = 64_MiB;
+  pool p{o};
+  std::atomic<std::uint64_t> ooms{0};
+  std::atomic<std::uint64_t> mismatches{0};
+  std::atomic<std::uint64_t> others{0};
+  std::mutex first_mtx;
+  std::string first;
+  auto note = [&](std::string const& what) {
+    std::lock_guard lock(first_mtx);
+    if (first.empty()) { first = what; }
+  };
+  std::atomic<bool> running{true};
+  std::uint64_t validations = 0;
+  std::uint64_t invalid = 0;
+  std::thread observer([&] {
+    while (running.load()) {
+      if (!p.validate()) { ++invalid; }
+      ++validations;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  std::vector<std::thread> threads;
+  for (std::uint32_t th = 0; th < kThreads; ++th) {
+    threads.emplace_back([&, th] {
+      std::mt19937_64 rng(th + 1);
+      stream_handle const st = p.create_stream();
+      std::vector<tensor> ts(kTensors);
+      std::vector<std::uint32_t> versions(kTensors, 1);
+      auto key = [&](std::size_t i) { return (std::uint64_t{th} << 32U) | i; };
+      try {
+        for (std::size_t i = 0; i < kTensors; ++i) {
+          std::size_t const bytes = 4_KiB + (rng() % (1_MiB - 4_KiB + 1));
+          ts[i] = p.allocate(bytes);
+          lease h = p.acquire_host(ts[i], access_mode::write_discard);
+          write_pattern(h.data(), h.bytes(), key(i), versions[i]);
+        }
+        for (int k = 0; k < ops; ++k) {
+          std::size_t const i = rng() % kTensors;
+          try {
+            unsigned const r = static_cast<unsigned>(rng() % 10);
+            if (r < 6) {  // device use: the copy-in and evictions, no bytes touched on the host
+              lease l = p.acquire(ts[i], r < 4 ? access_mode::read : access_mode::read_write, st);
+            } else if (r < 8) {  // read back on the host: every byte
+              lease h = p.acquire_host(ts[i], access_mode::read);
+              if (!has_pattern(h.data(), h.bytes(), key(i), versions[i])) {
+                ++mismatches;
+                note("tensor " + std::to_string(i) + " of thread " + std::to_string(th) + " lost its bytes");
+              }
+            } else {  // rewrite on the host
+              lease h = p.acquire_host(ts[i], access_mode::write_discard);
+              write_pattern(h.data(), h.bytes(), key(i), ++versions[i]);
+            }
+          } catch (out_of_memory const& e) {
+            ++ooms;
+            note(e.what());
+          }
+        }
+        p.synchronize(st);
+      } catch (std::exception const& e) {
+        ++others;
+        note(e.what());
+      }
+    });
+  }
+  for (auto& t : threads) { t.join(); }
+  running = false;
+  observer.join();
+  EXPECT_EQ(ooms.load(), 0U) << "first: " << first;
+  EXPECT_EQ(mismatches.load(), 0U) << first;
+  EXPECT_EQ(others.load(), 0U) << first;
+  EXPECT_GT(validations, 0U);
+  EXPECT_EQ(invalid, 0U) << "validate() returned false " << invalid << " times in " << validations;
+  pool_stats const st = p.stats();
+  EXPECT_GT(st.tiers[0].evictions, 0U) << "the device tier should have been oversubscribed";
+  EXPECT_EQ(st.acquire_failures, 0U);
+  EXPECT_EQ(st.acquires, st.hits + st.misses);
+  std::printf("[ contend  ] %u threads x %d ops: %llu device evictions, %llu busy retries, %llu validations\n",
+              kThreads, ops, static_cast<unsigned long long>(st.tiers[0].evictions),
+              static_cast<unsigned long long>(st.busy_retries), static_cast<unsigned long long>(validations));
+  EXPECT_TRUE(pool_valid(p));
+}
+
+// A victim held by another thread for longer than the bound (a host wait for a slow copy,
+// with that tensor locked): the request waits for the whole bound, then fails with cause
+// `busy` and says how long it waited. With a longer bound the same request succeeds once
+// the other thread is done: busy is reported only when it is what happened.
+TEST(PoolContention, BusyIsTheCauseOnlyAfterTheWholeBound)
+{
+  watchdog const dog;
+  for (std::uint32_t const timeout_ms : {60U, 20'000U}) {
+    sim_options so;
+    so.clock = sim_clock_mode::wall;
+    so.memory = sim_memory_mode::real;
+    so.device_bytes = 64_MiB;
+    sim_links links = sim_links::unthrottled();
+    links.d2h = link_model{2e6, 0};  // 2 MB/s: a 640 KiB write-back to the host takes about 0.33 s
+    so.links = links;
+    auto be = std::make_shared<sim_backend>(so);
+    pool_options o = small_tiers(be, 1_MiB, 0, 16_MiB);
+    o.contention.busy_timeout_ms = timeout_ms;
+    pool p{o};
+    stream_handle const st = p.create_stream();
+    tensor a = p.allocate(640_KiB, {.preferred_tier = tier_id{0}});
+    {
+      lease l = p.acquire(a, access_mode::write_discard, st);  // valid only on the device
+    }
+    p.synchronize(st);
+    std::thread holder([&] {
+      lease h = p.acquire_host(a, access_mode::read);  // copies out with `a` locked, waits
+    });
+    // The holder is inside its host wait once its copy is on the link.
+    auto const t0 = std::chrono::steady_clock::now();
+    while (be->link_stats(sim_link::d2h).copies == 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10)) {
+      std::this_thread::yield();
+    }
+    ASSERT_GT(be->link_stats(sim_link::d2h).copies, 0U);
+    auto const t1 = std::chrono::steady_clock::now();
+    if (timeout_ms < 1000) {
+      try {
+        tensor b = p.allocate(640_KiB, {.preferred_tier = tier_id{0}});
+        ADD_FAILURE() << "allocated although the only victim was locked for longer than the bound";
+      } catch (out_of_memory const& e) {
+        double const waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+        EXPECT_EQ(e.cause(), oom_cause::busy) << e.what();
+        EXPECT_GT(e.figures().attempts, 1U);
+        EXPECT_GE(waited, 0.055);
+        EXPECT_GT(e.figures().busy_bytes, 0U);
+        EXPECT_NE(std::string(e.what()).find("cause: busy — other threads held the tensors eviction needed"),
+                  std::string::npos) << e.what();
+      }
+    } else {
+      tensor b = p.allocate(640_KiB, {.preferred_tier = tier_id{0}});  // waits for the holder
+      EXPECT_TRUE(b.valid());
+      EXPECT_GT(p.stats().busy_retries, 0U);
+    }
+    holder.join();
+    EXPECT_TRUE(p.validate());
+  }
+}
+
+// validate() from a low-memory callback (the request has left the gate around them) works;
+// validate() while other threads free and allocate never reports corruption (the old
+// record-by-record check saw an allocate or free in between as a broken invariant).
+TEST(PoolContention, ValidateIsConsistentWhileOthersAllocateAndFree)
+{
+  watchdog const dog;
+  auto be = make_backend(sim_clock_mode::wall, 64_MiB);
+  pool p{small_tiers(be, 1_MiB, 2_MiB, 32_MiB)};
+  std::atomic<bool> running{true};
+  std::vector<std::thread> threads;
+  for (int th = 0; th < 4; ++th) {
+    threads.emplace_back([&, th] {
+      std::mt19937 rng(static_cast<unsigned>(th));
+      std::vector<tensor> ts(16);
+      while (running.load()) {
+        tensor& t = ts[rng() % ts.size()];
+        if (t.valid()) {
+          p.free(t);
+        } else {
+          t = p.allocate(1_KiB + rng() % 64_KiB);
+        }
+      }
+    });
+  }
+  int bad = 0;
+  int const n = TIERPOOL_STRESS_SANITIZED ? 200 : 2000;
+  for (int k = 0; k < n; ++k) { bad += p.validate() ? 0 : 1; }
+  bool from_callback = false;
+  std::uint64_t const cb = p.add_low_memory_callback([&](low_memory_event const&) { from_callback = p.validate(); });
+  running = false;
+  for (auto& t : threads) { t.join(); }
+  stream_handle const st = p.create_stream();
+  std::vector<tensor> held;
+  std::vector<lease> pins;
+  for (int k = 0; k < 3; ++k) {  // pin the device tier full, then ask for more there
+    held.push_back(p.allocate(300_KiB, {.preferred_tier = tier_id{0}}));
+    pins.push_back(p.acquire(held.back(), access_mode::read, st));
+  }
+  EXPECT_THROW((void)p.allocate(512_KiB, {.preferred_tier = tier_id{0}}), out_of_memory);
+  EXPECT_TRUE(from_callback);
+  p.remove_low_memory_callback(cb);
+  EXPECT_EQ(bad, 0) << "validate() returned false " << bad << " times in " << n;
 }
 
 }  // namespace

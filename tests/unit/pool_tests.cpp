@@ -154,6 +154,38 @@ struct four_resident {
   }
 };
 
+// pool_stats::acquires counts leases taken, as its comment says; a failed acquire counts
+// in acquire_failures (before, every failed acquire was one more "lease taken"). A request
+// blocked by this thread's own leases fails at once with cause `pinned` and its figures.
+TEST(PoolStats, AcquiresCountLeasesTakenAndFailuresApart)
+{
+  four_resident f;
+  auto& p = f.p;
+  pool_stats const before = p.stats();
+  EXPECT_EQ(before.acquires, before.hits + before.misses);
+  EXPECT_EQ(before.acquire_failures, 0U);
+  std::vector<lease> pins;
+  for (std::size_t i = 0; i < 4; ++i) { pins.push_back(p.acquire(f.t[i], access_mode::read, f.s)); }  // device full
+  try {
+    lease l = p.acquire(f.t[4], access_mode::read, f.s);
+    ADD_FAILURE() << "acquired beyond a device tier pinned full";
+  } catch (out_of_memory const& e) {
+    EXPECT_EQ(e.cause(), oom_cause::pinned) << e.what();
+    EXPECT_EQ(e.figures().pinned_bytes, 1_MiB);
+    EXPECT_EQ(e.figures().capacity_bytes, 1_MiB);
+    EXPECT_EQ(e.figures().attempts, 0U) << "this thread's own leases: no busy retries";
+    EXPECT_EQ(e.tier(), tier_id{0});
+    EXPECT_EQ(e.requested(), 256_KiB);
+  }
+  pool_stats const after = p.stats();
+  EXPECT_EQ(after.acquires, before.acquires + 4) << "a failed acquire counted as a lease taken";
+  EXPECT_EQ(after.acquire_failures, 1U);
+  EXPECT_EQ(after.misses, before.misses + 1);
+  EXPECT_EQ(after.busy_retries, 0U);
+  pins.clear();
+  EXPECT_TRUE(p.validate());
+}
+
 TEST(PoolPrefetch, NeverBlocksTheHostAndQueuesWhenRoomIsInFlight)
 {
   four_resident f;
@@ -1037,6 +1069,46 @@ TEST(PoolManaged, LeaseGetsTheManagedPointerAndPagesAreSteered)
   EXPECT_EQ(p.stats().managed_prefetches, 2U);
   p.synchronize(s);
   EXPECT_TRUE(p.validate());
+}
+
+// The same when the stream that writes was destroyed before acquire_host: the pool can
+// record nothing on it any more, so the host waits for the last mark destroy_stream
+// recorded (as stream-ordered waits do). Before, the backend refused the record and the
+// host synchronize on the destroyed stream, and acquire_host returned at once, before the
+// write.
+TEST(PoolManaged, AcquireHostWaitsForWritesOnADestroyedStream)
+{
+  for (bool const wrapped : {false, true}) {
+    SCOPED_TRACE(wrapped ? "wrapped stream" : "the pool's own stream");
+    std::shared_ptr<sim_backend> be;
+    pool p{managed_tiers(be)};
+    stream_handle raw{};
+    stream_handle s{};
+    if (wrapped) {
+      ASSERT_EQ(be->create_stream(&raw), status::ok);
+      s = p.wrap_native_stream(reinterpret_cast<void*>(raw.value));
+    } else {
+      s = p.create_stream();
+    }
+    tensor t = p.allocate(256_KiB, {.preferred_tier = tier_id{1}});
+    fill(p, t, 6, 1);
+    stream_gate gate;
+    ASSERT_EQ(p.backend().launch_host_func(s, &stream_gate::run, &gate), status::ok);
+    std::vector<std::unique_ptr<modify_job>> jobs;
+    ASSERT_EQ(modify_on_stream(p, t, s, 6, 2, jobs), status::ok);  // runs after the gate
+    p.destroy_stream(s);
+    std::thread opener([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      gate.open = true;
+    });
+    EXPECT_TRUE(check(p, t, 6, 2)) << "acquire_host returned before the write on the destroyed stream";
+    opener.join();
+    if (wrapped) {
+      EXPECT_EQ(be->synchronize_stream(raw), status::ok);
+      be->destroy_stream(raw);
+    }
+    EXPECT_TRUE(p.validate());
+  }
 }
 
 // Device work on a managed copy may still be writing when acquire_host comes: the host

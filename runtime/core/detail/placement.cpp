@@ -24,11 +24,31 @@
 // [Low-memory callbacks run unlocked], pool_impl.cpp).
 // Growing comes before evicting (the note had it after): evicting while budget is unused
 // trades a cheap backend allocate for copies.
+//
+// Note [Busy victims are waited for, not failed on]
+// -------------------------------------------------
+// Rationale: eviction only try-locks its victims (Note [Lock order of the pool]): a victim
+// another thread is acquiring, releasing or writing back is skipped. With several threads
+// on a small tier, a round can find every victim it was offered busy; that round makes no
+// progress, and the ladder used to end there with an out_of_memory whose diagnosis blamed
+// the tier's size or its fragmentation, although evicting would have made room a moment
+// later (4 threads on an 8 MiB tier: a few per 20,000 acquires).
+// Approach: a round reports the bytes of busy victims (evict_outcome::busy_bytes). When a
+// round made no progress and some victims were busy, place() gives up at once with
+// place_failure::busy_bytes set and no diagnosis, and the request (with_low_memory_step,
+// pool_impl.cpp) lets go of every lock it holds, its own tensor's included, backs off and
+// starts over: waiting while holding a record could wait for a thread that waits for it. A
+// dirty victim whose write-back found the lower tier full of busy victims counts as busy
+// too. The retries are bounded by pool_options::contention (time and attempts); only when
+// the bound is reached does the request fail, with cause `busy` and what it waited for.
+// Limitations: a thread that keeps a tensor locked for long (a host wait for a large copy)
+// makes others retry for as long; the bound is what turns a stuck program into an error.
 #include <tierpool/detail/parse.hpp>
 #include <tierpool/error.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <mutex>
 #include <utility>
 #include <string>
@@ -62,6 +82,7 @@ std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_
     return st == status::ok && got != 0;
   };
   bool evicted = false;
+  std::size_t busy = 0;  // busy victims of the last round that made no progress
   for (int round = 0; round < kMaxLadderRounds; ++round) {
     {
       std::lock_guard tl(ts.mem->mutex());
@@ -98,10 +119,13 @@ std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_
         if (wait_oldest()) { continue; }
       }
     }
-    if (evict_round(k, bytes, mode, incoming)) {
+    evict_outcome const ev = evict_round(k, bytes, mode, incoming);
+    if (ev.progress) {
       evicted = true;
+      busy = 0;
       continue;
     }
+    busy = ev.busy_bytes;
     if (mode == place_mode::no_wait) { break; }
     {
       std::lock_guard tl(ts.mem->mutex());
@@ -110,9 +134,23 @@ std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_
     break;
   }
   if (why != nullptr) {
-    std::lock_guard tl(ts.mem->mutex());
-    why->diagnosis = oom_message_locked(k, bytes);
     why->backend_status = last_backend;
+    why->busy_bytes = busy;
+    if (busy == 0 && thread_leases() <= 0) {
+      // Nothing was busy, but leases pin part of the tier and none is this thread's: other
+      // threads' leases, released soon in a program that keeps none across calls. Wait for
+      // them as for busy victims (the bound still ends a wait on a lease kept for good).
+      std::size_t const pinned = ts.pinned_bytes();
+      if (pinned != 0 && bytes <= ts.capacity) {
+        why->busy_bytes = pinned;
+        why->busy_pins = true;
+        busy = pinned;
+      }
+    }
+    if (busy == 0) {  // a busy failure is retried by the request, which diagnoses it if it stays
+      std::lock_guard tl(ts.mem->mutex());
+      why->diagnosis = oom_message_locked(k, bytes, &why->figures);
+    }
   }
   return std::nullopt;
 }
@@ -151,7 +189,9 @@ void pool_impl::give_back_now(std::uint32_t k, block const& b) noexcept
   }
 }
 
-std::string pool_impl::oom_message_locked(std::uint32_t k, std::size_t bytes) const
+std::string pool_impl::oom_message_locked(std::uint32_t k, std::size_t bytes, oom_figures* figures,
+                                          std::size_t busy_bytes, std::uint32_t attempts, double waited_s,
+                                          bool busy_pins) const
 {
   tier_state const& ts = *tiers_[k];
   tier_usage const u = ts.mem->usage();
@@ -163,12 +203,31 @@ std::string pool_impl::oom_message_locked(std::uint32_t k, std::size_t bytes) co
                               ? "raise tier_options::capacity_bytes (or TIERPOOL_DEVICE_BYTES) of tier '" + ts.name + "'"
                               : "raise tier_options::capacity_bytes of tier '" + ts.name + "'";
   std::string cause;
+  oom_cause c = oom_cause::capacity;
   if (bytes > u.capacity_bytes) {
     cause = "capacity — the request is larger than the tier; " + raise + " or split the tensor";
-  } else if (pinned + bytes > u.capacity_bytes) {
+  } else if (pinned + bytes > u.capacity_bytes && attempts == 0) {
+    c = oom_cause::pinned;
     cause = "pinned — live leases pin " + format_byte_size(pinned) +
             " of the tier; release leases (end lease objects) before acquiring more, or " + raise;
+  } else if (attempts != 0) {
+    char waited[32];
+    std::snprintf(waited, sizeof waited, "%.3f s", waited_s);
+    std::string const span = std::string(waited) + " and " + std::to_string(attempts) + " attempts";
+    if (busy_pins) {
+      c = oom_cause::pinned;
+      cause = "pinned — leases of other threads pinned " + format_byte_size(busy_bytes) +
+              " of the tier for the whole wait (" + span + "), leaving no room large enough; release leases "
+              "sooner, raise pool_options::contention.busy_timeout_ms, or " + raise;
+    } else {
+      c = oom_cause::busy;
+      cause = "busy — other threads held the tensors eviction needed (" + format_byte_size(busy_bytes) +
+              " at the last attempt) for " + span +
+              "; a thread may be keeping tensors locked (a long host wait), or raise "
+              "pool_options::contention.busy_timeout_ms";
+    }
   } else if (free_total + u.deferred_bytes >= bytes && largest < bytes) {
+    c = oom_cause::fragmentation;
     cause = "fragmentation — " + format_byte_size(free_total) + " free but the largest free block is " +
             format_byte_size(largest) + "; free or demote neighbouring tensors, use fewer distinct sizes, or " + raise;
   } else {
@@ -183,6 +242,17 @@ std::string pool_impl::oom_message_locked(std::uint32_t k, std::size_t bytes) co
                     format_byte_size(pinned) + ", in flight " + format_byte_size(u.deferred_bytes) +
                     ", free " + format_byte_size(free_total) + ", largest free block " + format_byte_size(largest) +
                     "; cause: " + cause;
+  if (figures != nullptr) {
+    figures->cause = c;
+    figures->capacity_bytes = u.capacity_bytes;
+    figures->resident_bytes = u.used_bytes;
+    figures->pinned_bytes = pinned;
+    figures->in_flight_bytes = u.deferred_bytes;
+    figures->busy_bytes = busy_bytes;
+    figures->free_bytes = free_total;
+    figures->largest_free_block = largest;
+    figures->attempts = attempts;
+  }
   return msg;
 }
 
@@ -192,12 +262,21 @@ void pool_impl::throw_place_failure(std::uint32_t k, std::size_t bytes, place_fa
     throw backend_error(why.backend_status, "pool: growing tier '" + tiers_[k]->name + "' for " +
                                               std::to_string(bytes) + " bytes failed in the backend");
   }
+  if (why.busy_bytes != 0) {
+    // Not the user's error yet: the request retries (Note [Busy victims are waited for, not
+    // failed on]); this message is seen only when a caller outside a request catches it.
+    throw busy_failure("tierpool: out of memory: cannot place " + format_byte_size(bytes) + " in tier '" +
+                         tiers_[k]->name + "' now; cause: busy — other threads hold " +
+                         format_byte_size(why.busy_bytes) + (why.busy_pins ? " in leases" : " of the tensors eviction needs"),
+                       tier_id{k}, bytes, why.busy_bytes, why.busy_pins);
+  }
   std::string msg = why.diagnosis;
+  oom_figures f = why.figures;
   if (msg.empty()) {
     std::lock_guard tl(tiers_[k]->mem->mutex());
-    msg = oom_message_locked(k, bytes);
+    msg = oom_message_locked(k, bytes, &f);
   }
-  throw out_of_memory(std::move(msg), tier_id{k}, bytes);
+  throw out_of_memory(std::move(msg), tier_id{k}, bytes, f);
 }
 
 }  // namespace tierpool::detail

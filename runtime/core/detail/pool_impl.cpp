@@ -41,6 +41,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -190,6 +191,10 @@ pool_impl::pool_impl(pool_options options)
     }
   }
   for (auto const& [tenant, quota] : options.tenant_quotas) { tenants_[tenant].quota = quota; }
+  if (options.contention.busy_attempts == 0) {
+    throw logic_error("pool_options::contention.busy_attempts: expected at least 1 (attempts of a request), got 0");
+  }
+  contention_ = options.contention;
   if (options.tiers.empty()) {
     options.tiers.push_back({.kind = tier_kind::device});
     options.tiers.push_back({.kind = tier_kind::pinned_host});
@@ -424,11 +429,50 @@ template <class Body>
 auto pool_impl::with_low_memory_step(tensor_record* rec, std::shared_ptr<tensor_record> const* handle, Body&& body)
   -> decltype(body(false))
 {
+  // Busy retries (Note [Busy victims are waited for, not failed on], placement.cpp): an
+  // attempt that failed only because other threads held its victims has let go of every
+  // lock; back off (outside the quiesce gate) and start over, within the bounds.
+  auto attempt = [&](bool retry) -> decltype(body(false)) {
+    auto const t0 = std::chrono::steady_clock::now();
+    std::uint32_t attempts = 0;
+    auto const timeout = std::chrono::milliseconds(contention_.busy_timeout_ms);
+    for (;;) {
+      try {
+        return body(retry);
+      } catch (busy_failure const& e) {
+        ++attempts;
+        auto const waited = std::chrono::steady_clock::now() - t0;
+        if (attempts >= contention_.busy_attempts || waited >= timeout) {
+          auto const k = static_cast<std::uint32_t>(e.tier());
+          oom_figures f{};
+          std::string msg;
+          {
+            std::lock_guard tl(tiers_[k]->mem->mutex());
+            msg = oom_message_locked(k, e.requested(), &f, e.figures().busy_bytes, attempts,
+                                     std::chrono::duration<double>(waited).count(), e.pins());
+          }
+          throw out_of_memory(std::move(msg), e.tier(), e.requested(), f);
+        }
+        busy_retries_.fetch_add(1, std::memory_order_relaxed);
+      }
+      retry = true;
+      bool const out = gate_.suspend();
+      if (attempts <= 4) {
+        std::this_thread::yield();
+      } else {
+        auto const t1 = std::chrono::steady_clock::now();
+        std::this_thread::sleep_for(std::chrono::microseconds(std::min<std::uint64_t>(
+          1000, std::uint64_t{20} << std::min<std::uint32_t>(attempts - 5, 6))));
+        add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+      }
+      gate_.resume(out, thread_shard());
+    }
+  };
   std::exception_ptr first;
   std::uint32_t k = 0;
   std::size_t bytes = 0;
   try {
-    return body(false);
+    return attempt(false);
   } catch (out_of_memory const& e) {
     if (lowmem_count_.load(std::memory_order_relaxed) == 0) { throw; }
     first = std::current_exception();
@@ -459,8 +503,21 @@ auto pool_impl::with_low_memory_step(tensor_record* rec, std::shared_ptr<tensor_
       rec->mtx.unlock();
     }
   } const paused{rec};
-  if (!run_low_memory_callbacks(k, bytes)) { std::rethrow_exception(first); }
-  return body(true);
+  bool ran = false;
+  {
+    // The callbacks run outside the quiesce gate: they may call the pool, or wait for
+    // other threads' pool calls (Note [The quiesce gate]).
+    bool const out = gate_.suspend();
+    try {
+      ran = run_low_memory_callbacks(k, bytes);
+    } catch (...) {
+      gate_.resume(out, thread_shard());
+      throw;
+    }
+    gate_.resume(out, thread_shard());
+  }
+  if (!ran) { std::rethrow_exception(first); }
+  return attempt(true);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -478,6 +535,7 @@ std::shared_ptr<tensor_record> pool_impl::make_record()
 
 tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
 {
+  op_gate::scope const op(gate_, thread_shard());
   check_open("allocate");
   TIERPOOL_EXPECTS(bytes > 0, "pool::allocate: bytes must be > 0");
   auto const n = static_cast<std::uint32_t>(tiers_.size());
@@ -616,11 +674,15 @@ lease pool_impl::make_lease(tensor_record& rec, std::uint32_t k, access_mode acc
   l.tier_ = k;
   pin_locked(rec, k);
   if (access != access_mode::read) { ++rec.write_pins; }
+  ++thread_leases();
+  std::size_t const sh = thread_shard();
+  bump(counters_[sh].leases, std::uint64_t{1}, sh);  // pool_stats::acquires: leases taken
   return l;
 }
 
 lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stream)
 {
+  op_gate::scope const op(gate_, thread_shard());
   tensor_record& rec = checked_record(t, "acquire");
   auto d = static_cast<std::uint32_t>(device_tier());
   stream_entry* const se = find_stream(stream);
@@ -682,6 +744,7 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
 
 lease pool_impl::acquire_host(tensor const& t, access_mode access)
 {
+  op_gate::scope const op(gate_, thread_shard());
   tensor_record& rec = checked_record(t, "acquire_host");
   if (pq_size_.load(std::memory_order_relaxed) != 0) [[unlikely]] { serve_prefetches(); }
   return with_low_memory_step(&rec, &t.rec_, [&](bool retry) { return acquire_host_locked(rec, access, retry); });
@@ -835,6 +898,7 @@ void pool_impl::set_next_use(tensor const& t, std::optional<tick> next_use)
 
 void pool_impl::prefetch(tensor const& t, tier_id to)
 {
+  op_gate::scope const op(gate_, thread_shard());
   (void)checked_record(t, "prefetch");
   auto const k = static_cast<std::uint32_t>(to);
   TIERPOOL_EXPECTS(k < tiers_.size(), "pool::prefetch: unknown tier " + std::to_string(k));
@@ -934,6 +998,7 @@ void pool_impl::prefetch_record(std::shared_ptr<tensor_record> const& recp, std:
 
 void pool_impl::predict_after(tensor_id id, std::size_t bytes, bool write)
 {
+  op_gate::scope const op(gate_, thread_shard());
   thread_local std::vector<tensor_id> plan_ids_;  // this thread's copy of the plan (keeps its capacity)
   {
     std::lock_guard lock(predictor_mtx_);
@@ -1032,6 +1097,7 @@ void pool_impl::serve_prefetches() noexcept
 
 void pool_impl::demote(tensor const& t, tier_id to)
 {
+  op_gate::scope const op(gate_, thread_shard());
   tensor_record& rec = checked_record(t, "demote");
   auto const k = static_cast<std::uint32_t>(to);
   TIERPOOL_EXPECTS(k < tiers_.size(), "pool::demote: unknown tier " + std::to_string(k));
@@ -1056,6 +1122,7 @@ void pool_impl::demote_locked(tensor_record& rec, std::uint32_t k)
 
 void pool_impl::free(tensor& t)
 {
+  op_gate::scope const op(gate_, thread_shard());
   tensor_record& rec = checked_record(t, "free");
   bool deferred = false;
   {
@@ -1094,6 +1161,7 @@ void pool_impl::free(tensor& t)
 void pool_impl::free_handle(tensor& t) noexcept
 {
   if (t.rec_ == nullptr) { return; }
+  op_gate::scope const op(gate_, thread_shard());
   tensor_record& rec = *t.rec_;
   bool erase = false;
   {
@@ -1149,6 +1217,9 @@ void pool_impl::finish_dropped_locked(tensor_record& rec, std::shared_ptr<pool_i
 void pool_impl::release(lease& l) noexcept
 {
   if (l.rec_ == nullptr) { return; }
+  std::shared_ptr<pool_impl> keep_alive;     // dropped last: it may end this pool (after the gate's scope)
+  std::shared_ptr<tensor_record> keep_self;  // dropped after the unlock: it may end the record
+  op_gate::scope const op(gate_, thread_shard());
   if (recorder_) [[unlikely]] {
     trace::event e{};
     e.kind = trace::event_kind::release;
@@ -1161,8 +1232,6 @@ void pool_impl::release(lease& l) noexcept
     trace_record(std::move(e));
   }
   tensor_record& rec = *l.rec_;
-  std::shared_ptr<pool_impl> keep_alive;     // dropped last: it may end this pool
-  std::shared_ptr<tensor_record> keep_self;  // dropped after the unlock: it may end the record
   {
     record_lock rl(rec);
     if (!l.host_ && l.tier_ < rec.slots.size()) {
@@ -1175,6 +1244,7 @@ void pool_impl::release(lease& l) noexcept
       }
     }
     unpin_locked(rec, l.tier_);
+    --thread_leases();
     if (l.access_ != access_mode::read) { --rec.write_pins; }
     if (rec.pins == 0 && rec.paused == 0 && rec.free_when_unpinned) {
       // The handle died while leased: the last release frees it (a paused request's end
@@ -1281,6 +1351,7 @@ void pool_impl::synchronize(stream_handle s)
 
 void pool_impl::close()
 {
+  op_gate::scope const op(gate_, thread_shard());
   std::lock_guard cl(close_mtx_);
   if (closed_.load(std::memory_order_acquire)) { return; }
   std::vector<std::shared_ptr<tensor_record>> const recs = records_by_id();

@@ -39,6 +39,7 @@
 #include <tierpool/trace.hpp>
 #include <tierpool/telemetry.hpp>
 
+#include "core/detail/op_gate.hpp"
 #include "core/detail/record_slab.hpp"
 #include "core/detail/spin_mutex.hpp"
 #include "migration/event_pool.hpp"
@@ -286,7 +287,8 @@ struct alignas(128) access_shard {
 
 /// @brief A shard's figures: written by its own threads (relaxed), summed by stats().
 struct alignas(128) counter_shard {
-  std::atomic<std::uint64_t> hits{0}, misses{0}, prefetch_hits{0}, prefetch_late{0};  // acquires = hits + misses
+  std::atomic<std::uint64_t> hits{0}, misses{0}, prefetch_hits{0}, prefetch_late{0};
+  std::atomic<std::uint64_t> leases{0};  // acquires that returned a lease (make_lease)
 };
 
 /// @brief A shard's share of a tier's pinned bytes (may be negative: pin here, unpin there).
@@ -431,7 +433,48 @@ enum class place_mode : std::uint8_t {
 /// @brief Why place() returned no block.
 struct place_failure {
   std::string diagnosis;                ///< the out_of_memory message (ladder mode only)
+  oom_figures figures{};                ///< its figures and cause (ladder mode only)
   status backend_status{status::ok};    ///< last failed backend allocate while growing, if any
+  /// Bytes of victims another thread held when the ladder gave up (0: none). Non-zero means
+  /// the only obstacle may be transient: the request lets go of its locks and tries again
+  /// (Note [Busy victims are waited for, not failed on], placement.cpp).
+  std::size_t busy_bytes{0};
+  /// The obstacle was leases of other threads (the calling thread holds none), not locks:
+  /// they pin `busy_bytes`; the request waits for them as for busy victims.
+  bool busy_pins{false};
+};
+
+/// @brief Leases the calling thread holds, in every pool (made here minus released here;
+///        a lease released by another thread leaves its maker's count high, which only
+///        makes that thread fail sooner). Zero or less: the thread holds none, so pinned
+///        bytes in its way belong to other threads and will be released.
+[[nodiscard]] inline std::int64_t& thread_leases() noexcept
+{
+  thread_local std::int64_t n = 0;
+  return n;
+}
+
+/// @brief The out_of_memory of an attempt that failed only on other threads' locks or
+///        leases (place_failure::busy_bytes): the request catches it and tries again
+///        (Note [Busy victims are waited for, not failed on], placement.cpp).
+class busy_failure : public out_of_memory {
+ public:
+  busy_failure(std::string msg, tier_id tier, std::size_t bytes, std::size_t busy_bytes, bool pins)
+      : out_of_memory(std::move(msg), tier, bytes, oom_figures{.cause = oom_cause::busy, .busy_bytes = busy_bytes}),
+        pins_(pins)
+  {
+  }
+  /// True when other threads' leases, not their locks, were in the way.
+  [[nodiscard]] bool pins() const noexcept { return pins_; }
+
+ private:
+  bool pins_;
+};
+
+/// @brief What one round of eviction did.
+struct evict_outcome {
+  bool progress{false};     ///< at least one victim was vacated
+  std::size_t busy_bytes{0};  ///< bytes of proposed victims another thread held (skipped)
 };
 
 /// @brief The engine behind tierpool::pool. Every public member is internally synchronized.
@@ -539,8 +582,13 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   /// True for the pool's own copy streams (h2d, d2h), whose deferred frees may be reused
   /// in stream order.
   [[nodiscard]] bool is_copy_stream(stream_handle s) const noexcept;
-  bool evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming = {});
-  [[nodiscard]] std::string oom_message_locked(std::uint32_t k, std::size_t bytes) const;
+  evict_outcome evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming = {});
+  /// The diagnosis of a failed request for `bytes` in tier k (tier lock held): the message
+  /// and, in `*figures` when given, its figures and cause. `busy_bytes`: victims other
+  /// threads held; `attempts`/`waited_s`: the busy retries made (cause busy when non-zero).
+  [[nodiscard]] std::string oom_message_locked(std::uint32_t k, std::size_t bytes, oom_figures* figures = nullptr,
+                                               std::size_t busy_bytes = 0, std::uint32_t attempts = 0,
+                                               double waited_s = 0.0, bool busy_pins = false) const;
   [[noreturn]] void throw_place_failure(std::uint32_t k, std::size_t bytes, place_failure const& why) const;
   void give_back_now(std::uint32_t k, block const& b) noexcept;
 
@@ -548,7 +596,10 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   enum class fill_result : std::uint8_t { hit, filled, no_room };
   fill_result ensure_valid_locked(tensor_record& rec, std::uint32_t k, access_mode access, place_mode mode);
   status copy_locked(tensor_record& rec, std::uint32_t from, std::uint32_t to);
-  bool write_back_locked(tensor_record& rec, std::uint32_t k, place_mode mode) noexcept;
+  /// Write the dirty copy in tier k back to a lower tier. @return false when it stays the
+  /// only valid copy; then `*busy_bytes` (when given) grows by the busy victims that kept
+  /// the lower tiers full.
+  bool write_back_locked(tensor_record& rec, std::uint32_t k, place_mode mode, std::size_t* busy_bytes = nullptr) noexcept;
   void vacate_locked(tensor_record& rec, std::uint32_t k) noexcept;
   void mark_others_stale_locked(tensor_record& rec, std::uint32_t k) noexcept;
   void free_slots_locked(tensor_record& rec) noexcept;
@@ -584,6 +635,9 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   void stream_wait_event_or_sync(stream_handle waiter, event_handle e) noexcept;
   [[nodiscard]] event_handle record_or_sync(stream_handle s) noexcept;
   void host_wait_slot(copy_slot& slot, bool include_users) noexcept;
+  /// The host waits until the work of `use` on its stream is done (a destroyed stream: its
+  /// last mark, Note [Last-use marks]).
+  void host_wait_use(stream_use const& use) noexcept;
   /// acquire of a managed copy: queue its pages' migration to the device on `stream`.
   void steer_to_device(tensor_record& rec, copy_slot& slot, stream_handle stream) noexcept;
   void release_event(event_handle& e) noexcept;
@@ -601,6 +655,12 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   void demote_locked(tensor_record& rec, std::uint32_t k);
   /// A deferred free happens (the handle died earlier): free the slots, record the free.
   void free_dropped_locked(tensor_record& rec) noexcept;
+
+  /// Busy retries of one request (Note [Busy victims are waited for, not failed on]).
+  contention_options contention_{};
+  /// Entered by every operation that changes the pool; validate() closes it (Note [The
+  /// quiesce gate], op_gate.hpp).
+  mutable op_gate gate_;
 
   // ---- state ----
   std::shared_ptr<tierpool::backend> backend_;  // destroyed last
@@ -670,6 +730,7 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   std::atomic<std::uint64_t> prefetch_queued_{0}, prefetch_dropped_{0};
   std::atomic<std::uint64_t> managed_prefetches_{0}, managed_prefetch_bytes_{0};
   std::atomic<std::uint64_t> stall_ns_{0};
+  std::atomic<std::uint64_t> busy_retries_{0};
   struct tenant_state {
     std::size_t quota{0};
     std::size_t live{0};

@@ -5,7 +5,7 @@
 // like torch.cuda.memory_summary), summary_json() (Boost.JSON) and validate() (every
 // invariant, for tests).
 //
-// Invariants checked by validate(), with every lock held:
+// Invariants checked by validate(), with the quiesce gate closed (no operation running):
 //   every live record has >= 1 valid slot;  record.pins == SUM(slot.pins)
 //   SUM(slot sizes of non-absent slots in tier k) == tier k's usage().used_bytes
 //   COUNT(non-absent slots in tier k) == tier_state::resident
@@ -72,8 +72,12 @@ pool_stats pool_impl::stats() const
     st.misses += c.misses.load(std::memory_order_relaxed);
     st.prefetch_hits += c.prefetch_hits.load(std::memory_order_relaxed);
     st.prefetch_late += c.prefetch_late.load(std::memory_order_relaxed);
+    st.acquires += c.leases.load(std::memory_order_relaxed);
   }
-  st.acquires = st.hits + st.misses;  // every acquire / acquire_host is exactly one of them
+  // Every counted acquire is one hit or miss, and a lease or a failure. Read without a
+  // lock, the shards may be a moment apart: never report more failures than there are.
+  st.acquire_failures = st.hits + st.misses > st.acquires ? st.hits + st.misses - st.acquires : 0;
+  st.busy_retries = busy_retries_.load(std::memory_order_relaxed);
   st.bytes_h2d = bytes_h2d_.load(std::memory_order_relaxed);
   st.bytes_d2h = bytes_d2h_.load(std::memory_order_relaxed);
   st.copies_h2d = copies_h2d_.load(std::memory_order_relaxed);
@@ -114,10 +118,11 @@ std::string pool_impl::summary() const
                       format_byte_size(t.pinned_bytes).c_str(), static_cast<unsigned long long>(t.resident_tensors),
                       static_cast<unsigned long long>(t.evictions), t.fragmentation * 100.0));
   }
-  add(std::snprintf(line, sizeof line, "tensors %llu (%s); acquires %llu: hits %llu, misses %llu\n",
+  add(std::snprintf(line, sizeof line, "tensors %llu (%s); acquires %llu (failed %llu): hits %llu, misses %llu; busy retries %llu\n",
                     static_cast<unsigned long long>(st.tensors), format_byte_size(st.tensor_bytes).c_str(),
-                    static_cast<unsigned long long>(st.acquires), static_cast<unsigned long long>(st.hits),
-                    static_cast<unsigned long long>(st.misses)));
+                    static_cast<unsigned long long>(st.acquires), static_cast<unsigned long long>(st.acquire_failures),
+                    static_cast<unsigned long long>(st.hits), static_cast<unsigned long long>(st.misses),
+                    static_cast<unsigned long long>(st.busy_retries)));
   add(std::snprintf(line, sizeof line, "copies h2d %llu (%s), d2h %llu (%s); all tiers: up %llu (%s), down %llu (%s)\n",
                     static_cast<unsigned long long>(st.copies_h2d), format_byte_size(st.bytes_h2d).c_str(),
                     static_cast<unsigned long long>(st.copies_d2h), format_byte_size(st.bytes_d2h).c_str(),
@@ -173,6 +178,8 @@ boost::json::object stats_json(pool_stats const& st)
   root["tensors"] = st.tensors;
   root["tensor_bytes"] = st.tensor_bytes;
   root["acquires"] = st.acquires;
+  root["acquire_failures"] = st.acquire_failures;
+  root["busy_retries"] = st.busy_retries;
   root["hits"] = st.hits;
   root["misses"] = st.misses;
   root["bytes_h2d"] = st.bytes_h2d;
@@ -231,10 +238,16 @@ std::vector<std::shared_ptr<tensor_record>> pool_impl::records_by_id() const
 
 bool pool_impl::validate() const
 {
+  // One consistent moment (Note [The quiesce gate], op_gate.hpp): the gate is closed, so no
+  // operation is changing a record, a tier or a policy, and none is waiting on a lock this
+  // check holds. No record lock is taken: eviction elsewhere never finds a victim busy
+  // because of validate(); other threads wait at the gate for as long as the check takes.
+  if (gate_.inside()) {
+    throw logic_error("pool::validate: called from inside a pool operation on this thread (a low-memory "
+                      "callback of a nested call); call it from outside the pool's calls");
+  }
+  op_gate::closed const quiet(gate_);
   std::vector<std::shared_ptr<tensor_record>> const recs = records_by_id();
-  std::vector<std::unique_lock<std::mutex>> rlocks;
-  rlocks.reserve(recs.size());
-  for (auto const& r : recs) { rlocks.emplace_back(r->mtx); }  // id order: see Note [Lock order of the pool]
 
   bool ok = true;
   auto fail = [&](std::string const& why) {

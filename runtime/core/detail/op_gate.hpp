@@ -26,12 +26,20 @@ namespace tierpool::detail {
 // other threads (every victim is busy) and does not cover the tiers' own state. The
 // architecture will split the pool into components with locks of their own, so the check
 // must not depend on which locks exist.
-// Approach: a gate in front of every mutating operation. An operation *enters* (one
-// uncontended fetch_add on its thread's shard, a load of `closed_`) and *leaves* (one
-// fetch_sub) around its whole body, before it takes any lock. The exclusive side closes the
-// gate, waits until every shard is zero, does its work and reopens it. Entry and close form
-// a Dekker pair (both sides store, then load, seq_cst): either the entrant sees the gate
-// closed and backs out, or the closer sees the entrant and waits for it. An operation
+// Approach: a gate in front of every mutating operation. An operation *enters* (its
+// thread's slot counter goes up, then it loads `closed_`) and *leaves* (the counter goes
+// down) around its whole body, before it takes any lock. The exclusive side closes the
+// gate, waits until every slot is zero, does its work and reopens it. Entry and close form
+// a Dekker pair (each side stores, then loads the other's word): either the entrant sees
+// the gate closed and backs out, or the closer sees the entrant and waits for it. The
+// store-then-load order costs a full barrier on one side. The hit path (an acquire and a
+// release per kernel) cannot pay a locked instruction for it (20 ns a pair, measured), so
+// the barrier is asymmetric where Linux has membarrier(2): an operation on its own slot
+// (one writer: the first kShards threads have one each) does a plain store, a compiler
+// barrier and a load; the closer, rare, runs MEMBARRIER_CMD_PRIVATE_EXPEDITED between its
+// store and its loads, which puts a full barrier into every running thread of the process
+// (the scheme of liburcu and folly's asymmetric fences). The shared last slot, and every
+// slot where membarrier is missing, use seq_cst read-modify-writes. An operation
 // already inside (a nested call from the same thread: a lease released by a callback, a
 // drop from record_lock's unlock) re-enters without looking at the gate, so a closer never
 // waits for a thread that waits for it. Waits are on a condition variable, never a spin.
@@ -51,29 +59,82 @@ class op_gate {
 
   /// @brief Enter as an operation on shard `shard` (waits while the gate is closed, unless
   ///        the calling thread is already inside).
-  void enter(std::size_t shard) noexcept
+  void enter(std::size_t shard) noexcept { (void)enter_entry(shard); }
+
+  /// @brief Leave (the matching enter on this thread).
+  void leave() noexcept { leave_entry(mine()); }
+
+ private:
+  struct gate_slot;
+  struct depth_entry;
+
+ public:
+  /// @brief RAII: one operation (enter ... leave); keeps the thread's entry between them.
+  class scope {
+   public:
+    [[gnu::always_inline]] scope(op_gate& g, std::size_t shard) noexcept : g_(g), d_(g.enter_entry(shard)) {}
+    [[gnu::always_inline]] ~scope() { g_.leave_entry(d_); }
+    scope(scope const&) = delete;
+    scope& operator=(scope const&) = delete;
+
+   private:
+    op_gate& g_;
+    depth_entry& d_;
+  };
+
+ private:
+  // The fast path, inlined into every operation: the thread's entry (one compare in the
+  // common case of one pool), a plain store and a load. The rest is out of line.
+  [[gnu::always_inline]] depth_entry& enter_entry(std::size_t shard) noexcept
   {
     depth_entry& d = mine();
-    if (d.depth++ != 0) { return; }
+    if (d.depth++ != 0) [[unlikely]] { return d; }
+    if (shard < kSlots - 1 && asymmetric()) [[likely]] {
+      gate_slot& s = slots_[shard];
+      d.where = &s;
+      d.own = true;
+      s.n.store(s.n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      std::atomic_signal_fence(std::memory_order_seq_cst);  // the closer's membarrier orders it
+      if (!closed_.load(std::memory_order_acquire)) [[likely]] { return d; }
+      leave_slot(s, true);
+    }
+    enter_slow(d, shard);
+    return d;
+  }
+
+  [[gnu::noinline]] void enter_slow(depth_entry& d, std::size_t shard) noexcept
+  {
+    bool const own = shard < kSlots - 1 && asymmetric();
     gate_slot& s = slots_[shard < kSlots ? shard : kSlots - 1];
     d.where = &s;
+    d.own = own;
+    bool wait = own;  // an own slot came here because the gate was closed
     for (;;) {
-      s.n.fetch_add(1, std::memory_order_seq_cst);
-      if (!closed_.load(std::memory_order_seq_cst)) [[likely]] { return; }
-      leave_slot(s);  // back out, then wait until it opens
-      std::unique_lock lk(mtx_);
-      cv_.wait(lk, [this] { return !closed_.load(std::memory_order_relaxed); });
+      if (wait) {
+        std::unique_lock lk(mtx_);  // wait while closed (a closer that is done opens it)
+        cv_.wait(lk, [this] { return !closed_.load(std::memory_order_relaxed); });
+      }
+      wait = true;
+      if (own) {
+        s.n.store(s.n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        if (!closed_.load(std::memory_order_acquire)) { return; }
+      } else {
+        s.n.fetch_add(1, std::memory_order_seq_cst);
+        if (!closed_.load(std::memory_order_seq_cst)) { return; }
+      }
+      leave_slot(s, own);  // closed: back out, then wait until it opens
     }
   }
 
-  /// @brief Leave (the matching enter on this thread).
-  void leave() noexcept
+  [[gnu::always_inline]] void leave_entry(depth_entry& d) noexcept
   {
-    depth_entry& d = mine();
     if (--d.depth != 0) { return; }
-    leave_slot(*d.where);
+    leave_slot(*d.where, d.own);
     d.where = nullptr;
   }
+
+ public:
 
   /// @brief True when the calling thread is inside (between enter and leave).
   [[nodiscard]] bool inside() const noexcept
@@ -104,6 +165,7 @@ class op_gate {
   {
     closer_.lock();
     closed_.store(true, std::memory_order_seq_cst);
+    heavy_barrier();  // the other half of the entrants' plain store + load
     std::unique_lock lk(mtx_);
     cv_.wait(lk, [this] { return busy() == 0; });
   }
@@ -118,18 +180,6 @@ class op_gate {
     cv_.notify_all();
     closer_.unlock();
   }
-
-  /// @brief RAII: one operation (enter ... leave).
-  class scope {
-   public:
-    scope(op_gate& g, std::size_t shard) noexcept : g_(g) { g_.enter(shard); }
-    ~scope() { g_.leave(); }
-    scope(scope const&) = delete;
-    scope& operator=(scope const&) = delete;
-
-   private:
-    op_gate& g_;
-  };
 
   /// @brief RAII: the gate closed (close ... open).
   class closed {
@@ -150,8 +200,21 @@ class op_gate {
   struct depth_entry {
     op_gate const* gate{nullptr};
     std::uint32_t depth{0};
+    bool own{false};  ///< entered by a plain store on a slot of its own (asymmetric())
     gate_slot* where{nullptr};
   };
+
+  /// True when membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) is registered for the process
+  /// (decided once; op_gate.cpp).
+  [[nodiscard]] static bool asymmetric() noexcept
+  {
+    static bool const yes = register_asymmetric();
+    return yes;
+  }
+  [[nodiscard]] static bool register_asymmetric() noexcept;
+  /// A full barrier in every running thread of the process (when asymmetric()), else a
+  /// seq_cst fence.
+  static void heavy_barrier() noexcept;
   // Gates a thread is inside at once: a few (one per pool whose callback calls another).
   static constexpr std::size_t kNested = 8;
   struct thread_gates {
@@ -169,7 +232,7 @@ class op_gate {
     }
     return nullptr;
   }
-  depth_entry& mine() noexcept
+  [[gnu::always_inline]] depth_entry& mine() noexcept
   {
     auto& e = gates().e;
     depth_entry* free_entry = nullptr;
@@ -178,7 +241,7 @@ class op_gate {
       if (free_entry == nullptr && (d.gate == nullptr || d.depth == 0)) { free_entry = &d; }
     }
     if (free_entry == nullptr) { free_entry = &overflow(); }  // more than kNested pools at once: share one
-    *free_entry = depth_entry{this, 0, nullptr};
+    *free_entry = depth_entry{this, 0, false, nullptr};
     return *free_entry;
   }
   static depth_entry& overflow() noexcept
@@ -186,9 +249,14 @@ class op_gate {
     thread_local depth_entry o;
     return o;
   }
-  void leave_slot(gate_slot& s) noexcept
+  void leave_slot(gate_slot& s, bool own) noexcept
   {
-    s.n.fetch_sub(1, std::memory_order_seq_cst);
+    if (own) [[likely]] {
+      s.n.store(s.n.load(std::memory_order_relaxed) - 1, std::memory_order_release);
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+    } else {
+      s.n.fetch_sub(1, std::memory_order_seq_cst);
+    }
     if (closed_.load(std::memory_order_seq_cst)) [[unlikely]] {
       std::lock_guard lk(mtx_);  // the closer checks busy() under mtx_: no lost wake-up
       cv_.notify_all();

@@ -433,14 +433,14 @@ auto pool_impl::with_low_memory_step(tensor_record* rec, std::shared_ptr<tensor_
   // attempt that failed only because other threads held its victims has let go of every
   // lock; back off (outside the quiesce gate) and start over, within the bounds.
   auto attempt = [&](bool retry) -> decltype(body(false)) {
-    auto const t0 = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point t0{};  // of the first busy failure (no clock read on the hit path)
     std::uint32_t attempts = 0;
     auto const timeout = std::chrono::milliseconds(contention_.busy_timeout_ms);
     for (;;) {
       try {
         return body(retry);
       } catch (busy_failure const& e) {
-        ++attempts;
+        if (attempts++ == 0) { t0 = std::chrono::steady_clock::now(); }
         auto const waited = std::chrono::steady_clock::now() - t0;
         if (attempts >= contention_.busy_attempts || waited >= timeout) {
           auto const k = static_cast<std::uint32_t>(e.tier());
@@ -675,8 +675,6 @@ lease pool_impl::make_lease(tensor_record& rec, std::uint32_t k, access_mode acc
   pin_locked(rec, k);
   if (access != access_mode::read) { ++rec.write_pins; }
   ++thread_leases();
-  std::size_t const sh = thread_shard();
-  bump(counters_[sh].leases, std::uint64_t{1}, sh);  // pool_stats::acquires: leases taken
   return l;
 }
 
@@ -692,12 +690,18 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
                                      : se->internal ? " (a copy stream of the pool)" : " (destroyed)"));
   }
   if (pq_size_.load(std::memory_order_relaxed) != 0) [[unlikely]] { serve_prefetches(); }
-  return with_low_memory_step(&rec, &t.rec_,
-                              [&](bool retry) { return acquire_locked(rec, d, *se, stream, access, retry); });
+  bool counted = false;
+  try {
+    return with_low_memory_step(
+      &rec, &t.rec_, [&](bool retry) { return acquire_locked(rec, d, *se, stream, access, retry, counted); });
+  } catch (...) {
+    if (counted) { acquire_failures_.fetch_add(1, std::memory_order_relaxed); }
+    throw;
+  }
 }
 
 lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entry& se, stream_handle stream,
-                                access_mode access, bool retry)
+                                access_mode access, bool retry, bool& counted)
 {
   record_lock rl(rec);
   TIERPOOL_EXPECTS(!rec.freed, "pool::acquire: the tensor was freed");
@@ -720,6 +724,7 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
     std::size_t const sh = thread_shard();
     counter_shard& cs = counters_[sh];
     if (!retry) [[likely]] { bump(cs.hits, std::uint64_t{1}, sh); }
+    counted = true;
     if (rec.prefetched) {
       rec.prefetched = false;
       bump(ready_complete(slot) ? cs.prefetch_hits : cs.prefetch_late, std::uint64_t{1}, sh);
@@ -728,6 +733,7 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
     note_access(rec, d, write);
   } else {
     if (!retry) { bump(counters_[thread_shard()].misses, std::uint64_t{1}, thread_shard()); }
+    counted = true;
     rec.prefetched = false;
     (void)ensure_valid_locked(rec, d, access, place_mode::ladder);
     if (slot.ready) { stream_wait_event_or_sync(stream, slot.ready); }
@@ -747,10 +753,17 @@ lease pool_impl::acquire_host(tensor const& t, access_mode access)
   op_gate::scope const op(gate_, thread_shard());
   tensor_record& rec = checked_record(t, "acquire_host");
   if (pq_size_.load(std::memory_order_relaxed) != 0) [[unlikely]] { serve_prefetches(); }
-  return with_low_memory_step(&rec, &t.rec_, [&](bool retry) { return acquire_host_locked(rec, access, retry); });
+  bool counted = false;
+  try {
+    return with_low_memory_step(&rec, &t.rec_,
+                                [&](bool retry) { return acquire_host_locked(rec, access, retry, counted); });
+  } catch (...) {
+    if (counted) { acquire_failures_.fetch_add(1, std::memory_order_relaxed); }
+    throw;
+  }
 }
 
-lease pool_impl::acquire_host_locked(tensor_record& rec, access_mode access, bool retry)
+lease pool_impl::acquire_host_locked(tensor_record& rec, access_mode access, bool retry, bool& counted)
 {
   auto const n = static_cast<std::uint32_t>(tiers_.size());
   record_lock rl(rec);
@@ -765,9 +778,11 @@ lease pool_impl::acquire_host_locked(tensor_record& rec, access_mode access, boo
   }
   if (h) {
     if (!retry) { bump(counters_[thread_shard()].hits, std::uint64_t{1}, thread_shard()); }
+    counted = true;
     note_access(rec, *h, write);
   } else {
     if (!retry) { bump(counters_[thread_shard()].misses, std::uint64_t{1}, thread_shard()); }
+    counted = true;
     std::optional<std::uint32_t> last_host;
     for (std::uint32_t k = 0; k < n && !h; ++k) {
       if (!is_host_accessible(tiers_[k]->kind)) { continue; }

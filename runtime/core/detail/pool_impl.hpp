@@ -287,8 +287,7 @@ struct alignas(128) access_shard {
 
 /// @brief A shard's figures: written by its own threads (relaxed), summed by stats().
 struct alignas(128) counter_shard {
-  std::atomic<std::uint64_t> hits{0}, misses{0}, prefetch_hits{0}, prefetch_late{0};
-  std::atomic<std::uint64_t> leases{0};  // acquires that returned a lease (make_lease)
+  std::atomic<std::uint64_t> hits{0}, misses{0}, prefetch_hits{0}, prefetch_late{0};  // acquires + failures = hits + misses
 };
 
 /// @brief A shard's share of a tier's pinned bytes (may be negative: pin here, unpin there).
@@ -649,9 +648,11 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
                    bool host);
   /// The locked part of acquire / acquire_host / demote; `retry`: the second attempt after
   /// low-memory callbacks (the acquire was counted as a hit or miss by the first).
+  /// `counted`: set once the request is counted as a hit or a miss (a failure after that
+  /// counts in acquire_failures).
   lease acquire_locked(tensor_record& rec, std::uint32_t d, stream_entry& se, stream_handle stream,
-                       access_mode access, bool retry);
-  lease acquire_host_locked(tensor_record& rec, access_mode access, bool retry);
+                       access_mode access, bool retry, bool& counted);
+  lease acquire_host_locked(tensor_record& rec, access_mode access, bool retry, bool& counted);
   void demote_locked(tensor_record& rec, std::uint32_t k);
   /// A deferred free happens (the handle died earlier): free the slots, record the free.
   void free_dropped_locked(tensor_record& rec) noexcept;
@@ -731,6 +732,7 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   std::atomic<std::uint64_t> managed_prefetches_{0}, managed_prefetch_bytes_{0};
   std::atomic<std::uint64_t> stall_ns_{0};
   std::atomic<std::uint64_t> busy_retries_{0};
+  std::atomic<std::uint64_t> acquire_failures_{0};  ///< counted acquires that threw (pool_stats::acquire_failures)
   struct tenant_state {
     std::size_t quota{0};
     std::size_t live{0};

@@ -72,11 +72,11 @@ pool_stats pool_impl::stats() const
     st.misses += c.misses.load(std::memory_order_relaxed);
     st.prefetch_hits += c.prefetch_hits.load(std::memory_order_relaxed);
     st.prefetch_late += c.prefetch_late.load(std::memory_order_relaxed);
-    st.acquires += c.leases.load(std::memory_order_relaxed);
   }
-  // Every counted acquire is one hit or miss, and a lease or a failure. Read without a
-  // lock, the shards may be a moment apart: never report more failures than there are.
-  st.acquire_failures = st.hits + st.misses > st.acquires ? st.hits + st.misses - st.acquires : 0;
+  // Every counted acquire is one hit or miss, and a lease or a failure (the hit path counts
+  // nothing more). Read without a lock, the figures may be a moment apart: never below 0.
+  st.acquire_failures = acquire_failures_.load(std::memory_order_relaxed);
+  st.acquires = st.hits + st.misses - std::min(st.acquire_failures, st.hits + st.misses);
   st.busy_retries = busy_retries_.load(std::memory_order_relaxed);
   st.bytes_h2d = bytes_h2d_.load(std::memory_order_relaxed);
   st.bytes_d2h = bytes_d2h_.load(std::memory_order_relaxed);

@@ -17,6 +17,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -510,21 +511,38 @@ published_pool read_published_pool(std::string const& segment)
     throw fail("too small for a tierpool stats segment (" + std::to_string(sb.st_size) + " bytes, need " +
                std::to_string(sizeof(segment_layout)) + ")");
   }
-  void* base = ::mmap(nullptr, sizeof(segment_layout), PROT_READ, MAP_SHARED, fd, 0);
-  int const e = errno;
-  ::close(fd);
-  if (base == MAP_FAILED) { throw fail("mmap: " + errno_text(e)); }
-  struct unmap {
-    void* p;
-    ~unmap() { ::munmap(p, sizeof(segment_layout)); }
-  } const guard{base};
-  auto const* lay = static_cast<segment_layout const*>(base);
-  if (load_word(lay->magic, std::memory_order_acquire) != kMagic) {
-    throw fail("not a tierpool stats segment (bad magic; or still being created)");
-  }
-  // Written once before the magic's release store: plain reads after its acquire load.
-  std::uint32_t const version = lay->version;
-  std::uint32_t const bytes = lay->bytes;
+  // Read with pread, never a mapping: the owner may shrink the file at any moment, and a
+  // load from a mapped page past the end would kill the reader with SIGBUS. A short read
+  // is an error about this segment only. Each pread is a system call, so the seqlock's
+  // order (sequence, payload, sequence again) holds without fences.
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } const fd_guard{fd};
+  auto read_at = [&](void* dst, std::size_t n, std::size_t off) {
+    std::size_t got = 0;
+    while (got < n) {
+      ssize_t const r = ::pread(fd, static_cast<char*>(dst) + got, n - got, static_cast<off_t>(off + got));
+      if (r < 0 && errno == EINTR) { continue; }
+      if (r < 0) { throw fail("read: " + errno_text(errno)); }
+      if (r == 0) { throw fail("it shrank while being read (" + std::to_string(off + got) + " bytes)"); }
+      got += static_cast<std::size_t>(r);
+    }
+#if !defined(__SANITIZE_THREAD__)
+    std::atomic_thread_fence(std::memory_order_acquire);  // the next read comes after this one's loads
+#endif
+  };
+  struct header {
+    std::uint64_t magic;
+    std::uint32_t version;
+    std::uint32_t bytes;
+  } h{};
+  static_assert(offsetof(segment_layout, magic) == 0 && offsetof(segment_layout, version) == 8 &&
+                offsetof(segment_layout, bytes) == 12);
+  read_at(&h, sizeof h, 0);
+  if (h.magic != kMagic) { throw fail("not a tierpool stats segment (bad magic; or still being created)"); }
+  std::uint32_t const version = h.version;
+  std::uint32_t const bytes = h.bytes;
   if (version != kVersion || bytes != sizeof(segment_layout)) {
     throw fail("layout version " + std::to_string(version) + " (" + std::to_string(bytes) +
                " bytes); this reader knows version " + std::to_string(kVersion));
@@ -532,14 +550,16 @@ published_pool read_published_pool(std::string const& segment)
   seg_payload p{};
   bool consistent = false;
   for (int attempt = 0; attempt < 1000 && !consistent; ++attempt) {
-    std::uint64_t const s1 = load_word(lay->seq, std::memory_order_acquire);
+    std::uint64_t s1 = 0;
+    read_at(&s1, sizeof s1, offsetof(segment_layout, seq));
     if ((s1 & 1U) != 0) {
       std::this_thread::yield();
       continue;
     }
-    // Acquire loads: the second load of `seq` cannot move before any of them.
-    copy_words(&p, &lay->payload, sizeof(seg_payload), std::memory_order_acquire, std::memory_order_relaxed);
-    consistent = load_word(lay->seq) == s1;
+    read_at(&p, sizeof p, offsetof(segment_layout, payload));
+    std::uint64_t s2 = 0;
+    read_at(&s2, sizeof s2, offsetof(segment_layout, seq));
+    consistent = s2 == s1;
   }
   if (!consistent) { throw fail("the writer kept rewriting it; try again"); }
   published_pool out;

@@ -6,16 +6,16 @@
 //
 // Note [The stats segment is a seqlock of plain words]
 // A pool writes one fixed-size, versioned record to /dev/shm/tierpool.<pid>.<n>; readers
-// (`tierpool top`, tierpool::read_published_pool) map it read-only. Nothing is shared but
-// the words: no mutex lives in the segment, so a reader can never block a writer, and a
-// reader killed mid-read leaves nothing behind. The writer makes `seq` odd, writes the
-// payload with release stores, makes `seq` even again (release); a reader loads `seq`
-// (acquire), copies the payload with acquire loads, loads `seq` again, and retries unless
-// both loads saw the same even value. If the reader saw any word of a newer copy, the
-// acquire/release pair makes it see that copy's odd `seq` afterwards. Every word goes
-// through std::atomic_ref, so the copy is not a data race in the C++ sense, and no fence
-// is used (ThreadSanitizer does not model fences); on x86-64 acquire loads and release
-// stores are plain moves, so the copy costs what memcpy does. Strings are
+// (`tierpool top`, tierpool::read_published_pool) read it with pread(2), never through a
+// mapping: the file's owner may shrink it at any time, and a load from a mapped page past
+// the end kills the reader with SIGBUS (a short read is an error about that segment only).
+// Nothing is shared but the words: no mutex lives in the segment, so a reader can never
+// block a writer, and a reader killed mid-read leaves nothing behind. The writer makes
+// `seq` odd, writes the payload with release stores (std::atomic_ref, so a reader in the
+// same process is no data race), makes `seq` even again (release); a reader reads `seq`,
+// the payload, `seq` again (three system calls, ordered by acquire fences where the
+// build allows fences), and retries unless both reads saw the same even value. On x86-64
+// release stores are plain moves, so the copy costs what memcpy does. Strings are
 // fixed, NUL-padded arrays inside the words; counts beyond the arrays are cut (the header
 // says how many there were). A new layout gets a new `version`; readers refuse others.
 #pragma once

@@ -652,6 +652,56 @@ TEST(Monitor, AFifoOrALinkNamedLikeASegmentIsRefusedNotWaitedOn)
   EXPECT_EQ(code, 0) << "-14: hung (SIGALRM); 11: FIFO, 12: link, 13: directory not refused as such; 14: scan";
 }
 
+// A segment's owner may shrink it while `tierpool top` reads it (truncate it and write it
+// back, again and again). The reader used to map the file: a load past the new end killed
+// it with SIGBUS. It reads with pread now: a short read is an error about that segment,
+// and the other reads see the whole record.
+TEST(Monitor, ASegmentShrunkWhileReadIsAnErrorNotASigbus)
+{
+  pool p(published("shrinking"));
+  p.publish();
+  telemetry::segment_layout const lay = read_layout(p.stats_segment());
+  std::string const fake = "tierpool." + std::to_string(::getpid()) + ".961";
+  std::string const path = "/dev/shm/" + fake;
+  int const fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  struct cleanup {
+    std::string path;
+    int fd;
+    ~cleanup()
+    {
+      ::close(fd);
+      ::remove(path.c_str());
+    }
+  } const guard{path, fd};
+  ASSERT_EQ(::pwrite(fd, &lay, sizeof lay, 0), static_cast<ssize_t>(sizeof lay));
+  int const code = in_child(
+    [&] {
+      std::atomic<bool> stop{false};
+      std::thread shrinker([&] {
+        while (!stop.load()) {
+          if (::ftruncate(fd, 0) != 0) { return; }
+          if (::pwrite(fd, &lay, sizeof lay, 0) != static_cast<ssize_t>(sizeof lay)) { return; }
+        }
+      });
+      int whole = 0;
+      int refused = 0;
+      for (int i = 0; i < 20'000 || whole == 0 || refused == 0; ++i) {
+        try {
+          if (read_published_pool(fake).name == "shrinking") { ++whole; }
+        } catch (stats_segment_error const&) {
+          ++refused;
+        }
+        if (i > 2'000'000) { break; }
+      }
+      stop = true;
+      shrinker.join();
+      return whole > 0 && refused > 0 ? 0 : 11;
+    },
+    60);
+  EXPECT_EQ(code, 0) << "-7: SIGBUS; -14: hung; 11: never read whole, or never saw it short";
+}
+
 // Issue 12 item 9: what a segment says is another process's word. Text is made printable
 // (no escape sequence or newline reaches a terminal; JSON stays valid UTF-8) and figures
 // finite, and the pool is still shown.

@@ -212,8 +212,8 @@ class op_gate {
     return yes;
   }
   [[nodiscard]] static bool register_asymmetric() noexcept;
-  /// A full barrier in every running thread of the process (when asymmetric()), else a
-  /// seq_cst fence.
+  /// A full barrier in every running thread of the process (when asymmetric()); else
+  /// nothing (every entrant then uses seq_cst read-modify-writes).
   static void heavy_barrier() noexcept;
   // Gates a thread is inside at once: a few (one per pool whose callback calls another).
   static constexpr std::size_t kNested = 8;

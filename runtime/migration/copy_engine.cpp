@@ -305,11 +305,10 @@ stream_handle pool_impl::copy_stream(std::uint32_t to, std::uint32_t from) noexc
 // record pointers (no shared refcount); the record keeps both alive for leases that
 // outlive every handle (tensor_record::keep_alive, keep_self).
 // Limitations: a policy sees a hit only at the next drain, with the drain's tick.
-std::size_t thread_shard() noexcept
+std::size_t assign_thread_shard() noexcept
 {
   static std::atomic<std::size_t> next{0};
-  thread_local std::size_t const mine = std::min(next.fetch_add(1, std::memory_order_relaxed), kShards);
-  return mine;
+  return std::min(next.fetch_add(1, std::memory_order_relaxed), kShards);
 }
 
 void pool_impl::drain_accesses_locked(tier_state& ts) noexcept

@@ -89,7 +89,7 @@ class op_gate {
   {
     depth_entry& d = mine();
     if (d.depth++ != 0) [[unlikely]] { return d; }
-    if (shard < kSlots - 1 && asymmetric()) [[likely]] {
+    if (shard < kSlots - 1 && asym_) [[likely]] {
       gate_slot& s = slots_[shard];
       d.where = &s;
       d.own = true;
@@ -104,7 +104,7 @@ class op_gate {
 
   [[gnu::noinline]] void enter_slow(depth_entry& d, std::size_t shard) noexcept
   {
-    bool const own = shard < kSlots - 1 && asymmetric();
+    bool const own = shard < kSlots - 1 && asym_;
     gate_slot& s = slots_[shard < kSlots ? shard : kSlots - 1];
     d.where = &s;
     d.own = own;
@@ -249,7 +249,7 @@ class op_gate {
     thread_local depth_entry o;
     return o;
   }
-  void leave_slot(gate_slot& s, bool own) noexcept
+  [[gnu::always_inline]] void leave_slot(gate_slot& s, bool own) noexcept
   {
     if (own) [[likely]] {
       s.n.store(s.n.load(std::memory_order_relaxed) - 1, std::memory_order_release);
@@ -257,10 +257,12 @@ class op_gate {
     } else {
       s.n.fetch_sub(1, std::memory_order_seq_cst);
     }
-    if (closed_.load(std::memory_order_seq_cst)) [[unlikely]] {
-      std::lock_guard lk(mtx_);  // the closer checks busy() under mtx_: no lost wake-up
-      cv_.notify_all();
-    }
+    if (closed_.load(std::memory_order_seq_cst)) [[unlikely]] { wake_closer(); }
+  }
+  [[gnu::noinline]] void wake_closer() noexcept
+  {
+    std::lock_guard lk(mtx_);  // the closer checks busy() under mtx_: no lost wake-up
+    cv_.notify_all();
   }
   [[nodiscard]] std::int64_t busy() const noexcept
   {
@@ -271,6 +273,7 @@ class op_gate {
 
   std::array<gate_slot, kSlots> slots_{};
   std::atomic<bool> closed_{false};
+  bool const asym_{asymmetric()};  // read once: the hit path tests a member, not a static's guard
   std::mutex mtx_;                 // guards the waits on cv_
   std::condition_variable cv_;     // the closer waits for zero; entrants wait for open
   std::mutex closer_;              // one closer at a time

@@ -432,40 +432,55 @@ auto pool_impl::with_low_memory_step(tensor_record* rec, std::shared_ptr<tensor_
   // Busy retries (Note [Busy victims are waited for, not failed on], placement.cpp): an
   // attempt that failed only because other threads held its victims has let go of every
   // lock; back off (outside the quiesce gate) and start over, within the bounds.
-  auto attempt = [&](bool retry) -> decltype(body(false)) {
-    std::chrono::steady_clock::time_point t0{};  // of the first busy failure (no clock read on the hit path)
-    std::uint32_t attempts = 0;
+  using result = decltype(body(false));
+  // The retries, out of line: the first attempt costs the hit path nothing more.
+  auto again = [&](busy_failure const& first_failure) __attribute__((noinline)) -> result {
+    auto const t0 = std::chrono::steady_clock::now();  // of the first busy failure
     auto const timeout = std::chrono::milliseconds(contention_.busy_timeout_ms);
+    std::uint32_t attempts = 1;
+    std::size_t last_busy = first_failure.figures().busy_bytes;
+    bool last_pins = first_failure.pins();
+    tier_id last_tier = first_failure.tier();
+    std::size_t const requested = first_failure.requested();
     for (;;) {
-      try {
-        return body(retry);
-      } catch (busy_failure const& e) {
-        if (attempts++ == 0) { t0 = std::chrono::steady_clock::now(); }
-        auto const waited = std::chrono::steady_clock::now() - t0;
-        if (attempts >= contention_.busy_attempts || waited >= timeout) {
-          auto const k = static_cast<std::uint32_t>(e.tier());
-          oom_figures f{};
-          std::string msg;
-          {
-            std::lock_guard tl(tiers_[k]->mem->mutex());
-            msg = oom_message_locked(k, e.requested(), &f, e.figures().busy_bytes, attempts,
-                                     std::chrono::duration<double>(waited).count(), e.pins());
-          }
-          throw out_of_memory(std::move(msg), e.tier(), e.requested(), f);
+      auto const waited = std::chrono::steady_clock::now() - t0;
+      if (attempts >= contention_.busy_attempts || waited >= timeout) {
+        auto const k = static_cast<std::uint32_t>(last_tier);
+        oom_figures f{};
+        std::string msg;
+        {
+          std::lock_guard tl(tiers_[k]->mem->mutex());
+          msg = oom_message_locked(k, requested, &f, last_busy, attempts, std::chrono::duration<double>(waited).count(),
+                                   last_pins);
         }
-        busy_retries_.fetch_add(1, std::memory_order_relaxed);
+        throw out_of_memory(std::move(msg), last_tier, requested, f);
       }
-      retry = true;
+      busy_retries_.fetch_add(1, std::memory_order_relaxed);
       bool const out = gate_.suspend();
       if (attempts <= 4) {
         std::this_thread::yield();
       } else {
         auto const t1 = std::chrono::steady_clock::now();
-        std::this_thread::sleep_for(std::chrono::microseconds(std::min<std::uint64_t>(
-          1000, std::uint64_t{20} << std::min<std::uint32_t>(attempts - 5, 6))));
+        std::this_thread::sleep_for(std::chrono::microseconds(
+          std::min<std::uint64_t>(1000, std::uint64_t{20} << std::min<std::uint32_t>(attempts - 5, 6))));
         add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
       }
       gate_.resume(out, thread_shard());
+      try {
+        return body(true);
+      } catch (busy_failure const& e) {
+        ++attempts;
+        last_busy = e.figures().busy_bytes;
+        last_pins = e.pins();
+        last_tier = e.tier();
+      }
+    }
+  };
+  auto attempt = [&](bool retry) -> result {
+    try {
+      return body(retry);
+    } catch (busy_failure const& e) {
+      return again(e);
     }
   };
   std::exception_ptr first;

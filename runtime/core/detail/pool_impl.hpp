@@ -238,7 +238,12 @@ class slot_array {
 inline constexpr std::size_t kShards = 16;
 /// Shard kShards (the last) is shared by every thread after the first kShards ones; the
 /// others have one writer each, so their figures are updated without a locked instruction.
-[[nodiscard]] std::size_t thread_shard() noexcept;
+[[nodiscard]] std::size_t assign_thread_shard() noexcept;  // copy_engine.cpp: the next free one
+[[nodiscard]] inline std::size_t thread_shard() noexcept
+{
+  thread_local std::size_t const mine = assign_thread_shard();  // inlined: one TLS load on the hot path
+  return mine;
+}
 
 /// @brief Add `d` to a figure of shard `shard` (a plain load + store when it has one writer).
 template <class T>

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <vector>
 
@@ -30,7 +31,7 @@ void increment(void* user)
 
 }  // namespace
 
-int main()
+int run()
 {
   using namespace tierpool::literals;
 
@@ -40,7 +41,11 @@ int main()
   options.backend_object = tierpool::make_sim_backend(sim);
   options.tiers = {{.kind = tierpool::tier_kind::device, .capacity_bytes = 8_MiB},
                    {.kind = tierpool::tier_kind::host, .capacity_bytes = 256_MiB}};
-  options.read_environment = false;
+  // The example's point is its 8 MiB device tier: TIERPOOL_DEVICE_BYTES may not change it
+  // (the backend is given, so TIERPOOL_BACKEND has nothing to choose). Every other
+  // TIERPOOL_* variable (POLICY, PREFETCH, TRACE, PUBLISH, ...) applies, and a bad value
+  // is an error naming it.
+  options.ignore_environment = {"TIERPOOL_DEVICE_BYTES"};
   tierpool::pool pool(options);
   auto stream = pool.create_stream();
 
@@ -76,4 +81,14 @@ int main()
   std::printf("basic_pool: %zu tensors of 3 MiB on an 8 MiB device tier: %s\n", tensors.size(),
               ok && pool.validate() ? "every byte as expected" : "CORRUPT");
   return ok ? 0 : 1;
+}
+
+int main()
+{
+  try {
+    return run();
+  } catch (std::exception const& e) {
+    std::fprintf(stderr, "basic_pool: %s\n", e.what());
+    return 2;
+  }
 }

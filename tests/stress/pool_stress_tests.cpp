@@ -18,6 +18,11 @@
 // 4. PoolStressMisuse.*: freeing / demoting a tensor while another thread holds a lease on
 //    it is a typed error; destroying the handle meanwhile defers the free; close() racing
 //    with acquires never frees under a live lease.
+// 5. PoolContention.*: 8 threads that keep no lease across calls never get out_of_memory
+//    (busy victims and other threads' leases are waited for); `busy` is the cause only
+//    after the whole retry bound; validate() is consistent beside allocate/free and from
+//    a low-memory callback. Test 1 also asserts zero spurious out_of_memory and runs
+//    validate() in its observer thread.
 //
 // Sizes: TIERPOOL_STRESS_OPS overrides the operations per thread of tests 1 and 3 (and the
 // total of test 2); sanitizer builds default to fewer operations. TIERPOOL_STRESS_WATCHDOG_S

@@ -13,15 +13,18 @@
 // tensor is locked and must touch others.
 // Approach: a mutex per tensor record and one per tier (tier::mutex()). Order: tensor
 // before tier. A thread blocks on a tensor lock only while holding no other lock (or, in
-// validate(), only tensor locks in id order); victims are try-locked and skipped when
-// busy. A thread never holds two tier locks: eviction claims victims under the tier lock,
+// close(), only tensor locks in id order); victims are try-locked and skipped when busy.
+// validate() takes no tensor lock: it closes the quiesce gate every changing call passes
+// (Note [The quiesce gate], op_gate.hpp). A thread never holds two tier locks: eviction claims victims under the tier lock,
 // drops it, writes dirty victims back (locking the lower tier), then relocks to vacate.
 // A thread-local list of the records it holds keeps it from try-locking its own (UB on a
 // std::mutex). Leaf locks: table_mtx_, stream_mtx_, access_shard::busy. Hits buffer
 // their policy access events per shard (Note [The hit path takes no shared lock] in
 // copy_engine.cpp), applied under the tier lock later.
 // Limitations: a victim busy in another thread is skipped for this round (counted as
-// "in flight" by asking the policy for more bytes), so eviction may pick a less ideal one.
+// "in flight" by asking the policy for more bytes), so eviction may pick a less ideal one;
+// a request that finds only busy victims lets go and retries (Note [Busy victims are
+// waited for, not failed on], placement.cpp).
 #include "core/detail/pool_impl.hpp"
 
 #include <tierpool/backend_factory.hpp>
@@ -414,7 +417,7 @@ std::size_t pool_impl::device_tier() const
 // more from the start (it rechecks everything: another thread may have moved the tensor
 // meanwhile). So a callback may free, release, demote or prefetch any tensor, the
 // requested one included, and can never deadlock against a thread that locks records in
-// id order (validate, close) or against another thread's callback: the old step 7 ran
+// id order (close) or against another thread's callback: the old step 7 ran
 // with the request's record locked, and a callback locking a second record broke the lock
 // order (Note [Lock order of the pool]).
 //
@@ -1385,7 +1388,7 @@ void pool_impl::close()
   std::lock_guard cl(close_mtx_);
   if (closed_.load(std::memory_order_acquire)) { return; }
   std::vector<std::shared_ptr<tensor_record>> const recs = records_by_id();
-  // Every record stays locked from the lease check to its free (id order, as validate()):
+  // Every record stays locked from the lease check to its free (in id order):
   // an acquire racing with close() either pinned before the check (close throws) or sees
   // the record freed afterwards (it throws), never a lease on freed memory.
   std::vector<std::unique_lock<std::mutex>> rlocks;

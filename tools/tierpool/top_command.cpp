@@ -17,6 +17,7 @@
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #endif
 
+#include "checked_options.hpp"
 #include "commands.hpp"
 
 #include <tierpool/detail/parse.hpp>
@@ -27,7 +28,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -37,10 +37,8 @@
 #include <iostream>
 #include <limits>
 #include <map>
-#include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -123,26 +121,6 @@ json::object pool_json(published_pool const& p)
                       {"problems", std::move(problems)}};
 }
 
-/// `text` as an integer in [lo, hi], or nullopt.
-std::optional<std::int64_t> integer_in(std::string const& text, std::int64_t lo, std::int64_t hi)
-{
-  std::string_view t(text);
-  if (!t.empty() && t.front() == '+') { t.remove_prefix(1); }  // "+3" is 3; "+-3" stays refused
-  if (t.empty() || t.front() == '+') { return std::nullopt; }
-  std::int64_t v = 0;
-  auto const [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (ec != std::errc() || end != t.data() + t.size() || v < lo || v > hi) { return std::nullopt; }
-  return v;
-}
-
-/// Say that `option` takes an integer in [lo, hi] and not `text`; the exit status.
-int bad_integer(char const* option, std::string const& text, std::int64_t lo, std::int64_t hi)
-{
-  std::fprintf(stderr, "tierpool top: %s must be an integer in %lld..%lld, got '%s'\n", option,
-               static_cast<long long>(lo), static_cast<long long>(hi), text.c_str());
-  return 2;
-}
-
 }  // namespace
 
 int top_command(int argc, char** argv)
@@ -192,16 +170,17 @@ int top_command(int argc, char** argv)
       return 2;
     }
   }
-  constexpr std::int64_t max_iterations = std::numeric_limits<std::int64_t>::max();
-  std::optional<std::int64_t> const count = integer_in(iterations_text, 0, max_iterations);
-  if (!count) { return bad_integer("--iterations", iterations_text, 0, max_iterations); }
-  std::int64_t iterations = *count;
-  constexpr std::int64_t max_pid = std::numeric_limits<pid_t>::max();
+  std::int64_t iterations = 0;
   std::vector<std::int64_t> pids;
-  for (std::string const& t : pid_texts) {
-    std::optional<std::int64_t> const pid = integer_in(t, 1, max_pid);
-    if (!pid) { return bad_integer("--pid", t, 1, max_pid); }
-    pids.push_back(*pid);
+  try {  // checked_options.hpp: the option's name and range in the message
+    iterations =
+      parse_checked<std::int64_t>("--iterations", iterations_text, 0, std::numeric_limits<std::int64_t>::max());
+    for (std::string const& t : pid_texts) {
+      pids.push_back(parse_checked<std::int64_t>("--pid", t, 1, std::numeric_limits<pid_t>::max()));
+    }
+  } catch (logic_error const& e) {
+    std::fprintf(stderr, "tierpool top: %s\n", e.what());
+    return 2;
   }
   if (!shm_dir.empty()) { set_stats_segment_directory(shm_dir); }
   if (vm.count("clean") != 0U) {

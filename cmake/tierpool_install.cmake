@@ -4,7 +4,8 @@ include(CMakePackageConfigHelpers)
 
 set(TIERPOOL_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/tierpool)
 
-install(TARGETS tierpool tierpool_core tierpool_policies tierpool_runtime
+get_property(_tierpool_layers GLOBAL PROPERTY TIERPOOL_LAYER_TARGETS)
+install(TARGETS tierpool ${_tierpool_layers} tierpool_policies
   EXPORT tierpoolTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -28,7 +28,7 @@
 // device memory allows.
 #include "replay/detail/engines.hpp"
 
-#include "core/detail/record_slab.hpp"
+#include "util/record_slab.hpp"
 
 #include <tierpool/error.hpp>
 #include <tierpool/pool.hpp>

@@ -42,7 +42,7 @@
 #include <string>
 #include <utility>
 
-#include "migration/event_pool.hpp"
+#include "backends/event_pool.hpp"
 
 namespace tierpool::detail {
 

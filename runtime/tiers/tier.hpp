@@ -26,7 +26,7 @@
 #include <tierpool/tier.hpp>
 #include <tierpool/types.hpp>
 
-#include "core/detail/flat_u64_set.hpp"
+#include "util/flat_u64_set.hpp"
 
 namespace tierpool::detail {
 

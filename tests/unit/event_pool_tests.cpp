@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: 2026 tierpool contributors
 // SPDX-License-Identifier: Apache-2.0
 //
-// Unit tests of the event recycling cache (runtime/migration/event_pool.hpp) on the sim
+// Unit tests of the event recycling cache (runtime/backends/event_pool.hpp) on the sim
 // backend: reuse, the cache bound, misuse, failure of create_event, concurrency.
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <tierpool/backends/sim_backend.hpp>
 #include <tierpool/error.hpp>
 
-#include "migration/event_pool.hpp"
+#include "backends/event_pool.hpp"
 
 namespace {
 

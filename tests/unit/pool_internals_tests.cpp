@@ -27,10 +27,10 @@
 
 #include <tierpool/error.hpp>
 
-#include "core/detail/flat_u64_set.hpp"
+#include "util/flat_u64_set.hpp"
 #include "core/detail/pool_impl.hpp"
-#include "core/detail/record_slab.hpp"
-#include "core/detail/spin_mutex.hpp"
+#include "util/record_slab.hpp"
+#include "util/spin_mutex.hpp"
 
 namespace {
 

@@ -19,7 +19,7 @@
 #include <tierpool/backends/sim_backend.hpp>
 #include <tierpool/error.hpp>
 
-#include "migration/event_pool.hpp"
+#include "backends/event_pool.hpp"
 #include "tiers/tier.hpp"
 
 namespace {

@@ -38,7 +38,7 @@
 //   then fails with out_of_memory. Pages stay allocated until the timeline is destroyed.
 #include "sim_timeline.hpp"
 
-#include "core/detail/spin_mutex.hpp"
+#include "util/spin_mutex.hpp"
 
 #include <algorithm>
 #include <array>

@@ -40,9 +40,9 @@
 #include <tierpool/telemetry.hpp>
 
 #include "core/detail/op_gate.hpp"
-#include "core/detail/record_slab.hpp"
-#include "core/detail/spin_mutex.hpp"
-#include "migration/event_pool.hpp"
+#include "util/record_slab.hpp"
+#include "util/spin_mutex.hpp"
+#include "backends/event_pool.hpp"
 #include "telemetry/stats_segment.hpp"
 #include "tiers/tier.hpp"
 

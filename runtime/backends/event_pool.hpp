@@ -19,8 +19,8 @@
 #include <tierpool/export.hpp>
 #include <tierpool/types.hpp>
 
-#include "core/detail/flat_u64_set.hpp"
-#include "core/detail/spin_mutex.hpp"
+#include "util/flat_u64_set.hpp"
+#include "util/spin_mutex.hpp"
 
 namespace tierpool::detail {
 

@@ -17,7 +17,7 @@
 
 #include <tierpool/detail/big_array.hpp>
 
-#include "core/detail/spin_mutex.hpp"
+#include "util/spin_mutex.hpp"
 
 #if defined(__SANITIZE_THREAD__)
 #define TIERPOOL_DETAIL_TSAN 1

@@ -7,7 +7,7 @@
 // the counters.
 //
 // Invariant: created_ == destroyed_ + outstanding_.size() + cache_.size().
-#include "migration/event_pool.hpp"
+#include "backends/event_pool.hpp"
 
 #include <new>
 #include <utility>

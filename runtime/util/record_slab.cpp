@@ -41,7 +41,7 @@
 // options' preferred tier.
 // Limitations: the layout is tuned for pools of up to three tiers (slots inline); with
 // more tiers the slots are on the heap and only the record's own lines are prefetched.
-#include "core/detail/record_slab.hpp"
+#include "util/record_slab.hpp"
 
 #include <algorithm>
 #include <bit>

@@ -1,6 +1,12 @@
-# cmake -P script run by the install test; see install_test.cmake.
+# cmake -P script run by the install test; see install_test.cmake. With -DNO_CUDA=ON (CI's
+# build without CUDA), the consumer is configured with CUDA hidden from CMake: a package built
+# without CUDA must not need the toolkit.
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
+set(no_cuda_args "")
+if(NO_CUDA)
+  set(no_cuda_args -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON -DOVERSUBSCRIBE_CUDA_KERNELS=OFF)
+endif()
 
 function(run_step what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -19,7 +25,7 @@ if(NOT EXISTS ${prefix}/include/tierpool/config.hpp)
 endif()
 run_step("configure consumer" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install/consumer -B ${WORK_DIR}/build
   -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${prefix}
-  -DTIERPOOL_SOURCE_DIR=${SOURCE_DIR})
+  -DTIERPOOL_SOURCE_DIR=${SOURCE_DIR} ${no_cuda_args})
 run_step("build consumer" ${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run_step("run consumer" ${WORK_DIR}/build/consumer)
 message(STATUS "consumer said: ${step_output}")

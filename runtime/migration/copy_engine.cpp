@@ -12,29 +12,6 @@
 //   a live record has >= 1 valid slot; a slot's block is released only after an event
 //   covering its `ready` copy and every use in `users` has completed.
 //
-// Note [Last-use marks]
-// ---------------------
-// Rationale: release records no event (the hit path makes no backend call), so the pool
-// learns when a use of a block ended only when it needs to (eviction, a write, a copy).
-// Recording an event *then* on the user's stream covers everything queued there since —
-// several kernels later — so a vacated block waits for unrelated work, and the ladder's
-// host waits for deferred frees grow with the depth of the user's queue.
-// Approach: every stream the pool knows has a generation `gen` and a ring of the last few
-// events ("marks") the pool recorded on it; a mark is labelled with the generation it was
-// given, incremented *before* recording. A use is stamped with the stream's generation
-// when the work is known to be enqueued: at lease release (an atomic load, no backend
-// call) or right after a copy is enqueued. A mark with a larger label was recorded after
-// the stamp, so it covers the use; the oldest such mark is waited on (or, when it has
-// completed, nothing at all: the block is free at once). Only when no mark is newer than
-// the stamp, or a lease is still live on the copy (its stamp is not settled), is a fresh
-// mark recorded. Marks are recorded on demand, so a stream that evicts often has fine-
-// grained marks.
-// Limitations: kMarks marks per stream; older ones are released, so a very old stamp
-// uses the oldest kept mark (later than needed, still correct).
-// A destroyed stream (destroy_stream: the pool's own, or a wrapped one it forgets) can
-// take no new mark, so destroy_stream records a last one first, covering everything
-// queued there while the pool knew the stream; uses of a stream no longer live are
-// ordered after that newest mark whatever their stamp.
 #include <tierpool/error.hpp>
 
 #include <algorithm>
@@ -61,197 +38,17 @@ void add_under_tier_lock(std::atomic<T>& figure, T d) noexcept
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
-// Stream-ordering primitives
+// Events of copy slots
 // ---------------------------------------------------------------------------------------
-
-void pool_impl::add_stall(double seconds) noexcept
-{
-  stall_ns_.fetch_add(static_cast<std::uint64_t>(seconds * 1e9), std::memory_order_relaxed);
-}
-
-void pool_impl::release_event(event_handle& e) noexcept
-{
-  if (e) { (void)events_->try_release(e); }
-  e = event_handle{};
-}
 
 bool pool_impl::ready_complete(copy_slot& slot) noexcept
 {
   if (!slot.ready) { return true; }
   if (backend_->query_event(slot.ready) == status::ok) {
-    release_event(slot.ready);
+    streams_->release_event(slot.ready);
     return true;
   }
   return false;
-}
-
-event_handle pool_impl::record_or_sync(stream_handle s) noexcept
-{
-  event_handle e{};
-  if (events_->acquire(&e) == status::ok) {
-    if (backend_->record_event(e, s) == status::ok) { return e; }
-    release_event(e);
-  }
-  auto const t0 = std::chrono::steady_clock::now();
-  (void)backend_->synchronize_stream(s);
-  add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  return event_handle{};
-}
-
-stream_entry* pool_impl::find_stream(stream_handle s) const noexcept
-{
-  if (s.is_default()) { return const_cast<stream_entry*>(&default_stream_); }
-  constexpr std::size_t mask = kStreamTable - 1;
-  std::size_t i = static_cast<std::size_t>((static_cast<std::uint64_t>(s.value) * 0x9E3779B97F4A7C15ULL) >> 40U) & mask;
-  for (std::size_t n = 0; n < kStreamTable; ++n, i = (i + 1) & mask) {
-    std::uintptr_t const k = stream_keys_[i].load(std::memory_order_acquire);
-    if (k == s.value) { return stream_vals_[i].load(std::memory_order_acquire); }
-    if (k == 0) { return nullptr; }
-  }
-  return nullptr;
-}
-
-stream_entry& pool_impl::register_stream(stream_handle s, bool internal)
-{
-  std::lock_guard lock(stream_mtx_);
-  if (stream_entry* e = find_stream(s)) {
-    e->live.store(true, std::memory_order_release);
-    return *e;
-  }
-  if (stream_count_ >= kStreamTable / 2) {
-    throw logic_error("pool: too many distinct streams (" + std::to_string(stream_count_) +
-                      ") over the pool's life; reuse streams");
-  }
-  auto ent = std::make_unique<stream_entry>();
-  ent->handle = s;
-  ent->internal = internal;
-  if (!internal && s.value != 0) { ent->trace_id = ++user_streams_; }
-  stream_store_.push_back(nullptr);  // may throw: before anything is published
-  stream_entry* const raw = ent.get();
-  stream_store_.back() = std::move(ent);
-  constexpr std::size_t mask = kStreamTable - 1;
-  std::size_t i = static_cast<std::size_t>((static_cast<std::uint64_t>(s.value) * 0x9E3779B97F4A7C15ULL) >> 40U) & mask;
-  while (stream_keys_[i].load(std::memory_order_relaxed) != 0) { i = (i + 1) & mask; }
-  stream_vals_[i].store(raw, std::memory_order_release);
-  stream_keys_[i].store(s.value, std::memory_order_release);
-  ++stream_count_;
-  return *raw;
-}
-
-void pool_impl::add_use(copy_slot& slot, stream_entry& s, std::uint64_t gen)
-{
-  for (stream_use& u : slot.users) {
-    if (u.stream == &s) {
-      u.gen = std::max(u.gen, gen);
-      return;
-    }
-  }
-  slot.users.push_back(stream_use{&s, gen});
-}
-
-bool pool_impl::order_after_use(stream_handle waiter, stream_use const& use, bool settled) noexcept
-{
-  stream_entry& se = *use.stream;
-  if (se.handle == waiter) { return false; }  // stream order does it
-  std::lock_guard lock(se.mtx);
-  if (!se.live.load(std::memory_order_relaxed)) {  // destroyed: its last mark covers every use
-    if (se.count == 0) { return false; }          // the host waited for it at destroy_stream
-    event_handle const last = se.marks[(se.first + se.count - 1) % stream_entry::kMarks].event;
-    if (backend_->query_event(last) == status::ok) { return false; }
-    stream_wait_event_or_sync(waiter, last);
-    return true;
-  }
-  if (settled) {
-    for (std::size_t i = 0; i < se.count; ++i) {
-      stream_entry::mark const& m = se.marks[(se.first + i) % stream_entry::kMarks];
-      if (m.gen <= use.gen) { continue; }
-      if (backend_->query_event(m.event) == status::ok) { return false; }  // the use is over
-      stream_wait_event_or_sync(waiter, m.event);
-      return true;
-    }
-  }
-  // No mark covers the use yet: record one now.
-  event_handle const e = add_mark_locked(se);
-  if (!e) { return false; }  // the host waited instead
-  stream_wait_event_or_sync(waiter, e);
-  return true;
-}
-
-event_handle pool_impl::add_mark_locked(stream_entry& se) noexcept
-{
-  std::uint64_t const g = se.gen.fetch_add(1, std::memory_order_seq_cst) + 1;  // label first: see the Note
-  event_handle e{};
-  if (events_->acquire(&e) != status::ok || backend_->record_event(e, se.handle) != status::ok) {
-    release_event(e);
-    auto const t0 = std::chrono::steady_clock::now();
-    (void)backend_->synchronize_stream(se.handle);
-    add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    return event_handle{};
-  }
-  if (se.count == stream_entry::kMarks) {
-    release_event(se.marks[se.first].event);
-    se.first = (se.first + 1) % stream_entry::kMarks;
-    --se.count;
-  }
-  se.marks[(se.first + se.count) % stream_entry::kMarks] = stream_entry::mark{g, e};
-  ++se.count;
-  return e;
-}
-
-bool pool_impl::use_settled(stream_use const& use) noexcept
-{
-  stream_entry& se = *use.stream;
-  std::lock_guard lock(se.mtx);
-  if (!se.live.load(std::memory_order_relaxed)) {  // destroyed: see order_after_use
-    return se.count == 0 ||
-           backend_->query_event(se.marks[(se.first + se.count - 1) % stream_entry::kMarks].event) == status::ok;
-  }
-  for (std::size_t i = 0; i < se.count; ++i) {
-    stream_entry::mark const& m = se.marks[(se.first + i) % stream_entry::kMarks];
-    if (m.gen <= use.gen) { continue; }
-    return backend_->query_event(m.event) == status::ok;  // the oldest mark after the use
-  }
-  return false;  // no mark covers the use yet
-}
-
-void pool_impl::stream_wait_stream(stream_handle waiter, stream_handle source) noexcept
-{
-  if (waiter == source) { return; }
-  event_handle e = record_or_sync(source);
-  if (!e) { return; }  // the host waited for `source` instead
-  stream_wait_event_or_sync(waiter, e);
-  release_event(e);  // the wait captured the record (a later re-record is harmless)
-}
-
-void pool_impl::stream_wait_event_or_sync(stream_handle waiter, event_handle e) noexcept
-{
-  if (!e || backend_->stream_wait_event(waiter, e) == status::ok) { return; }
-  auto const t0 = std::chrono::steady_clock::now();
-  (void)backend_->synchronize_event(e);
-  add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-}
-
-void pool_impl::host_wait_use(stream_use const& use) noexcept
-{
-  stream_entry& se = *use.stream;
-  event_handle e{};
-  {
-    // Under the entry's lock the stream cannot be retired (retire_stream_entry): a live
-    // stream takes the record; a destroyed one can take none, and its last mark covers
-    // every use of it (as in order_after_use), so the host waits for that mark.
-    std::lock_guard lock(se.mtx);
-    if (!se.live.load(std::memory_order_relaxed)) {
-      if (se.count != 0) {
-        (void)backend_->synchronize_event(se.marks[(se.first + se.count - 1) % stream_entry::kMarks].event);
-      }
-      return;
-    }
-    e = record_or_sync(se.handle);
-  }
-  if (e) {
-    (void)backend_->synchronize_event(e);
-    release_event(e);
-  }
 }
 
 void pool_impl::host_wait_slot(copy_slot& slot, bool include_users) noexcept
@@ -260,17 +57,17 @@ void pool_impl::host_wait_slot(copy_slot& slot, bool include_users) noexcept
   bool waited = false;
   if (slot.ready) {
     (void)backend_->synchronize_event(slot.ready);
-    release_event(slot.ready);
+    streams_->release_event(slot.ready);
     waited = true;
   }
   if (include_users) {
     for (stream_use const& u : slot.users) {
-      host_wait_use(u);
+      streams_->host_wait_use(u);
       waited = true;
     }
     slot.users.clear();
   }
-  if (waited) { add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()); }
+  if (waited) { streams_->add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()); }
 }
 
 stream_handle pool_impl::copy_stream(std::uint32_t to, std::uint32_t from) noexcept
@@ -439,10 +236,10 @@ status pool_impl::copy_locked(tensor_record& rec, std::uint32_t from, std::uint3
   copy_slot& dst = rec.slots[to];
   stream_handle const c = copy_stream(to, from);
   // The copy reads src after whatever wrote it, and overwrites dst after whatever used it.
-  if (!ready_complete(src)) { stream_wait_event_or_sync(c, src.ready); }
-  for (stream_use const& u : src.users) { (void)order_after_use(c, u, src.pins == 0); }
-  if (!ready_complete(dst)) { stream_wait_event_or_sync(c, dst.ready); }
-  for (stream_use const& u : dst.users) { (void)order_after_use(c, u, dst.pins == 0); }
+  if (!ready_complete(src)) { streams_->wait_event_or_sync(c, src.ready); }
+  for (stream_use const& u : src.users) { (void)streams_->order_after_use(c, u, src.pins == 0); }
+  if (!ready_complete(dst)) { streams_->wait_event_or_sync(c, dst.ready); }
+  for (stream_use const& u : dst.users) { (void)streams_->order_after_use(c, u, dst.pins == 0); }
   copy_desc d{};
   d.dst = dst.blk.ptr;
   d.src = src.blk.ptr;
@@ -450,14 +247,14 @@ status pool_impl::copy_locked(tensor_record& rec, std::uint32_t from, std::uint3
   d.dst_kind = tiers_[to]->kind;
   d.src_kind = tiers_[from]->kind;
   if (status const st = backend_->copy_async(d, c); st != status::ok) { return st; }
-  event_handle const e = record_or_sync(c);
-  release_event(dst.ready);
+  event_handle const e = streams_->record_or_sync(c);
+  streams_->release_event(dst.ready);
   dst.ready = e;
   dst.users.clear();  // covered by `ready`: the copy waited for them
   dst.pages_on_device = false;  // managed: where a copy leaves the pages is not ours to assume
-  if (stream_entry* ce = find_stream(c)) {
+  if (stream_entry* ce = streams_->find(c)) {
     try {
-      add_use(src, *ce, ce->gen.load(std::memory_order_seq_cst));  // stamped after the enqueue
+      add_use(src.users, *ce, ce->gen.load(std::memory_order_seq_cst));  // stamped after the enqueue
     } catch (...) {  // bad_alloc: wait for the copy here instead of remembering it
       host_wait_slot(dst, false);
     }
@@ -586,7 +383,7 @@ void pool_impl::vacate_locked(tensor_record& rec, std::uint32_t k) noexcept
   if (s.pins == 0 && ready_complete(s)) {
     std::size_t open = 0;
     for (stream_use const& u : s.users) {
-      if (!use_settled(u)) {
+      if (!streams_->use_settled(u)) {
         only = u.stream;
         ++open;
       }
@@ -597,18 +394,18 @@ void pool_impl::vacate_locked(tensor_record& rec, std::uint32_t k) noexcept
     pending = true;
   }
   if (only != nullptr) {
-    e = record_or_sync(only->handle);  // after the write-back in stream order
+    e = streams_->record_or_sync(only->handle);  // after the write-back in stream order
     if (e) { lane = only->handle; }
   } else if (pending) {
     pending = false;
     if (!ready_complete(s)) {
-      stream_wait_event_or_sync(retire_, s.ready);
+      streams_->wait_event_or_sync(retire_, s.ready);
       pending = true;
     }
-    for (stream_use const& u : s.users) { pending = order_after_use(retire_, u, s.pins == 0) || pending; }
-    if (pending) { e = record_or_sync(retire_); }
+    for (stream_use const& u : s.users) { pending = streams_->order_after_use(retire_, u, s.pins == 0) || pending; }
+    if (pending) { e = streams_->record_or_sync(retire_); }
   }
-  release_event(s.ready);
+  streams_->release_event(s.ready);
   {
     std::lock_guard tl(ts.mem->mutex());
     drain_accesses_locked(ts);
@@ -623,7 +420,7 @@ void pool_impl::vacate_locked(tensor_record& rec, std::uint32_t k) noexcept
       // Bookkeeping could not grow (bad_alloc): wait here instead, then free at once.
       if (e) {
         (void)backend_->synchronize_event(e);
-        release_event(e);
+        streams_->release_event(e);
       }
       try {
         ts.mem->deallocate(s.blk);

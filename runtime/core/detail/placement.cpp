@@ -78,7 +78,7 @@ std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_
     auto const t0 = std::chrono::steady_clock::now();
     std::size_t got = 0;
     status const st = ts.mem->reclaim_oldest_blocking(&got);
-    add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    streams_->add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     return st == status::ok && got != 0;
   };
   bool evicted = false;
@@ -172,8 +172,8 @@ void pool_impl::unplace(std::uint32_t k, block const& b, event_handle after, str
     }
     auto const t0 = std::chrono::steady_clock::now();
     (void)backend_->synchronize_event(after);
-    add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    release_event(after);
+    streams_->add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    streams_->release_event(after);
   }
   give_back_now(k, b);
 }

@@ -207,6 +207,7 @@ pool_impl::pool_impl(pool_options options)
   TIERPOOL_EXPECTS(options.tiers.size() <= 64, "pool_options::tiers: at most 64 tiers");
 
   events_ = std::make_unique<event_pool>(*backend_);
+  streams_ = std::make_unique<stream_registry>(*backend_, *events_);
   policy_registry const registry = options.registry != nullptr ? *options.registry : policy_registry::with_builtins();
 
   // Capacities first: a managed tier's default depends on every device tier's.
@@ -318,9 +319,9 @@ pool_impl::pool_impl(pool_options options)
     for (std::uint32_t i = 0; i < nh; ++i) { h2d_.push_back(make_stream("h2d copy")); }
     for (std::uint32_t i = 0; i < nd; ++i) { d2h_.push_back(make_stream("d2h copy")); }
     retire_ = make_stream("retire");
-    for (stream_handle s : h2d_) { (void)register_stream(s, true); }
-    for (stream_handle s : d2h_) { (void)register_stream(s, true); }
-    (void)register_stream(retire_, true);
+    for (stream_handle s : h2d_) { (void)streams_->add(s, true); }
+    for (stream_handle s : d2h_) { (void)streams_->add(s, true); }
+    (void)streams_->add(retire_, true);
   } catch (...) {
     for (stream_handle s : h2d_) { backend_->destroy_stream(s); }
     for (stream_handle s : d2h_) { backend_->destroy_stream(s); }
@@ -364,16 +365,7 @@ pool_impl::~pool_impl()
   for (stream_handle s : h2d_) { backend_->destroy_stream(s); }
   for (stream_handle s : d2h_) { backend_->destroy_stream(s); }
   backend_->destroy_stream(retire_);
-  for (stream_handle s : owned_streams_) { backend_->destroy_stream(s); }
-  for (stream_handle s : wrapped_streams_) { backend_->forget_stream(s); }
-  auto drop_marks = [&](stream_entry& se) {
-    for (std::size_t i = 0; i < se.count; ++i) {
-      release_event(se.marks[(se.first + i) % stream_entry::kMarks].event);
-    }
-    se.count = 0;
-  };
-  drop_marks(default_stream_);
-  for (auto& se : stream_store_) { drop_marks(*se); }
+  streams_.reset();  // destroys the user streams, releases the marks' events
   events_.reset();
 }
 
@@ -466,7 +458,7 @@ auto pool_impl::with_low_memory_step(tensor_record* rec, std::shared_ptr<tensor_
         auto const t1 = std::chrono::steady_clock::now();
         std::this_thread::sleep_for(std::chrono::microseconds(
           std::min<std::uint64_t>(1000, std::uint64_t{20} << std::min<std::uint32_t>(attempts - 5, 6))));
-        add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+        streams_->add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
       }
       gate_.resume(out, thread_shard());
       try {
@@ -701,7 +693,7 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
   op_gate::scope const op(gate_, thread_shard());
   tensor_record& rec = checked_record(t, "acquire");
   auto d = static_cast<std::uint32_t>(device_tier());
-  stream_entry* const se = find_stream(stream);
+  stream_entry* const se = streams_->find(stream);
   if (se == nullptr || se->internal || !se->live.load(std::memory_order_relaxed)) [[unlikely]] {
     throw logic_error("pool::acquire: unknown stream " + std::to_string(stream.value) +
                       (se == nullptr ? " (not made by create_stream or wrap_native_stream, nor the default stream)"
@@ -747,22 +739,22 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
       rec.prefetched = false;
       bump(ready_complete(slot) ? cs.prefetch_hits : cs.prefetch_late, std::uint64_t{1}, sh);
     }
-    if (slot.ready && !ready_complete(slot)) { stream_wait_event_or_sync(stream, slot.ready); }
+    if (slot.ready && !ready_complete(slot)) { streams_->wait_event_or_sync(stream, slot.ready); }
     note_access(rec, d, write);
   } else {
     if (!retry) { bump(counters_[thread_shard()].misses, std::uint64_t{1}, thread_shard()); }
     counted = true;
     rec.prefetched = false;
     (void)ensure_valid_locked(rec, d, access, place_mode::ladder);
-    if (slot.ready) { stream_wait_event_or_sync(stream, slot.ready); }
+    if (slot.ready) { streams_->wait_event_or_sync(stream, slot.ready); }
   }
   if (write) {
     // Work already queued that reads this copy (a write-back, another stream) runs first.
-    for (stream_use const& u : slot.users) { (void)order_after_use(stream, u, slot.pins == 0); }
+    for (stream_use const& u : slot.users) { (void)streams_->order_after_use(stream, u, slot.pins == 0); }
     mark_others_stale_locked(rec, d);
   }
   if (tiers_[d]->kind == tier_kind::managed && !slot.pages_on_device) [[unlikely]] { steer_to_device(rec, slot, stream); }
-  add_use(slot, se, se.gen.load(std::memory_order_relaxed));  // settled at release
+  add_use(slot.users, se, se.gen.load(std::memory_order_relaxed));  // settled at release
   return make_lease(rec, d, access, stream, false);
 }
 
@@ -991,7 +983,7 @@ void pool_impl::trace_access(lease const& l) noexcept
                                                    : trace::access_kind::write_discard;
   if (l.host_) {
     e.stream = trace::host_stream;
-  } else if (stream_entry const* se = find_stream(l.stream())) {
+  } else if (stream_entry const* se = streams_->find(l.stream())) {
     e.stream = se->trace_id;
   }
   trace_record(std::move(e));
@@ -1259,7 +1251,7 @@ void pool_impl::release(lease& l) noexcept
     e.tensor = static_cast<std::uint64_t>(l.id_);
     if (l.host_) {
       e.stream = trace::host_stream;
-    } else if (stream_entry const* se = find_stream(l.stream_)) {
+    } else if (stream_entry const* se = streams_->find(l.stream_)) {
       e.stream = se->trace_id;
     }
     trace_record(std::move(e));
@@ -1295,88 +1287,18 @@ void pool_impl::release(lease& l) noexcept
 stream_handle pool_impl::create_stream(int priority)
 {
   check_open("create_stream");
-  stream_handle s{};
-  TIERPOOL_TRY(backend_->create_stream(&s, priority));
-  try {
-    (void)register_stream(s, false);
-    std::lock_guard lock(stream_mtx_);
-    owned_streams_.push_back(s);
-  } catch (...) {
-    backend_->destroy_stream(s);
-    throw;
-  }
-  return s;
+  return streams_->create(priority);
 }
 
 stream_handle pool_impl::wrap_native_stream(void* native)
 {
   check_open("wrap_native_stream");
-  TIERPOOL_EXPECTS(native != nullptr, "pool::wrap_native_stream: null stream");
-  stream_handle const as_is{reinterpret_cast<std::uintptr_t>(native)};
-  {
-    std::lock_guard lock(stream_mtx_);
-    if (std::find(wrapped_streams_.begin(), wrapped_streams_.end(), as_is) != wrapped_streams_.end()) {
-      return as_is;  // wrapped before
-    }
-    stream_entry const* e = find_stream(as_is);
-    TIERPOOL_EXPECTS(e == nullptr || !e->internal, "pool::wrap_native_stream: that is one of the pool's copy streams");
-    TIERPOOL_EXPECTS(std::find(owned_streams_.begin(), owned_streams_.end(), as_is) == owned_streams_.end(),
-                     "pool::wrap_native_stream: that stream was made by create_stream()");
-  }
-  stream_handle s{};
-  if (status const st = backend_->adopt_stream(native, &s); st != status::ok) {
-    std::string const why = backend_->last_error();
-    throw logic_error("pool::wrap_native_stream: the " + std::string(backend_->caps().name) +
-                      " backend cannot use that stream (" + std::string(to_string(st)) +
-                      (why.empty() ? "" : ": " + why) + ")");
-  }
-  try {
-    (void)register_stream(s, false);
-    std::lock_guard lock(stream_mtx_);
-    if (std::find(wrapped_streams_.begin(), wrapped_streams_.end(), s) == wrapped_streams_.end()) {
-      wrapped_streams_.push_back(s);  // else another thread wrapped it meanwhile (adopting is idempotent)
-    }
-  } catch (...) {
-    backend_->forget_stream(s);
-    throw;
-  }
-  return s;
+  return streams_->wrap(native);
 }
 
-void pool_impl::destroy_stream(stream_handle s)
-{
-  std::lock_guard lock(stream_mtx_);
-  if (auto const w = std::find(wrapped_streams_.begin(), wrapped_streams_.end(), s); w != wrapped_streams_.end()) {
-    wrapped_streams_.erase(w);
-    retire_stream_entry(s);
-    backend_->forget_stream(s);  // the caller's stream: not destroyed
-    return;
-  }
-  auto const it = std::find(owned_streams_.begin(), owned_streams_.end(), s);
-  TIERPOOL_EXPECTS(it != owned_streams_.end(),
-                   "pool::destroy_stream: the stream was made neither by create_stream() nor wrap_native_stream()");
-  owned_streams_.erase(it);
-  retire_stream_entry(s);
-  backend_->destroy_stream(s);
-}
+void pool_impl::destroy_stream(stream_handle s) { streams_->destroy(s); }
 
-void pool_impl::retire_stream_entry(stream_handle s) noexcept
-{
-  stream_entry* e = find_stream(s);
-  if (e == nullptr) { return; }
-  std::lock_guard lock(e->mtx);
-  // The last mark covers every use stamped so far and any work queued since: uses of the
-  // stream are ordered after it from now on (Note [Last-use marks]).
-  (void)add_mark_locked(*e);
-  e->live.store(false, std::memory_order_relaxed);
-}
-
-void pool_impl::synchronize(stream_handle s)
-{
-  auto const t0 = std::chrono::steady_clock::now();
-  TIERPOOL_TRY(backend_->synchronize_stream(s));
-  add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-}
+void pool_impl::synchronize(stream_handle s) { streams_->synchronize(s); }
 
 // ---------------------------------------------------------------------------------------
 // close

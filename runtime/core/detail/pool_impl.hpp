@@ -12,7 +12,7 @@
  * Locks (one order, no exceptions; see Note [Lock order of the pool] in pool_impl.cpp):
  * tensor_record::mtx before tier_state's mutex (tier::mutex()); a thread never blocks on a
  * second tensor lock while holding one (victims are try-locked) and never holds two tier
- * locks. table_mtx_, stream_mtx_ and access_shard::busy are leaves.
+ * locks. table_mtx_, the stream registry's locks and access_shard::busy are leaves.
  */
 #pragma once
 
@@ -43,6 +43,7 @@
 #include "util/record_slab.hpp"
 #include "util/spin_mutex.hpp"
 #include "backends/event_pool.hpp"
+#include "streams/stream_registry.hpp"
 #include "telemetry/stats_segment.hpp"
 #include "tiers/tier.hpp"
 
@@ -53,122 +54,6 @@ enum class copy_state : std::uint8_t {
   absent,  ///< no block in the tier
   valid,   ///< holds the tensor's newest bytes (possibly still being copied in: see ready)
   stale,   ///< holds a block whose bytes are outdated (kept: a later copy or write-back reuses it)
-};
-
-/**
- * @brief A stream the pool knows (made by create_stream, wrapped, the default stream, or
- *        one of the pool's copy streams), with the events the pool recorded on it.
- *
- * See Note [Last-use marks] in copy_engine.cpp: `gen` counts the events recorded on the
- * stream by the pool; a use of a tensor stamped with generation g (read at lease release,
- * or right after a copy was enqueued) is covered by any mark with a larger generation.
- * Entries live as long as the pool (a destroyed stream is only marked not live).
- */
-struct stream_entry {
-  struct mark {
-    std::uint64_t gen{0};
-    event_handle event{};
-  };
-  static constexpr std::size_t kMarks = 8;  ///< recent marks kept (older ones are released)
-
-  stream_handle handle{};
-  bool internal{false};               ///< a copy or retire stream of the pool (not usable by callers)
-  std::uint32_t trace_id{0};          ///< number in recorded traces: 0 default, 1, 2, ... in creation order
-  std::atomic<bool> live{true};       ///< false once destroy_stream ran (set under mtx, after a last mark)
-  std::atomic<std::uint64_t> gen{0};  ///< generation of the newest mark (incremented before recording)
-  std::mutex mtx;                     ///< leaf: guards marks / first / count
-  std::array<mark, kMarks> marks{};   ///< ring, oldest at `first`
-  std::size_t first{0};
-  std::size_t count{0};
-};
-
-/// @brief A stream that used a copy, and when (see stream_entry).
-struct stream_use {
-  stream_entry* stream{nullptr};
-  std::uint64_t gen{0};  ///< stream's generation when the use was known to be enqueued
-};
-
-/**
- * @brief The streams that used a copy (copy_slot::users): a vector with room for two
- *        entries inline.
- *
- * A slot is used by its copy stream and its user's stream, and a miss-heavy run fills a
- * fresh slot per miss: a std::vector allocated on each. Holds at most kInline entries
- * without allocating; more go to one heap array (doubling). clear() keeps the storage.
- * Not synchronized (the record's mutex guards it).
- */
-class use_list {
- public:
-  static constexpr std::uint32_t kInline = 2;
-
-  use_list() noexcept = default;
-  use_list(use_list const& o) { assign(o); }
-  use_list(use_list&& o) noexcept { take(o); }
-  use_list& operator=(use_list const& o)
-  {
-    if (this != &o) {
-      size_ = 0;
-      assign(o);
-    }
-    return *this;
-  }
-  use_list& operator=(use_list&& o) noexcept
-  {
-    if (this != &o) {
-      heap_.reset();
-      take(o);
-    }
-    return *this;
-  }
-  ~use_list() = default;
-
-  [[nodiscard]] stream_use* begin() noexcept { return data(); }
-  [[nodiscard]] stream_use* end() noexcept { return data() + size_; }
-  [[nodiscard]] stream_use const* begin() const noexcept { return data(); }
-  [[nodiscard]] stream_use const* end() const noexcept { return data() + size_; }
-  [[nodiscard]] std::size_t size() const noexcept { return size_; }
-  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
-  /// @brief Remove every entry (keeps the storage).
-  void clear() noexcept { size_ = 0; }
-  /// @brief Append `u`. @throws std::bad_alloc when the storage must grow and cannot (unchanged).
-  void push_back(stream_use u)
-  {
-    if (size_ == cap_) { grow(); }
-    data()[size_++] = u;
-  }
-
- private:
-  [[nodiscard]] stream_use* data() noexcept { return heap_ ? heap_.get() : inline_.data(); }
-  [[nodiscard]] stream_use const* data() const noexcept { return heap_ ? heap_.get() : inline_.data(); }
-  void grow()
-  {
-    std::uint32_t const cap = cap_ * 2;
-    auto next = std::make_unique<stream_use[]>(cap);
-    std::copy(begin(), end(), next.get());
-    heap_ = std::move(next);
-    cap_ = cap;
-  }
-  void assign(use_list const& o)  // *this is empty
-  {
-    while (cap_ < o.size_) { grow(); }
-    std::copy(o.begin(), o.end(), data());
-    size_ = o.size_;
-  }
-  void take(use_list& o) noexcept
-  {
-    inline_ = o.inline_;
-    heap_ = std::move(o.heap_);
-    size_ = o.size_;
-    cap_ = heap_ ? o.cap_ : kInline;
-    o.size_ = 0;
-    o.cap_ = kInline;
-  }
-
-  // Size first, then the first entry: an empty or one-entry list reads one cache line.
-  std::uint32_t size_{0};
-  std::uint32_t cap_{kInline};
-  std::unique_ptr<stream_use[]> heap_;  ///< null: the entries are inline
-  std::array<stream_use, kInline> inline_{};
 };
 
 /// @brief One tier's copy of a tensor. Guarded by the record's mutex.
@@ -613,10 +498,6 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   void pin_locked(tensor_record& rec, std::uint32_t k) noexcept;
   void unpin_locked(tensor_record& rec, std::uint32_t k) noexcept;
 
-  // ---- streams known to the pool (see stream_entry) ----
-  [[nodiscard]] stream_entry* find_stream(stream_handle s) const noexcept;
-  stream_entry& register_stream(stream_handle s, bool internal);
-  void add_use(copy_slot& slot, stream_entry& s, std::uint64_t gen);
 
   // ---- the prefetch queue (requests that found no room without waiting) ----
   void serve_prefetches() noexcept;
@@ -625,29 +506,11 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   /// pool::prefetch of a record (`predicted`: from the predictor; a freed tensor is skipped).
   void prefetch_record(std::shared_ptr<tensor_record> const& recp, std::uint32_t k, bool predicted);
 
-  // ---- stream-ordering primitives (never throw; fall back to host waits) ----
-  /// Make `waiter` wait for `use`; @return false when nothing was pending (no wait enqueued).
-  bool order_after_use(stream_handle waiter, stream_use const& use, bool settled) noexcept;
-  /// True when a mark recorded after `use` on its stream has completed (no backend wait).
-  [[nodiscard]] bool use_settled(stream_use const& use) noexcept;
-  /// Record a new mark on `se` (se.mtx held); on failure the host waits for the stream
-  /// and the result is null (Note [Last-use marks]).
-  [[nodiscard]] event_handle add_mark_locked(stream_entry& se) noexcept;
-  /// destroy_stream's half for one stream: a last mark, then not live (stream_mtx_ held).
-  void retire_stream_entry(stream_handle s) noexcept;
-  void stream_wait_stream(stream_handle waiter, stream_handle source) noexcept;
-  void stream_wait_event_or_sync(stream_handle waiter, event_handle e) noexcept;
-  [[nodiscard]] event_handle record_or_sync(stream_handle s) noexcept;
   void host_wait_slot(copy_slot& slot, bool include_users) noexcept;
-  /// The host waits until the work of `use` on its stream is done (a destroyed stream: its
-  /// last mark, Note [Last-use marks]).
-  void host_wait_use(stream_use const& use) noexcept;
   /// acquire of a managed copy: queue its pages' migration to the device on `stream`.
   void steer_to_device(tensor_record& rec, copy_slot& slot, stream_handle stream) noexcept;
-  void release_event(event_handle& e) noexcept;
   [[nodiscard]] bool ready_complete(copy_slot& slot) noexcept;
   [[nodiscard]] stream_handle copy_stream(std::uint32_t to, std::uint32_t from) noexcept;
-  void add_stall(double seconds) noexcept;
 
   lease make_lease(tensor_record& rec, std::uint32_t k, access_mode access, stream_handle s,
                    bool host);
@@ -672,6 +535,7 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   std::shared_ptr<tierpool::backend> backend_;  // destroyed last
   std::string backend_reason_;
   std::unique_ptr<event_pool> events_;
+  std::unique_ptr<stream_registry> streams_;  ///< user and copy streams, marks, ordering (after events_)
   std::vector<std::unique_ptr<tier_state>> tiers_;
   std::vector<stream_handle> h2d_;
   std::vector<stream_handle> d2h_;
@@ -689,18 +553,6 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   record_table table_;
   std::uint64_t next_id_{1};
 
-  // Known streams: an open-addressing table read without locks (keys then values are
-  // published with release stores under stream_mtx_; entries are never removed or freed
-  // before the pool). Key 0 is free; the default stream has its own entry.
-  static constexpr std::size_t kStreamTable = 1024;  // power of two; at most half used
-  mutable std::mutex stream_mtx_;  // leaf
-  std::vector<stream_handle> owned_streams_;
-  std::vector<stream_handle> wrapped_streams_;  ///< wrap_native_stream(): forgotten, never destroyed
-  std::vector<std::unique_ptr<stream_entry>> stream_store_;  // under stream_mtx_
-  std::array<std::atomic<std::uintptr_t>, kStreamTable> stream_keys_{};
-  std::array<std::atomic<stream_entry*>, kStreamTable> stream_vals_{};
-  std::size_t stream_count_{0};  // under stream_mtx_
-  stream_entry default_stream_{};
 
   // Prefetch queue: leaf lock; pq_size_ lets the hit path skip it with one load.
   static constexpr std::size_t kPrefetchQueueCap = 64;
@@ -735,7 +587,6 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   std::atomic<std::uint64_t> prefetches_{0}, prefetch_wasted_{0};
   std::atomic<std::uint64_t> prefetch_queued_{0}, prefetch_dropped_{0};
   std::atomic<std::uint64_t> managed_prefetches_{0}, managed_prefetch_bytes_{0};
-  std::atomic<std::uint64_t> stall_ns_{0};
   std::atomic<std::uint64_t> busy_retries_{0};
   std::atomic<std::uint64_t> acquire_failures_{0};  ///< counted acquires that threw (pool_stats::acquire_failures)
   struct tenant_state {
@@ -760,7 +611,6 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   std::unique_ptr<trace::recorder> recorder_;        ///< null: not recording
   std::atomic<bool> trace_reported_{false};         ///< a recording failure was reported
   bool trace_quiet_{false};                          ///< constant after construction: notice is silent
-  std::uint32_t user_streams_{0};                    ///< under stream_mtx_: trace ids handed out
   std::map<std::uint32_t, tenant_state> tenants_;    ///< under tenants_mtx_
   std::atomic<std::uint64_t> live_tensors_{0};
   std::atomic<std::uint64_t> live_tensor_bytes_{0};

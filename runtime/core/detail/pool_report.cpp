@@ -94,7 +94,7 @@ pool_stats pool_impl::stats() const
   st.managed_prefetch_bytes = managed_prefetch_bytes_.load(std::memory_order_relaxed);
   st.prefetches = prefetches_.load(std::memory_order_relaxed);
   st.prefetch_wasted = prefetch_wasted_.load(std::memory_order_relaxed);
-  st.stall_seconds = static_cast<double>(stall_ns_.load(std::memory_order_relaxed)) * 1e-9;
+  st.stall_seconds = static_cast<double>(streams_->stall_ns()) * 1e-9;
   return st;
 }
 

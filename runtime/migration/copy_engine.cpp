@@ -102,12 +102,6 @@ stream_handle pool_impl::copy_stream(std::uint32_t to, std::uint32_t from) noexc
 // record pointers (no shared refcount); the record keeps both alive for leases that
 // outlive every handle (tensor_record::keep_alive, keep_self).
 // Limitations: a policy sees a hit only at the next drain, with the drain's tick.
-std::size_t assign_thread_shard() noexcept
-{
-  static std::atomic<std::size_t> next{0};
-  return std::min(next.fetch_add(1, std::memory_order_relaxed), kShards);
-}
-
 void pool_impl::drain_accesses_locked(tier_state& ts) noexcept
 {
   // Nothing buffered (a miss-heavy run drains at every tier lock): no locked exchange.
@@ -261,21 +255,21 @@ status pool_impl::copy_locked(tensor_record& rec, std::uint32_t from, std::uint3
   }
   // Figures (see telemetry.hpp): up/down by tier index; h2d/d2h across the device boundary.
   if (to < from) {
-    bytes_up_.fetch_add(rec.bytes, std::memory_order_relaxed);
-    copies_up_.fetch_add(1, std::memory_order_relaxed);
+    counters_.bytes_up.fetch_add(rec.bytes, std::memory_order_relaxed);
+    counters_.copies_up.fetch_add(1, std::memory_order_relaxed);
   } else {
-    bytes_down_.fetch_add(rec.bytes, std::memory_order_relaxed);
-    copies_down_.fetch_add(1, std::memory_order_relaxed);
+    counters_.bytes_down.fetch_add(rec.bytes, std::memory_order_relaxed);
+    counters_.copies_down.fetch_add(1, std::memory_order_relaxed);
   }
   auto on_device = [](tier_kind kd) { return kd == tier_kind::device || kd == tier_kind::managed; };
   bool const dev_to = on_device(tiers_[to]->kind);
   bool const dev_from = on_device(tiers_[from]->kind);
   if (dev_to && !dev_from) {
-    bytes_h2d_.fetch_add(rec.bytes, std::memory_order_relaxed);
-    copies_h2d_.fetch_add(1, std::memory_order_relaxed);
+    counters_.bytes_h2d.fetch_add(rec.bytes, std::memory_order_relaxed);
+    counters_.copies_h2d.fetch_add(1, std::memory_order_relaxed);
   } else if (dev_from && !dev_to) {
-    bytes_d2h_.fetch_add(rec.bytes, std::memory_order_relaxed);
-    copies_d2h_.fetch_add(1, std::memory_order_relaxed);
+    counters_.bytes_d2h.fetch_add(rec.bytes, std::memory_order_relaxed);
+    counters_.copies_d2h.fetch_add(1, std::memory_order_relaxed);
   }
   return status::ok;
 }
@@ -443,12 +437,12 @@ void pool_impl::free_slots_locked(tensor_record& rec) noexcept
   if (rec.freed) { return; }
   for (auto k = static_cast<std::uint32_t>(rec.slots.size()); k-- > 0;) { vacate_locked(rec, k); }
   if (rec.prefetched) {
-    prefetch_wasted_.fetch_add(1, std::memory_order_relaxed);
+    counters_.prefetch_wasted.fetch_add(1, std::memory_order_relaxed);
     rec.prefetched = false;
   }
   rec.freed = true;
-  live_tensors_.fetch_sub(1, std::memory_order_relaxed);
-  live_tensor_bytes_.fetch_sub(rec.bytes, std::memory_order_relaxed);
+  counters_.live_tensors.fetch_sub(1, std::memory_order_relaxed);
+  counters_.live_tensor_bytes.fetch_sub(rec.bytes, std::memory_order_relaxed);
   uncharge_tenant(rec.opts.tenant, rec.bytes);
   if (predictor_active_) {
     std::lock_guard lock(predictor_mtx_);

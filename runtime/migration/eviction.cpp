@@ -169,7 +169,7 @@ evict_outcome pool_impl::evict_round(std::uint32_t k, std::size_t bytes, place_m
     }
     if (dirty && !write_back_locked(*rec, k, mode, &wb_busy)) { continue; }  // stays resident
     if (rec->prefetched) {
-      prefetch_wasted_.fetch_add(1, std::memory_order_relaxed);
+      counters_.prefetch_wasted.fetch_add(1, std::memory_order_relaxed);
       rec->prefetched = false;
     }
     vacate_locked(*rec, k);

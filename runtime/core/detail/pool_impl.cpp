@@ -450,7 +450,7 @@ auto pool_impl::with_low_memory_step(tensor_record* rec, std::shared_ptr<tensor_
         }
         throw out_of_memory(std::move(msg), last_tier, requested, f);
       }
-      busy_retries_.fetch_add(1, std::memory_order_relaxed);
+      counters_.busy_retries.fetch_add(1, std::memory_order_relaxed);
       bool const out = gate_.suspend();
       if (attempts <= 4) {
         std::this_thread::yield();
@@ -636,8 +636,8 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
     s.ready = after;  // a reused block: its previous occupant's write-back, if still running
     insert_into_policy(*rec, where, true);
   }
-  live_tensors_.fetch_add(1, std::memory_order_relaxed);
-  live_tensor_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  counters_.live_tensors.fetch_add(1, std::memory_order_relaxed);
+  counters_.live_tensor_bytes.fetch_add(bytes, std::memory_order_relaxed);
   guard.armed = false;  // charged for good: free_slots_locked uncharges
   tensor_id const id = rec->id;
   if (recorder_) [[unlikely]] {
@@ -663,8 +663,8 @@ void pool_impl::steer_to_device(tensor_record& rec, copy_slot& slot, stream_hand
   memory_location to{};
   to.kind = tier_kind::device;
   if (backend_->prefetch_async(slot.blk.ptr, rec.bytes, to, stream) == status::ok) {
-    managed_prefetches_.fetch_add(1, std::memory_order_relaxed);
-    managed_prefetch_bytes_.fetch_add(rec.bytes, std::memory_order_relaxed);
+    counters_.managed_prefetches.fetch_add(1, std::memory_order_relaxed);
+    counters_.managed_prefetch_bytes.fetch_add(rec.bytes, std::memory_order_relaxed);
   }
 }
 
@@ -705,7 +705,7 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
     return with_low_memory_step(
       &rec, &t.rec_, [&](bool retry) { return acquire_locked(rec, d, *se, stream, access, retry, counted); });
   } catch (...) {
-    if (counted) { acquire_failures_.fetch_add(1, std::memory_order_relaxed); }
+    if (counted) { counters_.acquire_failures.fetch_add(1, std::memory_order_relaxed); }
     throw;
   }
 }
@@ -732,7 +732,7 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
   if (slot.state == copy_state::valid) {
     // Hit: no backend call when the copy-in is known complete.
     std::size_t const sh = thread_shard();
-    counter_shard& cs = counters_[sh];
+    counter_shard& cs = counters_.shards[sh];
     if (!retry) [[likely]] { bump(cs.hits, std::uint64_t{1}, sh); }
     counted = true;
     if (rec.prefetched) {
@@ -742,7 +742,7 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
     if (slot.ready && !ready_complete(slot)) { streams_->wait_event_or_sync(stream, slot.ready); }
     note_access(rec, d, write);
   } else {
-    if (!retry) { bump(counters_[thread_shard()].misses, std::uint64_t{1}, thread_shard()); }
+    if (!retry) { bump(counters_.shards[thread_shard()].misses, std::uint64_t{1}, thread_shard()); }
     counted = true;
     rec.prefetched = false;
     (void)ensure_valid_locked(rec, d, access, place_mode::ladder);
@@ -768,7 +768,7 @@ lease pool_impl::acquire_host(tensor const& t, access_mode access)
     return with_low_memory_step(&rec, &t.rec_,
                                 [&](bool retry) { return acquire_host_locked(rec, access, retry, counted); });
   } catch (...) {
-    if (counted) { acquire_failures_.fetch_add(1, std::memory_order_relaxed); }
+    if (counted) { counters_.acquire_failures.fetch_add(1, std::memory_order_relaxed); }
     throw;
   }
 }
@@ -787,11 +787,11 @@ lease pool_impl::acquire_host_locked(tensor_record& rec, access_mode access, boo
     if (is_host_accessible(tiers_[k]->kind) && rec.slots[k].state == copy_state::valid) { h = k; }
   }
   if (h) {
-    if (!retry) { bump(counters_[thread_shard()].hits, std::uint64_t{1}, thread_shard()); }
+    if (!retry) { bump(counters_.shards[thread_shard()].hits, std::uint64_t{1}, thread_shard()); }
     counted = true;
     note_access(rec, *h, write);
   } else {
-    if (!retry) { bump(counters_[thread_shard()].misses, std::uint64_t{1}, thread_shard()); }
+    if (!retry) { bump(counters_.shards[thread_shard()].misses, std::uint64_t{1}, thread_shard()); }
     counted = true;
     std::optional<std::uint32_t> last_host;
     for (std::uint32_t k = 0; k < n && !h; ++k) {
@@ -999,7 +999,7 @@ void pool_impl::prefetch_record(std::shared_ptr<tensor_record> const& recp, std:
   // A live write lease may be changing the bytes (on the host, or on a stream after the
   // copy would run): a copy now would snapshot them half-written. Nothing to prefetch.
   if (rec.write_pins != 0) {
-    prefetch_dropped_.fetch_add(1, std::memory_order_relaxed);
+    counters_.prefetch_dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   // Never blocks the host: placement without waiting (completed frees, arena, grow, one
@@ -1009,11 +1009,11 @@ void pool_impl::prefetch_record(std::shared_ptr<tensor_record> const& recp, std:
     fill_result const r = ensure_valid_locked(rec, k, access_mode::read, place_mode::no_wait);
     // A predicted request counts once it issued a copy or was queued (not when dropped).
     if (r == fill_result::filled) {
-      prefetches_.fetch_add(1, std::memory_order_relaxed);
+      counters_.prefetches.fetch_add(1, std::memory_order_relaxed);
       rec.prefetched = true;
-      if (predicted) { predicted_prefetches_.fetch_add(1, std::memory_order_relaxed); }
+      if (predicted) { counters_.predicted_prefetches.fetch_add(1, std::memory_order_relaxed); }
     } else if (r == fill_result::no_room && rec.bytes <= tiers_[k]->capacity) {
-      if (enqueue_prefetch(recp, k) && predicted) { predicted_prefetches_.fetch_add(1, std::memory_order_relaxed); }
+      if (enqueue_prefetch(recp, k) && predicted) { counters_.predicted_prefetches.fetch_add(1, std::memory_order_relaxed); }
     }
   } catch (out_of_memory const&) {
   } catch (backend_error const&) {
@@ -1051,12 +1051,12 @@ bool pool_impl::enqueue_prefetch(std::shared_ptr<tensor_record> const& recp, std
   tensor_record& rec = *recp;  // locked by the caller
   std::lock_guard lock(pq_mtx_);
   if (pq_.size() >= kPrefetchQueueCap) {
-    prefetch_dropped_.fetch_add(1, std::memory_order_relaxed);  // full: the newest request is dropped
+    counters_.prefetch_dropped.fetch_add(1, std::memory_order_relaxed);  // full: the newest request is dropped
     return false;
   }
   pq_.push_back(prefetch_request{recp, k, rec.opts.priority, pq_seq_++});
   rec.prefetch_queued = true;
-  prefetch_queued_.fetch_add(1, std::memory_order_relaxed);
+  counters_.prefetch_queued.fetch_add(1, std::memory_order_relaxed);
   pq_size_.store(pq_.size(), std::memory_order_relaxed);
   return true;
 }
@@ -1088,7 +1088,7 @@ void pool_impl::serve_prefetches() noexcept
     std::shared_ptr<tensor_record> const rec = req.rec.lock();
     if (rec == nullptr || closed_.load(std::memory_order_acquire)) {  // freed and gone
       remove(req.seq);
-      prefetch_dropped_.fetch_add(1, std::memory_order_relaxed);
+      counters_.prefetch_dropped.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
     record_lock rl(*rec, std::try_to_lock);
@@ -1097,7 +1097,7 @@ void pool_impl::serve_prefetches() noexcept
         rec->write_pins != 0) {  // freed, resident by now, or being written (see prefetch())
       rec->prefetch_queued = false;
       remove(req.seq);
-      prefetch_dropped_.fetch_add(1, std::memory_order_relaxed);
+      counters_.prefetch_dropped.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
     fill_result r = fill_result::no_room;
@@ -1111,9 +1111,9 @@ void pool_impl::serve_prefetches() noexcept
     rec->prefetch_queued = false;
     remove(req.seq);
     if (failed) {
-      prefetch_dropped_.fetch_add(1, std::memory_order_relaxed);
+      counters_.prefetch_dropped.fetch_add(1, std::memory_order_relaxed);
     } else {
-      prefetches_.fetch_add(1, std::memory_order_relaxed);
+      counters_.prefetches.fetch_add(1, std::memory_order_relaxed);
       rec->prefetched = true;
     }
   }

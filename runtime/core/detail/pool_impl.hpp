@@ -42,6 +42,8 @@
 #include "core/detail/op_gate.hpp"
 #include "util/record_slab.hpp"
 #include "util/spin_mutex.hpp"
+#include "util/thread_shard.hpp"
+#include "telemetry/pool_counters.hpp"
 #include "backends/event_pool.hpp"
 #include "streams/stream_registry.hpp"
 #include "telemetry/stats_segment.hpp"
@@ -113,34 +115,6 @@ class slot_array {
   std::unique_ptr<copy_slot[]> heap_;  ///< set when size() > kInline
 };
 
-/**
- * @brief Shards of the hit path (Note [The hit path takes no shared lock], copy_engine.cpp).
- *
- * A thread uses shard thread_shard() (assigned round-robin at its first pool call, so the
- * first kShards threads never share one). Each shard sits on its own 128-byte pair of cache
- * lines (adjacent-line prefetch makes 64 bytes too few).
- */
-inline constexpr std::size_t kShards = 16;
-/// Shard kShards (the last) is shared by every thread after the first kShards ones; the
-/// others have one writer each, so their figures are updated without a locked instruction.
-[[nodiscard]] std::size_t assign_thread_shard() noexcept;  // copy_engine.cpp: the next free one
-[[nodiscard]] inline std::size_t thread_shard() noexcept
-{
-  thread_local std::size_t const mine = assign_thread_shard();  // inlined: one TLS load on the hot path
-  return mine;
-}
-
-/// @brief Add `d` to a figure of shard `shard` (a plain load + store when it has one writer).
-template <class T>
-inline void bump(std::atomic<T>& c, T d, std::size_t shard) noexcept
-{
-  if (shard < kShards) [[likely]] {
-    c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
-  } else {
-    c.fetch_add(d, std::memory_order_relaxed);
-  }
-}
-
 /// @brief tensor_record::next_use value meaning "no forecast" (tensor_view::next_use empty).
 inline constexpr tick kNoForecast = no_next_use - 1;
 
@@ -173,11 +147,6 @@ struct alignas(128) access_shard {
     }
   }
   void unlock() noexcept { busy.store(false, std::memory_order_release); }
-};
-
-/// @brief A shard's figures: written by its own threads (relaxed), summed by stats().
-struct alignas(128) counter_shard {
-  std::atomic<std::uint64_t> hits{0}, misses{0}, prefetch_hits{0}, prefetch_late{0};  // acquires + failures = hits + misses
 };
 
 /// @brief A shard's share of a tier's pinned bytes (may be negative: pin here, unpin there).
@@ -580,15 +549,7 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   /// Stop the refresh thread and remove the segment (close, destruction). Idempotent.
   void stop_publishing() noexcept;
 
-  // Figures.
-  std::array<counter_shard, kShards + 1> counters_{};  // hits, misses, prefetch hits/late
-  std::atomic<std::uint64_t> bytes_h2d_{0}, bytes_d2h_{0}, copies_h2d_{0}, copies_d2h_{0};
-  std::atomic<std::uint64_t> bytes_up_{0}, bytes_down_{0}, copies_up_{0}, copies_down_{0};
-  std::atomic<std::uint64_t> prefetches_{0}, prefetch_wasted_{0};
-  std::atomic<std::uint64_t> prefetch_queued_{0}, prefetch_dropped_{0};
-  std::atomic<std::uint64_t> managed_prefetches_{0}, managed_prefetch_bytes_{0};
-  std::atomic<std::uint64_t> busy_retries_{0};
-  std::atomic<std::uint64_t> acquire_failures_{0};  ///< counted acquires that threw (pool_stats::acquire_failures)
+  pool_counters counters_;  ///< the pool's figures (telemetry/pool_counters.hpp)
   struct tenant_state {
     std::size_t quota{0};
     std::size_t live{0};
@@ -607,13 +568,10 @@ class pool_impl : public std::enable_shared_from_this<pool_impl> {
   prefetch_plan plan_;                               ///< under predictor_mtx_
   bool predictor_active_{false};                     ///< constant after construction
   std::uint64_t access_seq_{0};                      ///< under predictor_mtx_
-  std::atomic<std::uint64_t> predicted_prefetches_{0};
   std::unique_ptr<trace::recorder> recorder_;        ///< null: not recording
   std::atomic<bool> trace_reported_{false};         ///< a recording failure was reported
   bool trace_quiet_{false};                          ///< constant after construction: notice is silent
   std::map<std::uint32_t, tenant_state> tenants_;    ///< under tenants_mtx_
-  std::atomic<std::uint64_t> live_tensors_{0};
-  std::atomic<std::uint64_t> live_tensor_bytes_{0};
 };
 
 }  // namespace tierpool::detail

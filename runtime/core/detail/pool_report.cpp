@@ -65,9 +65,9 @@ pool_stats pool_impl::stats() const
                             .quota_bytes = t.quota, .quota_refusals = t.refusals});
     }
   }
-  st.tensors = live_tensors_.load(std::memory_order_relaxed);
-  st.tensor_bytes = live_tensor_bytes_.load(std::memory_order_relaxed);
-  for (counter_shard const& c : counters_) {  // per-shard figures (Note [The hit path takes no shared lock])
+  st.tensors = counters_.live_tensors.load(std::memory_order_relaxed);
+  st.tensor_bytes = counters_.live_tensor_bytes.load(std::memory_order_relaxed);
+  for (counter_shard const& c : counters_.shards) {  // per-shard figures (Note [The hit path takes no shared lock])
     st.hits += c.hits.load(std::memory_order_relaxed);
     st.misses += c.misses.load(std::memory_order_relaxed);
     st.prefetch_hits += c.prefetch_hits.load(std::memory_order_relaxed);
@@ -75,25 +75,25 @@ pool_stats pool_impl::stats() const
   }
   // Every counted acquire is one hit or miss, and a lease or a failure (the hit path counts
   // nothing more). Read without a lock, the figures may be a moment apart: never below 0.
-  st.acquire_failures = acquire_failures_.load(std::memory_order_relaxed);
+  st.acquire_failures = counters_.acquire_failures.load(std::memory_order_relaxed);
   st.acquires = st.hits + st.misses - std::min(st.acquire_failures, st.hits + st.misses);
-  st.busy_retries = busy_retries_.load(std::memory_order_relaxed);
-  st.bytes_h2d = bytes_h2d_.load(std::memory_order_relaxed);
-  st.bytes_d2h = bytes_d2h_.load(std::memory_order_relaxed);
-  st.copies_h2d = copies_h2d_.load(std::memory_order_relaxed);
-  st.copies_d2h = copies_d2h_.load(std::memory_order_relaxed);
-  st.bytes_up = bytes_up_.load(std::memory_order_relaxed);
-  st.bytes_down = bytes_down_.load(std::memory_order_relaxed);
-  st.copies_up = copies_up_.load(std::memory_order_relaxed);
-  st.copies_down = copies_down_.load(std::memory_order_relaxed);
-  st.prefetch_queued = prefetch_queued_.load(std::memory_order_relaxed);
-  st.prefetch_dropped = prefetch_dropped_.load(std::memory_order_relaxed);
-  st.managed_prefetches = managed_prefetches_.load(std::memory_order_relaxed);
+  st.busy_retries = counters_.busy_retries.load(std::memory_order_relaxed);
+  st.bytes_h2d = counters_.bytes_h2d.load(std::memory_order_relaxed);
+  st.bytes_d2h = counters_.bytes_d2h.load(std::memory_order_relaxed);
+  st.copies_h2d = counters_.copies_h2d.load(std::memory_order_relaxed);
+  st.copies_d2h = counters_.copies_d2h.load(std::memory_order_relaxed);
+  st.bytes_up = counters_.bytes_up.load(std::memory_order_relaxed);
+  st.bytes_down = counters_.bytes_down.load(std::memory_order_relaxed);
+  st.copies_up = counters_.copies_up.load(std::memory_order_relaxed);
+  st.copies_down = counters_.copies_down.load(std::memory_order_relaxed);
+  st.prefetch_queued = counters_.prefetch_queued.load(std::memory_order_relaxed);
+  st.prefetch_dropped = counters_.prefetch_dropped.load(std::memory_order_relaxed);
+  st.managed_prefetches = counters_.managed_prefetches.load(std::memory_order_relaxed);
   st.low_memory_callbacks = lowmem_calls_.load(std::memory_order_relaxed);
-  st.predicted_prefetches = predicted_prefetches_.load(std::memory_order_relaxed);
-  st.managed_prefetch_bytes = managed_prefetch_bytes_.load(std::memory_order_relaxed);
-  st.prefetches = prefetches_.load(std::memory_order_relaxed);
-  st.prefetch_wasted = prefetch_wasted_.load(std::memory_order_relaxed);
+  st.predicted_prefetches = counters_.predicted_prefetches.load(std::memory_order_relaxed);
+  st.managed_prefetch_bytes = counters_.managed_prefetch_bytes.load(std::memory_order_relaxed);
+  st.prefetches = counters_.prefetches.load(std::memory_order_relaxed);
+  st.prefetch_wasted = counters_.prefetch_wasted.load(std::memory_order_relaxed);
   st.stall_seconds = static_cast<double>(streams_->stall_ns()) * 1e-9;
   return st;
 }

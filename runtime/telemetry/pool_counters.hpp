@@ -1,0 +1,43 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file pool_counters.hpp
+ * @brief Internal: the figures a pool counts as it works (hits, misses, bytes and copies
+ *        moved, prefetches, retries), read without locks by pool::stats().
+ *
+ * Owns: the counters. Written by core and migration with relaxed atomics; the per-shard
+ * ones (hits, misses, prefetch hits and late) by one writer each (util/thread_shard.hpp).
+ * The per-tier figures live with each tier (tier_state); the tenants' with the tenant ledger.
+ */
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+#include "util/thread_shard.hpp"
+
+namespace tierpool::detail {
+
+/// @brief A shard's figures: written by its own threads (relaxed), summed by stats().
+struct alignas(128) counter_shard {
+  std::atomic<std::uint64_t> hits{0}, misses{0}, prefetch_hits{0}, prefetch_late{0};  // acquires + failures = hits + misses
+};
+
+/// @brief The counted figures of one pool (pool_stats, telemetry.hpp, says what each means).
+struct pool_counters {
+  std::array<counter_shard, kShards + 1> shards{};  ///< hits, misses, prefetch hits / late
+  // Bytes and copies across the device boundary (h2d, d2h) and between tiers (up, down).
+  std::atomic<std::uint64_t> bytes_h2d{0}, bytes_d2h{0}, copies_h2d{0}, copies_d2h{0};
+  std::atomic<std::uint64_t> bytes_up{0}, bytes_down{0}, copies_up{0}, copies_down{0};
+  std::atomic<std::uint64_t> prefetches{0}, prefetch_wasted{0};
+  std::atomic<std::uint64_t> prefetch_queued{0}, prefetch_dropped{0};
+  std::atomic<std::uint64_t> predicted_prefetches{0};
+  std::atomic<std::uint64_t> managed_prefetches{0}, managed_prefetch_bytes{0};
+  std::atomic<std::uint64_t> busy_retries{0};
+  std::atomic<std::uint64_t> acquire_failures{0};  ///< counted acquires that threw (pool_stats::acquire_failures)
+  std::atomic<std::uint64_t> live_tensors{0};
+  std::atomic<std::uint64_t> live_tensor_bytes{0};
+};
+
+}  // namespace tierpool::detail

@@ -3,7 +3,7 @@
 # SPDX-FileCopyrightText: 2026 tierpool contributors
 # SPDX-License-Identifier: Apache-2.0
 #
-# bench/gpu/check.sh — the GPU check (BENCHMARKS.md §4) as one short script for a session
+# bench/gpu/check.sh — the GPU check (docs/chapters/benchmarks.md) as one short script for a session
 # that is lent a GPU. Each step is timed and tolerant: a failed step records its exit
 # status and the tail of its output, and the script goes on. Every step runs under
 # `timeout`; no step starts after CHECK_BUDGET_S seconds or runs more than 30 s past it:

@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: 2026 tierpool contributors
 // SPDX-License-Identifier: Apache-2.0
 //
-// copy_bw.cu — the baseline of the GPU check (bench/gpu/check.sh, BENCHMARKS.md §4): plain
+// copy_bw.cu — the baseline of the GPU check (bench/gpu/check.sh, docs/chapters/benchmarks.md): plain
 // cudaMemcpyAsync between pinned host memory and device memory, at the sizes `tierpool
 // bench copy` uses, so the pool's copies can be read as a fraction of what the link gives.
 //

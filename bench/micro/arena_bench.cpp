@@ -3,7 +3,7 @@
 //
 // arena_bench.cpp — Google Benchmark micro-benchmarks of the arena's hot path: one
 // allocate + free pair at a steady state of live blocks. The workload figures of
-// BENCHMARKS.md §1 come from `tierpool bench arena`; these isolate single operations.
+// docs/chapters/benchmarks.md come from `tierpool bench arena`; these isolate single operations.
 #include <tierpool/arena.hpp>
 #include <tierpool/types.hpp>
 

@@ -5,7 +5,9 @@
  * @brief The tiered pool: tensors whose home can change, leases that make their bytes
  *        reachable on a stream, prefetch, demotion and eviction across tiers.
  *
- * See DESIGN.md §2 and docs/notes/pool_design.md for the contract and its reasons.
+ * The contract: docs/chapters/pools.md (tensors, leases), docs/chapters/tiers.md (placement
+ * and the out-of-memory ladder), docs/chapters/streams.md (ordering) and
+ * docs/chapters/thread_safety.md; the reasons: docs/notes/pool_design.md.
  */
 #pragma once
 
@@ -36,9 +38,11 @@ struct tensor_record;
  * @brief An owning, move-only handle to a tensor of a pool. Destroying it frees the
  *        tensor (stream-ordered: its space returns once outstanding work completes).
  *
- * Thread safety: a handle is externally synchronized (like VmaAllocation); different
- * handles may be used from different threads at once. A moved-from or freed handle is
- * empty: using it throws tierpool::logic_error.
+ * Thread safety: a handle is externally synchronized as an object (like VmaAllocation):
+ * pool calls that take it by `const&` (acquire, acquire_host, prefetch, demote,
+ * set_next_use) may use one handle from many threads at once, while moving it, destroying
+ * it and pool::free need it to themselves. A moved-from or freed handle is empty: using it
+ * throws tierpool::logic_error.
  */
 class TIERPOOL_EXPORT tensor {
  public:
@@ -87,7 +91,8 @@ class TIERPOOL_EXPORT tensor {
  * destructor (which cannot throw) keeps the pool's memory alive until the last lease ends
  * and says so on stderr.
  *
- * Thread safety: externally synchronized, like tensor.
+ * Thread safety: externally synchronized. Many leases on one tensor may live on different
+ * threads at once, and a lease may be released on another thread than the one that took it.
  */
 class TIERPOOL_EXPORT lease {
  public:
@@ -135,26 +140,6 @@ class TIERPOOL_EXPORT lease {
   std::uint32_t tier_{0};
 };
 
-/**
- * @brief The tiered pool.
- *
- * Thread safety: every member may be called concurrently from many threads (internally
- * synchronized). Separate pools are independent; there is no global state.
- *
- * Stream semantics: acquire() and prefetch() never block the host on a copy; the user's
- * stream waits on the copy's event. prefetch() never blocks at all; acquire() may wait on
- * the host for space that eviction has freed but whose last use is still running. Eviction waits (stream-wise) for a victim's last use
- * before copying it out, and space is reused only after the copy that vacated it is done.
- *
- * @code
- * tierpool::pool p;                                  // default tiers, LRU, auto backend
- * auto s = p.create_stream();
- * tierpool::tensor w = p.allocate(64_MiB, {.name = "w0"});
- * { auto h = p.acquire_host(w, tierpool::access_mode::write_discard); fill(h.as<float>()); }
- * { auto l = p.acquire(w, tierpool::access_mode::read, s); launch(kernel, l.data(), s); }
- * p.prefetch(w);                                      // bring it back before the next use
- * @endcode
- */
 /// @brief What a low-memory callback is told (pool::add_low_memory_callback).
 struct low_memory_event {
   tier_id tier{};                 ///< the tier that lacks room
@@ -173,11 +158,31 @@ using low_memory_callback = std::function<void(low_memory_event const&)>;
  *
  * allocate() makes a tensor; acquire() / acquire_host() lease its bytes where the caller
  * needs them, copying them up and evicting others as the tier's policy proposes;
- * prefetch() and demote() move them ahead of time. Out of memory follows the ladder of
- * DESIGN.md §2 and ends in a typed tierpool::out_of_memory that says why.
+ * prefetch() and demote() move them ahead of time. Out of memory follows a ladder (free
+ * space, growing the tier, eviction, waiting for vacated blocks, low-memory callbacks;
+ * docs/chapters/tiers.md) and ends in a typed tierpool::out_of_memory that says why.
  *
- * Thread safety: every member function may be called from many threads at once, except
- * close(), the move operations and the destructor. Stream semantics are given per function.
+ * Thread safety: every member function may be called from many threads at once
+ * (internally synchronized), except the move operations and the destructor. close() may
+ * race with other calls: each either completes before it or throws tierpool::logic_error
+ * (the pool is closed). Separate pools are independent; there is no global state. See
+ * docs/chapters/thread_safety.md.
+ *
+ * Stream semantics: acquire() and prefetch() never block the host on a copy; the user's
+ * stream waits on the copy's event. prefetch() never blocks at all; acquire() may wait on
+ * the host for space that eviction has freed but whose last use is still running.
+ * Eviction waits (stream-wise) for a victim's last use before copying it out, and space is
+ * reused only after the copy that vacated it is done. Ordering two of the program's
+ * streams on one tensor is the program's job (docs/chapters/streams.md).
+ *
+ * @code
+ * tierpool::pool p;                                  // default tiers, LRU, auto backend
+ * auto s = p.create_stream();
+ * tierpool::tensor w = p.allocate(64_MiB, {.name = "w0"});
+ * { auto h = p.acquire_host(w, tierpool::access_mode::write_discard); fill(h.as<float>()); }
+ * { auto l = p.acquire(w, tierpool::access_mode::read, s); launch(kernel, l.data(), s); }
+ * p.prefetch(w);                                      // bring it back before the next use
+ * @endcode
  */
 class TIERPOOL_EXPORT pool {
  public:

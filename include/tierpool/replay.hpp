@@ -2,10 +2,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /**
  * @file replay.hpp
- * @brief The replay simulator (DESIGN.md §7): a trace replayed per policy × capacity,
+ * @brief The replay simulator (docs/chapters/replay.md): a trace replayed per policy × capacity,
  *        either through the real tierpool::pool on a sim backend with phantom memory and a
  *        virtual clock ("pool mode"), or as a plain object cache ("cache mode"), with the
- *        figures of BENCHMARKS.md §2 and their table, JSON, CSV and SVG forms.
+ *        figures of the tiering workloads (docs/chapters/benchmarks.md) and their table,
+ *        JSON, CSV and SVG forms.
  *
  * @defgroup replay Replay
  * @{

@@ -45,7 +45,6 @@ struct tier_stats {
   std::uint64_t reuses_in_order{0};
 };
 
-/// @brief Figures of a whole pool.
 /// @brief One tenant's share of a pool (tensor_options::tenant).
 struct tenant_stats {
   std::uint32_t tenant{0};        ///< the tenant
@@ -105,7 +104,8 @@ struct pool_stats {
   /// acquire_host's wait for its copy, pool::synchronize, and fallback waits after failed
   /// event calls. prefetch() never waits.
   double stall_seconds{0.0};
-  /// COUNT: requests that ran the low-memory callbacks (ladder step 7)
+  /// COUNT: requests that ran the low-memory callbacks (the ladder's last step before
+  /// out_of_memory; docs/chapters/tiers.md)
   std::uint64_t low_memory_callbacks{0};
 };
 

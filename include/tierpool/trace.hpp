@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /**
  * @file trace.hpp
- * @brief The trace event schema (DESIGN.md §7): one versioned list of events that the pool
+ * @brief The trace event schema (docs/chapters/traces.md): one versioned list of events that the pool
  *        records (`TIERPOOL_TRACE=path`), the generators write (`tierpool trace gen`), the
  *        importers produce (libCacheSim `oracleGeneral`, csv) and `tierpool replay` reads.
  *
@@ -25,8 +25,8 @@
  * or byte offset (binary, oracle_general) where the input went wrong.
  *
  * Also here: summarize() (the figures of `tierpool trace stat`) and recorder (the
- * thread-safe writer behind `TIERPOOL_TRACE=path`). The generators of BENCHMARKS.md §2
- * are in trace_gen.hpp. Implementation: runtime/trace/; guide: docs/chapters/traces.md.
+ * thread-safe writer behind `TIERPOOL_TRACE=path`). The generators of the tiering
+ * workloads (docs/chapters/benchmarks.md) are in trace_gen.hpp. Implementation: runtime/trace/; guide: docs/chapters/traces.md.
  *
  * @code
  * auto r = tierpool::trace::open_reader("cloudphysics.oracleGeneral.bin");  // detected

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /**
  * @file trace_gen.hpp
- * @brief Synthetic traces of the tiering workloads of BENCHMARKS.md §2: mlp-train,
+ * @brief Synthetic traces of the tiering workloads (docs/chapters/benchmarks.md): mlp-train,
  *        transformer-train, llm-infer-stream, kv-paging and random-reuse.
  *
  * @ingroup trace
@@ -58,7 +58,7 @@ struct workload_info {
   bool random{false};                               ///< whether the seed changes the trace
 };
 
-/// @brief Every workload, in the order of BENCHMARKS.md §2.
+/// @brief Every workload, in the order docs/chapters/benchmarks.md lists them.
 [[nodiscard]] TIERPOOL_EXPORT std::span<workload_info const> workloads() noexcept;
 
 /**

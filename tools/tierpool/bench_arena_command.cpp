@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // bench_arena_command.cpp — `tierpool bench arena`: option parsing and printing for the
-// arena workloads of BENCHMARKS.md §1. Generation, trace I/O and measurement live in
+// arena workloads of docs/chapters/benchmarks.md. Generation, trace I/O and measurement live in
 // workloads/arena_workloads.cpp; this file only wires them to the command line.
 
 // GCC 12 reports a false -Wnull-dereference inside std::string assignment when it inlines
@@ -97,8 +97,9 @@ boost::json::object to_json(std::string const& name, std::uint64_t seed, wl::all
 int bench_arena_command(int argc, char** argv)
 {
   po::options_description desc(
-    "tierpool bench arena: replay an arena workload (BENCHMARKS.md §1) and report time per\n"
-    "allocate+free pair, per-operation percentiles, failures, footprint and fragmentation.\n\n"
+    "tierpool bench arena: replay an arena workload (docs/chapters/benchmarks.md) and report\n"
+    "time per allocate+free pair, per-operation percentiles, failures, footprint and\n"
+    "fragmentation.\n\n"
     "options");
   std::string workload;
   std::string seed_text = "1000";
@@ -111,7 +112,7 @@ int bench_arena_command(int argc, char** argv)
   desc.add_options()
     ("help,h", "this text")
     ("workload,w", po::value(&workload), "rand50 | rand85 | dnn-static | dnn-dyn | dnn-tight")
-    ("seed,s", po::value(&seed_text)->default_value(seed_text), "run seed, 0..2^64-1 (BENCHMARKS.md uses 1000..1004)")
+    ("seed,s", po::value(&seed_text)->default_value(seed_text), "run seed, 0..2^64-1 (recorded runs: 1000..1004)")
     ("trace", po::value(&trace), "replay this alloc-trace file instead of generating a workload")
     ("write-trace", po::value(&write_trace), "write the operations to this alloc-trace file")
     ("json", "print one JSON object instead of the table")

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // bench_pool_command.cpp — `tierpool bench hitpath` and `tierpool bench copy`: the pool's
-// runtime overhead of BENCHMARKS.md §3.
+// runtime overhead workloads of docs/chapters/benchmarks.md.
 //
 // - hitpath: acquire + release of a resident tensor, ns per pair, 1 thread and N threads
 //   side by side in every run (the ratio is the figure to compare, not the absolute time).
@@ -240,7 +240,8 @@ int bench_hitpath_command(int argc, char** argv)
 {
   po::options_description desc(
     "tierpool bench hitpath: time acquire + release of a tensor already resident on the\n"
-    "device tier (the pool's hit path, BENCHMARKS.md §3), in ns per pair and per thread.\n"
+    "device tier (the pool's hit path, docs/chapters/benchmarks.md), in ns per pair and\n"
+    "per thread.\n"
     "With --threads N > 1, 1 thread and N threads run side by side in every run and the\n"
     "ratio N-thread / 1-thread is reported.\n\n" +
     std::string(kEnvironmentHelp) + "options");
@@ -466,7 +467,7 @@ int bench_copy_command(int argc, char** argv)
     "tierpool bench copy: bytes per second the pool moves between its device tier and a\n"
     "host tier (copy-in, write-back on eviction and demotion; counted by the pool's\n"
     "bytes_h2d / bytes_d2h), against std::memcpy of the same bytes between two host\n"
-    "buffers, alternating in every run (BENCHMARKS.md §3).\n\n" +
+    "buffers, alternating in every run (docs/chapters/benchmarks.md).\n\n" +
     std::string(kEnvironmentHelp) + "options");
   std::string bytes_text = "256MiB";
   std::string tensor_bytes_text = "4MiB";

@@ -13,13 +13,13 @@ int info_command(int argc, char** argv);
 /// `tierpool policies`: every eviction policy with its description and parameters
 /// (--json; --plugin PATH loads plug-ins first).
 int policies_command(int argc, char** argv);
-/// `tierpool bench arena ...`: the arena workloads of BENCHMARKS.md §1.
+/// `tierpool bench arena ...`: the arena workloads (docs/chapters/benchmarks.md).
 int bench_arena_command(int argc, char** argv);
-/// `tierpool bench hitpath ...`: acquire + release of a resident tensor (BENCHMARKS.md §3).
+/// `tierpool bench hitpath ...`: acquire + release of a resident tensor (docs/chapters/benchmarks.md).
 int bench_hitpath_command(int argc, char** argv);
-/// `tierpool bench copy ...`: pool migration throughput against memcpy (BENCHMARKS.md §3).
+/// `tierpool bench copy ...`: pool migration throughput against memcpy (docs/chapters/benchmarks.md).
 int bench_copy_command(int argc, char** argv);
-/// `tierpool trace gen <workload> ...`: a BENCHMARKS.md §2 workload as a trace file.
+/// `tierpool trace gen <workload> ...`: a tiering workload (docs/chapters/benchmarks.md) as a trace file.
 int trace_gen_command(int argc, char** argv);
 /// `tierpool trace convert IN -o OUT`: any readable trace to native text or binary.
 int trace_convert_command(int argc, char** argv);

@@ -43,7 +43,7 @@ namespace json = boost::json;
 using detail::format_byte_size;
 
 // One tier this machine offers, as `tierpool info` derives it from the backend and the
-// topology (DESIGN.md §3); the pool's own defaults are printed separately.
+// topology (docs/chapters/tiers.md, "Default tiers"); the pool's own defaults are printed separately.
 struct tier_row {
   tier_kind kind{tier_kind::device};
   std::uint64_t bytes{0};

@@ -4,7 +4,7 @@
 // trace_command.cpp — `tierpool trace gen | convert | stat`: thin commands over
 // include/tierpool/trace.hpp and trace_gen.hpp.
 //
-// - gen:     a BENCHMARKS.md §2 workload to a native trace (text or binary, by extension).
+// - gen:     a tiering workload (docs/chapters/benchmarks.md) to a native trace (text or binary, by extension).
 // - convert: any readable trace (text, binary, oracleGeneral, csv) to text or binary.
 // - stat:    the trace::summary figures as a table or one JSON object; --speed times reading.
 
@@ -224,7 +224,8 @@ int trace_gen_command(int argc, char** argv)
 {
   po::options_description desc(
     "tierpool trace gen <workload> [key=value ...] [-o FILE]: generate the trace of a\n"
-    "BENCHMARKS.md §2 workload, deterministically from its parameters and --seed.\n"
+    "tiering workload (docs/chapters/benchmarks.md), deterministically from its\n"
+    "parameters and --seed.\n"
     "The output format follows the extension (.tpb binary, else text) unless --format\n"
     "says; without -o (or with -o -) the text goes to standard output. --list prints\n"
     "every workload's parameters and defaults.\n\n"

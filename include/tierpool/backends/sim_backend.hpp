@@ -6,7 +6,7 @@
  *        models per copy direction, and reproducible fault injection.
  *
  * The sim backend is always built. It is what the functional tests, the oversubscription
- * demo and `tierpool replay` run on (DESIGN.md §4). Two independent switches:
+ * demo and `tierpool replay` run on (docs/chapters/backends.md). Two independent switches:
  *
  * - **memory**: `real` hands out host memory aligned to 256 bytes and copies bytes;
  *   `phantom` hands out address ranges from a fake, never dereferenced address space

@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: 2026 tierpool contributors
 // SPDX-License-Identifier: Apache-2.0
 //
-// arena_workloads.cpp — the arena workloads of BENCHMARKS.md §1: trace generation
+// arena_workloads.cpp — the arena workloads of docs/chapters/benchmarks.md: trace generation
 // (rand50/85, dnn-static/dyn/tight), the alloc-trace text format (write and parse), and
 // the replay driver that measures an arena on a trace. Entry points:
 // generate_arena_workload, parse_alloc_trace, measure_arena.
@@ -118,7 +118,7 @@ alloc_trace generate_rand(unsigned percent, std::uint64_t seed, std::size_t ops)
   return t;
 }
 
-// The DNN shape distribution of BENCHMARKS.md §1.
+// The DNN shape distribution of the arena workloads (docs/chapters/benchmarks.md).
 constexpr std::array<std::uint64_t, 13> kDnnShapes{
   1 * kKiB, 4 * kKiB, 16 * kKiB, 64 * kKiB, 256 * kKiB, 1 * kMiB, 4 * kMiB,
   8 * kMiB, 16 * kMiB, 32 * kMiB, 64 * kMiB, 128 * kMiB, 256 * kMiB};

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /**
  * @file arena_workloads.hpp
- * @brief The arena workloads of BENCHMARKS.md §1: generation, the alloc-trace text
+ * @brief The arena workloads (docs/chapters/benchmarks.md, "Arena workloads"): generation, the alloc-trace text
  *        format, and replay with measurement.
  *
  * Every allocator replays the same pre-generated trace of (allocate slot, bytes) and
@@ -26,7 +26,7 @@
 
 namespace tierpool::workloads {
 
-/// @brief The workloads of BENCHMARKS.md §1.
+/// @brief The arena workloads of docs/chapters/benchmarks.md.
 enum class arena_workload : std::uint8_t { rand50, rand85, dnn_static, dnn_dyn, dnn_tight };
 
 /// @brief CLI name of a workload ("rand50", "dnn-static", ...).
@@ -57,14 +57,14 @@ struct alloc_trace {
 };
 
 /**
- * @brief Generate a workload exactly as BENCHMARKS.md §1 defines it.
+ * @brief Generate a workload exactly as docs/chapters/benchmarks.md defines it.
  *
  * Random numbers come from std::mt19937_64 (the DNN model from seed 12345, the run from
  * `seed`), turned into doubles as `(x >> 11) * 2^-53` and into indices as
  * `floor(u * n)`, so a trace depends only on the seed, not on the standard library.
  *
  * @param w    The workload.
- * @param seed The run's seed (BENCHMARKS.md uses 1000..1004).
+ * @param seed The run's seed (the recorded runs use 1000..1004).
  * @param max_ops If non-zero, keep only the first `max_ops` operations (smoke runs). The
  *             capacity of dnn-tight is still computed from the whole dnn-dyn trace.
  * @return The trace.

@@ -19,7 +19,8 @@
 #include <mutex>
 #include <string>
 
-#include "core/detail/pool_impl.hpp"
+#include "migration/migration_engine.hpp"
+#include "migration/record_lock.hpp"
 
 namespace tierpool::detail {
 
@@ -41,7 +42,7 @@ void add_under_tier_lock(std::atomic<T>& figure, T d) noexcept
 // Events of copy slots
 // ---------------------------------------------------------------------------------------
 
-bool pool_impl::ready_complete(copy_slot& slot) noexcept
+bool migration_engine::ready_complete(copy_slot& slot) noexcept
 {
   if (!slot.ready) { return true; }
   if (backend_->query_event(slot.ready) == status::ok) {
@@ -51,7 +52,7 @@ bool pool_impl::ready_complete(copy_slot& slot) noexcept
   return false;
 }
 
-void pool_impl::host_wait_slot(copy_slot& slot, bool include_users) noexcept
+void migration_engine::host_wait_slot(copy_slot& slot, bool include_users) noexcept
 {
   auto const t0 = std::chrono::steady_clock::now();
   bool waited = false;
@@ -70,7 +71,7 @@ void pool_impl::host_wait_slot(copy_slot& slot, bool include_users) noexcept
   if (waited) { streams_->add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()); }
 }
 
-stream_handle pool_impl::copy_stream(std::uint32_t to, std::uint32_t from) noexcept
+stream_handle migration_engine::copy_stream(std::uint32_t to, std::uint32_t from) noexcept
 {
   std::uint32_t const i = rr_.fetch_add(1, std::memory_order_relaxed);
   return to < from ? h2d_[i % h2d_.size()] : d2h_[i % d2h_.size()];
@@ -102,7 +103,7 @@ stream_handle pool_impl::copy_stream(std::uint32_t to, std::uint32_t from) noexc
 // record pointers (no shared refcount); the record keeps both alive for leases that
 // outlive every handle (tensor_record::keep_alive, keep_self).
 // Limitations: a policy sees a hit only at the next drain, with the drain's tick.
-void pool_impl::drain_accesses_locked(tier_state& ts) noexcept
+void migration_engine::drain_accesses_locked(tier_state& ts) noexcept
 {
   // Nothing buffered (a miss-heavy run drains at every tier lock): no locked exchange.
   if (ts.acc_nonempty.load(std::memory_order_relaxed) == 0) { return; }
@@ -134,7 +135,7 @@ void pool_impl::drain_accesses_locked(tier_state& ts) noexcept
   ts.acc_drain.clear();
 }
 
-void pool_impl::insert_into_policy(tensor_record& rec, std::uint32_t k, bool write) noexcept
+void migration_engine::insert_into_policy(tensor_record& rec, std::uint32_t k, bool write) noexcept
 {
   tier_state& ts = *tiers_[k];
   tensor_view v{};
@@ -152,7 +153,7 @@ void pool_impl::insert_into_policy(tensor_record& rec, std::uint32_t k, bool wri
   add_under_tier_lock(ts.resident, std::uint64_t{1});
 }
 
-void pool_impl::note_access(tensor_record& rec, std::uint32_t k, bool write) noexcept
+void migration_engine::note_access(tensor_record& rec, std::uint32_t k, bool write) noexcept
 {
   tier_state& ts = *tiers_[k];
   std::size_t const i = thread_shard();
@@ -186,7 +187,7 @@ void pool_impl::note_access(tensor_record& rec, std::uint32_t k, bool write) noe
   sh.unlock();
 }
 
-void pool_impl::pin_locked(tensor_record& rec, std::uint32_t k) noexcept
+void migration_engine::pin_locked(tensor_record& rec, std::uint32_t k) noexcept
 {
   copy_slot& s = rec.slots[k];
   ++rec.pins;
@@ -196,7 +197,7 @@ void pool_impl::pin_locked(tensor_record& rec, std::uint32_t k) noexcept
   }
 }
 
-void pool_impl::unpin_locked(tensor_record& rec, std::uint32_t k) noexcept
+void migration_engine::unpin_locked(tensor_record& rec, std::uint32_t k) noexcept
 {
   if (k >= rec.slots.size()) { return; }
   copy_slot& s = rec.slots[k];
@@ -217,14 +218,14 @@ void pool_impl::unpin_locked(tensor_record& rec, std::uint32_t k) noexcept
 // Slots
 // ---------------------------------------------------------------------------------------
 
-void pool_impl::mark_others_stale_locked(tensor_record& rec, std::uint32_t k) noexcept
+void migration_engine::mark_others_stale_locked(tensor_record& rec, std::uint32_t k) noexcept
 {
   for (std::uint32_t j = 0; j < rec.slots.size(); ++j) {
     if (j != k && rec.slots[j].state == copy_state::valid) { rec.slots[j].state = copy_state::stale; }
   }
 }
 
-status pool_impl::copy_locked(tensor_record& rec, std::uint32_t from, std::uint32_t to)
+status migration_engine::copy_locked(tensor_record& rec, std::uint32_t from, std::uint32_t to)
 {
   copy_slot& src = rec.slots[from];
   copy_slot& dst = rec.slots[to];
@@ -255,26 +256,26 @@ status pool_impl::copy_locked(tensor_record& rec, std::uint32_t from, std::uint3
   }
   // Figures (see telemetry.hpp): up/down by tier index; h2d/d2h across the device boundary.
   if (to < from) {
-    counters_.bytes_up.fetch_add(rec.bytes, std::memory_order_relaxed);
-    counters_.copies_up.fetch_add(1, std::memory_order_relaxed);
+    counters_->bytes_up.fetch_add(rec.bytes, std::memory_order_relaxed);
+    counters_->copies_up.fetch_add(1, std::memory_order_relaxed);
   } else {
-    counters_.bytes_down.fetch_add(rec.bytes, std::memory_order_relaxed);
-    counters_.copies_down.fetch_add(1, std::memory_order_relaxed);
+    counters_->bytes_down.fetch_add(rec.bytes, std::memory_order_relaxed);
+    counters_->copies_down.fetch_add(1, std::memory_order_relaxed);
   }
   auto on_device = [](tier_kind kd) { return kd == tier_kind::device || kd == tier_kind::managed; };
   bool const dev_to = on_device(tiers_[to]->kind);
   bool const dev_from = on_device(tiers_[from]->kind);
   if (dev_to && !dev_from) {
-    counters_.bytes_h2d.fetch_add(rec.bytes, std::memory_order_relaxed);
-    counters_.copies_h2d.fetch_add(1, std::memory_order_relaxed);
+    counters_->bytes_h2d.fetch_add(rec.bytes, std::memory_order_relaxed);
+    counters_->copies_h2d.fetch_add(1, std::memory_order_relaxed);
   } else if (dev_from && !dev_to) {
-    counters_.bytes_d2h.fetch_add(rec.bytes, std::memory_order_relaxed);
-    counters_.copies_d2h.fetch_add(1, std::memory_order_relaxed);
+    counters_->bytes_d2h.fetch_add(rec.bytes, std::memory_order_relaxed);
+    counters_->copies_d2h.fetch_add(1, std::memory_order_relaxed);
   }
   return status::ok;
 }
 
-pool_impl::fill_result pool_impl::ensure_valid_locked(tensor_record& rec, std::uint32_t k, access_mode access,
+fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint32_t k, access_mode access,
                                                       place_mode mode)
 {
   copy_slot& dst = rec.slots[k];
@@ -318,7 +319,7 @@ pool_impl::fill_result pool_impl::ensure_valid_locked(tensor_record& rec, std::u
   return fill_result::filled;
 }
 
-bool pool_impl::write_back_locked(tensor_record& rec, std::uint32_t k, place_mode mode, std::size_t* busy_bytes) noexcept
+bool migration_engine::write_back_locked(tensor_record& rec, std::uint32_t k, place_mode mode, std::size_t* busy_bytes) noexcept
 {
   std::size_t busy = 0;  // busy victims that kept the lower tiers full
   for (auto j = static_cast<std::uint32_t>(k + 1); j < rec.slots.size(); ++j) {
@@ -360,7 +361,7 @@ bool pool_impl::write_back_locked(tensor_record& rec, std::uint32_t k, place_mod
   return false;
 }
 
-void pool_impl::vacate_locked(tensor_record& rec, std::uint32_t k) noexcept
+void migration_engine::vacate_locked(tensor_record& rec, std::uint32_t k) noexcept
 {
   copy_slot& s = rec.slots[k];
   if (s.state == copy_state::absent) { return; }
@@ -432,22 +433,72 @@ void pool_impl::vacate_locked(tensor_record& rec, std::uint32_t k) noexcept
   s = copy_slot{};
 }
 
-void pool_impl::free_slots_locked(tensor_record& rec) noexcept
+void migration_engine::vacate_all_locked(tensor_record& rec) noexcept
 {
   if (rec.freed) { return; }
   for (auto k = static_cast<std::uint32_t>(rec.slots.size()); k-- > 0;) { vacate_locked(rec, k); }
   if (rec.prefetched) {
-    counters_.prefetch_wasted.fetch_add(1, std::memory_order_relaxed);
+    counters_->prefetch_wasted.fetch_add(1, std::memory_order_relaxed);
     rec.prefetched = false;
   }
   rec.freed = true;
-  counters_.live_tensors.fetch_sub(1, std::memory_order_relaxed);
-  counters_.live_tensor_bytes.fetch_sub(rec.bytes, std::memory_order_relaxed);
-  uncharge_tenant(rec.opts.tenant, rec.bytes);
-  if (predictor_active_) {
-    std::lock_guard lock(predictor_mtx_);
-    predictor_->on_free(rec.id);
+}
+
+// ---------------------------------------------------------------------------------------
+// Copy streams
+// ---------------------------------------------------------------------------------------
+
+void migration_engine::make_copy_streams(std::uint32_t h2d, std::uint32_t d2h)
+{
+  auto make_stream = [&](char const* what) {
+    stream_handle s{};
+    status const st = backend_->create_stream(&s, 0);
+    if (st != status::ok) { throw backend_error(st, std::string("pool: creating the ") + what + " stream"); }
+    return s;
+  };
+  try {
+    for (std::uint32_t i = 0; i < h2d; ++i) { h2d_.push_back(make_stream("h2d copy")); }
+    for (std::uint32_t i = 0; i < d2h; ++i) { d2h_.push_back(make_stream("d2h copy")); }
+    retire_ = make_stream("retire");
+    for (stream_handle s : h2d_) { (void)streams_->add(s, true); }
+    for (stream_handle s : d2h_) { (void)streams_->add(s, true); }
+    (void)streams_->add(retire_, true);
+  } catch (...) {
+    for (stream_handle s : h2d_) { backend_->destroy_stream(s); }
+    for (stream_handle s : d2h_) { backend_->destroy_stream(s); }
+    if (retire_.value != 0) { backend_->destroy_stream(retire_); }
+    h2d_.clear();
+    d2h_.clear();
+    retire_ = stream_handle{};
+    throw;
   }
+}
+
+void migration_engine::synchronize_copy_streams() noexcept
+{
+  for (stream_handle s : h2d_) { (void)backend_->synchronize_stream(s); }
+  for (stream_handle s : d2h_) { (void)backend_->synchronize_stream(s); }
+  if (retire_.value != 0) { (void)backend_->synchronize_stream(retire_); }
+}
+
+void migration_engine::shutdown() noexcept
+{
+  if (backend_ == nullptr) { return; }
+  synchronize_copy_streams();
+  tiers_.clear();  // ~tier waits for deferred frees and frees the chunks
+  for (stream_handle s : h2d_) { backend_->destroy_stream(s); }
+  for (stream_handle s : d2h_) { backend_->destroy_stream(s); }
+  if (retire_.value != 0) { backend_->destroy_stream(retire_); }
+  h2d_.clear();
+  d2h_.clear();
+  retire_ = stream_handle{};
+}
+
+[[noreturn]] void throw_held(tensor_record const& r)
+{
+  throw logic_error("pool: tensor " + std::to_string(static_cast<std::uint64_t>(r.id)) +
+                    (r.opts.name.empty() ? std::string() : " '" + r.opts.name + "'") +
+                    " is already locked by this thread (a pool call re-entered from inside the pool)");
 }
 
 }  // namespace tierpool::detail

@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: 2026 tierpool contributors
 // SPDX-License-Identifier: Apache-2.0
 //
-// eviction.cpp — owns one round of eviction in one tier (pool_impl::evict_round), step 5
+// eviction.cpp — owns one round of eviction in one tier (migration_engine::evict_round), step 5
 // of the ladder in runtime/core/detail/placement.cpp.
 //
 // Two phases (docs/notes/pool_design.md, "Eviction is two-phase"):
@@ -23,8 +23,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/detail/pool_impl.hpp"
-#include "core/detail/record_lock.hpp"
+#include "migration/migration_engine.hpp"
+#include "migration/record_lock.hpp"
 
 namespace tierpool::detail {
 namespace {
@@ -86,7 +86,7 @@ class claim_scope {
 
 }  // namespace
 
-evict_outcome pool_impl::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming)
+evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming)
 {
   tier_state& ts = *tiers_[k];
   evict_outcome out;
@@ -114,8 +114,8 @@ evict_outcome pool_impl::evict_round(std::uint32_t k, std::size_t bytes, place_m
         }
         std::shared_ptr<tensor_record> rec;
         {
-          std::lock_guard lock(table_mtx_);
-          if (auto const* r = table_.find(static_cast<std::uint64_t>(id))) {
+          std::lock_guard lock(*table_mtx_);
+          if (auto const* r = table_->find(static_cast<std::uint64_t>(id))) {
             prefetch_victim(r->get());  // overlaps the record's misses with the control block's (the copy below)
             rec = *r;
           }
@@ -169,7 +169,7 @@ evict_outcome pool_impl::evict_round(std::uint32_t k, std::size_t bytes, place_m
     }
     if (dirty && !write_back_locked(*rec, k, mode, &wb_busy)) { continue; }  // stays resident
     if (rec->prefetched) {
-      counters_.prefetch_wasted.fetch_add(1, std::memory_order_relaxed);
+      counters_->prefetch_wasted.fetch_add(1, std::memory_order_relaxed);
       rec->prefetched = false;
     }
     vacate_locked(*rec, k);

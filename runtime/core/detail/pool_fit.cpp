@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "core/detail/pool_impl.hpp"
-#include "core/detail/record_lock.hpp"
+#include "migration/record_lock.hpp"
 
 namespace tierpool::detail {
 
@@ -27,13 +27,13 @@ fit_report pool_impl::fits(std::size_t bytes, tier_id tier, std::uint32_t tenant
 {
   check_open("fits");
   auto const k = static_cast<std::uint32_t>(tier);
-  if (k >= tiers_.size()) {
+  if (k >= engine_.tiers().size()) {
     throw logic_error("pool::fits: tier " + std::to_string(k) + " out of range (the pool has " +
-                      std::to_string(tiers_.size()) + ")");
+                      std::to_string(engine_.tiers().size()) + ")");
   }
   if (bytes == 0) { throw logic_error("pool::fits: bytes must be > 0"); }
-  tier_state const& ts = *tiers_[k];
-  bool const has_below = k + 1 < tiers_.size();
+  tier_state const& ts = *engine_.tiers()[k];
+  bool const has_below = k + 1 < engine_.tiers().size();
 
   // Copies eviction would accept (eviction.cpp's checks): present, no lease, and either
   // clean (stale, or another valid copy exists) or with a tier below for the write-back.

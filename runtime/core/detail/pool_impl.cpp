@@ -48,7 +48,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/detail/record_lock.hpp"
+#include "migration/record_lock.hpp"
 
 namespace tierpool::detail {
 namespace {
@@ -208,6 +208,7 @@ pool_impl::pool_impl(pool_options options)
 
   events_ = std::make_unique<event_pool>(*backend_);
   streams_ = std::make_unique<stream_registry>(*backend_, *events_);
+  engine_.attach(*backend_, *events_, *streams_, counters_, table_mtx_, table_);
   policy_registry const registry = options.registry != nullptr ? *options.registry : policy_registry::with_builtins();
 
   // Capacities first: a managed tier's default depends on every device tier's.
@@ -273,7 +274,7 @@ pool_impl::pool_impl(pool_options options)
     ts->capacity = ts->mem->config().capacity_bytes;
     ts->index = static_cast<std::uint32_t>(i);
     ts->acc_drain.reserve((kShards + 1) * access_shard::kCap);
-    tiers_.push_back(std::move(ts));
+    engine_.tiers().push_back(std::move(ts));
   }
 
   // Recording (TIERPOOL_TRACE wins over pool_options::trace_path). A file that cannot be
@@ -306,27 +307,11 @@ pool_impl::pool_impl(pool_options options)
   }
 
   // Copy streams (at least one per direction) and the retire stream.
-  auto make_stream = [&](char const* what) {
-    stream_handle s{};
-    status const st = backend_->create_stream(&s, 0);
-    if (st != status::ok) { throw backend_error(st, std::string("pool: creating the ") + what + " stream"); }
-    return s;
-  };
-  try {
+  {
     std::uint32_t const cap_streams = std::max<std::uint32_t>(caps.max_copy_streams, 3);
     std::uint32_t const nh = std::clamp<std::uint32_t>(options.h2d_streams, 1, cap_streams - 2);
     std::uint32_t const nd = std::clamp<std::uint32_t>(options.d2h_streams, 1, cap_streams - 1 - nh);
-    for (std::uint32_t i = 0; i < nh; ++i) { h2d_.push_back(make_stream("h2d copy")); }
-    for (std::uint32_t i = 0; i < nd; ++i) { d2h_.push_back(make_stream("d2h copy")); }
-    retire_ = make_stream("retire");
-    for (stream_handle s : h2d_) { (void)streams_->add(s, true); }
-    for (stream_handle s : d2h_) { (void)streams_->add(s, true); }
-    (void)streams_->add(retire_, true);
-  } catch (...) {
-    for (stream_handle s : h2d_) { backend_->destroy_stream(s); }
-    for (stream_handle s : d2h_) { backend_->destroy_stream(s); }
-    if (retire_.value != 0) { backend_->destroy_stream(retire_); }
-    throw;
+    engine_.make_copy_streams(nh, nd);
   }
 
   // Live figures, last: nothing after this throws, and the refresh thread reads a pool
@@ -358,13 +343,7 @@ pool_impl::~pool_impl()
     });
     table_.clear();
   }
-  for (stream_handle s : h2d_) { (void)backend_->synchronize_stream(s); }
-  for (stream_handle s : d2h_) { (void)backend_->synchronize_stream(s); }
-  (void)backend_->synchronize_stream(retire_);
-  tiers_.clear();  // ~tier waits for deferred frees and frees the chunks
-  for (stream_handle s : h2d_) { backend_->destroy_stream(s); }
-  for (stream_handle s : d2h_) { backend_->destroy_stream(s); }
-  backend_->destroy_stream(retire_);
+  engine_.shutdown();  // waits for the copies, frees the tiers, destroys the copy streams
   streams_.reset();  // destroys the user streams, releases the marks' events
   events_.reset();
 }
@@ -395,8 +374,8 @@ tensor_record& pool_impl::checked_record(tensor const& t, char const* what) cons
 
 std::size_t pool_impl::device_tier() const
 {
-  for (std::size_t k = 0; k < tiers_.size(); ++k) {
-    if (device_accessible(tiers_[k]->kind)) { return k; }
+  for (std::size_t k = 0; k < engine_.tiers().size(); ++k) {
+    if (device_accessible(engine_.tiers()[k]->kind)) { return k; }
   }
   throw logic_error("pool::acquire: the pool has no device-accessible tier (device or managed)");
 }
@@ -404,7 +383,7 @@ std::size_t pool_impl::device_tier() const
 // Note [Low-memory callbacks run unlocked]
 // ------------------------------------------
 // Step 7 of the ladder (pool::add_low_memory_callback) runs at the top of a request, not
-// inside place(): when the whole ladder failed with out_of_memory, the request has let go
+// inside engine_.place(): when the whole ladder failed with out_of_memory, the request has let go
 // of every lock (its tensor's record too), the callbacks run, and the request runs once
 // more from the start (it rechecks everything: another thread may have moved the tensor
 // meanwhile). So a callback may free, release, demote or prefetch any tensor, the
@@ -444,8 +423,8 @@ auto pool_impl::with_low_memory_step(tensor_record* rec, std::shared_ptr<tensor_
         oom_figures f{};
         std::string msg;
         {
-          std::lock_guard tl(tiers_[k]->mem->mutex());
-          msg = oom_message_locked(k, requested, &f, last_busy, attempts, std::chrono::duration<double>(waited).count(),
+          std::lock_guard tl(engine_.tiers()[k]->mem->mutex());
+          msg = engine_.oom_message_locked(k, requested, &f, last_busy, attempts, std::chrono::duration<double>(waited).count(),
                                    last_pins);
         }
         throw out_of_memory(std::move(msg), last_tier, requested, f);
@@ -507,7 +486,7 @@ auto pool_impl::with_low_memory_step(tensor_record* rec, std::shared_ptr<tensor_
       rec->mtx.lock();  // not record_lock: it may throw; the unlock below does what its would
       --rec->paused;
       bool const dropped = rec->free_when_unpinned && rec->pins == 0 && rec->paused == 0 && rec->keep_self != nullptr;
-      std::shared_ptr<pool_impl> keep_alive;
+      std::shared_ptr<record_owner> keep_alive;
       std::shared_ptr<tensor_record> keep_self;
       if (dropped) { rec->owner->finish_dropped_locked(*rec, keep_alive, keep_self); }
       rec->mtx.unlock();
@@ -543,25 +522,38 @@ std::shared_ptr<tensor_record> pool_impl::make_record()
                                         record_allocator<tensor_record>(control_blocks_));
 }
 
+void pool_impl::free_slots_locked(tensor_record& rec) noexcept
+{
+  if (rec.freed) { return; }
+  engine_.vacate_all_locked(rec);
+  counters_.live_tensors.fetch_sub(1, std::memory_order_relaxed);
+  counters_.live_tensor_bytes.fetch_sub(rec.bytes, std::memory_order_relaxed);
+  uncharge_tenant(rec.opts.tenant, rec.bytes);
+  if (predictor_active_) {
+    std::lock_guard lock(predictor_mtx_);
+    predictor_->on_free(rec.id);
+  }
+}
+
 tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
 {
   op_gate::scope const op(gate_, thread_shard());
   check_open("allocate");
   TIERPOOL_EXPECTS(bytes > 0, "pool::allocate: bytes must be > 0");
-  auto const n = static_cast<std::uint32_t>(tiers_.size());
+  auto const n = static_cast<std::uint32_t>(engine_.tiers().size());
   if (options.preferred_tier) {
     TIERPOOL_EXPECTS(static_cast<std::uint32_t>(*options.preferred_tier) < n,
                      "pool::allocate: preferred_tier " + std::to_string(static_cast<std::uint32_t>(*options.preferred_tier)) +
                        " is unknown (the pool has " + std::to_string(n) + " tiers)");
   }
   bool fits_somewhere = false;
-  for (auto const& ts : tiers_) { fits_somewhere = fits_somewhere || bytes <= ts->capacity; }
+  for (auto const& ts : engine_.tiers()) { fits_somewhere = fits_somewhere || bytes <= ts->capacity; }
   if (!fits_somewhere) {
     std::string msg = "tierpool: out of memory: tensor";
     if (!options.name.empty()) { msg += " '" + options.name + "'"; }
     msg += " of " + format_byte_size(bytes) + " (" + std::to_string(bytes) + " bytes) is larger than every tier:";
-    for (std::size_t k = 0; k < tiers_.size(); ++k) {
-      msg += std::string(k == 0 ? " " : ", ") + tiers_[k]->name + " " + format_byte_size(tiers_[k]->capacity);
+    for (std::size_t k = 0; k < engine_.tiers().size(); ++k) {
+      msg += std::string(k == 0 ? " " : ", ") + engine_.tiers()[k]->name + " " + format_byte_size(engine_.tiers()[k]->capacity);
     }
     msg += "; cause: capacity — raise tier_options::capacity_bytes of a tier (TIERPOOL_DEVICE_BYTES for the "
            "device tier) or split the tensor";
@@ -585,7 +577,7 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
   if (options.next_use) { rec->next_use.store(std::min(*options.next_use, kNoForecast - 1), std::memory_order_relaxed); }
   rec->opts = std::move(options);
   rec->prefers_device_accessible =
-    rec->opts.preferred_tier && device_accessible(tiers_[static_cast<std::uint32_t>(*rec->opts.preferred_tier)]->kind);
+    rec->opts.preferred_tier && device_accessible(engine_.tiers()[static_cast<std::uint32_t>(*rec->opts.preferred_tier)]->kind);
   rec->slots.resize(n);
 
   // Placement (see docs/chapters/tiers.md): the preferred tier with the whole ladder; else
@@ -599,23 +591,23 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
     place_failure why;
     if (rec->opts.preferred_tier) {
       where = static_cast<std::uint32_t>(*rec->opts.preferred_tier);
-      b = place(where, bytes, place_mode::ladder, &why, &after, &after_stream);
+      b = engine_.place(where, bytes, place_mode::ladder, &why, &after, &after_stream);
     } else {
       for (std::uint32_t k = 0; k < n && !b; ++k) {
-        if (bytes <= tiers_[k]->capacity) {
-          b = place(k, bytes, place_mode::try_only, nullptr, &after, &after_stream);
+        if (bytes <= engine_.tiers()[k]->capacity) {
+          b = engine_.place(k, bytes, place_mode::try_only, nullptr, &after, &after_stream);
           where = k;
         }
       }
       for (std::uint32_t k = n; k-- > 0 && !b;) {
-        if (bytes <= tiers_[k]->capacity) {
+        if (bytes <= engine_.tiers()[k]->capacity) {
           where = k;
-          b = place(k, bytes, place_mode::ladder, &why, &after, &after_stream);
+          b = engine_.place(k, bytes, place_mode::ladder, &why, &after, &after_stream);
           break;
         }
       }
     }
-    if (!b) { throw_place_failure(where, bytes, why); }
+    if (!b) { engine_.throw_place_failure(where, bytes, why); }
   });
 
   // Until the record holds the block, a failure (std::bad_alloc growing the table) hands
@@ -625,7 +617,7 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
     table_.insert(next_id_, rec);  // unchanged if it throws
     rec->id = tensor_id{next_id_++};
   } catch (...) {
-    unplace(where, *b, after, after_stream);
+    engine_.unplace(where, *b, after, after_stream);
     throw;
   }
   {
@@ -634,7 +626,7 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
     s.state = copy_state::valid;
     s.blk = *b;
     s.ready = after;  // a reused block: its previous occupant's write-back, if still running
-    insert_into_policy(*rec, where, true);
+    engine_.insert_into_policy(*rec, where, true);
   }
   counters_.live_tensors.fetch_add(1, std::memory_order_relaxed);
   counters_.live_tensor_bytes.fetch_add(bytes, std::memory_order_relaxed);
@@ -656,17 +648,6 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
 // acquire
 // ---------------------------------------------------------------------------------------
 
-void pool_impl::steer_to_device(tensor_record& rec, copy_slot& slot, stream_handle stream) noexcept
-{
-  slot.pages_on_device = true;  // a hint either way: if it fails, the pages fault in on use
-  if (!backend_->caps().has_managed_prefetch) { return; }
-  memory_location to{};
-  to.kind = tier_kind::device;
-  if (backend_->prefetch_async(slot.blk.ptr, rec.bytes, to, stream) == status::ok) {
-    counters_.managed_prefetches.fetch_add(1, std::memory_order_relaxed);
-    counters_.managed_prefetch_bytes.fetch_add(rec.bytes, std::memory_order_relaxed);
-  }
-}
 
 lease pool_impl::make_lease(tensor_record& rec, std::uint32_t k, access_mode access, stream_handle s, bool host)
 {
@@ -682,7 +663,7 @@ lease pool_impl::make_lease(tensor_record& rec, std::uint32_t k, access_mode acc
   l.access_ = access;
   l.host_ = host;
   l.tier_ = k;
-  pin_locked(rec, k);
+  engine_.pin_locked(rec, k);
   if (access != access_mode::read) { ++rec.write_pins; }
   ++thread_leases();
   return l;
@@ -699,7 +680,7 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
                       (se == nullptr ? " (not made by create_stream or wrap_native_stream, nor the default stream)"
                                      : se->internal ? " (a copy stream of the pool)" : " (destroyed)"));
   }
-  if (pq_size_.load(std::memory_order_relaxed) != 0) [[unlikely]] { serve_prefetches(); }
+  if (engine_.prefetch_pending()) [[unlikely]] { engine_.serve_prefetches(); }
   bool counted = false;
   try {
     return with_low_memory_step(
@@ -721,7 +702,7 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
     // are steered to the device (no copy into the device tier). Other tensors come back
     // into the device tier, whose budget is what the program sized.
     auto const k = static_cast<std::uint32_t>(*rec.opts.preferred_tier);
-    if (k > d && k < rec.slots.size() && device_accessible(tiers_[k]->kind) &&
+    if (k > d && k < rec.slots.size() && device_accessible(engine_.tiers()[k]->kind) &&
         rec.slots[k].state == copy_state::valid) {
       d = k;
     }
@@ -737,23 +718,23 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
     counted = true;
     if (rec.prefetched) {
       rec.prefetched = false;
-      bump(ready_complete(slot) ? cs.prefetch_hits : cs.prefetch_late, std::uint64_t{1}, sh);
+      bump(engine_.ready_complete(slot) ? cs.prefetch_hits : cs.prefetch_late, std::uint64_t{1}, sh);
     }
-    if (slot.ready && !ready_complete(slot)) { streams_->wait_event_or_sync(stream, slot.ready); }
-    note_access(rec, d, write);
+    if (slot.ready && !engine_.ready_complete(slot)) { streams_->wait_event_or_sync(stream, slot.ready); }
+    engine_.note_access(rec, d, write);
   } else {
     if (!retry) { bump(counters_.shards[thread_shard()].misses, std::uint64_t{1}, thread_shard()); }
     counted = true;
     rec.prefetched = false;
-    (void)ensure_valid_locked(rec, d, access, place_mode::ladder);
+    (void)engine_.ensure_valid_locked(rec, d, access, place_mode::ladder);
     if (slot.ready) { streams_->wait_event_or_sync(stream, slot.ready); }
   }
   if (write) {
     // Work already queued that reads this copy (a write-back, another stream) runs first.
     for (stream_use const& u : slot.users) { (void)streams_->order_after_use(stream, u, slot.pins == 0); }
-    mark_others_stale_locked(rec, d);
+    engine_.mark_others_stale_locked(rec, d);
   }
-  if (tiers_[d]->kind == tier_kind::managed && !slot.pages_on_device) [[unlikely]] { steer_to_device(rec, slot, stream); }
+  if (engine_.tiers()[d]->kind == tier_kind::managed && !slot.pages_on_device) [[unlikely]] { engine_.steer_to_device(rec, slot, stream); }
   add_use(slot.users, se, se.gen.load(std::memory_order_relaxed));  // settled at release
   return make_lease(rec, d, access, stream, false);
 }
@@ -762,7 +743,7 @@ lease pool_impl::acquire_host(tensor const& t, access_mode access)
 {
   op_gate::scope const op(gate_, thread_shard());
   tensor_record& rec = checked_record(t, "acquire_host");
-  if (pq_size_.load(std::memory_order_relaxed) != 0) [[unlikely]] { serve_prefetches(); }
+  if (engine_.prefetch_pending()) [[unlikely]] { engine_.serve_prefetches(); }
   bool counted = false;
   try {
     return with_low_memory_step(&rec, &t.rec_,
@@ -775,7 +756,7 @@ lease pool_impl::acquire_host(tensor const& t, access_mode access)
 
 lease pool_impl::acquire_host_locked(tensor_record& rec, access_mode access, bool retry, bool& counted)
 {
-  auto const n = static_cast<std::uint32_t>(tiers_.size());
+  auto const n = static_cast<std::uint32_t>(engine_.tiers().size());
   record_lock rl(rec);
   TIERPOOL_EXPECTS(!rec.freed, "pool::acquire_host: the tensor was freed");
   bool const write = access != access_mode::read;
@@ -784,42 +765,42 @@ lease pool_impl::acquire_host_locked(tensor_record& rec, access_mode access, boo
   // then a tier with room, then the lowest host-accessible tier with the whole ladder).
   std::optional<std::uint32_t> h;
   for (std::uint32_t k = 0; k < n && !h; ++k) {
-    if (is_host_accessible(tiers_[k]->kind) && rec.slots[k].state == copy_state::valid) { h = k; }
+    if (is_host_accessible(engine_.tiers()[k]->kind) && rec.slots[k].state == copy_state::valid) { h = k; }
   }
   if (h) {
     if (!retry) { bump(counters_.shards[thread_shard()].hits, std::uint64_t{1}, thread_shard()); }
     counted = true;
-    note_access(rec, *h, write);
+    engine_.note_access(rec, *h, write);
   } else {
     if (!retry) { bump(counters_.shards[thread_shard()].misses, std::uint64_t{1}, thread_shard()); }
     counted = true;
     std::optional<std::uint32_t> last_host;
     for (std::uint32_t k = 0; k < n && !h; ++k) {
-      if (!is_host_accessible(tiers_[k]->kind)) { continue; }
+      if (!is_host_accessible(engine_.tiers()[k]->kind)) { continue; }
       last_host = k;
       if (rec.slots[k].state == copy_state::stale) {
-        (void)ensure_valid_locked(rec, k, access, place_mode::try_only);
+        (void)engine_.ensure_valid_locked(rec, k, access, place_mode::try_only);
         h = k;
       }
     }
     TIERPOOL_EXPECTS(last_host.has_value(), "pool::acquire_host: the pool has no host-accessible tier");
     for (std::uint32_t k = 0; k < n && !h; ++k) {
-      if (is_host_accessible(tiers_[k]->kind) && rec.bytes <= tiers_[k]->capacity &&
-          ensure_valid_locked(rec, k, access, place_mode::try_only) != fill_result::no_room) {
+      if (is_host_accessible(engine_.tiers()[k]->kind) && rec.bytes <= engine_.tiers()[k]->capacity &&
+          engine_.ensure_valid_locked(rec, k, access, place_mode::try_only) != fill_result::no_room) {
         h = k;
       }
     }
     if (!h) {
-      (void)ensure_valid_locked(rec, *last_host, access, place_mode::ladder);
+      (void)engine_.ensure_valid_locked(rec, *last_host, access, place_mode::ladder);
       h = *last_host;
     }
   }
   copy_slot& slot = rec.slots[*h];
   // A managed copy may be being written by device work of a lease: wait for every use.
-  bool const managed = tiers_[*h]->kind == tier_kind::managed;
-  host_wait_slot(slot, write || managed);
+  bool const managed = engine_.tiers()[*h]->kind == tier_kind::managed;
+  engine_.host_wait_slot(slot, write || managed);
   slot.pages_on_device = slot.pages_on_device && !managed;  // the host touches the pages (they fault back)
-  if (write) { mark_others_stale_locked(rec, *h); }
+  if (write) { engine_.mark_others_stale_locked(rec, *h); }
   return make_lease(rec, *h, access, stream_handle{}, true);
 }
 
@@ -827,12 +808,6 @@ lease pool_impl::acquire_host_locked(tensor_record& rec, access_mode access, boo
 // prefetch, demote
 // ---------------------------------------------------------------------------------------
 
-[[noreturn]] void throw_held(tensor_record const& r)
-{
-  throw logic_error("pool: tensor " + std::to_string(static_cast<std::uint64_t>(r.id)) +
-                    (r.opts.name.empty() ? std::string() : " '" + r.opts.name + "'") +
-                    " is already locked by this thread (a pool call re-entered from inside the pool)");
-}
 
 std::uint64_t pool_impl::add_low_memory_callback(low_memory_callback cb)
 {
@@ -862,7 +837,7 @@ bool pool_impl::run_low_memory_callbacks(std::uint32_t k, std::size_t bytes)
     for (auto const& e : lowmem_) { cbs.push_back(e.second); }
   }
   if (cbs.empty()) { return false; }
-  tier_state const& ts = *tiers_[k];
+  tier_state const& ts = *engine_.tiers()[k];
   low_memory_event ev{};
   ev.tier = tier_id{k};
   ev.tier_name = ts.name;
@@ -926,8 +901,8 @@ void pool_impl::prefetch(tensor const& t, tier_id to)
   op_gate::scope const op(gate_, thread_shard());
   (void)checked_record(t, "prefetch");
   auto const k = static_cast<std::uint32_t>(to);
-  TIERPOOL_EXPECTS(k < tiers_.size(), "pool::prefetch: unknown tier " + std::to_string(k));
-  if (pq_size_.load(std::memory_order_relaxed) != 0) { serve_prefetches(); }  // older requests first
+  TIERPOOL_EXPECTS(k < engine_.tiers().size(), "pool::prefetch: unknown tier " + std::to_string(k));
+  if (engine_.prefetch_pending()) { engine_.serve_prefetches(); }  // older requests first
   if (recorder_) [[unlikely]] {
     trace::event e{};
     e.kind = trace::event_kind::prefetch;
@@ -935,7 +910,7 @@ void pool_impl::prefetch(tensor const& t, tier_id to)
     e.tier = k;
     trace_record(std::move(e));
   }
-  prefetch_record(t.rec_, k, false);
+  engine_.prefetch_record(t.rec_, k, false);
 }
 
 void pool_impl::trace_record(trace::event e) noexcept
@@ -989,37 +964,6 @@ void pool_impl::trace_access(lease const& l) noexcept
   trace_record(std::move(e));
 }
 
-void pool_impl::prefetch_record(std::shared_ptr<tensor_record> const& recp, std::uint32_t k, bool predicted)
-{
-  tensor_record& rec = *recp;
-  record_lock rl(rec);
-  if (predicted && rec.freed) { return; }
-  TIERPOOL_EXPECTS(!rec.freed, "pool::prefetch: the tensor was freed");
-  if (rec.slots[k].state == copy_state::valid || rec.prefetch_queued) { return; }  // resident, in flight, queued
-  // A live write lease may be changing the bytes (on the host, or on a stream after the
-  // copy would run): a copy now would snapshot them half-written. Nothing to prefetch.
-  if (rec.write_pins != 0) {
-    counters_.prefetch_dropped.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  // Never blocks the host: placement without waiting (completed frees, arena, grow, one
-  // stream-ordered eviction round); when room can only be made by waiting, the request
-  // is queued and served by later pool calls. A hint: errors do nothing.
-  try {
-    fill_result const r = ensure_valid_locked(rec, k, access_mode::read, place_mode::no_wait);
-    // A predicted request counts once it issued a copy or was queued (not when dropped).
-    if (r == fill_result::filled) {
-      counters_.prefetches.fetch_add(1, std::memory_order_relaxed);
-      rec.prefetched = true;
-      if (predicted) { counters_.predicted_prefetches.fetch_add(1, std::memory_order_relaxed); }
-    } else if (r == fill_result::no_room && rec.bytes <= tiers_[k]->capacity) {
-      if (enqueue_prefetch(recp, k) && predicted) { counters_.predicted_prefetches.fetch_add(1, std::memory_order_relaxed); }
-    }
-  } catch (out_of_memory const&) {
-  } catch (backend_error const&) {
-  } catch (std::bad_alloc const&) {
-  }
-}
 
 void pool_impl::predict_after(tensor_id id, std::size_t bytes, bool write)
 {
@@ -1042,90 +986,18 @@ void pool_impl::predict_after(tensor_id id, std::size_t bytes, bool write)
       std::lock_guard lock(table_mtx_);
       if (auto const* r = table_.find(static_cast<std::uint64_t>(next))) { rec = *r; }
     }
-    if (rec != nullptr && !holds_record(*rec)) { prefetch_record(rec, d, true); }
+    if (rec != nullptr && !holds_record(*rec)) { engine_.prefetch_record(rec, d, true); }
   }
 }
 
-bool pool_impl::enqueue_prefetch(std::shared_ptr<tensor_record> const& recp, std::uint32_t k)
-{
-  tensor_record& rec = *recp;  // locked by the caller
-  std::lock_guard lock(pq_mtx_);
-  if (pq_.size() >= kPrefetchQueueCap) {
-    counters_.prefetch_dropped.fetch_add(1, std::memory_order_relaxed);  // full: the newest request is dropped
-    return false;
-  }
-  pq_.push_back(prefetch_request{recp, k, rec.opts.priority, pq_seq_++});
-  rec.prefetch_queued = true;
-  counters_.prefetch_queued.fetch_add(1, std::memory_order_relaxed);
-  pq_size_.store(pq_.size(), std::memory_order_relaxed);
-  return true;
-}
 
-// Serves queued prefetches, best first (higher tensor priority, then older), while they
-// can be placed without waiting; stops at the first that cannot (its room is still in
-// flight). One thread serves at a time; the caller holds no record or tier lock, and
-// records are only try-locked, so this never blocks.
-void pool_impl::serve_prefetches() noexcept
-{
-  if (!held_records().empty()) { return; }  // defensive: only from lock-free entry points
-  if (pq_serving_.exchange(true, std::memory_order_acquire)) { return; }
-  auto remove = [&](std::uint64_t seq) {
-    std::lock_guard lock(pq_mtx_);
-    auto it = std::find_if(pq_.begin(), pq_.end(), [&](prefetch_request const& r) { return r.seq == seq; });
-    if (it != pq_.end()) { pq_.erase(it); }
-    pq_size_.store(pq_.size(), std::memory_order_relaxed);
-  };
-  for (;;) {
-    prefetch_request req;
-    {
-      std::lock_guard lock(pq_mtx_);
-      if (pq_.empty()) { break; }
-      auto best = std::min_element(pq_.begin(), pq_.end(), [](prefetch_request const& a, prefetch_request const& b) {
-        return a.priority != b.priority ? a.priority > b.priority : a.seq < b.seq;
-      });
-      req = *best;
-    }
-    std::shared_ptr<tensor_record> const rec = req.rec.lock();
-    if (rec == nullptr || closed_.load(std::memory_order_acquire)) {  // freed and gone
-      remove(req.seq);
-      counters_.prefetch_dropped.fetch_add(1, std::memory_order_relaxed);
-      continue;
-    }
-    record_lock rl(*rec, std::try_to_lock);
-    if (!rl.owns()) { break; }  // busy: try again at a later call
-    if (rec->freed || rec->slots[req.tier].state == copy_state::valid ||
-        rec->write_pins != 0) {  // freed, resident by now, or being written (see prefetch())
-      rec->prefetch_queued = false;
-      remove(req.seq);
-      counters_.prefetch_dropped.fetch_add(1, std::memory_order_relaxed);
-      continue;
-    }
-    fill_result r = fill_result::no_room;
-    bool failed = false;
-    try {
-      r = ensure_valid_locked(*rec, req.tier, access_mode::read, place_mode::no_wait);
-    } catch (...) {
-      failed = true;
-    }
-    if (!failed && r == fill_result::no_room) { break; }  // still no room without waiting
-    rec->prefetch_queued = false;
-    remove(req.seq);
-    if (failed) {
-      counters_.prefetch_dropped.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      counters_.prefetches.fetch_add(1, std::memory_order_relaxed);
-      rec->prefetched = true;
-    }
-  }
-  pq_serving_.store(false, std::memory_order_release);
-}
 
 void pool_impl::demote(tensor const& t, tier_id to)
 {
   op_gate::scope const op(gate_, thread_shard());
   tensor_record& rec = checked_record(t, "demote");
   auto const k = static_cast<std::uint32_t>(to);
-  TIERPOOL_EXPECTS(k < tiers_.size(), "pool::demote: unknown tier " + std::to_string(k));
+  TIERPOOL_EXPECTS(k < engine_.tiers().size(), "pool::demote: unknown tier " + std::to_string(k));
   with_low_memory_step(&rec, &t.rec_, [&](bool) { demote_locked(rec, k); });
 }
 
@@ -1135,9 +1007,9 @@ void pool_impl::demote_locked(tensor_record& rec, std::uint32_t k)
   TIERPOOL_EXPECTS(!rec.freed, "pool::demote: the tensor was freed");
   TIERPOOL_EXPECTS(rec.pins == 0, "pool::demote: tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) +
                                     " has " + std::to_string(rec.pins) + " live lease(s)");
-  (void)ensure_valid_locked(rec, k, access_mode::read, place_mode::ladder);
+  (void)engine_.ensure_valid_locked(rec, k, access_mode::read, place_mode::ladder);
   for (std::uint32_t j = 0; j < k; ++j) {
-    if (rec.slots[j].state != copy_state::absent) { vacate_locked(rec, j); }
+    if (rec.slots[j].state != copy_state::absent) { engine_.vacate_locked(rec, j); }
   }
 }
 
@@ -1231,7 +1103,7 @@ void pool_impl::free_dropped_locked(tensor_record& rec) noexcept
   }
 }
 
-void pool_impl::finish_dropped_locked(tensor_record& rec, std::shared_ptr<pool_impl>& keep_alive,
+void pool_impl::finish_dropped_locked(tensor_record& rec, std::shared_ptr<record_owner>& keep_alive,
                                       std::shared_ptr<tensor_record>& keep_self) noexcept
 {
   free_dropped_locked(rec);
@@ -1242,7 +1114,7 @@ void pool_impl::finish_dropped_locked(tensor_record& rec, std::shared_ptr<pool_i
 void pool_impl::release(lease& l) noexcept
 {
   if (l.rec_ == nullptr) { return; }
-  std::shared_ptr<pool_impl> keep_alive;     // dropped last: it may end this pool (after the gate's scope)
+  std::shared_ptr<record_owner> keep_alive;     // dropped last: it may end this pool (after the gate's scope)
   std::shared_ptr<tensor_record> keep_self;  // dropped after the unlock: it may end the record
   op_gate::scope const op(gate_, thread_shard());
   if (recorder_) [[unlikely]] {
@@ -1268,7 +1140,7 @@ void pool_impl::release(lease& l) noexcept
         }
       }
     }
-    unpin_locked(rec, l.tier_);
+    engine_.unpin_locked(rec, l.tier_);
     --thread_leases();
     if (l.access_ != access_mode::read) { --rec.write_pins; }
     if (rec.pins == 0 && rec.paused == 0 && rec.free_when_unpinned) {
@@ -1277,7 +1149,7 @@ void pool_impl::release(lease& l) noexcept
       finish_dropped_locked(rec, keep_alive, keep_self);
     }
   }
-  if (pq_size_.load(std::memory_order_relaxed) != 0) [[unlikely]] { serve_prefetches(); }
+  if (engine_.prefetch_pending()) [[unlikely]] { engine_.serve_prefetches(); }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1333,21 +1205,15 @@ void pool_impl::close()
                       "; end them first (nothing was freed)");
   }
   closed_.store(true, std::memory_order_release);
-  {
-    std::lock_guard lock(pq_mtx_);
-    pq_.clear();
-    pq_size_.store(0, std::memory_order_relaxed);
-  }
+  engine_.close_prefetch_queue();
   for (auto const& rec : recs) { free_slots_locked(*rec); }
   rlocks.clear();
   {
     std::lock_guard lock(table_mtx_);
     table_.clear();
   }
-  for (stream_handle s : h2d_) { (void)backend_->synchronize_stream(s); }
-  for (stream_handle s : d2h_) { (void)backend_->synchronize_stream(s); }
-  (void)backend_->synchronize_stream(retire_);
-  for (auto& ts : tiers_) {
+  engine_.synchronize_copy_streams();
+  for (auto& ts : engine_.tiers()) {
     std::lock_guard tl(ts->mem->mutex());
     while (ts->mem->deferred_bytes() != 0) {
       if (ts->mem->reclaim_oldest_blocking() != status::ok) { break; }

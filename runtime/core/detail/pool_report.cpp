@@ -30,7 +30,7 @@ namespace tierpool::detail {
 pool_stats pool_impl::stats() const
 {
   pool_stats st;
-  for (auto const& tsp : tiers_) {
+  for (auto const& tsp : engine_.tiers()) {
     tier_state const& ts = *tsp;
     tier_stats t;
     t.name = ts.name;
@@ -254,7 +254,7 @@ bool pool_impl::validate() const
     std::fprintf(stderr, "tierpool: pool::validate: %s\n", why.c_str());
     ok = false;
   };
-  std::size_t const n = tiers_.size();
+  std::size_t const n = engine_.tiers().size();
   std::vector<std::size_t> bytes(n, 0);
   std::vector<std::size_t> pinned(n, 0);
   std::vector<std::uint64_t> resident(n, 0);
@@ -286,7 +286,7 @@ bool pool_impl::validate() const
     if (pins != r->pins) { fail(name + ": pin count " + std::to_string(r->pins) + " != sum over tiers"); }
   }
   for (std::size_t k = 0; k < n; ++k) {
-    tier_state const& ts = *tiers_[k];
+    tier_state const& ts = *engine_.tiers()[k];
     std::lock_guard tl(ts.mem->mutex());
     if (!ts.mem->validate()) { fail("tier " + ts.name + ": tier::validate failed"); }
     if (!ts.policy->validate()) { fail("tier " + ts.name + ": policy validate failed"); }

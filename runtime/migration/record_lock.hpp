@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/detail/pool_impl.hpp"
+#include "migration/records.hpp"
 
 namespace tierpool::detail {
 
@@ -32,7 +32,7 @@ inline bool holds_record(tensor_record const& r) noexcept
   return std::find(h.begin(), h.end(), &r) != h.end();
 }
 
-[[noreturn]] void throw_held(tensor_record const& r);  // pool_impl.cpp
+[[noreturn]] void throw_held(tensor_record const& r);  // copy_engine.cpp
 
 /// @brief A blocking or try lock of a record, noted in held_records() while held.
 class record_lock {
@@ -75,7 +75,7 @@ class record_lock {
       // [Low-memory callbacks run unlocked], pool_impl.cpp): free it now; the references
       // that kept it and the pool alive are dropped after the unlock (the record first,
       // then the pool).
-      std::shared_ptr<pool_impl> keep_alive;
+      std::shared_ptr<record_owner> keep_alive;
       std::shared_ptr<tensor_record> keep_self;
       rec_->owner->finish_dropped_locked(*rec_, keep_alive, keep_self);
       rec_->mtx.unlock();

@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: 2026 tierpool contributors
 // SPDX-License-Identifier: Apache-2.0
 //
-// placement.cpp — owns the out-of-memory ladder of one tier (pool_impl::place) and the
+// placement.cpp — owns the out-of-memory ladder of one tier (migration_engine::place) and the
 // diagnosis an out_of_memory carries (oom_message_locked). Eviction itself is in
 // runtime/migration/eviction.cpp.
 //
@@ -53,7 +53,7 @@
 #include <utility>
 #include <string>
 
-#include "core/detail/pool_impl.hpp"
+#include "migration/migration_engine.hpp"
 
 namespace tierpool::detail {
 namespace {
@@ -64,12 +64,12 @@ constexpr int kMaxLadderRounds = 4096;
 
 }  // namespace
 
-bool pool_impl::is_copy_stream(stream_handle s) const noexcept
+bool migration_engine::is_copy_stream(stream_handle s) const noexcept
 {
   return std::find(h2d_.begin(), h2d_.end(), s) != h2d_.end() || std::find(d2h_.begin(), d2h_.end(), s) != d2h_.end();
 }
 
-std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_mode mode, place_failure* why,
+std::optional<block> migration_engine::place(std::uint32_t k, std::size_t bytes, place_mode mode, place_failure* why,
                                       event_handle* after, stream_handle* after_stream, tensor_id incoming)
 {
   tier_state& ts = *tiers_[k];
@@ -155,7 +155,7 @@ std::optional<block> pool_impl::place(std::uint32_t k, std::size_t bytes, place_
   return std::nullopt;
 }
 
-void pool_impl::unplace(std::uint32_t k, block const& b, event_handle after, stream_handle after_stream) noexcept
+void migration_engine::unplace(std::uint32_t k, block const& b, event_handle after, stream_handle after_stream) noexcept
 {
   tier_state& ts = *tiers_[k];
   if (after) {
@@ -178,7 +178,7 @@ void pool_impl::unplace(std::uint32_t k, block const& b, event_handle after, str
   give_back_now(k, b);
 }
 
-void pool_impl::give_back_now(std::uint32_t k, block const& b) noexcept
+void migration_engine::give_back_now(std::uint32_t k, block const& b) noexcept
 {
   tier_state& ts = *tiers_[k];
   std::lock_guard tl(ts.mem->mutex());
@@ -189,7 +189,7 @@ void pool_impl::give_back_now(std::uint32_t k, block const& b) noexcept
   }
 }
 
-std::string pool_impl::oom_message_locked(std::uint32_t k, std::size_t bytes, oom_figures* figures,
+std::string migration_engine::oom_message_locked(std::uint32_t k, std::size_t bytes, oom_figures* figures,
                                           std::size_t busy_bytes, std::uint32_t attempts, double waited_s,
                                           bool busy_pins) const
 {
@@ -256,7 +256,7 @@ std::string pool_impl::oom_message_locked(std::uint32_t k, std::size_t bytes, oo
   return msg;
 }
 
-void pool_impl::throw_place_failure(std::uint32_t k, std::size_t bytes, place_failure const& why) const
+void migration_engine::throw_place_failure(std::uint32_t k, std::size_t bytes, place_failure const& why) const
 {
   if (why.backend_status != status::ok && why.backend_status != status::out_of_memory) {
     throw backend_error(why.backend_status, "pool: growing tier '" + tiers_[k]->name + "' for " +

@@ -1,0 +1,225 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file migration_engine.hpp
+ * @brief Internal: the migration engine — the tiers and their policies, the pool's copy
+ *        streams, the copies between tiers (copy-in, write-back, vacate), eviction rounds
+ *        through the policy, placement with the out-of-memory ladder, and prefetches with
+ *        their queue.
+ *
+ * Owns: the tiers (tier_state), the copy and retire streams, the prefetch queue. Uses,
+ * without owning: the backend, the event pool, the stream registry, the pool's counters
+ * and its record table (to find eviction victims by id). May call: streams, tiers,
+ * telemetry's counters, backends and util; never core (a record's owner is reached only
+ * through record_owner).
+ *
+ * Every function that takes a `tensor_record&` expects it locked by the caller
+ * (record_lock); the engine takes tier locks itself, one at a time (Note [Lock order of
+ * the pool], core/detail/pool_impl.cpp).
+ */
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <tierpool/backend.hpp>
+#include <tierpool/error.hpp>
+#include <tierpool/pool_options.hpp>
+
+#include "backends/event_pool.hpp"
+#include "migration/records.hpp"
+#include "streams/stream_registry.hpp"
+#include "telemetry/pool_counters.hpp"
+#include "util/spin_mutex.hpp"
+
+namespace tierpool::detail {
+
+/// @brief How hard placement in one tier tries.
+enum class place_mode : std::uint8_t {
+  try_only,  ///< reclaim completed frees, the arena, grow: no eviction, no waiting
+  no_wait,   ///< as try_only, then one round of eviction (stream-ordered): the host never waits
+  ladder,    ///< the whole ladder: also evict via the policy and wait for deferred frees
+};
+
+/// @brief Why place() returned no block.
+struct place_failure {
+  std::string diagnosis;                ///< the out_of_memory message (ladder mode only)
+  oom_figures figures{};                ///< its figures and cause (ladder mode only)
+  status backend_status{status::ok};    ///< last failed backend allocate while growing, if any
+  /// Bytes of victims another thread held when the ladder gave up (0: none). Non-zero means
+  /// the only obstacle may be transient: the request lets go of its locks and tries again
+  /// (Note [Busy victims are waited for, not failed on], placement.cpp).
+  std::size_t busy_bytes{0};
+  /// The obstacle was leases of other threads (the calling thread holds none), not locks:
+  /// they pin `busy_bytes`; the request waits for them as for busy victims.
+  bool busy_pins{false};
+};
+
+/// @brief Leases the calling thread holds, in every pool (made here minus released here;
+///        a lease released by another thread leaves its maker's count high, which only
+///        makes that thread fail sooner). Zero or less: the thread holds none, so pinned
+///        bytes in its way belong to other threads and will be released.
+[[nodiscard]] inline std::int64_t& thread_leases() noexcept
+{
+  thread_local std::int64_t n = 0;
+  return n;
+}
+
+/// @brief The out_of_memory of an attempt that failed only on other threads' locks or
+///        leases (place_failure::busy_bytes): the request catches it and tries again
+///        (Note [Busy victims are waited for, not failed on], placement.cpp).
+class busy_failure : public out_of_memory {
+ public:
+  busy_failure(std::string msg, tier_id tier, std::size_t bytes, std::size_t busy_bytes, bool pins)
+      : out_of_memory(std::move(msg), tier, bytes, oom_figures{.cause = oom_cause::busy, .busy_bytes = busy_bytes}),
+        pins_(pins)
+  {
+  }
+  /// True when other threads' leases, not their locks, were in the way.
+  [[nodiscard]] bool pins() const noexcept { return pins_; }
+
+ private:
+  bool pins_;
+};
+
+/// @brief What one round of eviction did.
+struct evict_outcome {
+  bool progress{false};     ///< at least one victim was vacated
+  std::size_t busy_bytes{0};  ///< bytes of proposed victims another thread held (skipped)
+};
+
+/// @brief What ensure_valid_locked() did.
+enum class fill_result : std::uint8_t { hit, filled, no_room };
+
+/// @brief The migration engine of one pool (see the file comment).
+class migration_engine {
+ public:
+  migration_engine() = default;
+  migration_engine(migration_engine const&) = delete;
+  migration_engine& operator=(migration_engine const&) = delete;
+  ~migration_engine() = default;
+
+  /// @brief Connect the engine to what it uses (they outlive it): once, before any other call.
+  void attach(backend& be, event_pool& events, stream_registry& streams, pool_counters& counters,
+              spin_mutex& table_mtx, record_table& table) noexcept
+  {
+    backend_ = &be;
+    events_ = &events;
+    streams_ = &streams;
+    counters_ = &counters;
+    table_mtx_ = &table_mtx;
+    table_ = &table;
+  }
+  /// @brief Add the next tier (in order, fastest first).
+  void add_tier(std::unique_ptr<tier_state> ts) { tiers_.push_back(std::move(ts)); }
+  /// @brief Make `h2d` + `d2h` copy streams and the retire stream, registered as internal.
+  /// @throws backend_error when the backend cannot make one (none is left behind)
+  void make_copy_streams(std::uint32_t h2d, std::uint32_t d2h);
+  /// @brief Wait for every copy stream (close, destruction).
+  void synchronize_copy_streams() noexcept;
+  /// @brief Destruction: wait for the copies, free the tiers (their deferred frees first),
+  ///        destroy the copy streams. Nothing may be called after.
+  void shutdown() noexcept;
+
+  [[nodiscard]] std::vector<std::unique_ptr<tier_state>>& tiers() noexcept { return tiers_; }
+  [[nodiscard]] std::vector<std::unique_ptr<tier_state>> const& tiers() const noexcept { return tiers_; }
+
+  // ---- placement and the out-of-memory ladder (placement.cpp) ----
+  /// The OOM ladder of tier k. With `after` non-null, a block still awaiting a copy
+  /// stream's deferred free may be handed out with its pending event in `*after`
+  /// (tier::take_deferred): the caller makes it the slot's `ready`.
+  /// `after_stream`, when non-null, receives the stream that event was recorded on.
+  /// `incoming`: the tensor the room is for, if known (eviction_request::incoming).
+  std::optional<block> place(std::uint32_t k, std::size_t bytes, place_mode mode, place_failure* why,
+                             event_handle* after = nullptr, stream_handle* after_stream = nullptr,
+                             tensor_id incoming = {});
+  /// Undo a place() whose block the caller cannot use (it threw before the block reached a
+  /// record): the block goes back to tier k, behind `after` (recorded on `after_stream`)
+  /// when place() handed one over, the event with it.
+  void unplace(std::uint32_t k, block const& b, event_handle after, stream_handle after_stream) noexcept;
+  /// True for the pool's own copy streams (h2d, d2h), whose deferred frees may be reused
+  /// in stream order.
+  [[nodiscard]] bool is_copy_stream(stream_handle s) const noexcept;
+  evict_outcome evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming = {});
+  /// The diagnosis of a failed request for `bytes` in tier k (tier lock held): the message
+  /// and, in `*figures` when given, its figures and cause. `busy_bytes`: victims other
+  /// threads held; `attempts`/`waited_s`: the busy retries made (cause busy when non-zero).
+  [[nodiscard]] std::string oom_message_locked(std::uint32_t k, std::size_t bytes, oom_figures* figures = nullptr,
+                                               std::size_t busy_bytes = 0, std::uint32_t attempts = 0,
+                                               double waited_s = 0.0, bool busy_pins = false) const;
+  [[noreturn]] void throw_place_failure(std::uint32_t k, std::size_t bytes, place_failure const& why) const;
+  void give_back_now(std::uint32_t k, block const& b) noexcept;
+
+  // ---- copies and slots (copy_engine.cpp); the record is locked ----
+  fill_result ensure_valid_locked(tensor_record& rec, std::uint32_t k, access_mode access, place_mode mode);
+  status copy_locked(tensor_record& rec, std::uint32_t from, std::uint32_t to);
+  /// Write the dirty copy in tier k back to a lower tier. @return false when it stays the
+  /// only valid copy; then `*busy_bytes` (when given) grows by the busy victims that kept
+  /// the lower tiers full.
+  bool write_back_locked(tensor_record& rec, std::uint32_t k, place_mode mode, std::size_t* busy_bytes = nullptr) noexcept;
+  void vacate_locked(tensor_record& rec, std::uint32_t k) noexcept;
+  void mark_others_stale_locked(tensor_record& rec, std::uint32_t k) noexcept;
+  /// Vacate every slot of the (locked) record and mark it freed (the caller settles its accounts).
+  void vacate_all_locked(tensor_record& rec) noexcept;
+  void insert_into_policy(tensor_record& rec, std::uint32_t k, bool write) noexcept;
+  void note_access(tensor_record& rec, std::uint32_t k, bool write) noexcept;
+  void drain_accesses_locked(tier_state& ts) noexcept;
+  void pin_locked(tensor_record& rec, std::uint32_t k) noexcept;
+  void unpin_locked(tensor_record& rec, std::uint32_t k) noexcept;
+
+  // ---- prefetches and the prefetch queue (prefetch_queue.cpp) ----
+  void serve_prefetches() noexcept;
+  /// Queue a prefetch of the (locked) record. @return false when the queue was full (dropped).
+  bool enqueue_prefetch(std::shared_ptr<tensor_record> const& recp, std::uint32_t k);
+  /// pool::prefetch of a record (`predicted`: from the predictor; a freed tensor is skipped).
+  void prefetch_record(std::shared_ptr<tensor_record> const& recp, std::uint32_t k, bool predicted);
+
+  void host_wait_slot(copy_slot& slot, bool include_users) noexcept;
+  /// acquire of a managed copy: queue its pages' migration to the device on `stream`.
+  void steer_to_device(tensor_record& rec, copy_slot& slot, stream_handle stream) noexcept;
+  [[nodiscard]] bool ready_complete(copy_slot& slot) noexcept;
+  [[nodiscard]] stream_handle copy_stream(std::uint32_t to, std::uint32_t from) noexcept;
+  /// True when prefetch requests wait in the queue (one relaxed load: the hit path's check).
+  [[nodiscard]] bool prefetch_pending() const noexcept { return pq_size_.load(std::memory_order_relaxed) != 0; }
+  /// close(): drop every queued request; later prefetches of freed records are dropped.
+  void close_prefetch_queue() noexcept;
+
+ private:
+  backend* backend_{nullptr};
+  event_pool* events_{nullptr};
+  stream_registry* streams_{nullptr};
+  pool_counters* counters_{nullptr};
+  spin_mutex* table_mtx_{nullptr};
+  record_table* table_{nullptr};
+  std::vector<std::unique_ptr<tier_state>> tiers_;
+  std::vector<stream_handle> h2d_;
+  std::vector<stream_handle> d2h_;
+  stream_handle retire_{};  // collects the last uses of vacated blocks (deferred frees)
+  std::atomic<std::uint32_t> rr_{0};
+
+  // Prefetch queue: leaf lock; pq_size_ lets the hit path skip it with one load.
+  static constexpr std::size_t kPrefetchQueueCap = 64;
+  struct prefetch_request {
+    std::weak_ptr<tensor_record> rec;
+    std::uint32_t tier{0};
+    float priority{0.0F};
+    std::uint64_t seq{0};
+  };
+  std::mutex pq_mtx_;
+  std::vector<prefetch_request> pq_;
+  std::uint64_t pq_seq_{0};
+  std::atomic<std::size_t> pq_size_{0};
+  std::atomic<bool> pq_serving_{false};
+  std::atomic<bool> closed_{false};  ///< close_prefetch_queue() ran
+};
+
+/// @brief Thrown by record_lock when this thread holds the record already (re-entry).
+[[noreturn]] void throw_held(tensor_record const& r);  // copy_engine.cpp
+
+}  // namespace tierpool::detail

@@ -70,14 +70,7 @@ fit_report pool_impl::fits(std::size_t bytes, tier_id tier, std::uint32_t tenant
   r.evictable_bytes = f.reclaimable_bytes;
   r.pinned_bytes = ts.pinned_bytes();
   r.in_flight_bytes = f.pending_bytes;
-  r.quota_left = std::numeric_limits<std::size_t>::max();
-  {
-    std::lock_guard lock(tenants_mtx_);
-    auto const it = tenants_.find(tenant);
-    if (it != tenants_.end() && it->second.quota != 0) {
-      r.quota_left = it->second.quota > it->second.live ? it->second.quota - it->second.live : 0;
-    }
-  }
+  r.quota_left = tenants_.quota_left(tenant);
   std::size_t const by_quota = r.quota_left / bytes;  // quotas count tensor bytes, in every tier
   r.fits_now = std::min(f.now, by_quota);
   r.fits_after_eviction = std::min(f.reclaimed, by_quota);

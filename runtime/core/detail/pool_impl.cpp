@@ -193,7 +193,7 @@ pool_impl::pool_impl(pool_options options)
                                 static_cast<std::size_t>(static_cast<double>(free_b) * kDeviceFreeFraction));
     }
   }
-  for (auto const& [tenant, quota] : options.tenant_quotas) { tenants_[tenant].quota = quota; }
+  for (auto const& [tenant, quota] : options.tenant_quotas) { tenants_.set_quota(tenant, quota); }
   if (options.contention.busy_attempts == 0) {
     throw logic_error("pool_options::contention.busy_attempts: expected at least 1 (attempts of a request), got 0");
   }
@@ -463,7 +463,7 @@ auto pool_impl::with_low_memory_step(tensor_record* rec, std::shared_ptr<tensor_
   try {
     return attempt(false);
   } catch (out_of_memory const& e) {
-    if (lowmem_count_.load(std::memory_order_relaxed) == 0) { throw; }
+    if (!lowmem_.any()) { throw; }
     first = std::current_exception();
     k = static_cast<std::uint32_t>(e.tier());
     bytes = e.requested();
@@ -528,7 +528,7 @@ void pool_impl::free_slots_locked(tensor_record& rec) noexcept
   engine_.vacate_all_locked(rec);
   counters_.live_tensors.fetch_sub(1, std::memory_order_relaxed);
   counters_.live_tensor_bytes.fetch_sub(rec.bytes, std::memory_order_relaxed);
-  uncharge_tenant(rec.opts.tenant, rec.bytes);
+  tenants_.credit(rec.opts.tenant, rec.bytes);
   if (predictor_active_) {
     std::lock_guard lock(predictor_mtx_);
     predictor_->on_free(rec.id);
@@ -560,7 +560,7 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
     throw out_of_memory(msg, tier_id{n - 1}, bytes);
   }
 
-  charge_tenant(options.tenant, bytes, options.name);
+  tenants_.charge(options.tenant, bytes, options.name);
   struct uncharge_on_throw {
     pool_impl* self;
     std::uint32_t tenant;
@@ -568,7 +568,7 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
     bool armed{true};
     ~uncharge_on_throw()
     {
-      if (armed) { self->uncharge_tenant(tenant, bytes); }
+      if (armed) { self->tenants_.credit(tenant, bytes); }
     }
   } guard{this, options.tenant, bytes};
   std::shared_ptr<tensor_record> rec = make_record();
@@ -809,34 +809,13 @@ lease pool_impl::acquire_host_locked(tensor_record& rec, access_mode access, boo
 // ---------------------------------------------------------------------------------------
 
 
-std::uint64_t pool_impl::add_low_memory_callback(low_memory_callback cb)
-{
-  TIERPOOL_EXPECTS(static_cast<bool>(cb), "pool::add_low_memory_callback: empty callback");
-  auto p = std::make_shared<low_memory_callback>(std::move(cb));
-  std::lock_guard lock(lowmem_mtx_);
-  std::uint64_t const id = next_lowmem_id_++;
-  lowmem_.emplace_back(id, std::move(p));
-  lowmem_count_.store(lowmem_.size(), std::memory_order_relaxed);
-  return id;
-}
+std::uint64_t pool_impl::add_low_memory_callback(low_memory_callback cb) { return lowmem_.add(std::move(cb)); }
 
-void pool_impl::remove_low_memory_callback(std::uint64_t id)
-{
-  std::lock_guard lock(lowmem_mtx_);
-  std::erase_if(lowmem_, [&](auto const& e) { return e.first == id; });
-  lowmem_count_.store(lowmem_.size(), std::memory_order_relaxed);
-}
+void pool_impl::remove_low_memory_callback(std::uint64_t id) { lowmem_.remove(id); }
 
 bool pool_impl::run_low_memory_callbacks(std::uint32_t k, std::size_t bytes)
 {
-  thread_local bool in_callback = false;
-  if (in_callback || lowmem_count_.load(std::memory_order_relaxed) == 0) { return false; }
-  std::vector<std::shared_ptr<low_memory_callback>> cbs;
-  {
-    std::lock_guard lock(lowmem_mtx_);
-    for (auto const& e : lowmem_) { cbs.push_back(e.second); }
-  }
-  if (cbs.empty()) { return false; }
+  if (!lowmem_.any()) { return false; }
   tier_state const& ts = *engine_.tiers()[k];
   low_memory_event ev{};
   ev.tier = tier_id{k};
@@ -844,49 +823,10 @@ bool pool_impl::run_low_memory_callbacks(std::uint32_t k, std::size_t bytes)
   ev.bytes_needed = bytes;
   ev.capacity_bytes = ts.capacity;
   ev.pinned_bytes = ts.pinned_bytes();
-  struct reset {
-    bool& flag;
-    ~reset() { flag = false; }
-  } r{in_callback};
-  in_callback = true;
-  for (auto const& cb : cbs) { (*cb)(ev); }
-  lowmem_calls_.fetch_add(1, std::memory_order_relaxed);
-  return true;
+  return lowmem_.run(ev);
 }
 
-void pool_impl::set_quota(std::uint32_t tenant, std::size_t bytes)
-{
-  std::lock_guard lock(tenants_mtx_);
-  tenants_[tenant].quota = bytes;
-}
-
-void pool_impl::charge_tenant(std::uint32_t tenant, std::size_t bytes, std::string const& name)
-{
-  std::lock_guard lock(tenants_mtx_);
-  tenant_state& t = tenants_[tenant];
-  if (t.quota != 0 && (bytes > t.quota || t.live > t.quota - bytes)) {
-    ++t.refusals;
-    std::string msg = "tierpool: out of memory: tenant " + std::to_string(tenant) + " cannot allocate";
-    if (!name.empty()) { msg += " '" + name + "'"; }
-    msg += " of " + format_byte_size(bytes) + " (" + std::to_string(bytes) + " bytes): it holds " +
-           format_byte_size(t.live) + " in " + std::to_string(t.tensors) + " live tensors of its quota of " +
-           format_byte_size(t.quota) + "; cause: quota — free tensors of tenant " + std::to_string(tenant) +
-           ", or raise its quota (pool::set_quota, pool_options::tenant_quotas)";
-    throw quota_exceeded(std::move(msg), tenant, t.quota, t.live, bytes);
-  }
-  t.live += bytes;
-  t.peak = std::max(t.peak, t.live);
-  ++t.tensors;
-}
-
-void pool_impl::uncharge_tenant(std::uint32_t tenant, std::size_t bytes) noexcept
-{
-  std::lock_guard lock(tenants_mtx_);
-  auto it = tenants_.find(tenant);
-  if (it == tenants_.end()) { return; }
-  it->second.live -= std::min(bytes, it->second.live);
-  if (it->second.tensors != 0) { --it->second.tensors; }
-}
+void pool_impl::set_quota(std::uint32_t tenant, std::size_t bytes) { tenants_.set_quota(tenant, bytes); }
 
 void pool_impl::set_next_use(tensor const& t, std::optional<tick> next_use)
 {

@@ -40,6 +40,8 @@
 #include <tierpool/telemetry.hpp>
 
 #include "core/detail/op_gate.hpp"
+#include "core/low_memory.hpp"
+#include "core/tenant_ledger.hpp"
 #include "util/record_slab.hpp"
 #include "util/spin_mutex.hpp"
 #include "util/thread_shard.hpp"
@@ -94,9 +96,6 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   template <class Body>
   auto with_low_memory_step(tensor_record* rec, std::shared_ptr<tensor_record> const* handle, Body&& body)
     -> decltype(body(false));
-  /// Charge `bytes` to the tenant's live bytes, or throw quota_exceeded.
-  void charge_tenant(std::uint32_t tenant, std::size_t bytes, std::string const& name);
-  void uncharge_tenant(std::uint32_t tenant, std::size_t bytes) noexcept;
   void demote(tensor const& t, tier_id to);
   void free(tensor& t);
   void free_handle(tensor& t) noexcept;  ///< the handle's destructor
@@ -198,19 +197,8 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   void stop_publishing() noexcept;
 
   pool_counters counters_;  ///< the pool's figures (telemetry/pool_counters.hpp)
-  struct tenant_state {
-    std::size_t quota{0};
-    std::size_t live{0};
-    std::size_t peak{0};
-    std::uint64_t tensors{0};
-    std::uint64_t refusals{0};
-  };
-  mutable spin_mutex tenants_mtx_;                   ///< a leaf lock (short sections)
-  std::mutex lowmem_mtx_;                                                   ///< a leaf lock
-  std::vector<std::pair<std::uint64_t, std::shared_ptr<low_memory_callback>>> lowmem_;  ///< under lowmem_mtx_
-  std::uint64_t next_lowmem_id_{1};                                         ///< under lowmem_mtx_
-  std::atomic<std::size_t> lowmem_count_{0};
-  std::atomic<std::uint64_t> lowmem_calls_{0};
+  tenant_ledger tenants_;       ///< quotas and live bytes per tenant
+  low_memory_callbacks lowmem_;  ///< the ladder's last step (pool::add_low_memory_callback)
   std::mutex predictor_mtx_;                         ///< a leaf lock (held only to ask the predictor)
   std::optional<any_prefetch_predictor> predictor_;  ///< under predictor_mtx_
   prefetch_plan plan_;                               ///< under predictor_mtx_
@@ -219,7 +207,6 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   std::unique_ptr<trace::recorder> recorder_;        ///< null: not recording
   std::atomic<bool> trace_reported_{false};         ///< a recording failure was reported
   bool trace_quiet_{false};                          ///< constant after construction: notice is silent
-  std::map<std::uint32_t, tenant_state> tenants_;    ///< under tenants_mtx_
 };
 
 }  // namespace tierpool::detail

@@ -58,13 +58,7 @@ pool_stats pool_impl::stats() const
     t.allocation_failures = ts.alloc_failures.load(std::memory_order_relaxed);
     st.tiers.push_back(std::move(t));
   }
-  {
-    std::lock_guard lock(tenants_mtx_);
-    for (auto const& [id, t] : tenants_) {
-      st.tenants.push_back({.tenant = id, .tensors = t.tensors, .live_bytes = t.live, .peak_bytes = t.peak,
-                            .quota_bytes = t.quota, .quota_refusals = t.refusals});
-    }
-  }
+  st.tenants = tenants_.snapshot();
   st.tensors = counters_.live_tensors.load(std::memory_order_relaxed);
   st.tensor_bytes = counters_.live_tensor_bytes.load(std::memory_order_relaxed);
   for (counter_shard const& c : counters_.shards) {  // per-shard figures (Note [The hit path takes no shared lock])
@@ -89,7 +83,7 @@ pool_stats pool_impl::stats() const
   st.prefetch_queued = counters_.prefetch_queued.load(std::memory_order_relaxed);
   st.prefetch_dropped = counters_.prefetch_dropped.load(std::memory_order_relaxed);
   st.managed_prefetches = counters_.managed_prefetches.load(std::memory_order_relaxed);
-  st.low_memory_callbacks = lowmem_calls_.load(std::memory_order_relaxed);
+  st.low_memory_callbacks = lowmem_.calls();
   st.predicted_prefetches = counters_.predicted_prefetches.load(std::memory_order_relaxed);
   st.managed_prefetch_bytes = counters_.managed_prefetch_bytes.load(std::memory_order_relaxed);
   st.prefetches = counters_.prefetches.load(std::memory_order_relaxed);

@@ -75,7 +75,9 @@ inline std::size_t tensor_mismatch(void const* p, std::size_t n, std::uint64_t k
   return n;
 }
 
-/// Pinned host memory of the backend, freed on destruction (after the streams that used it synced).
+/// Pinned host memory of the backend for copies on a stream. Once used (used_on), it is
+/// freed only after that stream's work up to the use has completed (an event, which
+/// outlives the stream), so a test that stops early never frees a buffer under a copy.
 class staging_buffer {
  public:
   staging_buffer(backend& be, std::size_t bytes) : be_(&be), bytes_(bytes)
@@ -86,7 +88,19 @@ class staging_buffer {
   staging_buffer& operator=(staging_buffer const&) = delete;
   ~staging_buffer()
   {
+    if (recorded_) { (void)be_->synchronize_event(done_); }
+    if (done_) { be_->destroy_event(done_); }
     if (ptr_ != nullptr) { be_->deallocate(tier_kind::pinned_host, ptr_, bytes_); }
+  }
+  /// Mark the end of the buffer's use on `s`. @return ok, or the failing status.
+  [[nodiscard]] status used_on(stream_handle s)
+  {
+    if (!done_) {
+      if (status const st = be_->create_event(&done_); st != status::ok) { return st; }
+    }
+    status const st = be_->record_event(done_, s);
+    recorded_ = recorded_ || st == status::ok;
+    return st;
   }
   [[nodiscard]] status result() const noexcept { return status_; }
   [[nodiscard]] void* get() const noexcept { return ptr_; }
@@ -96,6 +110,8 @@ class staging_buffer {
   std::size_t bytes_;
   void* ptr_{nullptr};
   status status_{status::invalid_value};
+  event_handle done_{};
+  bool recorded_{false};
 };
 
 /// Base of the suite's fixture: the backend, pool options, and the byte helpers.
@@ -170,6 +186,7 @@ class PoolConformance : public ::testing::Test {
     if (bytes_) { write_tensor_pattern(buf->get(), l.bytes(), key, version); }
     copy_desc const d{l.data(), buf->get(), l.bytes(), tier_kind::device, tier_kind::pinned_host};
     ASSERT_EQ(be_->copy_async(d, s), status::ok);
+    ASSERT_EQ(buf->used_on(s), status::ok);
   }
 
   /// acquire(read) on `s`, copy the device copy into a staging buffer on `s`, wait for `s`
@@ -183,6 +200,7 @@ class PoolConformance : public ::testing::Test {
       lease l = p.acquire(t, access_mode::read, s);
       copy_desc const d{buf.get(), l.data(), l.bytes(), tier_kind::pinned_host, tier_kind::device};
       if (be_->copy_async(d, s) != status::ok) { return ::testing::AssertionFailure() << "copy_async failed"; }
+      if (buf.used_on(s) != status::ok) { return ::testing::AssertionFailure() << "record_event failed"; }
     }
     p.synchronize(s);
     if (!bytes_) { return ::testing::AssertionSuccess(); }

@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // pool_test_util.hpp — helpers of the pool tests: a sim-backed pool with small tiers, byte
-// patterns derived from (tensor, version), and fill / modify-on-stream / check helpers.
+// patterns derived from (tensor, version), fill / modify-on-stream / check helpers, and
+// stream gates (a host function holding a stream until the test opens it).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,10 +11,14 @@
 #include <tierpool/backends/sim_backend.hpp>
 #include <tierpool/pool.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <thread>
 #include <vector>
 
 namespace tierpool::test {
@@ -96,5 +101,61 @@ inline status modify_on_stream(pool& p, tensor const& t, stream_handle s, std::u
   jobs.push_back(std::move(job));
   return st;
 }
+
+// A host function that holds its stream until released, so that work queued behind it
+// stays pending while the test checks whether a pool call waited for it. The long
+// deadline only keeps a broken pool from hanging the test; it is not a timing assertion.
+struct stream_gate {
+  std::atomic<bool> open{false};
+  static void run(void* self)
+  {
+    auto* g = static_cast<stream_gate*>(self);
+    auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!g->open.load() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+};
+
+// Holds `s` with a gate and records an event behind it. While the gate is closed the event
+// is not_ready; a pool call that waited on the host for `s` could only have returned
+// after the gate gave up, with the event complete. So "still not_ready after the call"
+// proves deterministically that the call did not wait.
+struct held_stream {
+  tierpool::backend& be;
+  stream_gate gate;
+  event_handle behind{};
+  held_stream(tierpool::backend& b, stream_handle s) : be(b)
+  {
+    EXPECT_EQ(be.launch_host_func(s, &stream_gate::run, &gate), status::ok);
+    EXPECT_EQ(be.create_event(&behind), status::ok);
+    EXPECT_EQ(be.record_event(behind, s), status::ok);
+  }
+  [[nodiscard]] bool still_held() { return be.query_event(behind) == status::not_ready; }
+  void open() { gate.open = true; }
+  held_stream(held_stream const&) = delete;
+  held_stream& operator=(held_stream const&) = delete;
+  ~held_stream()
+  {
+    gate.open = true;
+    (void)be.synchronize_event(behind);
+    be.destroy_event(behind);
+  }
+};
+
+// device 1 MiB holding t[0..3] (used on `s`), t[4..7] in pinned_host; all filled.
+struct four_resident {
+  std::shared_ptr<sim_backend> be = make_sim();
+  pool p{small_tiers(be)};
+  stream_handle s = p.create_stream();
+  std::vector<tensor> t;
+  four_resident()
+  {
+    for (std::uint64_t i = 0; i < 8; ++i) { t.push_back(p.allocate(256_KiB, {.name = "t" + std::to_string(i)})); }
+    for (std::uint64_t i = 0; i < 8; ++i) { fill(p, t[i], i, 1); }
+    for (std::size_t i = 0; i < 4; ++i) { lease l = p.acquire(t[i], access_mode::read, s); }
+    p.synchronize(s);
+  }
+};
 
 }  // namespace tierpool::test

@@ -1,0 +1,172 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// pool_streams_tests.cpp — stream ordering: a block read on a destroyed stream is not reused
+// before that work ends, evictions do not wait for unrelated later work, a copy-in on the
+// virtual clock is ordered before the user's stream, and copy-ins take a victim's block
+// behind its write-back (stream-ordered reuse).
+#include "unit/pool_test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <tierpool/pool.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+namespace tierpool::test {
+namespace {
+
+// A kernel still running after its lease ended: a host function that, once its gate
+// opens, reads `src` and notes whether it still holds pattern (key, version).
+struct gated_read {
+  stream_gate gate;
+  void const* src{nullptr};
+  std::size_t bytes{0};
+  std::uint64_t key{0};
+  std::uint32_t version{0};
+  std::atomic<int> saw{-1};  // -1: not run; 1: the pattern; 0: other bytes
+  static void run(void* self)
+  {
+    auto* r = static_cast<gated_read*>(self);
+    stream_gate::run(&r->gate);
+    r->saw = has_pattern(r->src, r->bytes, r->key, r->version) ? 1 : 0;
+  }
+};
+
+// destroy_stream while work on the stream is still queued: the pool cannot record on the
+// stream afterwards, so it records a last mark first, and the block of a tensor read there
+// is not reused before that work ends. (Before, a later eviction dropped the clean copy
+// and a prefetch copied another tensor into its block at once, under the running reader:
+// the backend refused the destroyed stream, and the pool took its failed host wait for a
+// wait.) The same for a wrapped stream, which the pool forgets.
+TEST(PoolStreams, BlockReadOnADestroyedStreamIsNotReusedBeforeItsLastWork)
+{
+  for (bool const wrapped : {false, true}) {
+    SCOPED_TRACE(wrapped ? "wrapped stream" : "the pool's own stream");
+    four_resident f;
+    auto& p = f.p;
+    std::vector<lease> pinned;  // t1..t3: t0 is the only possible victim
+    for (std::size_t i = 1; i < 4; ++i) { pinned.push_back(p.acquire(f.t[i], access_mode::read, f.s)); }
+    stream_handle raw{};
+    stream_handle s2{};
+    if (wrapped) {
+      ASSERT_EQ(f.be->create_stream(&raw), status::ok);
+      s2 = p.wrap_native_stream(reinterpret_cast<void*>(raw.value));
+    } else {
+      s2 = p.create_stream();
+    }
+    gated_read r;
+    {
+      lease l = p.acquire(f.t[0], access_mode::read, s2);
+      r.src = l.data();
+      r.bytes = l.bytes();
+      r.key = 0;
+      r.version = 1;
+      ASSERT_EQ(p.backend().launch_host_func(s2, &gated_read::run, &r), status::ok);
+    }
+    p.destroy_stream(s2);
+    p.prefetch(f.t[4]);  // never blocks: evicts t0; t4 may take its block only after the reader
+    EXPECT_EQ(r.saw.load(), -1) << "a pool call waited on the host for the destroyed stream";
+    pool_stats const st = p.stats();
+    EXPECT_EQ(st.prefetches, 0U) << "t4 was copied into t0's block while the reader still held it";
+    EXPECT_EQ(st.prefetch_queued, 1U);
+    EXPECT_EQ(st.tiers[0].in_flight_bytes, 256_KiB) << "t0's block waits for the reader";
+    r.gate.open = true;
+    if (wrapped) {
+      EXPECT_EQ(f.be->synchronize_stream(raw), status::ok);
+      f.be->destroy_stream(raw);
+    }
+    pinned.clear();
+    p.synchronize(f.s);
+    for (int i = 0; i < 6000 && r.saw.load() < 0; ++i) { std::this_thread::sleep_for(std::chrono::milliseconds(10)); }
+    EXPECT_EQ(r.saw.load(), 1) << "t0's block was reused under the reader still running on the destroyed stream";
+    for (std::uint64_t i = 0; i < 8; ++i) { EXPECT_TRUE(check(p, f.t[i], i, 1)) << i; }
+    EXPECT_TRUE(p.validate());
+  }
+}
+
+TEST(PoolStall, EvictingACopyWhoseLastUseIsDoneDoesNotWaitForLaterWork)
+{
+  four_resident f;
+  auto& p = f.p;
+  stream_handle s2 = p.create_stream();
+  // One eviction now records a mark on f.s after the uses of t0..t3.
+  {
+    lease l = p.acquire(f.t[4], access_mode::read, f.s);
+  }
+  p.synchronize(f.s);
+  held_stream held(p.backend(), f.s);
+  // t1 is the next victim; its last use on f.s completed long before the gate.
+  {
+    lease l = p.acquire(f.t[5], access_mode::read, s2);
+  }
+  EXPECT_TRUE(held.still_held()) << "acquire waited for unrelated work queued after the victim's last use";
+  held.open();
+  p.synchronize(f.s);
+  p.synchronize(s2);
+  for (std::uint64_t i = 0; i < 8; ++i) { EXPECT_TRUE(check(p, f.t[i], i, 1)) << i; }
+  EXPECT_TRUE(p.validate());
+}
+
+TEST(Pool, VirtualClockStreamWaitsForCopyIn)
+{
+  auto be = make_sim(sim_clock_mode::virtual_clock);
+  pool p{small_tiers(be)};
+  stream_handle s = p.create_stream();
+  tensor t = p.allocate(512_KiB, {.preferred_tier = tier_id{2}});
+  fill(p, t, 1, 1);
+  tick const before = be->stream_tail(s).value_or(0);
+  tick const copy_ns = be->options().links->h2d.transfer_ns(512_KiB);
+  {
+    lease l = p.acquire(t, access_mode::read, s);
+    EXPECT_GE(be->stream_tail(s).value_or(0), before + copy_ns);
+  }
+  // A hit adds nothing to the stream.
+  tick const tail = be->stream_tail(s).value_or(0);
+  std::uint64_t const ops = be->enqueued_operations();
+  { lease l = p.acquire(t, access_mode::read, s); }
+  EXPECT_EQ(be->stream_tail(s).value_or(0), tail);
+  p.synchronize(s);
+  (void)ops;
+  EXPECT_TRUE(check(p, t, 1, 1));
+}
+
+// On a virtual clock no copy completes until time advances, so every dirty victim's
+// block is still being written back when the next copy-in needs room: the copy-in takes
+// the block in stream order (it waits for the write-back on its copy stream) instead of
+// the host waiting. Bytes survive every trip.
+TEST(PoolStreamOrderedReuse, CopyInTakesTheVictimsBlockBehindItsWriteBack)
+{
+  auto be = make_sim(sim_clock_mode::virtual_clock);
+  pool p{small_tiers(be, 1_MiB, 8_MiB, 0)};
+  stream_handle s = p.create_stream();
+  std::vector<tensor> ts;
+  for (std::uint64_t i = 0; i < 8; ++i) {
+    ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{1}}));
+    fill(p, ts.back(), i, 1);
+  }
+  double const stall0 = p.stats().stall_seconds;
+  for (int round = 0; round < 3; ++round) {
+    for (auto const& t : ts) {
+      lease l = p.acquire(t, access_mode::read_write, s);  // dirty on the device: evictions write back
+    }
+  }
+  pool_stats const st = p.stats();
+  // 20 copy-ins needed room. A victim whose only open use is its write-back is reused in
+  // stream order; one whose last use on `s` is not known complete yet is vacated behind
+  // the retire stream, which copies never wait on (it follows users' queues), so a few
+  // take the host-wait path instead.
+  EXPECT_GE(st.tiers[0].reuses_in_order, 12U);
+  EXPECT_LT(st.stall_seconds - stall0, 0.5);
+  EXPECT_GT(st.tiers[0].evictions, 16U);
+  p.synchronize(s);
+  for (std::uint64_t i = 0; i < 8; ++i) { EXPECT_TRUE(check(p, ts[i], i, 1)) << i; }
+  EXPECT_TRUE(p.validate());
+}
+
+}  // namespace
+}  // namespace tierpool::test

@@ -1,0 +1,72 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// pool_trace_tests.cpp — pool_options::trace_path: the pool records its calls in the trace
+// schema, and the file reads back as the same sequence.
+#include "unit/pool_test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <tierpool/pool.hpp>
+#include <tierpool/trace.hpp>
+
+#include <unistd.h>
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace tierpool::test {
+namespace {
+
+// TIERPOOL_TRACE / pool_options::trace_path: the pool records its calls in the trace
+// schema; the file reads back as the same sequence (allocate, host and stream accesses
+// with their modes and trace-local stream numbers, prefetch, free).
+TEST(PoolTrace, RecordsItsCallsInTheTraceSchema)
+{
+  auto const path = std::filesystem::temp_directory_path() / ("tierpool_pool_trace_" + std::to_string(::getpid()) + ".tpt");
+  {
+    auto be = make_sim();
+    pool_options o = small_tiers(be);
+    o.trace_path = path.string();
+    pool p{o};
+    stream_handle s = p.create_stream();
+    tensor a = p.allocate(1024, {.name = "w0", .preferred_tier = tier_id{2}});
+    tensor b = p.allocate(2048);
+    fill(p, a, 1, 1);                                             // host write_discard
+    { lease l = p.acquire(a, access_mode::read, s); }             // stream 1
+    { lease l = p.acquire(b, access_mode::read_write, {}); }      // default stream 0
+    p.prefetch(b, tier_id{1});
+    p.free(a);
+    p.synchronize(s);
+  }  // b freed by its handle
+  std::vector<trace::event> const ev = trace::read_all(path);
+  std::filesystem::remove(path);
+  std::vector<std::string> got;
+  for (trace::event const& e : ev) {
+    std::string line = std::string(trace::to_string(e.kind)) + " " + std::to_string(e.tensor);
+    if (e.kind == trace::event_kind::allocate) { line += " " + std::to_string(e.bytes) + " " + e.name + " " + std::to_string(e.tier); }
+    if (e.kind == trace::event_kind::access) {
+      line += std::string(" m") + std::to_string(static_cast<int>(e.mode)) + " s" +
+              (e.stream == trace::host_stream ? std::string("host") : std::to_string(e.stream));
+    }
+    if (e.kind == trace::event_kind::prefetch) { line += " t" + std::to_string(e.tier); }
+    if (e.kind == trace::event_kind::release) {
+      line += std::string(" s") + (e.stream == trace::host_stream ? std::string("host") : std::to_string(e.stream));
+    }
+    got.push_back(line);
+  }
+  std::vector<std::string> const want = {
+    "allocate 1 1024 w0 2", "allocate 2 2048  " + std::to_string(trace::no_tier),
+    "access 1 m2 shost",    "release 1 shost",
+    "access 1 m0 s1",       "release 1 s1",
+    "access 2 m1 s0",       "release 2 s0",
+    "prefetch 2 t1",        "free 1",
+    "free 2"};
+  EXPECT_EQ(got, want);
+  for (std::size_t i = 1; i < ev.size(); ++i) { EXPECT_GE(ev[i].time_ns, ev[i - 1].time_ns); }
+}
+
+}  // namespace
+}  // namespace tierpool::test

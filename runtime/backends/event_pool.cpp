@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: 2026 tierpool contributors
 // SPDX-License-Identifier: Apache-2.0
 //
-// runtime/migration/event_pool.cpp — the event recycling cache (event_pool.hpp).
+// runtime/backends/event_pool.cpp — the event recycling cache (event_pool.hpp).
 // Entry points: event_pool::acquire / release. Backend calls (create_event, destroy_event)
 // run outside the mutex; the mutex covers only the cache vector, the outstanding set and
 // the counters.

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // eviction.cpp — owns one round of eviction in one tier (migration_engine::evict_round), step 5
-// of the ladder in runtime/core/detail/placement.cpp.
+// of the ladder in placement.cpp.
 //
 // Two phases (docs/notes/pool_design.md, "Eviction is two-phase"):
 //   1. under the tier lock: ask the policy, try-lock each proposed victim, skip the busy

@@ -283,10 +283,9 @@ pool_impl::pool_impl(pool_options options)
     std::string path = options.trace_path;
     char const* const from_env = read("TIERPOOL_TRACE");
     if (from_env != nullptr) { path = from_env; }
-    trace_quiet_ = options.notice == fallback_notice::silent;
     if (!path.empty()) {
       try {
-        recorder_ = std::make_unique<trace::recorder>(path);
+        tracer_.open(path, options.notice == fallback_notice::silent);
       } catch (trace_error const& e) {
         if (from_env != nullptr) { throw trace_error(std::string("TIERPOOL_TRACE: ") + e.what()); }
         throw;
@@ -333,7 +332,7 @@ pool_impl::pool_impl(pool_options options)
 pool_impl::~pool_impl()
 {
   stop_publishing();  // first: its thread reads the tiers
-  close_trace();      // close() did not (live leases): report a failure, do not drop it
+  tracer_.close();    // close() did not (live leases): report a failure, do not drop it
   // Every handle is gone (they hold shared_ptrs to us): free what is left.
   {
     std::lock_guard lock(table_mtx_);
@@ -632,7 +631,7 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
   counters_.live_tensor_bytes.fetch_add(bytes, std::memory_order_relaxed);
   guard.armed = false;  // charged for good: free_slots_locked uncharges
   tensor_id const id = rec->id;
-  if (recorder_) [[unlikely]] {
+  if (tracer_.active()) [[unlikely]] {
     trace::event e{};
     e.kind = trace::event_kind::allocate;
     e.tensor = static_cast<std::uint64_t>(id);
@@ -843,7 +842,7 @@ void pool_impl::prefetch(tensor const& t, tier_id to)
   auto const k = static_cast<std::uint32_t>(to);
   TIERPOOL_EXPECTS(k < engine_.tiers().size(), "pool::prefetch: unknown tier " + std::to_string(k));
   if (engine_.prefetch_pending()) { engine_.serve_prefetches(); }  // older requests first
-  if (recorder_) [[unlikely]] {
+  if (tracer_.active()) [[unlikely]] {
     trace::event e{};
     e.kind = trace::event_kind::prefetch;
     e.tensor = static_cast<std::uint64_t>(t.id());
@@ -855,41 +854,15 @@ void pool_impl::prefetch(tensor const& t, tier_id to)
 
 void pool_impl::trace_record(trace::event e) noexcept
 {
-  if (!recorder_) { return; }
+  if (!tracer_.active()) { return; }
   if (closed_.load(std::memory_order_acquire)) { return; }  // close() closed the recorder: a call that is about to throw
   e.time_ns = backend_->now();
-  try {
-    recorder_->record(e);
-  } catch (std::exception const& ex) {  // the recorder has stopped: later events are dropped quietly
-    report_trace_failure(ex.what());
-  }
-}
-
-void pool_impl::report_trace_failure(char const* what) noexcept
-{
-  if (trace_reported_.exchange(true, std::memory_order_acq_rel)) { return; }  // once per pool
-  if (trace_quiet_) { return; }  // the program reports tracing_error() itself
-  std::fprintf(stderr, "tierpool: recording the trace stopped: %s; later events are not recorded\n", what);
-}
-
-void pool_impl::close_trace() noexcept
-{
-  if (!recorder_) { return; }
-  try {
-    recorder_->close();  // the last buffered events: a full disk shows here on a short run
-  } catch (std::exception const& ex) {
-    report_trace_failure(ex.what());
-  }
-}
-
-std::string pool_impl::tracing_error() const
-{
-  return recorder_ ? recorder_->error() : std::string();
+  tracer_.record(e);
 }
 
 void pool_impl::trace_access(lease const& l) noexcept
 {
-  if (!recorder_) { return; }
+  if (!tracer_.active()) { return; }
   trace::event e{};
   e.kind = trace::event_kind::access;
   e.tensor = static_cast<std::uint64_t>(l.id());
@@ -986,7 +959,7 @@ void pool_impl::free(tensor& t)
       std::lock_guard lock(table_mtx_);
       table_.erase(static_cast<std::uint64_t>(rec.id));
     }
-    if (recorder_) [[unlikely]] {
+    if (tracer_.active()) [[unlikely]] {
       trace_record({.kind = trace::event_kind::free, .tensor = static_cast<std::uint64_t>(rec.id)});
     }
   }
@@ -1024,7 +997,7 @@ void pool_impl::free_handle(tensor& t) noexcept
       std::lock_guard lock(table_mtx_);
       table_.erase(static_cast<std::uint64_t>(rec.id));
     }
-    if (recorder_) [[unlikely]] {
+    if (tracer_.active()) [[unlikely]] {
       trace_record({.kind = trace::event_kind::free, .tensor = static_cast<std::uint64_t>(rec.id)});
     }
   }
@@ -1038,7 +1011,7 @@ void pool_impl::free_dropped_locked(tensor_record& rec) noexcept
     std::lock_guard lock(table_mtx_);  // a leaf lock
     table_.erase(static_cast<std::uint64_t>(rec.id));
   }
-  if (recorder_) [[unlikely]] {
+  if (tracer_.active()) [[unlikely]] {
     trace_record({.kind = trace::event_kind::free, .tensor = static_cast<std::uint64_t>(rec.id)});
   }
 }
@@ -1057,7 +1030,7 @@ void pool_impl::release(lease& l) noexcept
   std::shared_ptr<record_owner> keep_alive;     // dropped last: it may end this pool (after the gate's scope)
   std::shared_ptr<tensor_record> keep_self;  // dropped after the unlock: it may end the record
   op_gate::scope const op(gate_, thread_shard());
-  if (recorder_) [[unlikely]] {
+  if (tracer_.active()) [[unlikely]] {
     trace::event e{};
     e.kind = trace::event_kind::release;
     e.tensor = static_cast<std::uint64_t>(l.id_);
@@ -1161,7 +1134,7 @@ void pool_impl::close()
     (void)ts->mem->release_unused_chunks();
   }
   stop_publishing();  // a closed pool has no figures to show
-  close_trace();      // the trace is complete when close() returns; tracing_error() says if not
+  tracer_.close();    // the trace is complete when close() returns; tracing_error() says if not
 }
 
 void pool_impl::stop_publishing() noexcept

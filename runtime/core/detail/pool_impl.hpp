@@ -46,6 +46,7 @@
 #include "util/spin_mutex.hpp"
 #include "util/thread_shard.hpp"
 #include "telemetry/pool_counters.hpp"
+#include "telemetry/pool_tracer.hpp"
 #include "backends/event_pool.hpp"
 #include "migration/migration_engine.hpp"
 #include "streams/stream_registry.hpp"
@@ -69,18 +70,14 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   void set_next_use(tensor const& t, std::optional<tick> next_use);
   void set_quota(std::uint32_t tenant, std::size_t bytes);
   /// TIERPOOL_TRACE / pool_options::trace_path: true when this pool records its calls.
-  [[nodiscard]] bool tracing() const noexcept { return recorder_ != nullptr; }
+  [[nodiscard]] bool tracing() const noexcept { return tracer_.active(); }
   /// Record an access by lease `l` (acquire or acquire_host). No-op unless tracing().
   void trace_access(lease const& l) noexcept;
   /// Record an event, stamping its time with the backend clock. Never throws: a failed
   /// write stops the recording (tracing_error()) with one line on stderr, once.
   void trace_record(trace::event e) noexcept;
   /// Why recording stopped (trace::recorder::error()); empty when it works or no trace is recorded.
-  [[nodiscard]] std::string tracing_error() const;
-  /// Close the recorder (idempotent), reporting a failure as trace_record does.
-  void close_trace() noexcept;
-  /// The stderr line of a recording failure: once per pool, none with fallback_notice::silent.
-  void report_trace_failure(char const* what) noexcept;
+  [[nodiscard]] std::string tracing_error() const { return tracer_.error(); }
   /// True when a prefetch predictor other than `none` is set.
   [[nodiscard]] bool has_predictor() const noexcept { return predictor_active_; }
   /// Tell the predictor about a device acquire (no record lock held) and prefetch its plan.
@@ -204,9 +201,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   prefetch_plan plan_;                               ///< under predictor_mtx_
   bool predictor_active_{false};                     ///< constant after construction
   std::uint64_t access_seq_{0};                      ///< under predictor_mtx_
-  std::unique_ptr<trace::recorder> recorder_;        ///< null: not recording
-  std::atomic<bool> trace_reported_{false};         ///< a recording failure was reported
-  bool trace_quiet_{false};                          ///< constant after construction: notice is silent
+  pool_tracer tracer_;  ///< trace recording (TIERPOOL_TRACE)
 };
 
 }  // namespace tierpool::detail

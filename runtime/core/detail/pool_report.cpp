@@ -1,9 +1,9 @@
 // SPDX-FileCopyrightText: 2026 tierpool contributors
 // SPDX-License-Identifier: Apache-2.0
 //
-// pool_report.cpp — owns what the pool says about itself: stats(), summary() (a table,
-// like torch.cuda.memory_summary), summary_json() (Boost.JSON) and validate() (every
-// invariant, for tests).
+// pool_report.cpp — owns what the pool says about itself: stats() (its figures, gathered
+// from the components) and validate() (every invariant, for tests). Their text and JSON
+// forms are telemetry's (telemetry/pool_report.hpp).
 //
 // Invariants checked by validate(), with the quiesce gate closed (no operation running):
 //   every live record has >= 1 valid slot;  record.pins == SUM(slot.pins)
@@ -11,8 +11,6 @@
 //   COUNT(non-absent slots in tier k) == tier_state::resident
 //   SUM(bytes of records with slot.pins > 0 in tier k) == tier_state::pinned_bytes()
 //   each tier's validate() and its policy's validate()
-#include <boost/json.hpp>
-
 #include <tierpool/detail/parse.hpp>
 #include <tierpool/monitor.hpp>
 
@@ -24,6 +22,7 @@
 #include <vector>
 
 #include "core/detail/pool_impl.hpp"
+#include "telemetry/pool_report.hpp"
 
 namespace tierpool::detail {
 
@@ -92,131 +91,9 @@ pool_stats pool_impl::stats() const
   return st;
 }
 
-std::string pool_impl::summary() const
-{
-  pool_stats const st = stats();
-  std::string out;
-  char line[256];
-  auto add = [&](int n) {
-    if (n > 0) { out.append(line, std::min(static_cast<std::size_t>(n), sizeof(line) - 1)); }
-  };
-  add(std::snprintf(line, sizeof line, "tierpool pool summary (backend: %s)\n", backend_->caps().name.c_str()));
-  add(std::snprintf(line, sizeof line, "%-12s %-12s %11s %11s %11s %11s %11s %9s %9s %6s\n", "tier", "kind", "capacity",
-                    "reserved", "used", "peak", "pinned", "resident", "evicted", "frag"));
-  for (tier_stats const& t : st.tiers) {
-    add(std::snprintf(line, sizeof line, "%-12s %-12s %11s %11s %11s %11s %11s %9llu %9llu %5.1f%%\n", t.name.c_str(),
-                      std::string(to_string(t.kind)).c_str(), format_byte_size(t.capacity_bytes).c_str(),
-                      format_byte_size(t.reserved_bytes).c_str(),
-                      format_byte_size(static_cast<std::uint64_t>(t.used_bytes.current)).c_str(),
-                      format_byte_size(static_cast<std::uint64_t>(t.used_bytes.peak)).c_str(),
-                      format_byte_size(t.pinned_bytes).c_str(), static_cast<unsigned long long>(t.resident_tensors),
-                      static_cast<unsigned long long>(t.evictions), t.fragmentation * 100.0));
-  }
-  add(std::snprintf(line, sizeof line, "tensors %llu (%s); acquires %llu (failed %llu): hits %llu, misses %llu; busy retries %llu\n",
-                    static_cast<unsigned long long>(st.tensors), format_byte_size(st.tensor_bytes).c_str(),
-                    static_cast<unsigned long long>(st.acquires), static_cast<unsigned long long>(st.acquire_failures),
-                    static_cast<unsigned long long>(st.hits), static_cast<unsigned long long>(st.misses),
-                    static_cast<unsigned long long>(st.busy_retries)));
-  add(std::snprintf(line, sizeof line, "copies h2d %llu (%s), d2h %llu (%s); all tiers: up %llu (%s), down %llu (%s)\n",
-                    static_cast<unsigned long long>(st.copies_h2d), format_byte_size(st.bytes_h2d).c_str(),
-                    static_cast<unsigned long long>(st.copies_d2h), format_byte_size(st.bytes_d2h).c_str(),
-                    static_cast<unsigned long long>(st.copies_up), format_byte_size(st.bytes_up).c_str(),
-                    static_cast<unsigned long long>(st.copies_down), format_byte_size(st.bytes_down).c_str()));
-  add(std::snprintf(line, sizeof line,
-                    "prefetches %llu: hits %llu, late %llu, wasted %llu; queued %llu, dropped %llu; host stalls %.6f s\n",
-                    static_cast<unsigned long long>(st.prefetches), static_cast<unsigned long long>(st.prefetch_hits),
-                    static_cast<unsigned long long>(st.prefetch_late),
-                    static_cast<unsigned long long>(st.prefetch_wasted),
-                    static_cast<unsigned long long>(st.prefetch_queued),
-                    static_cast<unsigned long long>(st.prefetch_dropped), st.stall_seconds));
-  for (tenant_stats const& t : st.tenants) {
-    if (t.quota_bytes == 0 && st.tenants.size() == 1) { continue; }  // one tenant, no quota: nothing to say
-    add(std::snprintf(line, sizeof line, "tenant %u: %llu tensors, live %s (peak %s), quota %s, refused %llu\n", t.tenant,
-                      static_cast<unsigned long long>(t.tensors), format_byte_size(t.live_bytes).c_str(),
-                      format_byte_size(t.peak_bytes).c_str(),
-                      t.quota_bytes == 0 ? "none" : format_byte_size(t.quota_bytes).c_str(),
-                      static_cast<unsigned long long>(t.quota_refusals)));
-  }
-  return out;
-}
+std::string pool_impl::summary() const { return format_summary(stats(), backend_->caps().name); }
 
-namespace {
-
-boost::json::object stats_json(pool_stats const& st)
-{
-  boost::json::array tiers;
-  for (tier_stats const& t : st.tiers) {
-    boost::json::object o;
-    o["name"] = t.name;
-    o["kind"] = std::string(to_string(t.kind));
-    o["numa_node"] = t.numa_node;
-    o["reuses_in_order"] = t.reuses_in_order;
-    o["capacity_bytes"] = t.capacity_bytes;
-    o["reserved_bytes"] = t.reserved_bytes;
-    o["used_bytes"] = {{"current", t.used_bytes.current},
-                       {"peak", t.used_bytes.peak},
-                       {"allocated", t.used_bytes.allocated},
-                       {"freed", t.used_bytes.freed}};
-    o["pinned_bytes"] = t.pinned_bytes;
-    o["in_flight_bytes"] = t.in_flight_bytes;
-    o["largest_free_block"] = t.largest_free_block;
-    o["fragmentation"] = t.fragmentation;
-    o["resident_tensors"] = t.resident_tensors;
-    o["evictions"] = t.evictions;
-    o["evictions_clean"] = t.evictions_clean;
-    o["allocation_failures"] = t.allocation_failures;
-    tiers.push_back(std::move(o));
-  }
-  boost::json::object root;
-  root["tiers"] = std::move(tiers);
-  root["tensors"] = st.tensors;
-  root["tensor_bytes"] = st.tensor_bytes;
-  root["acquires"] = st.acquires;
-  root["acquire_failures"] = st.acquire_failures;
-  root["busy_retries"] = st.busy_retries;
-  root["hits"] = st.hits;
-  root["misses"] = st.misses;
-  root["bytes_h2d"] = st.bytes_h2d;
-  root["bytes_d2h"] = st.bytes_d2h;
-  root["copies_h2d"] = st.copies_h2d;
-  root["copies_d2h"] = st.copies_d2h;
-  root["bytes_up"] = st.bytes_up;
-  root["bytes_down"] = st.bytes_down;
-  root["copies_up"] = st.copies_up;
-  root["copies_down"] = st.copies_down;
-  root["prefetches"] = st.prefetches;
-  root["prefetch_hits"] = st.prefetch_hits;
-  root["prefetch_late"] = st.prefetch_late;
-  root["prefetch_wasted"] = st.prefetch_wasted;
-  root["prefetch_queued"] = st.prefetch_queued;
-  root["prefetch_dropped"] = st.prefetch_dropped;
-  root["managed_prefetches"] = st.managed_prefetches;
-  root["managed_prefetch_bytes"] = st.managed_prefetch_bytes;
-  root["stall_seconds"] = st.stall_seconds;
-  root["low_memory_callbacks"] = st.low_memory_callbacks;
-  root["predicted_prefetches"] = st.predicted_prefetches;
-  boost::json::array tenants;
-  for (tenant_stats const& t : st.tenants) {
-    tenants.push_back(boost::json::object{{"tenant", t.tenant},
-                                          {"tensors", t.tensors},
-                                          {"live_bytes", t.live_bytes},
-                                          {"peak_bytes", t.peak_bytes},
-                                          {"quota_bytes", t.quota_bytes},
-                                          {"quota_refusals", t.quota_refusals}});
-  }
-  root["tenants"] = std::move(tenants);
-  return root;
-}
-
-}  // namespace
-
-std::string pool_impl::summary_json() const
-{
-  boost::json::object root;
-  root["backend"] = backend_->caps().name;
-  for (auto& kv : stats_json(stats())) { root[kv.key()] = std::move(kv.value()); }
-  return boost::json::serialize(root);
-}
+std::string pool_impl::summary_json() const { return format_summary_json(stats(), backend_->caps().name); }
 
 std::vector<std::shared_ptr<tensor_record>> pool_impl::records_by_id() const
 {
@@ -295,9 +172,3 @@ bool pool_impl::validate() const
 }
 
 }  // namespace tierpool::detail
-
-namespace tierpool {
-
-std::string to_json(pool_stats const& stats) { return boost::json::serialize(detail::stats_json(stats)); }
-
-}  // namespace tierpool

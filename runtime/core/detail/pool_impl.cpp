@@ -32,8 +32,6 @@
 #include <tierpool/error.hpp>
 #include <tierpool/topology.hpp>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -48,23 +46,11 @@
 #include <utility>
 #include <vector>
 
+#include "core/pool_config.hpp"
 #include "migration/record_lock.hpp"
 
 namespace tierpool::detail {
 namespace {
-
-// Default chunk size: big enough that a tier grows rarely, small enough that a mostly
-// empty tier does not hold much (the tier README's growth step).
-constexpr std::size_t kDefaultChunkBytes = 64_MiB;
-// Share of the free device memory a default device tier takes on CUDA (DESIGN.md §3):
-// leaves room for the CUDA context, cuBLAS workspaces and other allocators.
-constexpr double kDeviceFreeFraction = 0.9;
-
-char const* env(char const* name)
-{
-  char const* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read once at construction
-  return (v != nullptr && *v != '\0') ? v : nullptr;
-}
 
 /// The program's name (Linux: /proc/self/comm), for the figures it publishes.
 std::string program_name()
@@ -75,42 +61,7 @@ std::string program_name()
   return name.empty() ? std::string("tierpool") : name;
 }
 
-std::size_t host_memory_share()
-{
-  long const pages = ::sysconf(_SC_PHYS_PAGES);
-  long const page = ::sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page <= 0) { return 64_GiB; }
-  return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / 2;
-}
-
-/// The variables pool_options::ignore_environment may name (pool_options.hpp).
-constexpr std::array<std::string_view, 7> kEnvironmentVariables = {
-  "TIERPOOL_BACKEND", "TIERPOOL_DEVICE_BYTES", "TIERPOOL_POLICY", "TIERPOOL_PREFETCH", "TIERPOOL_TRACE",
-  "TIERPOOL_PUBLISH", "TIERPOOL_PUBLISH_GROUP"};
-
 bool device_accessible(tier_kind k) noexcept { return k == tier_kind::device || k == tier_kind::managed; }
-
-// Default tiers: one far host tier below DRAM per far NUMA node (CPU-less or CXL), bound
-// to that node, with half its memory. Only where binding there can work: the running
-// system (an hwloc XML of another machine describes nodes this one lacks), or the sim
-// backend, which models the layout without binding. No topology: no far tiers.
-void add_far_host_tiers(std::vector<tier_options>& tiers, backend_caps const& caps)
-{
-  try {
-    topology const topo = topology::discover();
-    if (!topo.is_this_system() && caps.name != "sim") { return; }
-    for (numa_node_info const& n : topo.numa_nodes()) {
-      if (!n.is_far || n.bytes < 2 * 256) { continue; }
-      tier_options t{};
-      t.kind = tier_kind::host;
-      t.numa_node = static_cast<int>(n.os_index);
-      t.capacity_bytes = static_cast<std::size_t>(n.bytes / 2);
-      t.name = "far host (node " + std::to_string(n.os_index) + (n.subtype.empty() ? "" : ", " + n.subtype) + ")";
-      tiers.push_back(std::move(t));
-    }
-  } catch (std::exception const&) {  // hwloc unavailable or a bad XML: DRAM only
-  }
-}
 
 }  // namespace
 
@@ -120,62 +71,14 @@ void add_far_host_tiers(std::vector<tier_options>& tiers, backend_caps const& ca
 
 pool_impl::pool_impl(pool_options options)
 {
-  // Environment overrides. Rule (pool_options.hpp, docs/chapters/tiers.md): with
-  // read_environment a set TIERPOOL_* variable always wins over the options, explicit or
-  // default (like CUDA_VISIBLE_DEVICES); read_environment = false ignores them all, and
-  // ignore_environment the ones a program decides itself (its flags win over those).
-  for (std::string const& name : options.ignore_environment) {
-    if (std::find(kEnvironmentVariables.begin(), kEnvironmentVariables.end(), name) == kEnvironmentVariables.end()) {
-      std::string valid;
-      for (std::string_view const v : kEnvironmentVariables) { valid += (valid.empty() ? "" : ", ") + std::string(v); }
-      throw logic_error("pool_options::ignore_environment: unknown variable '" + name + "' (valid: " + valid + ")");
-    }
-  }
-  auto const reads = [&options](std::string_view name) {
-    return options.read_environment && std::find(options.ignore_environment.begin(), options.ignore_environment.end(),
-                                                 name) == options.ignore_environment.end();
-  };
-  auto const read = [&reads](char const* name) { return reads(name) ? env(name) : nullptr; };
-  std::optional<std::size_t> env_device_bytes;
-  std::optional<std::string> env_policy;
-  std::optional<std::string> env_prefetch;
-  if (options.read_environment) {
-    if (char const* v = read("TIERPOOL_DEVICE_BYTES")) {
-      try {
-        env_device_bytes = parse_byte_size(v);
-      } catch (logic_error const& e) {
-        throw logic_error(std::string("TIERPOOL_DEVICE_BYTES: ") + e.what());
-      }
-      // A simulated device the pool builds itself is exactly as large as asked.
-      options.sim.device_bytes = *env_device_bytes;
-    }
-    if (char const* v = read("TIERPOOL_POLICY")) {
-      env_policy = v;
-      options.policy = v;
-    }
-    if (char const* v = read("TIERPOOL_PREFETCH")) {
-      env_prefetch = v;
-      options.prefetch = v;
-    }
-    if (char const* v = read("TIERPOOL_PUBLISH")) {
-      std::string_view const b(v);
-      if (b == "1" || b == "on" || b == "true") {
-        options.publish.enabled = true;
-      } else if (b == "0" || b == "off" || b == "false") {
-        options.publish.enabled = false;
-      } else {
-        throw logic_error("TIERPOOL_PUBLISH: expected 0 or 1 (or off / on), got '" + std::string(b) + "'");
-      }
-    }
-    if (char const* v = read("TIERPOOL_PUBLISH_GROUP")) { options.publish.group = v; }
-  }
+  environment_overrides const env = apply_environment(options, process_environment());
 
   // Backend: given, or chosen (TIERPOOL_BACKEND overrides options.backend).
   if (options.backend_object) {
     backend_ = options.backend_object;
     backend_reason_ = "given by pool_options::backend_object";
   } else {
-    backend_selection sel = reads("TIERPOOL_BACKEND")
+    backend_selection sel = env.backend
                               ? select_backend_from_env(options.sim, options.device, options.notice, options.backend)
                               : select_backend(options.backend, options.sim, options.device, options.notice);
     backend_ = std::shared_ptr<tierpool::backend>(std::move(sel.backend));
@@ -183,113 +86,49 @@ pool_impl::pool_impl(pool_options options)
   }
   backend_caps const& caps = backend_->caps();
 
-  // Default tiers: device, pinned_host (2x device), host (half the physical memory).
-  std::size_t device_default = env_device_bytes.value_or(caps.device_bytes);
+  // The configuration: the options, the environment and what the machine offers.
+  platform_facts facts;
   if (caps.name == "cuda") {
     std::size_t free_b = 0;
     std::size_t total_b = 0;
-    if (backend_->device_memory_info(&free_b, &total_b) == status::ok) {
-      device_default = std::min(device_default,
-                                static_cast<std::size_t>(static_cast<double>(free_b) * kDeviceFreeFraction));
-    }
+    if (backend_->device_memory_info(&free_b, &total_b) == status::ok) { facts.device_free_bytes = free_b; }
   }
+  facts.host_memory_share = default_host_memory_share();
+  if (options.tiers.empty()) { facts.far_host_tiers = discover_far_host_tiers(caps); }
+  pool_config const cfg = resolve_pool_config(options, caps, facts, env);
   for (auto const& [tenant, quota] : options.tenant_quotas) { tenants_.set_quota(tenant, quota); }
-  if (options.contention.busy_attempts == 0) {
-    throw logic_error("pool_options::contention.busy_attempts: expected at least 1 (attempts of a request), got 0");
-  }
-  contention_ = options.contention;
-  if (options.tiers.empty()) {
-    options.tiers.push_back({.kind = tier_kind::device});
-    options.tiers.push_back({.kind = tier_kind::pinned_host});
-    options.tiers.push_back({.kind = tier_kind::host});
-    add_far_host_tiers(options.tiers, caps);
-  }
-  TIERPOOL_EXPECTS(options.tiers.size() <= 64, "pool_options::tiers: at most 64 tiers");
+  contention_ = cfg.contention;
 
   events_ = std::make_unique<event_pool>(*backend_);
   streams_ = std::make_unique<stream_registry>(*backend_, *events_);
   engine_.attach(*backend_, *events_, *streams_, counters_, table_mtx_, table_);
   policy_registry const registry = options.registry != nullptr ? *options.registry : policy_registry::with_builtins();
-
-  // Capacities first: a managed tier's default depends on every device tier's.
-  std::vector<std::size_t> tier_caps(options.tiers.size(), 0);
-  std::size_t device_cap_seen = 0;
-  std::size_t device_caps_sum = 0;
-  for (std::size_t i = 0; i < options.tiers.size(); ++i) {
-    tier_options& to = options.tiers[i];
-    if (env_policy) { to.policy = *env_policy; }
-    if (env_device_bytes && to.kind == tier_kind::device) { to.capacity_bytes = *env_device_bytes; }
-    std::size_t cap = to.capacity_bytes;
-    if (cap == 0) {
-      switch (to.kind) {
-        case tier_kind::device: cap = device_default; break;
-        case tier_kind::pinned_host:
-          cap = 2 * (device_cap_seen != 0 ? device_cap_seen : device_default);
-          if (caps.pinned_host_bytes != 0) { cap = std::min(cap, caps.pinned_host_bytes); }
-          break;
-        case tier_kind::managed: break;  // below
-        case tier_kind::host: cap = host_memory_share(); break;
-      }
-    }
-    // A device tier never exceeds the device: past it the backend fails every allocation.
-    if (to.kind == tier_kind::device && caps.device_bytes != 0) { cap = std::min(cap, caps.device_bytes); }
-    if (to.kind == tier_kind::device && device_cap_seen == 0) { device_cap_seen = cap; }
-    if (to.kind == tier_kind::device) { device_caps_sum += cap; }
-    tier_caps[i] = cap;
-  }
-  // Managed memory on a GPU lives in the same device memory as the device tiers: by
-  // default a managed tier gets what they leave, so that the pool never asks for more
-  // managed memory than the device has (oversubscribed managed memory can stall the GPU).
-  std::size_t const managed_default =
-    caps.managed_shares_device ? (caps.managed_bytes > device_caps_sum ? caps.managed_bytes - device_caps_sum : 0)
-                               : caps.managed_bytes;
-  for (std::size_t i = 0; i < options.tiers.size(); ++i) {
-    tier_options const& to = options.tiers[i];
-    std::size_t const cap = to.kind == tier_kind::managed && tier_caps[i] == 0 ? managed_default : tier_caps[i];
-    TIERPOOL_EXPECTS(cap >= 256, "pool_options::tiers[" + std::to_string(i) + "] (" + std::string(to_string(to.kind)) +
-                                   "): capacity is 0 or below 256 bytes" +
-                                   (to.kind != tier_kind::managed || to.capacity_bytes != 0 ? std::string{}
-                                    : caps.managed_bytes == 0
-                                      ? std::string(" (the backend has no managed memory)")
-                                      : " (the device tiers take the device memory managed memory would use: give "
-                                        "the managed tier a capacity, or the device tiers less)"));
+  for (std::size_t i = 0; i < cfg.tiers.size(); ++i) {
+    tier_plan const& plan = cfg.tiers[i];
     auto ts = std::make_unique<tier_state>();
-    ts->kind = to.kind;
-    ts->name = to.name.empty() ? std::string(to_string(to.kind)) : to.name;
-    tier_config cfg;
-    cfg.kind = to.kind;
-    cfg.numa_node = to.numa_node;
-    cfg.capacity_bytes = cap;
-    cfg.chunk_bytes = to.chunk_bytes != 0 ? to.chunk_bytes : std::min(cap, kDefaultChunkBytes);
-    cfg.initial_bytes = 0;
-    cfg.alignment = std::min<std::size_t>(256, caps.allocation_alignment);
-    cfg.name = ts->name;
+    ts->kind = plan.config.kind;
+    ts->name = plan.config.name;
     try {
-      ts->policy.emplace(registry.create(to.policy.empty() ? options.policy : to.policy));
+      ts->policy.emplace(registry.create(plan.policy_spec));
     } catch (logic_error const& e) {
-      if (env_policy) { throw logic_error(std::string("TIERPOOL_POLICY: ") + e.what()); }
+      if (env.policy) { throw logic_error(std::string("TIERPOOL_POLICY: ") + e.what()); }
       throw;
     }
-    ts->mem = std::make_unique<tier>(*backend_, *events_, cfg);
+    ts->mem = std::make_unique<tier>(*backend_, *events_, plan.config);
     ts->capacity = ts->mem->config().capacity_bytes;
     ts->index = static_cast<std::uint32_t>(i);
     ts->acc_drain.reserve((kShards + 1) * access_shard::kCap);
-    engine_.tiers().push_back(std::move(ts));
+    engine_.add_tier(std::move(ts));
   }
 
   // Recording (TIERPOOL_TRACE wins over pool_options::trace_path). A file that cannot be
   // created fails the pool, naming the variable when the path came from it.
-  {
-    std::string path = options.trace_path;
-    char const* const from_env = read("TIERPOOL_TRACE");
-    if (from_env != nullptr) { path = from_env; }
-    if (!path.empty()) {
-      try {
-        tracer_.open(path, options.notice == fallback_notice::silent);
-      } catch (trace_error const& e) {
-        if (from_env != nullptr) { throw trace_error(std::string("TIERPOOL_TRACE: ") + e.what()); }
-        throw;
-      }
+  if (!options.trace_path.empty()) {
+    try {
+      tracer_.open(options.trace_path, options.notice == fallback_notice::silent);
+    } catch (trace_error const& e) {
+      if (env.trace_path) { throw trace_error(std::string("TIERPOOL_TRACE: ") + e.what()); }
+      throw;
     }
   }
 
@@ -298,7 +137,7 @@ pool_impl::pool_impl(pool_options options)
     try {
       predictor_.emplace(registry.create_predictor(options.prefetch));
     } catch (logic_error const& e) {
-      if (env_prefetch) { throw logic_error(std::string("TIERPOOL_PREFETCH: ") + e.what()); }
+      if (env.prefetch) { throw logic_error(std::string("TIERPOOL_PREFETCH: ") + e.what()); }
       throw;
     }
     predictor_active_ = predictor_->name() != "none";
@@ -306,12 +145,7 @@ pool_impl::pool_impl(pool_options options)
   }
 
   // Copy streams (at least one per direction) and the retire stream.
-  {
-    std::uint32_t const cap_streams = std::max<std::uint32_t>(caps.max_copy_streams, 3);
-    std::uint32_t const nh = std::clamp<std::uint32_t>(options.h2d_streams, 1, cap_streams - 2);
-    std::uint32_t const nd = std::clamp<std::uint32_t>(options.d2h_streams, 1, cap_streams - 1 - nh);
-    engine_.make_copy_streams(nh, nd);
-  }
+  engine_.make_copy_streams(cfg.h2d_streams, cfg.d2h_streams);
 
   // Live figures, last: nothing after this throws, and the refresh thread reads a pool
   // that is whole. Best effort: a pool that cannot publish works as usual.

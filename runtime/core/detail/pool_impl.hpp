@@ -55,6 +55,9 @@
 
 namespace tierpool::detail {
 
+/// @brief True for the tier kinds a kernel can read (device, managed).
+[[nodiscard]] inline bool device_accessible(tier_kind k) noexcept { return k == tier_kind::device || k == tier_kind::managed; }
+
 /// @brief The engine behind tierpool::pool. Every public member is internally synchronized.
 class pool_impl final : public record_owner, public std::enable_shared_from_this<pool_impl> {
  public:

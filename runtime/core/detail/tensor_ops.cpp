@@ -1,0 +1,509 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// tensor_ops.cpp — owns the tensor operations of the pool: allocate (placement of a new
+// tensor), acquire and acquire_host (hit or miss, then a lease), release, prefetch,
+// set_next_use, demote and free (deferred while leased). Each request that may run out of
+// memory runs inside with_low_memory_step (request_retry.hpp); the moves themselves are
+// the migration engine's (runtime/migration/).
+#include <tierpool/detail/parse.hpp>
+#include <tierpool/error.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "core/detail/pool_impl.hpp"
+#include "core/detail/request_retry.hpp"
+#include "migration/record_lock.hpp"
+
+namespace tierpool::detail {
+
+// ---------------------------------------------------------------------------------------
+// allocate
+// ---------------------------------------------------------------------------------------
+
+std::shared_ptr<tensor_record> pool_impl::make_record()
+{
+  void* const mem = record_blocks_->allocate();
+  auto* const raw = new (mem) tensor_record();  // no member throws on default construction
+  // On failure to get a control block the constructor calls the deleter: nothing leaks.
+  return std::shared_ptr<tensor_record>(raw, slab_deleter<tensor_record>{record_blocks_},
+                                        record_allocator<tensor_record>(control_blocks_));
+}
+
+void pool_impl::free_slots_locked(tensor_record& rec) noexcept
+{
+  if (rec.freed) { return; }
+  engine_.vacate_all_locked(rec);
+  counters_.live_tensors.fetch_sub(1, std::memory_order_relaxed);
+  counters_.live_tensor_bytes.fetch_sub(rec.bytes, std::memory_order_relaxed);
+  tenants_.credit(rec.opts.tenant, rec.bytes);
+  if (predictor_active_) {
+    std::lock_guard lock(predictor_mtx_);
+    predictor_->on_free(rec.id);
+  }
+}
+
+tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
+{
+  op_gate::scope const op(gate_, thread_shard());
+  check_open("allocate");
+  TIERPOOL_EXPECTS(bytes > 0, "pool::allocate: bytes must be > 0");
+  auto const n = static_cast<std::uint32_t>(engine_.tiers().size());
+  if (options.preferred_tier) {
+    TIERPOOL_EXPECTS(static_cast<std::uint32_t>(*options.preferred_tier) < n,
+                     "pool::allocate: preferred_tier " + std::to_string(static_cast<std::uint32_t>(*options.preferred_tier)) +
+                       " is unknown (the pool has " + std::to_string(n) + " tiers)");
+  }
+  bool fits_somewhere = false;
+  for (auto const& ts : engine_.tiers()) { fits_somewhere = fits_somewhere || bytes <= ts->capacity; }
+  if (!fits_somewhere) {
+    std::string msg = "tierpool: out of memory: tensor";
+    if (!options.name.empty()) { msg += " '" + options.name + "'"; }
+    msg += " of " + format_byte_size(bytes) + " (" + std::to_string(bytes) + " bytes) is larger than every tier:";
+    for (std::size_t k = 0; k < engine_.tiers().size(); ++k) {
+      msg += std::string(k == 0 ? " " : ", ") + engine_.tiers()[k]->name + " " + format_byte_size(engine_.tiers()[k]->capacity);
+    }
+    msg += "; cause: capacity — raise tier_options::capacity_bytes of a tier (TIERPOOL_DEVICE_BYTES for the "
+           "device tier) or split the tensor";
+    throw out_of_memory(msg, tier_id{n - 1}, bytes);
+  }
+
+  tenants_.charge(options.tenant, bytes, options.name);
+  struct uncharge_on_throw {
+    pool_impl* self;
+    std::uint32_t tenant;
+    std::size_t bytes;
+    bool armed{true};
+    ~uncharge_on_throw()
+    {
+      if (armed) { self->tenants_.credit(tenant, bytes); }
+    }
+  } guard{this, options.tenant, bytes};
+  std::shared_ptr<tensor_record> rec = make_record();
+  rec->owner = this;
+  rec->bytes = bytes;
+  if (options.next_use) { rec->next_use.store(std::min(*options.next_use, kNoForecast - 1), std::memory_order_relaxed); }
+  rec->opts = std::move(options);
+  rec->prefers_device_accessible =
+    rec->opts.preferred_tier && device_accessible(engine_.tiers()[static_cast<std::uint32_t>(*rec->opts.preferred_tier)]->kind);
+  rec->slots.resize(n);
+
+  // Placement (see docs/chapters/tiers.md): the preferred tier with the whole ladder; else
+  // the fastest tier with room without evicting; else the whole ladder in the lowest tier
+  // that can hold the tensor.
+  std::optional<block> b;
+  std::uint32_t where = 0;
+  event_handle after{};
+  stream_handle after_stream{};
+  with_low_memory_step(nullptr, nullptr, [&](bool) {
+    place_failure why;
+    if (rec->opts.preferred_tier) {
+      where = static_cast<std::uint32_t>(*rec->opts.preferred_tier);
+      b = engine_.place(where, bytes, place_mode::ladder, &why, &after, &after_stream);
+    } else {
+      for (std::uint32_t k = 0; k < n && !b; ++k) {
+        if (bytes <= engine_.tiers()[k]->capacity) {
+          b = engine_.place(k, bytes, place_mode::try_only, nullptr, &after, &after_stream);
+          where = k;
+        }
+      }
+      for (std::uint32_t k = n; k-- > 0 && !b;) {
+        if (bytes <= engine_.tiers()[k]->capacity) {
+          where = k;
+          b = engine_.place(k, bytes, place_mode::ladder, &why, &after, &after_stream);
+          break;
+        }
+      }
+    }
+    if (!b) { engine_.throw_place_failure(where, bytes, why); }
+  });
+
+  // Until the record holds the block, a failure (std::bad_alloc growing the table) hands
+  // the block back to the tier, and a stream-ordered reuse's pending event with it.
+  try {
+    std::lock_guard lock(table_mtx_);
+    table_.insert(next_id_, rec);  // unchanged if it throws
+    rec->id = tensor_id{next_id_++};
+  } catch (...) {
+    engine_.unplace(where, *b, after, after_stream);
+    throw;
+  }
+  {
+    std::lock_guard rl(rec->mtx);
+    copy_slot& s = rec->slots[where];
+    s.state = copy_state::valid;
+    s.blk = *b;
+    s.ready = after;  // a reused block: its previous occupant's write-back, if still running
+    engine_.insert_into_policy(*rec, where, true);
+  }
+  counters_.live_tensors.fetch_add(1, std::memory_order_relaxed);
+  counters_.live_tensor_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  guard.armed = false;  // charged for good: free_slots_locked uncharges
+  tensor_id const id = rec->id;
+  if (tracer_.active()) [[unlikely]] {
+    trace::event e{};
+    e.kind = trace::event_kind::allocate;
+    e.tensor = static_cast<std::uint64_t>(id);
+    e.bytes = bytes;
+    e.name = rec->opts.name;
+    if (rec->opts.preferred_tier) { e.tier = static_cast<std::uint32_t>(*rec->opts.preferred_tier); }
+    trace_record(std::move(e));
+  }
+  return tensor(shared_from_this(), std::move(rec), id, bytes);
+}
+
+// ---------------------------------------------------------------------------------------
+// acquire
+// ---------------------------------------------------------------------------------------
+
+
+lease pool_impl::make_lease(tensor_record& rec, std::uint32_t k, access_mode access, stream_handle s, bool host)
+{
+  lease l;
+  // Raw pointers: no shared refcount on the hit path. The tensor handle keeps both alive;
+  // once it is gone, tensor_record::keep_alive / keep_self do until the last release.
+  l.impl_ = this;
+  l.rec_ = &rec;
+  l.data_ = rec.slots[k].blk.ptr;
+  l.bytes_ = rec.bytes;
+  l.id_ = rec.id;
+  l.stream_ = s;
+  l.access_ = access;
+  l.host_ = host;
+  l.tier_ = k;
+  engine_.pin_locked(rec, k);
+  if (access != access_mode::read) { ++rec.write_pins; }
+  ++thread_leases();
+  return l;
+}
+
+lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stream)
+{
+  op_gate::scope const op(gate_, thread_shard());
+  tensor_record& rec = checked_record(t, "acquire");
+  auto d = static_cast<std::uint32_t>(device_tier());
+  stream_entry* const se = streams_->find(stream);
+  if (se == nullptr || se->internal || !se->live.load(std::memory_order_relaxed)) [[unlikely]] {
+    throw logic_error("pool::acquire: unknown stream " + std::to_string(stream.value) +
+                      (se == nullptr ? " (not made by create_stream or wrap_native_stream, nor the default stream)"
+                                     : se->internal ? " (a copy stream of the pool)" : " (destroyed)"));
+  }
+  if (engine_.prefetch_pending()) [[unlikely]] { engine_.serve_prefetches(); }
+  bool counted = false;
+  try {
+    return with_low_memory_step(
+      &rec, &t.rec_, [&](bool retry) { return acquire_locked(rec, d, *se, stream, access, retry, counted); });
+  } catch (...) {
+    if (counted) { counters_.acquire_failures.fetch_add(1, std::memory_order_relaxed); }
+    throw;
+  }
+}
+
+lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entry& se, stream_handle stream,
+                                access_mode access, bool retry, bool& counted)
+{
+  record_lock rl(rec);
+  TIERPOOL_EXPECTS(!rec.freed, "pool::acquire: the tensor was freed");
+  if (rec.slots[d].state != copy_state::valid && rec.prefers_device_accessible) [[unlikely]] {
+    // A tensor placed in a slower device-accessible tier (managed) on purpose is used where
+    // it is when its copy there is valid: the lease gets the managed pointer and the pages
+    // are steered to the device (no copy into the device tier). Other tensors come back
+    // into the device tier, whose budget is what the program sized.
+    auto const k = static_cast<std::uint32_t>(*rec.opts.preferred_tier);
+    if (k > d && k < rec.slots.size() && device_accessible(engine_.tiers()[k]->kind) &&
+        rec.slots[k].state == copy_state::valid) {
+      d = k;
+    }
+  }
+  copy_slot& slot = rec.slots[d];
+  bool const write = access != access_mode::read;
+
+  if (slot.state == copy_state::valid) {
+    // Hit: no backend call when the copy-in is known complete.
+    std::size_t const sh = thread_shard();
+    counter_shard& cs = counters_.shards[sh];
+    if (!retry) [[likely]] { bump(cs.hits, std::uint64_t{1}, sh); }
+    counted = true;
+    if (rec.prefetched) {
+      rec.prefetched = false;
+      bump(engine_.ready_complete(slot) ? cs.prefetch_hits : cs.prefetch_late, std::uint64_t{1}, sh);
+    }
+    if (slot.ready && !engine_.ready_complete(slot)) { streams_->wait_event_or_sync(stream, slot.ready); }
+    engine_.note_access(rec, d, write);
+  } else {
+    if (!retry) { bump(counters_.shards[thread_shard()].misses, std::uint64_t{1}, thread_shard()); }
+    counted = true;
+    rec.prefetched = false;
+    (void)engine_.ensure_valid_locked(rec, d, access, place_mode::ladder);
+    if (slot.ready) { streams_->wait_event_or_sync(stream, slot.ready); }
+  }
+  if (write) {
+    // Work already queued that reads this copy (a write-back, another stream) runs first.
+    for (stream_use const& u : slot.users) { (void)streams_->order_after_use(stream, u, slot.pins == 0); }
+    engine_.mark_others_stale_locked(rec, d);
+  }
+  if (engine_.tiers()[d]->kind == tier_kind::managed && !slot.pages_on_device) [[unlikely]] { engine_.steer_to_device(rec, slot, stream); }
+  add_use(slot.users, se, se.gen.load(std::memory_order_relaxed));  // settled at release
+  return make_lease(rec, d, access, stream, false);
+}
+
+lease pool_impl::acquire_host(tensor const& t, access_mode access)
+{
+  op_gate::scope const op(gate_, thread_shard());
+  tensor_record& rec = checked_record(t, "acquire_host");
+  if (engine_.prefetch_pending()) [[unlikely]] { engine_.serve_prefetches(); }
+  bool counted = false;
+  try {
+    return with_low_memory_step(&rec, &t.rec_,
+                                [&](bool retry) { return acquire_host_locked(rec, access, retry, counted); });
+  } catch (...) {
+    if (counted) { counters_.acquire_failures.fetch_add(1, std::memory_order_relaxed); }
+    throw;
+  }
+}
+
+lease pool_impl::acquire_host_locked(tensor_record& rec, access_mode access, bool retry, bool& counted)
+{
+  auto const n = static_cast<std::uint32_t>(engine_.tiers().size());
+  record_lock rl(rec);
+  TIERPOOL_EXPECTS(!rec.freed, "pool::acquire_host: the tensor was freed");
+  bool const write = access != access_mode::read;
+
+  // The fastest host-accessible copy that is valid; else fill one (a stale block first,
+  // then a tier with room, then the lowest host-accessible tier with the whole ladder).
+  std::optional<std::uint32_t> h;
+  for (std::uint32_t k = 0; k < n && !h; ++k) {
+    if (is_host_accessible(engine_.tiers()[k]->kind) && rec.slots[k].state == copy_state::valid) { h = k; }
+  }
+  if (h) {
+    if (!retry) { bump(counters_.shards[thread_shard()].hits, std::uint64_t{1}, thread_shard()); }
+    counted = true;
+    engine_.note_access(rec, *h, write);
+  } else {
+    if (!retry) { bump(counters_.shards[thread_shard()].misses, std::uint64_t{1}, thread_shard()); }
+    counted = true;
+    std::optional<std::uint32_t> last_host;
+    for (std::uint32_t k = 0; k < n && !h; ++k) {
+      if (!is_host_accessible(engine_.tiers()[k]->kind)) { continue; }
+      last_host = k;
+      if (rec.slots[k].state == copy_state::stale) {
+        (void)engine_.ensure_valid_locked(rec, k, access, place_mode::try_only);
+        h = k;
+      }
+    }
+    TIERPOOL_EXPECTS(last_host.has_value(), "pool::acquire_host: the pool has no host-accessible tier");
+    for (std::uint32_t k = 0; k < n && !h; ++k) {
+      if (is_host_accessible(engine_.tiers()[k]->kind) && rec.bytes <= engine_.tiers()[k]->capacity &&
+          engine_.ensure_valid_locked(rec, k, access, place_mode::try_only) != fill_result::no_room) {
+        h = k;
+      }
+    }
+    if (!h) {
+      (void)engine_.ensure_valid_locked(rec, *last_host, access, place_mode::ladder);
+      h = *last_host;
+    }
+  }
+  copy_slot& slot = rec.slots[*h];
+  // A managed copy may be being written by device work of a lease: wait for every use.
+  bool const managed = engine_.tiers()[*h]->kind == tier_kind::managed;
+  engine_.host_wait_slot(slot, write || managed);
+  slot.pages_on_device = slot.pages_on_device && !managed;  // the host touches the pages (they fault back)
+  if (write) { engine_.mark_others_stale_locked(rec, *h); }
+  return make_lease(rec, *h, access, stream_handle{}, true);
+}
+
+// ---------------------------------------------------------------------------------------
+// prefetch, demote
+// ---------------------------------------------------------------------------------------
+
+void pool_impl::set_next_use(tensor const& t, std::optional<tick> next_use)
+{
+  tensor_record& rec = checked_record(t, "set_next_use");
+  tick v = next_use.value_or(kNoForecast);
+  if (next_use && v == kNoForecast) { v = kNoForecast - 1; }  // keep the sentinel free (a forecast 2^64-2 ticks away)
+  rec.next_use.store(v, std::memory_order_relaxed);
+}
+
+void pool_impl::prefetch(tensor const& t, tier_id to)
+{
+  op_gate::scope const op(gate_, thread_shard());
+  (void)checked_record(t, "prefetch");
+  auto const k = static_cast<std::uint32_t>(to);
+  TIERPOOL_EXPECTS(k < engine_.tiers().size(), "pool::prefetch: unknown tier " + std::to_string(k));
+  if (engine_.prefetch_pending()) { engine_.serve_prefetches(); }  // older requests first
+  if (tracer_.active()) [[unlikely]] {
+    trace::event e{};
+    e.kind = trace::event_kind::prefetch;
+    e.tensor = static_cast<std::uint64_t>(t.id());
+    e.tier = k;
+    trace_record(std::move(e));
+  }
+  engine_.prefetch_record(t.rec_, k, false);
+}
+
+void pool_impl::demote(tensor const& t, tier_id to)
+{
+  op_gate::scope const op(gate_, thread_shard());
+  tensor_record& rec = checked_record(t, "demote");
+  auto const k = static_cast<std::uint32_t>(to);
+  TIERPOOL_EXPECTS(k < engine_.tiers().size(), "pool::demote: unknown tier " + std::to_string(k));
+  with_low_memory_step(&rec, &t.rec_, [&](bool) { demote_locked(rec, k); });
+}
+
+void pool_impl::demote_locked(tensor_record& rec, std::uint32_t k)
+{
+  record_lock rl(rec);
+  TIERPOOL_EXPECTS(!rec.freed, "pool::demote: the tensor was freed");
+  TIERPOOL_EXPECTS(rec.pins == 0, "pool::demote: tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) +
+                                    " has " + std::to_string(rec.pins) + " live lease(s)");
+  (void)engine_.ensure_valid_locked(rec, k, access_mode::read, place_mode::ladder);
+  for (std::uint32_t j = 0; j < k; ++j) {
+    if (rec.slots[j].state != copy_state::absent) { engine_.vacate_locked(rec, j); }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// free, release
+// ---------------------------------------------------------------------------------------
+
+void pool_impl::free(tensor& t)
+{
+  op_gate::scope const op(gate_, thread_shard());
+  tensor_record& rec = checked_record(t, "free");
+  bool deferred = false;
+  {
+    record_lock rl(rec);
+    TIERPOOL_EXPECTS(!rec.freed, "pool::free: the tensor was already freed");
+    if (rec.pins != 0) {
+      throw logic_error("pool::free: tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) +
+                        (rec.opts.name.empty() ? std::string() : " '" + rec.opts.name + "'") + " has " +
+                        std::to_string(rec.pins) + " live lease(s); release them first");
+    }
+    if (rec.paused != 0) [[unlikely]] {
+      // A low-memory callback freeing the tensor whose request called it: freed when that
+      // request ends (Note [Low-memory callbacks run unlocked]).
+      rec.free_when_unpinned = true;
+      rec.keep_alive = t.impl_;
+      rec.keep_self = t.rec_;
+      deferred = true;
+    } else {
+      free_slots_locked(rec);
+    }
+  }
+  if (!deferred) {  // a deferred free leaves the table when it happens (free_dropped_locked)
+    {
+      std::lock_guard lock(table_mtx_);
+      table_.erase(static_cast<std::uint64_t>(rec.id));
+    }
+    if (tracer_.active()) [[unlikely]] {
+      trace_record({.kind = trace::event_kind::free, .tensor = static_cast<std::uint64_t>(rec.id)});
+    }
+  }
+  t.impl_.reset();
+  t.rec_.reset();
+  t.bytes_ = 0;
+}
+
+void pool_impl::free_handle(tensor& t) noexcept
+{
+  if (t.rec_ == nullptr) { return; }
+  op_gate::scope const op(gate_, thread_shard());
+  tensor_record& rec = *t.rec_;
+  bool erase = false;
+  {
+    record_lock rl(rec);
+    if (!rec.freed && !rec.free_when_unpinned) {
+      if (rec.pins != 0 || rec.paused != 0) {
+        // The last lease release frees it, or the end of the request waiting on low-memory
+        // callbacks (Note [Low-memory callbacks run unlocked]). The leases hold a raw pool
+        // pointer: this record (which they hold) now keeps the pool alive until then (a
+        // cycle the deferred free breaks). It stays in the table meanwhile: validate() and
+        // close() see it, and eviction finds its unleased copies.
+        rec.free_when_unpinned = true;
+        rec.keep_alive = t.impl_;
+        rec.keep_self = t.rec_;
+      } else {
+        free_slots_locked(rec);
+        erase = true;
+      }
+    }
+  }
+  if (erase) {
+    {
+      std::lock_guard lock(table_mtx_);
+      table_.erase(static_cast<std::uint64_t>(rec.id));
+    }
+    if (tracer_.active()) [[unlikely]] {
+      trace_record({.kind = trace::event_kind::free, .tensor = static_cast<std::uint64_t>(rec.id)});
+    }
+  }
+}
+
+void pool_impl::free_dropped_locked(tensor_record& rec) noexcept
+{
+  if (rec.freed) { return; }  // close() freed it
+  free_slots_locked(rec);
+  {
+    std::lock_guard lock(table_mtx_);  // a leaf lock
+    table_.erase(static_cast<std::uint64_t>(rec.id));
+  }
+  if (tracer_.active()) [[unlikely]] {
+    trace_record({.kind = trace::event_kind::free, .tensor = static_cast<std::uint64_t>(rec.id)});
+  }
+}
+
+void pool_impl::finish_dropped_locked(tensor_record& rec, std::shared_ptr<record_owner>& keep_alive,
+                                      std::shared_ptr<tensor_record>& keep_self) noexcept
+{
+  free_dropped_locked(rec);
+  keep_alive = std::move(rec.keep_alive);
+  keep_self = std::move(rec.keep_self);
+}
+
+void pool_impl::release(lease& l) noexcept
+{
+  if (l.rec_ == nullptr) { return; }
+  std::shared_ptr<record_owner> keep_alive;     // dropped last: it may end this pool (after the gate's scope)
+  std::shared_ptr<tensor_record> keep_self;  // dropped after the unlock: it may end the record
+  op_gate::scope const op(gate_, thread_shard());
+  if (tracer_.active()) [[unlikely]] {
+    trace::event e{};
+    e.kind = trace::event_kind::release;
+    e.tensor = static_cast<std::uint64_t>(l.id_);
+    if (l.host_) {
+      e.stream = trace::host_stream;
+    } else if (stream_entry const* se = streams_->find(l.stream_)) {
+      e.stream = se->trace_id;
+    }
+    trace_record(std::move(e));
+  }
+  tensor_record& rec = *l.rec_;
+  {
+    record_lock rl(rec);
+    if (!l.host_ && l.tier_ < rec.slots.size()) {
+      // Settle the lease's use: its work is enqueued now (Note [Last-use marks]).
+      for (stream_use& u : rec.slots[l.tier_].users) {
+        if (u.stream->handle == l.stream_) {
+          u.gen = u.stream->gen.load(std::memory_order_seq_cst);
+          break;
+        }
+      }
+    }
+    engine_.unpin_locked(rec, l.tier_);
+    --thread_leases();
+    if (l.access_ != access_mode::read) { --rec.write_pins; }
+    if (rec.pins == 0 && rec.paused == 0 && rec.free_when_unpinned) {
+      // The handle died while leased: the last release frees it (a paused request's end
+      // does when one waits on low-memory callbacks).
+      finish_dropped_locked(rec, keep_alive, keep_self);
+    }
+  }
+  if (engine_.prefetch_pending()) [[unlikely]] { engine_.serve_prefetches(); }
+}
+
+}  // namespace tierpool::detail

@@ -282,18 +282,16 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
   if (dst.state == copy_state::valid) { return fill_result::hit; }
   bool const fresh = dst.state == copy_state::absent;
   if (fresh) {
-    place_failure why;
-    event_handle after{};
-    std::optional<block> b;
+    place_result got;
     if (rec.bytes <= tiers_[k]->capacity || mode == place_mode::ladder) {
-      b = place(k, rec.bytes, mode, mode == place_mode::ladder ? &why : nullptr, &after, nullptr, rec.id);
+      got = place({.tier = k, .bytes = rec.bytes, .mode = mode, .incoming = rec.id});
     }
-    if (!b) {
+    if (!got.blk) {
       if (mode != place_mode::ladder) { return fill_result::no_room; }
-      throw_place_failure(k, rec.bytes, why);
+      throw_place_failure(k, rec.bytes, got.why);
     }
-    dst.blk = *b;
-    dst.ready = after;  // reused in stream order: the copy (or the user) waits for it
+    dst.blk = *got.blk;
+    dst.ready = got.after;  // reused in stream order: the copy (or the user) waits for it
   }
   if (access != access_mode::write_discard) {
     std::uint32_t src = 0;
@@ -328,22 +326,20 @@ bool migration_engine::write_back_locked(tensor_record& rec, std::uint32_t k, pl
     bool const fresh = dst.state == copy_state::absent;
     if (fresh) {
       if (rec.bytes > tiers_[j]->capacity) { continue; }
-      std::optional<block> b;
-      event_handle after{};
-      place_failure why;
+      place_result got;
       bool const ladder = mode == place_mode::ladder;
       try {
-        b = place(j, rec.bytes, ladder ? place_mode::ladder : place_mode::no_wait, ladder ? &why : nullptr, &after,
-                  nullptr, rec.id);
+        got = place({.tier = j, .bytes = rec.bytes, .mode = ladder ? place_mode::ladder : place_mode::no_wait,
+                     .incoming = rec.id});
       } catch (...) {
-        b.reset();
+        got = place_result{};
       }
-      if (!b) {  // no room there: try the next lower tier
-        busy = busy + why.busy_bytes < busy ? busy : busy + why.busy_bytes;
+      if (!got.blk) {  // no room there: try the next lower tier
+        busy = busy + got.why.busy_bytes < busy ? busy : busy + got.why.busy_bytes;
         continue;
       }
-      dst.blk = *b;
-      dst.ready = after;
+      dst.blk = *got.blk;
+      dst.ready = got.after;
     }
     if (copy_locked(rec, k, j) != status::ok) {
       if (fresh) {

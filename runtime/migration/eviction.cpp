@@ -1,8 +1,8 @@
 // SPDX-FileCopyrightText: 2026 tierpool contributors
 // SPDX-License-Identifier: Apache-2.0
 //
-// eviction.cpp — owns one round of eviction in one tier (migration_engine::evict_round), step 5
-// of the ladder in placement.cpp.
+// eviction.cpp — owns one round of eviction in one tier (migration_engine::evict_round), the
+// "evict" step of the ladder in placement.cpp.
 //
 // Two phases (docs/notes/pool_design.md, "Eviction is two-phase"):
 //   1. under the tier lock: ask the policy, try-lock each proposed victim, skip the busy

@@ -47,9 +47,21 @@ enum class place_mode : std::uint8_t {
   ladder,    ///< the whole ladder: also evict via the policy and wait for deferred frees
 };
 
+/// @brief A request for a block (migration_engine::place).
+struct place_request {
+  std::uint32_t tier{0};                 ///< the tier
+  std::size_t bytes{0};                  ///< the block's size
+  place_mode mode{place_mode::ladder};   ///< how hard to try
+  /// A block still awaiting the deferred free of one of the pool's copy streams may be
+  /// handed over with its pending event (place_result::after), which the block's first
+  /// use must wait for (tier::take_deferred).
+  bool reuse_in_order{true};
+  tensor_id incoming{};                  ///< the tensor the room is for, if known (eviction_request::incoming)
+};
+
 /// @brief Why place() returned no block.
 struct place_failure {
-  std::string diagnosis;                ///< the out_of_memory message (ladder mode only)
+  std::string diagnosis;                ///< the out_of_memory message (ladder mode, not busy)
   oom_figures figures{};                ///< its figures and cause (ladder mode only)
   status backend_status{status::ok};    ///< last failed backend allocate while growing, if any
   /// Bytes of victims another thread held when the ladder gave up (0: none). Non-zero means
@@ -59,6 +71,14 @@ struct place_failure {
   /// The obstacle was leases of other threads (the calling thread holds none), not locks:
   /// they pin `busy_bytes`; the request waits for them as for busy victims.
   bool busy_pins{false};
+};
+
+/// @brief What place() gave.
+struct place_result {
+  std::optional<block> blk;      ///< the block; empty: none (see why)
+  event_handle after{};          ///< a reused block's pending event (null: none); the caller owns it
+  stream_handle after_stream{};  ///< the stream `after` was recorded on
+  place_failure why{};           ///< when blk is empty; diagnosis, figures and busy bytes in ladder mode only
 };
 
 /// @brief Leases the calling thread holds, in every pool (made here minus released here;
@@ -131,14 +151,10 @@ class migration_engine {
   [[nodiscard]] std::vector<std::unique_ptr<tier_state>> const& tiers() const noexcept { return tiers_; }
 
   // ---- placement and the out-of-memory ladder (placement.cpp) ----
-  /// The OOM ladder of tier k. With `after` non-null, a block still awaiting a copy
-  /// stream's deferred free may be handed out with its pending event in `*after`
-  /// (tier::take_deferred): the caller makes it the slot's `ready`.
-  /// `after_stream`, when non-null, receives the stream that event was recorded on.
-  /// `incoming`: the tensor the room is for, if known (eviction_request::incoming).
-  std::optional<block> place(std::uint32_t k, std::size_t bytes, place_mode mode, place_failure* why,
-                             event_handle* after = nullptr, stream_handle* after_stream = nullptr,
-                             tensor_id incoming = {});
+  /// The out-of-memory ladder of one tier, from "completed frees" to "wait for the oldest
+  /// vacated block" (placement.cpp). The caller holds no tier lock; it may hold records
+  /// (they are not evicted: holds_record).
+  [[nodiscard]] place_result place(place_request const& r);
   /// Undo a place() whose block the caller cannot use (it threw before the block reached a
   /// record): the block goes back to tier k, behind `after` (recorded on `after_stream`)
   /// when place() handed one over, the event with it.

@@ -1,29 +1,32 @@
 // SPDX-FileCopyrightText: 2026 tierpool contributors
 // SPDX-License-Identifier: Apache-2.0
 //
-// placement.cpp — owns the out-of-memory ladder of one tier (migration_engine::place) and the
-// diagnosis an out_of_memory carries (oom_message_locked). Eviction itself is in
-// runtime/migration/eviction.cpp.
+// placement.cpp — owns placement in one tier: the out-of-memory ladder
+// (migration_engine::place), handing a block back (unplace, give_back_now), and the
+// diagnosis an out_of_memory carries (oom_message_locked, throw_place_failure).
 //
-// The ladder, in order; each step is cheaper and less disruptive than the next
-// (docs/notes/pool_design.md, "Out of memory is a ladder"):
-//   1. deferred frees whose events completed        (tier::allocate step 1)
-//   2. the arena's free space                        (tier::allocate step 2)
-//   3. grow the tier by a backend chunk, in budget   (tier::allocate step 3)
-//   3b. when the caller can order its use after an event: a block still awaiting the
-//      deferred free of one of our copy streams, with its pending event (tier::take_deferred)
-//   4. when deferred frees alone would make room: wait for the oldest (host stall)
-//   5. evict via the policy (clean: drop; dirty: write back to the next lower tier); a
-//      victim whose last use and copies have completed returns to the arena at once
-//   6. wait for the oldest deferred free (the write-backs of step 5)
-// place_mode::no_wait (prefetch) stops before each wait: steps 1-3, then at most one
-// eviction round (stream-ordered, no host wait) and a retry; the caller queues on failure.
-//   7. out_of_memory with a diagnosis (or backend_error when growing failed in the backend)
-// The low-memory callbacks (pool::add_low_memory_callback) come after: the request catches
-// the out_of_memory, lets go of its locks, runs them and starts over once (Note
-// [Low-memory callbacks run unlocked], pool_impl.cpp).
-// Growing comes before evicting (the note had it after): evicting while budget is unused
-// trades a cheap backend allocate for copies.
+// The ladder, top to bottom, each step dearer than the one before (docs/chapters/tiers.md,
+// "The out-of-memory ladder", names the same steps for users):
+//   quota                 allocate only, before any placement (core: tenant_ledger)
+//   completed frees       deferred frees whose last use completed go back   } tier::allocate
+//   the arena             a free block of the size                          }
+//   grow                  another backend chunk, within the tier's budget   }
+//   a block being written back    a deferred free behind one of our copy streams, taken
+//                         with its pending event (place_request::reuse_in_order)
+//   wait for vacated blocks       when they alone would make room (host stall)
+//   evict                 one round through the policy (evict_round, eviction.cpp): clean
+//                         victims are dropped, dirty ones written back a tier down
+//   wait for the oldest vacated block   when eviction made no progress
+//   other threads in the way      busy victims or others' leases: the request lets go of
+//                         every lock and retries (core: request_retry.hpp, the Note below)
+//   low-memory callbacks  once, unlocked (core: request_retry.hpp)
+//   fail                  out_of_memory with cause and figures, or backend_error
+// place() runs the steps from "completed frees" to "wait for the oldest vacated block" and
+// loops back to the top after any step that freed something. place_mode::try_only stops
+// after "grow"; place_mode::no_wait (prefetch) never waits: at most one eviction round,
+// stream-ordered, then it gives up (the caller queues).
+// Growing comes before evicting: evicting while budget is unused trades a cheap backend
+// allocate for copies.
 //
 // Note [Busy victims are waited for, not failed on]
 // -------------------------------------------------
@@ -69,11 +72,22 @@ bool migration_engine::is_copy_stream(stream_handle s) const noexcept
   return std::find(h2d_.begin(), h2d_.end(), s) != h2d_.end() || std::find(d2h_.begin(), d2h_.end(), s) != d2h_.end();
 }
 
-std::optional<block> migration_engine::place(std::uint32_t k, std::size_t bytes, place_mode mode, place_failure* why,
-                                      event_handle* after, stream_handle* after_stream, tensor_id incoming)
+place_result migration_engine::place(place_request const& r)
 {
-  tier_state& ts = *tiers_[k];
+  tier_state& ts = *tiers_[r.tier];
+  std::size_t const bytes = r.bytes;
+  bool const ladder = r.mode == place_mode::ladder;
+  place_result out;
   status last_backend = status::ok;
+  auto took = [&](block const& b) -> place_result& {
+    ts.bytes_allocated.fetch_add(static_cast<std::int64_t>(b.slot.size), std::memory_order_relaxed);
+    out.blk = b;
+    return out;
+  };
+  auto give_up = [&]() -> place_result& {
+    out.why.backend_status = last_backend;
+    return out;
+  };
   auto wait_oldest = [&]() -> bool {  // under the tier lock
     auto const t0 = std::chrono::steady_clock::now();
     std::size_t got = 0;
@@ -87,72 +101,66 @@ std::optional<block> migration_engine::place(std::uint32_t k, std::size_t bytes,
     {
       std::lock_guard tl(ts.mem->mutex());
       drain_accesses_locked(ts);
+      // Completed frees, the arena, grow.
       tier_alloc_report rep;
-      if (auto b = ts.mem->allocate(bytes, 0, &rep, tier_grow::allow)) {
-        ts.bytes_allocated.fetch_add(static_cast<std::int64_t>(b->slot.size), std::memory_order_relaxed);
-        return b;
-      }
-      if (after != nullptr && rep.deferred_bytes != 0) {
-        // Stream-ordered reuse (Note [Stream-ordered reuse of deferred blocks], tier.cpp):
-        // a block vacated behind one of our copies, taken with its pending event.
+      if (auto b = ts.mem->allocate(bytes, 0, &rep, tier_grow::allow)) { return took(*b); }
+      // A block being written back (Note [Stream-ordered reuse of deferred blocks], tier.cpp):
+      // a block vacated behind one of our copies, taken with its pending event.
+      if (r.reuse_in_order && rep.deferred_bytes != 0) {
         auto const own = [this](stream_handle s) { return is_copy_stream(s); };
-        if (auto b = ts.mem->take_deferred(bytes, own, after, after_stream)) {
-          ts.bytes_allocated.fetch_add(static_cast<std::int64_t>(b->slot.size), std::memory_order_relaxed);
+        if (auto b = ts.mem->take_deferred(bytes, own, &out.after, &out.after_stream)) {
           ts.reused_in_order.fetch_add(1, std::memory_order_relaxed);
-          return b;
+          return took(*b);
         }
       }
       ts.alloc_failures.fetch_add(1, std::memory_order_relaxed);
       if (rep.result == tier_alloc_result::backend_failed) { last_backend = rep.backend_status; }
-      if (mode == place_mode::try_only || (mode == place_mode::no_wait && evicted)) {
-        if (why != nullptr) { why->backend_status = last_backend; }
-        return std::nullopt;
-      }
+      if (r.mode == place_mode::try_only || (r.mode == place_mode::no_wait && evicted)) { return give_up(); }
+      // Wait for vacated blocks, when they alone would make room once their last uses
+      // complete (rather than evict more); no_wait gives up (the caller queues).
       std::size_t const unreserved = ts.capacity - std::min(ts.capacity, ts.mem->reserved_bytes());
       if (rep.deferred_bytes != 0 && rep.free_bytes + rep.deferred_bytes + unreserved >= bytes) {
-        // The vacated blocks alone would make room once their last uses complete: wait
-        // for them (ladder) rather than evict more; no_wait gives up (the caller queues).
-        if (mode == place_mode::no_wait) {
-          if (why != nullptr) { why->backend_status = last_backend; }
-          return std::nullopt;
-        }
+        if (r.mode == place_mode::no_wait) { return give_up(); }
         if (wait_oldest()) { continue; }
       }
     }
-    evict_outcome const ev = evict_round(k, bytes, mode, incoming);
+    // Evict.
+    evict_outcome const ev = evict_round(r.tier, bytes, r.mode, r.incoming);
     if (ev.progress) {
       evicted = true;
       busy = 0;
       continue;
     }
     busy = ev.busy_bytes;
-    if (mode == place_mode::no_wait) { break; }
+    if (r.mode == place_mode::no_wait) { break; }
+    // Wait for the oldest vacated block.
     {
       std::lock_guard tl(ts.mem->mutex());
       if (ts.mem->deferred_bytes() != 0 && wait_oldest()) { continue; }
     }
     break;
   }
-  if (why != nullptr) {
-    why->backend_status = last_backend;
-    why->busy_bytes = busy;
-    if (busy == 0 && thread_leases() <= 0) {
-      // Nothing was busy, but leases pin part of the tier and none is this thread's: other
-      // threads' leases, released soon in a program that keeps none across calls. Wait for
-      // them as for busy victims (the bound still ends a wait on a lease kept for good).
-      std::size_t const pinned = ts.pinned_bytes();
-      if (pinned != 0 && bytes <= ts.capacity) {
-        why->busy_bytes = pinned;
-        why->busy_pins = true;
-        busy = pinned;
-      }
-    }
-    if (busy == 0) {  // a busy failure is retried by the request, which diagnoses it if it stays
-      std::lock_guard tl(ts.mem->mutex());
-      why->diagnosis = oom_message_locked(k, bytes, &why->figures);
+  give_up();
+  if (!ladder) { return out; }
+  // Other threads in the way: say so, and the request retries (Note [Busy victims are
+  // waited for, not failed on]); else the diagnosis of the failure.
+  out.why.busy_bytes = busy;
+  if (busy == 0 && thread_leases() <= 0) {
+    // Nothing was busy, but leases pin part of the tier and none is this thread's: other
+    // threads' leases, released soon in a program that keeps none across calls. Wait for
+    // them as for busy victims (the bound still ends a wait on a lease kept for good).
+    std::size_t const pinned = ts.pinned_bytes();
+    if (pinned != 0 && bytes <= ts.capacity) {
+      out.why.busy_bytes = pinned;
+      out.why.busy_pins = true;
+      busy = pinned;
     }
   }
-  return std::nullopt;
+  if (busy == 0) {  // a busy failure is retried by the request, which diagnoses it if it stays
+    std::lock_guard tl(ts.mem->mutex());
+    out.why.diagnosis = oom_message_locked(r.tier, bytes, &out.why.figures);
+  }
+  return out;
 }
 
 void migration_engine::unplace(std::uint32_t k, block const& b, event_handle after, stream_handle after_stream) noexcept

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // runtime/tiers/tier.cpp — one tier: backend chunks + arena + budget + deferred frees.
-// Entry points: tier::allocate (ladder steps 1, arena, grow), tier::deallocate_after
+// Entry points: tier::allocate (the ladder's completed frees, arena and grow), tier::deallocate_after
 // (stream-ordered free), tier::reclaim_oldest_blocking. Externally synchronized.
 //
 // Invariants (checked by validate()):
@@ -155,12 +155,12 @@ std::optional<block> tier::allocate(std::size_t bytes, std::size_t alignment, ti
   std::size_t const arena_align = pad != 0 ? base_align_ : align;
 
   if (deferred_count_ != 0) {
-    rep.reclaimed_bytes = reclaim_completed();  // step 1
+    rep.reclaimed_bytes = reclaim_completed();  // completed frees
   }
-  std::optional<arena::allocation> slot = arena_.allocate(request, arena_align);  // step 2
+  std::optional<arena::allocation> slot = arena_.allocate(request, arena_align);  // the arena
   if (!slot) {
     if (grow_mode == tier_grow::allow) {
-      grow(round_up(request, gran_), rep);  // step 3
+      grow(round_up(request, gran_), rep);  // grow
       if (rep.result == tier_alloc_result::ok) {
         // A fresh region's block heads its bin's free list, so the arena finds it.
         slot = arena_.allocate(request, arena_align);

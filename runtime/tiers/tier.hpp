@@ -75,7 +75,7 @@ struct tier_alloc_report {
   tier_alloc_result result{tier_alloc_result::ok};
   status backend_status{status::ok};  ///< status of the last backend allocate tried (ok if none failed)
   bool grew{false};                   ///< a chunk was added (or a released one revived)
-  std::size_t reclaimed_bytes{0};     ///< deferred frees returned to the arena by step 1
+  std::size_t reclaimed_bytes{0};     ///< deferred frees returned to the arena ("completed frees")
   std::size_t deferred_bytes{0};      ///< bytes still awaiting events afterwards (reclaim_oldest_blocking may help)
   std::size_t free_bytes{0};          ///< afterwards: free in the arena (fragmentation when >= request)
   // No largest free block here: scanning the arena's top bin on every failed allocation
@@ -240,7 +240,7 @@ class TIERPOOL_EXPORT tier {
     return take_deferred_at(*best_lane, best_i, bytes, after);
   }
 
-  /// @brief Step 1 alone: return every deferred free whose event completed. @return bytes returned.
+  /// @brief "Completed frees" alone: return every deferred free whose event completed. @return bytes returned.
   std::size_t reclaim_completed() noexcept;
 
   /**

@@ -96,31 +96,29 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
   // Placement (see docs/chapters/tiers.md): the preferred tier with the whole ladder; else
   // the fastest tier with room without evicting; else the whole ladder in the lowest tier
   // that can hold the tensor.
-  std::optional<block> b;
+  place_result got;
   std::uint32_t where = 0;
-  event_handle after{};
-  stream_handle after_stream{};
   with_low_memory_step(nullptr, nullptr, [&](bool) {
-    place_failure why;
+    got = place_result{};
     if (rec->opts.preferred_tier) {
       where = static_cast<std::uint32_t>(*rec->opts.preferred_tier);
-      b = engine_.place(where, bytes, place_mode::ladder, &why, &after, &after_stream);
+      got = engine_.place({.tier = where, .bytes = bytes, .mode = place_mode::ladder});
     } else {
-      for (std::uint32_t k = 0; k < n && !b; ++k) {
+      for (std::uint32_t k = 0; k < n && !got.blk; ++k) {
         if (bytes <= engine_.tiers()[k]->capacity) {
-          b = engine_.place(k, bytes, place_mode::try_only, nullptr, &after, &after_stream);
+          got = engine_.place({.tier = k, .bytes = bytes, .mode = place_mode::try_only});
           where = k;
         }
       }
-      for (std::uint32_t k = n; k-- > 0 && !b;) {
+      for (std::uint32_t k = n; k-- > 0 && !got.blk;) {
         if (bytes <= engine_.tiers()[k]->capacity) {
           where = k;
-          b = engine_.place(k, bytes, place_mode::ladder, &why, &after, &after_stream);
+          got = engine_.place({.tier = k, .bytes = bytes, .mode = place_mode::ladder});
           break;
         }
       }
     }
-    if (!b) { engine_.throw_place_failure(where, bytes, why); }
+    if (!got.blk) { engine_.throw_place_failure(where, bytes, got.why); }
   });
 
   // Until the record holds the block, a failure (std::bad_alloc growing the table) hands
@@ -130,15 +128,15 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
     table_.insert(next_id_, rec);  // unchanged if it throws
     rec->id = tensor_id{next_id_++};
   } catch (...) {
-    engine_.unplace(where, *b, after, after_stream);
+    engine_.unplace(where, *got.blk, got.after, got.after_stream);
     throw;
   }
   {
     std::lock_guard rl(rec->mtx);
     copy_slot& s = rec->slots[where];
     s.state = copy_state::valid;
-    s.blk = *b;
-    s.ready = after;  // a reused block: its previous occupant's write-back, if still running
+    s.blk = *got.blk;
+    s.ready = got.after;  // a reused block: its previous occupant's write-back, if still running
     engine_.insert_into_policy(*rec, where, true);
   }
   counters_.live_tensors.fetch_add(1, std::memory_order_relaxed);

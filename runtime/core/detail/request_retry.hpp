@@ -22,15 +22,15 @@ namespace tierpool::detail {
 
 // Note [Low-memory callbacks run unlocked]
 // ------------------------------------------
-// The ladder's "low-memory callbacks" step (pool::add_low_memory_callback) runs at the top of a request, not
-// inside engine_.place(): when the whole ladder failed with out_of_memory, the request has let go
-// of every lock (its tensor's record too), the callbacks run, and the request runs once
-// more from the start (it rechecks everything: another thread may have moved the tensor
-// meanwhile). So a callback may free, release, demote or prefetch any tensor, the
-// requested one included, and can never deadlock against a thread that locks records in
-// id order (close) or against another thread's callback: a callback that ran
-// with the request's record locked, and a callback locking a second record broke the lock
-// order (Note [Lock order of the pool]).
+// The ladder's "low-memory callbacks" step (pool::add_low_memory_callback) runs at the top
+// of a request, not inside migration_engine::place(): when the whole ladder failed with
+// out_of_memory, the request has let go of every lock (its tensor's record too), the
+// callbacks run, and the request runs once more from the start (it rechecks everything:
+// another thread may have moved the tensor meanwhile). So a callback may free, release,
+// demote or prefetch any tensor, the requested one included, and can never deadlock
+// against a thread that locks records in id order (close) or against another thread's
+// callback. (Callbacks run with the request's record locked would break the lock order as
+// soon as one locked a second record: Note [Lock order of the pool].)
 //
 // While the callbacks and the second attempt run, the request's record is "paused"
 // (tensor_record::paused) and kept alive by a reference of its own: a callback may destroy

@@ -38,6 +38,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -130,6 +131,22 @@ class TIERPOOL_EXPORT compiled_trace {
    *         or the compute durations sum past 2^64 - 1
    */
   [[nodiscard]] static compiled_trace compile(std::span<trace::event const> events, compile_options options = {});
+  /**
+   * @brief Compile the events `events` yields to its end, without holding them: the memory
+   *        is the compact arrays (with `loop` > 1, also 24 bytes per event of one pass).
+   * @param expected_events How many events to reserve for (a hint; 0: unknown).
+   * @throws as compile(span), and what the reader throws (trace_format_error, trace_error)
+   */
+  [[nodiscard]] static compiled_trace compile(trace::reader& events, compile_options options = {},
+                                              std::uint64_t expected_events = 0);
+  /**
+   * @brief open_reader(path, reader) and compile(reader&), reserving from the file's size
+   *        where its records have a fixed size (oracleGeneral). A pipe or FIFO works.
+   * @throws as open_reader and compile(reader&)
+   */
+  [[nodiscard]] static compiled_trace compile_file(std::filesystem::path const& path,
+                                                   trace::reader_options const& reader = {},
+                                                   compile_options options = {});
 
   /// @brief Events replayed (looping included).
   [[nodiscard]] std::uint64_t events() const noexcept;

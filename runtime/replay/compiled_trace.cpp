@@ -105,12 +105,19 @@ struct object_state {
 // Note [Dense ids]
 //   Every access looks its id up once (later --loop passes reuse the first pass's answer),
 //   so this table is the inner loop of compile(). Open addressing with linear probing over
-//   16-byte slots, at most half full, Fibonacci hashing (ids are often small consecutive
-//   integers, or already hashed, as in oracleGeneral files): one cache line per lookup
-//   almost always. A slot whose value is kNoNext is empty (dense indices are below it).
+//   16-byte slots, at most half full (three quarters probed measurably longer), Fibonacci
+//   hashing (ids are often small consecutive integers, or already hashed, as in
+//   oracleGeneral files): one cache line per lookup almost always. A slot whose value is
+//   kNoNext is empty (dense indices are below it).
+//   The table outgrows the caches on a trace with many objects, so compile(reader&) asks
+//   for the slot of the event kPrefetchAhead places ahead before it looks one up: the
+//   misses overlap instead of queuing one behind the other.
 class id_table {
  public:
   id_table() { rehash(kMinSlots); }
+
+  /// Starts loading the slot `id` hashes to (see Note [Dense ids]).
+  void prefetch(std::uint64_t id) const noexcept { __builtin_prefetch(&slots_[home(id)]); }
 
   /// The dense index of `id`, or kNoNext.
   [[nodiscard]] std::uint32_t find(std::uint64_t id) const noexcept
@@ -172,7 +179,25 @@ class id_table {
   std::size_t used_{0};
 };
 
-[[noreturn]] void throw_too_many(std::uint64_t events, compile_options const& o)
+// The errors of compile(), out of line: the per-event code stays small.
+[[noreturn, gnu::cold, gnu::noinline]] void throw_too_large(std::uint64_t id, std::uint64_t bytes)
+{
+  throw logic_error("replay: tensor " + std::to_string(id) + " has " + std::to_string(bytes) +
+                    " bytes (at most 2^60 - 1 = " + std::to_string(detail::kSizeMask) + ")");
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void throw_zero_allocate(std::uint64_t id)
+{
+  throw logic_error("replay: allocate of tensor " + std::to_string(id) + " with 0 bytes");
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void throw_unsized_access(std::uint64_t id, std::uint64_t event)
+{
+  throw logic_error("replay: access of tensor " + std::to_string(id) +
+                    " before any allocate, without a size (event " + std::to_string(event) + ")");
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void throw_too_many(std::uint64_t events, compile_options const& o)
 {
   throw logic_error("replay: " + std::to_string(events) + " events" +
                     (o.loop > 1 ? " looped " + std::to_string(o.loop) + " times" : std::string()) +
@@ -181,6 +206,7 @@ class id_table {
 }
 
 constexpr std::size_t kBatchEvents = 512;  // events per reader::next_batch (40 KiB)
+constexpr std::size_t kPrefetchAhead = 8;  // see Note [Dense ids]
 
 // One event as compile() needs it once its id is resolved (24 bytes): what a --loop pass
 // after the first replays when the events themselves are not kept (compile from a reader).
@@ -201,7 +227,8 @@ class compiler {
   {
     d_ = std::make_shared<detail::compiled_data>();
     d_->options = options;
-    (void)stream_of(0);  // stream 0 always exists: cache traces use it
+    stream_index_.emplace(0U, 0U);  // stream 0 always exists: cache traces use it
+    stream_compute_.push_back(0);
     d_->cache.reserve(expected_cache_entries);
   }
 
@@ -210,19 +237,22 @@ class compiler {
     if (options_.pool) { d_->ops.reserve(n); }
   }
 
-  /// The first pass: checks the event, resolves its id, applies it; returns its step.
-  step first(trace::event const& e)
+  void prefetch(trace::event const& e) const noexcept { ids_.prefetch(e.tensor); }
+
+  /// The first pass, in trace order: checks `e` and resolves its id into `obj` (also
+  /// starting to load the object's state); false, changing nothing, when compile() must
+  /// refuse it (refuse() says why).
+  bool resolve(trace::event const& e, std::uint32_t& obj)
   {
-    std::uint32_t obj = detail::kNoNext;
+    obj = detail::kNoNext;
     switch (e.kind) {
       case trace::event_kind::allocate:
-        if (e.bytes == 0) { throw logic_error("replay: allocate of tensor " + std::to_string(e.tensor) + " with 0 bytes"); }
-        check_size(e.tensor, e.bytes);
-        obj = obj_of(e.tensor);
-        break;
       case trace::event_kind::access:
-        check_size(e.tensor, e.bytes);
+        if ((e.kind == trace::event_kind::allocate && e.bytes == 0) || too_large(e.bytes)) [[unlikely]] {
+          return false;
+        }
         obj = obj_of(e.tensor);
+        __builtin_prefetch(&objs_[obj], 1);
         break;
       case trace::event_kind::free:
       case trace::event_kind::release:
@@ -230,9 +260,14 @@ class compiler {
       case trace::event_kind::compute:
       case trace::event_kind::phase: break;
     }
-    step const s = make_step(e, obj);
-    apply(s);
-    return s;
+    return true;
+  }
+
+  /// Throws what resolve(e) refused.
+  [[noreturn]] void refuse(trace::event const& e) const
+  {
+    if (e.kind == trace::event_kind::allocate && e.bytes == 0) { throw_zero_allocate(e.tensor); }
+    throw_too_large(e.tensor, e.bytes);
   }
 
   /// `e` with its id resolved to `obj`.
@@ -272,10 +307,7 @@ class compiler {
         std::uint32_t const obj = e.obj;
         std::uint64_t const bytes = e.value;
         if (!objs_[obj].live) {
-          if (bytes == 0) {
-            throw logic_error("replay: access of tensor " + std::to_string(id_of_[obj]) +
-                              " before any allocate, without a size (event " + std::to_string(d_->events) + ")");
-          }
+          if (bytes == 0) [[unlikely]] { throw_unsized_access(id_of_[obj], d_->events); }
           // A cache trace's object: its bytes start in host memory.
           begin_life(obj, sized(bytes), false);
           if (options_.pool) { push_op({.kind = detail::pool_op_kind::allocate, .obj = obj, .tier = 1U, .bytes = bytes}); }
@@ -289,8 +321,12 @@ class compiler {
         std::uint32_t const s = by_host ? 0U : stream_of(e.where);
         std::uint64_t w = req & detail::kSizeMask;
         if (e.mode != trace::access_kind::read) { w |= detail::kWriteFlag; }
-        if (e.mode == trace::access_kind::write_discard) { w |= detail::kDiscardFlag; }
+        if (e.mode == trace::access_kind::write_discard) {
+          w |= detail::kDiscardFlag;
+          d_->discards = true;
+        }
         if (o.first_access_pending && o.born_on_device) { w |= detail::kBornOnDeviceFlag; }
+        if (w > detail::kSizeMask) { d_->flagged = true; }
         push_cache({obj, detail::kNoNext, w});
         o.first_access_pending = false;
         if (options_.pool) {
@@ -346,20 +382,17 @@ class compiler {
   [[noreturn]] void too_long() const { throw_too_many(d_->events, options_); }
   void push_cache(detail::cache_req const& r)
   {
-    if (d_->cache.size() >= detail::kNoNext - 1) { too_long(); }
+    if (d_->cache.size() >= detail::kNoNext - 1) [[unlikely]] { too_long(); }
     d_->cache.push_back(r);
   }
   void push_op(detail::pool_op const& op)
   {
-    if (d_->ops.size() >= detail::kNoNext - 1) { too_long(); }
+    if (d_->ops.size() >= detail::kNoNext - 1) [[unlikely]] { too_long(); }
     d_->ops.push_back(op);
   }
-  void check_size(std::uint64_t id, std::uint64_t bytes) const
+  [[nodiscard]] bool too_large(std::uint64_t bytes) const noexcept
   {
-    if (!options_.ignore_size && bytes > detail::kSizeMask) {
-      throw logic_error("replay: tensor " + std::to_string(id) + " has " + std::to_string(bytes) +
-                        " bytes (at most 2^60 - 1 = " + std::to_string(detail::kSizeMask) + ")");
-    }
+    return !options_.ignore_size && bytes > detail::kSizeMask;
   }
   std::uint32_t obj_of(std::uint64_t id)
   {
@@ -375,7 +408,11 @@ class compiler {
   }
   std::uint32_t stream_of(std::uint32_t s)
   {
-    if (s == last_stream_ && !stream_compute_.empty()) { return last_stream_index_; }  // the common case: one stream
+    if (s == last_stream_) [[likely]] { return last_stream_index_; }  // the common case: one stream
+    return new_stream(s);
+  }
+  [[gnu::noinline]] std::uint32_t new_stream(std::uint32_t s)
+  {
     auto [it, fresh] = stream_index_.try_emplace(s, static_cast<std::uint32_t>(stream_compute_.size()));
     if (fresh) { stream_compute_.push_back(0); }
     last_stream_ = s;
@@ -398,6 +435,7 @@ class compiler {
   void end_life(std::uint32_t obj)
   {
     object_state& o = objs_[obj];
+    d_->flagged = true;
     push_cache({obj, detail::kNoNext, detail::kFreeFlag});
     if (options_.pool) { push_op({.kind = detail::pool_op_kind::free, .obj = obj}); }
     live_bytes_ -= o.size;
@@ -484,6 +522,23 @@ void check_options(compile_options const& options)
   }
 }
 
+// The first pass over `chunk` (at most kBatchEvents): every id resolved (and its slot and
+// state loaded ahead, Note [Dense ids]), then every event applied; objs[i] gets event i's
+// dense index. An event compile() refuses is thrown after the ones before it are applied,
+// so the first error in trace order is the one reported.
+void first_pass(compiler& c, std::span<trace::event const> chunk, std::uint32_t* objs)
+{
+  std::size_t const n = chunk.size();
+  for (std::size_t i = 0; i < std::min(n, kPrefetchAhead); ++i) { c.prefetch(chunk[i]); }
+  std::size_t ok = 0;
+  for (; ok < n; ++ok) {
+    if (ok + kPrefetchAhead < n) { c.prefetch(chunk[ok + kPrefetchAhead]); }
+    if (!c.resolve(chunk[ok], objs[ok])) [[unlikely]] { break; }
+  }
+  for (std::size_t i = 0; i < ok; ++i) { c.apply(compiler::make_step(chunk[i], objs[i])); }
+  if (ok < n) { c.refuse(chunk[ok]); }
+}
+
 }  // namespace
 
 compiled_trace compiled_trace::compile(std::span<trace::event const> events, compile_options options)
@@ -504,9 +559,10 @@ compiled_trace compiled_trace::compile(std::span<trace::event const> events, com
   c.reserve_ops(events.size() * options.loop);
   // Ids are hashed in the first pass only; later passes (--loop) reuse each event's index.
   std::vector<std::uint32_t> event_obj(options.loop > 1 ? events.size() : 0, detail::kNoNext);
-  for (std::size_t k = 0; k < events.size(); ++k) {
-    step const s = c.first(events[k]);
-    if (!event_obj.empty()) { event_obj[k] = s.obj; }
+  std::vector<std::uint32_t> chunk_obj(event_obj.empty() ? kBatchEvents : 0);
+  for (std::size_t k = 0; k < events.size(); k += kBatchEvents) {
+    auto const chunk = events.subspan(k, std::min(kBatchEvents, events.size() - k));
+    first_pass(c, chunk, event_obj.empty() ? chunk_obj.data() : event_obj.data() + k);
   }
   for (std::uint32_t pass = 1; pass < options.loop; ++pass) {
     for (std::size_t k = 0; k < events.size(); ++k) { c.apply(compiler::make_step(events[k], event_obj[k])); }
@@ -528,12 +584,13 @@ compiled_trace compiled_trace::compile(trace::reader& events, compile_options op
   std::vector<step> steps;
   if (options.loop > 1) { steps.reserve(std::min<std::uint64_t>(expected_events, detail::kNoNext - 1)); }
   std::vector<trace::event> batch(kBatchEvents);
+  std::vector<std::uint32_t> batch_obj(kBatchEvents);
   for (;;) {
     std::size_t const n = events.next_batch(batch);
     if (n == 0) { break; }
-    for (std::size_t i = 0; i < n; ++i) {
-      step const s = c.first(batch[i]);
-      if (options.loop > 1) { steps.push_back(s); }
+    first_pass(c, std::span<trace::event const>(batch.data(), n), batch_obj.data());
+    if (options.loop > 1) {
+      for (std::size_t i = 0; i < n; ++i) { steps.push_back(compiler::make_step(batch[i], batch_obj[i])); }
     }
   }
   if (options.loop > 1) {
@@ -589,8 +646,47 @@ namespace detail {
 // most `capacity` bytes are resident, so at least need - capacity bytes must still be
 // copied in later, and dev_need - capacity bytes must have been written back earlier.
 // Objects larger than the capacity are never admitted and are left out.
+namespace {
+
+// compute_must_move() of an array of plain reads (no flag in any word: no free, no write,
+// nothing born on the device): nothing ever has device-only content, so d2h is 0 and an
+// object's state is the bytes it adds to need (0 or its size) and whether it was seen
+// (bit 63): 8 bytes per object instead of 16, and no look at the next request.
+must_move must_move_of_reads(compiled_data const& d, std::uint64_t capacity)
+{
+  constexpr std::uint64_t kSeen = std::uint64_t{1} << 63U;
+  std::vector<std::uint64_t> st(d.objects, 0);
+  std::uint64_t compulsory = 0;
+  std::uint64_t copies = 0;
+  std::uint64_t need = 0;
+  std::uint64_t max_need = 0;
+  for (cache_req const& r : d.cache) {
+    std::uint64_t const size = r.word;
+    if (size > capacity) { continue; }
+    std::uint64_t& s = st[r.obj];
+    if (s == 0) {
+      compulsory += size;
+      ++copies;
+    }
+    need -= s & kSizeMask;
+    s = kSeen;
+    if (r.next != kNoNext) {
+      s |= size;
+      need += size;
+    }
+    max_need = std::max(max_need, need);
+  }
+  must_move m;
+  m.h2d_bytes = compulsory + (max_need > capacity ? max_need - capacity : 0);
+  m.h2d_copies = copies;
+  return m;
+}
+
+}  // namespace
+
 must_move compute_must_move(compiled_data const& d, std::uint64_t capacity)
 {
+  if (!d.flagged) { return must_move_of_reads(d, capacity); }
   struct state {
     std::uint64_t counted{0};  // bytes this object contributes to need (0: none)
     bool seen{false};
@@ -627,7 +723,9 @@ must_move compute_must_move(compiled_data const& d, std::uint64_t capacity)
     s.counted = 0;
     s.in_dev_need = false;
     if ((r.word & kWriteFlag) != 0) { s.dev_content = true; }
-    if (r.next != kNoNext && (d.cache[r.next].word & kDiscardFlag) == 0) {
+    // Without discards (cache traces) the next request always reads: no look at it (a
+    // cache miss per request on a long trace).
+    if (r.next != kNoNext && (!d.discards || (d.cache[r.next].word & kDiscardFlag) == 0)) {
       s.counted = size;
       need += size;
       if (s.dev_content) {

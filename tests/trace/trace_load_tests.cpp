@@ -324,3 +324,26 @@ TEST(TraceLoad, LargeArraysAreHugePageAligned)
   small[15] = {7, 8, 9};
   a.deallocate(small, 16);
 }
+
+// read_all() of fixed-size records reserves from the file's size and never grows past it
+// (growing by doubling for the last events held twice the memory); a pipe reads the same.
+TEST(TraceLoad, ReadAllOfOracleGeneralReservesFromTheFileSize)
+{
+  std::string const bytes = oracle_bytes(5000);
+  auto const file = scratch("all.oracleGeneral.bin");
+  write_file(file, bytes);
+  auto const events = tt::read_all(file);
+  EXPECT_EQ(events.size(), 4999U);  // the size-0 record is skipped
+  EXPECT_EQ(events.capacity(), 5000U);
+  EXPECT_EQ(events, read_memory(bytes, {.fmt = tt::format::oracle_general}));
+  auto const fifo = scratch("all.fifo");
+  std::vector<event> piped;
+  {
+    fifo_writer w(fifo, bytes);
+    piped = tt::read_all(fifo);
+  }
+  EXPECT_EQ(piped, events);
+  auto const text = scratch("all.tpt");
+  write_events(text, mixed_events(), tt::format::text);
+  EXPECT_EQ(tt::read_all(text), mixed_events());
+}

@@ -161,7 +161,7 @@ class id_table {
 
   void rehash(std::size_t slots)
   {
-    std::vector<slot> old(slots);
+    std::vector<slot, tierpool::detail::big_array_allocator<slot>> old(slots);
     old.swap(slots_);
     mask_ = slots - 1;
     shift_ = 64U - static_cast<unsigned>(std::countr_zero(slots));
@@ -173,7 +173,7 @@ class id_table {
     }
   }
 
-  std::vector<slot> slots_;
+  std::vector<slot, tierpool::detail::big_array_allocator<slot>> slots_;  // large ones on huge pages
   std::size_t mask_{0};
   unsigned shift_{64};
   std::size_t used_{0};

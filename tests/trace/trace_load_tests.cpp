@@ -5,7 +5,7 @@
 // (compiled_trace::compile(reader&), compile_file()): the same arrays as read_all() +
 // compile(span) for every format, from a file and from a pipe, with --loop; the reader's
 // errors (a truncated final record, an empty input) and compile()'s refusals, first one
-// in trace order; the lower bound's plain-read path; the huge-page array allocator.
+// in trace order; the lower bound's plain-read path; the request array on huge pages.
 #include "trace/trace_test_util.hpp"
 
 #include "replay/detail/compiled_data.hpp"
@@ -310,19 +310,16 @@ TEST(TraceLoad, LowerBoundOfPlainReadsAgreesWithTheGeneralPath)
   EXPECT_GT(rd::compute_must_move(t.data(), 20'000).h2d_bytes, 0U);
 }
 
-TEST(TraceLoad, LargeArraysAreHugePageAligned)
+// The request array of a long trace is mapped on huge pages (Note [Big arrays on huge
+// pages]): 2 MiB-aligned, which operator new's blocks are not.
+TEST(TraceLoad, ALongTracesRequestArrayIsOnHugePages)
 {
-  rd::huge_page_allocator<rd::cache_req> a;
-  std::size_t const n = (rd::kHugeMinBytes / sizeof(rd::cache_req)) + 123;
-  rd::cache_req* const p = a.allocate(n);
-  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % rd::kHugePageBytes, 0U);
-  p[0] = {1, 2, 3};
-  p[n - 1] = {4, 5, 6};  // the whole block is writable
-  EXPECT_EQ(p[n - 1].word, 6U);
-  a.deallocate(p, n);
-  rd::cache_req* const small = a.allocate(16);  // below the threshold: the ordinary heap
-  small[15] = {7, 8, 9};
-  a.deallocate(small, 16);
+  std::size_t const records = tierpool::detail::kBigArrayBytes / sizeof(rd::cache_req) + 100;
+  auto const path = scratch("long.oracleGeneral.bin");
+  write_file(path, oracle_bytes(records));
+  auto const t = tr::compiled_trace::compile_file(path, {}, {.pool = false});
+  ASSERT_EQ(t.data().cache.size(), records - 1);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(t.data().cache.data()) % (std::size_t{2} << 20U), 0U);
 }
 
 // read_all() of fixed-size records reserves from the file's size and never grows past it

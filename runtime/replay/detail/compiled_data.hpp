@@ -7,13 +7,12 @@
 
 #include <tierpool/replay.hpp>
 
+#include <tierpool/detail/big_array.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <new>
 #include <vector>
-
-#include <sys/mman.h>
 
 namespace tierpool::replay::detail {
 
@@ -26,62 +25,6 @@ inline constexpr std::uint64_t kWriteFlag = 1ULL << 62U;    // read_write or wri
 inline constexpr std::uint64_t kDiscardFlag = 1ULL << 61U;  // write_discard: needs no copy-in
 inline constexpr std::uint64_t kBornOnDeviceFlag = 1ULL << 60U;  // first access of a tensor allocated without a host preference
 inline constexpr std::uint64_t kSizeMask = (1ULL << 60U) - 1U;
-
-// Note [Huge pages for the request array]
-//   The cache-mode array of a long trace is tens of MiB, written once from front to back
-//   by compile() and then read by every run. In 4 KiB pages its first touch costs a page
-//   fault per 256 requests (most of the page faults of a whole replay); in 2 MiB pages, one
-//   per 131072. Blocks of at least kHugeMinBytes are therefore mapped on their own,
-//   2 MiB-aligned, and marked MADV_HUGEPAGE (transparent huge pages are often "madvise"
-//   only); where the kernel declines, they are ordinary pages, nothing else changes.
-inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20U;
-inline constexpr std::size_t kHugeMinBytes = std::size_t{4} << 20U;
-
-inline void* allocate_huge(std::size_t bytes)
-{
-  if (bytes < kHugeMinBytes) { return ::operator new(bytes); }
-  std::size_t const len = (bytes + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
-  std::size_t const span = len + kHugePageBytes;  // room to align the start
-  void* const raw = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) { throw std::bad_alloc(); }
-  auto const base = reinterpret_cast<std::uintptr_t>(raw);
-  std::uintptr_t const start = (base + kHugePageBytes - 1) & ~std::uintptr_t{kHugePageBytes - 1};
-  if (start > base) { ::munmap(raw, start - base); }
-  std::size_t const tail = (base + span) - (start + len);
-  if (tail > 0) { ::munmap(reinterpret_cast<void*>(start + len), tail); }
-  auto* const p = reinterpret_cast<void*>(start);
-#ifdef MADV_HUGEPAGE
-  (void)::madvise(p, len, MADV_HUGEPAGE);
-#endif
-  return p;
-}
-
-inline void free_huge(void* p, std::size_t bytes) noexcept
-{
-  if (bytes < kHugeMinBytes) {
-    ::operator delete(p);
-    return;
-  }
-  ::munmap(p, (bytes + kHugePageBytes - 1) & ~(kHugePageBytes - 1));
-}
-
-/// std::allocator for the large arrays (see Note [Huge pages for the request array]).
-template <class T>
-struct huge_page_allocator {
-  using value_type = T;
-  huge_page_allocator() noexcept = default;
-  template <class U>
-  huge_page_allocator(huge_page_allocator<U> const&) noexcept  // NOLINT(google-explicit-constructor)
-  {
-  }
-  [[nodiscard]] T* allocate(std::size_t n)
-  {
-    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T)) { throw std::bad_alloc(); }
-    return static_cast<T*>(allocate_huge(n * sizeof(T)));
-  }
-  void deallocate(T* p, std::size_t n) noexcept { free_huge(p, n * sizeof(T)); }
-  friend bool operator==(huge_page_allocator const&, huge_page_allocator const&) noexcept { return true; }
-};
 
 /// One request of the cache-mode array (16 bytes: four per cache line).
 struct cache_req {
@@ -114,9 +57,11 @@ static_assert(sizeof(pool_op) == 32);
 /// Everything compile() derives from a trace.
 struct compiled_data {
   compile_options options{};
-  /// Every access and free (also read by the lower bound in pool mode).
-  std::vector<cache_req, huge_page_allocator<cache_req>> cache;
-  std::vector<pool_op, huge_page_allocator<pool_op>> ops;  ///< empty unless options.pool
+  /// Every access and free (also read by the lower bound in pool mode). Tens of MiB for a
+  /// long trace, written once front to back: on huge pages (Note [Big arrays on huge
+  /// pages]), one page fault per 131072 requests instead of one per 256.
+  std::vector<cache_req, tierpool::detail::big_array_allocator<cache_req>> cache;
+  std::vector<pool_op, tierpool::detail::big_array_allocator<pool_op>> ops;  ///< empty unless options.pool
   std::uint64_t events{0};
   std::uint64_t requests{0};
   std::uint64_t objects{0};

@@ -9,7 +9,12 @@
 // `tierpool replay --mode cache` computes it), once to simulate, and prints the miss
 // ratio to check it against `tierpool replay ... --policy lru --capacity P%`.
 //
-// Usage: plain_lru_baseline TRACE.oracleGeneral.bin [CAPACITY_FRACTION=0.1]
+// Usage: plain_lru_baseline [--in-memory] TRACE.oracleGeneral.bin [CAPACITY_FRACTION=0.1]
+//
+// --in-memory reads the file once into a vector of (id, size) pairs (16 bytes a request,
+// reserved from the file's size) and simulates over it: what a simulator that runs several
+// policies or capacities on one load, or needs the future (Belady), has to hold, as
+// `tierpool replay` does (its compiled array is 16 bytes a request too).
 //
 // Same rules as the cache-mode replay: size-0 records are skipped, an object larger than
 // the capacity is never admitted, a hit moves the object to the front, a miss admits it
@@ -55,19 +60,34 @@ bool for_each_record(char const* path, F&& f)
 
 int main(int argc, char** argv)
 {
+  bool const in_memory = argc > 1 && std::strcmp(argv[1], "--in-memory") == 0;
+  if (in_memory) {
+    --argc;
+    ++argv;
+  }
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s TRACE.oracleGeneral.bin [CAPACITY_FRACTION=0.1]\n", argv[0]);
+    std::fprintf(stderr, "usage: plain_lru_baseline [--in-memory] TRACE.oracleGeneral.bin [CAPACITY_FRACTION=0.1]\n");
     return 2;
   }
+  char const* const path = argv[1];
   double const fraction = argc > 2 ? std::strtod(argv[2], nullptr) : 0.1;
 
+  std::vector<record> held;
+  if (in_memory) {
+    if (std::FILE* f = std::fopen(path, "rb"); f != nullptr) {
+      std::fseek(f, 0, SEEK_END);
+      held.reserve(static_cast<std::size_t>(std::ftell(f)) / 24);
+      std::fclose(f);
+    }
+  }
   std::unordered_map<std::uint64_t, std::uint32_t> first_size;
   std::uint64_t working_set = 0;
-  bool const ok = for_each_record(argv[1], [&](record const& r) {
+  bool const ok = for_each_record(path, [&](record const& r) {
     if (first_size.try_emplace(r.id, r.size).second) { working_set += r.size; }
+    if (in_memory) { held.push_back(r); }
   });
   if (!ok) {
-    std::perror(argv[1]);
+    std::perror(path);
     return 1;
   }
   first_size = {};  // not needed any more
@@ -79,7 +99,7 @@ int main(int argc, char** argv)
   std::uint64_t used = 0;
   std::uint64_t requests = 0;
   std::uint64_t misses = 0;
-  (void)for_each_record(argv[1], [&](record const& r) {
+  auto const simulate = [&](record const& r) {
     ++requests;
     auto const it = where.find(r.id);
     if (it != where.end()) {
@@ -97,9 +117,14 @@ int main(int argc, char** argv)
     lru.emplace_front(r.id, r.size);
     where.emplace(r.id, lru.begin());
     used += r.size;
-  });
-  std::printf("%s: plain LRU, capacity %llu bytes (%.4g of the working set %llu), %llu requests, miss ratio %.4f\n",
-              argv[1], static_cast<unsigned long long>(capacity), fraction,
+  };
+  if (in_memory) {
+    for (record const& r : held) { simulate(r); }
+  } else {
+    (void)for_each_record(path, simulate);
+  }
+  std::printf("%s: plain LRU%s, capacity %llu bytes (%.4g of the working set %llu), %llu requests, miss ratio %.4f\n",
+              path, in_memory ? " (in memory)" : "", static_cast<unsigned long long>(capacity), fraction,
               static_cast<unsigned long long>(working_set), static_cast<unsigned long long>(requests),
               requests == 0 ? 0.0 : static_cast<double>(misses) / static_cast<double>(requests));
   return 0;

@@ -1,9 +1,10 @@
 // SPDX-FileCopyrightText: 2026 tierpool contributors
 // SPDX-License-Identifier: Apache-2.0
 //
-// compiled_trace.cpp — owns compiled_trace::compile(): trace events -> the compact arrays
-// of compiled_data (dense ids, resolved sizes, next-access positions), the capacity
-// parsing, and compute_must_move() (the transfer floor of the lower bound).
+// compiled_trace.cpp — owns compiled_trace::compile() (from a span of events or straight
+// from a reader) and compile_file(): trace events -> the compact arrays of compiled_data
+// (dense ids, resolved sizes, next-access positions), the capacity parsing, and
+// compute_must_move() (the transfer floor of the lower bound).
 //
 // Note [Next use in a backward pass]
 //   Walking the compiled array from the end, next_pos[obj] holds the position of the
@@ -373,7 +374,6 @@ class compiler {
 
   [[nodiscard]] std::uint64_t events() const noexcept { return d_->events; }
   [[nodiscard]] std::uint64_t cache_entries() const noexcept { return d_->cache.size(); }
-  [[nodiscard]] std::uint64_t pool_ops() const noexcept { return d_->ops.size(); }
 
   /// The arrays, next-access positions filled in.
   std::shared_ptr<detail::compiled_data> finish();

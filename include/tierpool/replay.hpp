@@ -135,7 +135,7 @@ class TIERPOOL_EXPORT compiled_trace {
    * @brief Compile the events `events` yields to its end, without holding them: the memory
    *        is the compact arrays (with `loop` > 1, also 24 bytes per event of one pass).
    * @param expected_events How many events to reserve for (a hint; 0: unknown).
-   * @throws as compile(span), and what the reader throws (trace_format_error, trace_error)
+   * @throws as compile(span), and what the reader throws (tierpool::trace_error: a malformed or truncated record, a read error)
    */
   [[nodiscard]] static compiled_trace compile(trace::reader& events, compile_options options = {},
                                               std::uint64_t expected_events = 0);

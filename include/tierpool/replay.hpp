@@ -39,6 +39,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -131,6 +132,22 @@ class TIERPOOL_EXPORT compiled_trace {
    *         or the compute durations sum past 2^64 - 1
    */
   [[nodiscard]] static compiled_trace compile(std::span<trace::event const> events, compile_options options = {});
+  /**
+   * @brief Compile the events `events` yields to its end, without holding them: the memory
+   *        is the compact arrays (with `loop` > 1, also 24 bytes per event of one pass).
+   * @param expected_events How many events to reserve for (a hint; 0: unknown).
+   * @throws as compile(span), and what the reader throws (tierpool::trace_error: a malformed or truncated record, a read error)
+   */
+  [[nodiscard]] static compiled_trace compile(trace::reader& events, compile_options options = {},
+                                              std::uint64_t expected_events = 0);
+  /**
+   * @brief open_reader(path, reader) and compile(reader&), reserving from the file's size
+   *        where its records have a fixed size (oracleGeneral). A pipe or FIFO works.
+   * @throws as open_reader and compile(reader&)
+   */
+  [[nodiscard]] static compiled_trace compile_file(std::filesystem::path const& path,
+                                                   trace::reader_options const& reader = {},
+                                                   compile_options options = {});
 
   /// @brief Events replayed (looping included).
   [[nodiscard]] std::uint64_t events() const noexcept;

@@ -1,25 +1,37 @@
 // SPDX-FileCopyrightText: 2026 tierpool contributors
 // SPDX-License-Identifier: Apache-2.0
 //
-// compiled_trace.cpp — owns compiled_trace::compile(): trace events -> the compact arrays
-// of compiled_data (dense ids, resolved sizes, next-access positions), the capacity
-// parsing, and compute_must_move() (the transfer floor of the lower bound).
+// compiled_trace.cpp — owns compiled_trace::compile() (from a span of events or straight
+// from a reader) and compile_file(): trace events -> the compact arrays of compiled_data
+// (dense ids, resolved sizes, next-access positions), the capacity parsing, and
+// compute_must_move() (the transfer floor of the lower bound).
 //
 // Note [Next use in a backward pass]
 //   Walking the compiled array from the end, next_pos[obj] holds the position of the
 //   object's next access; a free (or an allocate, in the pool array) ends a life, so it
 //   resets next_pos[obj] to "none": an access before a free is never followed by the next
 //   life's accesses. O(n), one 4-byte slot per object.
+//
+// Note [Compiling from a reader]
+//   compile(reader&) never holds the trace's events: it takes them a batch at a time
+//   (kBatchEvents, a few tens of KiB, reused) and keeps only what the replay loops read, so
+//   a cache-mode compile of an oracleGeneral file needs 16 bytes per request where
+//   read_all() + compile(span) needed the 80-byte events as well (and the vector's growth).
+//   A --loop above 1 keeps a 24-byte `step` per event of the first pass (the later passes
+//   replay them; the reader cannot be rewound). compile_file() reserves the arrays from the
+//   file's size where the records have a fixed size (oracleGeneral).
 #include "replay/detail/compiled_data.hpp"
 
 #include <tierpool/detail/parse.hpp>
 #include <tierpool/error.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <system_error>
 #include <unordered_map>
 
 namespace tierpool::replay {
@@ -91,207 +103,368 @@ struct object_state {
   bool first_access_pending{false};
 };
 
-}  // namespace
+// Note [Dense ids]
+//   Every access looks its id up once (later --loop passes reuse the first pass's answer),
+//   so this table is the inner loop of compile(). Open addressing with linear probing over
+//   16-byte slots, at most half full (three quarters probed measurably longer), Fibonacci
+//   hashing (ids are often small consecutive integers, or already hashed, as in
+//   oracleGeneral files): one cache line per lookup almost always. A slot whose value is
+//   kNoNext is empty (dense indices are below it).
+//   The table outgrows the caches on a trace with many objects, so compile(reader&) asks
+//   for the slot of the event kPrefetchAhead places ahead before it looks one up: the
+//   misses overlap instead of queuing one behind the other.
+class id_table {
+ public:
+  id_table() { rehash(kMinSlots); }
 
-compiled_trace compiled_trace::compile(std::span<trace::event const> events, compile_options options)
-{
-  TIERPOOL_EXPECTS(options.loop >= 1, "replay: --loop must be at least 1");
-  if (options.pool && options.ignore_size) {
-    throw logic_error("replay: ignoring sizes is a cache-mode option (pool mode moves real tensor sizes)");
-  }
-  // The arrays' sizes before anything is reserved: a --loop that makes them too long for
-  // their 32-bit positions is refused here, not met as std::bad_alloc.
+  /// Starts loading the slot `id` hashes to (see Note [Dense ids]).
+  void prefetch(std::uint64_t id) const noexcept { __builtin_prefetch(&slots_[home(id)]); }
+
+  /// The dense index of `id`, or kNoNext.
+  [[nodiscard]] std::uint32_t find(std::uint64_t id) const noexcept
   {
-    std::uint64_t cache_entries = 0;  // accesses and frees
-    for (trace::event const& e : events) {
-      if (e.kind == trace::event_kind::access || e.kind == trace::event_kind::free) { ++cache_entries; }
-    }
-    auto const limit = static_cast<u128>(detail::kNoNext - 1);
-    if (static_cast<u128>(cache_entries) * options.loop > limit ||
-        (options.pool && static_cast<u128>(events.size()) * options.loop > limit)) {
-      throw logic_error("replay: " + std::to_string(events.size()) + " events looped " + std::to_string(options.loop) +
-                        " times are too many (at most 2^32 - 2 accesses and frees" +
-                        std::string(options.pool ? ", and 2^32 - 2 events in pool mode)" : ")"));
+    for (std::size_t i = home(id);; i = (i + 1) & mask_) {
+      slot const& s = slots_[i];
+      if (s.value == detail::kNoNext || s.key == id) { return s.value; }
     }
   }
-  auto d = std::make_shared<detail::compiled_data>();
-  d->options = options;
-  // Sums of sizes and durations are exact (128 bits) and refused past 2^64 - 1, not wrapped.
-  u128 working_set = 0;
-  u128 requested = 0;
-  u128 compute = 0;
-  auto check_size = [&options](std::uint64_t id, std::uint64_t bytes) {
-    if (!options.ignore_size && bytes > detail::kSizeMask) {
-      throw logic_error("replay: tensor " + std::to_string(id) + " has " + std::to_string(bytes) +
-                        " bytes (at most 2^60 - 1 = " + std::to_string(detail::kSizeMask) + ")");
+
+  /// The dense index of `id`; a new id gets `fresh_index` (and `fresh` is set).
+  std::uint32_t insert(std::uint64_t id, std::uint32_t fresh_index, bool& fresh)
+  {
+    for (std::size_t i = home(id);; i = (i + 1) & mask_) {
+      slot& s = slots_[i];
+      if (s.value == detail::kNoNext) {
+        fresh = true;
+        s.key = id;
+        s.value = fresh_index;
+        if (++used_ * 2 > slots_.size()) { rehash(slots_.size() * 2); }
+        return fresh_index;
+      }
+      if (s.key == id) {
+        fresh = false;
+        return s.value;
+      }
     }
+  }
+
+ private:
+  struct slot {
+    std::uint64_t key{0};
+    std::uint32_t value{detail::kNoNext};
   };
+  static constexpr std::size_t kMinSlots = 1024;
 
-  std::unordered_map<std::uint64_t, std::uint32_t> dense;
-  std::unordered_map<std::uint32_t, std::uint32_t> stream_index;
-  std::vector<object_state> objs;
-  std::vector<std::uint64_t> stream_compute;
-  u128 live_bytes = 0;
-  u128 peak_live = 0;
+  [[nodiscard]] std::size_t home(std::uint64_t id) const noexcept
+  {
+    return static_cast<std::size_t>((id * 0x9E3779B97F4A7C15ULL) >> shift_);
+  }
 
-  auto obj_of = [&](std::uint64_t id) -> std::uint32_t {
-    auto [it, fresh] = dense.try_emplace(id, static_cast<std::uint32_t>(objs.size()));
+  void rehash(std::size_t slots)
+  {
+    std::vector<slot, tierpool::detail::big_array_allocator<slot>> old(slots);
+    old.swap(slots_);
+    mask_ = slots - 1;
+    shift_ = 64U - static_cast<unsigned>(std::countr_zero(slots));
+    for (slot const& s : old) {
+      if (s.value == detail::kNoNext) { continue; }
+      std::size_t i = home(s.key);
+      while (slots_[i].value != detail::kNoNext) { i = (i + 1) & mask_; }
+      slots_[i] = s;
+    }
+  }
+
+  std::vector<slot, tierpool::detail::big_array_allocator<slot>> slots_;  // large ones on huge pages
+  std::size_t mask_{0};
+  unsigned shift_{64};
+  std::size_t used_{0};
+};
+
+// The errors of compile(), out of line: the per-event code stays small.
+[[noreturn, gnu::cold, gnu::noinline]] void throw_too_large(std::uint64_t id, std::uint64_t bytes)
+{
+  throw logic_error("replay: tensor " + std::to_string(id) + " has " + std::to_string(bytes) +
+                    " bytes (at most 2^60 - 1 = " + std::to_string(detail::kSizeMask) + ")");
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void throw_zero_allocate(std::uint64_t id)
+{
+  throw logic_error("replay: allocate of tensor " + std::to_string(id) + " with 0 bytes");
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void throw_unsized_access(std::uint64_t id, std::uint64_t event)
+{
+  throw logic_error("replay: access of tensor " + std::to_string(id) +
+                    " before any allocate, without a size (event " + std::to_string(event) + ")");
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void throw_too_many(std::uint64_t events, compile_options const& o)
+{
+  throw logic_error("replay: " + std::to_string(events) + " events" +
+                    (o.loop > 1 ? " looped " + std::to_string(o.loop) + " times" : std::string()) +
+                    " are too many (at most 2^32 - 2 accesses and frees" +
+                    std::string(o.pool ? ", and 2^32 - 2 events in pool mode)" : ")"));
+}
+
+constexpr std::size_t kBatchEvents = 512;  // events per reader::next_batch (40 KiB)
+constexpr std::size_t kPrefetchAhead = 8;  // see Note [Dense ids]
+
+// One event as compile() needs it once its id is resolved (24 bytes): what a --loop pass
+// after the first replays when the events themselves are not kept (compile from a reader).
+struct step {
+  trace::event_kind kind{trace::event_kind::access};
+  trace::access_kind mode{trace::access_kind::read};
+  std::uint32_t where{0};  // access, compute, release: the stream; allocate, prefetch: the tier
+  std::uint32_t obj{detail::kNoNext};  // dense index, kNoNext for an id never allocated or accessed
+  std::uint64_t value{0};  // compute: duration_ns; otherwise bytes
+};
+static_assert(sizeof(step) == 24);
+
+// Builds a compiled_data from events fed in order (first pass: events; later passes:
+// steps). See compile() for what it refuses.
+class compiler {
+ public:
+  compiler(compile_options options, std::uint64_t expected_cache_entries) : options_(options)
+  {
+    d_ = std::make_shared<detail::compiled_data>();
+    d_->options = options;
+    stream_index_.emplace(0U, 0U);  // stream 0 always exists: cache traces use it
+    stream_compute_.push_back(0);
+    d_->cache.reserve(expected_cache_entries);
+  }
+
+  void reserve_ops(std::uint64_t n)
+  {
+    if (options_.pool) { d_->ops.reserve(n); }
+  }
+
+  void prefetch(trace::event const& e) const noexcept { ids_.prefetch(e.tensor); }
+
+  /// The first pass, in trace order: checks `e` and resolves its id into `obj` (also
+  /// starting to load the object's state); false, changing nothing, when compile() must
+  /// refuse it (refuse() says why).
+  bool resolve(trace::event const& e, std::uint32_t& obj)
+  {
+    obj = detail::kNoNext;
+    switch (e.kind) {
+      case trace::event_kind::allocate:
+      case trace::event_kind::access:
+        if ((e.kind == trace::event_kind::allocate && e.bytes == 0) || too_large(e.bytes)) [[unlikely]] {
+          return false;
+        }
+        obj = obj_of(e.tensor);
+        __builtin_prefetch(&objs_[obj], 1);
+        break;
+      case trace::event_kind::free:
+      case trace::event_kind::release:
+      case trace::event_kind::prefetch: obj = ids_.find(e.tensor); break;
+      case trace::event_kind::compute:
+      case trace::event_kind::phase: break;
+    }
+    return true;
+  }
+
+  /// Throws what resolve(e) refused.
+  [[noreturn]] void refuse(trace::event const& e) const
+  {
+    if (e.kind == trace::event_kind::allocate && e.bytes == 0) { throw_zero_allocate(e.tensor); }
+    throw_too_large(e.tensor, e.bytes);
+  }
+
+  /// `e` with its id resolved to `obj`.
+  static step make_step(trace::event const& e, std::uint32_t obj) noexcept
+  {
+    bool const tiered = e.kind == trace::event_kind::allocate || e.kind == trace::event_kind::prefetch;
+    return {.kind = e.kind,
+            .mode = e.mode,
+            .where = tiered ? e.tier : e.stream,
+            .obj = obj,
+            .value = e.kind == trace::event_kind::compute ? e.duration_ns : e.bytes};
+  }
+
+  /// One event (any pass), its id resolved.
+  void apply(step const& e)
+  {
+    ++d_->events;
+    switch (e.kind) {
+      case trace::event_kind::allocate: {
+        std::uint32_t const obj = e.obj;
+        if (objs_[obj].live) { end_life(obj); }  // allocated again while live: the old one ends
+        bool const host = e.where != trace::no_tier && e.where != 0;
+        begin_life(obj, sized(e.value), !host);
+        if (options_.pool) {
+          push_op({.kind = detail::pool_op_kind::allocate,
+                   .obj = obj,
+                   .tier = e.where == trace::no_tier ? detail::kAnyTier : (host ? 1U : 0U),
+                   .bytes = e.value});
+        }
+        break;
+      }
+      case trace::event_kind::free: {
+        if (e.obj != detail::kNoNext && objs_[e.obj].live) { end_life(e.obj); }
+        break;
+      }
+      case trace::event_kind::access: {
+        std::uint32_t const obj = e.obj;
+        std::uint64_t const bytes = e.value;
+        if (!objs_[obj].live) {
+          if (bytes == 0) [[unlikely]] { throw_unsized_access(id_of_[obj], d_->events); }
+          // A cache trace's object: its bytes start in host memory.
+          begin_life(obj, sized(bytes), false);
+          if (options_.pool) { push_op({.kind = detail::pool_op_kind::allocate, .obj = obj, .tier = 1U, .bytes = bytes}); }
+        }
+        object_state& o = objs_[obj];
+        std::uint64_t const req = bytes != 0 ? sized(bytes) : o.size;
+        TIERPOOL_EXPECTS(d_->requests + 1 < detail::kNoNext, "replay: too many requests (at most 2^32 - 2)");
+        ++d_->requests;
+        requested_ += req;
+        bool const by_host = e.where == trace::host_stream;
+        std::uint32_t const s = by_host ? 0U : stream_of(e.where);
+        std::uint64_t w = req & detail::kSizeMask;
+        if (e.mode != trace::access_kind::read) { w |= detail::kWriteFlag; }
+        if (e.mode == trace::access_kind::write_discard) {
+          w |= detail::kDiscardFlag;
+          d_->discards = true;
+        }
+        if (o.first_access_pending && o.born_on_device) { w |= detail::kBornOnDeviceFlag; }
+        if (w > detail::kSizeMask) { d_->flagged = true; }
+        push_cache({obj, detail::kNoNext, w});
+        o.first_access_pending = false;
+        if (options_.pool) {
+          push_op({.kind = detail::pool_op_kind::access, .mode = e.mode,
+                   .host = static_cast<std::uint8_t>(by_host ? 1 : 0), .obj = obj, .stream = s,
+                   .bytes = o.size, .arg = detail::kNoNext});
+        }
+        break;
+      }
+      case trace::event_kind::prefetch: {
+        if (options_.pool && e.obj != detail::kNoNext && objs_[e.obj].live) {
+          push_op({.kind = detail::pool_op_kind::prefetch,
+                   .obj = e.obj,
+                   .tier = (e.where == trace::no_tier || e.where == 0) ? 0U : 1U});
+        }
+        break;
+      }
+      case trace::event_kind::compute: {
+        std::uint32_t const s = stream_of(e.where);
+        if (stream_compute_[s] > std::numeric_limits<std::uint64_t>::max() - e.value) {
+          throw logic_error("replay: the compute durations of stream " + std::to_string(e.where) +
+                            " sum past 2^64 - 1 ns");
+        }
+        stream_compute_[s] += e.value;
+        compute_ += e.value;
+        ++d_->compute_events;
+        if (options_.pool) { push_op({.kind = detail::pool_op_kind::compute, .stream = s, .arg = e.value}); }
+        break;
+      }
+      case trace::event_kind::phase: break;
+      case trace::event_kind::release: {
+        ++d_->release_events;
+        if (options_.pool && e.obj != detail::kNoNext) {
+          bool const by_host = e.where == trace::host_stream;
+          push_op({.kind = detail::pool_op_kind::release,
+                   .host = static_cast<std::uint8_t>(by_host ? 1 : 0),
+                   .obj = e.obj,
+                   .stream = by_host ? 0U : stream_of(e.where)});
+        }
+        break;
+      }
+    }
+  }
+
+  [[nodiscard]] std::uint64_t events() const noexcept { return d_->events; }
+  [[nodiscard]] std::uint64_t cache_entries() const noexcept { return d_->cache.size(); }
+
+  /// The arrays, next-access positions filled in.
+  std::shared_ptr<detail::compiled_data> finish();
+
+ private:
+  [[noreturn]] void too_long() const { throw_too_many(d_->events, options_); }
+  void push_cache(detail::cache_req const& r)
+  {
+    if (d_->cache.size() >= detail::kNoNext - 1) [[unlikely]] { too_long(); }
+    d_->cache.push_back(r);
+  }
+  void push_op(detail::pool_op const& op)
+  {
+    if (d_->ops.size() >= detail::kNoNext - 1) [[unlikely]] { too_long(); }
+    d_->ops.push_back(op);
+  }
+  [[nodiscard]] bool too_large(std::uint64_t bytes) const noexcept
+  {
+    return !options_.ignore_size && bytes > detail::kSizeMask;
+  }
+  std::uint32_t obj_of(std::uint64_t id)
+  {
+    bool fresh = false;
+    auto const next = static_cast<std::uint32_t>(objs_.size());
+    std::uint32_t const obj = ids_.insert(id, next, fresh);
     if (fresh) {
-      TIERPOOL_EXPECTS(objs.size() < detail::kNoNext, "replay: too many distinct ids (at most 2^32 - 1)");
-      objs.emplace_back();
+      TIERPOOL_EXPECTS(objs_.size() < detail::kNoNext - 1, "replay: too many distinct ids (at most 2^32 - 1)");
+      objs_.emplace_back();
+      id_of_.push_back(id);
     }
+    return obj;
+  }
+  std::uint32_t stream_of(std::uint32_t s)
+  {
+    if (s == last_stream_) [[likely]] { return last_stream_index_; }  // the common case: one stream
+    return new_stream(s);
+  }
+  [[gnu::noinline]] std::uint32_t new_stream(std::uint32_t s)
+  {
+    auto [it, fresh] = stream_index_.try_emplace(s, static_cast<std::uint32_t>(stream_compute_.size()));
+    if (fresh) { stream_compute_.push_back(0); }
+    last_stream_ = s;
+    last_stream_index_ = it->second;
     return it->second;
-  };
-  std::uint32_t last_stream = 0;
-  std::uint32_t last_stream_index = 0;
-  auto stream_of = [&](std::uint32_t s) -> std::uint32_t {
-    if (s == last_stream && !stream_compute.empty()) { return last_stream_index; }  // the common case: one stream
-    auto [it, fresh] = stream_index.try_emplace(s, static_cast<std::uint32_t>(stream_compute.size()));
-    if (fresh) { stream_compute.push_back(0); }
-    last_stream = s;
-    last_stream_index = it->second;
-    return it->second;
-  };
-  auto first_seen = [&](std::uint32_t obj, std::uint64_t size) {
-    // Working set: every distinct id at the size it had when first seen.
+  }
+  void begin_life(std::uint32_t obj, std::uint64_t size, bool on_device)
+  {
+    object_state& o = objs_[obj];
+    // Working set: every distinct id at the size it had when first seen
     // (sizes are never 0, so size 0 means "never seen").
-    if (objs[obj].size == 0) { working_set += size; }
-  };
-  auto begin_life = [&](std::uint32_t obj, std::uint64_t size, bool on_device) {
-    object_state& o = objs[obj];
-    first_seen(obj, size);
+    if (o.size == 0) { working_set_ += size; }
     o.live = true;
     o.size = size;
     o.born_on_device = on_device;
     o.first_access_pending = true;
-    live_bytes += size;
-    peak_live = std::max(peak_live, live_bytes);
-  };
-  auto end_life = [&](std::uint32_t obj) {
-    object_state& o = objs[obj];
-    d->cache.push_back({obj, detail::kNoNext, detail::kFreeFlag});
-    if (options.pool) { d->ops.push_back({.kind = detail::pool_op_kind::free, .obj = obj}); }
-    live_bytes -= o.size;
-    o.live = false;
-  };
-  auto sized = [&](std::uint64_t b) { return options.ignore_size ? std::uint64_t{1} : b; };
-
-  (void)stream_of(0);  // stream 0 always exists: cache traces use it
-  d->cache.reserve(events.size() * options.loop);
-  if (options.pool) { d->ops.reserve(events.size() * options.loop); }
-
-  // Ids are hashed in the first pass only; later passes (--loop) reuse each event's index.
-  std::vector<std::uint32_t> event_obj(options.loop > 1 ? events.size() : 0, detail::kNoNext);
-  auto lookup = [&](std::uint32_t pass, std::size_t k, std::uint64_t id, bool create) -> std::uint32_t {
-    if (pass > 0) { return event_obj[k]; }
-    std::uint32_t obj = detail::kNoNext;
-    if (create) {
-      obj = obj_of(id);
-    } else if (auto const it = dense.find(id); it != dense.end()) {
-      obj = it->second;
-    }
-    if (!event_obj.empty()) { event_obj[k] = obj; }
-    return obj;
-  };
-
-  for (std::uint32_t pass = 0; pass < options.loop; ++pass) {
-    for (std::size_t k = 0; k < events.size(); ++k) {
-      trace::event const& e = events[k];
-      ++d->events;
-      switch (e.kind) {
-        case trace::event_kind::allocate: {
-          if (e.bytes == 0) { throw logic_error("replay: allocate of tensor " + std::to_string(e.tensor) + " with 0 bytes"); }
-          check_size(e.tensor, e.bytes);
-          std::uint32_t const obj = lookup(pass, k, e.tensor, true);
-          if (objs[obj].live) { end_life(obj); }  // allocated again while live: the old one ends
-          bool const host = e.tier != trace::no_tier && e.tier != 0;
-          begin_life(obj, sized(e.bytes), !host);
-          if (options.pool) {
-            d->ops.push_back({.kind = detail::pool_op_kind::allocate,
-                              .obj = obj,
-                              .tier = e.tier == trace::no_tier ? detail::kAnyTier : (host ? 1U : 0U),
-                              .bytes = e.bytes});
-          }
-          break;
-        }
-        case trace::event_kind::free: {
-          std::uint32_t const obj = lookup(pass, k, e.tensor, false);
-          if (obj != detail::kNoNext && objs[obj].live) { end_life(obj); }
-          break;
-        }
-        case trace::event_kind::access: {
-          check_size(e.tensor, e.bytes);
-          std::uint32_t const obj = lookup(pass, k, e.tensor, true);
-          if (!objs[obj].live) {
-            if (e.bytes == 0) {
-              throw logic_error("replay: access of tensor " + std::to_string(e.tensor) +
-                                " before any allocate, without a size (event " + std::to_string(d->events) + ")");
-            }
-            // A cache trace's object: its bytes start in host memory.
-            begin_life(obj, sized(e.bytes), false);
-            if (options.pool) {
-              d->ops.push_back({.kind = detail::pool_op_kind::allocate, .obj = obj, .tier = 1U, .bytes = e.bytes});
-            }
-          }
-          object_state& o = objs[obj];
-          std::uint64_t const req = e.bytes != 0 ? sized(e.bytes) : o.size;
-          TIERPOOL_EXPECTS(d->requests + 1 < detail::kNoNext, "replay: too many requests (at most 2^32 - 2)");
-          ++d->requests;
-          requested += req;
-          bool const by_host = e.stream == trace::host_stream;
-          std::uint32_t const s = by_host ? 0U : stream_of(e.stream);
-          std::uint64_t w = req & detail::kSizeMask;
-          if (e.mode != trace::access_kind::read) { w |= detail::kWriteFlag; }
-          if (e.mode == trace::access_kind::write_discard) { w |= detail::kDiscardFlag; }
-          if (o.first_access_pending && o.born_on_device) { w |= detail::kBornOnDeviceFlag; }
-          d->cache.push_back({obj, detail::kNoNext, w});
-          o.first_access_pending = false;
-          if (options.pool) {
-            d->ops.push_back({.kind = detail::pool_op_kind::access, .mode = e.mode,
-                              .host = static_cast<std::uint8_t>(by_host ? 1 : 0), .obj = obj, .stream = s,
-                              .bytes = o.size, .arg = detail::kNoNext});
-          }
-          break;
-        }
-        case trace::event_kind::prefetch: {
-          std::uint32_t const obj = lookup(pass, k, e.tensor, false);
-          if (options.pool && obj != detail::kNoNext && objs[obj].live) {
-            d->ops.push_back({.kind = detail::pool_op_kind::prefetch,
-                              .obj = obj,
-                              .tier = (e.tier == trace::no_tier || e.tier == 0) ? 0U : 1U});
-          }
-          break;
-        }
-        case trace::event_kind::compute: {
-          std::uint32_t const s = stream_of(e.stream);
-          if (stream_compute[s] > std::numeric_limits<std::uint64_t>::max() - e.duration_ns) {
-            throw logic_error("replay: the compute durations of stream " + std::to_string(e.stream) +
-                              " sum past 2^64 - 1 ns");
-          }
-          stream_compute[s] += e.duration_ns;
-          compute += e.duration_ns;
-          ++d->compute_events;
-          if (options.pool) {
-            d->ops.push_back({.kind = detail::pool_op_kind::compute, .stream = s, .arg = e.duration_ns});
-          }
-          break;
-        }
-        case trace::event_kind::phase: break;
-        case trace::event_kind::release: {
-          std::uint32_t const obj = lookup(pass, k, e.tensor, false);
-          ++d->release_events;
-          if (options.pool && obj != detail::kNoNext) {
-            bool const by_host = e.stream == trace::host_stream;
-            d->ops.push_back({.kind = detail::pool_op_kind::release,
-                              .host = static_cast<std::uint8_t>(by_host ? 1 : 0),
-                              .obj = obj,
-                              .stream = by_host ? 0U : stream_of(e.stream)});
-          }
-          break;
-        }
-      }
-    }
+    live_bytes_ += size;
+    peak_live_ = std::max(peak_live_, live_bytes_);
   }
+  void end_life(std::uint32_t obj)
+  {
+    object_state& o = objs_[obj];
+    d_->flagged = true;
+    push_cache({obj, detail::kNoNext, detail::kFreeFlag});
+    if (options_.pool) { push_op({.kind = detail::pool_op_kind::free, .obj = obj}); }
+    live_bytes_ -= o.size;
+    o.live = false;
+  }
+  [[nodiscard]] std::uint64_t sized(std::uint64_t b) const noexcept
+  {
+    return options_.ignore_size ? std::uint64_t{1} : b;
+  }
+
+  compile_options options_;
+  std::shared_ptr<detail::compiled_data> d_;
+  id_table ids_;
+  std::vector<std::uint64_t> id_of_;  // dense index -> id (messages)
+  std::vector<object_state> objs_;
+  std::unordered_map<std::uint32_t, std::uint32_t> stream_index_;
+  std::vector<std::uint64_t> stream_compute_;
+  std::uint32_t last_stream_{0};
+  std::uint32_t last_stream_index_{0};
+  // Sums of sizes and durations are exact (128 bits) and refused past 2^64 - 1, not wrapped.
+  u128 working_set_{0};
+  u128 requested_{0};
+  u128 compute_{0};
+  u128 live_bytes_{0};
+  u128 peak_live_{0};
+};
+
+std::shared_ptr<detail::compiled_data> compiler::finish()
+{
   auto const fits = [](u128 v, char const* what, char const* unit) {
     if (v > std::numeric_limits<std::uint64_t>::max()) {
       throw logic_error(std::string("replay: the trace's ") + what + " sum past 2^64 - 1 " + unit +
@@ -299,18 +472,19 @@ compiled_trace compiled_trace::compile(std::span<trace::event const> events, com
     }
     return static_cast<std::uint64_t>(v);
   };
-  d->working_set_bytes = fits(working_set, "distinct objects' sizes (the working set)", "bytes");
-  d->peak_live_bytes = fits(peak_live, "live sizes (the peak live bytes)", "bytes");
-  d->requested_bytes = fits(requested, "requested sizes", "bytes");
-  d->compute_ns = fits(compute, "compute durations", "ns");
-  d->objects = objs.size();
-  d->streams = static_cast<std::uint32_t>(stream_compute.size());
-  d->max_stream_compute_ns = *std::max_element(stream_compute.begin(), stream_compute.end());
+  detail::compiled_data& d = *d_;
+  d.working_set_bytes = fits(working_set_, "distinct objects' sizes (the working set)", "bytes");
+  d.peak_live_bytes = fits(peak_live_, "live sizes (the peak live bytes)", "bytes");
+  d.requested_bytes = fits(requested_, "requested sizes", "bytes");
+  d.compute_ns = fits(compute_, "compute durations", "ns");
+  d.objects = objs_.size();
+  d.streams = static_cast<std::uint32_t>(stream_compute_.size());
+  d.max_stream_compute_ns = *std::max_element(stream_compute_.begin(), stream_compute_.end());
 
   // See Note [Next use in a backward pass].
-  std::vector<std::uint32_t> next_pos(objs.size(), detail::kNoNext);
-  for (std::size_t i = d->cache.size(); i-- > 0;) {
-    detail::cache_req& r = d->cache[i];
+  std::vector<std::uint32_t> next_pos(objs_.size(), detail::kNoNext);
+  for (std::size_t i = d.cache.size(); i-- > 0;) {
+    detail::cache_req& r = d.cache[i];
     if ((r.word & detail::kFreeFlag) != 0) {
       next_pos[r.obj] = detail::kNoNext;
     } else {
@@ -318,11 +492,11 @@ compiled_trace compiled_trace::compile(std::span<trace::event const> events, com
       next_pos[r.obj] = static_cast<std::uint32_t>(i);
     }
   }
-  if (!d->ops.empty()) {
-    TIERPOOL_EXPECTS(d->ops.size() < detail::kNoNext, "replay: too many events (at most 2^32 - 2)");
+  if (!d.ops.empty()) {
+    TIERPOOL_EXPECTS(d.ops.size() < detail::kNoNext, "replay: too many events (at most 2^32 - 2)");
     std::fill(next_pos.begin(), next_pos.end(), detail::kNoNext);
-    for (std::size_t i = d->ops.size(); i-- > 0;) {
-      detail::pool_op& op = d->ops[i];
+    for (std::size_t i = d.ops.size(); i-- > 0;) {
+      detail::pool_op& op = d.ops[i];
       switch (op.kind) {
         case detail::pool_op_kind::allocate:
           op.arg = next_pos[op.obj];  // its first access: the forecast allocate gives the policies
@@ -337,9 +511,117 @@ compiled_trace compiled_trace::compile(std::span<trace::event const> events, com
       }
     }
   }
+  return std::move(d_);
+}
+
+void check_options(compile_options const& options)
+{
+  TIERPOOL_EXPECTS(options.loop >= 1, "replay: --loop must be at least 1");
+  if (options.pool && options.ignore_size) {
+    throw logic_error("replay: ignoring sizes is a cache-mode option (pool mode moves real tensor sizes)");
+  }
+}
+
+// The first pass over `chunk` (at most kBatchEvents): every id resolved (and its slot and
+// state loaded ahead, Note [Dense ids]), then every event applied; objs[i] gets event i's
+// dense index. An event compile() refuses is thrown after the ones before it are applied,
+// so the first error in trace order is the one reported.
+void first_pass(compiler& c, std::span<trace::event const> chunk, std::uint32_t* objs)
+{
+  std::size_t const n = chunk.size();
+  for (std::size_t i = 0; i < std::min(n, kPrefetchAhead); ++i) { c.prefetch(chunk[i]); }
+  std::size_t ok = 0;
+  for (; ok < n; ++ok) {
+    if (ok + kPrefetchAhead < n) { c.prefetch(chunk[ok + kPrefetchAhead]); }
+    if (!c.resolve(chunk[ok], objs[ok])) [[unlikely]] { break; }
+  }
+  for (std::size_t i = 0; i < ok; ++i) { c.apply(compiler::make_step(chunk[i], objs[i])); }
+  if (ok < n) { c.refuse(chunk[ok]); }
+}
+
+}  // namespace
+
+compiled_trace compiled_trace::compile(std::span<trace::event const> events, compile_options options)
+{
+  check_options(options);
+  // The arrays' sizes before anything is reserved: a --loop that makes them too long for
+  // their 32-bit positions is refused here, not met as std::bad_alloc.
+  std::uint64_t cache_entries = 0;  // accesses and frees
+  for (trace::event const& e : events) {
+    if (e.kind == trace::event_kind::access || e.kind == trace::event_kind::free) { ++cache_entries; }
+  }
+  auto const limit = static_cast<u128>(detail::kNoNext - 1);
+  if (static_cast<u128>(cache_entries) * options.loop > limit ||
+      (options.pool && static_cast<u128>(events.size()) * options.loop > limit)) {
+    throw_too_many(events.size(), options);
+  }
+  compiler c(options, cache_entries * options.loop);
+  c.reserve_ops(events.size() * options.loop);
+  // Ids are hashed in the first pass only; later passes (--loop) reuse each event's index.
+  std::vector<std::uint32_t> event_obj(options.loop > 1 ? events.size() : 0, detail::kNoNext);
+  std::vector<std::uint32_t> chunk_obj(event_obj.empty() ? kBatchEvents : 0);
+  for (std::size_t k = 0; k < events.size(); k += kBatchEvents) {
+    auto const chunk = events.subspan(k, std::min(kBatchEvents, events.size() - k));
+    first_pass(c, chunk, event_obj.empty() ? chunk_obj.data() : event_obj.data() + k);
+  }
+  for (std::uint32_t pass = 1; pass < options.loop; ++pass) {
+    for (std::size_t k = 0; k < events.size(); ++k) { c.apply(compiler::make_step(events[k], event_obj[k])); }
+  }
   compiled_trace t;
-  t.data_ = std::move(d);
+  t.data_ = c.finish();
   return t;
+}
+
+compiled_trace compiled_trace::compile(trace::reader& events, compile_options options, std::uint64_t expected_events)
+{
+  check_options(options);
+  // A hint, not a promise (oracleGeneral skips size-0 records): capped where the arrays stop.
+  auto const expected = static_cast<std::uint64_t>(
+    std::min<u128>(static_cast<u128>(expected_events) * options.loop, detail::kNoNext - 1));
+  compiler c(options, expected);
+  c.reserve_ops(expected);
+  // See Note [Compiling from a reader].
+  std::vector<step> steps;
+  if (options.loop > 1) { steps.reserve(std::min<std::uint64_t>(expected_events, detail::kNoNext - 1)); }
+  std::vector<trace::event> batch(kBatchEvents);
+  std::vector<std::uint32_t> batch_obj(kBatchEvents);
+  for (;;) {
+    std::size_t const n = events.next_batch(batch);
+    if (n == 0) { break; }
+    first_pass(c, std::span<trace::event const>(batch.data(), n), batch_obj.data());
+    if (options.loop > 1) {
+      for (std::size_t i = 0; i < n; ++i) { steps.push_back(compiler::make_step(batch[i], batch_obj[i])); }
+    }
+  }
+  if (options.loop > 1) {
+    // As compile(span) does before it reserves: the first pass's counts, times the loop.
+    auto const limit = static_cast<u128>(detail::kNoNext - 1);
+    if (static_cast<u128>(c.cache_entries()) * options.loop > limit ||
+        (options.pool && static_cast<u128>(c.events()) * options.loop > limit)) {
+      throw_too_many(c.events(), options);
+    }
+    for (std::uint32_t pass = 1; pass < options.loop; ++pass) {
+      for (step const& s : steps) { c.apply(s); }
+    }
+  }
+  compiled_trace t;
+  t.data_ = c.finish();
+  return t;
+}
+
+compiled_trace compiled_trace::compile_file(std::filesystem::path const& path, trace::reader_options const& reader,
+                                            compile_options options)
+{
+  check_options(options);
+  auto r = trace::open_reader(path, reader);
+  std::uint64_t expected = 0;
+  if (r->encoding() == trace::format::oracle_general) {
+    // Fixed 24-byte records: the file's size says how many (a pipe has none: 0, no hint).
+    std::error_code ec;
+    auto const bytes = std::filesystem::file_size(path, ec);
+    if (!ec) { expected = bytes / 24; }
+  }
+  return compile(*r, options, expected);
 }
 
 std::uint64_t compiled_trace::events() const noexcept { return data_->events; }
@@ -364,8 +646,47 @@ namespace detail {
 // most `capacity` bytes are resident, so at least need - capacity bytes must still be
 // copied in later, and dev_need - capacity bytes must have been written back earlier.
 // Objects larger than the capacity are never admitted and are left out.
+namespace {
+
+// compute_must_move() of an array of plain reads (no flag in any word: no free, no write,
+// nothing born on the device): nothing ever has device-only content, so d2h is 0 and an
+// object's state is the bytes it adds to need (0 or its size) and whether it was seen
+// (bit 63): 8 bytes per object instead of 16, and no look at the next request.
+must_move must_move_of_reads(compiled_data const& d, std::uint64_t capacity)
+{
+  constexpr std::uint64_t kSeen = std::uint64_t{1} << 63U;
+  std::vector<std::uint64_t> st(d.objects, 0);
+  std::uint64_t compulsory = 0;
+  std::uint64_t copies = 0;
+  std::uint64_t need = 0;
+  std::uint64_t max_need = 0;
+  for (cache_req const& r : d.cache) {
+    std::uint64_t const size = r.word;
+    if (size > capacity) { continue; }
+    std::uint64_t& s = st[r.obj];
+    if (s == 0) {
+      compulsory += size;
+      ++copies;
+    }
+    need -= s & kSizeMask;
+    s = kSeen;
+    if (r.next != kNoNext) {
+      s |= size;
+      need += size;
+    }
+    max_need = std::max(max_need, need);
+  }
+  must_move m;
+  m.h2d_bytes = compulsory + (max_need > capacity ? max_need - capacity : 0);
+  m.h2d_copies = copies;
+  return m;
+}
+
+}  // namespace
+
 must_move compute_must_move(compiled_data const& d, std::uint64_t capacity)
 {
+  if (!d.flagged) { return must_move_of_reads(d, capacity); }
   struct state {
     std::uint64_t counted{0};  // bytes this object contributes to need (0: none)
     bool seen{false};
@@ -402,7 +723,9 @@ must_move compute_must_move(compiled_data const& d, std::uint64_t capacity)
     s.counted = 0;
     s.in_dev_need = false;
     if ((r.word & kWriteFlag) != 0) { s.dev_content = true; }
-    if (r.next != kNoNext && (d.cache[r.next].word & kDiscardFlag) == 0) {
+    // Without discards (cache traces) the next request always reads: no look at it (a
+    // cache miss per request on a long trace).
+    if (r.next != kNoNext && (!d.discards || (d.cache[r.next].word & kDiscardFlag) == 0)) {
       s.counted = size;
       need += size;
       if (s.dev_content) {

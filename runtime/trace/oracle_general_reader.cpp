@@ -7,7 +7,7 @@
 // of `bytes` = obj_size; size-0 records are skipped. A trailing partial record is an
 // error naming its offset.
 //
-// This is the hot path of cache-mode replay: the file is read in 1.5 MiB blocks
+// This is the hot path of cache-mode replay: the file is read in 192 KiB blocks
 // (detail::kBlockBytes, a multiple of 24) and decoded in place, with no allocation and no
 // system call per record; next_batch() fills many events per virtual call.
 #include "trace/detail/codec.hpp"

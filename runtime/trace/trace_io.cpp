@@ -192,8 +192,30 @@ std::vector<event> read_all(std::filesystem::path const& path, reader_options co
 {
   auto r = open_reader(path, options);
   std::vector<event> events;
-  event e;
-  while (r->next(e)) { events.push_back(e); }
+  if (r->encoding() == format::oracle_general) {
+    // Fixed-size records: the file's size bounds the count (a pipe has none: grown instead).
+    std::error_code ec;
+    auto const bytes = std::filesystem::file_size(path, ec);
+    if (!ec) { events.reserve(static_cast<std::size_t>(bytes / kOracleRecordBytes)); }
+  }
+  // Batches decoded in place at the end of the vector, never past what was reserved (a
+  // resize past the capacity would double it for the last few events).
+  constexpr std::size_t kBatch = 512;
+  for (;;) {
+    std::size_t const have = events.size();
+    std::size_t const room = events.capacity() - have;
+    if (room == 0) {  // full (or nothing reserved): one event decides whether to grow
+      event e;
+      if (!r->next(e)) { break; }
+      events.push_back(std::move(e));
+      continue;
+    }
+    std::size_t const want = std::min(room, kBatch);
+    events.resize(have + want);
+    std::size_t const n = r->next_batch(std::span<event>(events.data() + have, want));
+    events.resize(have + n);
+    if (n == 0) { break; }
+  }
   return events;
 }
 

@@ -117,7 +117,7 @@ TEST(TraceBinary, AccessRecordsAreCompact)
   EXPECT_EQ(std::filesystem::file_size(path), 16U + 2U + 4U);
 }
 
-// Records and names straddle the reader's 1.5 MiB blocks; a 1 MiB name fits the limit.
+// Records and names straddle the reader's read blocks (detail::kBlockBytes); a 1 MiB name fits the limit.
 TEST(TraceBinary, RoundTripsAcrossReadBlocks)
 {
   std::vector<event> events;

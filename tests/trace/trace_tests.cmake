@@ -1,7 +1,8 @@
 # The trace library's tests (included from tests/CMakeLists.txt).
-tierpool_add_test(NAME trace_test SOURCES
+tierpool_add_test(NAME trace_test LIBS tierpool::replay SOURCES
   trace/trace_format_tests.cpp
   trace/trace_import_tests.cpp
+  trace/trace_load_tests.cpp
   trace/trace_gen_tests.cpp
   trace/trace_recorder_tests.cpp
   trace/trace_regression_tests.cpp

@@ -173,16 +173,15 @@ int replay_command(int argc, char** argv)
   trace::reader_options ro;
   ro.fmt = trace::parse_format(format);
   auto const t0 = std::chrono::steady_clock::now();
-  std::vector<trace::event> const events = trace::read_all(trace_path, ro);
-  tr::compiled_trace const compiled = tr::compiled_trace::compile(
-    events, {.loop = loop, .ignore_size = ignore_size, .pool = g.mode == tr::replay_mode::pool});
+  tr::compiled_trace const compiled = tr::compiled_trace::compile_file(
+    trace_path, ro, {.loop = loop, .ignore_size = ignore_size, .pool = g.mode == tr::replay_mode::pool});
   auto const t1 = std::chrono::steady_clock::now();
   if (compiled.requests() == 0) {
     // A capacity of P% of nothing is 1 byte, which the pool refused as "capacity at least
     // 256 bytes (got 1)": say what is wrong instead.
     throw logic_error("trace '" + trace_path + "' " +
-                      (events.empty() ? std::string("is empty") :
-                                        "has no accesses (" + std::to_string(events.size()) + " events)") +
+                      (compiled.events() == 0 ? std::string("is empty") :
+                                        "has no accesses (" + std::to_string(compiled.events() / loop) + " events)") +
                       ": nothing to replay");
   }
 

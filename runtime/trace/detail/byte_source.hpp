@@ -18,7 +18,7 @@
 namespace tierpool::trace::detail {
 
 /// Bytes per read() from a file; a multiple of 24 so oracleGeneral records rarely straddle.
-inline constexpr std::size_t kBlockBytes = std::size_t{24} << 16U;  // 1.5 MiB
+inline constexpr std::size_t kBlockBytes = std::size_t{24} << 13U;  // 192 KiB
 
 /**
  * A forward-only window over the input.

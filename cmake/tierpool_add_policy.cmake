@@ -1,4 +1,4 @@
-# Explicit, generated policy registration (STYLE §C.4): no static initializers.
+# Explicit, generated policy registration (docs/notes/conventions.md): no static initializers.
 #
 #   tierpool_add_policy(NAME lru SOURCES lru/lru_policy.cpp [HEADERS lru/lru_policy.hpp])
 #     Adds the sources to the tierpool_policies library and records the policy. The source

@@ -59,7 +59,7 @@ set_tests_properties(cli.info.missing_topology_fails PROPERTIES LABELS cpu WILL_
 # ---- end tierpool info ------------------------------------------------------------
 
 # ---- tierpool bench arena ---------------------------------------------------------
-# Short runs (--ops) of BENCHMARKS.md §1 workloads; figures are not asserted, behaviour is.
+# Short runs (--ops) of the arena workloads (docs/chapters/benchmarks.md); figures are not asserted, behaviour is.
 add_test(NAME cli.bench_arena.table COMMAND $<TARGET_FILE:tierpool_cli> bench arena --workload dnn-static --ops 5000 --runs 1)
 set_tests_properties(cli.bench_arena.table PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "arena workload dnn-static \\(seed 1000\\): 5000 operations.*failed allocations +0 .*arena valid at end +yes")
@@ -115,7 +115,7 @@ set_tests_properties(cli.bench_arena.sparse_slots PROPERTIES LABELS cpu TIMEOUT 
 # ---- end tierpool bench arena -----------------------------------------------------
 
 # ---- tierpool bench hitpath / bench copy ----------------------------------------
-# Short runs of BENCHMARKS.md §3; figures are not asserted (benchmarks are not timed
+# Short runs of the runtime-overhead benchmarks (docs/chapters/benchmarks.md); figures are not asserted (benchmarks are not timed
 # tests), only that each command runs, prints its fields and rejects bad options.
 add_test(NAME cli.bench_hitpath.table COMMAND $<TARGET_FILE:tierpool_cli> bench hitpath --threads 2 --ops 2000 --runs 1)
 set_tests_properties(cli.bench_hitpath.table PROPERTIES LABELS cpu ENVIRONMENT "TIERPOOL_BACKEND="

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // stats_segment.hpp — the layout of the shared-memory segment a pool publishes its figures
-// in (DESIGN.md §8, docs/chapters/monitoring.md), and its writer.
+// in (docs/chapters/monitoring.md), and its writer.
 //
 // Note [The stats segment is a seqlock of plain words]
 // A pool writes one fixed-size, versioned record to /dev/shm/tierpool.<pid>.<n>; readers

@@ -76,7 +76,7 @@ constexpr std::array<gp, 7> kRandomParams{{
 }};
 
 constexpr std::array<workload_info, 5> kWorkloads{{
-  {"mlp-train", "dense MLP training: forward, backward in reverse, Adam step (BENCHMARKS.md 2)", kMlpParams, false},
+  {"mlp-train", "dense MLP training: forward, backward in reverse, Adam step (docs/chapters/benchmarks.md)", kMlpParams, false},
   {"transformer-train", "GPT-style blocks: forward, backward, Adam step with fp32 moments", kTransformerParams,
    false},
   {"llm-infer-stream", "layer-streamed decoding: every layer's weights once per step, KV cache grows", kLlmParams,

@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: 2026 tierpool contributors
 // SPDX-License-Identifier: Apache-2.0
 //
-// trace_gen_dnn.cpp — the DNN-shaped generators of BENCHMARKS.md §2: mlp-train,
+// trace_gen_dnn.cpp — the DNN-shaped generators of the tiering workloads (docs/chapters/benchmarks.md): mlp-train,
 // transformer-train and llm-infer-stream. No randomness: the seed does not matter. The
 // exact tensors and access order of each are listed in docs/chapters/traces.md.
 #include "trace/detail/generator.hpp"

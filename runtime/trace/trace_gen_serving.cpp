@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: 2026 tierpool contributors
 // SPDX-License-Identifier: Apache-2.0
 //
-// trace_gen_serving.cpp — the random generators of BENCHMARKS.md §2: kv-paging (a
+// trace_gen_serving.cpp — the random generators of the tiering workloads (docs/chapters/benchmarks.md): kv-paging (a
 // serving trace of requests arriving and finishing, with paged KV blocks) and
 // random-reuse (Zipf accesses over a working set). Both depend on the seed; see
 // detail::random_source for why the output does not depend on the standard library.

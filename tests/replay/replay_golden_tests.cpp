@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: 2026 tierpool contributors
 // SPDX-License-Identifier: Apache-2.0
 //
-// replay_golden_tests.cpp — replay golden tests (STYLE.md §G.5): the small committed traces
+// replay_golden_tests.cpp — replay golden tests (docs/notes/conventions.md, "Tests"): the small committed traces
 // under tests/replay/golden/*.tpt are replayed in pool mode and in cache mode, per policy and
 // capacity, and the deterministic figures are compared with tests/replay/golden/expected.txt.
 // A behaviour change (policy, pool, sim backend, replay) shows up as a diff of that file.

@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: 2026 tierpool contributors
 // SPDX-License-Identifier: Apache-2.0
 //
-// trace_gen_tests.cpp — the generators of BENCHMARKS.md §2: determinism per seed, well-
+// trace_gen_tests.cpp — the generators of the tiering workloads (docs/chapters/benchmarks.md): determinism per seed, well-
 // formedness (every use of a live tensor, frees match allocates, nothing left), and the
 // exact shapes: tensor sizes, access order, compute durations.
 #include "trace_test_util.hpp"

@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: 2026 tierpool contributors
 // SPDX-License-Identifier: Apache-2.0
 //
-// arena_workloads_tests.cpp — the arena workload generators of BENCHMARKS.md §1
+// arena_workloads_tests.cpp — the arena workload generators (docs/chapters/benchmarks.md, "Arena workloads")
 // (determinism per seed, shape of each workload), the alloc-trace text format (round trip,
 // errors naming the line) and the replay driver (deterministic failures).
 #include "workloads/arena_workloads.hpp"

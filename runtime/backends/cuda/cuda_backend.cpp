@@ -17,8 +17,8 @@
 // cudaMemcpyAsync with pageable host memory on one side is not asynchronous: from pageable
 // memory it first waits for the stream's earlier work (the pool's copy streams wait on
 // user work: a victim's last use), into pageable memory it returns only after the copy.
-// Either stalls the calling thread, which in the pool holds a tensor's lock. DESIGN §3
-// reaches the host tier "through pinned staging buffers": a copy between device (or
+// Either stalls the calling thread, which in the pool holds a tensor's lock. The backend
+// reaches the host tier "through pinned staging buffers" (docs/chapters/backends.md): a copy between device (or
 // managed) memory and pageable host memory is cut into chunks of one pinned buffer per
 // stream (kStagingBytes, made on the stream's first such copy); each chunk is a host
 // function (memcpy between the pageable range and the buffer: no CUDA call) and a DMA
@@ -262,7 +262,7 @@ std::string cuda_backend::initialize()
   caps_.concurrent_managed_access = attribute(cudaDevAttrConcurrentManagedAccess, 0) != 0;
   // cudaMemPrefetchAsync / cudaMemAdvise with a location need concurrent managed access.
   caps_.has_managed_prefetch = caps_.has_managed && caps_.concurrent_managed_access;
-  // DESIGN §3: managed memory is always bounded, on a real GPU by the free device memory.
+  // docs/chapters/tiers.md: managed memory is always bounded, on a real GPU by the free device memory.
   caps_.managed_bytes = caps_.has_managed ? free_bytes : 0;
   caps_.managed_shares_device = true;  // the pool sizes a default managed tier beside its device tiers
   caps_.allocation_alignment = 256;  // cudaMalloc guarantees 256; host kinds are aligned to match

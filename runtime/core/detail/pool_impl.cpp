@@ -133,13 +133,13 @@ pool_impl::pool_impl(pool_options options)
   // Prefetch predictor ("none": no hook on the acquire path at all).
   if (!options.prefetch.empty() && options.prefetch != "none") {
     try {
-      predictor_.emplace(registry.create_predictor(options.prefetch));
+      prediction_.predictor.emplace(registry.create_predictor(options.prefetch));
     } catch (logic_error const& e) {
       if (env.prefetch) { throw logic_error(std::string("TIERPOOL_PREFETCH: ") + e.what()); }
       throw;
     }
-    predictor_active_ = predictor_->name() != "none";
-    plan_.tensors.reserve(64);
+    prediction_.active = prediction_.predictor->name() != "none";
+    prediction_.plan.tensors.reserve(64);
   }
 
   // Copy streams (at least one per direction) and the retire stream.
@@ -265,14 +265,14 @@ void pool_impl::predict_after(tensor_id id, std::size_t bytes, bool write)
   op_gate::scope const op(gate_, thread_shard());
   thread_local std::vector<tensor_id> plan_ids_;  // this thread's copy of the plan (keeps its capacity)
   {
-    std::lock_guard lock(predictor_mtx_);
+    std::lock_guard lock(prediction_.mtx);
     access_view a{};
     a.id = id;
     a.bytes = bytes;
     a.write = write;
-    a.sequence = access_seq_++;
-    predictor_->on_access(a, plan_);
-    plan_ids_.assign(plan_.tensors.begin(), plan_.tensors.end());  // reserved: no allocation once warm
+    a.sequence = prediction_.seq++;
+    prediction_.predictor->on_access(a, prediction_.plan);
+    plan_ids_.assign(prediction_.plan.tensors.begin(), prediction_.plan.tensors.end());  // reserved: no allocation once warm
   }
   auto const d = static_cast<std::uint32_t>(device_tier());
   for (tensor_id const next : plan_ids_) {

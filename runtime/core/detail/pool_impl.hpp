@@ -82,7 +82,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   /// Why recording stopped (trace::recorder::error()); empty when it works or no trace is recorded.
   [[nodiscard]] std::string tracing_error() const { return tracer_.error(); }
   /// True when a prefetch predictor other than `none` is set.
-  [[nodiscard]] bool has_predictor() const noexcept { return predictor_active_; }
+  [[nodiscard]] bool has_predictor() const noexcept { return prediction_.active; }
   /// Tell the predictor about a device acquire (no record lock held) and prefetch its plan.
   void predict_after(tensor_id id, std::size_t bytes, bool write);
   std::uint64_t add_low_memory_callback(low_memory_callback cb);
@@ -199,11 +199,15 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   pool_counters counters_;  ///< the pool's figures (telemetry/pool_counters.hpp)
   tenant_ledger tenants_;       ///< quotas and live bytes per tenant
   low_memory_callbacks lowmem_;  ///< the ladder's last step (pool::add_low_memory_callback)
-  std::mutex predictor_mtx_;                         ///< a leaf lock (held only to ask the predictor)
-  std::optional<any_prefetch_predictor> predictor_;  ///< under predictor_mtx_
-  prefetch_plan plan_;                               ///< under predictor_mtx_
-  bool predictor_active_{false};                     ///< constant after construction
-  std::uint64_t access_seq_{0};                      ///< under predictor_mtx_
+  /// The prefetch predictor (pool_options::prefetch) and its plan, behind one leaf lock
+  /// (held only to ask the predictor).
+  struct prediction {
+    std::mutex mtx;
+    std::optional<any_prefetch_predictor> predictor;  ///< under mtx
+    prefetch_plan plan;                               ///< under mtx
+    std::uint64_t seq{0};                             ///< under mtx: accesses told so far
+    bool active{false};                               ///< constant after construction: not "none"
+  } prediction_;
   pool_tracer tracer_;  ///< trace recording (TIERPOOL_TRACE)
 };
 

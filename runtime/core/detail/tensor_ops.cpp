@@ -42,9 +42,9 @@ void pool_impl::free_slots_locked(tensor_record& rec) noexcept
   counters_.live_tensors.fetch_sub(1, std::memory_order_relaxed);
   counters_.live_tensor_bytes.fetch_sub(rec.bytes, std::memory_order_relaxed);
   tenants_.credit(rec.opts.tenant, rec.bytes);
-  if (predictor_active_) {
-    std::lock_guard lock(predictor_mtx_);
-    predictor_->on_free(rec.id);
+  if (prediction_.active) {
+    std::lock_guard lock(prediction_.mtx);
+    prediction_.predictor->on_free(rec.id);
   }
 }
 

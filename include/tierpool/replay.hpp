@@ -135,7 +135,10 @@ class TIERPOOL_EXPORT compiled_trace {
   /**
    * @brief Compile the events `events` yields to its end, without holding them: the memory
    *        is the compact arrays (with `loop` > 1, also 24 bytes per event of one pass).
+   * @param events The trace, read to its end.
+   * @param options Looping and size handling.
    * @param expected_events How many events to reserve for (a hint; 0: unknown).
+   * @return The compiled trace.
    * @throws as compile(span), and what the reader throws (tierpool::trace_error: a malformed or truncated record, a read error)
    */
   [[nodiscard]] static compiled_trace compile(trace::reader& events, compile_options options = {},
@@ -143,6 +146,10 @@ class TIERPOOL_EXPORT compiled_trace {
   /**
    * @brief open_reader(path, reader) and compile(reader&), reserving from the file's size
    *        where its records have a fixed size (oracleGeneral). A pipe or FIFO works.
+   * @param path The trace file.
+   * @param reader How to read it (format, as trace::open_reader).
+   * @param options Looping and size handling.
+   * @return The compiled trace.
    * @throws as open_reader and compile(reader&)
    */
   [[nodiscard]] static compiled_trace compile_file(std::filesystem::path const& path,

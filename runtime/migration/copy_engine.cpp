@@ -460,12 +460,7 @@ void migration_engine::make_copy_streams(std::uint32_t h2d, std::uint32_t d2h)
     for (stream_handle s : d2h_) { (void)streams_->add(s, true); }
     (void)streams_->add(retire_, true);
   } catch (...) {
-    for (stream_handle s : h2d_) { backend_->destroy_stream(s); }
-    for (stream_handle s : d2h_) { backend_->destroy_stream(s); }
-    if (retire_.value != 0) { backend_->destroy_stream(retire_); }
-    h2d_.clear();
-    d2h_.clear();
-    retire_ = stream_handle{};
+    destroy_copy_streams();
     throw;
   }
 }
@@ -482,6 +477,11 @@ void migration_engine::shutdown() noexcept
   if (backend_ == nullptr) { return; }
   synchronize_copy_streams();
   tiers_.clear();  // ~tier waits for deferred frees and frees the chunks
+  destroy_copy_streams();
+}
+
+void migration_engine::destroy_copy_streams() noexcept
+{
   for (stream_handle s : h2d_) { backend_->destroy_stream(s); }
   for (stream_handle s : d2h_) { backend_->destroy_stream(s); }
   if (retire_.value != 0) { backend_->destroy_stream(retire_); }

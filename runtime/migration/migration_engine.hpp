@@ -207,6 +207,8 @@ class migration_engine {
   void close_prefetch_queue() noexcept;
 
  private:
+  void destroy_copy_streams() noexcept;
+
   backend* backend_{nullptr};
   event_pool* events_{nullptr};
   stream_registry* streams_{nullptr};

@@ -112,7 +112,7 @@ if [[ ! -x $TP ]]; then
   if command -v cmake >/dev/null 2>&1; then
     build_here() {
       cmake -S "$ROOT" -B "$B" -G Ninja -DTIERPOOL_ENABLE_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
-        cmake --build "$B" -j "$(nproc)" --target tierpool_cli oversubscribe cuda_backend_test
+        cmake --build "$B" -j "$(nproc)" --target tierpool_cli oversubscribe cuda_backend_test pool_conformance_cuda_test
     }
     export -f build_here
     step build 240 - build_here

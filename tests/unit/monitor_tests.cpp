@@ -682,22 +682,27 @@ TEST(Monitor, ASegmentShrunkWhileReadIsAnErrorNotASigbus)
   ASSERT_GE(shrinker, 0);
   if (shrinker == 0) {
     ::alarm(60);
+    // Each state lasts a few microseconds, so that a reader slowed down (a sanitizer, a
+    // loaded machine) still meets both, a whole segment and a short one.
     for (;;) {
       if (::ftruncate(fd, 0) != 0) { ::_exit(1); }
+      ::usleep(10);
       if (::pwrite(fd, &lay, sizeof lay, 0) != static_cast<ssize_t>(sizeof lay)) { ::_exit(1); }
+      ::usleep(10);
     }
   }
   int const code = in_child(
     [&] {
       int whole = 0;
       int refused = 0;
+      auto const t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < 20'000 || whole == 0 || refused == 0; ++i) {
         try {
           if (read_published_pool(fake).name == "shrinking") { ++whole; }
         } catch (stats_segment_error const&) {
           ++refused;
         }
-        if (i > 2'000'000) { break; }
+        if (i > 2'000'000 || std::chrono::steady_clock::now() - t0 > std::chrono::seconds(30)) { break; }
       }
       return whole > 0 && refused > 0 ? 0 : 11;
     },

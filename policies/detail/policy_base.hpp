@@ -30,7 +30,7 @@
  * - `order_count()`: unpinned resident tensors (evictable_count()).
  * - `order_ok(held)`: validate the order; `held` = live slots the order accounts for
  *   (resident unpinned tensors and ghosts).
- * - `is_ghost(node)` (optional, static): a live slot that is remembered, not resident (2Q's
+ * - `is_ghost_node(node)` (optional, static): a live slot that is remembered, not resident (2Q's
  *   A1out, S3-FIFO's G, ARC's B1/B2, LIRS's non-resident HIR). contains() and on_pin skip it.
  * `Node` has the members `id`, `bytes`, `next` (the free-list link), `pinned` and `live`.
  * Limitations: a policy whose pinned tensors stay in its order (gdsf, belady, repeat keep
@@ -216,8 +216,8 @@ class slab_policy {
   [[nodiscard]] Derived const& derived() const noexcept { return static_cast<Derived const&>(*this); }
   [[nodiscard]] static bool ghost(Node const& n) noexcept
   {
-    if constexpr (requires { Derived::is_ghost(n); }) {
-      return Derived::is_ghost(n);
+    if constexpr (requires { Derived::is_ghost_node(n); }) {
+      return Derived::is_ghost_node(n);
     } else {
       return false;
     }

@@ -174,6 +174,14 @@ class slab_policy {
     }
   }
 
+  /// @brief Count slot `i`, unpinned and out of the order (a remembered id that comes back
+  ///        pinned), as pinned.
+  void adopt_pinned(slab_slot i) noexcept
+  {
+    nodes_[i].pinned = true;
+    pin_add(nodes_[i].bytes);
+  }
+
   /// @brief Set resident slot `i`'s bytes, keeping the pinned set's or the order's sums.
   void set_bytes(slab_slot i, std::size_t bytes) noexcept
   {

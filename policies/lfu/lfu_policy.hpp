@@ -32,16 +32,27 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <string_view>
 #include <vector>
 
 #include <tierpool/export.hpp>
-#include <tierpool/detail/id_index.hpp>
+#include <tierpool/policies/policy_base.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
 namespace tierpool {
+namespace policies::detail {
+/// @brief lfu_policy's slab node (outside the class: the CRTP base needs it complete).
+struct lfu_node {
+  tensor_id id{};
+  std::size_t bytes{0};
+  slab_slot bucket{no_slot};  // the bucket of this tensor's frequency
+  slab_slot prev{no_slot};    // towards the least recent end of the bucket
+  slab_slot next{no_slot};    // towards the most recent end; free-list link for free slots
+  bool pinned{false};
+  bool live{false};
+};
+}  // namespace policies::detail
 
 /**
  * @brief Least-frequently-used eviction (LRU among equals) over the tensors of one tier.
@@ -62,7 +73,7 @@ namespace tierpool {
  * lfu.propose({.bytes_needed = 100}, out);   // out.victims == {tensor_id{2}}
  * @endcode
  */
-class TIERPOOL_EXPORT lfu_policy {
+class TIERPOOL_EXPORT lfu_policy : public policies::detail::slab_policy<lfu_policy, policies::detail::lfu_node> {
  public:
   /// @brief Configuration: LFU has no parameters.
   struct config {};
@@ -79,12 +90,9 @@ class TIERPOOL_EXPORT lfu_policy {
   void on_access(tensor_view const& v) noexcept;
   /// @brief Forget a tensor. Unknown id: no-op.
   void on_erase(tensor_id id) noexcept;
-  /// @brief Take a tensor out of its bucket's list (it keeps its frequency). Idempotent;
-  ///        unknown id: no-op.
-  void on_pin(tensor_id id) noexcept;
-  /// @brief Return a pinned tensor at the most recent end of its bucket. Idempotent;
-  ///        unknown id: no-op.
-  void on_unpin(tensor_id id) noexcept;
+  // on_pin (out of its bucket's list; it keeps its frequency), on_unpin (back at the most
+  // recent end of its bucket), size, evictable_count, pinned_count, contains, validate:
+  // slab_policy.
 
   /**
    * @brief Append unpinned tensors, least frequent first (least recent first among
@@ -100,40 +108,17 @@ class TIERPOOL_EXPORT lfu_policy {
   [[nodiscard]] std::string_view name() const noexcept { return "lfu"; }
   /// @brief The configuration.
   [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
-  /// @brief Tensors tracked (pinned or not).
-  [[nodiscard]] std::size_t size() const noexcept { return index_.size(); }
-  /// @brief Pinned tensors tracked.
-  [[nodiscard]] std::size_t pinned_count() const noexcept { return pinned_count_; }
   /// @brief Frequency of a tracked tensor (0 when unknown).
   [[nodiscard]] std::uint64_t frequency(tensor_id id) const noexcept;
   /// @brief Number of frequency buckets in use.
   [[nodiscard]] std::size_t bucket_count() const noexcept { return bucket_count_; }
-  /// @brief True when `id` is tracked.
-  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.contains(id); }
-
-  /**
-   * @brief Check every invariant: bucket order (strictly ascending frequencies, none
-   *        empty), item links and frequencies, pinned counts, the index, both free lists.
-   *        O(n); for tests.
-   * @return True when consistent.
-   */
-  [[nodiscard]] bool validate() const noexcept;
 
  private:
-  using index_t = std::uint32_t;
-  static constexpr index_t npos = std::numeric_limits<index_t>::max();
+  friend slab_policy;
+  using node = policies::detail::lfu_node;
+  using index_t = policies::detail::slab_slot;
+  static constexpr index_t npos = policies::detail::no_slot;
 
-  struct node {
-    tensor_id id{};
-    std::size_t bytes{0};
-    index_t bucket{npos};  // the bucket of this tensor's frequency
-    index_t prev{npos};    // towards the least recent end of the bucket
-    index_t next{npos};    // towards the most recent end; free-list link for free slots
-    bool pinned{false};
-    bool live{false};
-  };
-  // One frequency class. Invariant: items + pinned > 0 while the bucket is linked;
-  // freq strictly increases along next.
   struct bucket {
     std::uint64_t freq{0};
     index_t prev{npos};   // lower frequency
@@ -151,18 +136,18 @@ class TIERPOOL_EXPORT lfu_policy {
   [[nodiscard]] index_t bucket_after(index_t b, std::uint64_t freq) noexcept;  // existing or new
   void free_bucket(index_t b) noexcept;
   void bump(index_t i) noexcept;
-  void set_pinned(index_t i, bool pinned) noexcept;
-  [[nodiscard]] index_t lookup(tensor_id id) const noexcept;
+
+  // The order (Note [One base for the slab policies]): the buckets' lists.
+  void order_leave(index_t i) noexcept;
+  void order_enter(index_t i) noexcept;  // the most recent end of its frequency class
+  [[nodiscard]] std::size_t order_count() const noexcept { return index_.size() - pinned_.count; }
+  [[nodiscard]] bool order_ok(std::size_t& held) const noexcept;
 
   config cfg_;
-  std::vector<node> nodes_;      // item slab; size() == live + free
-  index_t free_head_{npos};      // free item slots chained through node::next
   std::vector<bucket> buckets_;  // bucket slab
   index_t free_bucket_{npos};    // free bucket slots chained through bucket::next
   index_t lowest_{npos};         // bucket of the lowest frequency
   std::size_t bucket_count_{0};  // linked buckets
-  std::size_t pinned_count_{0};
-  tierpool::detail::id_index index_;  // id -> slab position; never iterated
 };
 
 namespace policies {

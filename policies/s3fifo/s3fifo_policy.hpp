@@ -60,18 +60,30 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include <tierpool/export.hpp>
-#include <tierpool/policies/slab_list.hpp>
-#include <tierpool/detail/id_index.hpp>
+#include <tierpool/policies/policy_base.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
 namespace tierpool {
+namespace policies::detail {
+/// @brief s3fifo_policy's slab node (outside the class: the CRTP base needs it complete).
+struct s3fifo_node {
+  enum class queue : std::uint8_t { small, main, ghost };
+  tensor_id id{};
+  std::size_t bytes{0};
+  slab_slot prev{no_slot};  // towards the tail (oldest, evicted first)
+  slab_slot next{no_slot};  // towards the head (newest); free-list link for free slots
+  queue q{queue::small};    // the queue it belongs to (also while pinned)
+  std::uint8_t freq{0};
+  bool pinned{false};
+  bool live{false};
+};
+}  // namespace policies::detail
 
 /**
  * @brief S3-FIFO eviction (small, main and ghost FIFO queues) over the tensors of one tier.
@@ -92,7 +104,7 @@ namespace tierpool {
  * s3.propose({.bytes_needed = 100}, out);   // out.victims == {tensor_id{1}}
  * @endcode
  */
-class TIERPOOL_EXPORT s3fifo_policy {
+class TIERPOOL_EXPORT s3fifo_policy : public policies::detail::slab_policy<s3fifo_policy, policies::detail::s3fifo_node> {
  public:
   /// @brief Configuration (registry parameters of the same names).
   struct config {
@@ -124,10 +136,8 @@ class TIERPOOL_EXPORT s3fifo_policy {
   /// @brief Forget a resident tensor; apply S3-FIFO's moves when it is the next victim
   ///        (Note [S3-FIFO moves on erase]). Unknown or ghost id: no-op.
   void on_erase(tensor_id id) noexcept;
-  /// @brief Take a tensor out of its queue. Idempotent; unknown id: no-op.
-  void on_pin(tensor_id id) noexcept;
-  /// @brief Return a pinned tensor at the head of its queue. Idempotent; unknown id: no-op.
-  void on_unpin(tensor_id id) noexcept;
+  // on_pin, on_unpin (an unpinned tensor returns at the head of its queue), size,
+  // evictable_count, pinned_count, contains (ghosts excluded), validate: slab_policy.
 
   /**
    * @brief Append the tensors S3-FIFO would evict, in order, until their bytes cover
@@ -143,18 +153,12 @@ class TIERPOOL_EXPORT s3fifo_policy {
   [[nodiscard]] std::string_view name() const noexcept { return "s3fifo"; }
   /// @brief The configuration.
   [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
-  /// @brief Resident tensors tracked (pinned or not; ghosts excluded).
-  [[nodiscard]] std::size_t size() const noexcept { return small_.count + main_.count + pinned_.count; }
   /// @brief Unpinned tensors in S.
   [[nodiscard]] std::size_t small_count() const noexcept { return small_.count; }
   /// @brief Unpinned tensors in M.
   [[nodiscard]] std::size_t main_count() const noexcept { return main_.count; }
   /// @brief Ghost ids in G.
   [[nodiscard]] std::size_t ghost_count() const noexcept { return ghost_.count; }
-  /// @brief Pinned tensors tracked.
-  [[nodiscard]] std::size_t pinned_count() const noexcept { return pinned_.count; }
-  /// @brief True when `id` is resident here (ghosts excluded).
-  [[nodiscard]] bool contains(tensor_id id) const noexcept;
   /// @brief True when `id` is resident in M.
   [[nodiscard]] bool in_main(tensor_id id) const noexcept;
   /// @brief True when `id` is a ghost in G.
@@ -162,36 +166,16 @@ class TIERPOOL_EXPORT s3fifo_policy {
   /// @brief Frequency of a resident tensor (0 when unknown).
   [[nodiscard]] std::uint8_t frequency(tensor_id id) const noexcept;
 
-  /**
-   * @brief Check every invariant: links, queue tags, counts, byte sums, per-frequency
-   *        counts, both scan pointers, the index, the free list. O(n); for tests.
-   * @return True when consistent.
-   */
-  [[nodiscard]] bool validate() const noexcept;
-
  private:
-  using index_t = std::uint32_t;
-  static constexpr index_t npos = std::numeric_limits<index_t>::max();
-
-  enum class queue : std::uint8_t { small, main, ghost };
-
-  struct node {
-    tensor_id id{};
-    std::size_t bytes{0};
-    index_t prev{npos};  // towards the tail (oldest, evicted first)
-    index_t next{npos};  // towards the head (newest); free-list link for free slots
-    queue q{queue::small};  // the queue it belongs to (also while pinned)
-    std::uint8_t freq{0};
-    bool pinned{false};
-    bool live{false};
-  };
-  // A doubly-linked list over slab positions, tail (oldest) at front. Invariant: count ==
-  // #nodes reachable from front; bytes_high * 2^64 + bytes_low == exact sum of their bytes.
+  friend slab_policy;
+  using node = policies::detail::s3fifo_node;
+  using queue = node::queue;
+  using index_t = policies::detail::slab_slot;
+  static constexpr index_t npos = policies::detail::no_slot;
   using list = policies::detail::slab_list;
 
   void link_back(list& l, index_t i) noexcept;
   void unlink(list& l, index_t i) noexcept;
-  [[nodiscard]] list& list_of(node const& n) noexcept;
   [[nodiscard]] bool evict_from_small(list const& small, list const& main) const noexcept;
   [[nodiscard]] index_t first_cold(index_t from) const noexcept;   // first S tensor with freq <= 1
   [[nodiscard]] index_t first_zero(index_t from) const noexcept;   // first M tensor with freq 0
@@ -203,18 +187,22 @@ class TIERPOOL_EXPORT s3fifo_policy {
   void promote(index_t i) noexcept; // S tail -> M head, frequency kept
   void commit_evict(index_t i, bool promote_all) noexcept;
   void trim_ghosts() noexcept;
-  void free_slot(index_t i) noexcept;
-  void set_pinned(index_t i, bool pinned) noexcept;
-  [[nodiscard]] index_t lookup_resident(tensor_id id) const noexcept;
+
+  // The order (Note [One base for the slab policies]).
+  [[nodiscard]] static bool is_ghost_node(node const& n) noexcept { return n.q == queue::ghost; }
+  void order_leave(index_t i) noexcept { leave(i); }
+  void order_enter(index_t i) noexcept { enter(i); }
+  void order_resize(index_t i, std::size_t from, std::size_t to) noexcept
+  {
+    (nodes_[i].q == queue::small ? small_ : main_).resize(from, to);
+  }
+  [[nodiscard]] std::size_t order_count() const noexcept { return small_.count + main_.count; }
+  [[nodiscard]] bool order_ok(std::size_t& held) const noexcept;
 
   config cfg_;
-  std::vector<node> nodes_;  // slab; size() == resident + ghosts + free
-  index_t free_head_{npos};  // free slots chained through node::next
-  tierpool::detail::id_index index_;  // id -> slab position (ghosts too); never iterated
   list small_;   // S, unpinned
   list main_;    // M, unpinned
   list ghost_;   // G: ids of tensors evicted from S
-  list pinned_;  // pinned resident tensors; order irrelevant
   index_t s_cold_{npos};  // first tensor of S (from the tail) with freq <= 1, npos if none
   index_t m_zero_{npos};  // first tensor of M (from the tail) with freq 0, npos if none
   std::array<std::size_t, max_frequency + 1> m_freq_count_{};  // M tensors per frequency

@@ -63,8 +63,11 @@ void two_q_policy::on_insert(tensor_view const& v) noexcept
       policies::detail::unlink(nodes_, a1out_, i);
       n.bytes = v.bytes;
       n.q = queue::am;
-      order_enter(i);
-      set_pinned(i, v.pinned);
+      if (v.pinned) {
+        adopt_pinned(i);
+      } else {
+        order_enter(i);
+      }
       return;
     }
     on_access(v);  // resident: an access

@@ -44,17 +44,35 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include <tierpool/export.hpp>
-#include <tierpool/detail/id_index.hpp>
+#include <tierpool/policies/policy_base.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
 namespace tierpool {
+namespace policies::detail {
+/// @brief Which ARC list a tensor is in: arc_policy::list_id.
+enum class arc_list_id : std::uint8_t {
+  t1,  ///< resident, seen once recently
+  t2,  ///< resident, seen at least twice
+  b1,  ///< ghost of an eviction from T1
+  b2,  ///< ghost of an eviction from T2
+};
+/// @brief arc_policy's slab node (outside the class: the CRTP base needs it complete).
+struct arc_node {
+  tensor_id id{};
+  std::size_t bytes{0};
+  std::uint64_t last_event{0};  // clock_ at the tensor's last insert/access
+  slab_slot prev{no_slot};      // towards MRU (front)
+  slab_slot next{no_slot};      // towards LRU (back); free-list link for free slots
+  arc_list_id list{arc_list_id::t1};
+  bool pinned{false};
+  bool live{false};
+};
+}  // namespace policies::detail
 
 /**
  * @brief Adaptive Replacement Cache over the tensors of one tier, sized in bytes.
@@ -72,7 +90,7 @@ namespace tierpool {
  * arc.propose({.bytes_needed = 100}, out);   // out.victims == {tensor_id{1}}
  * @endcode
  */
-class TIERPOOL_EXPORT arc_policy {
+class TIERPOOL_EXPORT arc_policy : public policies::detail::slab_policy<arc_policy, policies::detail::arc_node> {
  public:
   /// @brief Configuration (registry parameters of the same names).
   struct config {
@@ -84,13 +102,8 @@ class TIERPOOL_EXPORT arc_policy {
     std::uint64_t correlation_window{1};
   };
 
-  /// @brief Which ARC list a tensor is in (for tests and tools).
-  enum class list_id : std::uint8_t {
-    t1,  ///< resident, seen once recently
-    t2,  ///< resident, seen at least twice
-    b1,  ///< ghost of an eviction from T1
-    b2,  ///< ghost of an eviction from T2
-  };
+  /// @brief Which ARC list a tensor is in (for tests and tools): t1, t2 (resident), b1, b2 (ghosts).
+  using list_id = policies::detail::arc_list_id;
 
   /// @brief An empty policy with the default configuration.
   arc_policy() noexcept;
@@ -109,10 +122,9 @@ class TIERPOOL_EXPORT arc_policy {
   /// @brief A resident tensor left: it becomes a ghost (T1 -> B1, T2 -> B2). Unknown or
   ///        ghost id: no-op.
   void on_erase(tensor_id id) noexcept;
-  /// @brief Mark pinned (never proposed). Idempotent; unknown or ghost id: no-op.
-  void on_pin(tensor_id id) noexcept;
-  /// @brief Clear the pin. Idempotent; unknown or ghost id: no-op.
-  void on_unpin(tensor_id id) noexcept;
+  // on_pin / on_unpin (a pinned tensor keeps its place in T1 or T2, and its bytes count
+  // there, but is never proposed), size (T1 + T2), evictable_count, pinned_count, contains
+  // (ghosts excluded), validate: slab_policy.
 
   /**
    * @brief Append victims by REPLACE: the LRU end of T1 while the T1 bytes not yet taken
@@ -139,57 +151,18 @@ class TIERPOOL_EXPORT arc_policy {
   [[nodiscard]] std::size_t bytes_in(list_id which) const noexcept { return list_of(which).bytes(); }
   /// @brief Tensors (resident or ghost) in a list, most recent first. O(n), allocates; for tests.
   [[nodiscard]] std::vector<tensor_id> contents(list_id which) const;
-  /// @brief Resident tensors tracked (T1 + T2).
-  [[nodiscard]] std::size_t size() const noexcept { return t1_.count + t2_.count; }
-  /// @brief True when `id` is resident (in T1 or T2).
-  [[nodiscard]] bool contains(tensor_id id) const noexcept;
-
-  /// @brief Check every invariant (links, counts, byte sums, index, free list). O(n); for tests.
-  [[nodiscard]] bool validate() const noexcept;
 
  private:
-  using index_t = std::uint32_t;
-  static constexpr index_t npos = std::numeric_limits<index_t>::max();
-
-  struct node {
-    tensor_id id{};
-    std::size_t bytes{0};
-    std::uint64_t last_event{0};  // clock_ at the tensor's last insert/access
-    index_t prev{npos};           // towards MRU (head)
-    index_t next{npos};           // towards LRU (tail); free-list link for free slots
-    list_id list{list_id::t1};
-    bool pinned{false};
-    bool live{false};
-  };
-  // Invariant: count == #nodes reachable from head; (high, low) == exact sum of their bytes.
-  struct list {
-    index_t head{npos};
-    index_t tail{npos};
-    std::size_t count{0};
-    std::size_t bytes_low{0};
-    std::size_t bytes_high{0};
-    void add(std::size_t n) noexcept
-    {
-      bytes_low += n;
-      if (bytes_low < n) { ++bytes_high; }
-    }
-    void sub(std::size_t n) noexcept
-    {
-      if (bytes_low < n) { --bytes_high; }
-      bytes_low -= n;
-    }
-    [[nodiscard]] std::size_t bytes() const noexcept
-    {
-      return bytes_high != 0 ? std::numeric_limits<std::size_t>::max() : bytes_low;
-    }
-    [[nodiscard]] double exact() const noexcept { return static_cast<double>(bytes_high) * 18446744073709551616.0 + static_cast<double>(bytes_low); }
-  };
+  friend slab_policy;
+  using node = policies::detail::arc_node;
+  using index_t = policies::detail::slab_slot;
+  static constexpr index_t npos = policies::detail::no_slot;
+  using list = policies::detail::slab_list;  // MRU at front, LRU at back
 
   [[nodiscard]] list& list_of(list_id which) noexcept;
   [[nodiscard]] list const& list_of(list_id which) const noexcept;
   void link_front(list_id which, index_t i) noexcept;
   void unlink(index_t i) noexcept;
-  [[nodiscard]] index_t lookup(tensor_id id) const noexcept;
   [[nodiscard]] static bool is_ghost(list_id l) noexcept { return l == list_id::b1 || l == list_id::b2; }
   void touch(index_t i, tensor_view const& v) noexcept;  // access to a resident tensor
   void drop(index_t i) noexcept;                          // forget a ghost entirely
@@ -198,10 +171,15 @@ class TIERPOOL_EXPORT arc_policy {
   // lists as the miss arrived times `size`), clamped to [0, c].
   [[nodiscard]] double adapted_p(node const& n, double size) const noexcept;
 
+  // The order (Note [One base for the slab policies]). ARC keeps pinned tensors in their
+  // list (their bytes count in |T1| and |T2|) and skips them in propose: pinning moves nothing.
+  [[nodiscard]] static bool is_ghost_node(node const& n) noexcept { return is_ghost(n.list); }
+  void order_leave(index_t /*i*/) noexcept {}
+  void order_enter(index_t /*i*/) noexcept {}
+  [[nodiscard]] std::size_t order_count() const noexcept { return t1_.count + t2_.count - pinned_.count; }
+  [[nodiscard]] bool order_ok(std::size_t& held) const noexcept;
+
   config cfg_;
-  std::vector<node> nodes_;   // slab; size() == live + free
-  index_t free_head_{npos};
-  tierpool::detail::id_index index_;  // resident and ghost ids; never iterated
   list t1_, t2_, b1_, b2_;
   double p_{0.0};                  // target bytes of T1, 0 <= p_ <= c
   std::uint64_t high_water_{0};    // largest T1 + T2 bytes seen (saturating)

@@ -173,9 +173,8 @@ class TIERPOOL_EXPORT arc_policy : public policies::detail::slab_policy<arc_poli
 
   // The order (Note [One base for the slab policies]). ARC keeps pinned tensors in their
   // list (their bytes count in |T1| and |T2|) and skips them in propose: pinning moves nothing.
+  static constexpr bool keeps_pinned_in_order = true;
   [[nodiscard]] static bool is_ghost_node(node const& n) noexcept { return is_ghost(n.list); }
-  void order_leave(index_t /*i*/) noexcept {}
-  void order_enter(index_t /*i*/) noexcept {}
   [[nodiscard]] std::size_t order_count() const noexcept { return t1_.count + t2_.count - pinned_.count; }
   [[nodiscard]] bool order_ok(std::size_t& held) const noexcept;
 

@@ -30,11 +30,16 @@
  * - `order_count()`: unpinned resident tensors (evictable_count()).
  * - `order_ok(held)`: validate the order; `held` = live slots the order accounts for
  *   (resident unpinned tensors and ghosts).
+ * - `keeps_pinned_in_order` (optional, `static constexpr bool`): true when pinned tensors stay
+ *   in the order, skipped by propose (arc, lirs: their bytes count in the lists' sums). Then
+ *   pinning moves nothing (no `order_leave` / `order_enter`), `order_resize` is called for
+ *   pinned tensors too, and `order_ok` counts them out of `held`.
  * - `is_ghost_node(node)` (optional, static): a live slot that is remembered, not resident (2Q's
  *   A1out, S3-FIFO's G, ARC's B1/B2, LIRS's non-resident HIR). contains() and on_pin skip it.
- * `Node` has the members `id`, `bytes`, `next` (the free-list link), `pinned` and `live`.
- * Limitations: a policy whose pinned tensors stay in its order (gdsf, belady, repeat keep
- * them in an ordered set and skip them) does not use the pinned set's leave / enter.
+ * `Node` has the members `id`, `bytes`, `pinned`, `live` and the free-list link: `next`, or
+ * the member `FreeNext` names (lirs: `s_next`).
+ * Limitations: gdsf, belady and repeat keep their tensors in boost::intrusive sets over a
+ * slab that must relink on growth (intrusive_slab.hpp) and are not on this base.
  * Thread safety: none (the policy is externally synchronized). Nothing here throws except
  * where a slot or index cell must be allocated (admit()), which the noexcept hooks turn
  * into std::terminate when the host is out of memory.
@@ -56,9 +61,10 @@ namespace tierpool::policies::detail {
 /**
  * @brief CRTP base of a slab policy (Note [One base for the slab policies]).
  * @tparam Derived The policy; befriends this base for its `order_*` members.
- * @tparam Node The slab node (members `id`, `bytes`, `next`, `pinned`, `live`).
+ * @tparam Node The slab node (members `id`, `bytes`, `pinned`, `live`, the free-list link).
+ * @tparam FreeNext Member pointer to the free-list link; nullptr: `Node::next`.
  */
-template <class Derived, class Node>
+template <class Derived, class Node, auto FreeNext = nullptr>
 class slab_policy {
  public:
   /// @brief Take a tensor out of the eviction order. Idempotent; unknown id or ghost: no-op.
@@ -109,7 +115,7 @@ class slab_policy {
       return false;
     }
     if (held + pinned.count != live || index_.size() != live) { return false; }
-    return slab_accounted(nodes_, free_head_, live);
+    return slab_accounted<FreeNext>(nodes_, free_head_, live);
   }
 
  protected:
@@ -132,7 +138,7 @@ class slab_policy {
    */
   slab_slot admit(tensor_view const& v)
   {
-    slab_slot const i = slab_acquire(nodes_, free_head_);
+    slab_slot const i = slab_acquire<FreeNext>(nodes_, free_head_);
     Node& n = nodes_[i];
     n = Node{};
     n.id = v.id;
@@ -154,7 +160,7 @@ class slab_policy {
     n.live = false;
     n.pinned = false;
     n.bytes = 0;
-    slab_release(nodes_, free_head_, i);
+    slab_release<FreeNext>(nodes_, free_head_, i);
   }
 
   /// @brief Pin or unpin resident slot `i` (no-op when unchanged): an unpinned tensor leaves
@@ -164,13 +170,13 @@ class slab_policy {
     Node& n = nodes_[i];
     if (n.pinned == pinned) { return; }
     if (pinned) {
-      derived().order_leave(i);
+      if constexpr (!keeps_pinned()) { derived().order_leave(i); }
       n.pinned = true;
       pin_add(n.bytes);
     } else {
       pin_sub(n.bytes);
       n.pinned = false;
-      derived().order_enter(i);
+      if constexpr (!keeps_pinned()) { derived().order_enter(i); }
     }
   }
 
@@ -187,10 +193,9 @@ class slab_policy {
   {
     Node& n = nodes_[i];
     if (n.bytes == bytes) { return; }
-    if (n.pinned) {
-      pinned_.resize(n.bytes, bytes);
-    } else if constexpr (requires(Derived& d) { d.order_resize(i, bytes, bytes); }) {
-      derived().order_resize(i, n.bytes, bytes);
+    if (n.pinned) { pinned_.resize(n.bytes, bytes); }
+    if constexpr (requires(Derived& d) { d.order_resize(i, bytes, bytes); }) {
+      if (!n.pinned || keeps_pinned()) { derived().order_resize(i, n.bytes, bytes); }
     }
     n.bytes = bytes;
   }
@@ -222,6 +227,14 @@ class slab_policy {
  private:
   [[nodiscard]] Derived& derived() noexcept { return static_cast<Derived&>(*this); }
   [[nodiscard]] Derived const& derived() const noexcept { return static_cast<Derived const&>(*this); }
+  [[nodiscard]] static constexpr bool keeps_pinned() noexcept
+  {
+    if constexpr (requires { Derived::keeps_pinned_in_order; }) {
+      return Derived::keeps_pinned_in_order;
+    } else {
+      return false;
+    }
+  }
   [[nodiscard]] static bool ghost(Node const& n) noexcept
   {
     if constexpr (requires { Derived::is_ghost_node(n); }) {

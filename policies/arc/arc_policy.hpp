@@ -110,32 +110,24 @@ class TIERPOOL_EXPORT arc_policy : public policies::detail::slab_policy<arc_poli
   /// @brief An empty policy. @param cfg Configuration.
   explicit arc_policy(config cfg) noexcept;
 
-  /**
-   * @brief A tensor became resident: a new id enters T1; a ghost id enters T2 and adapts
-   *        `p`; a resident id is updated and counts as an access.
-   * @param v The tensor.
-   */
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: a new id enters T1; a ghost id enters T2 and adapts `p`; a resident id is
+  //   updated and counts as an access.
+  // - on_access: a use: promote to T2 (or refresh, within the correlation window). Unknown or
+  //   ghost id: no-op. Adopts `v.bytes` and `v.pinned`.
+  // - on_erase: a resident tensor left: it becomes a ghost (T1 -> B1, T2 -> B2). Unknown or
+  //   ghost id: no-op.
+  // - propose: append victims by REPLACE: the LRU end of T1 while the T1 bytes not yet taken
+  //   exceed `p`, else the LRU end of T2 (the other list when one runs out), skipping pinned
+  //   tensors, until `req.bytes_needed` is covered (everything evictable when it cannot be;
+  //   nothing for 0). With `req.incoming` a ghost, `p` is first adapted for its hit (and the
+  //   paper's tie rule applies for a B2 hit).
+  // - on_pin / on_unpin (a pinned tensor keeps its place in T1 or T2, and its bytes count
+  //   there, but is never proposed), size (T1 + T2), evictable_count, pinned_count, contains
+  //   (ghosts excluded), validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  /// @brief A use: promote to T2 (or refresh, within the correlation window). Unknown or
-  ///        ghost id: no-op. Adopts `v.bytes` and `v.pinned`.
   void on_access(tensor_view const& v) noexcept;
-  /// @brief A resident tensor left: it becomes a ghost (T1 -> B1, T2 -> B2). Unknown or
-  ///        ghost id: no-op.
   void on_erase(tensor_id id) noexcept;
-  // on_pin / on_unpin (a pinned tensor keeps its place in T1 or T2, and its bytes count
-  // there, but is never proposed), size (T1 + T2), evictable_count, pinned_count, contains
-  // (ghosts excluded), validate: slab_policy.
-
-  /**
-   * @brief Append victims by REPLACE: the LRU end of T1 while the T1 bytes not yet taken
-   *        exceed `p`, else the LRU end of T2 (the other list when one runs out), skipping
-   *        pinned tensors, until `req.bytes_needed` is covered (everything evictable when
-   *        it cannot be; nothing for 0).
-   * @param req What to free: `bytes_needed`, and `incoming` (a ghost id: REPLACE uses `p`
-   *            adapted for its hit and the paper's tie rule for a B2 hit).
-   * @param out Proposal to append to (the caller clears it).
-   * @throws std::bad_alloc only when `out` must grow
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief "arc".

@@ -92,27 +92,23 @@ class TIERPOOL_EXPORT belady_policy {
   belady_policy& operator=(belady_policy&& other) noexcept = default;
   ~belady_policy() = default;
 
-  /// @brief A tensor became resident, with its forecast (a resident id counts as an
-  ///        access). @param v The tensor; `v.next_use` empty records a missing forecast.
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: a tensor became resident, with its forecast (a resident id counts as an
+  //   access); `v.next_use` empty records a missing forecast.
+  // - on_access: a use: adopt the new forecast, `v.bytes` and `v.pinned`. Unknown id: no-op.
+  // - on_erase: forget a tensor. Unknown id: no-op.
+  // - on_pin: mark pinned (never proposed). Idempotent; unknown id: no-op.
+  // - on_unpin: clear the pin. Idempotent; unknown id: no-op.
+  // - propose: append unpinned tensors, furthest next use first, until `req.bytes_needed` is
+  //   covered (everything evictable when it cannot be; nothing for 0). Throws
+  //   tierpool::logic_error when `req.bytes_needed > 0` and a tracked tensor has no forecast
+  //   (the message names it and
+  //   says how to give one).
   void on_insert(tensor_view const& v) noexcept;
-  /// @brief A use: adopt the new forecast, `v.bytes` and `v.pinned`. Unknown id: no-op.
   void on_access(tensor_view const& v) noexcept;
-  /// @brief Forget a tensor. Unknown id: no-op.
   void on_erase(tensor_id id) noexcept;
-  /// @brief Mark pinned (never proposed). Idempotent; unknown id: no-op.
   void on_pin(tensor_id id) noexcept;
-  /// @brief Clear the pin. Idempotent; unknown id: no-op.
   void on_unpin(tensor_id id) noexcept;
-
-  /**
-   * @brief Append unpinned tensors, furthest next use first, until `req.bytes_needed` is
-   *        covered (everything evictable when it cannot be; nothing for 0).
-   * @param req What to free; only `bytes_needed` is used.
-   * @param out Proposal to append to (the caller clears it).
-   * @throws tierpool::logic_error when `req.bytes_needed > 0` and a tracked tensor has no
-   *         forecast (the message names it and says how to give one)
-   * @throws std::bad_alloc only when `out` must grow
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief "belady".

@@ -57,19 +57,19 @@ class TIERPOOL_EXPORT hand_queue : public slab_policy<hand_queue, hand_node> {
   /// @brief An empty queue whose tensors enter at `entry`.
   explicit hand_queue(entry_point entry) noexcept : entry_(entry) {}
 
-  /// @brief A tensor became resident (unmarked; pinned when `v.pinned`). A known id counts as an access.
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: a tensor became resident (unmarked; pinned when `v.pinned`). A known id
+  //   counts as an access.
+  // - on_access: a use: sets the bit; adopts `v.bytes` and `v.pinned`. Unknown id: no-op.
+  // - on_erase: forget a tensor; moves the hand when it is the hand's next victim. Unknown
+  //   id: no-op.
+  // - propose: append the tensors the hand would evict, in order, until their bytes cover
+  //   `req.bytes_needed` (nothing when it is 0), or all unpinned ones when they cannot.
+  // - on_pin, on_unpin (an unpinned tensor re-enters at the entry point, keeping its bit),
+  //   size, evictable_count, pinned_count, contains, validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  /// @brief A use: sets the bit; adopts `v.bytes` and `v.pinned`. Unknown id: no-op.
   void on_access(tensor_view const& v) noexcept;
-  /// @brief Forget a tensor; moves the hand when it is the hand's next victim. Unknown id: no-op.
   void on_erase(tensor_id id) noexcept;
-  // on_pin, on_unpin (an unpinned tensor re-enters at the entry point, keeping its bit),
-  // size, evictable_count, pinned_count, contains, validate: slab_policy.
-  /**
-   * @brief Append the tensors the hand would evict, in order, until their bytes cover
-   *        `req.bytes_needed` (nothing when it is 0), or all unpinned ones when they cannot.
-   * @throws std::bad_alloc only when `out` must grow and the host is out of memory
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief True when `id` is tracked and its bit (CLOCK: referenced, SIEVE: visited) is set.

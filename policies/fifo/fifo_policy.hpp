@@ -74,26 +74,19 @@ class TIERPOOL_EXPORT fifo_policy : public policies::detail::slab_policy<fifo_po
   /// @brief An empty policy. @param cfg Configuration (empty).
   explicit fifo_policy(config cfg) noexcept;
 
-  /**
-   * @brief A tensor became resident: it enters at the newest end (or the pinned list when
-   *        `v.pinned`). A known id is updated (size, pinned flag) and keeps its place.
-   * @param v The tensor.
-   */
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: it enters at the newest end (or the pinned set when `v.pinned`). A known id
+  //   is updated (size, pinned flag) and keeps its place.
+  // - on_access: a use: adopts `v.bytes` and `v.pinned`; the order does not change. Unknown
+  //   id: no-op.
+  // - on_erase: forget a tensor. Unknown id: no-op.
+  // - propose: append the oldest unpinned tensors to `out` until their bytes cover
+  //   `req.bytes_needed` (nothing when it is 0), or all of them when they cannot.
+  // - on_pin, on_unpin (an unpinned tensor re-enters at the newest end), size,
+  //   evictable_count, pinned_count, contains, validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  /// @brief A use: adopts `v.bytes` and `v.pinned`; the order does not change. Unknown id: no-op.
   void on_access(tensor_view const& v) noexcept;
-  /// @brief Forget a tensor. Unknown id: no-op.
   void on_erase(tensor_id id) noexcept;
-  // on_pin, on_unpin (an unpinned tensor re-enters at the newest end), size,
-  // evictable_count, pinned_count, contains, validate: slab_policy.
-
-  /**
-   * @brief Append the oldest unpinned tensors to `out` until their bytes cover
-   *        `req.bytes_needed` (nothing when it is 0), or all of them when they cannot.
-   * @param req What to free; only `bytes_needed` is used.
-   * @param out Proposal to append to (the caller clears it).
-   * @throws std::bad_alloc only when `out` must grow and the host is out of memory
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief "fifo".

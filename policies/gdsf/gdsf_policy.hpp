@@ -108,25 +108,21 @@ class TIERPOOL_EXPORT gdsf_policy {
   gdsf_policy& operator=(gdsf_policy&& other) noexcept = default;
   ~gdsf_policy() = default;
 
-  /// @brief A tensor became resident with frequency 1 (a resident id counts as an
-  ///        access). @param v The tensor.
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: a tensor became resident with frequency 1 (a resident id counts as an
+  //   access).
+  // - on_access: a use: frequency + 1, H recomputed with the current L. Unknown id: no-op.
+  // - on_erase: forget a tensor; L rises to its H when it was first in the order. Unknown id:
+  //   no-op.
+  // - on_pin: mark pinned (never proposed; it keeps its H). Idempotent; unknown id: no-op.
+  // - on_unpin: clear the pin. Idempotent; unknown id: no-op.
+  // - propose: append the unpinned tensors of lowest H first until `req.bytes_needed` is
+  //   covered (everything evictable when it cannot be; nothing for 0).
   void on_insert(tensor_view const& v) noexcept;
-  /// @brief A use: frequency + 1, H recomputed with the current L. Unknown id: no-op.
   void on_access(tensor_view const& v) noexcept;
-  /// @brief Forget a tensor; L rises to its H when it was first in the order. Unknown id: no-op.
   void on_erase(tensor_id id) noexcept;
-  /// @brief Mark pinned (never proposed; it keeps its H). Idempotent; unknown id: no-op.
   void on_pin(tensor_id id) noexcept;
-  /// @brief Clear the pin. Idempotent; unknown id: no-op.
   void on_unpin(tensor_id id) noexcept;
-
-  /**
-   * @brief Append the unpinned tensors of lowest H first until `req.bytes_needed` is
-   *        covered (everything evictable when it cannot be; nothing for 0).
-   * @param req What to free; only `bytes_needed` is used.
-   * @param out Proposal to append to (the caller clears it).
-   * @throws std::bad_alloc only when `out` must grow
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief "gdsf".

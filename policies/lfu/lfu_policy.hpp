@@ -83,25 +83,20 @@ class TIERPOOL_EXPORT lfu_policy : public policies::detail::slab_policy<lfu_poli
   /// @brief An empty policy. @param cfg Configuration (empty).
   explicit lfu_policy(config cfg) noexcept;
 
-  /// @brief A tensor became resident with frequency 1, most recent in its class (or
-  ///        pinned when `v.pinned`). A known id is updated and counts as an access.
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: a tensor became resident with frequency 1, most recent in its class (or
+  //   pinned when `v.pinned`). A known id is updated and counts as an access.
+  // - on_access: a use: frequency + 1; adopts `v.bytes` and `v.pinned`. Unknown id: no-op.
+  // - on_erase: forget a tensor. Unknown id: no-op.
+  // - propose: append unpinned tensors, least frequent first (least recent first among
+  //   equals), until their bytes cover `req.bytes_needed` (nothing when it is 0), or all of
+  //   them when they cannot.
+  // - on_pin (out of its bucket's list; it keeps its frequency), on_unpin (back at the most
+  //   recent end of its bucket), size, evictable_count, pinned_count, contains, validate:
+  //   slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  /// @brief A use: frequency + 1; adopts `v.bytes` and `v.pinned`. Unknown id: no-op.
   void on_access(tensor_view const& v) noexcept;
-  /// @brief Forget a tensor. Unknown id: no-op.
   void on_erase(tensor_id id) noexcept;
-  // on_pin (out of its bucket's list; it keeps its frequency), on_unpin (back at the most
-  // recent end of its bucket), size, evictable_count, pinned_count, contains, validate:
-  // slab_policy.
-
-  /**
-   * @brief Append unpinned tensors, least frequent first (least recent first among
-   *        equals), until their bytes cover `req.bytes_needed` (nothing when it is 0), or
-   *        all of them when they cannot.
-   * @param req What to free; only `bytes_needed` is used.
-   * @param out Proposal to append to (the caller clears it).
-   * @throws std::bad_alloc only when `out` must grow and the host is out of memory
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief "lfu".

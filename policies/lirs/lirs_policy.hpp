@@ -114,26 +114,21 @@ class TIERPOOL_EXPORT lirs_policy
   /// @brief An empty policy. @param cfg Configuration (validated by the registry).
   explicit lirs_policy(config cfg) noexcept;
 
-  /// @brief A tensor became resident (a remembered one becomes LIR); a resident id counts
-  ///        as an access. @param v The tensor.
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: a tensor became resident (a remembered one becomes LIR); a resident id
+  //   counts as an access.
+  // - on_access: a use. Unknown or non-resident id: no-op. Adopts `v.bytes` and `v.pinned`.
+  // - on_erase: a resident tensor left: a HIR one still in S is remembered, anything else is
+  //   forgotten. Unknown or non-resident id: no-op.
+  // - propose: append resident HIR tensors from the front of Q (oldest first), then LIR
+  //   tensors from the bottom of S up, skipping pinned ones, until `req.bytes_needed` is
+  //   covered (everything evictable when it cannot be; nothing for 0).
+  // - on_pin / on_unpin (a pinned tensor keeps its place in S and its status list but is
+  //   never proposed), size (resident tensors), evictable_count, pinned_count, contains
+  //   (non-resident entries excluded), validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  /// @brief A use. Unknown or non-resident id: no-op. Adopts `v.bytes` and `v.pinned`.
   void on_access(tensor_view const& v) noexcept;
-  /// @brief A resident tensor left: a HIR one still in S is remembered, anything else is
-  ///        forgotten. Unknown or non-resident id: no-op.
   void on_erase(tensor_id id) noexcept;
-  // on_pin / on_unpin (a pinned tensor keeps its place in S and its status list but is
-  // never proposed), size (resident tensors), evictable_count, pinned_count, contains
-  // (non-resident entries excluded), validate: slab_policy.
-
-  /**
-   * @brief Append resident HIR tensors from the front of Q (oldest first), then LIR
-   *        tensors from the bottom of S up, skipping pinned ones, until `req.bytes_needed`
-   *        is covered (everything evictable when it cannot be; nothing for 0).
-   * @param req What to free; only `bytes_needed` is used.
-   * @param out Proposal to append to (the caller clears it).
-   * @throws std::bad_alloc only when `out` must grow
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief "lirs".

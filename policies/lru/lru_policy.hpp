@@ -92,29 +92,19 @@ class TIERPOOL_EXPORT lru_policy : public policies::detail::slab_policy<lru_poli
    */
   explicit lru_policy(config cfg) noexcept;
 
-  /**
-   * @brief A tensor became resident: it enters at the most-recently-used end (or the
-   *        pinned list when `v.pinned`). A known id is updated and promoted.
-   * @param v The tensor.
-   */
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: it enters at the most-recently-used end (or the pinned set when
+  //   `v.pinned`). A known id is updated and promoted.
+  // - on_access: a use: promote per config. Adopts `v.pinned` and `v.bytes`. Unknown id:
+  //   no-op.
+  // - on_erase: forget a tensor. Unknown id: no-op.
+  // - propose: append least-recently-used unpinned tensors to `out` until their bytes cover
+  //   `req.bytes_needed` (nothing when it is 0), or all of them when they cannot.
+  // - on_pin, on_unpin (an unpinned tensor returns at the most-recently-used end), size,
+  //   evictable_count, pinned_count, contains, validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  /**
-   * @brief A use: promote per config. Adopts `v.pinned` and `v.bytes`. Unknown id: no-op.
-   * @param v The tensor and the access tick.
-   */
   void on_access(tensor_view const& v) noexcept;
-  /// @brief Forget a tensor. Unknown id: no-op.
   void on_erase(tensor_id id) noexcept;
-  // on_pin, on_unpin (an unpinned tensor returns at the most-recently-used end), size,
-  // evictable_count, pinned_count, contains, validate: slab_policy.
-
-  /**
-   * @brief Append least-recently-used unpinned tensors to `out` until their bytes cover
-   *        `req.bytes_needed` (nothing when it is 0), or all of them when they cannot.
-   * @param req What to free; `from`, `now` and `contiguous_bytes` are not used.
-   * @param out Proposal to append to (the caller clears it).
-   * @throws std::bad_alloc only when `out` must grow and the host is out of memory
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief "lru".

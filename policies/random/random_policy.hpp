@@ -92,25 +92,19 @@ class TIERPOOL_EXPORT random_policy : public policies::detail::slab_policy<rando
   /// @brief An empty policy. @param cfg Configuration.
   explicit random_policy(config cfg) noexcept;
 
-  /// @brief A tensor became resident: it becomes a candidate (unless `v.pinned`). A known
-  ///        id is updated (size, pinned flag).
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: it becomes a candidate (unless `v.pinned`). A known id is updated (size,
+  //   pinned flag).
+  // - on_access: a use: adopts `v.bytes` and `v.pinned`. Unknown id: no-op.
+  // - on_erase: forget a tensor and advance the draw (see the Note). Unknown id: no-op.
+  // - propose: append randomly drawn unpinned tensors (without replacement) to `out` until
+  //   their bytes cover `req.bytes_needed` (nothing when it is 0), or all of them when they
+  //   cannot (the draw is undone before returning: the policy is left unchanged).
+  // - on_pin (stop proposing a tensor), on_unpin (a candidate again), size, evictable_count,
+  //   pinned_count, contains, validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  /// @brief A use: adopts `v.bytes` and `v.pinned`. Unknown id: no-op.
   void on_access(tensor_view const& v) noexcept;
-  /// @brief Forget a tensor and advance the draw (see the Note). Unknown id: no-op.
   void on_erase(tensor_id id) noexcept;
-  // on_pin (stop proposing a tensor), on_unpin (a candidate again), size, evictable_count,
-  // pinned_count, contains, validate: slab_policy.
-
-  /**
-   * @brief Append randomly drawn unpinned tensors (without replacement) to `out` until
-   *        their bytes cover `req.bytes_needed` (nothing when it is 0), or all of them when
-   *        they cannot.
-   * @param req What to free; only `bytes_needed` is used.
-   * @param out Proposal to append to (the caller clears it).
-   * @throws std::bad_alloc only when `out` must grow and the host is out of memory (the
-   *         policy is left unchanged)
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief "random".

@@ -109,26 +109,21 @@ class TIERPOOL_EXPORT repeat_policy {
   repeat_policy& operator=(repeat_policy&& other) noexcept = default;
   ~repeat_policy() = default;
 
-  /// @brief A tensor became resident (a remembered one learns the distance across its
-  ///        absence); a resident id counts as an access. @param v The tensor.
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: a tensor became resident (a remembered one learns the distance across its
+  //   absence); a resident id counts as an access.
+  // - on_access: a use: learn the reuse distance, predict the next use. Unknown id: no-op.
+  // - on_erase: a resident tensor left: remember its history. Unknown id: no-op.
+  // - on_pin: mark pinned (never proposed). Idempotent; unknown id: no-op.
+  // - on_unpin: clear the pin. Idempotent; unknown id: no-op.
+  // - propose: append unpinned tensors in the order of the file comment (no history, then
+  //   overdue, then furthest predicted use) until `req.bytes_needed` is covered (everything
+  //   evictable when it cannot be; nothing for 0).
   void on_insert(tensor_view const& v) noexcept;
-  /// @brief A use: learn the reuse distance, predict the next use. Unknown id: no-op.
   void on_access(tensor_view const& v) noexcept;
-  /// @brief A resident tensor left: remember its history. Unknown id: no-op.
   void on_erase(tensor_id id) noexcept;
-  /// @brief Mark pinned (never proposed). Idempotent; unknown id: no-op.
   void on_pin(tensor_id id) noexcept;
-  /// @brief Clear the pin. Idempotent; unknown id: no-op.
   void on_unpin(tensor_id id) noexcept;
-
-  /**
-   * @brief Append unpinned tensors in the order of the file comment (no history, then
-   *        overdue, then furthest predicted use) until `req.bytes_needed` is covered
-   *        (everything evictable when it cannot be; nothing for 0).
-   * @param req What to free; only `bytes_needed` is used.
-   * @param out Proposal to append to (the caller clears it).
-   * @throws std::bad_alloc only when `out` must grow
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief "repeat".

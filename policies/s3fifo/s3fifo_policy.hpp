@@ -128,25 +128,20 @@ class TIERPOOL_EXPORT s3fifo_policy : public policies::detail::slab_policy<s3fif
    */
   explicit s3fifo_policy(config cfg);
 
-  /// @brief A tensor became resident with frequency 0: into M when its id is in G, else
-  ///        into S. A known resident id is updated and counts as an access.
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: a tensor became resident with frequency 0: into M when its id is in G, else
+  //   into S. A known resident id is updated and counts as an access.
+  // - on_access: a hit: frequency + 1, capped at 3; adopts `v.bytes` and `v.pinned`. Unknown
+  //   id: no-op.
+  // - on_erase: forget a resident tensor; apply S3-FIFO's moves when it is the next victim
+  //   (Note [S3-FIFO moves on erase]). Unknown or ghost id: no-op.
+  // - propose: append the tensors S3-FIFO would evict, in order, until their bytes cover
+  //   `req.bytes_needed` (nothing when it is 0), or all unpinned ones when they cannot.
+  // - on_pin, on_unpin (an unpinned tensor returns at the head of its queue), size,
+  //   evictable_count, pinned_count, contains (ghosts excluded), validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  /// @brief A hit: frequency + 1, capped at 3; adopts `v.bytes` and `v.pinned`. Unknown id: no-op.
   void on_access(tensor_view const& v) noexcept;
-  /// @brief Forget a resident tensor; apply S3-FIFO's moves when it is the next victim
-  ///        (Note [S3-FIFO moves on erase]). Unknown or ghost id: no-op.
   void on_erase(tensor_id id) noexcept;
-  // on_pin, on_unpin (an unpinned tensor returns at the head of its queue), size,
-  // evictable_count, pinned_count, contains (ghosts excluded), validate: slab_policy.
-
-  /**
-   * @brief Append the tensors S3-FIFO would evict, in order, until their bytes cover
-   *        `req.bytes_needed` (nothing when it is 0), or all unpinned ones when they cannot.
-   * @param req What to free; only `bytes_needed` is used.
-   * @param out Proposal to append to (the caller clears it).
-   * @throws std::bad_alloc only when `out` or the scratch buffer must grow and the host is
-   *         out of memory
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief "s3fifo".

@@ -102,25 +102,20 @@ class TIERPOOL_EXPORT two_q_policy : public policies::detail::slab_policy<two_q_
    */
   explicit two_q_policy(config cfg);
 
-  /// @brief A tensor became resident: into Am when its id is in A1out, else at the back of
-  ///        A1in. A known resident id is updated and counts as an access.
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: into Am when its id is in A1out, else at the back of A1in. A known resident
+  //   id is updated and counts as an access.
+  // - on_access: a use: moves an Am tensor to the most recent end; nothing in A1in. Adopts
+  //   `v.bytes` and `v.pinned`. Unknown id: no-op.
+  // - on_erase: forget a resident tensor; remember it in A1out when 2Q evicted it (Note [2Q
+  //   ghosts are made on erase]). Unknown or ghost id: no-op.
+  // - propose: append the tensors 2Q would evict, in order, until their bytes cover
+  //   `req.bytes_needed` (nothing when it is 0), or all unpinned ones when they cannot.
+  // - on_pin, on_unpin (an unpinned tensor returns at the newest end of its own queue), size,
+  //   evictable_count, pinned_count, contains (ghosts excluded), validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  /// @brief A use: moves an Am tensor to the most recent end; nothing in A1in. Adopts
-  ///        `v.bytes` and `v.pinned`. Unknown id: no-op.
   void on_access(tensor_view const& v) noexcept;
-  /// @brief Forget a resident tensor; remember it in A1out when 2Q evicted it (Note [2Q
-  ///        ghosts are made on erase]). Unknown or ghost id: no-op.
   void on_erase(tensor_id id) noexcept;
-  // on_pin, on_unpin (an unpinned tensor returns at the newest end of its own queue), size,
-  // evictable_count, pinned_count, contains (ghosts excluded), validate: slab_policy.
-
-  /**
-   * @brief Append the tensors 2Q would evict, in order, until their bytes cover
-   *        `req.bytes_needed` (nothing when it is 0), or all unpinned ones when they cannot.
-   * @param req What to free; only `bytes_needed` is used.
-   * @param out Proposal to append to (the caller clears it).
-   * @throws std::bad_alloc only when `out` must grow and the host is out of memory
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief "two_q".

@@ -121,20 +121,16 @@ void arc_policy::on_insert(tensor_view const& v) noexcept
   trim_ghosts();
 }
 
-void arc_policy::on_access(tensor_view const& v) noexcept
+void arc_policy::access(index_t i, tensor_view const& v) noexcept
 {
-  index_t const i = resident_slot(v.id);
-  if (i == npos) { return; }
   ++clock_;
   evicting_ = false;
   touch(i, v);
   high_water_ = std::max<std::uint64_t>(high_water_, saturating_add(t1_.bytes(), t2_.bytes()));
 }
 
-void arc_policy::on_erase(tensor_id id) noexcept
+void arc_policy::erase(index_t i) noexcept
 {
-  index_t const i = resident_slot(id);
-  if (i == npos) { return; }
   node& n = nodes_[i];
   list_id const ghost = n.list == list_id::t1 ? list_id::b1 : list_id::b2;
   if (!evicting_) {  // the first eviction for this miss: remember the ghost lists before it

@@ -126,8 +126,6 @@ class TIERPOOL_EXPORT arc_policy : public policies::detail::slab_policy<arc_poli
   //   there, but is never proposed), size (T1 + T2), evictable_count, pinned_count, contains
   //   (ghosts excluded), validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  void on_access(tensor_view const& v) noexcept;
-  void on_erase(tensor_id id) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief "arc".
@@ -162,6 +160,9 @@ class TIERPOOL_EXPORT arc_policy : public policies::detail::slab_policy<arc_poli
   // p after a hit on ghost node n (B1 raises it, B2 lowers it, by the ratio of the ghost
   // lists as the miss arrived times `size`), clamped to [0, c].
   [[nodiscard]] double adapted_p(node const& n, double size) const noexcept;
+
+  void access(index_t i, tensor_view const& v) noexcept;  // on_access of a resident tensor
+  void erase(index_t i) noexcept;                          // on_erase of a resident tensor
 
   // The order (Note [One base for the slab policies]). ARC keeps pinned tensors in their
   // list (their bytes count in |T1| and |T2|) and skips them in propose: pinning moves nothing.

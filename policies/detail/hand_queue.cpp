@@ -106,10 +106,8 @@ void hand_queue::on_insert(tensor_view const& v) noexcept
   if (!v.pinned) { enter(i); }
 }
 
-void hand_queue::on_access(tensor_view const& v) noexcept
+void hand_queue::access(index_t i, tensor_view const& v) noexcept
 {
-  index_t const i = find(v.id);
-  if (i == npos) { return; }
   node& n = nodes_[i];
   set_bytes(i, v.bytes);
   set_pinned(i, v.pinned);
@@ -120,10 +118,8 @@ void hand_queue::on_access(tensor_view const& v) noexcept
   if (i == p2_) { p2_ = first_unmarked(n.next, hand_); }
 }
 
-void hand_queue::on_erase(tensor_id id) noexcept
+void hand_queue::erase(index_t i) noexcept
 {
-  index_t const i = find(id);
-  if (i == npos) { return; }
   if (!nodes_[i].pinned) {
     index_t const victim = p1_ != npos ? p1_ : (p2_ != npos ? p2_ : hand_);
     if (i == victim) {

@@ -68,8 +68,6 @@ class TIERPOOL_EXPORT hand_queue : public slab_policy<hand_queue, hand_node> {
   // - on_pin, on_unpin (an unpinned tensor re-enters at the entry point, keeping its bit),
   //   size, evictable_count, pinned_count, contains, validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  void on_access(tensor_view const& v) noexcept;
-  void on_erase(tensor_id id) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief True when `id` is tracked and its bit (CLOCK: referenced, SIEVE: visited) is set.
@@ -89,6 +87,9 @@ class TIERPOOL_EXPORT hand_queue : public slab_policy<hand_queue, hand_node> {
   void enter(index_t i) noexcept;    // into the queue, at the entry point
   void leave(index_t i) noexcept;    // out of the queue, the hand not moving past anything
   void evict(index_t i) noexcept;    // out of the queue as the hand's victim
+
+  void access(index_t i, tensor_view const& v) noexcept;  // on_access of a resident tensor
+  void erase(index_t i) noexcept;                          // on_erase of a resident tensor
 
   // The order (Note [One base for the slab policies]).
   void order_leave(index_t i) noexcept { leave(i); }

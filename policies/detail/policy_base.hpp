@@ -23,6 +23,8 @@
  * (`pinned_`: a count and exact byte sum; pinned tensors are out of the order, and since no
  * policy ever walked its pinned list, no list is kept). The derived policy keeps its
  * ordering and tells the base, through a few private members it befriends the base for:
+ * - `access(i, view)` / `erase(i)`: on_access / on_erase of resident slot `i` (the base did
+ *   the lookup; unknown ids and ghosts never reach them).
  * - `order_leave(i)` / `order_enter(i)`: take unpinned tensor `i` out of the order (it is
  *   being pinned) / put it back (unpinned: *where* it re-enters is the policy's decision).
  * - `order_resize(i, from, to)` (optional): an unpinned tensor's bytes change in the order's
@@ -67,6 +69,18 @@ namespace tierpool::policies::detail {
 template <class Derived, class Node, auto FreeNext = nullptr>
 class slab_policy {
  public:
+  /// @brief A use of a resident tensor: the policy's `access(slot, view)`. Unknown id or
+  ///        ghost: no-op.
+  void on_access(tensor_view const& v) noexcept
+  {
+    if (slab_slot const i = resident_slot(v.id); i != no_slot) { derived().access(i, v); }
+  }
+  /// @brief A resident tensor left the tier: the policy's `erase(slot)` (which may keep a
+  ///        ghost). Unknown id or ghost: no-op.
+  void on_erase(tensor_id id) noexcept
+  {
+    if (slab_slot const i = resident_slot(id); i != no_slot) { derived().erase(i); }
+  }
   /// @brief Take a tensor out of the eviction order. Idempotent; unknown id or ghost: no-op.
   void on_pin(tensor_id id) noexcept
   {

@@ -27,18 +27,14 @@ void fifo_policy::on_insert(tensor_view const& v) noexcept
   if (!v.pinned) { order_enter(j); }
 }
 
-void fifo_policy::on_access(tensor_view const& v) noexcept
+void fifo_policy::access(slot i, tensor_view const& v) noexcept
 {
-  slot const i = find(v.id);
-  if (i == pd::no_slot) { return; }
   set_bytes(i, v.bytes);
   set_pinned(i, v.pinned);  // the view is the truth at this event
 }
 
-void fifo_policy::on_erase(tensor_id id) noexcept
+void fifo_policy::erase(slot i) noexcept
 {
-  slot const i = find(id);
-  if (i == pd::no_slot) { return; }
   if (!nodes_[i].pinned) { order_leave(i); }
   release(i);
 }

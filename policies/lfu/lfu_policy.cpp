@@ -160,19 +160,15 @@ void lfu_policy::on_insert(tensor_view const& v) noexcept
   attach(bucket_after(npos, 1), i);
 }
 
-void lfu_policy::on_access(tensor_view const& v) noexcept
+void lfu_policy::access(index_t i, tensor_view const& v) noexcept
 {
-  index_t const i = find(v.id);
-  if (i == npos) { return; }
   set_bytes(i, v.bytes);
   set_pinned(i, v.pinned);
   bump(i);
 }
 
-void lfu_policy::on_erase(tensor_id id) noexcept
+void lfu_policy::erase(index_t i) noexcept
 {
-  index_t const i = find(id);
-  if (i == npos) { return; }
   detach(i);
   release(i);
 }

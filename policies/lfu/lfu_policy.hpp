@@ -95,8 +95,6 @@ class TIERPOOL_EXPORT lfu_policy : public policies::detail::slab_policy<lfu_poli
   //   recent end of its bucket), size, evictable_count, pinned_count, contains, validate:
   //   slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  void on_access(tensor_view const& v) noexcept;
-  void on_erase(tensor_id id) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief "lfu".
@@ -131,6 +129,9 @@ class TIERPOOL_EXPORT lfu_policy : public policies::detail::slab_policy<lfu_poli
   [[nodiscard]] index_t bucket_after(index_t b, std::uint64_t freq) noexcept;  // existing or new
   void free_bucket(index_t b) noexcept;
   void bump(index_t i) noexcept;
+
+  void access(index_t i, tensor_view const& v) noexcept;  // on_access of a resident tensor
+  void erase(index_t i) noexcept;                          // on_erase of a resident tensor
 
   // The order (Note [One base for the slab policies]): the buckets' lists.
   void order_leave(index_t i) noexcept;

@@ -192,19 +192,15 @@ void lirs_policy::on_insert(tensor_view const& v) noexcept
   trim_ghosts();
 }
 
-void lirs_policy::on_access(tensor_view const& v) noexcept
+void lirs_policy::access(index_t i, tensor_view const& v) noexcept
 {
-  index_t const i = resident_slot(v.id);
-  if (i == npos) { return; }
   ++clock_;
   access_resident(i, v);
   note_resident();
 }
 
-void lirs_policy::on_erase(tensor_id id) noexcept
+void lirs_policy::erase(index_t i) noexcept
 {
-  index_t const i = resident_slot(id);
-  if (i == npos) { return; }
   node& n = nodes_[i];
   set_pinned(i, false);
   if (n.st == status::hir && n.in_s) {

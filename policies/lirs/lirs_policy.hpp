@@ -127,8 +127,6 @@ class TIERPOOL_EXPORT lirs_policy
   //   never proposed), size (resident tensors), evictable_count, pinned_count, contains
   //   (non-resident entries excluded), validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  void on_access(tensor_view const& v) noexcept;
-  void on_erase(tensor_id id) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief "lirs".
@@ -173,6 +171,9 @@ class TIERPOOL_EXPORT lirs_policy
   void access_resident(index_t i, tensor_view const& v) noexcept;
   void note_resident() noexcept;               // update the high-water mark
   [[nodiscard]] double lir_limit() const noexcept;
+
+  void access(index_t i, tensor_view const& v) noexcept;  // on_access of a resident tensor
+  void erase(index_t i) noexcept;                          // on_erase of a resident tensor
 
   // The order (Note [One base for the slab policies]): S and the status lists; pinned
   // tensors stay in them and propose skips them.

@@ -45,10 +45,8 @@ void lru_policy::on_insert(tensor_view const& v) noexcept
   n.promoted_at = v.last_access;
 }
 
-void lru_policy::on_access(tensor_view const& v) noexcept
+void lru_policy::access(slot i, tensor_view const& v) noexcept
 {
-  slot const i = find(v.id);
-  if (i == pd::no_slot) { return; }
   node& n = nodes_[i];
   set_bytes(i, v.bytes);
   if (n.pinned != v.pinned) {  // the view is the truth at this event
@@ -67,10 +65,8 @@ void lru_policy::on_access(tensor_view const& v) noexcept
   order_enter(i);
 }
 
-void lru_policy::on_erase(tensor_id id) noexcept
+void lru_policy::erase(slot i) noexcept
 {
-  slot const i = find(id);
-  if (i == pd::no_slot) { return; }
   if (!nodes_[i].pinned) { order_leave(i); }
   release(i);
 }

@@ -103,8 +103,6 @@ class TIERPOOL_EXPORT lru_policy : public policies::detail::slab_policy<lru_poli
   // - on_pin, on_unpin (an unpinned tensor returns at the most-recently-used end), size,
   //   evictable_count, pinned_count, contains, validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  void on_access(tensor_view const& v) noexcept;
-  void on_erase(tensor_id id) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief "lru".
@@ -119,6 +117,9 @@ class TIERPOOL_EXPORT lru_policy : public policies::detail::slab_policy<lru_poli
   friend slab_policy;
   using node = policies::detail::lru_node;
   using slot = policies::detail::slab_slot;
+
+  void access(slot i, tensor_view const& v) noexcept;  // on_access of a resident tensor
+  void erase(slot i) noexcept;                          // on_erase of a resident tensor
 
   // The order (Note [One base for the slab policies]): evictable tensors, MRU at front.
   void order_leave(slot i) noexcept;

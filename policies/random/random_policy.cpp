@@ -62,18 +62,14 @@ void random_policy::on_insert(tensor_view const& v) noexcept
   if (!v.pinned) { add_candidate(i); }
 }
 
-void random_policy::on_access(tensor_view const& v) noexcept
+void random_policy::access(index_t i, tensor_view const& v) noexcept
 {
-  index_t const i = find(v.id);
-  if (i == npos) { return; }
   set_bytes(i, v.bytes);
   set_pinned(i, v.pinned);
 }
 
-void random_policy::on_erase(tensor_id id) noexcept
+void random_policy::erase(index_t i) noexcept
 {
-  index_t const i = find(id);
-  if (i == npos) { return; }
   if (!nodes_[i].pinned) { remove_candidate(i); }
   release(i);
   ++erases_;

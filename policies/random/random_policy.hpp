@@ -103,8 +103,6 @@ class TIERPOOL_EXPORT random_policy : public policies::detail::slab_policy<rando
   // - on_pin (stop proposing a tensor), on_unpin (a candidate again), size, evictable_count,
   //   pinned_count, contains, validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  void on_access(tensor_view const& v) noexcept;
-  void on_erase(tensor_id id) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief "random".
@@ -120,6 +118,9 @@ class TIERPOOL_EXPORT random_policy : public policies::detail::slab_policy<rando
   void add_candidate(index_t i) noexcept;
   void remove_candidate(index_t i) noexcept;
   [[nodiscard]] std::size_t swap_index(std::size_t k, std::size_t n) const noexcept;
+
+  void access(index_t i, tensor_view const& v) noexcept;  // on_access of a resident tensor
+  void erase(index_t i) noexcept;                          // on_erase of a resident tensor
 
   // The order (Note [One base for the slab policies]): the candidate array.
   void order_leave(index_t i) noexcept { remove_candidate(i); }

@@ -216,10 +216,8 @@ void s3fifo_policy::on_insert(tensor_view const& v) noexcept
   if (!v.pinned) { enter(i); }
 }
 
-void s3fifo_policy::on_access(tensor_view const& v) noexcept
+void s3fifo_policy::access(index_t i, tensor_view const& v) noexcept
 {
-  index_t const i = resident_slot(v.id);
-  if (i == npos) { return; }
   node& n = nodes_[i];
   set_bytes(i, v.bytes);
   set_pinned(i, v.pinned);
@@ -238,10 +236,8 @@ void s3fifo_policy::on_access(tensor_view const& v) noexcept
   }
 }
 
-void s3fifo_policy::on_erase(tensor_id id) noexcept
+void s3fifo_policy::erase(index_t i) noexcept
 {
-  index_t const i = resident_slot(id);
-  if (i == npos) { return; }
   node const& n = nodes_[i];
   if (n.pinned) {
     release(i);

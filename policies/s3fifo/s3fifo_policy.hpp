@@ -140,8 +140,6 @@ class TIERPOOL_EXPORT s3fifo_policy : public policies::detail::slab_policy<s3fif
   // - on_pin, on_unpin (an unpinned tensor returns at the head of its queue), size,
   //   evictable_count, pinned_count, contains (ghosts excluded), validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  void on_access(tensor_view const& v) noexcept;
-  void on_erase(tensor_id id) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief "s3fifo".
@@ -182,6 +180,9 @@ class TIERPOOL_EXPORT s3fifo_policy : public policies::detail::slab_policy<s3fif
   void promote(index_t i) noexcept; // S tail -> M head, frequency kept
   void commit_evict(index_t i, bool promote_all) noexcept;
   void trim_ghosts() noexcept;
+
+  void access(index_t i, tensor_view const& v) noexcept;  // on_access of a resident tensor
+  void erase(index_t i) noexcept;                          // on_erase of a resident tensor
 
   // The order (Note [One base for the slab policies]).
   [[nodiscard]] static bool is_ghost_node(node const& n) noexcept { return n.q == queue::ghost; }

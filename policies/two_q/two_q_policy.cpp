@@ -77,10 +77,8 @@ void two_q_policy::on_insert(tensor_view const& v) noexcept
   if (!v.pinned) { order_enter(i); }  // the back of A1in
 }
 
-void two_q_policy::on_access(tensor_view const& v) noexcept
+void two_q_policy::access(index_t i, tensor_view const& v) noexcept
 {
-  index_t const i = resident_slot(v.id);
-  if (i == npos) { return; }
   node& n = nodes_[i];
   set_bytes(i, v.bytes);
   if (n.pinned != v.pinned) {
@@ -93,10 +91,8 @@ void two_q_policy::on_access(tensor_view const& v) noexcept
   }
 }
 
-void two_q_policy::on_erase(tensor_id id) noexcept
+void two_q_policy::erase(index_t i) noexcept
 {
-  index_t const i = resident_slot(id);
-  if (i == npos) { return; }
   node& n = nodes_[i];
   // See Note [2Q ghosts are made on erase].
   if (!n.pinned && n.q == queue::a1in && a1in_.front == i && evict_from_a1in(a1in_, am_)) {

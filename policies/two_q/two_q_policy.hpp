@@ -114,8 +114,6 @@ class TIERPOOL_EXPORT two_q_policy : public policies::detail::slab_policy<two_q_
   // - on_pin, on_unpin (an unpinned tensor returns at the newest end of its own queue), size,
   //   evictable_count, pinned_count, contains (ghosts excluded), validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  void on_access(tensor_view const& v) noexcept;
-  void on_erase(tensor_id id) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief "two_q".
@@ -142,6 +140,9 @@ class TIERPOOL_EXPORT two_q_policy : public policies::detail::slab_policy<two_q_
   [[nodiscard]] list& queue_of(node const& n) noexcept;  // a1in_, am_ or a1out_, whatever the pin
   [[nodiscard]] bool evict_from_a1in(list const& a1in, list const& am) const noexcept;
   void trim_ghosts() noexcept;
+
+  void access(index_t i, tensor_view const& v) noexcept;  // on_access of a resident tensor
+  void erase(index_t i) noexcept;                          // on_erase of a resident tensor
 
   // The order (Note [One base for the slab policies]).
   [[nodiscard]] static bool is_ghost_node(node const& n) noexcept { return n.q == queue::a1out; }

@@ -128,10 +128,6 @@ class TIERPOOL_EXPORT arc_policy : public policies::detail::slab_policy<arc_poli
   void on_insert(tensor_view const& v) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "arc".
-  [[nodiscard]] std::string_view name() const noexcept { return "arc"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
 
   /// @brief The cache size c in use (bytes): the configured one, or the largest resident bytes seen.
   [[nodiscard]] std::uint64_t capacity_bytes() const noexcept;
@@ -144,6 +140,7 @@ class TIERPOOL_EXPORT arc_policy : public policies::detail::slab_policy<arc_poli
 
  private:
   friend slab_policy;
+  static constexpr std::string_view policy_name = "arc";  // name()
   using node = policies::detail::arc_node;
   using index_t = policies::detail::slab_slot;
   static constexpr index_t npos = policies::detail::no_slot;

@@ -23,6 +23,7 @@
  * (`pinned_`: a count and exact byte sum; pinned tensors are out of the order, and since no
  * policy ever walked its pinned list, no list is kept). The derived policy keeps its
  * ordering and tells the base, through a few private members it befriends the base for:
+ * - `policy_name` (static constexpr string_view) and `cfg_`: name() and get_config().
  * - `access(i, view)` / `erase(i)`: on_access / on_erase of resident slot `i` (the base did
  *   the lookup; unknown ids and ghosts never reach them).
  * - `order_leave(i)` / `order_enter(i)`: take unpinned tensor `i` out of the order (it is
@@ -49,6 +50,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string_view>
 #include <vector>
 
 #include <tierpool/detail/big_array.hpp>
@@ -92,6 +94,11 @@ class slab_policy {
   {
     if (slab_slot const i = resident_slot(id); i != no_slot) { set_pinned(i, false); }
   }
+
+  /// @brief The registry name (the policy's `policy_name`).
+  [[nodiscard]] std::string_view name() const noexcept { return Derived::policy_name; }
+  /// @brief The configuration (the policy's `cfg_`).
+  [[nodiscard]] auto const& get_config() const noexcept { return derived().cfg_; }
 
   /// @brief Resident tensors tracked (pinned or not; ghosts not counted).
   [[nodiscard]] std::size_t size() const noexcept { return derived().order_count() + pinned_.count; }

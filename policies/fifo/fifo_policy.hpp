@@ -87,15 +87,12 @@ class TIERPOOL_EXPORT fifo_policy : public policies::detail::slab_policy<fifo_po
   void on_insert(tensor_view const& v) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "fifo".
-  [[nodiscard]] std::string_view name() const noexcept { return "fifo"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
   /// @brief Sum of the evictable tensors' bytes (saturating at SIZE_MAX).
   [[nodiscard]] std::size_t evictable_bytes() const noexcept { return queue_.bytes(); }
 
  private:
   friend slab_policy;
+  static constexpr std::string_view policy_name = "fifo";  // name()
   using node = policies::detail::fifo_node;
   using slot = policies::detail::slab_slot;
 

@@ -97,10 +97,6 @@ class TIERPOOL_EXPORT lfu_policy : public policies::detail::slab_policy<lfu_poli
   void on_insert(tensor_view const& v) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "lfu".
-  [[nodiscard]] std::string_view name() const noexcept { return "lfu"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
   /// @brief Frequency of a tracked tensor (0 when unknown).
   [[nodiscard]] std::uint64_t frequency(tensor_id id) const noexcept;
   /// @brief Number of frequency buckets in use.
@@ -108,6 +104,7 @@ class TIERPOOL_EXPORT lfu_policy : public policies::detail::slab_policy<lfu_poli
 
  private:
   friend slab_policy;
+  static constexpr std::string_view policy_name = "lfu";  // name()
   using node = policies::detail::lfu_node;
   using index_t = policies::detail::slab_slot;
   static constexpr index_t npos = policies::detail::no_slot;

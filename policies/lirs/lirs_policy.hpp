@@ -129,10 +129,6 @@ class TIERPOOL_EXPORT lirs_policy
   void on_insert(tensor_view const& v) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "lirs".
-  [[nodiscard]] std::string_view name() const noexcept { return "lirs"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
 
   /// @brief The cache size c in use (bytes).
   [[nodiscard]] std::uint64_t capacity_bytes() const noexcept { return cfg_.capacity != 0 ? cfg_.capacity : high_water_; }
@@ -147,6 +143,7 @@ class TIERPOOL_EXPORT lirs_policy
 
  private:
   friend slab_policy;
+  static constexpr std::string_view policy_name = "lirs";  // name()
   using node = policies::detail::lirs_node;
   using index_t = policies::detail::slab_slot;
   static constexpr index_t npos = policies::detail::no_slot;

@@ -105,16 +105,13 @@ class TIERPOOL_EXPORT lru_policy : public policies::detail::slab_policy<lru_poli
   void on_insert(tensor_view const& v) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "lru".
-  [[nodiscard]] std::string_view name() const noexcept { return "lru"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
 
   /// @brief Sum of the evictable tensors' bytes (saturating at SIZE_MAX).
   [[nodiscard]] std::size_t evictable_bytes() const noexcept { return lru_.bytes(); }
 
  private:
   friend slab_policy;
+  static constexpr std::string_view policy_name = "lru";  // name()
   using node = policies::detail::lru_node;
   using slot = policies::detail::slab_slot;
 

@@ -105,12 +105,9 @@ class TIERPOOL_EXPORT random_policy : public policies::detail::slab_policy<rando
   void on_insert(tensor_view const& v) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "random".
-  [[nodiscard]] std::string_view name() const noexcept { return "random"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
  private:
   friend slab_policy;
+  static constexpr std::string_view policy_name = "random";  // name()
   using node = policies::detail::random_node;
   using index_t = policies::detail::slab_slot;
   static constexpr index_t npos = policies::detail::no_slot;

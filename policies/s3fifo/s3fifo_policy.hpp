@@ -142,10 +142,6 @@ class TIERPOOL_EXPORT s3fifo_policy : public policies::detail::slab_policy<s3fif
   void on_insert(tensor_view const& v) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "s3fifo".
-  [[nodiscard]] std::string_view name() const noexcept { return "s3fifo"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
   /// @brief Unpinned tensors in S.
   [[nodiscard]] std::size_t small_count() const noexcept { return small_.count; }
   /// @brief Unpinned tensors in M.
@@ -161,6 +157,7 @@ class TIERPOOL_EXPORT s3fifo_policy : public policies::detail::slab_policy<s3fif
 
  private:
   friend slab_policy;
+  static constexpr std::string_view policy_name = "s3fifo";  // name()
   using node = policies::detail::s3fifo_node;
   using queue = node::queue;
   using index_t = policies::detail::slab_slot;

@@ -116,10 +116,6 @@ class TIERPOOL_EXPORT two_q_policy : public policies::detail::slab_policy<two_q_
   void on_insert(tensor_view const& v) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "two_q".
-  [[nodiscard]] std::string_view name() const noexcept { return "two_q"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
   /// @brief Unpinned tensors in A1in.
   [[nodiscard]] std::size_t a1in_count() const noexcept { return a1in_.count; }
   /// @brief Unpinned tensors in Am.
@@ -131,6 +127,7 @@ class TIERPOOL_EXPORT two_q_policy : public policies::detail::slab_policy<two_q_
 
  private:
   friend slab_policy;
+  static constexpr std::string_view policy_name = "two_q";  // name()
   using node = policies::detail::two_q_node;
   using queue = node::queue;
   using index_t = policies::detail::slab_slot;

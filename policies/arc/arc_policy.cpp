@@ -6,6 +6,8 @@
 // (register_arc). See arc_policy.hpp for the algorithm and policies/arc/README.md.
 #include "arc_policy.hpp"
 
+#include <utility>
+
 #include <tierpool/policies/saturating.hpp>
 
 #include <algorithm>
@@ -24,13 +26,7 @@ arc_policy::arc_policy(config cfg) noexcept : cfg_(cfg) {}
 
 arc_policy::list& arc_policy::list_of(list_id which) noexcept
 {
-  switch (which) {
-    case list_id::t1: return t1_;
-    case list_id::t2: return t2_;
-    case list_id::b1: return b1_;
-    case list_id::b2: break;
-  }
-  return b2_;
+  return const_cast<list&>(std::as_const(*this).list_of(which));  // one switch, below
 }
 
 arc_policy::list const& arc_policy::list_of(list_id which) const noexcept

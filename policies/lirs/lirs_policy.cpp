@@ -7,6 +7,8 @@
 // algorithm and policies/lirs/README.md for the design.
 #include "lirs_policy.hpp"
 
+#include <utility>
+
 #include <algorithm>
 #include <string>
 
@@ -32,12 +34,7 @@ void lirs_policy::unlink(list& l, index_t i) noexcept
 
 lirs_policy::list& lirs_policy::list_of(status st) noexcept
 {
-  switch (st) {
-    case status::lir: return lir_;
-    case status::hir: return q_;
-    case status::non_resident: break;
-  }
-  return ghosts_;
+  return const_cast<list&>(std::as_const(*this).list_of(st));  // one switch, below
 }
 
 lirs_policy::list const& lirs_policy::list_of(status st) const noexcept

@@ -182,12 +182,7 @@ class TIERPOOL_EXPORT arc_policy : public policies::detail::slab_policy<arc_poli
 };
 
 namespace policies {
-/**
- * @brief Register `"arc"` (parameters capacity, correlation_window). Called by
- *        register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "arc" is already registered
- */
+/// @brief Register `"arc"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_arc(policy_registry& registry);
 }  // namespace policies
 

@@ -179,11 +179,7 @@ class TIERPOOL_EXPORT belady_policy {
 };
 
 namespace policies {
-/**
- * @brief Register `"belady"` (no parameters). Called by register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "belady" is already registered
- */
+/// @brief Register `"belady"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_belady(policy_registry& registry);
 }  // namespace policies
 

@@ -106,12 +106,7 @@ class TIERPOOL_EXPORT clock_policy : public policies::detail::hand_queue {
 };
 
 namespace policies {
-/**
- * @brief Register `"clock"` (no parameters) in `registry`. Called by
- *        register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "clock" is already registered
- */
+/// @brief Register `"clock"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_clock(policy_registry& registry);
 }  // namespace policies
 

@@ -111,12 +111,7 @@ class TIERPOOL_EXPORT fifo_policy : public policies::detail::slab_policy<fifo_po
 };
 
 namespace policies {
-/**
- * @brief Register `"fifo"` (no parameters) in `registry`. Called by
- *        register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "fifo" is already registered
- */
+/// @brief Register `"fifo"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_fifo(policy_registry& registry);
 }  // namespace policies
 

@@ -185,12 +185,7 @@ class TIERPOOL_EXPORT gdsf_policy {
 };
 
 namespace policies {
-/**
- * @brief Register `"gdsf"` (parameters cost, fallback, correlation_window). Called by
- *        register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "gdsf" is already registered
- */
+/// @brief Register `"gdsf"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_gdsf(policy_registry& registry);
 }  // namespace policies
 

@@ -144,12 +144,7 @@ class TIERPOOL_EXPORT lfu_policy : public policies::detail::slab_policy<lfu_poli
 };
 
 namespace policies {
-/**
- * @brief Register `"lfu"` (no parameters) in `registry`. Called by
- *        register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "lfu" is already registered
- */
+/// @brief Register `"lfu"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_lfu(policy_registry& registry);
 }  // namespace policies
 

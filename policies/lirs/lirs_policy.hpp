@@ -190,12 +190,7 @@ class TIERPOOL_EXPORT lirs_policy
 };
 
 namespace policies {
-/**
- * @brief Register `"lirs"` (parameters capacity, hir_ratio, ghost_ratio,
- *        correlation_window). Called by register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "lirs" is already registered
- */
+/// @brief Register `"lirs"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_lirs(policy_registry& registry);
 }  // namespace policies
 

@@ -130,12 +130,7 @@ class TIERPOOL_EXPORT lru_policy : public policies::detail::slab_policy<lru_poli
 };
 
 namespace policies {
-/**
- * @brief Register `"lru"` (parameters refresh_interval, promote_on_read,
- *        promote_on_write) in `registry`. Called by register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "lru" is already registered
- */
+/// @brief Register `"lru"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_lru(policy_registry& registry);
 }  // namespace policies
 

@@ -133,12 +133,7 @@ class TIERPOOL_EXPORT random_policy : public policies::detail::slab_policy<rando
 };
 
 namespace policies {
-/**
- * @brief Register `"random"` (parameter seed) in `registry`. Called by
- *        register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "random" is already registered
- */
+/// @brief Register `"random"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_random(policy_registry& registry);
 }  // namespace policies
 

@@ -198,12 +198,7 @@ class TIERPOOL_EXPORT repeat_policy {
 };
 
 namespace policies {
-/**
- * @brief Register `"repeat"` (parameters history, grace, correlation_window). Called by
- *        register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "repeat" is already registered
- */
+/// @brief Register `"repeat"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_repeat(policy_registry& registry);
 }  // namespace policies
 

@@ -204,12 +204,7 @@ class TIERPOOL_EXPORT s3fifo_policy : public policies::detail::slab_policy<s3fif
 };
 
 namespace policies {
-/**
- * @brief Register `"s3fifo"` (parameters small_ratio, ghost_ratio) in `registry`. Called
- *        by register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "s3fifo" is already registered
- */
+/// @brief Register `"s3fifo"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_s3fifo(policy_registry& registry);
 }  // namespace policies
 

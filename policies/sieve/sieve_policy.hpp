@@ -106,12 +106,7 @@ class TIERPOOL_EXPORT sieve_policy : public policies::detail::hand_queue {
 };
 
 namespace policies {
-/**
- * @brief Register `"sieve"` (no parameters) in `registry`. Called by
- *        register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "sieve" is already registered
- */
+/// @brief Register `"sieve"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_sieve(policy_registry& registry);
 }  // namespace policies
 

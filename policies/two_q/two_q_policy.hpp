@@ -156,12 +156,7 @@ class TIERPOOL_EXPORT two_q_policy : public policies::detail::slab_policy<two_q_
 };
 
 namespace policies {
-/**
- * @brief Register `"two_q"` (parameters kin, kout) in `registry`. Called by
- *        register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "two_q" is already registered
- */
+/// @brief Register `"two_q"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_two_q(policy_registry& registry);
 }  // namespace policies
 

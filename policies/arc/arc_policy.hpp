@@ -141,9 +141,6 @@ class TIERPOOL_EXPORT arc_policy : public policies::detail::slab_policy<arc_poli
  private:
   friend slab_policy;
   static constexpr std::string_view policy_name = "arc";  // name()
-  using node = policies::detail::arc_node;
-  using index_t = policies::detail::slab_slot;
-  static constexpr index_t npos = policies::detail::no_slot;
   using list = policies::detail::slab_list;  // MRU at front, LRU at back
 
   [[nodiscard]] list& list_of(list_id which) noexcept;

@@ -76,9 +76,6 @@ class TIERPOOL_EXPORT hand_queue : public slab_policy<hand_queue, hand_node> {
   [[nodiscard]] tensor_id hand() const noexcept { return hand_ == npos ? tensor_id{0} : nodes_[hand_].id; }
  private:
   friend slab_policy;
-  using node = hand_node;
-  using index_t = slab_slot;
-  static constexpr index_t npos = no_slot;
   using list = slab_list;  // B then A
 
   void link_before(list& l, index_t i, index_t at) noexcept;  // at == npos: at the back

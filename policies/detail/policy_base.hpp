@@ -142,6 +142,11 @@ class slab_policy {
  protected:
   slab_policy() = default;
 
+  using node = Node;              ///< the slab node
+  using index_t = slab_slot;      ///< a slot of the slab
+  using slot = slab_slot;         ///< the same, shorter
+  static constexpr slab_slot npos = no_slot;  ///< no slot
+
   /// @brief The slot of `id`, ghosts included, or no_slot.
   [[nodiscard]] slab_slot find(tensor_id id) const noexcept { return index_.find(id); }
   /// @brief The slot of `id` when it is resident (not a ghost), or no_slot.

@@ -93,8 +93,6 @@ class TIERPOOL_EXPORT fifo_policy : public policies::detail::slab_policy<fifo_po
  private:
   friend slab_policy;
   static constexpr std::string_view policy_name = "fifo";  // name()
-  using node = policies::detail::fifo_node;
-  using slot = policies::detail::slab_slot;
 
   void access(slot i, tensor_view const& v) noexcept;  // on_access of a resident tensor
   void erase(slot i) noexcept;                          // on_erase of a resident tensor

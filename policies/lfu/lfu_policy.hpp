@@ -105,9 +105,6 @@ class TIERPOOL_EXPORT lfu_policy : public policies::detail::slab_policy<lfu_poli
  private:
   friend slab_policy;
   static constexpr std::string_view policy_name = "lfu";  // name()
-  using node = policies::detail::lfu_node;
-  using index_t = policies::detail::slab_slot;
-  static constexpr index_t npos = policies::detail::no_slot;
 
   struct bucket {
     std::uint64_t freq{0};

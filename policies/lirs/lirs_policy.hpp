@@ -144,9 +144,6 @@ class TIERPOOL_EXPORT lirs_policy
  private:
   friend slab_policy;
   static constexpr std::string_view policy_name = "lirs";  // name()
-  using node = policies::detail::lirs_node;
-  using index_t = policies::detail::slab_slot;
-  static constexpr index_t npos = policies::detail::no_slot;
   // A doubly-linked list over slab positions, front = the end nodes are linked at; it keeps
   // its count and exact byte sum. Nodes are on two at once (S, and one status list), hence
   // the link members passed to link_front / unlink.

@@ -112,8 +112,6 @@ class TIERPOOL_EXPORT lru_policy : public policies::detail::slab_policy<lru_poli
  private:
   friend slab_policy;
   static constexpr std::string_view policy_name = "lru";  // name()
-  using node = policies::detail::lru_node;
-  using slot = policies::detail::slab_slot;
 
   void access(slot i, tensor_view const& v) noexcept;  // on_access of a resident tensor
   void erase(slot i) noexcept;                          // on_erase of a resident tensor

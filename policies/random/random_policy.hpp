@@ -108,9 +108,6 @@ class TIERPOOL_EXPORT random_policy : public policies::detail::slab_policy<rando
  private:
   friend slab_policy;
   static constexpr std::string_view policy_name = "random";  // name()
-  using node = policies::detail::random_node;
-  using index_t = policies::detail::slab_slot;
-  static constexpr index_t npos = policies::detail::no_slot;
 
   void add_candidate(index_t i) noexcept;
   void remove_candidate(index_t i) noexcept;

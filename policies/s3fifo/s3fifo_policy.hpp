@@ -158,10 +158,7 @@ class TIERPOOL_EXPORT s3fifo_policy : public policies::detail::slab_policy<s3fif
  private:
   friend slab_policy;
   static constexpr std::string_view policy_name = "s3fifo";  // name()
-  using node = policies::detail::s3fifo_node;
   using queue = node::queue;
-  using index_t = policies::detail::slab_slot;
-  static constexpr index_t npos = policies::detail::no_slot;
   using list = policies::detail::slab_list;
 
   void link_back(list& l, index_t i) noexcept;

@@ -128,10 +128,7 @@ class TIERPOOL_EXPORT two_q_policy : public policies::detail::slab_policy<two_q_
  private:
   friend slab_policy;
   static constexpr std::string_view policy_name = "two_q";  // name()
-  using node = policies::detail::two_q_node;
   using queue = node::queue;
-  using index_t = policies::detail::slab_slot;
-  static constexpr index_t npos = policies::detail::no_slot;
   using list = policies::detail::slab_list;  // oldest at front
 
   [[nodiscard]] list& queue_of(node const& n) noexcept;  // a1in_, am_ or a1out_, whatever the pin

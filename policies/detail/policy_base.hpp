@@ -25,7 +25,8 @@
  * ordering and tells the base, through a few private members it befriends the base for:
  * - `policy_name` (static constexpr string_view) and `cfg_`: name() and get_config().
  * - `access(i, view)` / `erase(i)`: on_access / on_erase of resident slot `i` (the base did
- *   the lookup; unknown ids and ghosts never reach them).
+ *   the lookup; unknown ids and ghosts never reach them). Without `erase`, on_erase takes
+ *   the tensor out of the order and frees its slot.
  * - `order_leave(i)` / `order_enter(i)`: take unpinned tensor `i` out of the order (it is
  *   being pinned) / put it back (unpinned: *where* it re-enters is the policy's decision).
  * - `order_resize(i, from, to)` (optional): an unpinned tensor's bytes change in the order's
@@ -81,7 +82,14 @@ class slab_policy {
   ///        ghost). Unknown id or ghost: no-op.
   void on_erase(tensor_id id) noexcept
   {
-    if (slab_slot const i = resident_slot(id); i != no_slot) { derived().erase(i); }
+    slab_slot const i = resident_slot(id);
+    if (i == no_slot) { return; }
+    if constexpr (requires(Derived& d) { d.erase(i); }) {
+      derived().erase(i);
+    } else {  // no erase(): out of the order, slot freed
+      if (!nodes_[i].pinned) { derived().order_leave(i); }
+      release(i);
+    }
   }
   /// @brief Take a tensor out of the eviction order. Idempotent; unknown id or ghost: no-op.
   void on_pin(tensor_id id) noexcept
@@ -106,6 +114,13 @@ class slab_policy {
   [[nodiscard]] std::size_t evictable_count() const noexcept { return derived().order_count(); }
   /// @brief Pinned tensors tracked.
   [[nodiscard]] std::size_t pinned_count() const noexcept { return pinned_.count; }
+  /// @brief True when `id` is remembered as a ghost (not resident); always false for a
+  ///        policy without ghosts.
+  [[nodiscard]] bool is_ghost(tensor_id id) const noexcept
+  {
+    slab_slot const i = index_.find(id);
+    return i != no_slot && ghost(nodes_[i]);
+  }
   /// @brief True when `id` is resident here (a ghost is not).
   [[nodiscard]] bool contains(tensor_id id) const noexcept { return resident_slot(id) != no_slot; }
 
@@ -224,6 +239,13 @@ class slab_policy {
       if (!n.pinned || keeps_pinned()) { derived().order_resize(i, n.bytes, bytes); }
     }
     n.bytes = bytes;
+  }
+
+  /// @brief order_ok() of a policy whose order is the one list `l` of its unpinned tensors.
+  [[nodiscard]] bool one_list_ok(slab_list const& l, std::size_t& held) const noexcept
+  {
+    held = l.count;
+    return slab_list_ok(nodes_, l, index_, [](Node const& n) { return !n.pinned; });
   }
 
   /**

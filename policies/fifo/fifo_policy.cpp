@@ -33,21 +33,9 @@ void fifo_policy::access(slot i, tensor_view const& v) noexcept
   set_pinned(i, v.pinned);  // the view is the truth at this event
 }
 
-void fifo_policy::erase(slot i) noexcept
-{
-  if (!nodes_[i].pinned) { order_leave(i); }
-  release(i);
-}
-
 void fifo_policy::propose(eviction_request const& req, eviction_proposal& out) const
 {
   propose_walk(req, out, queue_.front, [this](slot i) { return nodes_[i].next; });
-}
-
-bool fifo_policy::order_ok(std::size_t& held) const noexcept
-{
-  held = queue_.count;
-  return pd::slab_list_ok(nodes_, queue_, index_, [](node const& n) { return !n.pinned; });
 }
 
 namespace policies {

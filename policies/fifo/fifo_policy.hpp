@@ -95,14 +95,13 @@ class TIERPOOL_EXPORT fifo_policy : public policies::detail::slab_policy<fifo_po
   static constexpr std::string_view policy_name = "fifo";  // name()
 
   void access(slot i, tensor_view const& v) noexcept;  // on_access of a resident tensor
-  void erase(slot i) noexcept;                          // on_erase of a resident tensor
 
   // The order (Note [One base for the slab policies]): evictable tensors, oldest at front.
   void order_leave(slot i) noexcept { policies::detail::unlink(nodes_, queue_, i); }
   void order_enter(slot i) noexcept { policies::detail::link_back(nodes_, queue_, i); }
   void order_resize(slot /*i*/, std::size_t from, std::size_t to) noexcept { queue_.resize(from, to); }
   [[nodiscard]] std::size_t order_count() const noexcept { return queue_.count; }
-  [[nodiscard]] bool order_ok(std::size_t& held) const noexcept;
+  [[nodiscard]] bool order_ok(std::size_t& held) const noexcept { return one_list_ok(queue_, held); }
 
   config cfg_;
   policies::detail::slab_list queue_;  // evictable, oldest at front

@@ -65,21 +65,9 @@ void lru_policy::access(slot i, tensor_view const& v) noexcept
   order_enter(i);
 }
 
-void lru_policy::erase(slot i) noexcept
-{
-  if (!nodes_[i].pinned) { order_leave(i); }
-  release(i);
-}
-
 void lru_policy::propose(eviction_request const& req, eviction_proposal& out) const
 {
   propose_walk(req, out, lru_.back, [this](slot i) { return nodes_[i].prev; });
-}
-
-bool lru_policy::order_ok(std::size_t& held) const noexcept
-{
-  held = lru_.count;
-  return pd::slab_list_ok(nodes_, lru_, index_, [](node const& n) { return !n.pinned; });
 }
 
 namespace policies {

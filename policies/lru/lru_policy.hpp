@@ -114,14 +114,13 @@ class TIERPOOL_EXPORT lru_policy : public policies::detail::slab_policy<lru_poli
   static constexpr std::string_view policy_name = "lru";  // name()
 
   void access(slot i, tensor_view const& v) noexcept;  // on_access of a resident tensor
-  void erase(slot i) noexcept;                          // on_erase of a resident tensor
 
   // The order (Note [One base for the slab policies]): evictable tensors, MRU at front.
   void order_leave(slot i) noexcept;
   void order_enter(slot i) noexcept;  // at the MRU end
   void order_resize(slot /*i*/, std::size_t from, std::size_t to) noexcept { lru_.resize(from, to); }
   [[nodiscard]] std::size_t order_count() const noexcept { return lru_.count; }
-  [[nodiscard]] bool order_ok(std::size_t& held) const noexcept;
+  [[nodiscard]] bool order_ok(std::size_t& held) const noexcept { return one_list_ok(lru_, held); }
 
   config cfg_;
   policies::detail::slab_list lru_;  // evictable, MRU at front, LRU at back

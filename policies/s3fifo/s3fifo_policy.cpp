@@ -48,12 +48,6 @@ bool s3fifo_policy::in_main(tensor_id id) const noexcept
   return i != npos && nodes_[i].q == queue::main;
 }
 
-bool s3fifo_policy::is_ghost(tensor_id id) const noexcept
-{
-  index_t const it = find(id);
-  return it != npos && is_ghost_node(nodes_[it]);
-}
-
 std::uint8_t s3fifo_policy::frequency(tensor_id id) const noexcept
 {
   index_t const i = resident_slot(id);

@@ -150,8 +150,6 @@ class TIERPOOL_EXPORT s3fifo_policy : public policies::detail::slab_policy<s3fif
   [[nodiscard]] std::size_t ghost_count() const noexcept { return ghost_.count; }
   /// @brief True when `id` is resident in M.
   [[nodiscard]] bool in_main(tensor_id id) const noexcept;
-  /// @brief True when `id` is a ghost in G.
-  [[nodiscard]] bool is_ghost(tensor_id id) const noexcept;
   /// @brief Frequency of a resident tensor (0 when unknown).
   [[nodiscard]] std::uint8_t frequency(tensor_id id) const noexcept;
 

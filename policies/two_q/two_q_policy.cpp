@@ -34,12 +34,6 @@ two_q_policy::list& two_q_policy::queue_of(node const& n) noexcept
   return a1out_;
 }
 
-bool two_q_policy::is_ghost(tensor_id id) const noexcept
-{
-  index_t const it = find(id);
-  return it != npos && is_ghost_node(nodes_[it]);
-}
-
 // reclaimfor's test: "if |A1in| > Kin, page out the tail of A1in, else the tail of Am",
 // with Kin a fraction of the held bytes, and the non-empty queue when the other is empty.
 bool two_q_policy::evict_from_a1in(list const& a1in, list const& am) const noexcept

@@ -122,8 +122,6 @@ class TIERPOOL_EXPORT two_q_policy : public policies::detail::slab_policy<two_q_
   [[nodiscard]] std::size_t am_count() const noexcept { return am_.count; }
   /// @brief Ghost ids in A1out.
   [[nodiscard]] std::size_t ghost_count() const noexcept { return a1out_.count; }
-  /// @brief True when `id` is a ghost in A1out.
-  [[nodiscard]] bool is_ghost(tensor_id id) const noexcept;
 
  private:
   friend slab_policy;

@@ -95,16 +95,6 @@ void belady_policy::on_erase(tensor_id id) noexcept
   policies::detail::slab_release(nodes_, free_head_, i);
 }
 
-void belady_policy::on_pin(tensor_id id) noexcept
-{
-  if (index_t const i = index_.find(id); i != npos) { nodes_[i].pinned = true; }
-}
-
-void belady_policy::on_unpin(tensor_id id) noexcept
-{
-  if (index_t const i = index_.find(id); i != npos) { nodes_[i].pinned = false; }
-}
-
 void belady_policy::propose(eviction_request const& req, eviction_proposal& out) const
 {
   if (req.bytes_needed == 0) { return; }

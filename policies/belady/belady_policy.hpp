@@ -43,6 +43,7 @@
 #include <tierpool/export.hpp>
 #include <tierpool/detail/id_index.hpp>
 #include <tierpool/policies/intrusive_slab.hpp>
+#include <tierpool/policies/policy_base.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -72,7 +73,7 @@ namespace tierpool {
  * min.propose({.bytes_needed = 100}, out);   // out.victims == {tensor_id{1}}
  * @endcode
  */
-class TIERPOOL_EXPORT belady_policy {
+class TIERPOOL_EXPORT belady_policy : public policies::detail::flag_pins<belady_policy> {
  public:
   /// @brief Configuration (the policy has no parameters).
   struct config {};
@@ -107,14 +108,8 @@ class TIERPOOL_EXPORT belady_policy {
   void on_insert(tensor_view const& v) noexcept;
   void on_access(tensor_view const& v) noexcept;
   void on_erase(tensor_id id) noexcept;
-  void on_pin(tensor_id id) noexcept;
-  void on_unpin(tensor_id id) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "belady".
-  [[nodiscard]] std::string_view name() const noexcept { return "belady"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
   /// @brief Tracked tensors whose latest event carried no forecast.
   [[nodiscard]] std::size_t missing_forecasts() const noexcept { return missing_.size(); }
   /// @brief Tensors tracked (pinned or not).
@@ -125,6 +120,9 @@ class TIERPOOL_EXPORT belady_policy {
   [[nodiscard]] bool validate() const noexcept;
 
  private:
+  friend flag_pins;
+  static constexpr std::string_view policy_name = "belady";  // name()
+  [[nodiscard]] policies::detail::slab_slot pin_target(tensor_id id) const noexcept { return index_.find(id); }
   struct key {
     tick next;          // forecast; no_next_use (never again) sorts first
     std::uint64_t seq;  // policy event of the last report: ties go to the least recent

@@ -303,4 +303,33 @@ class slab_policy {
   }
 };
 
+/**
+ * @brief name(), get_config(), on_pin and on_unpin of a policy that keeps pinned tensors in
+ *        its order and only flags them: gdsf, belady and repeat, whose boost::intrusive sets
+ *        over a relinking slab (intrusive_slab.hpp) are not on slab_policy.
+ *
+ * The policy befriends this base and provides `policy_name`, `cfg_`, `nodes_` (nodes with a
+ * `pinned` member) and `pin_target(id)`: the slot whose flag a pin sets, or no_slot (unknown,
+ * or not resident).
+ */
+template <class Derived>
+class flag_pins {
+ public:
+  /// @brief Mark pinned (never proposed; it keeps its place). Idempotent; unknown id: no-op.
+  void on_pin(tensor_id id) noexcept { set(id, true); }
+  /// @brief Clear the pin. Idempotent; unknown id: no-op.
+  void on_unpin(tensor_id id) noexcept { set(id, false); }
+  /// @brief The registry name (the policy's `policy_name`).
+  [[nodiscard]] std::string_view name() const noexcept { return Derived::policy_name; }
+  /// @brief The configuration (the policy's `cfg_`).
+  [[nodiscard]] auto const& get_config() const noexcept { return static_cast<Derived const&>(*this).cfg_; }
+
+ private:
+  void set(tensor_id id, bool pinned) noexcept
+  {
+    auto& d = static_cast<Derived&>(*this);
+    if (slab_slot const i = d.pin_target(id); i != no_slot) { d.nodes_[i].pinned = pinned; }
+  }
+};
+
 }  // namespace tierpool::policies::detail

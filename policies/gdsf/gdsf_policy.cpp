@@ -111,16 +111,6 @@ void gdsf_policy::on_erase(tensor_id id) noexcept
   policies::detail::slab_release(nodes_, free_head_, i);
 }
 
-void gdsf_policy::on_pin(tensor_id id) noexcept
-{
-  if (index_t const i = index_.find(id); i != npos) { nodes_[i].pinned = true; }
-}
-
-void gdsf_policy::on_unpin(tensor_id id) noexcept
-{
-  if (index_t const i = index_.find(id); i != npos) { nodes_[i].pinned = false; }
-}
-
 std::optional<tensor_id> gdsf_policy::first_evictable() const noexcept
 {
   for (node const& n : order_) {

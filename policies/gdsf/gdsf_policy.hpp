@@ -47,6 +47,7 @@
 #include <tierpool/export.hpp>
 #include <tierpool/detail/id_index.hpp>
 #include <tierpool/policies/intrusive_slab.hpp>
+#include <tierpool/policies/policy_base.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -75,7 +76,7 @@ namespace tierpool {
  * gdsf.propose({.bytes_needed = 1}, out);   // out.victims == {tensor_id{1}}
  * @endcode
  */
-class TIERPOOL_EXPORT gdsf_policy {
+class TIERPOOL_EXPORT gdsf_policy : public policies::detail::flag_pins<gdsf_policy> {
  public:
   /// @brief Where a tensor's cost comes from.
   enum class cost_model : std::uint8_t {
@@ -121,14 +122,8 @@ class TIERPOOL_EXPORT gdsf_policy {
   void on_insert(tensor_view const& v) noexcept;
   void on_access(tensor_view const& v) noexcept;
   void on_erase(tensor_id id) noexcept;
-  void on_pin(tensor_id id) noexcept;
-  void on_unpin(tensor_id id) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "gdsf".
-  [[nodiscard]] std::string_view name() const noexcept { return "gdsf"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
   /// @brief The inflation value L.
   [[nodiscard]] double inflation() const noexcept { return inflation_; }
   /// @brief H of a tracked tensor; std::nullopt when unknown.
@@ -141,6 +136,9 @@ class TIERPOOL_EXPORT gdsf_policy {
   [[nodiscard]] bool validate() const noexcept;
 
  private:
+  friend flag_pins;
+  static constexpr std::string_view policy_name = "gdsf";  // name()
+  [[nodiscard]] policies::detail::slab_slot pin_target(tensor_id id) const noexcept { return index_.find(id); }
   struct key {
     double h;
     std::uint64_t seq;  // policy event of the last use: ties go to the least recent

@@ -151,18 +151,6 @@ void repeat_policy::on_erase(tensor_id id) noexcept
   while (history_.count > cfg_.history) { forget_oldest(); }
 }
 
-void repeat_policy::on_pin(tensor_id id) noexcept
-{
-  index_t const i = lookup(id);
-  if (i != npos && nodes_[i].resident) { nodes_[i].pinned = true; }
-}
-
-void repeat_policy::on_unpin(tensor_id id) noexcept
-{
-  index_t const i = lookup(id);
-  if (i != npos && nodes_[i].resident) { nodes_[i].pinned = false; }
-}
-
 void repeat_policy::propose(eviction_request const& req, eviction_proposal& out) const
 {
   if (req.bytes_needed == 0) { return; }

@@ -55,6 +55,7 @@
 #include <tierpool/detail/id_index.hpp>
 #include <tierpool/policies/intrusive_slab.hpp>
 #include <tierpool/policies/slab_list.hpp>
+#include <tierpool/policies/policy_base.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -81,7 +82,7 @@ namespace tierpool {
  * // the most recently used tensor of the loop (needed furthest away), not the oldest.
  * @endcode
  */
-class TIERPOOL_EXPORT repeat_policy {
+class TIERPOOL_EXPORT repeat_policy : public policies::detail::flag_pins<repeat_policy> {
  public:
   /// @brief Configuration (registry parameters of the same names).
   struct config {
@@ -122,14 +123,8 @@ class TIERPOOL_EXPORT repeat_policy {
   void on_insert(tensor_view const& v) noexcept;
   void on_access(tensor_view const& v) noexcept;
   void on_erase(tensor_id id) noexcept;
-  void on_pin(tensor_id id) noexcept;
-  void on_unpin(tensor_id id) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "repeat".
-  [[nodiscard]] std::string_view name() const noexcept { return "repeat"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
   /// @brief Events seen so far (the current position).
   [[nodiscard]] std::uint64_t position() const noexcept { return clock_; }
   /// @brief Predicted position of a resident tensor's next use; std::nullopt when it is
@@ -147,6 +142,13 @@ class TIERPOOL_EXPORT repeat_policy {
   [[nodiscard]] bool validate() const noexcept;
 
  private:
+  friend flag_pins;
+  static constexpr std::string_view policy_name = "repeat";  // name()
+  [[nodiscard]] policies::detail::slab_slot pin_target(tensor_id id) const noexcept  // resident only
+  {
+    policies::detail::slab_slot const i = index_.find(id);
+    return i != policies::detail::no_slot && nodes_[i].resident ? i : policies::detail::no_slot;
+  }
   using index_t = std::uint32_t;
   static constexpr index_t npos = std::numeric_limits<index_t>::max();
   static constexpr std::uint64_t kUnknown = std::numeric_limits<std::uint64_t>::max();

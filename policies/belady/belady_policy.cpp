@@ -103,12 +103,7 @@ void belady_policy::propose(eviction_request const& req, eviction_proposal& out)
                       " has no next-use forecast; Belady's MIN needs a driver that provides one (tierpool replay "
                       "does; pass next-use hints with pool::set_next_use) \xE2\x80\x94 use lru or repeat instead");
   }
-  std::size_t freed = 0;
-  for (auto it = order_.begin(); it != order_.end() && freed < req.bytes_needed; ++it) {
-    if (it->pinned) { continue; }
-    out.add(it->k.id, it->bytes);
-    freed = policies::detail::saturating_add(freed, it->bytes);
-  }
+  policies::detail::propose_unpinned(order_, req, out);
 }
 
 bool belady_policy::validate() const noexcept

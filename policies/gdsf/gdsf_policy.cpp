@@ -121,12 +121,7 @@ std::optional<tensor_id> gdsf_policy::first_evictable() const noexcept
 
 void gdsf_policy::propose(eviction_request const& req, eviction_proposal& out) const
 {
-  std::size_t freed = 0;
-  for (auto it = order_.begin(); it != order_.end() && freed < req.bytes_needed; ++it) {
-    if (it->pinned) { continue; }
-    out.add(it->k.id, it->bytes);
-    freed = policies::detail::saturating_add(freed, it->bytes);
-  }
+  policies::detail::propose_unpinned(order_, req, out);
 }
 
 bool gdsf_policy::validate() const noexcept

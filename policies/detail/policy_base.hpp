@@ -136,17 +136,14 @@ class slab_policy {
     if (!derived().order_ok(held)) { return false; }
     std::size_t live = 0;
     slab_list pinned;  // recomputed count and byte sum
-    for (std::size_t i = 0; i < nodes_.size(); ++i) {
-      Node const& n = nodes_[i];
-      if (!n.live) { continue; }
-      ++live;
-      if (index_.find(n.id) != i) { return false; }
+    bool const slots_ok = live_slots_ok(nodes_, index_, live, [&](Node const& n) {
       if (n.pinned) {
-        if (ghost(n)) { return false; }
         ++pinned.count;
         pinned.add(n.bytes);
       }
-    }
+      return !(n.pinned && ghost(n));
+    });
+    if (!slots_ok) { return false; }
     if (pinned.count != pinned_.count || pinned.bytes_low != pinned_.bytes_low || pinned.bytes_high != pinned_.bytes_high) {
       return false;
     }

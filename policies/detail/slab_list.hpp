@@ -202,6 +202,26 @@ template <class Node, class A, class Index, class NodeOk>
   return slab_list_ok_via<&Node::prev, &Node::next>(nodes, l, index, std::forward<NodeOk>(node_ok));
 }
 
+/**
+ * @brief Walk the live slots for validate(): each one's index entry points back at it and
+ *        `node_ok(node)` holds (it may count).
+ * @param live Set to the number of live slots seen.
+ * @return False at the first slot that fails.
+ */
+template <class Node, class A, class Index, class NodeOk>
+[[nodiscard]] bool live_slots_ok(std::vector<Node, A> const& nodes, Index const& index, std::size_t& live,
+                                 NodeOk&& node_ok) noexcept
+{
+  live = 0;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    Node const& n = nodes[i];
+    if (!n.live) { continue; }
+    ++live;
+    if (index.find(n.id) != i || !node_ok(n)) { return false; }
+  }
+  return true;
+}
+
 /// @brief The free-list link of a free slot: `Node::next`, or the member `Next` when it is
 ///        not nullptr (a node whose `next` belongs to a list it stays on).
 template <auto Next, class Node>

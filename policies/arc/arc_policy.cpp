@@ -43,8 +43,7 @@ arc_policy::list const& arc_policy::list_of(list_id which) const noexcept
 void arc_policy::link_front(list_id which, index_t i) noexcept
 {
   nodes_[i].list = which;
-  list& l = list_of(which);
-  policies::detail::link_before(nodes_, l, i, l.front);
+  policies::detail::link_front(nodes_, list_of(which), i);
 }
 
 void arc_policy::unlink(index_t i) noexcept { policies::detail::unlink(nodes_, list_of(nodes_[i].list), i); }

@@ -104,11 +104,29 @@ void link_before_via(std::vector<Node, A>& nodes, slab_list& l, slab_slot i, sla
   l.add(n.bytes);
 }
 
-/// @brief Link node `i` at the front of `l` through the link members `Prev` and `Next`.
+/// @brief Link node `i` at the front of `l` through the link members `Prev` and `Next`
+///        (link_before_via() at the front, without its general case: LRU's promotion).
 template <auto Prev, auto Next, class Node, class A>
 void link_front_via(std::vector<Node, A>& nodes, slab_list& l, slab_slot i) noexcept
 {
-  link_before_via<Prev, Next>(nodes, l, i, l.front);
+  Node& n = nodes[i];
+  n.*Prev = no_slot;
+  n.*Next = l.front;
+  if (l.front != no_slot) {
+    nodes[l.front].*Prev = i;
+  } else {
+    l.back = i;
+  }
+  l.front = i;
+  ++l.count;
+  l.add(n.bytes);
+}
+
+/// @brief Link node `i` at the front of `l`.
+template <class Node, class A>
+void link_front(std::vector<Node, A>& nodes, slab_list& l, slab_slot i) noexcept
+{
+  link_front_via<&Node::prev, &Node::next>(nodes, l, i);
 }
 
 /// @brief Unlink node `i` from `l` through the link members `Prev` and `Next` (they become no_slot).

@@ -18,10 +18,6 @@ lru_policy::lru_policy() noexcept : lru_policy(config{}) {}
 
 lru_policy::lru_policy(config cfg) noexcept : cfg_(cfg) {}
 
-void lru_policy::order_leave(slot i) noexcept { pd::unlink(nodes_, lru_, i); }
-
-void lru_policy::order_enter(slot i) noexcept { pd::link_before(nodes_, lru_, i, lru_.front); }
-
 void lru_policy::on_insert(tensor_view const& v) noexcept
 {
   slot i = find(v.id);

@@ -116,8 +116,8 @@ class TIERPOOL_EXPORT lru_policy : public policies::detail::slab_policy<lru_poli
   void access(slot i, tensor_view const& v) noexcept;  // on_access of a resident tensor
 
   // The order (Note [One base for the slab policies]): evictable tensors, MRU at front.
-  void order_leave(slot i) noexcept;
-  void order_enter(slot i) noexcept;  // at the MRU end
+  void order_leave(slot i) noexcept { policies::detail::unlink(nodes_, lru_, i); }
+  void order_enter(slot i) noexcept { policies::detail::link_front(nodes_, lru_, i); }  // at the MRU end
   void order_resize(slot /*i*/, std::size_t from, std::size_t to) noexcept { lru_.resize(from, to); }
   [[nodiscard]] std::size_t order_count() const noexcept { return lru_.count; }
   [[nodiscard]] bool order_ok(std::size_t& held) const noexcept { return one_list_ok(lru_, held); }

@@ -86,9 +86,10 @@ class slab_policy {
     if (i == no_slot) { return; }
     if constexpr (requires(Derived& d) { d.erase(i); }) {
       derived().erase(i);
-    } else {  // no erase(): out of the order, slot freed
+    } else {  // no erase(): out of the index (its cell is hot: the lookup just read it), the order, the slab
+      index_.erase(id);
       if (!nodes_[i].pinned) { derived().order_leave(i); }
-      release(i);
+      free_slot(i);
     }
   }
   /// @brief Take a tensor out of the eviction order. Idempotent; unknown id or ghost: no-op.
@@ -192,9 +193,15 @@ class slab_policy {
   ///        of the order already), out of the index, onto the free list.
   void release(slab_slot i) noexcept
   {
+    index_.erase(nodes_[i].id);
+    free_slot(i);
+  }
+
+  /// @brief release() for a slot already out of the index.
+  void free_slot(slab_slot i) noexcept
+  {
     Node& n = nodes_[i];
     if (n.pinned) { pin_sub(n.bytes); }
-    index_.erase(n.id);
     n.live = false;
     n.pinned = false;
     n.bytes = 0;

@@ -120,6 +120,7 @@ void hand_queue::access(index_t i, tensor_view const& v) noexcept
 
 void hand_queue::erase(index_t i) noexcept
 {
+  index_.erase(nodes_[i].id);  // first, while its cell is hot
   if (!nodes_[i].pinned) {
     index_t const victim = p1_ != npos ? p1_ : (p2_ != npos ? p2_ : hand_);
     if (i == victim) {
@@ -129,7 +130,7 @@ void hand_queue::erase(index_t i) noexcept
     }
   }
   nodes_[i].marked = false;
-  release(i);
+  free_slot(i);
 }
 
 void hand_queue::propose(eviction_request const& req, eviction_proposal& out) const

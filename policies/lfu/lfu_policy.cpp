@@ -169,8 +169,9 @@ void lfu_policy::access(index_t i, tensor_view const& v) noexcept
 
 void lfu_policy::erase(index_t i) noexcept
 {
+  index_.erase(nodes_[i].id);  // first, while its cell is hot
   detach(i);
-  release(i);
+  free_slot(i);
 }
 
 void lfu_policy::propose(eviction_request const& req, eviction_proposal& out) const

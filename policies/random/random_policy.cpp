@@ -70,8 +70,9 @@ void random_policy::access(index_t i, tensor_view const& v) noexcept
 
 void random_policy::erase(index_t i) noexcept
 {
+  index_.erase(nodes_[i].id);  // first, while its cell is hot
   if (!nodes_[i].pinned) { remove_candidate(i); }
-  release(i);
+  free_slot(i);
   ++erases_;
 }
 

@@ -18,8 +18,8 @@
  * contains, the slot taken and freed around the index, and validate()'s walk of the slab,
  * the free list and the index. Written ten times, it drifted (two pinned-list orders, three
  * byte-sum structs) and was most of the policies' duplicated lines.
- * Approach: `slab_policy<Derived, Node>` owns the slab (`nodes_`, on huge pages: Note [Big
- * arrays on huge pages]), its free list, the index (`index_`) and the pinned set
+ * Approach: `slab_policy<Derived, Node>` owns the slab (`nodes_`; lru's on huge pages: Note
+ * [Big arrays on huge pages]), its free list, the index (`index_`) and the pinned set
  * (`pinned_`: a count and exact byte sum; pinned tensors are out of the order, and since no
  * policy ever walked its pinned list, no list is kept). The derived policy keeps its
  * ordering and tells the base, through a few private members it befriends the base for:
@@ -51,6 +51,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -68,8 +69,10 @@ namespace tierpool::policies::detail {
  * @tparam Derived The policy; befriends this base for its `order_*` members.
  * @tparam Node The slab node (members `id`, `bytes`, `pinned`, `live`, the free-list link).
  * @tparam FreeNext Member pointer to the free-list link; nullptr: `Node::next`.
+ * @tparam Alloc The slab's allocator: std::allocator, or detail::big_array_allocator for a
+ *         policy whose slab is worth huge pages (lru: Note [Big arrays on huge pages]).
  */
-template <class Derived, class Node, auto FreeNext = nullptr>
+template <class Derived, class Node, auto FreeNext = nullptr, class Alloc = std::allocator<Node>>
 class slab_policy {
  public:
   /// @brief A use of a resident tensor: the policy's `access(slot, view)`. Unknown id or
@@ -271,7 +274,7 @@ class slab_policy {
     }
   }
 
-  std::vector<Node, tierpool::detail::big_array_allocator<Node>> nodes_;  ///< slab; size() == live + free
+  std::vector<Node, Alloc> nodes_;  ///< slab; size() == live + free
   slab_slot free_head_{no_slot};        ///< free slots chained through Node::next
   tierpool::detail::id_index index_;    ///< id -> slot (ghosts too); never iterated
   slab_list pinned_;                    ///< pinned resident tensors: count and exact byte sum (links unused)

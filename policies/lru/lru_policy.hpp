@@ -34,6 +34,7 @@
 #include <cstddef>
 #include <string_view>
 
+#include <tierpool/detail/big_array.hpp>
 #include <tierpool/export.hpp>
 #include <tierpool/policies/policy_base.hpp>
 #include <tierpool/policy.hpp>
@@ -71,7 +72,9 @@ struct lru_node {
  * lru.propose({.bytes_needed = 100}, out);   // out.victims == {tensor_id{2}}
  * @endcode
  */
-class TIERPOOL_EXPORT lru_policy : public policies::detail::slab_policy<lru_policy, policies::detail::lru_node> {
+class TIERPOOL_EXPORT lru_policy
+  : public policies::detail::slab_policy<lru_policy, policies::detail::lru_node, nullptr,
+                                         tierpool::detail::big_array_allocator<policies::detail::lru_node>> {
  public:
   /// @brief Configuration (registry parameters of the same names).
   struct config {

@@ -213,8 +213,8 @@ struct replay_result {
   double lower_bound_seconds{0.0};     ///< max(compute, transfer floor) (see docs/chapters/replay.md)
   std::uint64_t must_move_h2d{0};      ///< SUM: bytes any policy must copy in at this capacity
   std::uint64_t must_move_d2h{0};      ///< SUM: bytes any policy must write back at this capacity
-  /// (bytes_h2d + bytes_d2h) / belady's on the same capacity; set by run_grid when
-  /// "belady" is among the policies.
+  /// (bytes_h2d + bytes_d2h) / the reference policy's on the same capacity; set by run_grid
+  /// when grid_options::reference is among the policies (the CLI's reference is belady).
   std::optional<double> moved_vs_belady{};
   double wall_seconds{0.0};            ///< host time the run took
   double requests_per_second{0.0};     ///< requests / wall_seconds
@@ -283,7 +283,8 @@ struct run_options {
  * @brief Replay one (policy, capacity) pair.
  *
  * Deterministic: the same trace and options give the same figures (except the wall-time
- * ones). Cache mode calls lru_policy through its concrete type (no indirect calls).
+ * ones). Cache mode calls a policy that opted in (`CONCRETE_TYPE`, lru among the built-ins)
+ * through its concrete type (no indirect calls).
  *
  * @throws tierpool::logic_error for an unknown policy (the registry's message lists the
  *         registered ones), capacity 0, an unknown prefetch predictor, `ignore_size` in pool
@@ -303,6 +304,10 @@ struct grid_options {
   std::string prefetch{"none"};              ///< as run_options::prefetch
   std::vector<staging_tier> staging{};       ///< as run_options::staging
   unsigned threads{0};                       ///< worker threads; 0 = all hardware threads
+  /// The policy spec `moved_vs_belady` divides by: when one of `policies` is exactly this
+  /// spec, every result gets its bytes moved relative to that policy's on the same
+  /// capacity. Empty: no reference. `tierpool replay` sets "belady" (its "vs belady" column).
+  std::string reference{};
   policy_registry const* registry{nullptr};  ///< null: the built-in policies
   /// Called (serialized, from a worker thread) when a run finishes: its result, how many
   /// runs are done, and the total.
@@ -316,7 +321,7 @@ struct grid_options {
  *
  * Every policy spec is built once before any run starts, so a bad spec fails fast.
  * Results come back in grid order (policy-major, then capacity) whatever the completion
- * order; `moved_vs_belady` is filled when a policy spec is exactly "belady".
+ * order; `moved_vs_belady` is filled when a policy spec is exactly `options.reference`.
  *
  * @throws as run(); the first exception of any run is rethrown after the others stop
  */

@@ -6,6 +6,8 @@
 // (register_arc). See arc_policy.hpp for the algorithm and policies/arc/README.md.
 #include "arc_policy.hpp"
 
+#include <utility>
+
 #include <tierpool/policies/saturating.hpp>
 
 #include <algorithm>
@@ -24,13 +26,7 @@ arc_policy::arc_policy(config cfg) noexcept : cfg_(cfg) {}
 
 arc_policy::list& arc_policy::list_of(list_id which) noexcept
 {
-  switch (which) {
-    case list_id::t1: return t1_;
-    case list_id::t2: return t2_;
-    case list_id::b1: return b1_;
-    case list_id::b2: break;
-  }
-  return b2_;
+  return const_cast<list&>(std::as_const(*this).list_of(which));  // one switch, below
 }
 
 arc_policy::list const& arc_policy::list_of(list_id which) const noexcept
@@ -46,51 +42,11 @@ arc_policy::list const& arc_policy::list_of(list_id which) const noexcept
 
 void arc_policy::link_front(list_id which, index_t i) noexcept
 {
-  list& l = list_of(which);
-  node& n = nodes_[i];
-  n.list = which;
-  n.prev = npos;
-  n.next = l.head;
-  if (l.head != npos) {
-    nodes_[l.head].prev = i;
-  } else {
-    l.tail = i;
-  }
-  l.head = i;
-  ++l.count;
-  l.add(n.bytes);
+  nodes_[i].list = which;
+  policies::detail::link_front(nodes_, list_of(which), i);
 }
 
-void arc_policy::unlink(index_t i) noexcept
-{
-  node& n = nodes_[i];
-  list& l = list_of(n.list);
-  if (n.prev != npos) {
-    nodes_[n.prev].next = n.next;
-  } else {
-    l.head = n.next;
-  }
-  if (n.next != npos) {
-    nodes_[n.next].prev = n.prev;
-  } else {
-    l.tail = n.prev;
-  }
-  n.prev = npos;
-  n.next = npos;
-  --l.count;
-  l.sub(n.bytes);
-}
-
-arc_policy::index_t arc_policy::lookup(tensor_id id) const noexcept
-{
-  return index_.find(id);
-}
-
-bool arc_policy::contains(tensor_id id) const noexcept
-{
-  index_t const i = lookup(id);
-  return i != npos && !is_ghost(nodes_[i].list);
-}
+void arc_policy::unlink(index_t i) noexcept { policies::detail::unlink(nodes_, list_of(nodes_[i].list), i); }
 
 std::uint64_t arc_policy::capacity_bytes() const noexcept { return cfg_.capacity != 0 ? cfg_.capacity : high_water_; }
 
@@ -99,40 +55,34 @@ void arc_policy::touch(index_t i, tensor_view const& v) noexcept
   node& n = nodes_[i];
   bool const correlated = cfg_.correlation_window != 0 && clock_ - n.last_event <= cfg_.correlation_window;
   list_id const to = correlated ? n.list : list_id::t2;
-  unlink(i);
-  n.bytes = v.bytes;
-  n.pinned = v.pinned;
+  unlink(i);  // out of the list's sums with the old bytes
+  set_pinned(i, v.pinned);
+  set_bytes(i, v.bytes);
   n.last_event = clock_;
   link_front(to, i);
 }
 
 void arc_policy::drop(index_t i) noexcept
 {
-  node& n = nodes_[i];
   unlink(i);
-  index_.erase(n.id);
-  n.live = false;
-  n.pinned = false;
-  n.bytes = 0;
-  n.next = free_head_;
-  free_head_ = i;
+  release(i);
 }
 
 void arc_policy::trim_ghosts() noexcept
 {
   // |T1| + |B1| <= c and |T1| + |T2| + |B1| + |B2| <= 2c, in bytes (the paper's case IV).
   double const c = static_cast<double>(capacity_bytes());
-  while (b1_.tail != npos && t1_.exact() + b1_.exact() > c) { drop(b1_.tail); }
-  auto total = [&] { return t1_.exact() + t2_.exact() + b1_.exact() + b2_.exact(); };
-  while (b2_.tail != npos && total() > 2.0 * c) { drop(b2_.tail); }
-  while (b1_.tail != npos && total() > 2.0 * c) { drop(b1_.tail); }
+  while (b1_.back != npos && t1_.wide() + b1_.wide() > c) { drop(b1_.back); }
+  auto total = [&] { return t1_.wide() + t2_.wide() + b1_.wide() + b2_.wide(); };
+  while (b2_.back != npos && total() > 2.0 * c) { drop(b2_.back); }
+  while (b1_.back != npos && total() > 2.0 * c) { drop(b1_.back); }
 }
 
 double arc_policy::adapted_p(node const& n, double size) const noexcept
 {
   double const c = static_cast<double>(capacity_bytes());
-  double const b1 = evicting_ ? b1_at_miss_ : b1_.exact();  // as when the miss arrived
-  double const b2 = evicting_ ? b2_at_miss_ : b2_.exact();
+  double const b1 = evicting_ ? b1_at_miss_ : b1_.wide();  // as when the miss arrived
+  double const b2 = evicting_ ? b2_at_miss_ : b2_.wide();
   if (n.list == list_id::b1) {
     double const ratio = b1 > 0.0 ? std::max(b2 / b1, 1.0) : 1.0;
     return std::min(c, p_ + ratio * size);
@@ -144,7 +94,7 @@ double arc_policy::adapted_p(node const& n, double size) const noexcept
 void arc_policy::on_insert(tensor_view const& v) noexcept
 {
   ++clock_;
-  index_t i = lookup(v.id);
+  index_t const i = find(v.id);
   if (i != npos && !is_ghost(nodes_[i].list)) {  // known resident: update, count as an access
     touch(i, v);
   } else if (i != npos) {  // ghost hit: adapt p towards the side that hit, then into T2
@@ -152,20 +102,13 @@ void arc_policy::on_insert(tensor_view const& v) noexcept
     p_ = adapted_p(n, static_cast<double>(v.bytes));
     unlink(i);
     n.bytes = v.bytes;
-    n.pinned = v.pinned;
+    if (v.pinned) { adopt_pinned(i); }
     n.last_event = clock_;
     link_front(list_id::t2, i);
-  } else {  // new: T1. Hooks are noexcept: out of host memory here terminates.
-    if (free_head_ != npos) {
-      i = free_head_;
-      free_head_ = nodes_[i].next;
-    } else {
-      i = static_cast<index_t>(nodes_.size());
-      nodes_.emplace_back();
-    }
-    nodes_[i] = node{v.id, v.bytes, clock_, npos, npos, list_id::t1, v.pinned, true};
-    index_.insert(v.id, i);
-    link_front(list_id::t1, i);
+  } else {  // new: T1 (pinned or not). Hooks are noexcept: out of host memory here terminates.
+    index_t const j = admit(v);
+    nodes_[j].last_event = clock_;
+    link_front(list_id::t1, j);
   }
   high_water_ = std::max<std::uint64_t>(high_water_, saturating_add(t1_.bytes(), t2_.bytes()));
   p_ = std::min(p_, static_cast<double>(capacity_bytes()));
@@ -173,43 +116,27 @@ void arc_policy::on_insert(tensor_view const& v) noexcept
   trim_ghosts();
 }
 
-void arc_policy::on_access(tensor_view const& v) noexcept
+void arc_policy::access(index_t i, tensor_view const& v) noexcept
 {
-  index_t const i = lookup(v.id);
-  if (i == npos || is_ghost(nodes_[i].list)) { return; }
   ++clock_;
   evicting_ = false;
   touch(i, v);
   high_water_ = std::max<std::uint64_t>(high_water_, saturating_add(t1_.bytes(), t2_.bytes()));
 }
 
-void arc_policy::on_erase(tensor_id id) noexcept
+void arc_policy::erase(index_t i) noexcept
 {
-  index_t const i = lookup(id);
-  if (i == npos || is_ghost(nodes_[i].list)) { return; }
   node& n = nodes_[i];
   list_id const ghost = n.list == list_id::t1 ? list_id::b1 : list_id::b2;
   if (!evicting_) {  // the first eviction for this miss: remember the ghost lists before it
-    b1_at_miss_ = b1_.exact();
-    b2_at_miss_ = b2_.exact();
+    b1_at_miss_ = b1_.wide();
+    b2_at_miss_ = b2_.wide();
     evicting_ = true;
   }
   unlink(i);
-  n.pinned = false;
+  set_pinned(i, false);
   link_front(ghost, i);
   trim_ghosts();
-}
-
-void arc_policy::on_pin(tensor_id id) noexcept
-{
-  index_t const i = lookup(id);
-  if (i != npos && !is_ghost(nodes_[i].list)) { nodes_[i].pinned = true; }
-}
-
-void arc_policy::on_unpin(tensor_id id) noexcept
-{
-  index_t const i = lookup(id);
-  if (i != npos && !is_ghost(nodes_[i].list)) { nodes_[i].pinned = false; }
 }
 
 void arc_policy::propose(eviction_request const& req, eviction_proposal& out) const
@@ -220,15 +147,15 @@ void arc_policy::propose(eviction_request const& req, eviction_proposal& out) co
   double p = p_;
   bool x_in_b2 = false;
   if (req.incoming != tensor_id{}) {
-    if (index_t const x = lookup(req.incoming); x != npos && is_ghost(nodes_[x].list)) {
+    if (index_t const x = find(req.incoming); x != npos && is_ghost(nodes_[x].list)) {
       p = adapted_p(nodes_[x], static_cast<double>(nodes_[x].bytes));
       x_in_b2 = nodes_[x].list == list_id::b2;
     }
   }
   // REPLACE, repeated without changing state: `t1_left` is |T1| minus what was taken.
-  double t1_left = t1_.exact();
-  index_t a = t1_.tail;
-  index_t b = t2_.tail;
+  double t1_left = t1_.wide();
+  index_t a = t1_.back;
+  index_t b = t2_.back;
   std::size_t freed = 0;
   while (freed < req.bytes_needed) {
     while (a != npos && nodes_[a].pinned) {
@@ -250,42 +177,25 @@ void arc_policy::propose(eviction_request const& req, eviction_proposal& out) co
 std::vector<tensor_id> arc_policy::contents(list_id which) const
 {
   std::vector<tensor_id> out;
-  for (index_t i = list_of(which).head; i != npos; i = nodes_[i].next) { out.push_back(nodes_[i].id); }
+  for (index_t i = list_of(which).front; i != npos; i = nodes_[i].next) { out.push_back(nodes_[i].id); }
   return out;
 }
 
-bool arc_policy::validate() const noexcept
+bool arc_policy::order_ok(std::size_t& held) const noexcept
 {
-  std::size_t live = 0;
+  std::size_t linked = 0;
   for (list_id const which : {list_id::t1, list_id::t2, list_id::b1, list_id::b2}) {
     list const& l = list_of(which);
-    std::size_t count = 0;
-    list sum;
-    index_t prev = npos;
-    for (index_t i = l.head; i != npos; i = nodes_[i].next) {
-      if (i >= nodes_.size() || count > nodes_.size()) { return false; }
-      node const& n = nodes_[i];
-      if (!n.live || n.list != which || n.prev != prev) { return false; }
-      if (is_ghost(which) && n.pinned) { return false; }
-      if (index_.find(n.id) != i) { return false; }
-      sum.add(n.bytes);
-      prev = i;
-      ++count;
-    }
-    if (l.tail != prev || l.count != count || l.bytes_low != sum.bytes_low || l.bytes_high != sum.bytes_high) {
-      return false;
-    }
-    live += count;
+    bool const ok = policies::detail::slab_list_ok(nodes_, l, index_, [&](node const& n) {
+      return n.list == which && !(is_ghost(which) && n.pinned);
+    });
+    if (!ok) { return false; }
+    linked += l.count;
   }
-  if (live != index_.size()) { return false; }
-  std::size_t free_slots = 0;
-  for (index_t i = free_head_; i != npos; i = nodes_[i].next) {
-    if (i >= nodes_.size() || nodes_[i].live || free_slots > nodes_.size()) { return false; }
-    ++free_slots;
-  }
+  if (linked < pinned_.count) { return false; }
+  held = linked - pinned_.count;  // pinned tensors stay linked in T1 / T2; the base counts them
   double const c = static_cast<double>(capacity_bytes());
-  if (p_ < 0.0 || p_ > c) { return false; }
-  return live + free_slots == nodes_.size();
+  return p_ >= 0.0 && p_ <= c;
 }
 
 namespace policies {

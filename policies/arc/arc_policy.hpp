@@ -44,17 +44,35 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include <tierpool/export.hpp>
-#include <tierpool/detail/id_index.hpp>
+#include <tierpool/policies/policy_base.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
 namespace tierpool {
+namespace policies::detail {
+/// @brief Which ARC list a tensor is in: arc_policy::list_id.
+enum class arc_list_id : std::uint8_t {
+  t1,  ///< resident, seen once recently
+  t2,  ///< resident, seen at least twice
+  b1,  ///< ghost of an eviction from T1
+  b2,  ///< ghost of an eviction from T2
+};
+/// @brief arc_policy's slab node (outside the class: the CRTP base needs it complete).
+struct arc_node {
+  tensor_id id{};
+  std::size_t bytes{0};
+  std::uint64_t last_event{0};  // clock_ at the tensor's last insert/access
+  slab_slot prev{no_slot};      // towards MRU (front)
+  slab_slot next{no_slot};      // towards LRU (back); free-list link for free slots
+  arc_list_id list{arc_list_id::t1};
+  bool pinned{false};
+  bool live{false};
+};
+}  // namespace policies::detail
 
 /**
  * @brief Adaptive Replacement Cache over the tensors of one tier, sized in bytes.
@@ -72,7 +90,7 @@ namespace tierpool {
  * arc.propose({.bytes_needed = 100}, out);   // out.victims == {tensor_id{1}}
  * @endcode
  */
-class TIERPOOL_EXPORT arc_policy {
+class TIERPOOL_EXPORT arc_policy : public policies::detail::slab_policy<arc_policy, policies::detail::arc_node> {
  public:
   /// @brief Configuration (registry parameters of the same names).
   struct config {
@@ -84,52 +102,32 @@ class TIERPOOL_EXPORT arc_policy {
     std::uint64_t correlation_window{1};
   };
 
-  /// @brief Which ARC list a tensor is in (for tests and tools).
-  enum class list_id : std::uint8_t {
-    t1,  ///< resident, seen once recently
-    t2,  ///< resident, seen at least twice
-    b1,  ///< ghost of an eviction from T1
-    b2,  ///< ghost of an eviction from T2
-  };
+  /// @brief Which ARC list a tensor is in (for tests and tools): t1, t2 (resident), b1, b2 (ghosts).
+  using list_id = policies::detail::arc_list_id;
 
   /// @brief An empty policy with the default configuration.
   arc_policy() noexcept;
   /// @brief An empty policy. @param cfg Configuration.
   explicit arc_policy(config cfg) noexcept;
 
-  /**
-   * @brief A tensor became resident: a new id enters T1; a ghost id enters T2 and adapts
-   *        `p`; a resident id is updated and counts as an access.
-   * @param v The tensor.
-   */
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: a new id enters T1; a ghost id enters T2 and adapts `p`; a resident id is
+  //   updated and counts as an access.
+  // - on_access: a use: promote to T2 (or refresh, within the correlation window). Unknown or
+  //   ghost id: no-op. Adopts `v.bytes` and `v.pinned`.
+  // - on_erase: a resident tensor left: it becomes a ghost (T1 -> B1, T2 -> B2). Unknown or
+  //   ghost id: no-op.
+  // - propose: append victims by REPLACE: the LRU end of T1 while the T1 bytes not yet taken
+  //   exceed `p`, else the LRU end of T2 (the other list when one runs out), skipping pinned
+  //   tensors, until `req.bytes_needed` is covered (everything evictable when it cannot be;
+  //   nothing for 0). With `req.incoming` a ghost, `p` is first adapted for its hit (and the
+  //   paper's tie rule applies for a B2 hit).
+  // - on_pin / on_unpin (a pinned tensor keeps its place in T1 or T2, and its bytes count
+  //   there, but is never proposed), size (T1 + T2), evictable_count, pinned_count, contains
+  //   (ghosts excluded), validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  /// @brief A use: promote to T2 (or refresh, within the correlation window). Unknown or
-  ///        ghost id: no-op. Adopts `v.bytes` and `v.pinned`.
-  void on_access(tensor_view const& v) noexcept;
-  /// @brief A resident tensor left: it becomes a ghost (T1 -> B1, T2 -> B2). Unknown or
-  ///        ghost id: no-op.
-  void on_erase(tensor_id id) noexcept;
-  /// @brief Mark pinned (never proposed). Idempotent; unknown or ghost id: no-op.
-  void on_pin(tensor_id id) noexcept;
-  /// @brief Clear the pin. Idempotent; unknown or ghost id: no-op.
-  void on_unpin(tensor_id id) noexcept;
-
-  /**
-   * @brief Append victims by REPLACE: the LRU end of T1 while the T1 bytes not yet taken
-   *        exceed `p`, else the LRU end of T2 (the other list when one runs out), skipping
-   *        pinned tensors, until `req.bytes_needed` is covered (everything evictable when
-   *        it cannot be; nothing for 0).
-   * @param req What to free: `bytes_needed`, and `incoming` (a ghost id: REPLACE uses `p`
-   *            adapted for its hit and the paper's tie rule for a B2 hit).
-   * @param out Proposal to append to (the caller clears it).
-   * @throws std::bad_alloc only when `out` must grow
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "arc".
-  [[nodiscard]] std::string_view name() const noexcept { return "arc"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
 
   /// @brief The cache size c in use (bytes): the configured one, or the largest resident bytes seen.
   [[nodiscard]] std::uint64_t capacity_bytes() const noexcept;
@@ -139,57 +137,16 @@ class TIERPOOL_EXPORT arc_policy {
   [[nodiscard]] std::size_t bytes_in(list_id which) const noexcept { return list_of(which).bytes(); }
   /// @brief Tensors (resident or ghost) in a list, most recent first. O(n), allocates; for tests.
   [[nodiscard]] std::vector<tensor_id> contents(list_id which) const;
-  /// @brief Resident tensors tracked (T1 + T2).
-  [[nodiscard]] std::size_t size() const noexcept { return t1_.count + t2_.count; }
-  /// @brief True when `id` is resident (in T1 or T2).
-  [[nodiscard]] bool contains(tensor_id id) const noexcept;
-
-  /// @brief Check every invariant (links, counts, byte sums, index, free list). O(n); for tests.
-  [[nodiscard]] bool validate() const noexcept;
 
  private:
-  using index_t = std::uint32_t;
-  static constexpr index_t npos = std::numeric_limits<index_t>::max();
-
-  struct node {
-    tensor_id id{};
-    std::size_t bytes{0};
-    std::uint64_t last_event{0};  // clock_ at the tensor's last insert/access
-    index_t prev{npos};           // towards MRU (head)
-    index_t next{npos};           // towards LRU (tail); free-list link for free slots
-    list_id list{list_id::t1};
-    bool pinned{false};
-    bool live{false};
-  };
-  // Invariant: count == #nodes reachable from head; (high, low) == exact sum of their bytes.
-  struct list {
-    index_t head{npos};
-    index_t tail{npos};
-    std::size_t count{0};
-    std::size_t bytes_low{0};
-    std::size_t bytes_high{0};
-    void add(std::size_t n) noexcept
-    {
-      bytes_low += n;
-      if (bytes_low < n) { ++bytes_high; }
-    }
-    void sub(std::size_t n) noexcept
-    {
-      if (bytes_low < n) { --bytes_high; }
-      bytes_low -= n;
-    }
-    [[nodiscard]] std::size_t bytes() const noexcept
-    {
-      return bytes_high != 0 ? std::numeric_limits<std::size_t>::max() : bytes_low;
-    }
-    [[nodiscard]] double exact() const noexcept { return static_cast<double>(bytes_high) * 18446744073709551616.0 + static_cast<double>(bytes_low); }
-  };
+  friend slab_policy;
+  static constexpr std::string_view policy_name = "arc";  // name()
+  using list = policies::detail::slab_list;  // MRU at front, LRU at back
 
   [[nodiscard]] list& list_of(list_id which) noexcept;
   [[nodiscard]] list const& list_of(list_id which) const noexcept;
   void link_front(list_id which, index_t i) noexcept;
   void unlink(index_t i) noexcept;
-  [[nodiscard]] index_t lookup(tensor_id id) const noexcept;
   [[nodiscard]] static bool is_ghost(list_id l) noexcept { return l == list_id::b1 || l == list_id::b2; }
   void touch(index_t i, tensor_view const& v) noexcept;  // access to a resident tensor
   void drop(index_t i) noexcept;                          // forget a ghost entirely
@@ -198,10 +155,17 @@ class TIERPOOL_EXPORT arc_policy {
   // lists as the miss arrived times `size`), clamped to [0, c].
   [[nodiscard]] double adapted_p(node const& n, double size) const noexcept;
 
+  void access(index_t i, tensor_view const& v) noexcept;  // on_access of a resident tensor
+  void erase(index_t i) noexcept;                          // on_erase of a resident tensor
+
+  // The order (Note [One base for the slab policies]). ARC keeps pinned tensors in their
+  // list (their bytes count in |T1| and |T2|) and skips them in propose: pinning moves nothing.
+  static constexpr bool keeps_pinned_in_order = true;
+  [[nodiscard]] static bool is_ghost_node(node const& n) noexcept { return is_ghost(n.list); }
+  [[nodiscard]] std::size_t order_count() const noexcept { return t1_.count + t2_.count - pinned_.count; }
+  [[nodiscard]] bool order_ok(std::size_t& held) const noexcept;
+
   config cfg_;
-  std::vector<node> nodes_;   // slab; size() == live + free
-  index_t free_head_{npos};
-  tierpool::detail::id_index index_;  // resident and ghost ids; never iterated
   list t1_, t2_, b1_, b2_;
   double p_{0.0};                  // target bytes of T1, 0 <= p_ <= c
   std::uint64_t high_water_{0};    // largest T1 + T2 bytes seen (saturating)
@@ -215,12 +179,7 @@ class TIERPOOL_EXPORT arc_policy {
 };
 
 namespace policies {
-/**
- * @brief Register `"arc"` (parameters capacity, correlation_window). Called by
- *        register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "arc" is already registered
- */
+/// @brief Register `"arc"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_arc(policy_registry& registry);
 }  // namespace policies
 

@@ -95,16 +95,6 @@ void belady_policy::on_erase(tensor_id id) noexcept
   policies::detail::slab_release(nodes_, free_head_, i);
 }
 
-void belady_policy::on_pin(tensor_id id) noexcept
-{
-  if (index_t const i = index_.find(id); i != npos) { nodes_[i].pinned = true; }
-}
-
-void belady_policy::on_unpin(tensor_id id) noexcept
-{
-  if (index_t const i = index_.find(id); i != npos) { nodes_[i].pinned = false; }
-}
-
 void belady_policy::propose(eviction_request const& req, eviction_proposal& out) const
 {
   if (req.bytes_needed == 0) { return; }
@@ -113,12 +103,7 @@ void belady_policy::propose(eviction_request const& req, eviction_proposal& out)
                       " has no next-use forecast; Belady's MIN needs a driver that provides one (tierpool replay "
                       "does; pass next-use hints with pool::set_next_use) \xE2\x80\x94 use lru or repeat instead");
   }
-  std::size_t freed = 0;
-  for (auto it = order_.begin(); it != order_.end() && freed < req.bytes_needed; ++it) {
-    if (it->pinned) { continue; }
-    out.add(it->k.id, it->bytes);
-    freed = policies::detail::saturating_add(freed, it->bytes);
-  }
+  policies::detail::propose_unpinned(order_, req, out);
 }
 
 bool belady_policy::validate() const noexcept

@@ -43,6 +43,7 @@
 #include <tierpool/export.hpp>
 #include <tierpool/detail/id_index.hpp>
 #include <tierpool/policies/intrusive_slab.hpp>
+#include <tierpool/policies/policy_base.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -72,7 +73,7 @@ namespace tierpool {
  * min.propose({.bytes_needed = 100}, out);   // out.victims == {tensor_id{1}}
  * @endcode
  */
-class TIERPOOL_EXPORT belady_policy {
+class TIERPOOL_EXPORT belady_policy : public policies::detail::flag_pins<belady_policy> {
  public:
   /// @brief Configuration (the policy has no parameters).
   struct config {};
@@ -92,33 +93,23 @@ class TIERPOOL_EXPORT belady_policy {
   belady_policy& operator=(belady_policy&& other) noexcept = default;
   ~belady_policy() = default;
 
-  /// @brief A tensor became resident, with its forecast (a resident id counts as an
-  ///        access). @param v The tensor; `v.next_use` empty records a missing forecast.
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: a tensor became resident, with its forecast (a resident id counts as an
+  //   access); `v.next_use` empty records a missing forecast.
+  // - on_access: a use: adopt the new forecast, `v.bytes` and `v.pinned`. Unknown id: no-op.
+  // - on_erase: forget a tensor. Unknown id: no-op.
+  // - on_pin: mark pinned (never proposed). Idempotent; unknown id: no-op.
+  // - on_unpin: clear the pin. Idempotent; unknown id: no-op.
+  // - propose: append unpinned tensors, furthest next use first, until `req.bytes_needed` is
+  //   covered (everything evictable when it cannot be; nothing for 0). Throws
+  //   tierpool::logic_error when `req.bytes_needed > 0` and a tracked tensor has no forecast
+  //   (the message names it and
+  //   says how to give one).
   void on_insert(tensor_view const& v) noexcept;
-  /// @brief A use: adopt the new forecast, `v.bytes` and `v.pinned`. Unknown id: no-op.
   void on_access(tensor_view const& v) noexcept;
-  /// @brief Forget a tensor. Unknown id: no-op.
   void on_erase(tensor_id id) noexcept;
-  /// @brief Mark pinned (never proposed). Idempotent; unknown id: no-op.
-  void on_pin(tensor_id id) noexcept;
-  /// @brief Clear the pin. Idempotent; unknown id: no-op.
-  void on_unpin(tensor_id id) noexcept;
-
-  /**
-   * @brief Append unpinned tensors, furthest next use first, until `req.bytes_needed` is
-   *        covered (everything evictable when it cannot be; nothing for 0).
-   * @param req What to free; only `bytes_needed` is used.
-   * @param out Proposal to append to (the caller clears it).
-   * @throws tierpool::logic_error when `req.bytes_needed > 0` and a tracked tensor has no
-   *         forecast (the message names it and says how to give one)
-   * @throws std::bad_alloc only when `out` must grow
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "belady".
-  [[nodiscard]] std::string_view name() const noexcept { return "belady"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
   /// @brief Tracked tensors whose latest event carried no forecast.
   [[nodiscard]] std::size_t missing_forecasts() const noexcept { return missing_.size(); }
   /// @brief Tensors tracked (pinned or not).
@@ -129,6 +120,9 @@ class TIERPOOL_EXPORT belady_policy {
   [[nodiscard]] bool validate() const noexcept;
 
  private:
+  friend flag_pins;
+  static constexpr std::string_view policy_name = "belady";  // name()
+  [[nodiscard]] policies::detail::slab_slot pin_target(tensor_id id) const noexcept { return index_.find(id); }
   struct key {
     tick next;          // forecast; no_next_use (never again) sorts first
     std::uint64_t seq;  // policy event of the last report: ties go to the least recent
@@ -183,11 +177,7 @@ class TIERPOOL_EXPORT belady_policy {
 };
 
 namespace policies {
-/**
- * @brief Register `"belady"` (no parameters). Called by register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "belady" is already registered
- */
+/// @brief Register `"belady"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_belady(policy_registry& registry);
 }  // namespace policies
 

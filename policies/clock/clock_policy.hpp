@@ -80,74 +80,33 @@ namespace tierpool {
  * clock.propose({.bytes_needed = 100}, out);   // out.victims == {tensor_id{2}}
  * @endcode
  */
-class TIERPOOL_EXPORT clock_policy {
+class TIERPOOL_EXPORT clock_policy : public policies::detail::hand_queue {
  public:
   /// @brief Configuration: CLOCK has no parameters.
   struct config {};
 
-  /// @brief An empty policy.
-  clock_policy() noexcept;
+  /// @brief An empty policy: tensors enter just behind the hand.
+  clock_policy() noexcept : clock_policy(config{}) {}
   /// @brief An empty policy. @param cfg Configuration (empty).
-  explicit clock_policy(config cfg) noexcept;
+  explicit clock_policy(config cfg) noexcept : hand_queue(policies::detail::entry_point::behind_hand), cfg_(cfg) {}
 
-  /// @brief A tensor became resident: just behind the hand, unreferenced (or pinned when `v.pinned`).
-  ///        A known id is updated and counts as an access.
-  void on_insert(tensor_view const& v) noexcept;
-  /// @brief A use: sets the referenced bit; adopts `v.bytes` and `v.pinned`. Unknown id: no-op.
-  void on_access(tensor_view const& v) noexcept;
-  /// @brief Forget a tensor; moves the hand when it is the hand's next victim (Note
-  ///        [CLOCK's hand moves on erase]). Unknown id: no-op.
-  void on_erase(tensor_id id) noexcept;
-  /// @brief Take a tensor out of the queue. Idempotent; unknown id: no-op.
-  void on_pin(tensor_id id) noexcept;
-  /// @brief Return a pinned tensor just behind the hand, keeping its bit. Idempotent; unknown id: no-op.
-  void on_unpin(tensor_id id) noexcept;
-
-  /**
-   * @brief Append the tensors CLOCK's hand would evict, in order, until their bytes cover
-   *        `req.bytes_needed` (nothing when it is 0), or all unpinned ones when they cannot.
-   * @param req What to free; only `bytes_needed` is used.
-   * @param out Proposal to append to (the caller clears it).
-   * @throws std::bad_alloc only when `out` must grow and the host is out of memory
-   */
-  void propose(eviction_request const& req, eviction_proposal& out) const;
+  // The hooks, propose, size, evictable_count, pinned_count, contains, hand() and validate()
+  // are hand_queue's (and slab_policy's): a tensor enters just behind the hand, unreferenced; on_erase
+  // moves the hand when it erases the hand's next victim (Note [CLOCK's hand moves on erase]).
 
   /// @brief "clock".
   [[nodiscard]] std::string_view name() const noexcept { return "clock"; }
   /// @brief The configuration.
   [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
-  /// @brief Tensors tracked (pinned or not).
-  [[nodiscard]] std::size_t size() const noexcept { return impl_.size(); }
-  /// @brief Tensors that may be proposed.
-  [[nodiscard]] std::size_t evictable_count() const noexcept { return impl_.evictable_count(); }
-  /// @brief Pinned tensors tracked.
-  [[nodiscard]] std::size_t pinned_count() const noexcept { return impl_.pinned_count(); }
-  /// @brief True when `id` is tracked.
-  [[nodiscard]] bool contains(tensor_id id) const noexcept { return impl_.contains(id); }
   /// @brief True when `id` is tracked and its referenced bit is set.
-  [[nodiscard]] bool referenced(tensor_id id) const noexcept { return impl_.marked(id); }
-  /// @brief The tensor under the hand; 0 when empty.
-  [[nodiscard]] tensor_id hand() const noexcept { return impl_.hand(); }
-
-  /**
-   * @brief Check every invariant: links, counts, byte sums, pinned flags, the index, the
-   *        free list, the hand and both scan pointers. O(n); for tests.
-   * @return True when consistent.
-   */
-  [[nodiscard]] bool validate() const noexcept { return impl_.validate(); }
+  [[nodiscard]] bool referenced(tensor_id id) const noexcept { return marked(id); }
 
  private:
   config cfg_;
-  policies::detail::hand_queue impl_{policies::detail::entry_point::behind_hand};  // the circle, the hand, the bits
 };
 
 namespace policies {
-/**
- * @brief Register `"clock"` (no parameters) in `registry`. Called by
- *        register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "clock" is already registered
- */
+/// @brief Register `"clock"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_clock(policy_registry& registry);
 }  // namespace policies
 

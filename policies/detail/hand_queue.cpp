@@ -15,14 +15,9 @@ void hand_queue::link_before(list& l, index_t i, index_t at) noexcept { detail::
 
 void hand_queue::unlink(list& l, index_t i) noexcept { detail::unlink(nodes_, l, i); }
 
-hand_queue::index_t hand_queue::lookup(tensor_id id) const noexcept
-{
-  return index_.find(id);
-}
-
 bool hand_queue::marked(tensor_id id) const noexcept
 {
-  index_t const i = lookup(id);
+  index_t const i = find(id);
   return i != npos && nodes_[i].marked;
 }
 
@@ -101,47 +96,20 @@ void hand_queue::evict(index_t i) noexcept
   }
 }
 
-void hand_queue::set_pinned(index_t i, bool pinned) noexcept
-{
-  node& n = nodes_[i];
-  if (n.pinned == pinned) { return; }
-  if (pinned) {
-    leave(i);
-    n.pinned = true;
-    link_before(pinned_, i, npos);
-  } else {
-    unlink(pinned_, i);
-    n.pinned = false;
-    enter(i);
-  }
-}
-
 void hand_queue::on_insert(tensor_view const& v) noexcept
 {
-  index_t i = lookup(v.id);
-  if (i != npos) {  // known: update and count as an access
+  if (find(v.id) != npos) {  // known: update and count as an access
     on_access(v);
     return;
   }
-  i = slab_acquire(nodes_, free_head_);  // hooks are noexcept: terminate if the host is out of memory
-  nodes_[i] = node{v.id, v.bytes, npos, npos, false, v.pinned, true};
-  index_.insert(v.id, i);
-  if (v.pinned) {
-    link_before(pinned_, i, npos);
-  } else {
-    enter(i);
-  }
+  index_t const i = admit(v);  // hooks are noexcept: terminate if the host is out of memory
+  if (!v.pinned) { enter(i); }
 }
 
-void hand_queue::on_access(tensor_view const& v) noexcept
+void hand_queue::access(index_t i, tensor_view const& v) noexcept
 {
-  index_t const i = lookup(v.id);
-  if (i == npos) { return; }
   node& n = nodes_[i];
-  if (n.bytes != v.bytes) {
-    (n.pinned ? pinned_ : queue_).resize(n.bytes, v.bytes);
-    n.bytes = v.bytes;
-  }
+  set_bytes(i, v.bytes);
   set_pinned(i, v.pinned);
   if (n.marked) { return; }
   n.marked = true;
@@ -150,14 +118,10 @@ void hand_queue::on_access(tensor_view const& v) noexcept
   if (i == p2_) { p2_ = first_unmarked(n.next, hand_); }
 }
 
-void hand_queue::on_erase(tensor_id id) noexcept
+void hand_queue::erase(index_t i) noexcept
 {
-  index_t const i = index_.find(id);
-  if (i == npos) { return; }
-  index_.erase(id);
-  if (nodes_[i].pinned) {
-    unlink(pinned_, i);
-  } else {
+  index_.erase(nodes_[i].id);  // first, while its cell is hot
+  if (!nodes_[i].pinned) {
     index_t const victim = p1_ != npos ? p1_ : (p2_ != npos ? p2_ : hand_);
     if (i == victim) {
       evict(i);
@@ -165,24 +129,8 @@ void hand_queue::on_erase(tensor_id id) noexcept
       leave(i);
     }
   }
-  node& n = nodes_[i];
-  n.live = false;
-  n.pinned = false;
-  n.marked = false;
-  n.bytes = 0;
-  slab_release(nodes_, free_head_, i);
-}
-
-void hand_queue::on_pin(tensor_id id) noexcept
-{
-  index_t const i = lookup(id);
-  if (i != npos) { set_pinned(i, true); }
-}
-
-void hand_queue::on_unpin(tensor_id id) noexcept
-{
-  index_t const i = lookup(id);
-  if (i != npos) { set_pinned(i, false); }
+  nodes_[i].marked = false;
+  free_slot(i);
 }
 
 void hand_queue::propose(eviction_request const& req, eviction_proposal& out) const
@@ -210,24 +158,18 @@ void hand_queue::propose(eviction_request const& req, eviction_proposal& out) co
   }
 }
 
-bool hand_queue::validate() const noexcept
+bool hand_queue::order_ok(std::size_t& held) const noexcept
 {
-  std::size_t live = 0;
   bool hand_seen = false;
-  for (bool const pinned : {false, true}) {
-    list const& l = pinned ? pinned_ : queue_;
-    bool const ok = slab_list_ok(nodes_, l, index_, [&](node const& n) {
-      if (!pinned && hand_ != npos && &n == &nodes_[hand_]) { hand_seen = true; }
-      return n.pinned == pinned;
-    });
-    if (!ok) { return false; }
-    live += l.count;
-  }
-  if (live != index_.size()) { return false; }
+  bool const ok = slab_list_ok(nodes_, queue_, index_, [&](node const& n) {
+    if (hand_ != npos && &n == &nodes_[hand_]) { hand_seen = true; }
+    return !n.pinned;
+  });
+  if (!ok) { return false; }
+  held = queue_.count;
   if ((queue_.count == 0) != (hand_ == npos) || (hand_ != npos && !hand_seen)) { return false; }
   if (p1_ != first_unmarked(hand_, npos)) { return false; }
-  if (p2_ != (hand_ == npos ? npos : first_unmarked(queue_.front, hand_))) { return false; }
-  return slab_accounted(nodes_, free_head_, live);
+  return p2_ == (hand_ == npos ? npos : first_unmarked(queue_.front, hand_));
 }
 
 }  // namespace tierpool::policies::detail

@@ -30,6 +30,8 @@
 #include <utility>
 #include <vector>
 
+#include <tierpool/policies/saturating.hpp>
+#include <tierpool/policy.hpp>
 #include <tierpool/policies/slab_list.hpp>
 
 namespace tierpool::policies::detail {
@@ -152,6 +154,23 @@ T& assign_by_copy(T& self, T const& other)
     self = std::move(copy);
   }
   return self;
+}
+
+/**
+ * @brief propose() over an ordered set holding pinned tensors too: add the unpinned nodes
+ *        in set order until their bytes cover `req.bytes_needed` (all of them when they
+ *        cannot). Node needs `pinned`, `bytes` and `k.id`.
+ * @throws std::bad_alloc only when `out` must grow
+ */
+template <class Set>
+void propose_unpinned(Set const& order, eviction_request const& req, eviction_proposal& out)
+{
+  std::size_t freed = 0;
+  for (auto it = order.begin(); it != order.end() && freed < req.bytes_needed; ++it) {
+    if (it->pinned) { continue; }
+    out.add(it->k.id, it->bytes);
+    freed = saturating_add(freed, it->bytes);
+  }
 }
 
 }  // namespace tierpool::policies::detail

@@ -84,8 +84,8 @@ struct slab_list {
  * @tparam Prev Member pointer to the node's link towards `front`.
  * @tparam Next Member pointer to the node's link towards `back`.
  */
-template <auto Prev, auto Next, class Node>
-void link_before_via(std::vector<Node>& nodes, slab_list& l, slab_slot i, slab_slot at) noexcept
+template <auto Prev, auto Next, class Node, class A>
+void link_before_via(std::vector<Node, A>& nodes, slab_list& l, slab_slot i, slab_slot at) noexcept
 {
   Node& n = nodes[i];
   n.*Next = at;
@@ -104,16 +104,34 @@ void link_before_via(std::vector<Node>& nodes, slab_list& l, slab_slot i, slab_s
   l.add(n.bytes);
 }
 
-/// @brief Link node `i` at the front of `l` through the link members `Prev` and `Next`.
-template <auto Prev, auto Next, class Node>
-void link_front_via(std::vector<Node>& nodes, slab_list& l, slab_slot i) noexcept
+/// @brief Link node `i` at the front of `l` through the link members `Prev` and `Next`
+///        (link_before_via() at the front, without its general case: LRU's promotion).
+template <auto Prev, auto Next, class Node, class A>
+void link_front_via(std::vector<Node, A>& nodes, slab_list& l, slab_slot i) noexcept
 {
-  link_before_via<Prev, Next>(nodes, l, i, l.front);
+  Node& n = nodes[i];
+  n.*Prev = no_slot;
+  n.*Next = l.front;
+  if (l.front != no_slot) {
+    nodes[l.front].*Prev = i;
+  } else {
+    l.back = i;
+  }
+  l.front = i;
+  ++l.count;
+  l.add(n.bytes);
+}
+
+/// @brief Link node `i` at the front of `l`.
+template <class Node, class A>
+void link_front(std::vector<Node, A>& nodes, slab_list& l, slab_slot i) noexcept
+{
+  link_front_via<&Node::prev, &Node::next>(nodes, l, i);
 }
 
 /// @brief Unlink node `i` from `l` through the link members `Prev` and `Next` (they become no_slot).
-template <auto Prev, auto Next, class Node>
-void unlink_via(std::vector<Node>& nodes, slab_list& l, slab_slot i) noexcept
+template <auto Prev, auto Next, class Node, class A>
+void unlink_via(std::vector<Node, A>& nodes, slab_list& l, slab_slot i) noexcept
 {
   Node& n = nodes[i];
   if (n.*Prev != no_slot) {
@@ -133,22 +151,22 @@ void unlink_via(std::vector<Node>& nodes, slab_list& l, slab_slot i) noexcept
 }
 
 /// @brief Link node `i` into `l` just before node `at` (at the back when `at` is no_slot).
-template <class Node>
-void link_before(std::vector<Node>& nodes, slab_list& l, slab_slot i, slab_slot at) noexcept
+template <class Node, class A>
+void link_before(std::vector<Node, A>& nodes, slab_list& l, slab_slot i, slab_slot at) noexcept
 {
   link_before_via<&Node::prev, &Node::next>(nodes, l, i, at);
 }
 
 /// @brief Link node `i` at the back of `l`.
-template <class Node>
-void link_back(std::vector<Node>& nodes, slab_list& l, slab_slot i) noexcept
+template <class Node, class A>
+void link_back(std::vector<Node, A>& nodes, slab_list& l, slab_slot i) noexcept
 {
   link_before(nodes, l, i, no_slot);
 }
 
 /// @brief Unlink node `i` from `l` (its links become no_slot).
-template <class Node>
-void unlink(std::vector<Node>& nodes, slab_list& l, slab_slot i) noexcept
+template <class Node, class A>
+void unlink(std::vector<Node, A>& nodes, slab_list& l, slab_slot i) noexcept
 {
   unlink_via<&Node::prev, &Node::next>(nodes, l, i);
 }
@@ -158,8 +176,8 @@ void unlink(std::vector<Node>& nodes, slab_list& l, slab_slot i) noexcept
  *        trimmed to its size), handing each unlinked slot to `drop` (which frees it).
  * @param drop Called as `drop(slot)` after the node is unlinked; must not touch `l`.
  */
-template <class Node, class Drop>
-void drop_front_while_over(std::vector<Node>& nodes, slab_list& l, double limit, Drop&& drop) noexcept
+template <class Node, class A, class Drop>
+void drop_front_while_over(std::vector<Node, A>& nodes, slab_list& l, double limit, Drop&& drop) noexcept
 {
   while (l.count != 0 && l.wide() > limit) {
     slab_slot const g = l.front;
@@ -176,8 +194,8 @@ void drop_front_while_over(std::vector<Node>& nodes, slab_list& l, double limit,
  * @param node_ok Called once per node, front to back (it may count); false fails the walk.
  * @return False when the list is inconsistent.
  */
-template <auto Prev, auto Next, class Node, class Index, class NodeOk>
-[[nodiscard]] bool slab_list_ok_via(std::vector<Node> const& nodes, slab_list const& l, Index const& index,
+template <auto Prev, auto Next, class Node, class A, class Index, class NodeOk>
+[[nodiscard]] bool slab_list_ok_via(std::vector<Node, A> const& nodes, slab_list const& l, Index const& index,
                                     NodeOk&& node_ok) noexcept
 {
   std::size_t count = 0;
@@ -196,10 +214,30 @@ template <auto Prev, auto Next, class Node, class Index, class NodeOk>
 }
 
 /// @brief slab_list_ok_via() through `Node::prev` and `Node::next`.
-template <class Node, class Index, class NodeOk>
-[[nodiscard]] bool slab_list_ok(std::vector<Node> const& nodes, slab_list const& l, Index const& index, NodeOk&& node_ok) noexcept
+template <class Node, class A, class Index, class NodeOk>
+[[nodiscard]] bool slab_list_ok(std::vector<Node, A> const& nodes, slab_list const& l, Index const& index, NodeOk&& node_ok) noexcept
 {
   return slab_list_ok_via<&Node::prev, &Node::next>(nodes, l, index, std::forward<NodeOk>(node_ok));
+}
+
+/**
+ * @brief Walk the live slots for validate(): each one's index entry points back at it and
+ *        `node_ok(node)` holds (it may count).
+ * @param live Set to the number of live slots seen.
+ * @return False at the first slot that fails.
+ */
+template <class Node, class A, class Index, class NodeOk>
+[[nodiscard]] bool live_slots_ok(std::vector<Node, A> const& nodes, Index const& index, std::size_t& live,
+                                 NodeOk&& node_ok) noexcept
+{
+  live = 0;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    Node const& n = nodes[i];
+    if (!n.live) { continue; }
+    ++live;
+    if (index.find(n.id) != i || !node_ok(n)) { return false; }
+  }
+  return true;
 }
 
 /// @brief The free-list link of a free slot: `Node::next`, or the member `Next` when it is
@@ -221,8 +259,8 @@ template <auto Next, class Node>
  * @throws std::bad_alloc when the slab must grow and cannot (policies call this from
  *         noexcept hooks: the host then terminates)
  */
-template <auto Next = nullptr, class Node>
-slab_slot slab_acquire(std::vector<Node>& nodes, slab_slot& free_head)
+template <auto Next = nullptr, class Node, class A>
+slab_slot slab_acquire(std::vector<Node, A>& nodes, slab_slot& free_head)
 {
   if (free_head != no_slot) {
     slab_slot const i = free_head;
@@ -236,8 +274,8 @@ slab_slot slab_acquire(std::vector<Node>& nodes, slab_slot& free_head)
 
 /// @brief Put slot `i` (already unlinked and marked dead) at the head of the free list
 ///        (chained through free_link<Next>()).
-template <auto Next = nullptr, class Node>
-void slab_release(std::vector<Node>& nodes, slab_slot& free_head, slab_slot i) noexcept
+template <auto Next = nullptr, class Node, class A>
+void slab_release(std::vector<Node, A>& nodes, slab_slot& free_head, slab_slot i) noexcept
 {
   free_link<Next>(nodes[i]) = free_head;
   free_head = i;
@@ -248,8 +286,8 @@ void slab_release(std::vector<Node>& nodes, slab_slot& free_head, slab_slot i) n
  * @param free_slots Set to the number of free slots.
  * @return False when the free list is corrupt.
  */
-template <auto Next = nullptr, class Node>
-[[nodiscard]] bool slab_free_list_ok(std::vector<Node> const& nodes, slab_slot free_head, std::size_t& free_slots) noexcept
+template <auto Next = nullptr, class Node, class A>
+[[nodiscard]] bool slab_free_list_ok(std::vector<Node, A> const& nodes, slab_slot free_head, std::size_t& free_slots) noexcept
 {
   free_slots = 0;
   for (slab_slot i = free_head; i != no_slot; i = free_link<Next>(nodes[i])) {
@@ -264,8 +302,8 @@ template <auto Next = nullptr, class Node>
  *        is consistent, and the slab holds exactly `live` nodes in use plus the free slots.
  * @return False when a slot is lost or the free list is corrupt.
  */
-template <auto Next = nullptr, class Node>
-[[nodiscard]] bool slab_accounted(std::vector<Node> const& nodes, slab_slot free_head, std::size_t live) noexcept
+template <auto Next = nullptr, class Node, class A>
+[[nodiscard]] bool slab_accounted(std::vector<Node, A> const& nodes, slab_slot free_head, std::size_t live) noexcept
 {
   std::size_t free_slots = 0;
   return slab_free_list_ok<Next>(nodes, free_head, free_slots) && live + free_slots == nodes.size();

@@ -27,19 +27,25 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
-#include <limits>
 #include <string_view>
-#include <unordered_map>
-#include <vector>
 
 #include <tierpool/export.hpp>
-#include <tierpool/policies/slab_list.hpp>
-#include <tierpool/detail/id_index.hpp>
+#include <tierpool/policies/policy_base.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
 namespace tierpool {
+namespace policies::detail {
+/// @brief fifo_policy's slab node (outside the class: the CRTP base needs it complete).
+struct fifo_node {
+  tensor_id id{};
+  std::size_t bytes{0};
+  slab_slot prev{no_slot};  // towards the oldest end (front)
+  slab_slot next{no_slot};  // towards the newest end (back); free-list link for free slots
+  bool pinned{false};
+  bool live{false};
+};
+}  // namespace policies::detail
 
 /**
  * @brief First-in, first-out eviction over the tensors of one tier.
@@ -58,7 +64,7 @@ namespace tierpool {
  * fifo.propose({.bytes_needed = 100}, out);   // out.victims == {tensor_id{1}}
  * @endcode
  */
-class TIERPOOL_EXPORT fifo_policy {
+class TIERPOOL_EXPORT fifo_policy : public policies::detail::slab_policy<fifo_policy, policies::detail::fifo_node> {
  public:
   /// @brief Configuration: FIFO has no parameters.
   struct config {};
@@ -68,91 +74,41 @@ class TIERPOOL_EXPORT fifo_policy {
   /// @brief An empty policy. @param cfg Configuration (empty).
   explicit fifo_policy(config cfg) noexcept;
 
-  /**
-   * @brief A tensor became resident: it enters at the newest end (or the pinned list when
-   *        `v.pinned`). A known id is updated (size, pinned flag) and keeps its place.
-   * @param v The tensor.
-   */
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: it enters at the newest end (or the pinned set when `v.pinned`). A known id
+  //   is updated (size, pinned flag) and keeps its place.
+  // - on_access: a use: adopts `v.bytes` and `v.pinned`; the order does not change. Unknown
+  //   id: no-op.
+  // - on_erase: forget a tensor. Unknown id: no-op.
+  // - propose: append the oldest unpinned tensors to `out` until their bytes cover
+  //   `req.bytes_needed` (nothing when it is 0), or all of them when they cannot.
+  // - on_pin, on_unpin (an unpinned tensor re-enters at the newest end), size,
+  //   evictable_count, pinned_count, contains, validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  /// @brief A use: adopts `v.bytes` and `v.pinned`; the order does not change. Unknown id: no-op.
-  void on_access(tensor_view const& v) noexcept;
-  /// @brief Forget a tensor. Unknown id: no-op.
-  void on_erase(tensor_id id) noexcept;
-  /// @brief Take a tensor out of the queue. Idempotent; unknown id: no-op.
-  void on_pin(tensor_id id) noexcept;
-  /// @brief Return a pinned tensor at the newest end. Idempotent; unknown id: no-op.
-  void on_unpin(tensor_id id) noexcept;
-
-  /**
-   * @brief Append the oldest unpinned tensors to `out` until their bytes cover
-   *        `req.bytes_needed` (nothing when it is 0), or all of them when they cannot.
-   * @param req What to free; only `bytes_needed` is used.
-   * @param out Proposal to append to (the caller clears it).
-   * @throws std::bad_alloc only when `out` must grow and the host is out of memory
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "fifo".
-  [[nodiscard]] std::string_view name() const noexcept { return "fifo"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
-  /// @brief Tensors tracked (pinned or not).
-  [[nodiscard]] std::size_t size() const noexcept { return queue_.count + pinned_.count; }
-  /// @brief Tensors that may be proposed.
-  [[nodiscard]] std::size_t evictable_count() const noexcept { return queue_.count; }
   /// @brief Sum of the evictable tensors' bytes (saturating at SIZE_MAX).
   [[nodiscard]] std::size_t evictable_bytes() const noexcept { return queue_.bytes(); }
-  /// @brief Pinned tensors tracked.
-  [[nodiscard]] std::size_t pinned_count() const noexcept { return pinned_.count; }
-  /// @brief True when `id` is tracked.
-  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.contains(id); }
-
-  /**
-   * @brief Check every invariant: links, counts, byte sums, pinned flags, the index, the
-   *        free list. O(n); for tests.
-   * @return True when consistent.
-   */
-  [[nodiscard]] bool validate() const noexcept;
 
  private:
-  using index_t = std::uint32_t;
-  static constexpr index_t npos = std::numeric_limits<index_t>::max();
+  friend slab_policy;
+  static constexpr std::string_view policy_name = "fifo";  // name()
 
-  struct node {
-    tensor_id id{};
-    std::size_t bytes{0};
-    index_t prev{npos};  // towards the oldest end (front)
-    index_t next{npos};  // towards the newest end (back); free-list link for free slots
-    bool pinned{false};
-    bool live{false};
-  };
-  // A doubly-linked list over slab positions, oldest at front.
-  // Invariant: count == #nodes reachable from front; bytes_high * 2^64 + bytes_low == exact
-  // sum of their bytes (two words: removing a huge tensor after an overflow stays exact).
-  using list = policies::detail::slab_list;
+  void access(slot i, tensor_view const& v) noexcept;  // on_access of a resident tensor
 
-  void link_back(list& l, index_t i) noexcept;
-  void unlink(list& l, index_t i) noexcept;
-  [[nodiscard]] list& list_of(node const& n) noexcept { return n.pinned ? pinned_ : queue_; }
-  void set_bytes(index_t i, std::size_t bytes) noexcept;
-  void set_pinned(index_t i, bool pinned) noexcept;
-  [[nodiscard]] index_t lookup(tensor_id id) const noexcept;
+  // The order (Note [One base for the slab policies]): evictable tensors, oldest at front.
+  void order_leave(slot i) noexcept { policies::detail::unlink(nodes_, queue_, i); }
+  void order_enter(slot i) noexcept { policies::detail::link_back(nodes_, queue_, i); }
+  void order_resize(slot /*i*/, std::size_t from, std::size_t to) noexcept { queue_.resize(from, to); }
+  [[nodiscard]] std::size_t order_count() const noexcept { return queue_.count; }
+  [[nodiscard]] bool order_ok(std::size_t& held) const noexcept { return one_list_ok(queue_, held); }
 
   config cfg_;
-  std::vector<node> nodes_;   // slab; size() == live + free
-  index_t free_head_{npos};   // free slots chained through node::next
-  tierpool::detail::id_index index_;  // id -> slab position; never iterated
-  list queue_;                // evictable, oldest at front
-  list pinned_;               // pinned; order irrelevant
+  policies::detail::slab_list queue_;  // evictable, oldest at front
 };
 
 namespace policies {
-/**
- * @brief Register `"fifo"` (no parameters) in `registry`. Called by
- *        register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "fifo" is already registered
- */
+/// @brief Register `"fifo"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_fifo(policy_registry& registry);
 }  // namespace policies
 

@@ -111,16 +111,6 @@ void gdsf_policy::on_erase(tensor_id id) noexcept
   policies::detail::slab_release(nodes_, free_head_, i);
 }
 
-void gdsf_policy::on_pin(tensor_id id) noexcept
-{
-  if (index_t const i = index_.find(id); i != npos) { nodes_[i].pinned = true; }
-}
-
-void gdsf_policy::on_unpin(tensor_id id) noexcept
-{
-  if (index_t const i = index_.find(id); i != npos) { nodes_[i].pinned = false; }
-}
-
 std::optional<tensor_id> gdsf_policy::first_evictable() const noexcept
 {
   for (node const& n : order_) {
@@ -131,12 +121,7 @@ std::optional<tensor_id> gdsf_policy::first_evictable() const noexcept
 
 void gdsf_policy::propose(eviction_request const& req, eviction_proposal& out) const
 {
-  std::size_t freed = 0;
-  for (auto it = order_.begin(); it != order_.end() && freed < req.bytes_needed; ++it) {
-    if (it->pinned) { continue; }
-    out.add(it->k.id, it->bytes);
-    freed = policies::detail::saturating_add(freed, it->bytes);
-  }
+  policies::detail::propose_unpinned(order_, req, out);
 }
 
 bool gdsf_policy::validate() const noexcept

@@ -47,6 +47,7 @@
 #include <tierpool/export.hpp>
 #include <tierpool/detail/id_index.hpp>
 #include <tierpool/policies/intrusive_slab.hpp>
+#include <tierpool/policies/policy_base.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -75,7 +76,7 @@ namespace tierpool {
  * gdsf.propose({.bytes_needed = 1}, out);   // out.victims == {tensor_id{1}}
  * @endcode
  */
-class TIERPOOL_EXPORT gdsf_policy {
+class TIERPOOL_EXPORT gdsf_policy : public policies::detail::flag_pins<gdsf_policy> {
  public:
   /// @brief Where a tensor's cost comes from.
   enum class cost_model : std::uint8_t {
@@ -108,31 +109,21 @@ class TIERPOOL_EXPORT gdsf_policy {
   gdsf_policy& operator=(gdsf_policy&& other) noexcept = default;
   ~gdsf_policy() = default;
 
-  /// @brief A tensor became resident with frequency 1 (a resident id counts as an
-  ///        access). @param v The tensor.
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: a tensor became resident with frequency 1 (a resident id counts as an
+  //   access).
+  // - on_access: a use: frequency + 1, H recomputed with the current L. Unknown id: no-op.
+  // - on_erase: forget a tensor; L rises to its H when it was first in the order. Unknown id:
+  //   no-op.
+  // - on_pin: mark pinned (never proposed; it keeps its H). Idempotent; unknown id: no-op.
+  // - on_unpin: clear the pin. Idempotent; unknown id: no-op.
+  // - propose: append the unpinned tensors of lowest H first until `req.bytes_needed` is
+  //   covered (everything evictable when it cannot be; nothing for 0).
   void on_insert(tensor_view const& v) noexcept;
-  /// @brief A use: frequency + 1, H recomputed with the current L. Unknown id: no-op.
   void on_access(tensor_view const& v) noexcept;
-  /// @brief Forget a tensor; L rises to its H when it was first in the order. Unknown id: no-op.
   void on_erase(tensor_id id) noexcept;
-  /// @brief Mark pinned (never proposed; it keeps its H). Idempotent; unknown id: no-op.
-  void on_pin(tensor_id id) noexcept;
-  /// @brief Clear the pin. Idempotent; unknown id: no-op.
-  void on_unpin(tensor_id id) noexcept;
-
-  /**
-   * @brief Append the unpinned tensors of lowest H first until `req.bytes_needed` is
-   *        covered (everything evictable when it cannot be; nothing for 0).
-   * @param req What to free; only `bytes_needed` is used.
-   * @param out Proposal to append to (the caller clears it).
-   * @throws std::bad_alloc only when `out` must grow
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "gdsf".
-  [[nodiscard]] std::string_view name() const noexcept { return "gdsf"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
   /// @brief The inflation value L.
   [[nodiscard]] double inflation() const noexcept { return inflation_; }
   /// @brief H of a tracked tensor; std::nullopt when unknown.
@@ -145,6 +136,9 @@ class TIERPOOL_EXPORT gdsf_policy {
   [[nodiscard]] bool validate() const noexcept;
 
  private:
+  friend flag_pins;
+  static constexpr std::string_view policy_name = "gdsf";  // name()
+  [[nodiscard]] policies::detail::slab_slot pin_target(tensor_id id) const noexcept { return index_.find(id); }
   struct key {
     double h;
     std::uint64_t seq;  // policy event of the last use: ties go to the least recent
@@ -189,12 +183,7 @@ class TIERPOOL_EXPORT gdsf_policy {
 };
 
 namespace policies {
-/**
- * @brief Register `"gdsf"` (parameters cost, fallback, correlation_window). Called by
- *        register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "gdsf" is already registered
- */
+/// @brief Register `"gdsf"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_gdsf(policy_registry& registry);
 }  // namespace policies
 

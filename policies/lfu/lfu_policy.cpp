@@ -17,14 +17,9 @@ lfu_policy::lfu_policy() noexcept : lfu_policy(config{}) {}
 
 lfu_policy::lfu_policy(config cfg) noexcept : cfg_(cfg) {}
 
-lfu_policy::index_t lfu_policy::lookup(tensor_id id) const noexcept
-{
-  return index_.find(id);
-}
-
 std::uint64_t lfu_policy::frequency(tensor_id id) const noexcept
 {
-  index_t const i = lookup(id);
+  index_t const i = find(id);
   return i == npos ? 0 : buckets_[nodes_[i].bucket].freq;
 }
 
@@ -139,73 +134,44 @@ void lfu_policy::bump(index_t i) noexcept
   attach(target, i);
 }
 
-void lfu_policy::set_pinned(index_t i, bool pinned) noexcept
+void lfu_policy::order_leave(index_t i) noexcept
 {
-  node& n = nodes_[i];
-  if (n.pinned == pinned) { return; }
-  index_t const b = n.bucket;
-  if (pinned) {
-    unlink_item(b, i);
-    n.pinned = true;
-    ++buckets_[b].pinned;
-    ++pinned_count_;
-  } else {
-    --buckets_[b].pinned;
-    n.pinned = false;
-    link_item(b, i);  // the most recent end of its frequency class
-    --pinned_count_;
-  }
+  index_t const b = nodes_[i].bucket;
+  unlink_item(b, i);
+  ++buckets_[b].pinned;
+}
+
+void lfu_policy::order_enter(index_t i) noexcept
+{
+  index_t const b = nodes_[i].bucket;
+  --buckets_[b].pinned;
+  link_item(b, i);
 }
 
 void lfu_policy::on_insert(tensor_view const& v) noexcept
 {
-  index_t i = lookup(v.id);
-  if (i != npos) {  // known: update and count as an access
-    nodes_[i].bytes = v.bytes;
+  if (index_t const i = find(v.id); i != npos) {  // known: update and count as an access
+    set_bytes(i, v.bytes);
     set_pinned(i, v.pinned);
     bump(i);
     return;
   }
-  i = policies::detail::slab_acquire(nodes_, free_head_);  // noexcept hook: terminates if out of memory
-  nodes_[i] = node{v.id, v.bytes, npos, npos, npos, v.pinned, true};
-  index_.insert(v.id, i);
-  if (v.pinned) { ++pinned_count_; }
+  index_t const i = admit(v);  // noexcept hook: terminates if out of memory
   attach(bucket_after(npos, 1), i);
 }
 
-void lfu_policy::on_access(tensor_view const& v) noexcept
+void lfu_policy::access(index_t i, tensor_view const& v) noexcept
 {
-  index_t const i = lookup(v.id);
-  if (i == npos) { return; }
-  nodes_[i].bytes = v.bytes;
+  set_bytes(i, v.bytes);
   set_pinned(i, v.pinned);
   bump(i);
 }
 
-void lfu_policy::on_erase(tensor_id id) noexcept
+void lfu_policy::erase(index_t i) noexcept
 {
-  index_t const i = index_.find(id);
-  if (i == npos) { return; }
-  index_.erase(id);
+  index_.erase(nodes_[i].id);  // first, while its cell is hot
   detach(i);
-  node& n = nodes_[i];
-  if (n.pinned) { --pinned_count_; }
-  n.live = false;
-  n.pinned = false;
-  n.bytes = 0;
-  policies::detail::slab_release(nodes_, free_head_, i);
-}
-
-void lfu_policy::on_pin(tensor_id id) noexcept
-{
-  index_t const i = lookup(id);
-  if (i != npos) { set_pinned(i, true); }
-}
-
-void lfu_policy::on_unpin(tensor_id id) noexcept
-{
-  index_t const i = lookup(id);
-  if (i != npos) { set_pinned(i, false); }
+  free_slot(i);
 }
 
 void lfu_policy::propose(eviction_request const& req, eviction_proposal& out) const
@@ -219,7 +185,7 @@ void lfu_policy::propose(eviction_request const& req, eviction_proposal& out) co
   }
 }
 
-bool lfu_policy::validate() const noexcept
+bool lfu_policy::order_ok(std::size_t& held) const noexcept
 {
   std::size_t items = 0;
   std::size_t pinned = 0;
@@ -245,25 +211,17 @@ bool lfu_policy::validate() const noexcept
     prev_b = b;
     ++linked;
   }
-  if (linked != bucket_count_ || pinned != pinned_count_ || items + pinned != index_.size()) { return false; }
-  std::size_t live = 0;
-  std::size_t pinned_nodes = 0;
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    node const& n = nodes_[i];
-    if (!n.live) { continue; }
-    ++live;
-    if (n.pinned) { ++pinned_nodes; }
-    if (index_.find(n.id) != i || n.bucket >= buckets_.size()) { return false; }
+  if (linked != bucket_count_ || pinned != pinned_.count) { return false; }
+  for (node const& n : nodes_) {
+    if (n.live && n.bucket >= buckets_.size()) { return false; }
   }
-  if (live != index_.size() || pinned_nodes != pinned_count_) { return false; }
-  std::size_t free_slots = 0;
-  if (!policies::detail::slab_free_list_ok(nodes_, free_head_, free_slots)) { return false; }
   std::size_t free_buckets = 0;
   for (index_t b = free_bucket_; b != npos; b = buckets_[b].next) {
     if (b >= buckets_.size() || free_buckets > buckets_.size()) { return false; }
     ++free_buckets;
   }
-  return live + free_slots == nodes_.size() && linked + free_buckets == buckets_.size();
+  held = items;
+  return linked + free_buckets == buckets_.size();
 }
 
 namespace policies {

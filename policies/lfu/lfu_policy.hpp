@@ -32,16 +32,27 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <string_view>
 #include <vector>
 
 #include <tierpool/export.hpp>
-#include <tierpool/detail/id_index.hpp>
+#include <tierpool/policies/policy_base.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
 namespace tierpool {
+namespace policies::detail {
+/// @brief lfu_policy's slab node (outside the class: the CRTP base needs it complete).
+struct lfu_node {
+  tensor_id id{};
+  std::size_t bytes{0};
+  slab_slot bucket{no_slot};  // the bucket of this tensor's frequency
+  slab_slot prev{no_slot};    // towards the least recent end of the bucket
+  slab_slot next{no_slot};    // towards the most recent end; free-list link for free slots
+  bool pinned{false};
+  bool live{false};
+};
+}  // namespace policies::detail
 
 /**
  * @brief Least-frequently-used eviction (LRU among equals) over the tensors of one tier.
@@ -62,7 +73,7 @@ namespace tierpool {
  * lfu.propose({.bytes_needed = 100}, out);   // out.victims == {tensor_id{2}}
  * @endcode
  */
-class TIERPOOL_EXPORT lfu_policy {
+class TIERPOOL_EXPORT lfu_policy : public policies::detail::slab_policy<lfu_policy, policies::detail::lfu_node> {
  public:
   /// @brief Configuration: LFU has no parameters.
   struct config {};
@@ -72,68 +83,29 @@ class TIERPOOL_EXPORT lfu_policy {
   /// @brief An empty policy. @param cfg Configuration (empty).
   explicit lfu_policy(config cfg) noexcept;
 
-  /// @brief A tensor became resident with frequency 1, most recent in its class (or
-  ///        pinned when `v.pinned`). A known id is updated and counts as an access.
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: a tensor became resident with frequency 1, most recent in its class (or
+  //   pinned when `v.pinned`). A known id is updated and counts as an access.
+  // - on_access: a use: frequency + 1; adopts `v.bytes` and `v.pinned`. Unknown id: no-op.
+  // - on_erase: forget a tensor. Unknown id: no-op.
+  // - propose: append unpinned tensors, least frequent first (least recent first among
+  //   equals), until their bytes cover `req.bytes_needed` (nothing when it is 0), or all of
+  //   them when they cannot.
+  // - on_pin (out of its bucket's list; it keeps its frequency), on_unpin (back at the most
+  //   recent end of its bucket), size, evictable_count, pinned_count, contains, validate:
+  //   slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  /// @brief A use: frequency + 1; adopts `v.bytes` and `v.pinned`. Unknown id: no-op.
-  void on_access(tensor_view const& v) noexcept;
-  /// @brief Forget a tensor. Unknown id: no-op.
-  void on_erase(tensor_id id) noexcept;
-  /// @brief Take a tensor out of its bucket's list (it keeps its frequency). Idempotent;
-  ///        unknown id: no-op.
-  void on_pin(tensor_id id) noexcept;
-  /// @brief Return a pinned tensor at the most recent end of its bucket. Idempotent;
-  ///        unknown id: no-op.
-  void on_unpin(tensor_id id) noexcept;
-
-  /**
-   * @brief Append unpinned tensors, least frequent first (least recent first among
-   *        equals), until their bytes cover `req.bytes_needed` (nothing when it is 0), or
-   *        all of them when they cannot.
-   * @param req What to free; only `bytes_needed` is used.
-   * @param out Proposal to append to (the caller clears it).
-   * @throws std::bad_alloc only when `out` must grow and the host is out of memory
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "lfu".
-  [[nodiscard]] std::string_view name() const noexcept { return "lfu"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
-  /// @brief Tensors tracked (pinned or not).
-  [[nodiscard]] std::size_t size() const noexcept { return index_.size(); }
-  /// @brief Pinned tensors tracked.
-  [[nodiscard]] std::size_t pinned_count() const noexcept { return pinned_count_; }
   /// @brief Frequency of a tracked tensor (0 when unknown).
   [[nodiscard]] std::uint64_t frequency(tensor_id id) const noexcept;
   /// @brief Number of frequency buckets in use.
   [[nodiscard]] std::size_t bucket_count() const noexcept { return bucket_count_; }
-  /// @brief True when `id` is tracked.
-  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.contains(id); }
-
-  /**
-   * @brief Check every invariant: bucket order (strictly ascending frequencies, none
-   *        empty), item links and frequencies, pinned counts, the index, both free lists.
-   *        O(n); for tests.
-   * @return True when consistent.
-   */
-  [[nodiscard]] bool validate() const noexcept;
 
  private:
-  using index_t = std::uint32_t;
-  static constexpr index_t npos = std::numeric_limits<index_t>::max();
+  friend slab_policy;
+  static constexpr std::string_view policy_name = "lfu";  // name()
 
-  struct node {
-    tensor_id id{};
-    std::size_t bytes{0};
-    index_t bucket{npos};  // the bucket of this tensor's frequency
-    index_t prev{npos};    // towards the least recent end of the bucket
-    index_t next{npos};    // towards the most recent end; free-list link for free slots
-    bool pinned{false};
-    bool live{false};
-  };
-  // One frequency class. Invariant: items + pinned > 0 while the bucket is linked;
-  // freq strictly increases along next.
   struct bucket {
     std::uint64_t freq{0};
     index_t prev{npos};   // lower frequency
@@ -151,27 +123,25 @@ class TIERPOOL_EXPORT lfu_policy {
   [[nodiscard]] index_t bucket_after(index_t b, std::uint64_t freq) noexcept;  // existing or new
   void free_bucket(index_t b) noexcept;
   void bump(index_t i) noexcept;
-  void set_pinned(index_t i, bool pinned) noexcept;
-  [[nodiscard]] index_t lookup(tensor_id id) const noexcept;
+
+  void access(index_t i, tensor_view const& v) noexcept;  // on_access of a resident tensor
+  void erase(index_t i) noexcept;                          // on_erase of a resident tensor
+
+  // The order (Note [One base for the slab policies]): the buckets' lists.
+  void order_leave(index_t i) noexcept;
+  void order_enter(index_t i) noexcept;  // the most recent end of its frequency class
+  [[nodiscard]] std::size_t order_count() const noexcept { return index_.size() - pinned_.count; }
+  [[nodiscard]] bool order_ok(std::size_t& held) const noexcept;
 
   config cfg_;
-  std::vector<node> nodes_;      // item slab; size() == live + free
-  index_t free_head_{npos};      // free item slots chained through node::next
   std::vector<bucket> buckets_;  // bucket slab
   index_t free_bucket_{npos};    // free bucket slots chained through bucket::next
   index_t lowest_{npos};         // bucket of the lowest frequency
   std::size_t bucket_count_{0};  // linked buckets
-  std::size_t pinned_count_{0};
-  tierpool::detail::id_index index_;  // id -> slab position; never iterated
 };
 
 namespace policies {
-/**
- * @brief Register `"lfu"` (no parameters) in `registry`. Called by
- *        register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "lfu" is already registered
- */
+/// @brief Register `"lfu"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_lfu(policy_registry& registry);
 }  // namespace policies
 

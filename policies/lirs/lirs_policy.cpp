@@ -7,6 +7,8 @@
 // algorithm and policies/lirs/README.md for the design.
 #include "lirs_policy.hpp"
 
+#include <utility>
+
 #include <algorithm>
 #include <string>
 
@@ -32,12 +34,7 @@ void lirs_policy::unlink(list& l, index_t i) noexcept
 
 lirs_policy::list& lirs_policy::list_of(status st) noexcept
 {
-  switch (st) {
-    case status::lir: return lir_;
-    case status::hir: return q_;
-    case status::non_resident: break;
-  }
-  return ghosts_;
+  return const_cast<list&>(std::as_const(*this).list_of(st));  // one switch, below
 }
 
 lirs_policy::list const& lirs_policy::list_of(status st) const noexcept
@@ -50,14 +47,9 @@ lirs_policy::list const& lirs_policy::list_of(status st) const noexcept
   return ghosts_;
 }
 
-lirs_policy::index_t lirs_policy::lookup(tensor_id id) const noexcept
-{
-  return index_.find(id);
-}
-
 std::optional<lirs_policy::status> lirs_policy::status_of(tensor_id id) const noexcept
 {
-  index_t const i = lookup(id);
+  index_t const i = find(id);
   if (i == npos) { return std::nullopt; }
   return nodes_[i].st;
 }
@@ -90,13 +82,11 @@ void lirs_policy::set_status(index_t i, status st) noexcept
   link_front<&node::l_prev, &node::l_next>(list_of(st), i);
 }
 
-void lirs_policy::set_bytes(index_t i, std::size_t bytes) noexcept
+void lirs_policy::order_resize(index_t i, std::size_t from, std::size_t to) noexcept
 {
-  node& n = nodes_[i];
-  if (n.bytes == bytes) { return; }
-  list_of(n.st).resize(n.bytes, bytes);
-  if (n.in_s) { s_.resize(n.bytes, bytes); }
-  n.bytes = bytes;
+  node const& n = nodes_[i];
+  list_of(n.st).resize(from, to);
+  if (n.in_s) { s_.resize(from, to); }
 }
 
 void lirs_policy::forget(index_t i) noexcept
@@ -104,9 +94,8 @@ void lirs_policy::forget(index_t i) noexcept
   node& n = nodes_[i];
   if (n.in_s) { unlink<&node::s_prev, &node::s_next>(s_, i); }
   unlink<&node::l_prev, &node::l_next>(list_of(n.st), i);
-  index_.erase(n.id);
-  n = node{};
-  policies::detail::slab_release<&node::s_next>(nodes_, free_head_, i);
+  n.in_s = false;
+  release(i);
 }
 
 void lirs_policy::prune() noexcept
@@ -142,7 +131,7 @@ void lirs_policy::access_resident(index_t i, tensor_view const& v) noexcept
 {
   node& n = nodes_[i];
   set_bytes(i, v.bytes);
-  n.pinned = v.pinned;
+  set_pinned(i, v.pinned);
   bool const correlated = cfg_.correlation_window != 0 && clock_ - n.last_event <= cfg_.correlation_window;
   n.last_event = clock_;
   if (n.st == status::lir) {
@@ -168,7 +157,7 @@ void lirs_policy::access_resident(index_t i, tensor_view const& v) noexcept
 void lirs_policy::on_insert(tensor_view const& v) noexcept
 {
   ++clock_;
-  index_t i = lookup(v.id);
+  index_t const i = find(v.id);
   if (i != npos && nodes_[i].st != status::non_resident) {
     access_resident(i, v);
     note_resident();
@@ -177,7 +166,7 @@ void lirs_policy::on_insert(tensor_view const& v) noexcept
   if (i != npos) {  // a remembered tensor returns: its IRR is low, it becomes LIR
     node& n = nodes_[i];
     set_bytes(i, v.bytes);
-    n.pinned = v.pinned;
+    if (v.pinned) { adopt_pinned(i); }
     n.last_event = clock_;
     set_status(i, status::lir);
     s_to_top(i);
@@ -188,39 +177,29 @@ void lirs_policy::on_insert(tensor_view const& v) noexcept
     return;
   }
   // New. Hooks are noexcept: out of host memory here terminates.
-  i = policies::detail::slab_acquire<&node::s_next>(nodes_, free_head_);
-  node& n = nodes_[i];
-  n = node{};
-  n.id = v.id;
-  n.bytes = v.bytes;
+  index_t const j = admit(v);
+  node& n = nodes_[j];
   n.last_event = clock_;
-  n.pinned = v.pinned;
-  n.live = true;
-  index_.insert(v.id, i);
   high_water_ = std::max<std::uint64_t>(high_water_, policies::detail::saturating_add(policies::detail::saturating_add(lir_.bytes(), q_.bytes()), v.bytes));
   bool const lir = lir_.wide() + static_cast<double>(v.bytes) <= lir_limit();
   n.st = lir ? status::lir : status::hir;
-  link_front<&node::l_prev, &node::l_next>(list_of(n.st), i);
-  s_to_top(i);
+  link_front<&node::l_prev, &node::l_next>(list_of(n.st), j);
+  s_to_top(j);
   prune();  // a HIR tensor with no LIR below it leaves S at once (the bottom must be LIR)
   trim_ghosts();
 }
 
-void lirs_policy::on_access(tensor_view const& v) noexcept
+void lirs_policy::access(index_t i, tensor_view const& v) noexcept
 {
-  index_t const i = lookup(v.id);
-  if (i == npos || nodes_[i].st == status::non_resident) { return; }
   ++clock_;
   access_resident(i, v);
   note_resident();
 }
 
-void lirs_policy::on_erase(tensor_id id) noexcept
+void lirs_policy::erase(index_t i) noexcept
 {
-  index_t const i = lookup(id);
-  if (i == npos || nodes_[i].st == status::non_resident) { return; }
   node& n = nodes_[i];
-  n.pinned = false;
+  set_pinned(i, false);
   if (n.st == status::hir && n.in_s) {
     set_status(i, status::non_resident);
     trim_ghosts();
@@ -228,18 +207,6 @@ void lirs_policy::on_erase(tensor_id id) noexcept
   }
   forget(i);
   prune();
-}
-
-void lirs_policy::on_pin(tensor_id id) noexcept
-{
-  index_t const i = lookup(id);
-  if (i != npos && nodes_[i].st != status::non_resident) { nodes_[i].pinned = true; }
-}
-
-void lirs_policy::on_unpin(tensor_id id) noexcept
-{
-  index_t const i = lookup(id);
-  if (i != npos && nodes_[i].st != status::non_resident) { nodes_[i].pinned = false; }
 }
 
 void lirs_policy::propose(eviction_request const& req, eviction_proposal& out) const
@@ -269,7 +236,7 @@ std::vector<tensor_id> lirs_policy::queue() const
   return out;
 }
 
-bool lirs_policy::validate() const noexcept
+bool lirs_policy::order_ok(std::size_t& held) const noexcept
 {
   // The status lists: links, membership, sums, index.
   std::size_t live = 0;
@@ -283,7 +250,8 @@ bool lirs_policy::validate() const noexcept
     if (!ok) { return false; }
     live += l.count;
   }
-  if (live != index_.size()) { return false; }
+  if (live < pinned_.count) { return false; }
+  held = live - pinned_.count;  // pinned tensors stay linked; the base counts them
   // S: links, in_s flags, the LIR tensors in the same order as lir_, an LIR bottom.
   std::size_t in_s = 0;
   index_t prev = npos;
@@ -305,8 +273,7 @@ bool lirs_policy::validate() const noexcept
   for (node const& n : nodes_) {
     if (n.live && n.in_s) { ++flagged; }
   }
-  if (flagged != in_s) { return false; }
-  return policies::detail::slab_accounted<&node::s_next>(nodes_, free_head_, live);
+  return flagged == in_s;
 }
 
 namespace policies {

@@ -39,19 +39,38 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <optional>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include <tierpool/export.hpp>
-#include <tierpool/detail/id_index.hpp>
-#include <tierpool/policies/slab_list.hpp>
+#include <tierpool/policies/policy_base.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
 namespace tierpool {
+namespace policies::detail {
+/// @brief A tensor's LIRS status: lirs_policy::status.
+enum class lirs_status : std::uint8_t {
+  lir,           ///< resident, low inter-reference recency
+  hir,           ///< resident, high inter-reference recency (in Q)
+  non_resident,  ///< evicted HIR tensor still remembered in S
+};
+/// @brief lirs_policy's slab node (outside the class: the CRTP base needs it complete).
+struct lirs_node {
+  tensor_id id{};
+  std::size_t bytes{0};
+  std::uint64_t last_event{0};
+  slab_slot s_prev{no_slot};  // stack S: towards the top
+  slab_slot s_next{no_slot};  // towards the bottom; free-list link for free slots
+  slab_slot l_prev{no_slot};  // the status list (lir_, q_ or ghosts_): towards its front
+  slab_slot l_next{no_slot};
+  lirs_status st{lirs_status::hir};
+  bool in_s{false};
+  bool pinned{false};
+  bool live{false};
+};
+}  // namespace policies::detail
 
 /**
  * @brief LIRS over the tensors of one tier, sized in bytes.
@@ -71,7 +90,8 @@ namespace tierpool {
  * lirs.propose({.bytes_needed = 100}, out);   // out.victims == {tensor_id{3}}
  * @endcode
  */
-class TIERPOOL_EXPORT lirs_policy {
+class TIERPOOL_EXPORT lirs_policy
+  : public policies::detail::slab_policy<lirs_policy, policies::detail::lirs_node, &policies::detail::lirs_node::s_next> {
  public:
   /// @brief Configuration (registry parameters of the same names).
   struct config {
@@ -86,45 +106,29 @@ class TIERPOOL_EXPORT lirs_policy {
     std::uint64_t correlation_window{1};
   };
 
-  /// @brief A tensor's LIRS status (for tests and tools).
-  enum class status : std::uint8_t {
-    lir,           ///< resident, low inter-reference recency
-    hir,           ///< resident, high inter-reference recency (in Q)
-    non_resident,  ///< evicted HIR tensor still remembered in S
-  };
+  /// @brief A tensor's LIRS status (for tests and tools): lir, hir (resident), non_resident.
+  using status = policies::detail::lirs_status;
 
   /// @brief An empty policy with the default configuration.
   lirs_policy() noexcept;
   /// @brief An empty policy. @param cfg Configuration (validated by the registry).
   explicit lirs_policy(config cfg) noexcept;
 
-  /// @brief A tensor became resident (a remembered one becomes LIR); a resident id counts
-  ///        as an access. @param v The tensor.
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: a tensor became resident (a remembered one becomes LIR); a resident id
+  //   counts as an access.
+  // - on_access: a use. Unknown or non-resident id: no-op. Adopts `v.bytes` and `v.pinned`.
+  // - on_erase: a resident tensor left: a HIR one still in S is remembered, anything else is
+  //   forgotten. Unknown or non-resident id: no-op.
+  // - propose: append resident HIR tensors from the front of Q (oldest first), then LIR
+  //   tensors from the bottom of S up, skipping pinned ones, until `req.bytes_needed` is
+  //   covered (everything evictable when it cannot be; nothing for 0).
+  // - on_pin / on_unpin (a pinned tensor keeps its place in S and its status list but is
+  //   never proposed), size (resident tensors), evictable_count, pinned_count, contains
+  //   (non-resident entries excluded), validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  /// @brief A use. Unknown or non-resident id: no-op. Adopts `v.bytes` and `v.pinned`.
-  void on_access(tensor_view const& v) noexcept;
-  /// @brief A resident tensor left: a HIR one still in S is remembered, anything else is
-  ///        forgotten. Unknown or non-resident id: no-op.
-  void on_erase(tensor_id id) noexcept;
-  /// @brief Mark pinned (never proposed). Idempotent; unknown id: no-op.
-  void on_pin(tensor_id id) noexcept;
-  /// @brief Clear the pin. Idempotent; unknown id: no-op.
-  void on_unpin(tensor_id id) noexcept;
-
-  /**
-   * @brief Append resident HIR tensors from the front of Q (oldest first), then LIR
-   *        tensors from the bottom of S up, skipping pinned ones, until `req.bytes_needed`
-   *        is covered (everything evictable when it cannot be; nothing for 0).
-   * @param req What to free; only `bytes_needed` is used.
-   * @param out Proposal to append to (the caller clears it).
-   * @throws std::bad_alloc only when `out` must grow
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "lirs".
-  [[nodiscard]] std::string_view name() const noexcept { return "lirs"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
 
   /// @brief The cache size c in use (bytes).
   [[nodiscard]] std::uint64_t capacity_bytes() const noexcept { return cfg_.capacity != 0 ? cfg_.capacity : high_water_; }
@@ -136,30 +140,10 @@ class TIERPOOL_EXPORT lirs_policy {
   [[nodiscard]] std::vector<tensor_id> queue() const;
   /// @brief Bytes of the LIR tensors (saturating).
   [[nodiscard]] std::size_t lir_bytes() const noexcept { return lir_.bytes(); }
-  /// @brief Resident tensors tracked.
-  [[nodiscard]] std::size_t size() const noexcept { return lir_.count + q_.count; }
-
-  /// @brief Check every invariant (links, S order vs the LIR list, pruned bottom, sums,
-  ///        index, free list). O(n); for tests.
-  [[nodiscard]] bool validate() const noexcept;
 
  private:
-  using index_t = std::uint32_t;
-  static constexpr index_t npos = std::numeric_limits<index_t>::max();
-
-  struct node {
-    tensor_id id{};
-    std::size_t bytes{0};
-    std::uint64_t last_event{0};
-    index_t s_prev{npos};  // stack S: towards the top
-    index_t s_next{npos};  // towards the bottom; free-list link for free slots
-    index_t l_prev{npos};  // the status list (lir_, q_ or ghosts_): towards its front
-    index_t l_next{npos};
-    status st{status::hir};
-    bool in_s{false};
-    bool pinned{false};
-    bool live{false};
-  };
+  friend slab_policy;
+  static constexpr std::string_view policy_name = "lirs";  // name()
   // A doubly-linked list over slab positions, front = the end nodes are linked at; it keeps
   // its count and exact byte sum. Nodes are on two at once (S, and one status list), hence
   // the link members passed to link_front / unlink.
@@ -179,15 +163,21 @@ class TIERPOOL_EXPORT lirs_policy {
   void trim_ghosts() noexcept;
   void forget(index_t i) noexcept;             // out of every list, slot freed
   void access_resident(index_t i, tensor_view const& v) noexcept;
-  void set_bytes(index_t i, std::size_t bytes) noexcept;
   void note_resident() noexcept;               // update the high-water mark
   [[nodiscard]] double lir_limit() const noexcept;
-  [[nodiscard]] index_t lookup(tensor_id id) const noexcept;
+
+  void access(index_t i, tensor_view const& v) noexcept;  // on_access of a resident tensor
+  void erase(index_t i) noexcept;                          // on_erase of a resident tensor
+
+  // The order (Note [One base for the slab policies]): S and the status lists; pinned
+  // tensors stay in them and propose skips them.
+  static constexpr bool keeps_pinned_in_order = true;
+  [[nodiscard]] static bool is_ghost_node(node const& n) noexcept { return n.st == status::non_resident; }
+  void order_resize(index_t i, std::size_t from, std::size_t to) noexcept;
+  [[nodiscard]] std::size_t order_count() const noexcept { return lir_.count + q_.count - pinned_.count; }
+  [[nodiscard]] bool order_ok(std::size_t& held) const noexcept;
 
   config cfg_;
-  std::vector<node> nodes_;
-  index_t free_head_{npos};
-  tierpool::detail::id_index index_;  // never iterated
   list s_;        // stack S (byte sums unused), front = top
   list lir_;      // LIR tensors in S order, front = top; back = bottom of S
   list q_;        // resident HIR tensors, front = Q's end (newest), back = Q's front (next victim)
@@ -197,12 +187,7 @@ class TIERPOOL_EXPORT lirs_policy {
 };
 
 namespace policies {
-/**
- * @brief Register `"lirs"` (parameters capacity, hir_ratio, ghost_ratio,
- *        correlation_window). Called by register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "lirs" is already registered
- */
+/// @brief Register `"lirs"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_lirs(policy_registry& registry);
 }  // namespace policies
 

@@ -32,18 +32,27 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
-#include <limits>
 #include <string_view>
-#include <vector>
 
 #include <tierpool/detail/big_array.hpp>
-#include <tierpool/detail/id_index.hpp>
 #include <tierpool/export.hpp>
+#include <tierpool/policies/policy_base.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
 namespace tierpool {
+namespace policies::detail {
+/// @brief lru_policy's slab node (outside the class: the CRTP base needs it complete).
+struct lru_node {
+  tensor_id id{};
+  std::size_t bytes{0};
+  tick promoted_at{0};       // tick of the last move to the MRU end
+  slab_slot prev{no_slot};   // towards MRU (front)
+  slab_slot next{no_slot};   // towards LRU (back); free-list link for free slots
+  bool pinned{false};
+  bool live{false};
+};
+}  // namespace policies::detail
 
 /**
  * @brief Least-recently-used eviction over the tensors of one tier.
@@ -63,7 +72,9 @@ namespace tierpool {
  * lru.propose({.bytes_needed = 100}, out);   // out.victims == {tensor_id{2}}
  * @endcode
  */
-class TIERPOOL_EXPORT lru_policy {
+class TIERPOOL_EXPORT lru_policy
+  : public policies::detail::slab_policy<lru_policy, policies::detail::lru_node, nullptr,
+                                         tierpool::detail::big_array_allocator<policies::detail::lru_node>> {
  public:
   /// @brief Configuration (registry parameters of the same names).
   struct config {
@@ -84,116 +95,42 @@ class TIERPOOL_EXPORT lru_policy {
    */
   explicit lru_policy(config cfg) noexcept;
 
-  /**
-   * @brief A tensor became resident: it enters at the most-recently-used end (or the
-   *        pinned list when `v.pinned`). A known id is updated and promoted.
-   * @param v The tensor.
-   */
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: it enters at the most-recently-used end (or the pinned set when
+  //   `v.pinned`). A known id is updated and promoted.
+  // - on_access: a use: promote per config. Adopts `v.pinned` and `v.bytes`. Unknown id:
+  //   no-op.
+  // - on_erase: forget a tensor. Unknown id: no-op.
+  // - propose: append least-recently-used unpinned tensors to `out` until their bytes cover
+  //   `req.bytes_needed` (nothing when it is 0), or all of them when they cannot.
+  // - on_pin, on_unpin (an unpinned tensor returns at the most-recently-used end), size,
+  //   evictable_count, pinned_count, contains, validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  /**
-   * @brief A use: promote per config. Adopts `v.pinned` and `v.bytes`. Unknown id: no-op.
-   * @param v The tensor and the access tick.
-   */
-  void on_access(tensor_view const& v) noexcept;
-  /// @brief Forget a tensor. Unknown id: no-op.
-  void on_erase(tensor_id id) noexcept;
-  /// @brief Take a tensor out of the eviction order. Idempotent; unknown id: no-op.
-  void on_pin(tensor_id id) noexcept;
-  /// @brief Return a pinned tensor at the most-recently-used end. Idempotent; unknown id: no-op.
-  void on_unpin(tensor_id id) noexcept;
-
-  /**
-   * @brief Append least-recently-used unpinned tensors to `out` until their bytes cover
-   *        `req.bytes_needed` (nothing when it is 0), or all of them when they cannot.
-   * @param req What to free; `from`, `now` and `contiguous_bytes` are not used.
-   * @param out Proposal to append to (the caller clears it).
-   * @throws std::bad_alloc only when `out` must grow and the host is out of memory
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "lru".
-  [[nodiscard]] std::string_view name() const noexcept { return "lru"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
 
-  /// @brief Tensors tracked (pinned or not).
-  [[nodiscard]] std::size_t size() const noexcept { return lru_.count + pinned_.count; }
-  /// @brief Tensors that may be proposed.
-  [[nodiscard]] std::size_t evictable_count() const noexcept { return lru_.count; }
   /// @brief Sum of the evictable tensors' bytes (saturating at SIZE_MAX).
   [[nodiscard]] std::size_t evictable_bytes() const noexcept { return lru_.bytes(); }
-  /// @brief Pinned tensors tracked.
-  [[nodiscard]] std::size_t pinned_count() const noexcept { return pinned_.count; }
-  /// @brief True when `id` is tracked.
-  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.contains(id); }
-
-  /**
-   * @brief Check every invariant: list links, counts and byte sums, pinned flags, the
-   *        index, the free list. O(n); for tests.
-   * @return True when consistent.
-   */
-  [[nodiscard]] bool validate() const noexcept;
 
  private:
-  using index_t = std::uint32_t;
-  static constexpr index_t npos = std::numeric_limits<index_t>::max();
+  friend slab_policy;
+  static constexpr std::string_view policy_name = "lru";  // name()
 
-  struct node {
-    tensor_id id{};
-    std::size_t bytes{0};
-    tick promoted_at{0};  // tick of the last move to the MRU end
-    index_t prev{npos};   // towards MRU (head)
-    index_t next{npos};   // towards LRU (tail); free-list link for free slots
-    bool pinned{false};
-    bool live{false};
-  };
-  // A doubly-linked list over slab positions.
-  // Invariant: count == #nodes reachable from head;
-  //            bytes_high * 2^64 + bytes_low == exact sum of their bytes (two-word, so that
-  //            removing a huge tensor after a sum overflowed stays exact).
-  struct list {
-    index_t head{npos};  // most recently used
-    index_t tail{npos};  // least recently used
-    std::size_t count{0};
-    std::size_t bytes_low{0};
-    std::size_t bytes_high{0};
-    void add(std::size_t n) noexcept
-    {
-      bytes_low += n;  // unsigned: wraps modulo 2^64, the carry goes to bytes_high
-      if (bytes_low < n) { ++bytes_high; }
-    }
-    void sub(std::size_t n) noexcept
-    {
-      if (bytes_low < n) { --bytes_high; }
-      bytes_low -= n;
-    }
-    [[nodiscard]] std::size_t bytes() const noexcept
-    {
-      return bytes_high != 0 ? std::numeric_limits<std::size_t>::max() : bytes_low;
-    }
-  };
+  void access(slot i, tensor_view const& v) noexcept;  // on_access of a resident tensor
 
-  void link_front(list& l, index_t i) noexcept;
-  void unlink(list& l, index_t i) noexcept;
-  [[nodiscard]] list& list_of(node const& n) noexcept { return n.pinned ? pinned_ : lru_; }
-  void set_bytes(index_t i, std::size_t bytes) noexcept;
-  [[nodiscard]] index_t lookup(tensor_id id) const noexcept;
+  // The order (Note [One base for the slab policies]): evictable tensors, MRU at front.
+  void order_leave(slot i) noexcept { policies::detail::unlink(nodes_, lru_, i); }
+  void order_enter(slot i) noexcept { policies::detail::link_front(nodes_, lru_, i); }  // at the MRU end
+  void order_resize(slot /*i*/, std::size_t from, std::size_t to) noexcept { lru_.resize(from, to); }
+  [[nodiscard]] std::size_t order_count() const noexcept { return lru_.count; }
+  [[nodiscard]] bool order_ok(std::size_t& held) const noexcept { return one_list_ok(lru_, held); }
 
   config cfg_;
-  std::vector<node, detail::big_array_allocator<node>> nodes_;  // slab; size() == live + free (Note [Big arrays on huge pages])
-  index_t free_head_{npos};    // free slots chained through node::next
-  detail::id_index index_;     // id -> slab position (Note [A flat index instead of std::unordered_map])
-  list lru_;                   // evictable, MRU at head
-  list pinned_;                // pinned; order irrelevant
+  policies::detail::slab_list lru_;  // evictable, MRU at front, LRU at back
 };
 
 namespace policies {
-/**
- * @brief Register `"lru"` (parameters refresh_interval, promote_on_read,
- *        promote_on_write) in `registry`. Called by register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "lru" is already registered
- */
+/// @brief Register `"lru"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_lru(policy_registry& registry);
 }  // namespace policies
 

@@ -8,7 +8,6 @@
 
 #include <utility>
 
-#include <tierpool/policies/slab_list.hpp>
 #include <tierpool/policies/saturating.hpp>
 
 namespace tierpool {
@@ -28,11 +27,6 @@ random_policy::random_policy() noexcept : random_policy(config{}) {}
 
 random_policy::random_policy(config cfg) noexcept : cfg_(cfg) {}
 
-random_policy::index_t random_policy::lookup(tensor_id id) const noexcept
-{
-  return index_.find(id);
-}
-
 void random_policy::add_candidate(index_t i) noexcept
 {
   nodes_[i].pos = static_cast<index_t>(candidates_.size());
@@ -49,18 +43,6 @@ void random_policy::remove_candidate(index_t i) noexcept
   nodes_[i].pos = npos;
 }
 
-void random_policy::set_pinned(index_t i, bool pinned) noexcept
-{
-  node& n = nodes_[i];
-  if (n.pinned == pinned) { return; }
-  n.pinned = pinned;
-  if (pinned) {
-    remove_candidate(i);
-  } else {
-    add_candidate(i);
-  }
-}
-
 std::size_t random_policy::swap_index(std::size_t k, std::size_t n) const noexcept
 {
   // Three chained mixes of (seed, erases, k): a counter-based generator, so the k-th draw
@@ -71,50 +53,27 @@ std::size_t random_policy::swap_index(std::size_t k, std::size_t n) const noexce
 
 void random_policy::on_insert(tensor_view const& v) noexcept
 {
-  index_t i = lookup(v.id);
-  if (i != npos) {
-    nodes_[i].bytes = v.bytes;
+  if (index_t const i = find(v.id); i != npos) {
+    set_bytes(i, v.bytes);
     set_pinned(i, v.pinned);
     return;
   }
-  i = policies::detail::slab_acquire(nodes_, free_head_);  // noexcept hook: terminates if out of memory
-  nodes_[i] = node{v.id, v.bytes, npos, npos, v.pinned, true};
-  index_.insert(v.id, i);
+  index_t const i = admit(v);  // noexcept hook: terminates if out of memory
   if (!v.pinned) { add_candidate(i); }
 }
 
-void random_policy::on_access(tensor_view const& v) noexcept
+void random_policy::access(index_t i, tensor_view const& v) noexcept
 {
-  index_t const i = lookup(v.id);
-  if (i == npos) { return; }
-  nodes_[i].bytes = v.bytes;
+  set_bytes(i, v.bytes);
   set_pinned(i, v.pinned);
 }
 
-void random_policy::on_erase(tensor_id id) noexcept
+void random_policy::erase(index_t i) noexcept
 {
-  index_t const i = index_.find(id);
-  if (i == npos) { return; }
-  index_.erase(id);
+  index_.erase(nodes_[i].id);  // first, while its cell is hot
   if (!nodes_[i].pinned) { remove_candidate(i); }
-  node& n = nodes_[i];
-  n.live = false;
-  n.pinned = false;
-  n.bytes = 0;
-  policies::detail::slab_release(nodes_, free_head_, i);
+  free_slot(i);
   ++erases_;
-}
-
-void random_policy::on_pin(tensor_id id) noexcept
-{
-  index_t const i = lookup(id);
-  if (i != npos) { set_pinned(i, true); }
-}
-
-void random_policy::on_unpin(tensor_id id) noexcept
-{
-  index_t const i = lookup(id);
-  if (i != npos) { set_pinned(i, false); }
 }
 
 void random_policy::propose(eviction_request const& req, eviction_proposal& out) const
@@ -143,26 +102,17 @@ void random_policy::propose(eviction_request const& req, eviction_proposal& out)
   restore(k);
 }
 
-bool random_policy::validate() const noexcept
+bool random_policy::order_ok(std::size_t& held) const noexcept
 {
   for (std::size_t p = 0; p < candidates_.size(); ++p) {
     index_t const i = candidates_[p];
     if (i >= nodes_.size() || !nodes_[i].live || nodes_[i].pinned || nodes_[i].pos != p) { return false; }
   }
-  std::size_t live = 0;
-  std::size_t pinned = 0;
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    node const& n = nodes_[i];
-    if (!n.live) { continue; }
-    ++live;
-    if (n.pinned) {
-      ++pinned;
-      if (n.pos != npos) { return false; }
-    }
-    if (index_.find(n.id) != i) { return false; }
+  for (node const& n : nodes_) {
+    if (n.live && n.pinned && n.pos != npos) { return false; }
   }
-  if (live != index_.size() || live != candidates_.size() + pinned) { return false; }
-  return policies::detail::slab_accounted(nodes_, free_head_, live);
+  held = candidates_.size();
+  return true;
 }
 
 namespace policies {

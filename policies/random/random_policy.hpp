@@ -41,17 +41,26 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include <tierpool/export.hpp>
-#include <tierpool/detail/id_index.hpp>
+#include <tierpool/policies/policy_base.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
 namespace tierpool {
+namespace policies::detail {
+/// @brief random_policy's slab node (outside the class: the CRTP base needs it complete).
+struct random_node {
+  tensor_id id{};
+  std::size_t bytes{0};
+  slab_slot pos{no_slot};   // position in candidates_, no_slot when pinned or free
+  slab_slot next{no_slot};  // free-list link for free slots
+  bool pinned{false};
+  bool live{false};
+};
+}  // namespace policies::detail
 
 /**
  * @brief Uniformly random, seeded, deterministic eviction over the tensors of one tier.
@@ -70,7 +79,7 @@ namespace tierpool {
  * rnd.propose({.bytes_needed = 100}, out);   // one of the two, the same one every time
  * @endcode
  */
-class TIERPOOL_EXPORT random_policy {
+class TIERPOOL_EXPORT random_policy : public policies::detail::slab_policy<random_policy, policies::detail::random_node> {
  public:
   /// @brief Configuration (registry parameters of the same names).
   struct config {
@@ -83,72 +92,37 @@ class TIERPOOL_EXPORT random_policy {
   /// @brief An empty policy. @param cfg Configuration.
   explicit random_policy(config cfg) noexcept;
 
-  /// @brief A tensor became resident: it becomes a candidate (unless `v.pinned`). A known
-  ///        id is updated (size, pinned flag).
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: it becomes a candidate (unless `v.pinned`). A known id is updated (size,
+  //   pinned flag).
+  // - on_access: a use: adopts `v.bytes` and `v.pinned`. Unknown id: no-op.
+  // - on_erase: forget a tensor and advance the draw (see the Note). Unknown id: no-op.
+  // - propose: append randomly drawn unpinned tensors (without replacement) to `out` until
+  //   their bytes cover `req.bytes_needed` (nothing when it is 0), or all of them when they
+  //   cannot (the draw is undone before returning: the policy is left unchanged).
+  // - on_pin (stop proposing a tensor), on_unpin (a candidate again), size, evictable_count,
+  //   pinned_count, contains, validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  /// @brief A use: adopts `v.bytes` and `v.pinned`. Unknown id: no-op.
-  void on_access(tensor_view const& v) noexcept;
-  /// @brief Forget a tensor and advance the draw (see the Note). Unknown id: no-op.
-  void on_erase(tensor_id id) noexcept;
-  /// @brief Stop proposing a tensor. Idempotent; unknown id: no-op.
-  void on_pin(tensor_id id) noexcept;
-  /// @brief Make a pinned tensor a candidate again. Idempotent; unknown id: no-op.
-  void on_unpin(tensor_id id) noexcept;
-
-  /**
-   * @brief Append randomly drawn unpinned tensors (without replacement) to `out` until
-   *        their bytes cover `req.bytes_needed` (nothing when it is 0), or all of them when
-   *        they cannot.
-   * @param req What to free; only `bytes_needed` is used.
-   * @param out Proposal to append to (the caller clears it).
-   * @throws std::bad_alloc only when `out` must grow and the host is out of memory (the
-   *         policy is left unchanged)
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "random".
-  [[nodiscard]] std::string_view name() const noexcept { return "random"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
-  /// @brief Tensors tracked (pinned or not).
-  [[nodiscard]] std::size_t size() const noexcept { return index_.size(); }
-  /// @brief Tensors that may be proposed.
-  [[nodiscard]] std::size_t evictable_count() const noexcept { return candidates_.size(); }
-  /// @brief Pinned tensors tracked.
-  [[nodiscard]] std::size_t pinned_count() const noexcept { return index_.size() - candidates_.size(); }
-  /// @brief True when `id` is tracked.
-  [[nodiscard]] bool contains(tensor_id id) const noexcept { return index_.contains(id); }
-
-  /**
-   * @brief Check every invariant: candidate positions, pinned flags, the index, the free
-   *        list. O(n); for tests.
-   * @return True when consistent.
-   */
-  [[nodiscard]] bool validate() const noexcept;
-
  private:
-  using index_t = std::uint32_t;
-  static constexpr index_t npos = std::numeric_limits<index_t>::max();
+  friend slab_policy;
+  static constexpr std::string_view policy_name = "random";  // name()
 
-  struct node {
-    tensor_id id{};
-    std::size_t bytes{0};
-    index_t pos{npos};   // position in candidates_, npos when pinned or free
-    index_t next{npos};  // free-list link for free slots
-    bool pinned{false};
-    bool live{false};
-  };
-
-  void set_pinned(index_t i, bool pinned) noexcept;
   void add_candidate(index_t i) noexcept;
   void remove_candidate(index_t i) noexcept;
   [[nodiscard]] std::size_t swap_index(std::size_t k, std::size_t n) const noexcept;
-  [[nodiscard]] index_t lookup(tensor_id id) const noexcept;
+
+  void access(index_t i, tensor_view const& v) noexcept;  // on_access of a resident tensor
+  void erase(index_t i) noexcept;                          // on_erase of a resident tensor
+
+  // The order (Note [One base for the slab policies]): the candidate array.
+  void order_leave(index_t i) noexcept { remove_candidate(i); }
+  void order_enter(index_t i) noexcept { add_candidate(i); }
+  [[nodiscard]] std::size_t order_count() const noexcept { return candidates_.size(); }
+  [[nodiscard]] bool order_ok(std::size_t& held) const noexcept;
 
   config cfg_;
-  std::vector<node> nodes_;  // slab; size() == live + free
-  index_t free_head_{npos};  // free slots chained through node::next
-  tierpool::detail::id_index index_;  // id -> slab position; never iterated
   // Slab positions of the unpinned tensors; nodes_[candidates_[p]].pos == p. Mutable:
   // propose permutes it and restores it before returning (Note [Random proposals without state]).
   mutable std::vector<index_t> candidates_;
@@ -156,12 +130,7 @@ class TIERPOOL_EXPORT random_policy {
 };
 
 namespace policies {
-/**
- * @brief Register `"random"` (parameter seed) in `registry`. Called by
- *        register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "random" is already registered
- */
+/// @brief Register `"random"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_random(policy_registry& registry);
 }  // namespace policies
 

@@ -151,18 +151,6 @@ void repeat_policy::on_erase(tensor_id id) noexcept
   while (history_.count > cfg_.history) { forget_oldest(); }
 }
 
-void repeat_policy::on_pin(tensor_id id) noexcept
-{
-  index_t const i = lookup(id);
-  if (i != npos && nodes_[i].resident) { nodes_[i].pinned = true; }
-}
-
-void repeat_policy::on_unpin(tensor_id id) noexcept
-{
-  index_t const i = lookup(id);
-  if (i != npos && nodes_[i].resident) { nodes_[i].pinned = false; }
-}
-
 void repeat_policy::propose(eviction_request const& req, eviction_proposal& out) const
 {
   if (req.bytes_needed == 0) { return; }
@@ -198,19 +186,13 @@ bool repeat_policy::validate() const noexcept
   }
   std::size_t resident = 0;
   std::size_t live = 0;
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    node const& n = nodes_[i];
-    if (!n.live) { continue; }
-    ++live;
-    if (index_.find(n.id) != i) { return false; }
-    if (n.resident) {
-      ++resident;
-      auto const it = order_.find(n.k);
-      if (it == order_.end() || &*it != &n || !(n.k == predict(n))) { return false; }
-    } else if (n.pinned) {
-      return false;
-    }
-  }
+  bool const slots_ok = policies::detail::live_slots_ok(nodes_, index_, live, [&](node const& n) {
+    if (!n.resident) { return !n.pinned; }
+    ++resident;
+    auto const it = order_.find(n.k);
+    return it != order_.end() && &*it == &n && n.k == predict(n);
+  });
+  if (!slots_ok) { return false; }
   if (resident != order_.size() || live != index_.size()) { return false; }
   if (!policies::detail::slab_list_ok(nodes_, history_, index_, [](node const& n) { return !n.resident; })) { return false; }
   if (history_.count + resident != live || history_.count > cfg_.history) { return false; }

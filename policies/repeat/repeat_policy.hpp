@@ -55,6 +55,7 @@
 #include <tierpool/detail/id_index.hpp>
 #include <tierpool/policies/intrusive_slab.hpp>
 #include <tierpool/policies/slab_list.hpp>
+#include <tierpool/policies/policy_base.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
@@ -81,7 +82,7 @@ namespace tierpool {
  * // the most recently used tensor of the loop (needed furthest away), not the oldest.
  * @endcode
  */
-class TIERPOOL_EXPORT repeat_policy {
+class TIERPOOL_EXPORT repeat_policy : public policies::detail::flag_pins<repeat_policy> {
  public:
   /// @brief Configuration (registry parameters of the same names).
   struct config {
@@ -109,32 +110,21 @@ class TIERPOOL_EXPORT repeat_policy {
   repeat_policy& operator=(repeat_policy&& other) noexcept = default;
   ~repeat_policy() = default;
 
-  /// @brief A tensor became resident (a remembered one learns the distance across its
-  ///        absence); a resident id counts as an access. @param v The tensor.
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: a tensor became resident (a remembered one learns the distance across its
+  //   absence); a resident id counts as an access.
+  // - on_access: a use: learn the reuse distance, predict the next use. Unknown id: no-op.
+  // - on_erase: a resident tensor left: remember its history. Unknown id: no-op.
+  // - on_pin: mark pinned (never proposed). Idempotent; unknown id: no-op.
+  // - on_unpin: clear the pin. Idempotent; unknown id: no-op.
+  // - propose: append unpinned tensors in the order of the file comment (no history, then
+  //   overdue, then furthest predicted use) until `req.bytes_needed` is covered (everything
+  //   evictable when it cannot be; nothing for 0).
   void on_insert(tensor_view const& v) noexcept;
-  /// @brief A use: learn the reuse distance, predict the next use. Unknown id: no-op.
   void on_access(tensor_view const& v) noexcept;
-  /// @brief A resident tensor left: remember its history. Unknown id: no-op.
   void on_erase(tensor_id id) noexcept;
-  /// @brief Mark pinned (never proposed). Idempotent; unknown id: no-op.
-  void on_pin(tensor_id id) noexcept;
-  /// @brief Clear the pin. Idempotent; unknown id: no-op.
-  void on_unpin(tensor_id id) noexcept;
-
-  /**
-   * @brief Append unpinned tensors in the order of the file comment (no history, then
-   *        overdue, then furthest predicted use) until `req.bytes_needed` is covered
-   *        (everything evictable when it cannot be; nothing for 0).
-   * @param req What to free; only `bytes_needed` is used.
-   * @param out Proposal to append to (the caller clears it).
-   * @throws std::bad_alloc only when `out` must grow
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "repeat".
-  [[nodiscard]] std::string_view name() const noexcept { return "repeat"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
   /// @brief Events seen so far (the current position).
   [[nodiscard]] std::uint64_t position() const noexcept { return clock_; }
   /// @brief Predicted position of a resident tensor's next use; std::nullopt when it is
@@ -152,6 +142,13 @@ class TIERPOOL_EXPORT repeat_policy {
   [[nodiscard]] bool validate() const noexcept;
 
  private:
+  friend flag_pins;
+  static constexpr std::string_view policy_name = "repeat";  // name()
+  [[nodiscard]] policies::detail::slab_slot pin_target(tensor_id id) const noexcept  // resident only
+  {
+    policies::detail::slab_slot const i = index_.find(id);
+    return i != policies::detail::no_slot && nodes_[i].resident ? i : policies::detail::no_slot;
+  }
   using index_t = std::uint32_t;
   static constexpr index_t npos = std::numeric_limits<index_t>::max();
   static constexpr std::uint64_t kUnknown = std::numeric_limits<std::uint64_t>::max();
@@ -203,12 +200,7 @@ class TIERPOOL_EXPORT repeat_policy {
 };
 
 namespace policies {
-/**
- * @brief Register `"repeat"` (parameters history, grace, correlation_window). Called by
- *        register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "repeat" is already registered
- */
+/// @brief Register `"repeat"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_repeat(policy_registry& registry);
 }  // namespace policies
 

@@ -42,41 +42,15 @@ void s3fifo_policy::unlink(list& l, index_t i) noexcept
   if (&l == &main_) { --m_freq_count_[nodes_[i].freq]; }
 }
 
-s3fifo_policy::list& s3fifo_policy::list_of(node const& n) noexcept
-{
-  if (n.pinned) { return pinned_; }
-  switch (n.q) {
-    case queue::small: return small_;
-    case queue::main: return main_;
-    case queue::ghost: break;
-  }
-  return ghost_;
-}
-
-s3fifo_policy::index_t s3fifo_policy::lookup_resident(tensor_id id) const noexcept
-{
-  index_t const it = index_.find(id);
-  if (it == npos || nodes_[it].q == queue::ghost) { return npos; }
-  return it;
-}
-
-bool s3fifo_policy::contains(tensor_id id) const noexcept { return lookup_resident(id) != npos; }
-
 bool s3fifo_policy::in_main(tensor_id id) const noexcept
 {
-  index_t const i = lookup_resident(id);
+  index_t const i = resident_slot(id);
   return i != npos && nodes_[i].q == queue::main;
-}
-
-bool s3fifo_policy::is_ghost(tensor_id id) const noexcept
-{
-  index_t const it = index_.find(id);
-  return it != npos && nodes_[it].q == queue::ghost;
 }
 
 std::uint8_t s3fifo_policy::frequency(tensor_id id) const noexcept
 {
-  index_t const i = lookup_resident(id);
+  index_t const i = resident_slot(id);
   return i == npos ? std::uint8_t{0} : nodes_[i].freq;
 }
 
@@ -204,47 +178,18 @@ void s3fifo_policy::commit_evict(index_t i, bool promote_all) noexcept
   index_t const after = x.next;
   unlink(main_, i);
   m_zero_ = first_zero(after);  // the reinserted ones are behind `after`
-  index_.erase(x.id);
-  free_slot(i);
-}
-
-void s3fifo_policy::free_slot(index_t i) noexcept
-{
-  node& n = nodes_[i];
-  n.live = false;
-  n.pinned = false;
-  n.freq = 0;
-  n.bytes = 0;
-  policies::detail::slab_release(nodes_, free_head_, i);
+  release(i);
 }
 
 void s3fifo_policy::trim_ghosts() noexcept
 {
   policies::detail::drop_front_while_over(nodes_, ghost_, cfg_.ghost_ratio * (small_.wide() + main_.wide()),
-                                          [this](index_t g) {
-                                            index_.erase(nodes_[g].id);
-                                            free_slot(g);
-                                          });
-}
-
-void s3fifo_policy::set_pinned(index_t i, bool pinned) noexcept
-{
-  node& n = nodes_[i];
-  if (n.pinned == pinned) { return; }
-  if (pinned) {
-    leave(i);
-    n.pinned = true;
-    link_back(pinned_, i);
-  } else {
-    unlink(pinned_, i);
-    n.pinned = false;
-    enter(i);
-  }
+                                          [this](index_t g) { release(g); });
 }
 
 void s3fifo_policy::on_insert(tensor_view const& v) noexcept
 {
-  if (index_t const i = index_.find(v.id); i != npos) {
+  if (index_t const i = find(v.id); i != npos) {
     node& n = nodes_[i];
     if (n.q != queue::ghost) {  // resident: an access
       on_access(v);
@@ -254,33 +199,21 @@ void s3fifo_policy::on_insert(tensor_view const& v) noexcept
     n.bytes = v.bytes;
     n.q = queue::main;
     n.freq = 0;
-    n.pinned = v.pinned;
     if (v.pinned) {
-      link_back(pinned_, i);
+      adopt_pinned(i);
     } else {
       enter(i);
     }
     return;
   }
-  index_t const i = policies::detail::slab_acquire(nodes_, free_head_);  // hooks are noexcept: terminate if out of memory
-  nodes_[i] = node{v.id, v.bytes, npos, npos, queue::small, 0, v.pinned, true};
-  index_.insert(v.id, i);
-  if (v.pinned) {
-    link_back(pinned_, i);
-  } else {
-    enter(i);
-  }
+  index_t const i = admit(v);  // into S, frequency 0; hooks are noexcept: terminate if out of memory
+  if (!v.pinned) { enter(i); }
 }
 
-void s3fifo_policy::on_access(tensor_view const& v) noexcept
+void s3fifo_policy::access(index_t i, tensor_view const& v) noexcept
 {
-  index_t const i = lookup_resident(v.id);
-  if (i == npos) { return; }
   node& n = nodes_[i];
-  if (n.bytes != v.bytes) {
-    list_of(n).resize(n.bytes, v.bytes);
-    n.bytes = v.bytes;
-  }
+  set_bytes(i, v.bytes);
   set_pinned(i, v.pinned);
   if (n.freq == max_frequency) { return; }
   if (n.pinned) {
@@ -297,15 +230,11 @@ void s3fifo_policy::on_access(tensor_view const& v) noexcept
   }
 }
 
-void s3fifo_policy::on_erase(tensor_id id) noexcept
+void s3fifo_policy::erase(index_t i) noexcept
 {
-  index_t const i = lookup_resident(id);
-  if (i == npos) { return; }
   node const& n = nodes_[i];
   if (n.pinned) {
-    unlink(pinned_, i);
-    index_.erase(id);
-    free_slot(i);
+    release(i);
     return;
   }
   // See Note [S3-FIFO moves on erase]. Cheap filters first: an S victim is s_cold_; an M
@@ -325,20 +254,7 @@ void s3fifo_policy::on_erase(tensor_id id) noexcept
     return;
   }
   leave(i);
-  index_.erase(id);
-  free_slot(i);
-}
-
-void s3fifo_policy::on_pin(tensor_id id) noexcept
-{
-  index_t const i = lookup_resident(id);
-  if (i != npos) { set_pinned(i, true); }
-}
-
-void s3fifo_policy::on_unpin(tensor_id id) noexcept
-{
-  index_t const i = lookup_resident(id);
-  if (i != npos) { set_pinned(i, false); }
+  release(i);
 }
 
 void s3fifo_policy::propose(eviction_request const& req, eviction_proposal& out) const
@@ -398,29 +314,25 @@ void s3fifo_policy::propose(eviction_request const& req, eviction_proposal& out)
   }
 }
 
-bool s3fifo_policy::validate() const noexcept
+bool s3fifo_policy::order_ok(std::size_t& held) const noexcept
 {
-  struct expect {
-    list const* l;
-    queue q;
-    bool pinned;
-  };
-  std::size_t reachable = 0;
+  held = 0;
   std::array<std::size_t, max_frequency + 1> counts{};
-  for (expect const e : {expect{&small_, queue::small, false}, expect{&main_, queue::main, false},
-                         expect{&ghost_, queue::ghost, false}, expect{&pinned_, queue::small, true}}) {
-    bool const ok = policies::detail::slab_list_ok(nodes_, *e.l, index_, [&](node const& n) {
-      if (n.pinned != e.pinned || n.freq > max_frequency) { return false; }
-      if (e.pinned ? n.q == queue::ghost : n.q != e.q) { return false; }
-      if (e.l == &main_) { ++counts[n.freq]; }
+  for (list const* l : {&small_, &main_, &ghost_}) {
+    queue const q = l == &small_ ? queue::small : (l == &main_ ? queue::main : queue::ghost);
+    bool const ok = policies::detail::slab_list_ok(nodes_, *l, index_, [&](node const& n) {
+      if (n.pinned || n.freq > max_frequency || n.q != q) { return false; }
+      if (l == &main_) { ++counts[n.freq]; }
       return true;
     });
     if (!ok) { return false; }
-    reachable += e.l->count;
+    held += l->count;
   }
-  if (reachable != index_.size() || counts != m_freq_count_) { return false; }
-  if (s_cold_ != first_cold(small_.front) || m_zero_ != first_zero(main_.front)) { return false; }
-  return policies::detail::slab_accounted(nodes_, free_head_, reachable);
+  for (node const& n : nodes_) {
+    if (n.live && n.pinned && n.freq > max_frequency) { return false; }
+  }
+  if (counts != m_freq_count_) { return false; }
+  return s_cold_ == first_cold(small_.front) && m_zero_ == first_zero(main_.front);
 }
 
 namespace policies {

@@ -60,18 +60,30 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include <tierpool/export.hpp>
-#include <tierpool/policies/slab_list.hpp>
-#include <tierpool/detail/id_index.hpp>
+#include <tierpool/policies/policy_base.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
 namespace tierpool {
+namespace policies::detail {
+/// @brief s3fifo_policy's slab node (outside the class: the CRTP base needs it complete).
+struct s3fifo_node {
+  enum class queue : std::uint8_t { small, main, ghost };
+  tensor_id id{};
+  std::size_t bytes{0};
+  slab_slot prev{no_slot};  // towards the tail (oldest, evicted first)
+  slab_slot next{no_slot};  // towards the head (newest); free-list link for free slots
+  queue q{queue::small};    // the queue it belongs to (also while pinned)
+  std::uint8_t freq{0};
+  bool pinned{false};
+  bool live{false};
+};
+}  // namespace policies::detail
 
 /**
  * @brief S3-FIFO eviction (small, main and ghost FIFO queues) over the tensors of one tier.
@@ -92,7 +104,7 @@ namespace tierpool {
  * s3.propose({.bytes_needed = 100}, out);   // out.victims == {tensor_id{1}}
  * @endcode
  */
-class TIERPOOL_EXPORT s3fifo_policy {
+class TIERPOOL_EXPORT s3fifo_policy : public policies::detail::slab_policy<s3fifo_policy, policies::detail::s3fifo_node> {
  public:
   /// @brief Configuration (registry parameters of the same names).
   struct config {
@@ -116,82 +128,39 @@ class TIERPOOL_EXPORT s3fifo_policy {
    */
   explicit s3fifo_policy(config cfg);
 
-  /// @brief A tensor became resident with frequency 0: into M when its id is in G, else
-  ///        into S. A known resident id is updated and counts as an access.
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: a tensor became resident with frequency 0: into M when its id is in G, else
+  //   into S. A known resident id is updated and counts as an access.
+  // - on_access: a hit: frequency + 1, capped at 3; adopts `v.bytes` and `v.pinned`. Unknown
+  //   id: no-op.
+  // - on_erase: forget a resident tensor; apply S3-FIFO's moves when it is the next victim
+  //   (Note [S3-FIFO moves on erase]). Unknown or ghost id: no-op.
+  // - propose: append the tensors S3-FIFO would evict, in order, until their bytes cover
+  //   `req.bytes_needed` (nothing when it is 0), or all unpinned ones when they cannot.
+  // - on_pin, on_unpin (an unpinned tensor returns at the head of its queue), size,
+  //   evictable_count, pinned_count, contains (ghosts excluded), validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  /// @brief A hit: frequency + 1, capped at 3; adopts `v.bytes` and `v.pinned`. Unknown id: no-op.
-  void on_access(tensor_view const& v) noexcept;
-  /// @brief Forget a resident tensor; apply S3-FIFO's moves when it is the next victim
-  ///        (Note [S3-FIFO moves on erase]). Unknown or ghost id: no-op.
-  void on_erase(tensor_id id) noexcept;
-  /// @brief Take a tensor out of its queue. Idempotent; unknown id: no-op.
-  void on_pin(tensor_id id) noexcept;
-  /// @brief Return a pinned tensor at the head of its queue. Idempotent; unknown id: no-op.
-  void on_unpin(tensor_id id) noexcept;
-
-  /**
-   * @brief Append the tensors S3-FIFO would evict, in order, until their bytes cover
-   *        `req.bytes_needed` (nothing when it is 0), or all unpinned ones when they cannot.
-   * @param req What to free; only `bytes_needed` is used.
-   * @param out Proposal to append to (the caller clears it).
-   * @throws std::bad_alloc only when `out` or the scratch buffer must grow and the host is
-   *         out of memory
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "s3fifo".
-  [[nodiscard]] std::string_view name() const noexcept { return "s3fifo"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
-  /// @brief Resident tensors tracked (pinned or not; ghosts excluded).
-  [[nodiscard]] std::size_t size() const noexcept { return small_.count + main_.count + pinned_.count; }
   /// @brief Unpinned tensors in S.
   [[nodiscard]] std::size_t small_count() const noexcept { return small_.count; }
   /// @brief Unpinned tensors in M.
   [[nodiscard]] std::size_t main_count() const noexcept { return main_.count; }
   /// @brief Ghost ids in G.
   [[nodiscard]] std::size_t ghost_count() const noexcept { return ghost_.count; }
-  /// @brief Pinned tensors tracked.
-  [[nodiscard]] std::size_t pinned_count() const noexcept { return pinned_.count; }
-  /// @brief True when `id` is resident here (ghosts excluded).
-  [[nodiscard]] bool contains(tensor_id id) const noexcept;
   /// @brief True when `id` is resident in M.
   [[nodiscard]] bool in_main(tensor_id id) const noexcept;
-  /// @brief True when `id` is a ghost in G.
-  [[nodiscard]] bool is_ghost(tensor_id id) const noexcept;
   /// @brief Frequency of a resident tensor (0 when unknown).
   [[nodiscard]] std::uint8_t frequency(tensor_id id) const noexcept;
 
-  /**
-   * @brief Check every invariant: links, queue tags, counts, byte sums, per-frequency
-   *        counts, both scan pointers, the index, the free list. O(n); for tests.
-   * @return True when consistent.
-   */
-  [[nodiscard]] bool validate() const noexcept;
-
  private:
-  using index_t = std::uint32_t;
-  static constexpr index_t npos = std::numeric_limits<index_t>::max();
-
-  enum class queue : std::uint8_t { small, main, ghost };
-
-  struct node {
-    tensor_id id{};
-    std::size_t bytes{0};
-    index_t prev{npos};  // towards the tail (oldest, evicted first)
-    index_t next{npos};  // towards the head (newest); free-list link for free slots
-    queue q{queue::small};  // the queue it belongs to (also while pinned)
-    std::uint8_t freq{0};
-    bool pinned{false};
-    bool live{false};
-  };
-  // A doubly-linked list over slab positions, tail (oldest) at front. Invariant: count ==
-  // #nodes reachable from front; bytes_high * 2^64 + bytes_low == exact sum of their bytes.
+  friend slab_policy;
+  static constexpr std::string_view policy_name = "s3fifo";  // name()
+  using queue = node::queue;
   using list = policies::detail::slab_list;
 
   void link_back(list& l, index_t i) noexcept;
   void unlink(list& l, index_t i) noexcept;
-  [[nodiscard]] list& list_of(node const& n) noexcept;
   [[nodiscard]] bool evict_from_small(list const& small, list const& main) const noexcept;
   [[nodiscard]] index_t first_cold(index_t from) const noexcept;   // first S tensor with freq <= 1
   [[nodiscard]] index_t first_zero(index_t from) const noexcept;   // first M tensor with freq 0
@@ -203,18 +172,25 @@ class TIERPOOL_EXPORT s3fifo_policy {
   void promote(index_t i) noexcept; // S tail -> M head, frequency kept
   void commit_evict(index_t i, bool promote_all) noexcept;
   void trim_ghosts() noexcept;
-  void free_slot(index_t i) noexcept;
-  void set_pinned(index_t i, bool pinned) noexcept;
-  [[nodiscard]] index_t lookup_resident(tensor_id id) const noexcept;
+
+  void access(index_t i, tensor_view const& v) noexcept;  // on_access of a resident tensor
+  void erase(index_t i) noexcept;                          // on_erase of a resident tensor
+
+  // The order (Note [One base for the slab policies]).
+  [[nodiscard]] static bool is_ghost_node(node const& n) noexcept { return n.q == queue::ghost; }
+  void order_leave(index_t i) noexcept { leave(i); }
+  void order_enter(index_t i) noexcept { enter(i); }
+  void order_resize(index_t i, std::size_t from, std::size_t to) noexcept
+  {
+    (nodes_[i].q == queue::small ? small_ : main_).resize(from, to);
+  }
+  [[nodiscard]] std::size_t order_count() const noexcept { return small_.count + main_.count; }
+  [[nodiscard]] bool order_ok(std::size_t& held) const noexcept;
 
   config cfg_;
-  std::vector<node> nodes_;  // slab; size() == resident + ghosts + free
-  index_t free_head_{npos};  // free slots chained through node::next
-  tierpool::detail::id_index index_;  // id -> slab position (ghosts too); never iterated
   list small_;   // S, unpinned
   list main_;    // M, unpinned
   list ghost_;   // G: ids of tensors evicted from S
-  list pinned_;  // pinned resident tensors; order irrelevant
   index_t s_cold_{npos};  // first tensor of S (from the tail) with freq <= 1, npos if none
   index_t m_zero_{npos};  // first tensor of M (from the tail) with freq 0, npos if none
   std::array<std::size_t, max_frequency + 1> m_freq_count_{};  // M tensors per frequency
@@ -223,12 +199,7 @@ class TIERPOOL_EXPORT s3fifo_policy {
 };
 
 namespace policies {
-/**
- * @brief Register `"s3fifo"` (parameters small_ratio, ghost_ratio) in `registry`. Called
- *        by register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "s3fifo" is already registered
- */
+/// @brief Register `"s3fifo"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_s3fifo(policy_registry& registry);
 }  // namespace policies
 

@@ -24,34 +24,14 @@ two_q_policy::two_q_policy(config cfg) : cfg_(cfg)
                    "two_q: kout must be in [0, 16] (the paper uses 0.5), got " + std::to_string(cfg.kout));
 }
 
-void two_q_policy::link_back(list& l, index_t i) noexcept { policies::detail::link_back(nodes_, l, i); }
-
-void two_q_policy::unlink(list& l, index_t i) noexcept { policies::detail::unlink(nodes_, l, i); }
-
-two_q_policy::list& two_q_policy::list_of(node const& n) noexcept
+two_q_policy::list& two_q_policy::queue_of(node const& n) noexcept
 {
-  if (n.pinned) { return pinned_; }
   switch (n.q) {
     case queue::a1in: return a1in_;
     case queue::am: return am_;
     case queue::a1out: break;
   }
   return a1out_;
-}
-
-two_q_policy::index_t two_q_policy::lookup_resident(tensor_id id) const noexcept
-{
-  index_t const it = index_.find(id);
-  if (it == npos || nodes_[it].q == queue::a1out) { return npos; }
-  return it;
-}
-
-bool two_q_policy::contains(tensor_id id) const noexcept { return lookup_resident(id) != npos; }
-
-bool two_q_policy::is_ghost(tensor_id id) const noexcept
-{
-  index_t const it = index_.find(id);
-  return it != npos && nodes_[it].q == queue::a1out;
 }
 
 // reclaimfor's test: "if |A1in| > Kin, page out the tail of A1in, else the tail of Am",
@@ -63,101 +43,61 @@ bool two_q_policy::evict_from_a1in(list const& a1in, list const& am) const noexc
   return a1in.wide() > cfg_.kin * (a1in.wide() + am.wide());
 }
 
-void two_q_policy::free_slot(index_t i) noexcept
-{
-  node& n = nodes_[i];
-  n.live = false;
-  n.pinned = false;
-  n.bytes = 0;
-  policies::detail::slab_release(nodes_, free_head_, i);
-}
-
 void two_q_policy::trim_ghosts() noexcept
 {
-  policies::detail::drop_front_while_over(nodes_, a1out_, cfg_.kout * (a1in_.wide() + am_.wide()), [this](index_t g) {
-    index_.erase(nodes_[g].id);
-    free_slot(g);
-  });
-}
-
-void two_q_policy::set_pinned(index_t i, bool pinned) noexcept
-{
-  node& n = nodes_[i];
-  if (n.pinned == pinned) { return; }
-  unlink(list_of(n), i);
-  n.pinned = pinned;
-  link_back(list_of(n), i);  // unpinned: the newest end of its own queue
+  policies::detail::drop_front_while_over(nodes_, a1out_, cfg_.kout * (a1in_.wide() + am_.wide()),
+                                          [this](index_t g) { release(g); });
 }
 
 void two_q_policy::on_insert(tensor_view const& v) noexcept
 {
-  if (index_t const i = index_.find(v.id); i != npos) {
+  if (index_t const i = find(v.id); i != npos) {
     node& n = nodes_[i];
     if (n.q == queue::a1out) {  // a miss on a remembered id: a second reference, into Am
-      unlink(a1out_, i);
+      policies::detail::unlink(nodes_, a1out_, i);
       n.bytes = v.bytes;
       n.q = queue::am;
-      n.pinned = v.pinned;
-      link_back(list_of(n), i);
+      if (v.pinned) {
+        adopt_pinned(i);
+      } else {
+        order_enter(i);
+      }
       return;
     }
     on_access(v);  // resident: an access
     return;
   }
-  index_t const i = policies::detail::slab_acquire(nodes_, free_head_);  // hooks are noexcept: terminate if out of memory
-  node& n = nodes_[i];
-  n = node{v.id, v.bytes, npos, npos, queue::a1in, v.pinned, true};
-  index_.insert(v.id, i);
-  link_back(list_of(n), i);
+  index_t const i = admit(v);  // hooks are noexcept: terminate if out of memory
+  if (!v.pinned) { order_enter(i); }  // the back of A1in
 }
 
-void two_q_policy::on_access(tensor_view const& v) noexcept
+void two_q_policy::access(index_t i, tensor_view const& v) noexcept
 {
-  index_t const i = lookup_resident(v.id);
-  if (i == npos) { return; }
   node& n = nodes_[i];
-  if (n.bytes != v.bytes) {
-    list_of(n).resize(n.bytes, v.bytes);
-    n.bytes = v.bytes;
-  }
+  set_bytes(i, v.bytes);
   if (n.pinned != v.pinned) {
     set_pinned(i, v.pinned);
     return;
   }
   if (!n.pinned && n.q == queue::am && am_.back != i) {  // Am is LRU; A1in ignores the access
-    unlink(am_, i);
-    link_back(am_, i);
+    order_leave(i);
+    order_enter(i);
   }
 }
 
-void two_q_policy::on_erase(tensor_id id) noexcept
+void two_q_policy::erase(index_t i) noexcept
 {
-  index_t const i = lookup_resident(id);
-  if (i == npos) { return; }
   node& n = nodes_[i];
   // See Note [2Q ghosts are made on erase].
   if (!n.pinned && n.q == queue::a1in && a1in_.front == i && evict_from_a1in(a1in_, am_)) {
-    unlink(a1in_, i);
+    policies::detail::unlink(nodes_, a1in_, i);
     n.q = queue::a1out;
-    link_back(a1out_, i);
+    policies::detail::link_back(nodes_, a1out_, i);
     trim_ghosts();
     return;
   }
-  unlink(list_of(n), i);
-  index_.erase(id);
-  free_slot(i);
-}
-
-void two_q_policy::on_pin(tensor_id id) noexcept
-{
-  index_t const i = lookup_resident(id);
-  if (i != npos) { set_pinned(i, true); }
-}
-
-void two_q_policy::on_unpin(tensor_id id) noexcept
-{
-  index_t const i = lookup_resident(id);
-  if (i != npos) { set_pinned(i, false); }
+  if (!n.pinned) { order_leave(i); }
+  release(i);
 }
 
 void two_q_policy::propose(eviction_request const& req, eviction_proposal& out) const
@@ -180,24 +120,17 @@ void two_q_policy::propose(eviction_request const& req, eviction_proposal& out) 
   }
 }
 
-bool two_q_policy::validate() const noexcept
+bool two_q_policy::order_ok(std::size_t& held) const noexcept
 {
-  struct expect {
-    list const* l;
-    queue q;
-    bool pinned;
-  };
-  std::size_t reachable = 0;
-  for (expect const e : {expect{&a1in_, queue::a1in, false}, expect{&am_, queue::am, false},
-                         expect{&a1out_, queue::a1out, false}, expect{&pinned_, queue::a1in, true}}) {
-    bool const ok = policies::detail::slab_list_ok(nodes_, *e.l, index_, [&](node const& n) {
-      return n.pinned == e.pinned && (e.pinned ? n.q != queue::a1out : n.q == e.q);
-    });
-    if (!ok) { return false; }
-    reachable += e.l->count;
+  held = 0;
+  for (list const* l : {&a1in_, &am_, &a1out_}) {
+    queue const q = l == &a1in_ ? queue::a1in : (l == &am_ ? queue::am : queue::a1out);
+    if (!policies::detail::slab_list_ok(nodes_, *l, index_, [&](node const& n) { return !n.pinned && n.q == q; })) {
+      return false;
+    }
+    held += l->count;
   }
-  if (reachable != index_.size()) { return false; }
-  return policies::detail::slab_accounted(nodes_, free_head_, reachable);
+  return true;
 }
 
 namespace policies {

@@ -45,17 +45,27 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <string_view>
-#include <vector>
 
 #include <tierpool/export.hpp>
-#include <tierpool/policies/slab_list.hpp>
-#include <tierpool/detail/id_index.hpp>
+#include <tierpool/policies/policy_base.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/types.hpp>
 
 namespace tierpool {
+namespace policies::detail {
+/// @brief two_q_policy's slab node (outside the class: the CRTP base needs it complete).
+struct two_q_node {
+  enum class queue : std::uint8_t { a1in, am, a1out };
+  tensor_id id{};
+  std::size_t bytes{0};
+  slab_slot prev{no_slot};  // towards the oldest / least recent end (front)
+  slab_slot next{no_slot};  // towards the newest end (back); free-list link for free slots
+  queue q{queue::a1in};     // the queue it belongs to (also while pinned)
+  bool pinned{false};
+  bool live{false};
+};
+}  // namespace policies::detail
 
 /**
  * @brief 2Q (A1in FIFO, A1out ghost FIFO, Am LRU) over the tensors of one tier.
@@ -73,7 +83,7 @@ namespace tierpool {
  * q.propose({.bytes_needed = 100}, out);   // out.victims == {tensor_id{1}}
  * @endcode
  */
-class TIERPOOL_EXPORT two_q_policy {
+class TIERPOOL_EXPORT two_q_policy : public policies::detail::slab_policy<two_q_policy, policies::detail::two_q_node> {
  public:
   /// @brief Configuration (registry parameters of the same names).
   struct config {
@@ -92,100 +102,56 @@ class TIERPOOL_EXPORT two_q_policy {
    */
   explicit two_q_policy(config cfg);
 
-  /// @brief A tensor became resident: into Am when its id is in A1out, else at the back of
-  ///        A1in. A known resident id is updated and counts as an access.
+  // Hooks (the contract, parameters, exceptions: tierpool::eviction_policy):
+  // - on_insert: into Am when its id is in A1out, else at the back of A1in. A known resident
+  //   id is updated and counts as an access.
+  // - on_access: a use: moves an Am tensor to the most recent end; nothing in A1in. Adopts
+  //   `v.bytes` and `v.pinned`. Unknown id: no-op.
+  // - on_erase: forget a resident tensor; remember it in A1out when 2Q evicted it (Note [2Q
+  //   ghosts are made on erase]). Unknown or ghost id: no-op.
+  // - propose: append the tensors 2Q would evict, in order, until their bytes cover
+  //   `req.bytes_needed` (nothing when it is 0), or all unpinned ones when they cannot.
+  // - on_pin, on_unpin (an unpinned tensor returns at the newest end of its own queue), size,
+  //   evictable_count, pinned_count, contains (ghosts excluded), validate: slab_policy.
   void on_insert(tensor_view const& v) noexcept;
-  /// @brief A use: moves an Am tensor to the most recent end; nothing in A1in. Adopts
-  ///        `v.bytes` and `v.pinned`. Unknown id: no-op.
-  void on_access(tensor_view const& v) noexcept;
-  /// @brief Forget a resident tensor; remember it in A1out when 2Q evicted it (Note [2Q
-  ///        ghosts are made on erase]). Unknown or ghost id: no-op.
-  void on_erase(tensor_id id) noexcept;
-  /// @brief Take a tensor out of its queue. Idempotent; unknown id: no-op.
-  void on_pin(tensor_id id) noexcept;
-  /// @brief Return a pinned tensor at the newest end of its queue. Idempotent; unknown id: no-op.
-  void on_unpin(tensor_id id) noexcept;
-
-  /**
-   * @brief Append the tensors 2Q would evict, in order, until their bytes cover
-   *        `req.bytes_needed` (nothing when it is 0), or all unpinned ones when they cannot.
-   * @param req What to free; only `bytes_needed` is used.
-   * @param out Proposal to append to (the caller clears it).
-   * @throws std::bad_alloc only when `out` must grow and the host is out of memory
-   */
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-  /// @brief "two_q".
-  [[nodiscard]] std::string_view name() const noexcept { return "two_q"; }
-  /// @brief The configuration.
-  [[nodiscard]] config const& get_config() const noexcept { return cfg_; }
-  /// @brief Resident tensors tracked (pinned or not; ghosts excluded).
-  [[nodiscard]] std::size_t size() const noexcept { return a1in_.count + am_.count + pinned_.count; }
   /// @brief Unpinned tensors in A1in.
   [[nodiscard]] std::size_t a1in_count() const noexcept { return a1in_.count; }
   /// @brief Unpinned tensors in Am.
   [[nodiscard]] std::size_t am_count() const noexcept { return am_.count; }
   /// @brief Ghost ids in A1out.
   [[nodiscard]] std::size_t ghost_count() const noexcept { return a1out_.count; }
-  /// @brief Pinned tensors tracked.
-  [[nodiscard]] std::size_t pinned_count() const noexcept { return pinned_.count; }
-  /// @brief True when `id` is resident here (ghosts excluded).
-  [[nodiscard]] bool contains(tensor_id id) const noexcept;
-  /// @brief True when `id` is a ghost in A1out.
-  [[nodiscard]] bool is_ghost(tensor_id id) const noexcept;
-
-  /**
-   * @brief Check every invariant: links, queue tags, counts, byte sums, the index, the
-   *        free list, A1out within Kout after its last trim. O(n); for tests.
-   * @return True when consistent.
-   */
-  [[nodiscard]] bool validate() const noexcept;
 
  private:
-  using index_t = std::uint32_t;
-  static constexpr index_t npos = std::numeric_limits<index_t>::max();
+  friend slab_policy;
+  static constexpr std::string_view policy_name = "two_q";  // name()
+  using queue = node::queue;
+  using list = policies::detail::slab_list;  // oldest at front
 
-  enum class queue : std::uint8_t { a1in, am, a1out };
-
-  struct node {
-    tensor_id id{};
-    std::size_t bytes{0};
-    index_t prev{npos};  // towards the oldest / least recent end (front)
-    index_t next{npos};  // towards the newest end (back); free-list link for free slots
-    queue q{queue::a1in};  // the queue it belongs to (also while pinned)
-    bool pinned{false};
-    bool live{false};
-  };
-  // A doubly-linked list over slab positions, oldest at front. Invariant: count == #nodes
-  // reachable from front; bytes_high * 2^64 + bytes_low == exact sum of their bytes.
-  using list = policies::detail::slab_list;
-
-  void link_back(list& l, index_t i) noexcept;
-  void unlink(list& l, index_t i) noexcept;
-  [[nodiscard]] list& list_of(node const& n) noexcept;
+  [[nodiscard]] list& queue_of(node const& n) noexcept;  // a1in_, am_ or a1out_, whatever the pin
   [[nodiscard]] bool evict_from_a1in(list const& a1in, list const& am) const noexcept;
   void trim_ghosts() noexcept;
-  void free_slot(index_t i) noexcept;
-  void set_pinned(index_t i, bool pinned) noexcept;
-  [[nodiscard]] index_t lookup_resident(tensor_id id) const noexcept;
+
+  void access(index_t i, tensor_view const& v) noexcept;  // on_access of a resident tensor
+  void erase(index_t i) noexcept;                          // on_erase of a resident tensor
+
+  // The order (Note [One base for the slab policies]).
+  [[nodiscard]] static bool is_ghost_node(node const& n) noexcept { return n.q == queue::a1out; }
+  void order_leave(index_t i) noexcept { policies::detail::unlink(nodes_, queue_of(nodes_[i]), i); }
+  void order_enter(index_t i) noexcept { policies::detail::link_back(nodes_, queue_of(nodes_[i]), i); }
+  void order_resize(index_t i, std::size_t from, std::size_t to) noexcept { queue_of(nodes_[i]).resize(from, to); }
+  [[nodiscard]] std::size_t order_count() const noexcept { return a1in_.count + am_.count; }
+  [[nodiscard]] bool order_ok(std::size_t& held) const noexcept;
 
   config cfg_;
-  std::vector<node> nodes_;  // slab; size() == resident + ghosts + free
-  index_t free_head_{npos};  // free slots chained through node::next
-  tierpool::detail::id_index index_;  // id -> slab position (ghosts too); never iterated
   list a1in_;    // FIFO of first-time tensors, unpinned
   list am_;      // LRU of re-referenced tensors, unpinned, least recent at front
   list a1out_;   // ghost FIFO: ids of tensors evicted from A1in, oldest at front
-  list pinned_;  // pinned resident tensors; order irrelevant
 };
 
 namespace policies {
-/**
- * @brief Register `"two_q"` (parameters kin, kout) in `registry`. Called by
- *        register_builtin_policies().
- * @param registry The registry.
- * @throws tierpool::logic_error if "two_q" is already registered
- */
+/// @brief Register `"two_q"` (register_builtin_policies() calls it). @throws tierpool::logic_error if taken
 TIERPOOL_EXPORT void register_two_q(policy_registry& registry);
 }  // namespace policies
 

@@ -12,17 +12,19 @@
 // Note [Why the loop is a template]
 //   Rationale: an indirect call per hook costs ~2-3 ns and blocks inlining of the loop's
 //   bookkeeping around it; at 10 M requests/s the whole budget is 100 ns.
-//   Approach: cache_loop<Policy> is instantiated for lru_policy (reached through
-//   any_eviction_policy::target<lru_policy>()) and for any_eviction_policy (every other
-//   policy). Per-object state lives in one flat vector indexed by the dense object index
+//   Approach: cache_loop<Policy> is instantiated for every policy that opted in to being
+//   called through its concrete type (policies::visit_concrete(), generated from the
+//   policies' CONCRETE_TYPE flags: Note [Calling a policy through its concrete type]) and
+//   for any_eviction_policy (every other policy). This file names no policy. Per-object state lives in one flat vector indexed by the dense object index
 //   (16 bytes: one cache line holds four), and the tensor_view handed to the hooks is
 //   built on the stack with the trace's true next use (Belady reads it).
-//   Limitations: lru_policy's hooks are out-of-line calls into its own hash map; that map,
-//   not this loop, is the larger cost (see docs/chapters/replay.md, "Speed").
+//   Limitations: an opted-in policy's hooks are still out-of-line (direct) calls into its
+//   own index; that index, not this loop, is the larger cost (see docs/chapters/replay.md,
+//   "Speed").
 #include "replay/detail/engines.hpp"
 
 #include <tierpool/error.hpp>
-#include <tierpool/policies/lru_policy.hpp>
+#include <tierpool/policies/concrete_policies.hpp>
 
 #include <string>
 #include <vector>
@@ -170,9 +172,7 @@ void cache_loop(compiled_data const& d, Policy& policy, run_options const& o, co
 void run_cache(compiled_data const& d, any_eviction_policy& policy, run_options const& o, replay_result& out)
 {
   counters c;
-  if (auto* lru = policy.target<lru_policy>()) {
-    cache_loop(d, *lru, o, c);
-  } else {
+  if (!policies::visit_concrete(policy, [&](auto& concrete) { cache_loop(d, concrete, o, c); })) {
     cache_loop(d, policy, o, c);
   }
   out.hits = c.hits;

@@ -216,9 +216,9 @@ std::vector<replay_result> run_grid(compiled_trace const& trace, grid_options co
     });
   });
 
-  // Bytes moved relative to Belady on the same capacity.
-  for (std::size_t p = 0; p < options.policies.size(); ++p) {
-    if (options.policies[p] != "belady") { continue; }
+  // Bytes moved relative to the reference policy on the same capacity.
+  for (std::size_t p = 0; p < options.policies.size() && !options.reference.empty(); ++p) {
+    if (options.policies[p] != options.reference) { continue; }
     for (std::size_t k = 0; k < total; ++k) {
       replay_result const& b = results[p * nc + k % nc];
       std::uint64_t const ref = b.bytes_h2d + b.bytes_d2h;

@@ -15,8 +15,11 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include <tierpool/policies/concrete_policies.hpp>
 #include <tierpool/policies/lru_policy.hpp>
 #include <tierpool/policy.hpp>
 
@@ -402,3 +405,40 @@ TEST(PolicyParams, SetChecksTheAlternative)
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------------------
+// The concrete-type opt-in (Note [Calling a policy through its concrete type]): lru opts in
+// with CONCRETE_TYPE in policies/CMakeLists.txt, so visit_concrete() hands it over as
+// lru_policy; a policy that does not opt in (fifo) is left to the erased path.
+// ---------------------------------------------------------------------------------------
+
+TEST(ConcreteTypes, LruIsHandedOverAsItsConcreteType)
+{
+  auto p = policy_registry::with_builtins().create("lru:refresh_interval=7");
+  int calls = 0;
+  bool const visited = tierpool::policies::visit_concrete(p, [&](auto& concrete) {
+    ++calls;
+    EXPECT_TRUE((std::is_same_v<std::decay_t<decltype(concrete)>, lru_policy>));
+    if constexpr (std::is_same_v<std::decay_t<decltype(concrete)>, lru_policy>) {
+      EXPECT_EQ(concrete.get_config().refresh_interval, 7U);  // the held object, not a copy
+      concrete.on_insert({.id = tierpool::tensor_id{5}, .bytes = 10});
+    }
+  });
+  EXPECT_TRUE(visited);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(p.propose({.bytes_needed = 10}).victims, std::vector<tierpool::tensor_id>{tierpool::tensor_id{5}});
+}
+
+TEST(ConcreteTypes, PoliciesThatDidNotOptInStayErased)
+{
+  for (char const* spec : {"fifo", "arc", "belady"}) {
+    auto p = policy_registry::with_builtins().create(spec);
+    int calls = 0;
+    EXPECT_FALSE(tierpool::policies::visit_concrete(p, [&](auto&) { ++calls; })) << spec;
+    EXPECT_EQ(calls, 0) << spec;
+  }
+  tierpool::any_eviction_policy moved = policy_registry::with_builtins().create("lru");
+  tierpool::any_eviction_policy taken = std::move(moved);
+  EXPECT_FALSE(tierpool::policies::visit_concrete(moved, [](auto&) {}));  // NOLINT(bugprone-use-after-move): empty
+  EXPECT_TRUE(tierpool::policies::visit_concrete(taken, [](auto&) {}));
+}

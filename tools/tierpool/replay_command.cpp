@@ -154,6 +154,7 @@ int replay_command(int argc, char** argv)
   }
   g.policies = split_policies(policy_args);
   if (g.policies.empty()) { g.policies = {"lru"}; }  // no --policy at all
+  g.reference = "belady";  // the "vs belady" column: bytes moved relative to belady, when it runs
   g.capacities = tr::parse_capacities(capacities);
   std::string link_error;
   auto const lm = parse_link_model(link, &link_error);

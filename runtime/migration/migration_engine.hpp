@@ -60,9 +60,9 @@ struct place_request {
 };
 
 /// @brief Why place() returned no block.
+/// Plain data (no string): place() returns one on every call, and a miss-heavy run places
+/// on every miss; throw_place_failure() writes the diagnosis when the request gives up.
 struct place_failure {
-  std::string diagnosis;                ///< the out_of_memory message (ladder mode, not busy)
-  oom_figures figures{};                ///< its figures and cause (ladder mode only)
   status backend_status{status::ok};    ///< last failed backend allocate while growing, if any
   /// Bytes of victims another thread held when the ladder gave up (0: none). Non-zero means
   /// the only obstacle may be transient: the request lets go of its locks and tries again
@@ -78,7 +78,7 @@ struct place_result {
   std::optional<block> blk;      ///< the block; empty: none (see why)
   event_handle after{};          ///< a reused block's pending event (null: none); the caller owns it
   stream_handle after_stream{};  ///< the stream `after` was recorded on
-  place_failure why{};           ///< when blk is empty; diagnosis, figures and busy bytes in ladder mode only
+  place_failure why{};           ///< when blk is empty; busy bytes in ladder mode only
 };
 
 /// @brief Leases the calling thread holds, in every pool (made here minus released here;

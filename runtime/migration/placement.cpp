@@ -143,7 +143,7 @@ place_result migration_engine::place(place_request const& r)
   give_up();
   if (!ladder) { return out; }
   // Other threads in the way: say so, and the request retries (Note [Busy victims are
-  // waited for, not failed on]); else the diagnosis of the failure.
+  // waited for, not failed on]); else the request fails (throw_place_failure diagnoses it).
   out.why.busy_bytes = busy;
   if (busy == 0 && thread_leases() <= 0) {
     // Nothing was busy, but leases pin part of the tier and none is this thread's: other
@@ -153,12 +153,7 @@ place_result migration_engine::place(place_request const& r)
     if (pinned != 0 && bytes <= ts.capacity) {
       out.why.busy_bytes = pinned;
       out.why.busy_pins = true;
-      busy = pinned;
     }
-  }
-  if (busy == 0) {  // a busy failure is retried by the request, which diagnoses it if it stays
-    std::lock_guard tl(ts.mem->mutex());
-    out.why.diagnosis = oom_message_locked(r.tier, bytes, &out.why.figures);
   }
   return out;
 }
@@ -278,9 +273,9 @@ void migration_engine::throw_place_failure(std::uint32_t k, std::size_t bytes, p
                          format_byte_size(why.busy_bytes) + (why.busy_pins ? " in leases" : " of the tensors eviction needs"),
                        tier_id{k}, bytes, why.busy_bytes, why.busy_pins);
   }
-  std::string msg = why.diagnosis;
-  oom_figures f = why.figures;
-  if (msg.empty()) {
+  oom_figures f{};
+  std::string msg;
+  {
     std::lock_guard tl(tiers_[k]->mem->mutex());
     msg = oom_message_locked(k, bytes, &f);
   }

@@ -65,11 +65,14 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
 
   std::uint64_t const host_cap = 2 * d.peak_live_bytes + (1ULL << 30U);
   pool_options po;
+  // The backing host tier holds every tensor (it never evicts): it keeps the pool's default
+  // policy (pool_options::policy as constructed), whatever policy is replayed.
+  std::string const backing_policy = po.policy;
   po.tiers = {
     tier_options{.kind = tier_kind::device, .capacity_bytes = cap, .chunk_bytes = cap, .policy = o.policy,
                  .name = "device"},
     tier_options{.kind = tier_kind::host, .capacity_bytes = host_cap,
-                 .chunk_bytes = std::min<std::uint64_t>(host_cap, 1ULL << 30U), .policy = "lru", .name = "host"},
+                 .chunk_bytes = std::min<std::uint64_t>(host_cap, 1ULL << 30U), .policy = backing_policy, .name = "host"},
   };
   // run_options::staging: tiers between the device tier and the backing host tier.
   for (std::size_t i = 0; i < o.staging.size(); ++i) {

@@ -658,9 +658,15 @@ TEST(Monitor, AFifoOrALinkNamedLikeASegmentIsRefusedNotWaitedOn)
 // and the other reads see the whole record.
 TEST(Monitor, ASegmentShrunkWhileReadIsAnErrorNotASigbus)
 {
-  pool p(published("shrinking"));
-  p.publish();
-  telemetry::segment_layout const lay = read_layout(p.stats_segment());
+  // The layout of a real segment, copied; the pool is gone before anything forks: a child
+  // forked while the pool's refresh thread holds an allocator lock would hang on its first
+  // allocation (it did, under AddressSanitizer).
+  telemetry::segment_layout lay{};
+  {
+    pool p(published("shrinking"));
+    p.publish();
+    lay = read_layout(p.stats_segment());
+  }
   std::string const fake = "tierpool." + std::to_string(::getpid()) + ".961";
   std::string const path = "/dev/shm/" + fake;
   int const fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

@@ -105,7 +105,7 @@ struct capacity_spec {
 struct compile_options {
   std::uint32_t loop{1};     ///< repeat the trace this many times (>= 1)
   bool ignore_size{false};   ///< every object has size 1 (cache mode only: capacities count objects)
-  /// Also build the pool-mode array (32 bytes per event; the cache-mode array, 16 bytes per
+  /// Also build the pool-mode array (32 bytes per event; the cache-mode array, 12 bytes per
   /// access, is always built). Not with ignore_size.
   bool pool{true};
 };

@@ -83,6 +83,7 @@ void cache_loop(compiled_data const& d, Policy& policy, run_options const& o, co
   std::uint64_t used = 0;
   std::size_t const n = d.cache.size();
   cache_req const* const reqs = d.cache.data();
+  size_cursor size_of(d.big_sizes.data());  // Note [Twelve-byte requests]
   std::vector<std::uint8_t>* const outcomes = o.outcomes;
   if (outcomes != nullptr) {
     outcomes->clear();
@@ -104,7 +105,7 @@ void cache_loop(compiled_data const& d, Policy& policy, run_options const& o, co
         }
         continue;
       }
-      std::uint64_t const size = r.word & kSizeMask;
+      std::uint64_t const size = size_of(r);
       bool const write = (r.word & kWriteFlag) != 0;
       c.bytes_requested += size;
       v.id = tensor_id{r.obj};

@@ -15,7 +15,7 @@
 // Note [Compiling from a reader]
 //   compile(reader&) never holds the trace's events: it takes them a batch at a time
 //   (kBatchEvents, a few tens of KiB, reused) and keeps only what the replay loops read, so
-//   a cache-mode compile of an oracleGeneral file needs 16 bytes per request where
+//   a cache-mode compile of an oracleGeneral file needs 12 bytes per request where
 //   read_all() + compile(span) needed the 80-byte events as well (and the vector's growth).
 //   A --loop above 1 keeps a 24-byte `step` per event of the first pass (the later passes
 //   replay them; the reader cannot be rewound). compile_file() reserves the arrays from the
@@ -184,7 +184,7 @@ class id_table {
 [[noreturn, gnu::cold, gnu::noinline]] void throw_too_large(std::uint64_t id, std::uint64_t bytes)
 {
   throw logic_error("replay: tensor " + std::to_string(id) + " has " + std::to_string(bytes) +
-                    " bytes (at most 2^60 - 1 = " + std::to_string(detail::kSizeMask) + ")");
+                    " bytes (at most 2^60 - 1 = " + std::to_string(detail::kMaxBytes) + ")");
 }
 
 [[noreturn, gnu::cold, gnu::noinline]] void throw_zero_allocate(std::uint64_t id)
@@ -320,7 +320,11 @@ class compiler {
         requested_ += req;
         bool const by_host = e.where == trace::host_stream;
         std::uint32_t const s = by_host ? 0U : stream_of(e.where);
-        std::uint64_t w = req & detail::kSizeMask;
+        std::uint32_t w = req < detail::kBigSize ? static_cast<std::uint32_t>(req) : detail::kBigSize;
+        if (w == detail::kBigSize) {  // Note [Twelve-byte requests]
+          d_->big_sizes.push_back(req);
+          d_->flagged = true;
+        }
         if (e.mode != trace::access_kind::read) { w |= detail::kWriteFlag; }
         if (e.mode == trace::access_kind::write_discard) {
           w |= detail::kDiscardFlag;
@@ -392,7 +396,7 @@ class compiler {
   }
   [[nodiscard]] bool too_large(std::uint64_t bytes) const noexcept
   {
-    return !options_.ignore_size && bytes > detail::kSizeMask;
+    return !options_.ignore_size && bytes > detail::kMaxBytes;
   }
   std::uint32_t obj_of(std::uint64_t id)
   {
@@ -661,14 +665,14 @@ must_move must_move_of_reads(compiled_data const& d, std::uint64_t capacity)
   std::uint64_t need = 0;
   std::uint64_t max_need = 0;
   for (cache_req const& r : d.cache) {
-    std::uint64_t const size = r.word;
+    std::uint64_t const size = r.word;  // plain reads: no flag, no big size (d.flagged is false)
     if (size > capacity) { continue; }
     std::uint64_t& s = st[r.obj];
     if (s == 0) {
       compulsory += size;
       ++copies;
     }
-    need -= s & kSizeMask;
+    need -= s & kMaxBytes;
     s = kSeen;
     if (r.next != kNoNext) {
       s |= size;
@@ -700,6 +704,7 @@ must_move compute_must_move(compiled_data const& d, std::uint64_t capacity)
   std::uint64_t dev_need = 0;
   std::uint64_t max_need = 0;
   std::uint64_t max_dev_need = 0;
+  size_cursor size_of(d.big_sizes.data());
   for (cache_req const& r : d.cache) {
     state& s = st[r.obj];
     if ((r.word & kFreeFlag) != 0) {
@@ -708,7 +713,7 @@ must_move compute_must_move(compiled_data const& d, std::uint64_t capacity)
       s = state{};
       continue;
     }
-    std::uint64_t const size = r.word & kSizeMask;
+    std::uint64_t const size = size_of(r);
     if (size > capacity) { continue; }
     if (!s.seen) {
       s.seen = true;

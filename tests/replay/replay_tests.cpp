@@ -170,6 +170,42 @@ TEST(ReplayCacheMode, LruSequenceByHand)
   EXPECT_EQ(r.bytes_d2h, 0U);  // nothing was written
 }
 
+// Note [Twelve-byte requests]: a request of 2^28 - 1 bytes or more keeps its size beside
+// the array, in request order. Sizes from 4 KiB to 2 GiB, both sides of the boundary and on
+// it, some requests resizing their object: every outcome and figure as the reference cache,
+// and the same figures when the trace is looped (the sizes are read again in order).
+TEST(ReplayCacheMode, SizesPastTwentyEightBitsMatchTheReference)
+{
+  constexpr std::uint64_t kBoundary = (std::uint64_t{1} << 28U) - 1U;
+  std::vector<tt::event> ev = {read(1000, kBoundary - 1), read(1001, kBoundary), read(1002, kBoundary + 1),
+                               read(1000, kBoundary - 1), read(1001, kBoundary)};
+  std::uint64_t x = 12345;
+  for (int i = 0; i < 20000; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    std::uint64_t const id = (x >> 33U) % 200U;
+    std::uint64_t size = id % 3 == 0 ? kBoundary + id * 7919ULL % (std::uint64_t{1792} << 20U) : 4096 + id * 37;
+    if ((x >> 20U) % 50 == 0) { size += 1; }  // a request that resizes its object
+    ev.push_back(read(id + 1, size));
+  }
+  std::uint64_t const cap = std::uint64_t{8} << 30U;
+  for (bool const lru : {true, false}) {
+    SCOPED_TRACE(lru ? "lru" : "fifo");
+    auto const ref = reference_cache(ev, cap, false, lru);
+    for (std::uint32_t const loop : {1U, 2U}) {
+      auto const t = tr::compiled_trace::compile(ev, {.loop = loop, .pool = false});
+      std::vector<std::uint8_t> out;
+      auto const r = run_cache(t, lru ? "lru" : "fifo", cap, &out);
+      if (loop == 1) { EXPECT_EQ(out, ref.outcomes); }
+      EXPECT_EQ(r.bytes_requested, loop * ref.bytes_requested);
+      EXPECT_EQ(r.hits + r.misses, loop * ev.size());
+      if (loop == 1) {
+        EXPECT_EQ(r.hits, ref.hits);
+        EXPECT_EQ(r.bytes_missed, ref.bytes_missed);
+      }
+    }
+  }
+}
+
 TEST(ReplayCacheMode, HitKeepsTheCachedSizeAndOversizeIsNotAdmitted)
 {
   // Object 1 cached at 100; a later request says 250: still a hit, cached size stays 100,

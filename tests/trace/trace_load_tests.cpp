@@ -259,7 +259,7 @@ TEST(TraceLoad, TheFirstRefusalInTraceOrderIsReported)
   std::vector<event> zero_first = unsized_first;
   std::swap(zero_first[5], zero_first[9]);
   std::vector<event> too_big_first = unsized_first;
-  too_big_first[2] = {.kind = event_kind::access, .tensor = 4, .bytes = rd::kSizeMask + 1};
+  too_big_first[2] = {.kind = event_kind::access, .tensor = 4, .bytes = rd::kMaxBytes + 1};
   struct cse {
     std::vector<event> const* events;
     char const* message;

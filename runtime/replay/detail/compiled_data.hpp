@@ -19,20 +19,50 @@ namespace tierpool::replay::detail {
 /// "No next access" in cache_req::next and pool_op::next.
 inline constexpr std::uint32_t kNoNext = std::numeric_limits<std::uint32_t>::max();
 
-// cache_req::word: size in the low 60 bits, flags above.
-inline constexpr std::uint64_t kFreeFlag = 1ULL << 63U;     // not a request: the object is freed
-inline constexpr std::uint64_t kWriteFlag = 1ULL << 62U;    // read_write or write_discard
-inline constexpr std::uint64_t kDiscardFlag = 1ULL << 61U;  // write_discard: needs no copy-in
-inline constexpr std::uint64_t kBornOnDeviceFlag = 1ULL << 60U;  // first access of a tensor allocated without a host preference
-inline constexpr std::uint64_t kSizeMask = (1ULL << 60U) - 1U;
+/// Largest size of a tensor or object (and the mask of a size in a 64-bit word).
+inline constexpr std::uint64_t kMaxBytes = (1ULL << 60U) - 1U;
 
-/// One request of the cache-mode array (16 bytes: four per cache line).
+// cache_req::word: the size in the low 28 bits, flags in the top 4.
+inline constexpr std::uint32_t kFreeFlag = 1U << 31U;     // not a request: the object is freed
+inline constexpr std::uint32_t kWriteFlag = 1U << 30U;    // read_write or write_discard
+inline constexpr std::uint32_t kDiscardFlag = 1U << 29U;  // write_discard: needs no copy-in
+inline constexpr std::uint32_t kBornOnDeviceFlag = 1U << 28U;  // first access of a tensor allocated without a host preference
+inline constexpr std::uint32_t kSizeMask = (1U << 28U) - 1U;
+/// A size of kBigSize bytes or more: the request's size is the next entry of
+/// compiled_data::big_sizes (in request order; see Note [Twelve-byte requests]).
+inline constexpr std::uint32_t kBigSize = kSizeMask;
+
+// Note [Twelve-byte requests]
+// A cache-mode run holds one entry per request (2.3 M for the CloudPhysics trace looped 20
+// times): the entry's size is what a run's memory is. Sizes below 256 MiB (every request of
+// a block or object cache trace, most tensors) fit in 28 bits beside the flags; a larger one
+// stores kBigSize and its size goes, in request order, to big_sizes. Every reader walks the
+// array front to back, so a cursor into big_sizes finds it without a search: one branch,
+// never taken on a cache trace. 16 bytes a request before (a 64-bit size word).
+
+/// One request of the cache-mode array (12 bytes).
 struct cache_req {
   std::uint32_t obj;   ///< dense object index
   std::uint32_t next;  ///< position of the object's next request in the array, or kNoNext
-  std::uint64_t word;  ///< requested size | flags (a free carries kFreeFlag and the size 0)
+  std::uint32_t word;  ///< requested size (kBigSize: see big_sizes) | flags (a free carries kFreeFlag and the size 0)
 };
-static_assert(sizeof(cache_req) == 16);
+static_assert(sizeof(cache_req) == 12);
+
+/// Reads the sizes of the requests in order (Note [Twelve-byte requests]).
+class size_cursor {
+ public:
+  explicit size_cursor(std::uint64_t const* big) noexcept : big_(big) {}
+  /// The size of `r`, the next request in array order.
+  [[nodiscard]] std::uint64_t operator()(cache_req const& r) noexcept
+  {
+    std::uint32_t const s = r.word & kSizeMask;
+    if (s != kBigSize) [[likely]] { return s; }
+    return *big_++;
+  }
+
+ private:
+  std::uint64_t const* big_;
+};
 
 /// What a pool-mode event does.
 enum class pool_op_kind : std::uint8_t { allocate, free, access, prefetch, compute, release };
@@ -62,6 +92,8 @@ struct compiled_data {
   /// pages]), one page fault per 131072 requests instead of one per 256.
   std::vector<cache_req, tierpool::detail::big_array_allocator<cache_req>> cache;
   std::vector<pool_op, tierpool::detail::big_array_allocator<pool_op>> ops;  ///< empty unless options.pool
+  /// Sizes of the requests of kBigSize bytes or more, in request order (Note [Twelve-byte requests]).
+  std::vector<std::uint64_t> big_sizes;
   std::uint64_t events{0};
   std::uint64_t requests{0};
   std::uint64_t objects{0};

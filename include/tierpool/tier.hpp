@@ -37,4 +37,11 @@ inline constexpr std::size_t tier_kind_count = 4;
   return kind != tier_kind::device;
 }
 
+/// @brief True when memory of this kind can be read and written by device kernels
+///        (device and managed memory).
+[[nodiscard]] constexpr bool is_device_accessible(tier_kind kind) noexcept
+{
+  return kind == tier_kind::device || kind == tier_kind::managed;
+}
+
 }  // namespace tierpool

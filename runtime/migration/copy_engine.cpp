@@ -262,9 +262,8 @@ status migration_engine::copy_locked(tensor_record& rec, std::uint32_t from, std
     counters_->bytes_down.fetch_add(rec.bytes, std::memory_order_relaxed);
     counters_->copies_down.fetch_add(1, std::memory_order_relaxed);
   }
-  auto on_device = [](tier_kind kd) { return kd == tier_kind::device || kd == tier_kind::managed; };
-  bool const dev_to = on_device(tiers_[to]->kind);
-  bool const dev_from = on_device(tiers_[from]->kind);
+  bool const dev_to = is_device_accessible(tiers_[to]->kind);
+  bool const dev_from = is_device_accessible(tiers_[from]->kind);
   if (dev_to && !dev_from) {
     counters_->bytes_h2d.fetch_add(rec.bytes, std::memory_order_relaxed);
     counters_->copies_h2d.fetch_add(1, std::memory_order_relaxed);

@@ -4,7 +4,7 @@
  * @file record_slab.hpp
  * @brief Internal: tierpool::detail::record_slab, fixed-size blocks for a pool's tensor
  *        records; slab_deleter and record_allocator, to make a std::shared_ptr whose
- *        object and control block both come from slabs (make_record in pool_impl.cpp).
+ *        object and control block both come from slabs (pool_impl::make_record, core/detail/tensor_ops.cpp).
  *
  * See Note [Tensor records come from a slab] in record_slab.cpp.
  */

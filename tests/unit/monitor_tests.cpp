@@ -110,6 +110,23 @@ int in_child(F&& body, unsigned seconds = 60)
   return WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
 }
 
+/// A sticky directory of our own (mkdtemp from `tmpl`), holding one segment named after a
+/// process that has exited: what a crash leaves in /dev/shm.
+void make_stale_segment_dir(char const* tmpl, std::string& dir, std::string& stale)
+{
+  std::string name = tmpl;
+  ASSERT_NE(::mkdtemp(name.data()), nullptr);
+  dir = name;
+  ASSERT_EQ(::chmod(dir.c_str(), 01777), 0);
+  pid_t const dead = ::fork();
+  ASSERT_GE(dead, 0);
+  if (dead == 0) { ::_exit(0); }
+  int st = 0;
+  ASSERT_EQ(::waitpid(dead, &st, 0), dead);
+  stale = "tierpool." + std::to_string(dead) + ".1";
+  { std::ofstream(dir + "/" + stale) << "left by a crash"; }
+}
+
 constexpr int kSkip = 77;  // the child could not set up what it needs
 
 /// Become the unprivileged user nobody (65534); false when this process may not.
@@ -768,17 +785,9 @@ TEST(Monitor, WhatASegmentSaysIsMadePrintableAndFinite)
 // no other test's cleaning races this one, as the user nobody.
 TEST(Monitor, CleanSaysWhatItMayNotRemove)
 {
-  char tmpl[] = "/tmp/tierpool-clean-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  std::string const dir = tmpl;
-  ASSERT_EQ(::chmod(dir.c_str(), 01777), 0);
-  pid_t const dead = ::fork();
-  ASSERT_GE(dead, 0);
-  if (dead == 0) { ::_exit(0); }
-  int st = 0;
-  ASSERT_EQ(::waitpid(dead, &st, 0), dead);
-  std::string const stale = "tierpool." + std::to_string(dead) + ".1";
-  { std::ofstream(dir + "/" + stale) << "left by a crash"; }
+  std::string dir;
+  std::string stale;
+  ASSERT_NO_FATAL_FAILURE(make_stale_segment_dir("/tmp/tierpool-clean-XXXXXX", dir, stale));
   int const code = in_child([&] {
     if (!become_nobody()) { return kSkip; }
     set_stats_segment_directory(dir);
@@ -932,17 +941,9 @@ TEST(Monitor, TopSaysWhenItMayNotReadASegment)
 // and ends with a non-zero status.
 TEST(Monitor, TopCleanSaysWhatItCouldNotRemove)
 {
-  char tmpl[] = "/tmp/tierpool-topclean-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  std::string const dir = tmpl;
-  ASSERT_EQ(::chmod(dir.c_str(), 01777), 0);
-  pid_t const dead = ::fork();
-  ASSERT_GE(dead, 0);
-  if (dead == 0) { ::_exit(0); }
-  int st = 0;
-  ASSERT_EQ(::waitpid(dead, &st, 0), dead);
-  std::string const stale = "tierpool." + std::to_string(dead) + ".1";
-  { std::ofstream(dir + "/" + stale) << "left by a crash"; }
+  std::string dir;
+  std::string stale;
+  ASSERT_NO_FATAL_FAILURE(make_stale_segment_dir("/tmp/tierpool-topclean-XXXXXX", dir, stale));
   int const code = in_child([&] {
     if (!become_nobody()) { return kSkip; }
     auto const [text, rc] = run_status(std::string(TIERPOOL_CLI) + " top --clean --shm-dir " + dir);

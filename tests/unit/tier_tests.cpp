@@ -87,6 +87,19 @@ void expect_disjoint(std::vector<block> blocks)
   }
 }
 
+TEST(TierKind, WhoCanReachEachKind)
+{
+  using tierpool::tier_kind;
+  EXPECT_TRUE(tierpool::is_device_accessible(tier_kind::device));
+  EXPECT_TRUE(tierpool::is_device_accessible(tier_kind::managed));
+  EXPECT_FALSE(tierpool::is_device_accessible(tier_kind::pinned_host));
+  EXPECT_FALSE(tierpool::is_device_accessible(tier_kind::host));
+  EXPECT_FALSE(tierpool::is_host_accessible(tier_kind::device));
+  EXPECT_TRUE(tierpool::is_host_accessible(tier_kind::managed));
+  EXPECT_TRUE(tierpool::is_host_accessible(tier_kind::pinned_host));
+  EXPECT_TRUE(tierpool::is_host_accessible(tier_kind::host));
+}
+
 TEST(Tier, GrowsChunkByChunkUpToCapacityThenFails)
 {
   rig r;

@@ -102,8 +102,7 @@ inline void clear_last_error() noexcept { (void)cudaGetLastError(); }
  */
 [[nodiscard]] constexpr bool copy_needs_staging(tier_kind dst, tier_kind src) noexcept
 {
-  auto const device_side = [](tier_kind k) { return k == tier_kind::device || k == tier_kind::managed; };
-  return (dst == tier_kind::host && device_side(src)) || (src == tier_kind::host && device_side(dst));
+  return (dst == tier_kind::host && is_device_accessible(src)) || (src == tier_kind::host && is_device_accessible(dst));
 }
 
 /**

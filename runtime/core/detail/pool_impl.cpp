@@ -18,13 +18,14 @@
 // (Note [The quiesce gate], op_gate.hpp). A thread never holds two tier locks: eviction claims victims under the tier lock,
 // drops it, writes dirty victims back (locking the lower tier), then relocks to vacate.
 // A thread-local list of the records it holds keeps it from try-locking its own (UB on a
-// std::mutex). Leaf locks: table_mtx_, stream_mtx_, access_shard::busy. Hits buffer
-// their policy access events per shard (Note [The hit path takes no shared lock] in
-// copy_engine.cpp), applied under the tier lock later.
+// std::mutex). Leaf locks: table_mtx_, the stream registry's, the prefetch queue's, the
+// tenant ledger's, the callbacks', the predictor's, access_shard::busy. Hits buffer their
+// policy access events per shard (Note [The hit path takes no shared lock] in
+// runtime/migration/copy_engine.cpp), applied under the tier lock later.
 // Limitations: a victim busy in another thread is skipped for this round (counted as
 // "in flight" by asking the policy for more bytes), so eviction may pick a less ideal one;
 // a request that finds only busy victims lets go and retries (Note [Busy victims are
-// waited for, not failed on], placement.cpp).
+// waited for, not failed on], runtime/migration/placement.cpp).
 #include "core/detail/pool_impl.hpp"
 
 #include <tierpool/backend_factory.hpp>
@@ -206,7 +207,7 @@ tensor_record& pool_impl::checked_record(tensor const& t, char const* what) cons
 std::size_t pool_impl::device_tier() const
 {
   for (std::size_t k = 0; k < engine_.tiers().size(); ++k) {
-    if (device_accessible(engine_.tiers()[k]->kind)) { return k; }
+    if (is_device_accessible(engine_.tiers()[k]->kind)) { return k; }
   }
   throw logic_error("pool::acquire: the pool has no device-accessible tier (device or managed)");
 }

@@ -2,12 +2,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /**
  * @file pool_impl.hpp
- * @brief Internal: the engine behind tierpool::pool — tensor records (one copy slot per
- *        tier), the tiers with their policies, placement, the out-of-memory ladder,
- *        eviction and the copies between tiers.
+ * @brief Internal: the coordinator behind tierpool::pool — the record table, the tensor
+ *        operations, and the components it owns: the stream registry, the migration
+ *        engine (tiers, copies, eviction, the ladder, prefetch), the tenant ledger, the
+ *        low-memory callbacks, the counters, recording and publishing.
  *
- * Not installed API. See docs/notes/pool_design.md for the plan this implements and
- * docs/chapters/tiers.md for the user-facing behaviour.
+ * Not installed API. docs/chapters/architecture.md walks one acquire() through the
+ * components; docs/notes/pool_design.md says why they are as they are.
  *
  * Locks (one order, no exceptions; see Note [Lock order of the pool] in pool_impl.cpp):
  * tensor_record::mtx before tier_state's mutex (tier::mutex()); a thread never blocks on a
@@ -21,17 +22,13 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include <tierpool/backend.hpp>
-#include <tierpool/detail/flat_table.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/pool.hpp>
 #include <tierpool/pool_options.hpp>
@@ -54,9 +51,6 @@
 #include "tiers/tier.hpp"
 
 namespace tierpool::detail {
-
-/// @brief True for the tier kinds a kernel can read (device, managed).
-[[nodiscard]] inline bool device_accessible(tier_kind k) noexcept { return k == tier_kind::device || k == tier_kind::managed; }
 
 /// @brief The engine behind tierpool::pool. Every public member is internally synchronized.
 class pool_impl final : public record_owner, public std::enable_shared_from_this<pool_impl> {

@@ -90,7 +90,7 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
   if (options.next_use) { rec->next_use.store(std::min(*options.next_use, kNoForecast - 1), std::memory_order_relaxed); }
   rec->opts = std::move(options);
   rec->prefers_device_accessible =
-    rec->opts.preferred_tier && device_accessible(engine_.tiers()[static_cast<std::uint32_t>(*rec->opts.preferred_tier)]->kind);
+    rec->opts.preferred_tier && is_device_accessible(engine_.tiers()[static_cast<std::uint32_t>(*rec->opts.preferred_tier)]->kind);
   rec->slots.resize(n);
 
   // Placement (see docs/chapters/tiers.md): the preferred tier with the whole ladder; else
@@ -213,7 +213,7 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
     // are steered to the device (no copy into the device tier). Other tensors come back
     // into the device tier, whose budget is what the program sized.
     auto const k = static_cast<std::uint32_t>(*rec.opts.preferred_tier);
-    if (k > d && k < rec.slots.size() && device_accessible(engine_.tiers()[k]->kind) &&
+    if (k > d && k < rec.slots.size() && is_device_accessible(engine_.tiers()[k]->kind) &&
         rec.slots[k].state == copy_state::valid) {
       d = k;
     }

@@ -436,7 +436,7 @@ add_test(NAME cli.replay.help COMMAND $<TARGET_FILE:tierpool_cli> replay --help)
 set_tests_properties(cli.replay.help PROPERTIES LABELS cpu PASS_REGULAR_EXPRESSION "--policy.*--capacity.*--mode.*--plot")
 
 # Unserved requests are a column of the table, and each row with some is warned about
-# (only the JSON showed them; the row's makespan can be under its lower bound).
+# (only the JSON showed them; the row's makespan can be under its ideal time).
 set(_tp_replay_unserved ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_unserved.tpt)
 file(WRITE ${_tp_replay_unserved} "# tierpool-trace v1\nread 1 bytes=4096\nread 2 bytes=100\nread 1 bytes=4096\nread 2 bytes=100\n")
 add_test(NAME cli.replay.unserved_column COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_unserved} --mode cache --capacity 1KiB,8KiB -q)
@@ -486,7 +486,7 @@ set_tests_properties(cli.replay.no_accesses_message PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "tierpool: error: trace '[^']*cli_replay_noaccess\\.tpt' has no accesses \\(2 events\\): nothing to replay")
 
 # Overflows: a size past the cache word's 60 bits (masked before), a link too slow for the
-# simulated clock (the makespan saturated under its own lower bound).
+# simulated clock (the makespan saturated under its own ideal time).
 set(_tp_replay_huge ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_huge.tpt)
 file(WRITE ${_tp_replay_huge} "# tierpool-trace v1\nread 43 bytes=18446744073709551615\nread 2 bytes=512\n")
 add_test(NAME cli.replay.huge_size_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_huge} --mode cache -q)

@@ -210,8 +210,11 @@ struct replay_result {
   double compute_seconds{0.0};         ///< the longest stream's compute time
   double stall_seconds{0.0};           ///< time streams waited (see docs/chapters/replay.md)
   double makespan_seconds{0.0};        ///< virtual end time
-  double lower_bound_seconds{0.0};     ///< max(compute, transfer floor) (see docs/chapters/replay.md)
-  std::uint64_t must_move_h2d{0};      ///< SUM: bytes any policy must copy in at this capacity
+  /// The ideal time, a floor no policy or prefetcher beats: pool mode max(the longest
+  /// stream's compute, must_move_h2d on the h2d link, must_move_d2h on the d2h link); cache
+  /// mode (one blocking timeline) their sum (docs/chapters/replay.md, "The ideal time").
+  double ideal_seconds{0.0};
+  std::uint64_t must_move_h2d{0};      ///< SUM: bytes any policy must copy in at this capacity (fractional Belady MIN)
   std::uint64_t must_move_d2h{0};      ///< SUM: bytes any policy must write back at this capacity
   /// (bytes_h2d + bytes_d2h) / the reference policy's on the same capacity; set by run_grid
   /// when grid_options::reference is among the policies (the CLI's reference is belady).
@@ -229,6 +232,11 @@ struct replay_result {
   [[nodiscard]] double miss_ratio() const noexcept
   {
     return requests == 0 ? 0.0 : static_cast<double>(misses) / static_cast<double>(requests);
+  }
+  /// @brief makespan / ideal: 1 is as fast as any schedule can be (1 when the ideal is 0).
+  [[nodiscard]] double makespan_vs_ideal() const noexcept
+  {
+    return ideal_seconds <= 0.0 ? 1.0 : makespan_seconds / ideal_seconds;
   }
   /// @brief bytes_missed / bytes_requested (0 when nothing was requested).
   [[nodiscard]] double byte_miss_ratio() const noexcept

@@ -4,7 +4,7 @@
 // compiled_trace.cpp — owns compiled_trace::compile() (from a span of events or straight
 // from a reader) and compile_file(): trace events -> the compact arrays of compiled_data
 // (dense ids, resolved sizes, next-access positions), the capacity parsing, and
-// compute_must_move() (the transfer floor of the lower bound).
+// compute_must_move() (the transfer floors of the ideal time).
 //
 // Note [Next use in a backward pass]
 //   Walking the compiled array from the end, next_pos[obj] holds the position of the
@@ -644,72 +644,172 @@ std::uint64_t compiled_trace::resolve(capacity_spec const& spec, replay_mode mod
 
 namespace detail {
 
-// See docs/chapters/replay.md, "Lower bound". need = bytes of live objects whose next
-// access reads them (they must be on the device then); dev_need = those of them whose
-// current bytes exist only on the device (born there or written since). At any point at
-// most `capacity` bytes are resident, so at least need - capacity bytes must still be
-// copied in later, and dev_need - capacity bytes must have been written back earlier.
-// Objects larger than the capacity are never admitted and are left out.
+// See docs/chapters/replay.md, "The ideal time". Two floors, one pass each.
+//
+// h2d: byte-granular (fractional) Belady MIN, Note [Fractional Belady is a floor].
+// d2h: need = bytes of live objects whose next access reads them; dev_need = those of them
+// whose current bytes exist only on the device (born there or written since). At most
+// `capacity` bytes are resident at any point, so dev_need - capacity bytes must have been
+// written back earlier. Objects larger than the capacity are never admitted and are left out.
+//
+// Note [Fractional Belady is a floor]
+//   Cut every object into bytes, each byte a unit page requested whenever its object is.
+//   Any schedule of whole objects (demand or prefetching, any policy) is a schedule of those
+//   pages, and copies in at least as many bytes as the pages' optimum. For unit pages,
+//   Belady's MIN (evict the page whose next request is furthest; may bypass, i.e. evict the
+//   page just requested) copies in the fewest, and no prefetching schedule copies fewer
+//   (a prefetching schedule can be made demand-only without adding a fetch). The bytes of
+//   one object share their request times, so MIN on the pages is: on each request, bring
+//   the object's missing bytes in, then take bytes off the objects whose next request is
+//   furthest (the requested one included) until the resident bytes fit the capacity, a
+//   partial object allowed. Its bytes in are a floor for every policy with and without
+//   prefetch. A write_discard needs no copy, and neither does the first access of a tensor
+//   that could be born on the device; an object whose next access is a discard, a free or
+//   none is dropped at once (MIN's first victim). An indexed max-heap keyed by next
+//   request holds each resident object once: O(log n) per request, 24 bytes per object.
 namespace {
 
-// compute_must_move() of an array of plain reads (no flag in any word: no free, no write,
-// nothing born on the device): nothing ever has device-only content, so d2h is 0 and an
-// object's state is the bytes it adds to need (0 or its size) and whether it was seen
-// (bit 63): 8 bytes per object instead of 16, and no look at the next request.
-must_move must_move_of_reads(compiled_data const& d, std::uint64_t capacity)
-{
-  constexpr std::uint64_t kSeen = std::uint64_t{1} << 63U;
-  std::vector<std::uint64_t> st(d.objects, 0);
-  std::uint64_t compulsory = 0;
-  std::uint64_t copies = 0;
-  std::uint64_t need = 0;
-  std::uint64_t max_need = 0;
-  for (cache_req const& r : d.cache) {
-    std::uint64_t const size = r.word;  // plain reads: no flag, no big size (d.flagged is false)
-    if (size > capacity) { continue; }
-    std::uint64_t& s = st[r.obj];
-    if (s == 0) {
-      compulsory += size;
-      ++copies;
+// Resident objects by next request, furthest on top; an object is in the heap at most once.
+class next_use_heap {
+ public:
+  explicit next_use_heap(std::uint64_t objects) : pos_(objects, kNone) {}
+  [[nodiscard]] bool empty() const noexcept { return heap_.empty(); }
+  [[nodiscard]] std::uint32_t top() const noexcept { return heap_.front().obj; }
+  // Insert `obj` keyed by `next`, or move it to that key.
+  void set(std::uint32_t obj, std::uint32_t next)
+  {
+    std::uint32_t i = pos_[obj];
+    if (i == kNone) {
+      i = static_cast<std::uint32_t>(heap_.size());
+      heap_.push_back(entry{next, obj});
+      pos_[obj] = i;
+    } else {
+      heap_[i].next = next;
     }
-    need -= s & kMaxBytes;
-    s = kSeen;
-    if (r.next != kNoNext) {
-      s |= size;
-      need += size;
-    }
-    max_need = std::max(max_need, need);
+    up(down(i));
   }
-  must_move m;
-  m.h2d_bytes = compulsory + (max_need > capacity ? max_need - capacity : 0);
-  m.h2d_copies = copies;
-  return m;
+  void erase(std::uint32_t obj) noexcept
+  {
+    std::uint32_t const i = pos_[obj];
+    if (i == kNone) { return; }
+    pos_[obj] = kNone;
+    entry const last = heap_.back();
+    heap_.pop_back();
+    if (i == heap_.size()) { return; }
+    heap_[i] = last;
+    pos_[last.obj] = i;
+    up(down(i));
+  }
+
+ private:
+  static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+  struct entry {
+    std::uint32_t next;
+    std::uint32_t obj;
+  };
+  void place(std::uint32_t i, entry e) noexcept
+  {
+    heap_[i] = e;
+    pos_[e.obj] = i;
+  }
+  std::uint32_t down(std::uint32_t i) noexcept
+  {
+    entry const e = heap_[i];
+    auto const n = static_cast<std::uint32_t>(heap_.size());
+    for (;;) {
+      std::uint32_t c = 2 * i + 1;
+      if (c >= n) { break; }
+      if (c + 1 < n && heap_[c + 1].next > heap_[c].next) { ++c; }
+      if (heap_[c].next <= e.next) { break; }
+      place(i, heap_[c]);
+      i = c;
+    }
+    place(i, e);
+    return i;
+  }
+  void up(std::uint32_t i) noexcept
+  {
+    entry const e = heap_[i];
+    while (i > 0) {
+      std::uint32_t const p = (i - 1) / 2;
+      if (heap_[p].next >= e.next) { break; }
+      place(i, heap_[p]);
+      i = p;
+    }
+    place(i, e);
+  }
+  std::vector<entry> heap_;
+  std::vector<std::uint32_t> pos_;
+};
+
+// The h2d floor: Note [Fractional Belady is a floor].
+void fractional_belady(compiled_data const& d, std::uint64_t capacity, must_move& m)
+{
+  std::vector<std::uint64_t> resident(d.objects, 0);
+  std::vector<std::uint8_t> seen(d.objects, 0);
+  next_use_heap heap(d.objects);
+  std::uint64_t total = 0;
+  size_cursor size_of(d.big_sizes.data());
+  auto const& cache = d.cache;
+  for (cache_req const& r : cache) {
+    std::uint32_t const o = r.obj;
+    if ((r.word & kFreeFlag) != 0) {
+      total -= resident[o];
+      resident[o] = 0;
+      seen[o] = 0;  // a later life starts over
+      heap.erase(o);
+      continue;
+    }
+    std::uint64_t const size = size_of(r);
+    if (size > capacity) { continue; }
+    bool const first = seen[o] == 0;
+    seen[o] = 1;
+    bool const copies = (r.word & kDiscardFlag) == 0 && !(first && (r.word & kBornOnDeviceFlag) != 0);
+    if (copies) {
+      m.h2d_bytes += size - resident[o];
+      if (first) { ++m.h2d_copies; }
+    }
+    total += size - resident[o];
+    resident[o] = size;
+    std::uint32_t next = r.next;
+    if (next != kNoNext && d.discards && (cache[next].word & kDiscardFlag) != 0) { next = kNoNext; }
+    if (next == kNoNext) {  // never read again: MIN's first victim
+      total -= size;
+      resident[o] = 0;
+      heap.erase(o);
+      continue;
+    }
+    heap.set(o, next);
+    while (total > capacity) {
+      std::uint32_t const v = heap.top();
+      std::uint64_t const off = std::min(resident[v], total - capacity);
+      resident[v] -= off;
+      total -= off;
+      if (resident[v] == 0) { heap.erase(v); }
+    }
+  }
 }
 
 }  // namespace
 
 must_move compute_must_move(compiled_data const& d, std::uint64_t capacity)
 {
-  if (!d.flagged) { return must_move_of_reads(d, capacity); }
+  must_move m;
+  fractional_belady(d, capacity, m);
+  if (!d.flagged) { return m; }  // plain reads: nothing is ever only on the device
   struct state {
-    std::uint64_t counted{0};  // bytes this object contributes to need (0: none)
+    std::uint64_t counted{0};  // bytes this object contributes to dev_need (0: none)
     bool seen{false};
     bool dev_content{false};
-    bool in_dev_need{false};
   };
   std::vector<state> st(d.objects);
-  std::uint64_t compulsory = 0;
-  std::uint64_t copies = 0;
-  std::uint64_t need = 0;
   std::uint64_t dev_need = 0;
-  std::uint64_t max_need = 0;
   std::uint64_t max_dev_need = 0;
   size_cursor size_of(d.big_sizes.data());
   for (cache_req const& r : d.cache) {
     state& s = st[r.obj];
     if ((r.word & kFreeFlag) != 0) {
-      need -= s.counted;
-      if (s.in_dev_need) { dev_need -= s.counted; }
+      dev_need -= s.counted;
       s = state{};
       continue;
     }
@@ -718,34 +818,16 @@ must_move compute_must_move(compiled_data const& d, std::uint64_t capacity)
     if (!s.seen) {
       s.seen = true;
       s.dev_content = (r.word & kBornOnDeviceFlag) != 0;
-      if (!s.dev_content && (r.word & kDiscardFlag) == 0) {
-        compulsory += size;
-        ++copies;
-      }
     }
-    need -= s.counted;
-    if (s.in_dev_need) { dev_need -= s.counted; }
+    dev_need -= s.counted;
     s.counted = 0;
-    s.in_dev_need = false;
     if ((r.word & kWriteFlag) != 0) { s.dev_content = true; }
-    // Without discards (cache traces) the next request always reads: no look at it (a
-    // cache miss per request on a long trace).
-    if (r.next != kNoNext && (!d.discards || (d.cache[r.next].word & kDiscardFlag) == 0)) {
+    if (s.dev_content && r.next != kNoNext && (!d.discards || (d.cache[r.next].word & kDiscardFlag) == 0)) {
       s.counted = size;
-      need += size;
-      if (s.dev_content) {
-        s.in_dev_need = true;
-        dev_need += size;
-      }
+      dev_need += size;
     }
-    max_need = std::max(max_need, need);
     max_dev_need = std::max(max_dev_need, dev_need);
   }
-  must_move m;
-  // Compulsory copies happen at first accesses; the capacity term counts copies of objects
-  // already seen, after the point where need peaks: the two sets of copies are disjoint.
-  m.h2d_bytes = compulsory + (max_need > capacity ? max_need - capacity : 0);
-  m.h2d_copies = copies;
   m.d2h_bytes = max_dev_need > capacity ? max_dev_need - capacity : 0;
   return m;
 }

@@ -110,7 +110,8 @@ field const kFields[] = {
   TP_REAL("compute_seconds", r.compute_seconds),
   TP_REAL("stall_seconds", r.stall_seconds),
   TP_REAL("makespan_seconds", r.makespan_seconds),
-  TP_REAL("lower_bound_seconds", r.lower_bound_seconds),
+  TP_REAL("ideal_seconds", r.ideal_seconds),
+  TP_REAL("makespan_vs_ideal", r.makespan_vs_ideal()),
   field{"moved_vs_belady", kind::optional_real, nullptr, nullptr,
         [](replay_result const& r) -> double { return r.moved_vs_belady.value_or(std::nan("")); }},
   TP_REAL("wall_seconds", r.wall_seconds),
@@ -166,9 +167,9 @@ std::string rate(double per_s)
 
 std::string format_table(std::span<replay_result const> results)
 {
-  static constexpr std::array<char const*, 14> head = {"policy",    "capacity", "requests", "hit",
+  static constexpr std::array<char const*, 15> head = {"policy",    "capacity", "requests", "hit",
                                                        "miss",      "unserved", "byte miss", "h2d",
-                                                       "d2h",       "stall",    "makespan", "lower bound",
+                                                       "d2h",       "stall",    "makespan", "ideal",      "x ideal",
                                                        "vs belady", "req/s"};
   std::vector<std::array<std::string, head.size()>> rows;
   rows.reserve(results.size());
@@ -183,7 +184,7 @@ std::string format_table(std::span<replay_result const> results)
     rows.push_back({r.policy, cap, std::to_string(r.requests), fixed(r.hit_ratio(), 4), fixed(r.miss_ratio(), 4),
                     std::to_string(r.unserved), fixed(r.byte_miss_ratio(), 4), amount(r.bytes_h2d, r.ignore_size),
                     amount(r.bytes_d2h, r.ignore_size), seconds(r.stall_seconds), seconds(r.makespan_seconds),
-                    seconds(r.lower_bound_seconds), r.moved_vs_belady ? fixed(*r.moved_vs_belady, 3) : "-",
+                    seconds(r.ideal_seconds), fixed(r.makespan_vs_ideal(), 2), r.moved_vs_belady ? fixed(*r.moved_vs_belady, 3) : "-",
                     rate(r.requests_per_second)});
   }
   std::array<std::size_t, head.size()> width{};

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // replay_run.cpp — owns run() (one policy × capacity: pick the engine, time it, add the
-// time model and the lower bound) and run_grid() (every pair in parallel on oneTBB, results
+// time model and the ideal time) and run_grid() (every pair in parallel on oneTBB, results
 // in grid order, the ratio to Belady).
 #include "replay/detail/engines.hpp"
 
@@ -106,7 +106,7 @@ replay_result run(compiled_trace const& trace, run_options const& o)
   r.events = o.mode == replay_mode::cache ? d.cache.size() : d.ops.size();
   r.requests = d.requests;
 
-  // The lower bound does not depend on the run: compute it first, so that a link too slow
+  // The ideal time does not depend on the run: compute it first, so that a link too slow
   // for the simulated clock is refused before the run rather than saturating it.
   detail::must_move const m = detail::compute_must_move(d, o.capacity_bytes);
   double const floor_h2d = link_seconds(o.link, m.h2d_bytes, m.h2d_copies);
@@ -140,7 +140,7 @@ replay_result run(compiled_trace const& trace, run_options const& o)
     r.events_per_second = static_cast<double>(r.events) / r.wall_seconds;
   }
 
-  // Time model and lower bound (docs/chapters/replay.md).
+  // Time model and ideal time (docs/chapters/replay.md).
   r.must_move_h2d = m.h2d_bytes;
   r.must_move_d2h = m.d2h_bytes;
   if (o.mode == replay_mode::cache) {
@@ -148,11 +148,11 @@ replay_result run(compiled_trace const& trace, run_options const& o)
     r.compute_seconds = static_cast<double>(d.compute_ns) * 1e-9;
     r.stall_seconds = link_seconds(o.link, r.bytes_h2d, r.copies_h2d) + link_seconds(o.link, r.bytes_d2h, r.copies_d2h);
     r.makespan_seconds = r.compute_seconds + r.stall_seconds;
-    r.lower_bound_seconds = std::max({r.compute_seconds, floor_h2d + floor_d2h});
+    r.ideal_seconds = r.compute_seconds + floor_h2d + floor_d2h;
   } else {
     // Streams run in parallel and each link direction is its own.
     r.compute_seconds = static_cast<double>(d.max_stream_compute_ns) * 1e-9;
-    r.lower_bound_seconds = std::max({r.compute_seconds, floor_h2d, floor_d2h});
+    r.ideal_seconds = std::max({r.compute_seconds, floor_h2d, floor_d2h});
     if (!(r.makespan_seconds < kClockRangeSeconds)) {
       throw logic_error("replay: " + r.policy + " at " + r.capacity_label + " ran the simulated clock to " +
                         seconds_text(r.makespan_seconds) + ", past its range (" + seconds_text(kClockRangeSeconds) +

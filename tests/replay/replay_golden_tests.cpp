@@ -41,7 +41,7 @@ std::string describe(std::string const& trace, tr::replay_result const& r)
     << " bytes_missed=" << r.bytes_missed << " h2d=" << r.bytes_h2d << "/" << r.copies_h2d << " d2h=" << r.bytes_d2h
     << "/" << r.copies_d2h << " evictions=" << r.evictions << " prefetches=" << r.prefetches
     << " must_move=" << r.must_move_h2d << "/" << r.must_move_d2h << " stall_ns=" << ns(r.stall_seconds)
-    << " makespan_ns=" << ns(r.makespan_seconds) << " lower_bound_ns=" << ns(r.lower_bound_seconds) << "\n";
+    << " makespan_ns=" << ns(r.makespan_seconds) << " ideal_ns=" << ns(r.ideal_seconds) << "\n";
   return s.str();
 }
 

@@ -220,12 +220,12 @@ int replay_command(int argc, char** argv)
   std::fputs(tr::format_table(results).c_str(), stdout);
   std::fflush(stdout);
   // Unserved requests (objects larger than the capacity, or a device pinned full) moved no
-  // bytes and took no time: such a row's makespan can be under its own lower bound.
+  // bytes and took no time: such a row's makespan can be under its own ideal time.
   for (tr::replay_result const& r : results) {
     if (r.unserved == 0) { continue; }
     std::fprintf(stderr,
                  "tierpool replay: warning: %s at %s left %llu of %llu requests unserved; its bytes moved and "
-                 "makespan leave them out (the makespan may be under the lower bound)\n",
+                 "makespan leave them out (the makespan may be under the ideal time)\n",
                  r.policy.c_str(), r.capacity_label.c_str(), static_cast<unsigned long long>(r.unserved),
                  static_cast<unsigned long long>(r.requests));
   }

@@ -87,7 +87,7 @@ static_assert(sizeof(pool_op) == 32);
 /// Everything compile() derives from a trace.
 struct compiled_data {
   compile_options options{};
-  /// Every access and free (also read by the lower bound in pool mode). Tens of MiB for a
+  /// Every access and free (also read by the ideal time's floors in pool mode). Tens of MiB for a
   /// long trace, written once front to back: on huge pages (Note [Big arrays on huge
   /// pages]), one page fault per 131072 requests instead of one per 256.
   std::vector<cache_req, tierpool::detail::big_array_allocator<cache_req>> cache;
@@ -109,7 +109,7 @@ struct compiled_data {
   bool flagged{false};                  ///< some entry of `cache` carries a flag (a free, a write, born on the device)
 };
 
-/// Lower-bound inputs at one capacity (see docs/chapters/replay.md, "Lower bound").
+/// The ideal time's byte floors at one capacity (docs/chapters/replay.md, "The ideal time").
 struct must_move {
   std::uint64_t h2d_bytes{0};
   std::uint64_t h2d_copies{0};  ///< compulsory copies (each a copy of its own)

@@ -393,7 +393,7 @@ set_tests_properties(cli.policies.predictors PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "\nprefetch predictors \\([0-9]+\\); a spec is name\\[:key=value,\\.\\.\\.\\], e\\.g\\. for TIERPOOL_PREFETCH or tierpool replay --prefetch\n\nnone +never prefetches[^\n]*\n +\\(no parameters\\)\nsequence +[^\n]+\n +depth +unsigned_integer +default 4 ")
 add_test(NAME cli.policies.predictors_json COMMAND $<TARGET_FILE:tierpool_cli> policies --json)
 set_tests_properties(cli.policies.predictors_json PROPERTIES LABELS cpu
-  PASS_REGULAR_EXPRESSION "\\],\"predictors\":\\[{\"name\":\"none\",\"description\":\"[^\"]+\",\"plugin\":null,\"parameters\":\\[\\]},{\"name\":\"sequence\",[^]]*\"parameters\":\\[{\"name\":\"depth\",\"type\":\"unsigned_integer\",\"default\":\"4\"")
+  PASS_REGULAR_EXPRESSION "\\],\"predictors\":\\[{\"name\":\"none\",\"description\":\"[^\"]+\",\"plugin\":null,\"parameters\":\\[\\]},{\"name\":\"oracle\",.*{\"name\":\"plan\",.*{\"name\":\"sequence\",[^]]*\"parameters\":\\[{\"name\":\"depth\",\"type\":\"unsigned_integer\",\"default\":\"4\"")
 # ---- end tierpool policies --------------------------------------------------------
 
 # ---- tierpool replay --------------------------------------------------------------

@@ -19,6 +19,7 @@
 #include <tierpool/backend_factory.hpp>
 #include <tierpool/backends/sim_backend.hpp>
 #include <tierpool/tier.hpp>
+#include <tierpool/prefetch.hpp>
 #include <tierpool/types.hpp>
 
 namespace tierpool {
@@ -112,6 +113,10 @@ struct pool_options {
   /// Prefetch predictor spec ("none", "sequence:depth=8", a plug-in's "lib.so:name"): told
   /// of every device acquire, it names tensors to prefetch (include/tierpool/prefetch.hpp).
   std::string prefetch{"none"};
+  /// The program's own schedule, for the `oracle` planner (prefetch = "oracle"; required
+  /// there, ignored otherwise): include/tierpool/prefetch.hpp. `tierpool replay` gives the
+  /// trace's true future.
+  std::shared_ptr<schedule_source> schedule{};
   /// Record every allocate, free, access, release and prefetch to this trace file (text,
   /// or binary for a `.tpb` name; include/tierpool/trace.hpp). TIERPOOL_TRACE wins.
   std::string trace_path{};

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string_view>
 #include <typeinfo>
 #include <utility>
@@ -37,6 +38,36 @@ struct access_view {
   std::size_t bytes{0};       ///< its size
   bool write{false};          ///< the lease may write it
   std::uint64_t sequence{0};  ///< number of this access among the pool's device acquires (0, 1, ...)
+  std::uint64_t stream{0};    ///< the stream it was acquired on (stream_handle's value)
+  bool discard{false};        ///< access_mode::write_discard: the old bytes are not read
+};
+
+/// @brief One access of a forecast schedule (the transfer planner's input).
+struct planned_access {
+  tensor_id id{};        ///< the tensor
+  std::size_t bytes{0};  ///< its size
+  tick when{0};          ///< its position, in the units the schedule counts in
+  bool discard{false};   ///< write_discard: needs room, not its bytes (nothing to prefetch)
+};
+
+/**
+ * @brief A schedule the program knows: the accesses ahead of where it is now. The `oracle`
+ *        planner (pool_options::prefetch = "oracle") prefetches from it; `tierpool replay`
+ *        gives the trace's true future. Positions are the units of pool::set_next_use,
+ *        which the program keeps giving: the planner reads victims' next uses from there.
+ *
+ * Thread safety: called under the pool's prediction lock, from the thread that made the
+ * latest device acquire.
+ */
+class schedule_source {
+ public:
+  schedule_source() = default;
+  schedule_source(schedule_source const&) = delete;
+  schedule_source& operator=(schedule_source const&) = delete;
+  virtual ~schedule_source() = default;
+  /// @brief Fill `out` with the next accesses after the current position, nearest first, at
+  ///        most out.size(). @return how many
+  virtual std::size_t upcoming(std::span<planned_access> out) noexcept = 0;
 };
 
 /**

@@ -95,6 +95,21 @@ struct pool_stats {
   /// `prefetch_queued`, like a prefetch() call). Requests dropped at once (a live write
   /// lease, a full queue, a failed copy) count only in `prefetch_dropped`.
   std::uint64_t predicted_prefetches{0};
+  /// The transfer planner (prefetch = "plan" or "oracle"; docs/chapters/prefetch.md): its
+  /// phase ("learning", "planned", "fallback"; empty without a planner), the period it
+  /// learned (accesses; 0: none), how often it relearned, and accesses it predicted wrong.
+  std::string planner_state{};
+  std::uint64_t planner_period{0};        ///< COUNT
+  std::uint64_t planner_relearns{0};      ///< COUNT
+  std::uint64_t planner_mispredicted{0};  ///< COUNT
+  std::uint64_t planned_prefetches{0};    ///< COUNT: planned prefetches that issued a copy (also in `prefetches`)
+  std::uint64_t planned_prefetch_bytes{0};  ///< SUM: their bytes
+  /// COUNT: victims a planned prefetch passed over because their next use came first ("do no harm")
+  std::uint64_t plan_harm_skips{0};
+  std::uint64_t plan_no_room{0};          ///< COUNT: planned prefetches that found no harmless room (the walk stopped)
+  /// COUNT / SUM: dirty tensors written back early, off the critical path, and their bytes
+  std::uint64_t early_write_backs{0};
+  std::uint64_t early_write_back_bytes{0};
   /// COUNT: managed copies used in place by acquire whose pages were steered to the device
   /// (cudaMemPrefetchAsync on the lease's stream) instead of copied into a device tier
   std::uint64_t managed_prefetches{0};

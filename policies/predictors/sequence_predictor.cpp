@@ -45,8 +45,11 @@ void sequence_predictor::on_free(tensor_id id) noexcept { last_.erase(static_cas
 
 namespace policies {
 
+void register_plan_predictors(policy_registry& registry);  // plan_predictor.cpp
+
 void register_predictors(policy_registry& registry)
 {
+  register_plan_predictors(registry);
   registry.add_predictor("none", "never prefetches (the default)", {},
                          [](policy_params const&) { return any_prefetch_predictor{no_predictor{}}; });
   registry.add_predictor(

@@ -131,7 +131,7 @@ lease pool::acquire(tensor const& t, access_mode access, stream_handle stream)
   detail::pool_impl& impl = checked(impl_, "acquire");
   lease l = impl.acquire(t, access, stream);
   if (impl.tracing()) [[unlikely]] { impl.trace_access(l); }
-  if (impl.has_predictor()) [[unlikely]] { impl.predict_after(l.id(), l.bytes(), access != access_mode::read); }
+  if (impl.has_predictor()) [[unlikely]] { impl.predict_after(l.id(), l.bytes(), access, stream); }
   return l;
 }
 

@@ -153,6 +153,15 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
           learned = true;
           continue;
         }
+        if (planning_terms& pt = planning(); pt.active) {  // do no harm (transfer_planner.cpp)
+          tick const nu = rec->next_use.load(std::memory_order_relaxed);
+          if (nu != kNoForecast && nu >= pt.now && nu <= pt.protect) {
+            extra = sat_add(extra, rec->bytes);
+            ++pt.harm_skips;
+            learned = true;
+            continue;
+          }
+        }
         got += s.blk.slot.size;
         claimed.emplace_back(std::move(rec), std::move(vl));
       }

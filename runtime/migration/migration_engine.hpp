@@ -108,6 +108,31 @@ class busy_failure : public out_of_memory {
   bool pins_;
 };
 
+/// @brief The transfer planner's terms for the placement this thread is making
+///        (planning_scope): a planned prefetch evicts no tensor whose forecast next use comes
+///        at or before `protect` ("do no harm"; a forecast before `now` is stale and does not
+///        protect), and may reuse a block vacated behind user work in stream order.
+struct planning_terms {
+  bool active{false};
+  tick protect{0};
+  tick now{0};
+  std::size_t harm_skips{0};  ///< victims the policy proposed that were protected
+  bool stream_reuse{true};    ///< may reuse a block vacated behind user work (plan_predictor::config)
+};
+[[nodiscard]] inline planning_terms& planning() noexcept
+{
+  thread_local planning_terms t;
+  return t;
+}
+
+/// @brief What a planned prefetch did (migration_engine::plan_prefetch).
+enum class plan_outcome : std::uint8_t {
+  resident,  ///< already valid in the tier
+  issued,    ///< a copy-in was enqueued
+  no_room,   ///< no room without evicting something needed sooner, or without waiting
+  skipped,   ///< busy, freed, being written, or larger than the tier
+};
+
 /// @brief What one round of eviction did.
 struct evict_outcome {
   bool progress{false};     ///< at least one victim was vacated
@@ -195,6 +220,14 @@ class migration_engine {
   bool enqueue_prefetch(std::shared_ptr<tensor_record> const& recp, std::uint32_t k);
   /// pool::prefetch of a record (`predicted`: from the predictor; a freed tensor is skipped).
   void prefetch_record(std::shared_ptr<tensor_record> const& recp, std::uint32_t k, bool predicted);
+
+  // ---- the transfer planner's mechanisms (transfer_planner.cpp); records unlocked ----
+  /// Prefetch into tier k for a use at `use` (Note [Planned prefetches], transfer_planner.cpp).
+  plan_outcome plan_prefetch(std::shared_ptr<tensor_record> const& recp, std::uint32_t k, tick use, tick now,
+                             bool stream_reuse);
+  /// Write the dirty copy in tier k back now, behind its last use, and keep it resident:
+  /// its eviction later drops it without a write-back. @return true when a copy was issued
+  bool write_back_early(std::shared_ptr<tensor_record> const& recp, std::uint32_t k) noexcept;
 
   void host_wait_slot(copy_slot& slot, bool include_users) noexcept;
   /// acquire of a managed copy: queue its pages' migration to the device on `stream`.

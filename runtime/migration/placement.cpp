@@ -107,7 +107,10 @@ place_result migration_engine::place(place_request const& r)
       // A block being written back (Note [Stream-ordered reuse of deferred blocks], tier.cpp):
       // a block vacated behind one of our copies, taken with its pending event.
       if (r.reuse_in_order && rep.deferred_bytes != 0) {
-        auto const own = [this](stream_handle s) { return is_copy_stream(s); };
+        // A planned prefetch may also wait behind user work: it is enqueued in use order
+        // (Note [Planned prefetches], transfer_planner.cpp).
+        bool const planned = planning().active && planning().stream_reuse;
+        auto const own = [this, planned](stream_handle s) { return planned || is_copy_stream(s); };
         if (auto b = ts.mem->take_deferred(bytes, own, &out.after, &out.after_stream)) {
           ts.reused_in_order.fetch_add(1, std::memory_order_relaxed);
           return took(*b);

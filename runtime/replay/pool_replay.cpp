@@ -35,7 +35,9 @@
 
 #include <algorithm>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tierpool::replay::detail {
@@ -44,6 +46,37 @@ namespace {
 
 constexpr std::size_t kAlign = 256;  // sim allocation granularity; tier capacities round down to it
 constexpr std::size_t kHandlePrefetch = 4;  // events ahead whose tensor handle is prefetched
+
+// The trace's true future, for the `oracle` planner: the device accesses after the event
+// being replayed, in event positions (the units of the next-use hints the replay gives).
+class trace_schedule final : public schedule_source {
+ public:
+  trace_schedule(compiled_data const& d, std::uint64_t cap) : d_(d), cap_(cap) {}
+  void attach(std::vector<tensor, tierpool::detail::big_array_allocator<tensor>> const* tensors) noexcept
+  {
+    tensors_ = tensors;
+  }
+  void at(std::size_t i) noexcept { cur_ = i; }
+  std::size_t upcoming(std::span<planned_access> out) noexcept override
+  {
+    std::size_t n = 0;
+    for (std::size_t i = cur_ + 1; i < d_.ops.size() && n < out.size(); ++i) {
+      pool_op const& op = d_.ops[i];
+      if (op.kind != pool_op_kind::access || op.host != 0 || op.bytes > cap_) { continue; }
+      tensor const& t = (*tensors_)[op.obj];
+      if (!t.valid()) { continue; }  // not allocated yet
+      out[n++] = planned_access{t.id(), static_cast<std::size_t>(op.bytes), tick{i},
+                                op.mode == trace::access_kind::write_discard};
+    }
+    return n;
+  }
+
+ private:
+  compiled_data const& d_;
+  std::uint64_t cap_;
+  std::vector<tensor, tierpool::detail::big_array_allocator<tensor>> const* tensors_{nullptr};
+  std::size_t cur_{0};
+};
 
 }  // namespace
 
@@ -84,6 +117,15 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
   }
   po.policy = o.policy;
   po.prefetch = o.prefetch;  // the pool builds the predictor from the registry (unknown: a typed error)
+  // The online planner learns its own forecast: the trace's next uses are not given to it
+  // (they would be the oracle's). The oracle planner reads the trace's future.
+  std::string_view const predictor = std::string_view(o.prefetch).substr(0, o.prefetch.find(':'));
+  bool const learned = predictor == "plan";
+  std::shared_ptr<trace_schedule> schedule;
+  if (predictor == "oracle") {
+    schedule = std::make_shared<trace_schedule>(d, cap);
+    po.schedule = schedule;
+  }
   po.backend = backend_choice::sim;
   po.backend_object = backend;
   po.registry = &registry;
@@ -104,6 +146,7 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
     for (auto& s : streams) { s = p.create_stream(); }
     // One handle per object, indexed at random: on huge pages when large (one fault per 2 MiB).
     std::vector<tensor, tierpool::detail::big_array_allocator<tensor>> tensors(d.objects);
+    if (schedule) { schedule->attach(&tensors); }
     std::vector<std::vector<lease>> held(d.streams);
     // A recorded run (release events) holds each lease until its release; otherwise
     // Note [Leases live until the stream's next compute].
@@ -130,7 +173,7 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
           case pool_op_kind::allocate: {
             tensor_options to;
             if (op.tier != kAnyTier) { to.preferred_tier = tier_id{op.tier}; }
-            to.next_use = op.arg == kNoNext ? tick{no_next_use} : tick{op.arg};
+            if (!learned) { to.next_use = op.arg == kNoNext ? tick{no_next_use} : tick{op.arg}; }
             tensors[op.obj] = p.allocate(static_cast<std::size_t>(op.bytes), std::move(to));
             break;
           }
@@ -153,7 +196,10 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
               break;
             }
             tensor const& t = tensors[op.obj];
-            p.set_next_use(t, op.arg == kNoNext ? std::optional<tick>{no_next_use} : std::optional<tick>{op.arg});
+            if (!learned) {
+              p.set_next_use(t, op.arg == kNoNext ? std::optional<tick>{no_next_use} : std::optional<tick>{op.arg});
+            }
+            if (schedule) { schedule->at(i); }
             auto const mode = static_cast<access_mode>(op.mode);  // same enumerators, same order
             std::uint64_t const before = backend->link_stats(sim_link::h2d).bytes;
             lease l;

@@ -53,6 +53,20 @@ std::string format_summary(pool_stats const& st, std::string_view backend)
                     static_cast<unsigned long long>(st.prefetch_wasted),
                     static_cast<unsigned long long>(st.prefetch_queued),
                     static_cast<unsigned long long>(st.prefetch_dropped), st.stall_seconds));
+  if (!st.planner_state.empty()) {
+    add(std::snprintf(line, sizeof line,
+                      "planner %s (period %llu, relearns %llu, mispredicted %llu): prefetched %llu (%s), harm skips %llu, "
+                      "no room %llu; early write-backs %llu (%s)\n",
+                      st.planner_state.c_str(), static_cast<unsigned long long>(st.planner_period),
+                      static_cast<unsigned long long>(st.planner_relearns),
+                      static_cast<unsigned long long>(st.planner_mispredicted),
+                      static_cast<unsigned long long>(st.planned_prefetches),
+                      format_byte_size(st.planned_prefetch_bytes).c_str(),
+                      static_cast<unsigned long long>(st.plan_harm_skips),
+                      static_cast<unsigned long long>(st.plan_no_room),
+                      static_cast<unsigned long long>(st.early_write_backs),
+                      format_byte_size(st.early_write_back_bytes).c_str()));
+  }
   for (tenant_stats const& t : st.tenants) {
     if (t.quota_bytes == 0 && st.tenants.size() == 1) { continue; }  // one tenant, no quota: nothing to say
     add(std::snprintf(line, sizeof line, "tenant %u: %llu tensors, live %s (peak %s), quota %s, refused %llu\n", t.tenant,
@@ -119,6 +133,16 @@ boost::json::object stats_json(pool_stats const& st)
   root["stall_seconds"] = st.stall_seconds;
   root["low_memory_callbacks"] = st.low_memory_callbacks;
   root["predicted_prefetches"] = st.predicted_prefetches;
+  root["planner_state"] = st.planner_state;
+  root["planner_period"] = st.planner_period;
+  root["planner_relearns"] = st.planner_relearns;
+  root["planner_mispredicted"] = st.planner_mispredicted;
+  root["planned_prefetches"] = st.planned_prefetches;
+  root["planned_prefetch_bytes"] = st.planned_prefetch_bytes;
+  root["plan_harm_skips"] = st.plan_harm_skips;
+  root["plan_no_room"] = st.plan_no_room;
+  root["early_write_backs"] = st.early_write_backs;
+  root["early_write_back_bytes"] = st.early_write_back_bytes;
   boost::json::array tenants;
   for (tenant_stats const& t : st.tenants) {
     tenants.push_back(boost::json::object{{"tenant", t.tenant},

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <tierpool/plan_predictor.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/pool.hpp>
 
@@ -75,12 +76,12 @@ TEST(SequencePredictor, RegistryErrorsAndList)
   EXPECT_TRUE(reg.contains_predictor("sequence"));
   std::vector<std::string> names;
   for (auto const& i : reg.list_predictors()) { names.push_back(i.name); }
-  EXPECT_EQ(names, (std::vector<std::string>{"none", "sequence"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"none", "oracle", "plan", "sequence"}));
   try {
     (void)reg.create_predictor("seqence");
     FAIL();
   } catch (logic_error const& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown predictor 'seqence'; registered predictors: none, sequence"),
+    EXPECT_NE(std::string(e.what()).find("unknown predictor 'seqence'; registered predictors: none, oracle, plan, sequence"),
               std::string::npos)
       << e.what();
   }
@@ -127,13 +128,167 @@ TEST(PoolPredictor, UnknownPredictorIsATypedError)
 {
   auto be = make_sim();
   pool_options o = small_tiers(be);
+  o.prefetch = "prophet";
+  try {
+    pool p{o};
+    FAIL();
+  } catch (logic_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown predictor 'prophet'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PoolPredictor, OracleWithoutAScheduleIsATypedError)
+{
+  auto be = make_sim();
+  pool_options o = small_tiers(be);
   o.prefetch = "oracle";
   try {
     pool p{o};
     FAIL();
   } catch (logic_error const& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown predictor 'oracle'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("needs the program's schedule in pool_options::schedule"), std::string::npos)
+      << e.what();
   }
+}
+
+}  // namespace
+}  // namespace tierpool::test
+
+namespace tierpool::test {
+namespace {
+
+// ---- the transfer planner's forecast (plan_predictor) -------------------------------
+
+// One training-like iteration: persistent 1..3, an activation born each iteration (a new
+// id), freed at its end. Accesses: w1, a (wd), w2, a, w3 (rw), then a is freed.
+struct plan_driver {
+  plan_predictor p{plan_predictor::config{}};
+  std::uint64_t next_id{100};
+  std::uint64_t act{0};
+  void access(std::uint64_t id, bool write = false, bool discard = false)
+  {
+    prefetch_plan unused;
+    p.on_access({.id = tensor_id{id}, .bytes = id < 100 ? id * 10 : 500, .write = write, .discard = discard}, unused);
+  }
+  void iteration()
+  {
+    act = next_id++;
+    p.on_allocate(tensor_id{act}, 500);  // the same size every iteration, a new id
+    access(1);
+    access(act, true, true);
+    access(2);
+    access(act);
+    access(3, true);
+    p.on_free(tensor_id{act});
+  }
+};
+
+TEST(PlanPredictor, LearnsTheIterationThroughReallocatedActivationsAndForecastsTheNextUses)
+{
+  plan_driver d;
+  for (std::uint64_t id = 1; id <= 3; ++id) { d.p.on_allocate(tensor_id{id}, id * 10); }
+  d.iteration();
+  EXPECT_EQ(d.p.state(), plan_predictor::phase::learning);
+  for (int i = 0; i < 6; ++i) { d.iteration(); }
+  ASSERT_EQ(d.p.state(), plan_predictor::phase::planned);
+  EXPECT_EQ(d.p.period(), 5U);
+  // Mid-iteration: after w1 (position q), the activation of this iteration is next, then w2 ...
+  std::uint64_t const act = d.next_id;
+  d.p.on_allocate(tensor_id{act}, 500);
+  d.access(1);
+  std::uint64_t const q = d.p.position();
+  EXPECT_EQ(d.p.next_use_of_last(), std::optional<tick>{q + 5}) << "w1 again one period later";
+  std::vector<planned_access> ahead(16);
+  std::size_t const n = d.p.upcoming(ahead);
+  ASSERT_EQ(n, 5U);  // one period ahead: a, w2, a, w3, w1
+  EXPECT_EQ(ahead[0].id, tensor_id{act});
+  EXPECT_TRUE(ahead[0].discard);
+  EXPECT_EQ(ahead[0].when, q + 1);
+  EXPECT_EQ(ahead[1].id, tensor_id{2});
+  EXPECT_EQ(ahead[1].bytes, 20U);
+  EXPECT_EQ(ahead[3].id, tensor_id{3});
+  EXPECT_EQ(ahead[4].id, tensor_id{1});
+  EXPECT_EQ(ahead[4].when, q + 5);
+  d.access(act, true, true);
+  EXPECT_EQ(d.p.next_use_of_last(), std::optional<tick>{q + 3}) << "the activation's read two accesses later";
+  d.access(2);
+  d.access(act);
+  EXPECT_EQ(d.p.next_use_of_last(), std::optional<tick>{no_next_use}) << "reborn each iteration: never again";
+  EXPECT_EQ(d.p.mispredicted(), 0U);
+}
+
+TEST(PlanPredictor, FallsBackWhenTheScheduleChangesAndRelearnsIt)
+{
+  plan_driver d;
+  for (std::uint64_t id = 1; id <= 6; ++id) { d.p.on_allocate(tensor_id{id}, id * 10); }
+  for (int i = 0; i < 8; ++i) { d.iteration(); }
+  ASSERT_EQ(d.p.state(), plan_predictor::phase::planned);
+  // An eval step: another order.
+  for (std::uint64_t id : {4ULL, 5ULL, 6ULL}) { d.access(id); }
+  EXPECT_EQ(d.p.state(), plan_predictor::phase::fallback);
+  EXPECT_EQ(d.p.relearns(), 1U);
+  std::vector<planned_access> ahead(16);
+  EXPECT_EQ(d.p.upcoming(ahead), 0U) << "no forecast while it relearns";
+  EXPECT_FALSE(d.p.next_use_of_last().has_value());
+  for (int i = 0; i < 8; ++i) { d.iteration(); }
+  EXPECT_EQ(d.p.state(), plan_predictor::phase::planned);
+  EXPECT_EQ(d.p.period(), 5U);
+}
+
+TEST(PlanPredictor, RegistryParametersAndErrors)
+{
+  auto reg = policy_registry::with_builtins();
+  any_prefetch_predictor p = reg.create_predictor("plan:budget=1MiB,window=64,writeback=off");
+  plan_predictor const* const pp = p.target<plan_predictor>();
+  ASSERT_NE(pp, nullptr);
+  plan_predictor::config const c = pp != nullptr ? pp->options() : plan_predictor::config{};
+  EXPECT_EQ(c.budget_bytes, 1_MiB);
+  EXPECT_EQ(c.window, 64U);
+  EXPECT_FALSE(c.write_back);
+  EXPECT_TRUE(c.prefetch);
+  any_prefetch_predictor o = reg.create_predictor("oracle");
+  EXPECT_EQ(o.name(), "oracle");
+  EXPECT_THROW((void)reg.create_predictor("plan:window=0"), logic_error);
+  EXPECT_THROW((void)reg.create_predictor("plan:history=10"), logic_error);
+  EXPECT_THROW((void)reg.create_predictor("oracle:history=100"), logic_error);  // the oracle learns nothing
+}
+
+// A pool with the planner, on real bytes: a loop over twice the device tier, every tensor
+// rewritten each iteration. The planner learns the loop, prefetches and writes back early;
+// every byte survives every eviction, prefetch and write-back.
+TEST(PoolPlanner, LearnsALoopPrefetchesWritesBackEarlyAndKeepsEveryByte)
+{
+  auto be = make_sim();
+  pool_options o = small_tiers(be, 1_MiB, 0, 16_MiB);
+  o.prefetch = "plan";
+  pool p{o};
+  stream_handle s = p.create_stream();
+  std::vector<tensor> ts;
+  for (std::uint64_t i = 0; i < 8; ++i) {  // 8 x 256 KiB: twice the device tier
+    ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{1}}));
+    fill(p, ts.back(), i, 0);
+  }
+  for (std::uint32_t iter = 1; iter <= 8; ++iter) {
+    for (std::uint64_t i = 0; i < ts.size(); ++i) {
+      {
+        lease l = p.acquire(ts[i], access_mode::read, s);
+        p.synchronize(s);
+      }
+      if (i % 2 == 0) {
+        fill(p, ts[i], i, iter);  // rewritten on the host: the device copy goes stale
+      }
+    }
+    for (std::uint64_t i = 0; i < ts.size(); ++i) {
+      ASSERT_TRUE(check(p, ts[i], i, i % 2 == 0 ? iter : 0)) << "iteration " << iter << " tensor " << i;
+    }
+    ASSERT_TRUE(p.validate());
+  }
+  pool_stats const st = p.stats();
+  EXPECT_EQ(st.planner_state, "planned");
+  EXPECT_GT(st.planned_prefetches, 8U);
+  EXPECT_EQ(st.planned_prefetches, st.prefetches);
+  EXPECT_NE(p.summary().find("planner planned"), std::string::npos) << p.summary();
+  EXPECT_NE(p.summary_json().find("\"planned_prefetches\""), std::string::npos);
 }
 
 }  // namespace

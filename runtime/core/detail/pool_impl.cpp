@@ -141,6 +141,26 @@ pool_impl::pool_impl(pool_options options)
     }
     prediction_.active = prediction_.predictor->name() != "none";
     prediction_.plan.tensors.reserve(64);
+    prediction_.planner = prediction_.predictor->target<plan_predictor>();
+    if (prediction_.planner != nullptr) {
+      if (prediction_.planner->options().oracle) {
+        if (options.schedule == nullptr) {
+          throw logic_error("pool: the oracle planner (prefetch = \"oracle\") needs the program's schedule in "
+                            "pool_options::schedule (tierpool replay gives the trace's future); use \"plan\" to "
+                            "learn it instead");
+        }
+        prediction_.schedule = options.schedule;
+      }
+      std::uint64_t device_bytes = 0;
+      for (auto const& ts : engine_.tiers()) {
+        if (is_device_accessible(ts->kind)) {
+          device_bytes = ts->capacity;
+          break;
+        }
+      }
+      prediction_.budget = prediction_.planner->options().budget_bytes != 0 ? prediction_.planner->options().budget_bytes
+                                                                             : device_bytes / 4;
+    }
   }
 
   // Copy streams (at least one per direction) and the retire stream.
@@ -261,8 +281,13 @@ void pool_impl::trace_access(lease const& l) noexcept
 }
 
 
-void pool_impl::predict_after(tensor_id id, std::size_t bytes, bool write)
+void pool_impl::predict_after(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream)
 {
+  bool const write = access != access_mode::read;
+  if (prediction_.planner != nullptr) {
+    plan_after(id, bytes, access, stream);
+    return;
+  }
   op_gate::scope const op(gate_, thread_shard());
   thread_local std::vector<tensor_id> plan_ids_;  // this thread's copy of the plan (keeps its capacity)
   {
@@ -272,6 +297,7 @@ void pool_impl::predict_after(tensor_id id, std::size_t bytes, bool write)
     a.bytes = bytes;
     a.write = write;
     a.sequence = prediction_.seq++;
+    a.stream = stream.value;
     prediction_.predictor->on_access(a, prediction_.plan);
     plan_ids_.assign(prediction_.plan.tensors.begin(), prediction_.plan.tensors.end());  // reserved: no allocation once warm
   }
@@ -287,6 +313,129 @@ void pool_impl::predict_after(tensor_id id, std::size_t bytes, bool write)
 }
 
 
+
+// Note [The planner's step]
+//   After each device acquire, with the forecast (plan: learned; oracle: the program's
+//   schedule), under the prediction lock: tell the forecast; plan mode gives the tensor
+//   its forecast next use (pool::set_next_use's field: belady and the do-no-harm check
+//   read it; while there is no forecast, a value that orders tensors least recently used
+//   first, far beyond any forecast); copy the accesses ahead. Then, without it:
+//   1. the horizon: the position where the accesses ahead add up to more bytes than the
+//      device tier holds: a tensor not needed before it will be evicted under any policy;
+//   2. early write-backs: tensors written lately (FIFO, tried 8 accesses after the write,
+//      when a lease of a kernel's operand has usually ended; still leased: skipped),
+//      whose next use lies past the horizon are written back now, on the d2h stream behind
+//      their last use, so that their eviction later drops them and the copy-in that takes
+//      their room does not wait for a write-back;
+//   3. planned prefetches, nearest use first, while the bytes prefetched and not yet used
+//      stay within the budget and the accesses ahead fit the device tier
+//      (migration_engine::plan_prefetch, Note [Planned prefetches]); the first that finds
+//      no harmless room ends the walk.
+void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream)
+{
+  bool const write = access != access_mode::read;
+  op_gate::scope const op(gate_, thread_shard());
+  constexpr std::size_t kAhead = 4096;  // most accesses ahead read per step (plan_predictor::config::window caps it)
+  constexpr std::size_t kCleanPerStep = 8;
+  constexpr std::uint64_t kCleanLag = 8;  // accesses after a write before its write-back is tried (the lease ends)
+  thread_local std::vector<planned_access> ahead(kAhead);
+  thread_local std::vector<std::shared_ptr<tensor_record>> to_clean;
+  plan_predictor& planner = *prediction_.planner;
+  bool const oracle = planner.options().oracle;
+  std::size_t n = 0;
+  tick now = 0;
+  std::optional<tick> next;
+  std::shared_ptr<tensor_record> rec;
+  {
+    std::lock_guard lock(table_mtx_);
+    if (auto const* r = table_.find(static_cast<std::uint64_t>(id))) { rec = *r; }
+  }
+  to_clean.clear();
+  {
+    std::lock_guard lock(prediction_.mtx);
+    access_view a{};
+    a.id = id;
+    a.bytes = bytes;
+    a.write = write;
+    a.sequence = prediction_.seq++;
+    a.stream = stream.value;
+    a.discard = access == access_mode::write_discard;
+    prediction_.predictor->on_access(a, prediction_.plan);
+    std::size_t const want = std::min<std::size_t>(kAhead, planner.options().window);
+    if (oracle) {
+      n = prediction_.schedule->upcoming(std::span<planned_access>(ahead.data(), want));
+    } else {
+      n = planner.upcoming(std::span<planned_access>(ahead.data(), want));
+      now = planner.position();
+      next = planner.next_use_of_last();
+      if (!next) { next = kNoForecast - 1 - std::min<tick>(now, kNoForecast / 2); }  // least recently used first
+    }
+    if (write && rec != nullptr && planner.options().write_back) { prediction_.written.emplace_back(rec, a.sequence); }
+    // Written tensors whose leases are likely released by now (kCleanLag accesses later), oldest first.
+    auto& w = prediction_.written;
+    while (prediction_.written_head < w.size() && to_clean.size() < kCleanPerStep &&
+           w[prediction_.written_head].second + kCleanLag <= a.sequence) {
+      std::shared_ptr<tensor_record> r = w[prediction_.written_head].first.lock();
+      ++prediction_.written_head;
+      if (r != nullptr) { to_clean.push_back(std::move(r)); }
+    }
+    if (prediction_.written_head > 1024 && prediction_.written_head * 2 > w.size()) {
+      w.erase(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(prediction_.written_head));
+      prediction_.written_head = 0;
+    }
+  }
+  if (!oracle && rec != nullptr && next) { rec->next_use.store(*next, std::memory_order_relaxed); }
+  if (n == 0 && to_clean.empty()) { return; }
+  auto const d = static_cast<std::uint32_t>(device_tier());
+  std::uint64_t const cap = engine_.tiers()[d]->capacity;
+
+  // 1. The horizon.
+  tick horizon = no_next_use;
+  std::uint64_t sum = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    sum += ahead[i].bytes;
+    if (sum > cap) {
+      horizon = ahead[i].when;
+      break;
+    }
+  }
+  // 2. Early write-backs.
+  for (auto const& r : to_clean) {
+    tick const nu = r->next_use.load(std::memory_order_relaxed);
+    bool const far = nu == kNoForecast || nu > horizon || (!oracle && nu > kNoForecast / 2);
+    if (far && !holds_record(*r)) { (void)engine_.write_back_early(r, d); }
+  }
+  // 3. Planned prefetches.
+  if (!planner.options().prefetch) { return; }
+  std::uint64_t outstanding = 0;
+  sum = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    planned_access const& pa = ahead[i];
+    sum += pa.bytes;
+    if (sum > cap) { break; }
+    if (pa.discard) { continue; }  // room only: its bytes are overwritten
+    std::shared_ptr<tensor_record> r;
+    {
+      std::lock_guard lock(table_mtx_);
+      if (auto const* x = table_.find(static_cast<std::uint64_t>(pa.id))) { r = *x; }
+    }
+    if (r == nullptr || r->freed) { continue; }
+    if (r->slots[d].state == copy_state::valid) {  // read without the record's lock: a hint
+      if (r->prefetched) { outstanding += r->bytes; }
+      continue;
+    }
+    if (outstanding + r->bytes > prediction_.budget) { break; }
+    plan_outcome const o = engine_.plan_prefetch(r, d, pa.when, now, planner.options().stream_reuse);
+    if (o == plan_outcome::issued) { outstanding += r->bytes; }
+    if (o == plan_outcome::no_room) { break; }
+  }
+}
+
+void pool_impl::plan_allocated(tensor_id id, std::size_t bytes)
+{
+  std::lock_guard lock(prediction_.mtx);
+  prediction_.planner->on_allocate(id, bytes);
+}
 
 // ---------------------------------------------------------------------------------------
 // Streams

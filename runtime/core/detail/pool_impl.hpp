@@ -32,6 +32,7 @@
 #include <tierpool/policy.hpp>
 #include <tierpool/pool.hpp>
 #include <tierpool/pool_options.hpp>
+#include <tierpool/plan_predictor.hpp>
 #include <tierpool/prefetch.hpp>
 #include <tierpool/trace.hpp>
 #include <tierpool/telemetry.hpp>
@@ -78,7 +79,11 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   /// True when a prefetch predictor other than `none` is set.
   [[nodiscard]] bool has_predictor() const noexcept { return prediction_.active; }
   /// Tell the predictor about a device acquire (no record lock held) and prefetch its plan.
-  void predict_after(tensor_id id, std::size_t bytes, bool write);
+  void predict_after(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream);
+  /// The transfer planner's step after a device acquire (Note [The planner's step], pool_impl.cpp).
+  void plan_after(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream);
+  /// A tensor was allocated: the planner names it (plan_predictor::on_allocate).
+  void plan_allocated(tensor_id id, std::size_t bytes);
   std::uint64_t add_low_memory_callback(low_memory_callback cb);
   void remove_low_memory_callback(std::uint64_t id);
   /// Run the low-memory callbacks for tier k (no pool lock held). @return true if any ran.
@@ -196,11 +201,18 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   /// The prefetch predictor (pool_options::prefetch) and its plan, behind one leaf lock
   /// (held only to ask the predictor).
   struct prediction {
-    std::mutex mtx;
+    mutable std::mutex mtx;
     std::optional<any_prefetch_predictor> predictor;  ///< under mtx
     prefetch_plan plan;                               ///< under mtx
     std::uint64_t seq{0};                             ///< under mtx: accesses told so far
     bool active{false};                               ///< constant after construction: not "none"
+    /// The transfer planner: the predictor when it is `plan` or `oracle` (else null).
+    plan_predictor* planner{nullptr};
+    std::shared_ptr<schedule_source> schedule;        ///< pool_options::schedule (oracle)
+    std::uint64_t budget{0};                          ///< bytes prefetched and unused at most
+    /// Under mtx: tensors written lately and the access count then, to clean early (FIFO).
+    std::vector<std::pair<std::weak_ptr<tensor_record>, std::uint64_t>> written;
+    std::size_t written_head{0};                        ///< under mtx: first entry of `written` still pending
   } prediction_;
   pool_tracer tracer_;  ///< trace recording (TIERPOOL_TRACE)
 };

@@ -84,6 +84,20 @@ pool_stats pool_impl::stats() const
   st.managed_prefetches = counters_.managed_prefetches.load(std::memory_order_relaxed);
   st.low_memory_callbacks = lowmem_.calls();
   st.predicted_prefetches = counters_.predicted_prefetches.load(std::memory_order_relaxed);
+  st.planned_prefetches = counters_.planned_prefetches.load(std::memory_order_relaxed);
+  st.planned_prefetch_bytes = counters_.planned_prefetch_bytes.load(std::memory_order_relaxed);
+  st.plan_harm_skips = counters_.plan_harm_skips.load(std::memory_order_relaxed);
+  st.plan_no_room = counters_.plan_no_room.load(std::memory_order_relaxed);
+  st.early_write_backs = counters_.early_write_backs.load(std::memory_order_relaxed);
+  st.early_write_back_bytes = counters_.early_write_back_bytes.load(std::memory_order_relaxed);
+  if (prediction_.planner != nullptr) {
+    std::lock_guard lock(prediction_.mtx);
+    st.planner_state = std::string(to_string(prediction_.planner->state()));
+    st.planner_period = prediction_.planner->period();
+    st.planner_relearns = prediction_.planner->relearns();
+    st.planner_mispredicted = prediction_.planner->mispredicted();
+    if (prediction_.planner->options().oracle) { st.planner_state = "oracle"; }
+  }
   st.managed_prefetch_bytes = counters_.managed_prefetch_bytes.load(std::memory_order_relaxed);
   st.prefetches = counters_.prefetches.load(std::memory_order_relaxed);
   st.prefetch_wasted = counters_.prefetch_wasted.load(std::memory_order_relaxed);

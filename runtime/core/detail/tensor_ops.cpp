@@ -87,7 +87,11 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
   std::shared_ptr<tensor_record> rec = make_record();
   rec->owner = this;
   rec->bytes = bytes;
-  if (options.next_use) { rec->next_use.store(std::min(*options.next_use, kNoForecast - 1), std::memory_order_relaxed); }
+  if (options.next_use) {
+    rec->next_use.store(std::min(*options.next_use, kNoForecast - 1), std::memory_order_relaxed);
+  } else if (prediction_.planner != nullptr && !prediction_.planner->options().oracle) {
+    rec->next_use.store(kNoForecast - 1, std::memory_order_relaxed);  // no forecast yet: beyond every one (Note [The planner's step])
+  }
   rec->opts = std::move(options);
   rec->prefers_device_accessible =
     rec->opts.preferred_tier && is_device_accessible(engine_.tiers()[static_cast<std::uint32_t>(*rec->opts.preferred_tier)]->kind);
@@ -143,6 +147,7 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
   counters_.live_tensor_bytes.fetch_add(bytes, std::memory_order_relaxed);
   guard.armed = false;  // charged for good: free_slots_locked uncharges
   tensor_id const id = rec->id;
+  if (prediction_.planner != nullptr) [[unlikely]] { plan_allocated(id, bytes); }
   if (tracer_.active()) [[unlikely]] {
     trace::event e{};
     e.kind = trace::event_kind::allocate;

@@ -1,0 +1,145 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * @file plan_predictor.hpp
+ * @brief `plan` and `oracle`: the forecasts behind the pool's transfer planner
+ *        (runtime/migration/transfer_planner.cpp). `plan` learns the repeating schedule of
+ *        an iteration; `oracle` reads the program's own schedule (pool_options::schedule:
+ *        `tierpool replay` gives the trace's true future).
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <tierpool/export.hpp>
+#include <tierpool/prefetch.hpp>
+
+namespace tierpool {
+
+/**
+ * @brief The `plan` forecast: learns the schedule of a repeating computation and forecasts
+ *        the accesses ahead and each tensor's next use.
+ *
+ * Algorithm (docs/chapters/prefetch.md, "The transfer planner"):
+ * - **Names that survive an iteration.** A training step frees its activations and
+ *   allocates new ones with new ids. Every tensor gets a *birth key* when it is allocated:
+ *   a hash of the key of the access before its birth, how many tensors were born since that
+ *   access, and its size. The next iteration's activation is born at the same point, so it
+ *   gets the same key; a persistent tensor keeps its own.
+ * - **The period.** Each device access is a token (key, write or not, stream). A hash of the
+ *   last 8 tokens is looked up where it was last seen: the distance is a candidate period
+ *   p. The forecast holds (state `planned`) once 16 tokens in a row equal the token p
+ *   earlier; two mispredictions among the last 32 accesses drop it (state `fallback`, one
+ *   more relearn) and detection starts over.
+ * - **The forecast.** While planned, the accesses ahead are the ones one period back
+ *   (upcoming()), mapped from keys to the live tensors of those keys; the next use of the
+ *   tensor just accessed is the next position of its key (next_use_of_last()). A key whose
+ *   tensor is reborn each period (an activation) has no use past the period's end: its
+ *   forecast is no_next_use.
+ *
+ * Cost: O(1) hash lookups per access and allocation; upcoming() O(window). Memory: the
+ * history ring (24 bytes per access remembered) and two maps over live tensors.
+ * Thread safety: externally synchronized (the pool's prediction lock).
+ */
+class TIERPOOL_EXPORT plan_predictor {
+ public:
+  /// @brief Where the forecast stands.
+  enum class phase : std::uint8_t {
+    learning,  ///< no period yet: the pool demand-fetches
+    planned,   ///< a period holds: the planner prefetches from it
+    fallback,  ///< the schedule changed: demand fetching while it relearns
+  };
+  /// @brief Parameters, with their defaults.
+  struct config {
+    std::uint64_t budget_bytes{0};  ///< prefetched and not yet used at most; 0: a quarter of the device tier
+    std::uint32_t window{1024};     ///< accesses ahead the planner looks at, >= 1
+    std::uint32_t history{1U << 16U};  ///< accesses remembered, >= 64; a longer period is never learned
+    bool oracle{false};             ///< `oracle`: the program's schedule, not a learned one
+    bool prefetch{true};            ///< issue planned prefetches
+    bool write_back{true};          ///< write dirty tensors back early
+    bool stream_reuse{true};        ///< a planned copy may reuse room vacated behind user work, in stream order
+  };
+
+  /// @brief @throws tierpool::logic_error for a window of 0 or a history under 64
+  explicit plan_predictor(config c);
+
+  // ---- prefetch_predictor ----
+  /// @brief Record a device access (the pool calls it after the lease is made). `out` stays
+  ///        empty: the planner, not the pool's generic path, issues the prefetches.
+  void on_access(access_view const& a, prefetch_plan& out);
+  /// @brief Forget a freed tensor.
+  void on_free(tensor_id id) noexcept;
+  /// @brief "plan" or "oracle".
+  [[nodiscard]] std::string_view name() const noexcept { return cfg_.oracle ? "oracle" : "plan"; }
+
+  // ---- the planner's side ----
+  /// @brief A tensor was allocated (gives it its birth key).
+  void on_allocate(tensor_id id, std::size_t bytes);
+  /// @brief The phase now.
+  [[nodiscard]] phase state() const noexcept { return state_; }
+  /// @brief Position of the latest access (the count of accesses before it).
+  [[nodiscard]] std::uint64_t position() const noexcept { return pos_ == 0 ? 0 : pos_ - 1; }
+  /// @brief The period learned (0: none).
+  [[nodiscard]] std::uint64_t period() const noexcept { return period_; }
+  /// @brief Planned: the forecast next use (a position) of the tensor of the latest access;
+  ///        no_next_use when the forecast says never; empty when not planned.
+  [[nodiscard]] std::optional<tick> next_use_of_last() const noexcept { return last_next_; }
+  /// @brief Planned: the accesses after the latest one, in order, at most out.size() of
+  ///        them and at most `window` ahead; tensors not born yet are left out. @return how many
+  [[nodiscard]] std::size_t upcoming(std::span<planned_access> out) const noexcept;
+  /// @brief Times the forecast was dropped and relearned.
+  [[nodiscard]] std::uint64_t relearns() const noexcept { return relearns_; }
+  /// @brief Accesses the forecast predicted right / wrong while planned.
+  [[nodiscard]] std::uint64_t predicted() const noexcept { return hits_; }
+  [[nodiscard]] std::uint64_t mispredicted() const noexcept { return misses_; }
+  [[nodiscard]] config const& options() const noexcept { return cfg_; }
+
+ private:
+  struct entry {
+    std::uint64_t token{0};
+    std::uint64_t key{0};
+    std::uint32_t next_same{0};  // distance to the next access of the same key (0: none yet)
+    bool discard{false};         // write_discard
+    bool next_reborn{false};     // the next access of the key was of another tensor (a rebirth)
+  };
+  [[nodiscard]] entry const& at(std::uint64_t p) const noexcept { return ring_[p % ring_.size()]; }
+  [[nodiscard]] entry& at(std::uint64_t p) noexcept { return ring_[p % ring_.size()]; }
+  void forecast_last(std::uint64_t key, tensor_id id) noexcept;
+
+  config cfg_;
+  std::vector<entry> ring_;
+  std::uint64_t pos_{0};  // accesses recorded
+  struct tensor_info {
+    std::uint64_t key{0};
+    std::size_t bytes{0};
+  };
+  std::unordered_map<std::uint64_t, tensor_info> key_of_;       // live tensor -> birth key, size
+  std::unordered_map<std::uint64_t, std::uint64_t> live_of_;    // birth key -> newest live tensor of it
+  std::unordered_map<std::uint64_t, std::uint64_t> last_pos_;   // key -> position of its latest access
+  std::unordered_map<std::uint64_t, std::uint64_t> last_id_;    // key -> tensor of its latest access
+  std::unordered_map<std::uint64_t, bool> reborn_;              // key -> its tensor changes between periods
+  std::unordered_map<std::uint64_t, std::uint64_t> windows_;    // hash of 8 tokens -> where they ended
+  std::uint64_t last_key_{0};
+  std::uint64_t born_since_{0};
+  std::uint64_t period_{0};
+  std::uint64_t streak_{0};
+  std::uint64_t recent_miss_mask_{0};  // bit i: the access i back was mispredicted (planned only)
+  std::optional<tick> last_next_{};
+  phase state_{phase::learning};
+  std::uint64_t relearns_{0};
+  std::uint64_t hits_{0};
+  std::uint64_t misses_{0};
+};
+
+static_assert(prefetch_predictor<plan_predictor>);
+
+/// @brief Lower-case name of a phase ("learning", "planned", "fallback").
+[[nodiscard]] TIERPOOL_EXPORT std::string_view to_string(plan_predictor::phase p) noexcept;
+
+}  // namespace tierpool

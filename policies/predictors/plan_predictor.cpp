@@ -1,0 +1,233 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// plan_predictor.cpp — the `plan` / `oracle` forecasts (plan_predictor.hpp): birth keys,
+// period detection, the forecast of the accesses ahead and of each tensor's next use.
+#include <tierpool/plan_predictor.hpp>
+
+#include <tierpool/error.hpp>
+#include <tierpool/policy.hpp>
+
+#include <algorithm>
+#include <bit>
+
+namespace tierpool {
+namespace {
+
+constexpr std::uint64_t kWindowTokens = 8;  // tokens hashed to find a candidate period
+constexpr std::uint64_t kConfirm = 16;      // tokens in a row that must repeat before planning
+constexpr int kMaxRecentMisses = 2;         // mispredictions among the last 32 that drop the forecast
+
+std::uint64_t mix(std::uint64_t a, std::uint64_t b) noexcept
+{
+  std::uint64_t z = a ^ (std::rotl(b, 29) + 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30U)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27U)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31U);
+}
+
+}  // namespace
+
+std::string_view to_string(plan_predictor::phase p) noexcept
+{
+  switch (p) {
+    case plan_predictor::phase::learning: return "learning";
+    case plan_predictor::phase::planned: return "planned";
+    case plan_predictor::phase::fallback: return "fallback";
+  }
+  return "unknown";
+}
+
+plan_predictor::plan_predictor(config c) : cfg_(c)
+{
+  TIERPOOL_EXPECTS(cfg_.window >= 1, "plan predictor: window must be at least 1");
+  TIERPOOL_EXPECTS(cfg_.history >= 64, "plan predictor: history must be at least 64");
+  ring_.resize(cfg_.oracle ? 0 : cfg_.history);
+}
+
+void plan_predictor::on_allocate(tensor_id id, std::size_t bytes)
+{
+  if (cfg_.oracle) { return; }
+  std::uint64_t const key = mix(mix(last_key_, born_since_++), bytes);
+  key_of_[static_cast<std::uint64_t>(id)] = tensor_info{key, bytes};
+  live_of_[key] = static_cast<std::uint64_t>(id);
+}
+
+void plan_predictor::on_free(tensor_id id) noexcept
+{
+  auto const it = key_of_.find(static_cast<std::uint64_t>(id));
+  if (it == key_of_.end()) { return; }
+  auto const live = live_of_.find(it->second.key);
+  if (live != live_of_.end() && live->second == static_cast<std::uint64_t>(id)) { live_of_.erase(live); }
+  key_of_.erase(it);
+}
+
+void plan_predictor::on_access(access_view const& a, prefetch_plan& out)
+{
+  (void)out;
+  if (cfg_.oracle) {
+    ++pos_;
+    return;
+  }
+  auto const raw = static_cast<std::uint64_t>(a.id);
+  auto info = key_of_.find(raw);
+  if (info == key_of_.end()) {  // allocated before the planner saw it: its id is its key
+    std::uint64_t const key = mix(0x51ed270b27e0ec0dULL, raw);
+    info = key_of_.emplace(raw, tensor_info{key, a.bytes}).first;
+    live_of_[key] = raw;
+  }
+  std::uint64_t const key = info->second.key;
+  std::uint64_t const token = mix(mix(key, a.write ? 1 : 0), a.stream);
+  std::uint64_t const i = pos_;
+  std::uint64_t const h = ring_.size();
+
+  // Check the forecast against what happened.
+  if (period_ != 0 && i >= period_) {
+    bool const match = at(i - period_).token == token;
+    if (state_ == phase::planned) {
+      (match ? hits_ : misses_) += 1;
+      recent_miss_mask_ = (recent_miss_mask_ << 1U) | (match ? 0U : 1U);
+      if (std::popcount(recent_miss_mask_ & 0xffffffffULL) >= kMaxRecentMisses) {
+        state_ = phase::fallback;
+        ++relearns_;
+        period_ = 0;
+        streak_ = 0;
+        recent_miss_mask_ = 0;
+      }
+    } else if (match) {
+      ++streak_;
+    } else {
+      period_ = 0;
+      streak_ = 0;
+    }
+  }
+
+  // Record the access.
+  at(i) = entry{token, key, 0, a.discard, false};
+  auto const li = last_id_.find(key);
+  bool const reborn = li != last_id_.end() && li->second != raw;
+  if (li != last_id_.end()) {
+    if (reborn) { reborn_[key] = true; }
+    li->second = raw;
+  } else {
+    last_id_.emplace(key, raw);
+  }
+  auto const lp = last_pos_.find(key);
+  if (lp != last_pos_.end()) {
+    if (i - lp->second < h) {
+      entry& prev = at(lp->second);
+      prev.next_same = static_cast<std::uint32_t>(i - lp->second);
+      prev.next_reborn = reborn;
+    }
+    lp->second = i;
+  } else {
+    last_pos_.emplace(key, i);
+  }
+
+  // A candidate period: where the last kWindowTokens tokens were seen last.
+  if (i + 1 >= kWindowTokens) {
+    std::uint64_t wh = 0;
+    for (std::uint64_t k = i + 1 - kWindowTokens; k <= i; ++k) { wh = mix(wh, at(k).token); }
+    if (windows_.size() > 4 * h) { windows_.clear(); }  // a schedule that never repeats
+    auto [it, fresh] = windows_.try_emplace(wh, i);
+    if (!fresh) {
+      std::uint64_t const p = i - it->second;
+      if (period_ == 0 && p * 2 + cfg_.window <= h) {
+        period_ = p;
+        streak_ = 0;
+      }
+      it->second = i;
+    }
+  }
+  if (state_ != phase::planned && period_ != 0 && streak_ >= kConfirm) {
+    state_ = phase::planned;
+    recent_miss_mask_ = 0;
+  }
+  ++pos_;
+  last_key_ = key;
+  born_since_ = 0;
+  last_next_.reset();
+  if (state_ == phase::planned) { forecast_last(key, a.id); }
+}
+
+void plan_predictor::forecast_last(std::uint64_t key, tensor_id id) noexcept
+{
+  (void)id;
+  std::uint64_t const i = pos_ - 1;
+  if (i < period_) { return; }
+  entry const& back = at(i - period_);
+  if (back.key != key) { return; }  // mispredicted: no forecast for it
+  std::uint64_t const d = back.next_same;
+  if (d != 0 && back.next_reborn) {  // the key's next access was of the next life's tensor
+    last_next_ = tick{no_next_use};
+    return;
+  }
+  if (d != 0 && d < period_) {
+    last_next_ = tick{i + d};
+    return;
+  }
+  auto const r = reborn_.find(key);
+  bool const reborn = r != reborn_.end() && r->second;
+  last_next_ = reborn ? tick{no_next_use} : tick{i + period_};
+}
+
+std::size_t plan_predictor::upcoming(std::span<planned_access> out) const noexcept
+{
+  if (state_ != phase::planned || pos_ == 0) { return 0; }
+  std::uint64_t const i = pos_ - 1;
+  std::uint64_t const ahead = std::min<std::uint64_t>(cfg_.window, period_);
+  std::size_t n = 0;
+  for (std::uint64_t o = 1; o <= ahead && n < out.size(); ++o) {
+    entry const& e = at(i + o - period_);
+    auto const live = live_of_.find(e.key);
+    if (live == live_of_.end()) { continue; }  // not born yet
+    auto const info = key_of_.find(live->second);
+    if (info == key_of_.end()) { continue; }
+    out[n++] = planned_access{tensor_id{live->second}, info->second.bytes, tick{i + o}, e.discard};
+  }
+  return n;
+}
+
+namespace policies {
+
+void register_plan_predictors(policy_registry& registry)
+{
+  auto make = [](policy_params const& p, bool oracle) {
+    plan_predictor::config c;
+    c.oracle = oracle;
+    c.budget_bytes = p.get<std::uint64_t>("budget");
+    auto const window = p.get<std::uint64_t>("window");
+    TIERPOOL_EXPECTS(window >= 1 && window <= 65536, "plan predictor: window must be in 1..65536");
+    c.window = static_cast<std::uint32_t>(window);
+    c.prefetch = p.get<bool>("prefetch");
+    c.write_back = p.get<bool>("writeback");
+    c.stream_reuse = p.get<bool>("stream_reuse");
+    if (!oracle) {
+      auto const history = p.get<std::uint64_t>("history");
+      TIERPOOL_EXPECTS(history >= 64 && history <= (1ULL << 26), "plan predictor: history must be in 64..67108864");
+      c.history = static_cast<std::uint32_t>(history);
+    }
+    return any_prefetch_predictor{plan_predictor{c}};
+  };
+  std::vector<policy_parameter> common = {
+    {"budget", parameter_type::bytes, "0", "bytes prefetched and not yet used at most; 0 = a quarter of the device tier"},
+    {"window", parameter_type::unsigned_integer, "1024", "accesses ahead the planner looks at"},
+    {"prefetch", parameter_type::boolean, "on", "issue planned prefetches (off: forecast and early write-backs only)"},
+    {"writeback", parameter_type::boolean, "on", "write dirty tensors that will be evicted back early, on the d2h stream"},
+    {"stream_reuse", parameter_type::boolean, "on",
+     "a planned copy may take room vacated behind user work, waiting for it in stream order"}};
+  std::vector<policy_parameter> learned = common;
+  learned.push_back({"history", parameter_type::unsigned_integer, "65536",
+                     "accesses remembered; a longer iteration is never learned"});
+  registry.add_predictor("plan",
+                         "transfer planner: learns an iteration's schedule, prefetches in use order without evicting "
+                         "anything needed sooner, writes dirty tensors back early (the online planner)",
+                         std::move(learned), [make](policy_params const& p) { return make(p, false); });
+  registry.add_predictor("oracle",
+                         "transfer planner driven by the program's true schedule (pool_options::schedule; tierpool "
+                         "replay gives the trace's future): what the online planner would do if it knew",
+                         std::move(common), [make](policy_params const& p) { return make(p, true); });
+}
+
+}  // namespace policies
+}  // namespace tierpool

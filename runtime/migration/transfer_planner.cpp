@@ -1,0 +1,111 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// transfer_planner.cpp — owns the transfer planner's two mechanisms in the migration
+// engine: planned prefetches (plan_prefetch: in use order, doing no harm) and early
+// write-backs (write_back_early). What to prefetch and when comes from the forecast
+// (include/tierpool/plan_predictor.hpp) through the pool (core/detail/pool_impl.cpp,
+// plan_after); docs/chapters/prefetch.md, "The transfer planner".
+//
+// Note [Planned prefetches]
+//   Rationale: the host runs ahead of the device, so "when" a copy runs is set by what it
+//   waits for in stream order, not by when the host enqueues it. A copy-in that takes the
+//   room of a tensor whose last use is earlier in stream order waits for that use and then
+//   has the compute up to its own use to hide behind. Approach: the pool walks the
+//   forecast's accesses ahead, nearest first, and for each tensor not resident calls
+//   plan_prefetch with the position of its use. Placement runs without waiting
+//   (place_mode::no_wait), under planning_terms: the eviction round skips every victim
+//   whose forecast next use comes at or before that position (Cao, Felten, Karlin & Li,
+//   "A study of integrated prefetching and caching strategies", SIGMETRICS 1995: "do no
+//   harm"), and a block vacated behind user work may be reused in stream order (the copy
+//   stream waits for the retire event), which a demand fetch never does (tier.cpp, Note
+//   [Stream-ordered reuse of deferred blocks]): planned copies are enqueued in use order,
+//   so the copy they stall behind is one needed sooner anyway. `no_room` stops the walk:
+//   a later use finds no more harmless room. Limitations: the copy streams are FIFO, so a
+//   demand fetch enqueued later waits behind planned copies; the walk is bounded by the
+//   pool's byte budget, not by the link's time (a copy may start earlier than it must).
+#include <tierpool/error.hpp>
+
+#include <new>
+
+#include "migration/migration_engine.hpp"
+#include "migration/record_lock.hpp"
+
+namespace tierpool::detail {
+namespace {
+
+// Sets the planning terms of this thread for one placement; restores them after.
+class planning_scope {
+ public:
+  planning_scope(tick protect, tick now, bool stream_reuse) noexcept : saved_(planning())
+  {
+    planning_terms& t = planning();
+    t.stream_reuse = stream_reuse;
+    t.active = true;
+    t.protect = protect;
+    t.now = now;
+    t.harm_skips = 0;
+  }
+  ~planning_scope() { planning() = saved_; }
+  planning_scope(planning_scope const&) = delete;
+  planning_scope& operator=(planning_scope const&) = delete;
+  [[nodiscard]] static std::size_t skips() noexcept { return planning().harm_skips; }
+
+ private:
+  planning_terms saved_;
+};
+
+}  // namespace
+
+plan_outcome migration_engine::plan_prefetch(std::shared_ptr<tensor_record> const& recp, std::uint32_t k, tick use,
+                                             tick now, bool stream_reuse)
+{
+  tensor_record& rec = *recp;
+  if (holds_record(rec)) { return plan_outcome::skipped; }
+  record_lock rl(rec, std::try_to_lock);
+  if (!rl.owns() || rec.freed) { return plan_outcome::skipped; }
+  if (rec.slots[k].state == copy_state::valid) { return plan_outcome::resident; }
+  if (rec.prefetch_queued || rec.write_pins != 0 || rec.bytes > tiers_[k]->capacity) { return plan_outcome::skipped; }
+  fill_result r = fill_result::no_room;
+  std::size_t skips = 0;
+  try {
+    planning_scope const scope(use, now, stream_reuse);
+    r = ensure_valid_locked(rec, k, access_mode::read, place_mode::no_wait);
+    skips = planning_scope::skips();
+  } catch (out_of_memory const&) {
+    return plan_outcome::skipped;
+  } catch (backend_error const&) {
+    return plan_outcome::skipped;
+  } catch (std::bad_alloc const&) {
+    return plan_outcome::skipped;
+  }
+  counters_->plan_harm_skips.fetch_add(skips, std::memory_order_relaxed);
+  if (r != fill_result::filled) {
+    counters_->plan_no_room.fetch_add(1, std::memory_order_relaxed);
+    return r == fill_result::hit ? plan_outcome::resident : plan_outcome::no_room;
+  }
+  rec.prefetched = true;
+  counters_->prefetches.fetch_add(1, std::memory_order_relaxed);
+  counters_->planned_prefetches.fetch_add(1, std::memory_order_relaxed);
+  counters_->planned_prefetch_bytes.fetch_add(rec.bytes, std::memory_order_relaxed);
+  return plan_outcome::issued;
+}
+
+bool migration_engine::write_back_early(std::shared_ptr<tensor_record> const& recp, std::uint32_t k) noexcept
+{
+  tensor_record& rec = *recp;
+  if (holds_record(rec)) { return false; }
+  record_lock rl(rec, std::try_to_lock);
+  if (!rl.owns() || rec.freed || k >= rec.slots.size()) { return false; }
+  copy_slot const& s = rec.slots[k];
+  if (s.state != copy_state::valid || s.pins != 0 || rec.write_pins != 0) { return false; }
+  for (std::uint32_t j = 0; j < rec.slots.size(); ++j) {
+    if (j != k && rec.slots[j].state == copy_state::valid) { return false; }  // clean already
+  }
+  if (!write_back_locked(rec, k, place_mode::no_wait)) { return false; }
+  counters_->early_write_backs.fetch_add(1, std::memory_order_relaxed);
+  counters_->early_write_back_bytes.fetch_add(rec.bytes, std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace tierpool::detail

@@ -16,7 +16,11 @@
 //   When the kernel starts (its stream's tail, not before the host launched it) every
 //   operand with missing pages faults: one fault group per (kernel, tensor), serviced one
 //   after the other while the kernel waits. A group pays the fault cost
-//   (run_options::uvm_fault_ns), then makes room (LRU eviction, write-backs on the d2h
+//   (run_options::uvm_fault_ns; 25 us by default, from Zheng et al., "Towards High
+//   Performance Paged Memory for GPUs", HPCA 2016, who report about 20-50 us per far
+//   fault, and Allen & Ge, "In-depth Analyses of Unified Virtual Memory System for GPU
+//   Accelerated Computing", SC 2021, whose fault-batch service times are tens of
+//   microseconds), then makes room (LRU eviction, write-backs on the d2h
 //   link, waited for), then migrates its missing pages in one copy on the h2d link
 //   (link latency + pages * page / bandwidth). A tensor never touched since its
 //   allocation (without a host tier preference) has no bytes anywhere: its pages are

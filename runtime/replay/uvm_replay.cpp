@@ -41,7 +41,8 @@
 //   write-backs stall it, and what does not fit is left to demand faults when k starts.
 //   Limitations: a kernel whose operands do not fit together evicts its own earlier
 //   operands and is not charged the refaults; kernels of other streams are not
-//   interrupted by the pages an eviction takes from them; a tensor larger than the device
+//   interrupted by the pages an eviction takes from them, and each stream pays its own
+//   fault costs (the driver's one fault worker per GPU is not modelled); a tensor larger than the device
 //   is unserved (a miss that moves nothing), as in pool mode; the recorded trace's own
 //   prefetch and release events are ignored; the driver's density prefetcher is not
 //   modelled.

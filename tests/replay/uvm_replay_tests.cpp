@@ -287,6 +287,34 @@ TEST(ReplayUvm, ATensorLargerThanTheDeviceIsUnserved)
   EXPECT_EQ(r.bytes_h2d, 0U);
 }
 
+TEST(ReplayUvm, WithoutComputeEventsEachAccessIsAKernelOfItsOwn)
+{
+  // A cache trace (objects first seen through a read, their bytes in host memory): 4 KiB
+  // objects are one 64 KiB page each; two pages of room.
+  tt::event r1 = access(1);
+  r1.bytes = 4096;
+  tt::event r2 = access(2);
+  r2.bytes = 4096;
+  auto const r = run_uvm({r1, r2, r1}, 128 * kKiB);
+  EXPECT_EQ(r.hits, 1U);
+  EXPECT_EQ(r.misses, 2U);
+  EXPECT_EQ(r.bytes_h2d, 128 * kKiB);
+  EXPECT_DOUBLE_EQ(r.makespan_seconds, ns(2 * (kFault + copy_ns(64 * kKiB))));
+}
+
+TEST(ReplayUvm, StreamsFaultOnTheirOwnTimelinesAndShareTheLink)
+{
+  // A on stream 0, B on stream 1: both kernels fault at 0; B's copy waits for A's on the
+  // h2d link, and the kernels overlap.
+  std::vector<tt::event> const ev = {alloc(1, kMiB), alloc(2, kMiB), access(1, tt::access_kind::read, 0),
+                                     compute(100'000, 0), access(2, tt::access_kind::read, 1), compute(100'000, 1)};
+  auto const r = run_uvm(ev, 4 * kMiB);
+  std::uint64_t const c = copy_ns(kMiB);
+  EXPECT_DOUBLE_EQ(r.makespan_seconds, ns(kFault + 2 * c + 100'000));
+  EXPECT_DOUBLE_EQ(r.stall_seconds, ns((kFault + c) + (kFault + 2 * c)));
+  EXPECT_DOUBLE_EQ(r.compute_seconds, 100e-6);
+}
+
 TEST(ReplayUvm, DeterministicAndNeverBelowTheIdealOnTheGenerators)
 {
   for (char const* workload : {"mlp-train", "transformer-train", "llm-infer-stream"}) {

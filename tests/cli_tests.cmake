@@ -457,6 +457,9 @@ add_test(NAME cli.replay.uvm_json_mode
           $<TARGET_FILE:tierpool_cli> ${_tp_replay_mlp} ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_uvm)
 set_tests_properties(cli.replay.uvm_json_mode PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "^\\[\n  {\"policy\":\"lru\",\"mode\":\"uvm-hints\",\"capacity\":\"50%\"")
+add_test(NAME cli.replay.uvm_prefetch_needs_pool_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp} --mode uvm-hints --prefetch sequence -q)
+set_tests_properties(cli.replay.uvm_prefetch_needs_pool_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool replay: --prefetch needs --mode pool")
 add_test(NAME cli.replay.uvm_cache_mix_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp} --mode pool,cache -q)
 set_tests_properties(cli.replay.uvm_cache_mix_message PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "tierpool: error: --mode 'pool,cache': cache mode cannot be mixed with the others")

@@ -135,8 +135,8 @@ replay_result run(compiled_trace const& trace, run_options const& o)
     }
     if (!o.staging.empty()) { throw logic_error("replay: --tiers is a pool-mode option (UVM has device and host)"); }
     if (o.policy != "lru") {
-      throw logic_error("replay: " + std::string(to_string(o.mode)) + " evicts LRU pages as the driver does: give the policy lru (got '" +
-                        o.policy + "')");
+      throw logic_error("replay: " + std::string(to_string(o.mode)) +
+                        " evicts LRU pages as the driver does: give the policy lru (got '" + o.policy + "')");
     }
     if (d.options.ignore_size) { throw logic_error("replay: ignoring sizes is a cache-mode option"); }
     TIERPOOL_EXPECTS(d.options.pool, "replay: this trace was compiled without the pool-mode array (compile_options::pool)");

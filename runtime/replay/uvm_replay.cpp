@@ -152,7 +152,10 @@ class uvm_engine {
   }
 
  private:
-  [[nodiscard]] std::uint64_t pages_of(std::uint64_t bytes) const noexcept { return bytes / page_ + (bytes % page_ != 0 ? 1 : 0); }
+  [[nodiscard]] std::uint64_t pages_of(std::uint64_t bytes) const noexcept
+  {
+    return bytes / page_ + (bytes % page_ != 0 ? 1 : 0);
+  }
 
   // ---- LRU list of tensors with resident pages ----
   void unlink(std::uint32_t v) noexcept

@@ -232,6 +232,10 @@ int replay_command(int argc, char** argv)
     std::fprintf(stderr, "tierpool replay: --tiers needs --mode pool\n");
     return 2;
   }
+  if (prefetch != "none" && !has_pool) {
+    std::fprintf(stderr, "tierpool replay: --prefetch needs --mode pool (uvm-hints models the user's prefetches)\n");
+    return 2;
+  }
   if (has_pool) {
     (void)policy_registry::with_builtins().create_predictor(prefetch);  // unknown: the registry's typed error, up front
   }

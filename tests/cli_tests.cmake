@@ -446,6 +446,38 @@ add_test(NAME cli.replay.unserved_pool_mode COMMAND $<TARGET_FILE:tierpool_cli> 
 set_tests_properties(cli.replay.unserved_pool_mode PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "tierpool replay: warning: lru at 1KiB left 2 of 4 requests unserved")
 
+# --mode pool,uvm,uvm-hints: one command, one table with a mode column; the UVM modes run
+# lru only (the driver's eviction), and their rows carry "vs belady" from the pool's belady.
+add_test(NAME cli.replay.uvm_modes_table COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp}
+  --policy belady,lru --capacity 50% --mode pool,uvm,uvm-hints -q)
+set_tests_properties(cli.replay.uvm_modes_table PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "mode pool,uvm,uvm-hints, link pcie4, prefetch none, uvm page 64\\.0 KiB, fault 25 us;.*\npolicy +mode +capacity +requests .*\nbelady +pool +50% .*\nlru +pool +50% .*\nlru +uvm +50% [^\n]* 1\\.[0-9][0-9][0-9] [^\n]*\nlru +uvm-hints +50% [^\n]*\n$")
+add_test(NAME cli.replay.uvm_json_mode
+  COMMAND sh -c "\"$0\" replay \"$1\" --capacity 50% --mode uvm-hints --uvm-page 2MiB --uvm-fault-us 40 -q --json \"$2.json\" > /dev/null && head -c 80 \"$2.json\""
+          $<TARGET_FILE:tierpool_cli> ${_tp_replay_mlp} ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_uvm)
+set_tests_properties(cli.replay.uvm_json_mode PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "^\\[\n  {\"policy\":\"lru\",\"mode\":\"uvm-hints\",\"capacity\":\"50%\"")
+add_test(NAME cli.replay.uvm_prefetch_needs_pool_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp} --mode uvm-hints --prefetch sequence -q)
+set_tests_properties(cli.replay.uvm_prefetch_needs_pool_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool replay: --prefetch needs --mode pool")
+add_test(NAME cli.replay.uvm_cache_mix_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp} --mode pool,cache -q)
+set_tests_properties(cli.replay.uvm_cache_mix_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool: error: --mode 'pool,cache': cache mode cannot be mixed with the others")
+add_test(NAME cli.replay.uvm_cache_mix_fails COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp} --mode uvm,cache -q)
+set_tests_properties(cli.replay.uvm_cache_mix_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+foreach(_tp_page 3000 2KiB 3MiB bogus)
+  add_test(NAME cli.replay.uvm_bad_page_${_tp_page}_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp} --mode uvm --uvm-page ${_tp_page} -q)
+  set_tests_properties(cli.replay.uvm_bad_page_${_tp_page}_message PROPERTIES LABELS cpu
+    PASS_REGULAR_EXPRESSION "tierpool: error: invalid --uvm-page '${_tp_page}': ")
+endforeach()
+add_test(NAME cli.replay.uvm_bad_page_fails COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp} --mode uvm --uvm-page 3000 -q)
+set_tests_properties(cli.replay.uvm_bad_page_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+foreach(_tp_fault -1 nan inf x)
+  add_test(NAME cli.replay.uvm_bad_fault_${_tp_fault}_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp} --mode uvm --uvm-fault-us ${_tp_fault} -q)
+  set_tests_properties(cli.replay.uvm_bad_fault_${_tp_fault}_message PROPERTIES LABELS cpu
+    PASS_REGULAR_EXPRESSION "tierpool: error: --uvm-fault-us must be a number of microseconds in 0\\.\\.1000000, got '${_tp_fault}'")
+endforeach()
+
 # Numbers out of range are refused with the option and its range (-1 wrapped: --loop -1
 # threw std::bad_alloc; --threads 0 / 10000 were taken).
 add_test(NAME cli.replay.negative_loop_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --loop -1 -q)

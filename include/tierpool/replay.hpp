@@ -67,11 +67,21 @@ struct compiled_data;
 enum class replay_mode : std::uint8_t {
   pool,   ///< the real tierpool::pool on a sim backend (phantom memory, virtual clock)
   cache,  ///< a plain object cache driven by the policy (no pool, no clock)
+  /// CUDA managed memory without hints (demand paging, LRU page eviction): the UVM
+  /// baseline, a model on its own virtual clock (docs/chapters/replay.md, "UVM baseline")
+  uvm,
+  /// CUDA managed memory with cudaMemPrefetchAsync of each kernel's operands one kernel ahead
+  uvm_hints,
 };
 
-/// @brief "pool" or "cache".
+/// @brief "pool", "cache", "uvm" or "uvm-hints".
 [[nodiscard]] TIERPOOL_EXPORT std::string_view to_string(replay_mode m) noexcept;
-/// @brief Parse "pool" or "cache". @throws tierpool::logic_error naming the accepted values
+/// @brief True for replay_mode::uvm and replay_mode::uvm_hints.
+[[nodiscard]] constexpr bool is_uvm(replay_mode m) noexcept
+{
+  return m == replay_mode::uvm || m == replay_mode::uvm_hints;
+}
+/// @brief Parse "pool", "cache", "uvm" or "uvm-hints". @throws tierpool::logic_error naming the accepted values
 [[nodiscard]] TIERPOOL_EXPORT replay_mode parse_replay_mode(std::string_view text);
 
 /**
@@ -266,13 +276,28 @@ struct staging_tier {
  */
 [[nodiscard]] TIERPOOL_EXPORT std::vector<staging_tier> parse_staging_tiers(std::string_view list);
 
+/// Default page (fault granularity) of the UVM baseline: 64 KiB.
+inline constexpr std::uint64_t kUvmDefaultPageBytes = 64ULL * 1024ULL;
+/// Default cost of one fault batch of the UVM baseline, ns: 25 us (Zheng et al., HPCA 2016,
+/// report 20-50 us per far fault; Allen & Ge, SC 2021, measure fault-batch service times in
+/// the tens of microseconds). See docs/chapters/replay.md, "UVM baseline".
+inline constexpr double kUvmDefaultFaultNs = 25'000.0;
+
+/**
+ * @brief Check the UVM baseline's options.
+ * @throws tierpool::logic_error if `page_bytes` is not a power of two of at least 4 KiB, or
+ *         `fault_ns` is not finite, negative, or above 1e9 (1 s)
+ */
+TIERPOOL_EXPORT void check_uvm_options(std::uint64_t page_bytes, double fault_ns);
+
 /// @brief Reports progress of one run: events done so far and the total.
 using progress_fn = std::function<void(std::uint64_t done, std::uint64_t total)>;
 
 /// @brief Options of one run.
 struct run_options {
-  replay_mode mode{replay_mode::pool};       ///< pool or cache
-  std::string policy{"lru"};                 ///< policy spec for the policy registry
+  replay_mode mode{replay_mode::pool};       ///< pool, cache, uvm or uvm_hints
+  /// Policy spec for the policy registry (UVM modes: only "lru", what the driver does).
+  std::string policy{"lru"};
   std::uint64_t capacity_bytes{0};           ///< device / cache capacity (objects with ignore_size); > 0
   std::string capacity_label{};              ///< copied into the result
   link_model link{link_model::pcie4()};      ///< host <-> device link, both directions
@@ -285,6 +310,15 @@ struct run_options {
   progress_fn progress{};                    ///< called about every 2^20 events (may be empty)
   /// Cache mode, tests: when non-null, receives 1 (hit) or 0 (miss) per request, in order.
   std::vector<std::uint8_t>* outcomes{nullptr};
+  /// UVM modes: the page, the granularity of faults and migrations (a power of two >= 4 KiB;
+  /// 2 MiB models the driver's large-page blocks).
+  std::uint64_t uvm_page_bytes{kUvmDefaultPageBytes};
+  /// UVM modes: the cost of one fault batch (one kernel's faults on one tensor), ns.
+  double uvm_fault_ns{kUvmDefaultFaultNs};
+  /// UVM modes: evicting or handing to the host copies only dirty pages and drops clean
+  /// ones, as if a host copy were kept. Off (default): every page leaving the device is
+  /// copied, as the driver does (a managed page has one copy).
+  bool uvm_drop_clean{false};
 };
 
 /**
@@ -297,7 +331,9 @@ struct run_options {
  * @throws tierpool::logic_error for an unknown policy (the registry's message lists the
  *         registered ones), capacity 0, an unknown prefetch predictor, `ignore_size` in pool
  *         mode, staging tiers in cache mode, a policy that proposes no victim while the
- *         cache must evict, or (pool mode) a link so slow that the copies pass the simulated
+ *         cache must evict, --prefetch or staging tiers in a UVM mode, a policy other than
+ *         lru, bad UVM options (check_uvm_options) or a capacity under one page in a UVM
+ *         mode, or (pool and UVM modes) a link so slow that the copies pass the simulated
  *         clock's range (2^61 ns): the lower bound's before the run, the run's after it
  * @throws tierpool::backend_error in pool mode if the sim backend fails
  */
@@ -305,12 +341,15 @@ struct run_options {
 
 /// @brief Options of run_grid(): every policy × every capacity.
 struct grid_options {
-  replay_mode mode{replay_mode::pool};       ///< pool or cache
+  replay_mode mode{replay_mode::pool};       ///< pool, cache, uvm or uvm_hints
   std::vector<std::string> policies{"lru"};  ///< specs, in output order
   std::vector<capacity_spec> capacities{};   ///< in output order
   link_model link{link_model::pcie4()};      ///< as run_options::link
   std::string prefetch{"none"};              ///< as run_options::prefetch
   std::vector<staging_tier> staging{};       ///< as run_options::staging
+  std::uint64_t uvm_page_bytes{kUvmDefaultPageBytes};  ///< as run_options::uvm_page_bytes
+  double uvm_fault_ns{kUvmDefaultFaultNs};             ///< as run_options::uvm_fault_ns
+  bool uvm_drop_clean{false};                          ///< as run_options::uvm_drop_clean
   unsigned threads{0};                       ///< worker threads; 0 = all hardware threads
   /// The policy spec `moved_vs_belady` divides by: when one of `policies` is exactly this
   /// spec, every result gets its bytes moved relative to that policy's on the same

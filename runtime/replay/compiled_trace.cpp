@@ -36,13 +36,24 @@
 
 namespace tierpool::replay {
 
-std::string_view to_string(replay_mode m) noexcept { return m == replay_mode::pool ? "pool" : "cache"; }
+std::string_view to_string(replay_mode m) noexcept
+{
+  switch (m) {
+    case replay_mode::pool: return "pool";
+    case replay_mode::cache: return "cache";
+    case replay_mode::uvm: return "uvm";
+    case replay_mode::uvm_hints: return "uvm-hints";
+  }
+  return "pool";
+}
 
 replay_mode parse_replay_mode(std::string_view text)
 {
   if (text == "pool") { return replay_mode::pool; }
   if (text == "cache") { return replay_mode::cache; }
-  throw logic_error("unknown replay mode '" + std::string(text) + "' (valid: pool, cache)");
+  if (text == "uvm") { return replay_mode::uvm; }
+  if (text == "uvm-hints") { return replay_mode::uvm_hints; }
+  throw logic_error("unknown replay mode '" + std::string(text) + "' (valid: pool, cache, uvm, uvm-hints)");
 }
 
 std::uint64_t capacity_spec::resolve(std::uint64_t base) const noexcept

@@ -7,6 +7,7 @@
 #include <tierpool/detail/parse.hpp>
 #include <tierpool/replay.hpp>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -167,7 +168,10 @@ std::string rate(double per_s)
 
 std::string format_table(std::span<replay_result const> results)
 {
-  static constexpr std::array<char const*, 15> head = {"policy",    "capacity", "requests", "hit",
+  // A mode column only when the rows are of more than one mode (`--mode pool,uvm`).
+  bool const show_mode = std::any_of(results.begin(), results.end(),
+                                     [&](replay_result const& r) { return r.mode != results.front().mode; });
+  static constexpr std::array<char const*, 16> head = {"policy",    "mode", "capacity", "requests", "hit",
                                                        "miss",      "unserved", "byte miss", "h2d",
                                                        "d2h",       "stall",    "makespan", "ideal",      "x ideal",
                                                        "vs belady", "req/s"};
@@ -181,7 +185,7 @@ std::string format_table(std::span<replay_result const> results)
     } else if (resolved != cap) {
       cap += " (" + resolved + ")";
     }
-    rows.push_back({r.policy, cap, std::to_string(r.requests), fixed(r.hit_ratio(), 4), fixed(r.miss_ratio(), 4),
+    rows.push_back({r.policy, std::string(to_string(r.mode)), cap, std::to_string(r.requests), fixed(r.hit_ratio(), 4), fixed(r.miss_ratio(), 4),
                     std::to_string(r.unserved), fixed(r.byte_miss_ratio(), 4), amount(r.bytes_h2d, r.ignore_size),
                     amount(r.bytes_d2h, r.ignore_size), seconds(r.stall_seconds), seconds(r.makespan_seconds),
                     seconds(r.ideal_seconds), fixed(r.makespan_vs_ideal(), 2), r.moved_vs_belady ? fixed(*r.moved_vs_belady, 3) : "-",
@@ -195,8 +199,9 @@ std::string format_table(std::span<replay_result const> results)
   std::string out;
   auto emit = [&](auto const& cells) {
     for (std::size_t c = 0; c < head.size(); ++c) {
+      if (c == 1 && !show_mode) { continue; }
       std::string_view const cell = cells[c];
-      bool const left = c < 2;  // names left-aligned, figures right-aligned
+      bool const left = c < 3;  // names left-aligned, figures right-aligned
       std::size_t const pad = width[c] - cell.size();
       if (c != 0) { out += "  "; }
       if (!left) { out.append(pad, ' '); }

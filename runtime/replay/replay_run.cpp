@@ -111,7 +111,7 @@ replay_result run(compiled_trace const& trace, run_options const& o)
   detail::must_move const m = detail::compute_must_move(d, o.capacity_bytes);
   double const floor_h2d = link_seconds(o.link, m.h2d_bytes, m.h2d_copies);
   double const floor_d2h = link_seconds(o.link, m.d2h_bytes, 0);
-  if (o.mode == replay_mode::pool) {
+  if (o.mode != replay_mode::cache) {
     double const floor = std::max(floor_h2d, floor_d2h);
     if (!(floor < kClockRangeSeconds)) {
       throw logic_error("replay: at " + r.capacity_label + " the copies alone take at least " + seconds_text(floor) +
@@ -128,6 +128,19 @@ replay_result run(compiled_trace const& trace, run_options const& o)
     if (!o.staging.empty()) { throw logic_error("replay: --tiers is a pool-mode option (cache mode has one tier)"); }
     any_eviction_policy policy = registry->create(o.policy);
     detail::run_cache(d, policy, o, r);
+  } else if (is_uvm(o.mode)) {
+    // The UVM baseline evicts LRU pages, as the driver does: no other policy, no tiers.
+    if (o.prefetch != "none") {
+      throw logic_error("replay: --prefetch is a pool-mode option (uvm-hints models the user's prefetches)");
+    }
+    if (!o.staging.empty()) { throw logic_error("replay: --tiers is a pool-mode option (UVM has device and host)"); }
+    if (o.policy != "lru") {
+      throw logic_error("replay: " + std::string(to_string(o.mode)) +
+                        " evicts LRU pages as the driver does: give the policy lru (got '" + o.policy + "')");
+    }
+    if (d.options.ignore_size) { throw logic_error("replay: ignoring sizes is a cache-mode option"); }
+    TIERPOOL_EXPECTS(d.options.pool, "replay: this trace was compiled without the pool-mode array (compile_options::pool)");
+    detail::run_uvm(d, o, r, o.mode == replay_mode::uvm_hints);
   } else {
     if (d.options.ignore_size) { throw logic_error("replay: ignoring sizes is a cache-mode option"); }
     TIERPOOL_EXPECTS(d.options.pool, "replay: this trace was compiled without the pool-mode array (compile_options::pool)");
@@ -191,6 +204,9 @@ std::vector<replay_result> run_grid(compiled_trace const& trace, grid_options co
     o.link = options.link;
     o.prefetch = options.prefetch;
     o.staging = options.staging;
+    o.uvm_page_bytes = options.uvm_page_bytes;
+    o.uvm_fault_ns = options.uvm_fault_ns;
+    o.uvm_drop_clean = options.uvm_drop_clean;
     o.registry = registry;
     if (options.on_progress) {
       o.progress = [&, k](std::uint64_t a, std::uint64_t b) {

@@ -1,9 +1,11 @@
 // SPDX-FileCopyrightText: 2026 tierpool contributors
 // SPDX-License-Identifier: Apache-2.0
 //
-// replay_command.cpp — `tierpool replay TRACE`: replay a trace per policy × capacity with
-// the replay library (include/tierpool/replay.hpp) and print the table; optionally write
-// JSON, CSV and an SVG plot. Everything else (engines, grid, formats) lives in the library.
+// replay_command.cpp — `tierpool replay TRACE`: replay a trace per policy × capacity (and
+// per mode: `--mode pool,uvm,uvm-hints` compiles the trace once and runs one grid per mode)
+// with the replay library (include/tierpool/replay.hpp) and print the table; optionally
+// write JSON, CSV and an SVG plot. Everything else (engines, grid, formats) lives in the
+// library.
 
 // GCC 12 reports a false -Wnull-dereference inside std::string assignment when it inlines
 // Boost.ProgramOptions' typed_value<std::string>::notify (see bench_pool_command.cpp).
@@ -24,7 +26,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -72,6 +77,42 @@ constexpr unsigned kMaxThreads = 1024;
 // Most passes --loop accepts (compile() also refuses a loop too long for its arrays).
 constexpr std::uint32_t kMaxLoop = 1'000'000;
 
+// `--mode a,b,...`: each a replay mode, none twice; cache mode alone (its trace is compiled
+// differently).
+std::vector<tr::replay_mode> split_modes(std::string const& text)
+{
+  std::vector<tr::replay_mode> out;
+  std::string_view rest = text;
+  for (;;) {
+    auto const comma = rest.find(',');
+    tr::replay_mode const m = tr::parse_replay_mode(rest.substr(0, comma));
+    if (std::find(out.begin(), out.end(), m) != out.end()) {
+      throw logic_error("--mode '" + text + "' names " + std::string(tr::to_string(m)) + " twice");
+    }
+    out.push_back(m);
+    if (comma == std::string_view::npos) { break; }
+    rest.remove_prefix(comma + 1);
+  }
+  if (out.size() > 1 && std::find(out.begin(), out.end(), tr::replay_mode::cache) != out.end()) {
+    throw logic_error("--mode '" + text +
+                      "': cache mode cannot be mixed with the others (its trace is compiled as an object cache); "
+                      "run it on its own");
+  }
+  return out;
+}
+
+// `--uvm-fault-us N`: microseconds, a finite number >= 0 (at most 1 s).
+double parse_fault_us(std::string const& text)
+{
+  double v = 0.0;
+  auto const r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || r.ec != std::errc{} || r.ptr != text.data() + text.size() || !std::isfinite(v) || v < 0.0 ||
+      v > 1e6) {
+    throw logic_error("--uvm-fault-us must be a number of microseconds in 0..1000000, got '" + text + "'");
+  }
+  return v;
+}
+
 void write_file(std::string const& path, std::string const& text)
 {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
@@ -98,6 +139,8 @@ int replay_command(int argc, char** argv)
   std::string plot_path;
   std::string loop_text = "1";
   std::string threads_text;
+  std::string uvm_page_text = "64KiB";
+  std::string uvm_fault_text = "25";
 
   po::options_description desc("tierpool replay TRACE [options]");
   // clang-format off
@@ -107,7 +150,12 @@ int replay_command(int argc, char** argv)
      "eviction policies, comma-separated specs (lru,arc,lru:refresh_interval=1000); repeatable; default lru")
     ("capacity,c", po::value(&capacities),
      "device / cache capacities, comma-separated: P% of the working set or a byte size (64MiB); default 10%,25%,50%")
-    ("mode,m", po::value(&mode), "pool (the real pool on a simulated device, default) or cache (plain object cache)")
+    ("mode,m", po::value(&mode), "pool (the real pool on a simulated device, default), cache (plain object cache), "
+     "uvm (CUDA managed memory, demand paging) or uvm-hints (managed memory with prefetch hints); a comma-separated "
+     "list runs each (pool,uvm,uvm-hints; not cache with others)")
+    ("uvm-page", po::value(&uvm_page_text), "uvm modes: the page (fault granularity), a power of two >= 4KiB: 64KiB (default) or 2MiB")
+    ("uvm-fault-us", po::value(&uvm_fault_text), "uvm modes: cost of one fault batch in microseconds (default 25)")
+    ("uvm-drop-clean", "uvm modes: evictions copy only dirty pages back (default: every page, as the driver does)")
     ("ignore-size", "cache mode: every object has size 1 (capacities and bytes count objects)")
     ("link", po::value(&link), "host<->device link: pcie4 (default), pcie5, nvlink-c2c, cxl, or BW,LAT (bytes/s,ns)")
     ("prefetch", po::value(&prefetch), "prefetch predictor (pool mode): none (default), sequence[:depth=N,budget=BYTES] (tierpool policies lists them)")
@@ -145,8 +193,26 @@ int replay_command(int argc, char** argv)
   auto const loop = parse_checked<std::uint32_t>("--loop", loop_text, 1, kMaxLoop);
   unsigned const threads = threads_text.empty() ? 0U : parse_checked<unsigned>("--threads", threads_text, 1, kMaxThreads);
 
+  std::vector<tr::replay_mode> const modes = split_modes(mode);
+  bool const has_pool = std::find(modes.begin(), modes.end(), tr::replay_mode::pool) != modes.end();
+  bool const has_uvm = std::any_of(modes.begin(), modes.end(), [](tr::replay_mode m) { return tr::is_uvm(m); });
   tr::grid_options g;
-  g.mode = tr::parse_replay_mode(mode);
+  g.mode = modes.front();
+  {
+    std::uint64_t page = 0;
+    try {
+      page = tierpool::detail::parse_byte_size(uvm_page_text);
+    } catch (logic_error const& e) {
+      throw logic_error("invalid --uvm-page '" + uvm_page_text + "': " + e.what());
+    }
+    if (page < 4096 || (page & (page - 1)) != 0) {
+      throw logic_error("invalid --uvm-page '" + uvm_page_text + "': the page must be a power of two of at least 4KiB (64KiB, 2MiB)");
+    }
+    g.uvm_page_bytes = page;
+    g.uvm_fault_ns = parse_fault_us(uvm_fault_text) * 1e3;
+    tr::check_uvm_options(g.uvm_page_bytes, g.uvm_fault_ns);
+    g.uvm_drop_clean = vm.count("uvm-drop-clean") != 0;
+  }
   bool const ignore_size = vm.count("ignore-size") != 0;
   if (ignore_size && g.mode != tr::replay_mode::cache) {
     std::fprintf(stderr, "tierpool replay: --ignore-size needs --mode cache\n");
@@ -162,11 +228,15 @@ int replay_command(int argc, char** argv)
   g.link = *lm;
   g.prefetch = prefetch;
   g.staging = tr::parse_staging_tiers(tiers);
-  if (!g.staging.empty() && g.mode != tr::replay_mode::pool) {
+  if (!g.staging.empty() && !has_pool) {
     std::fprintf(stderr, "tierpool replay: --tiers needs --mode pool\n");
     return 2;
   }
-  if (mode == "pool") {
+  if (prefetch != "none" && !has_pool) {
+    std::fprintf(stderr, "tierpool replay: --prefetch needs --mode pool (uvm-hints models the user's prefetches)\n");
+    return 2;
+  }
+  if (has_pool) {
     (void)policy_registry::with_builtins().create_predictor(prefetch);  // unknown: the registry's typed error, up front
   }
   g.threads = threads;
@@ -175,7 +245,7 @@ int replay_command(int argc, char** argv)
   ro.fmt = trace::parse_format(format);
   auto const t0 = std::chrono::steady_clock::now();
   tr::compiled_trace const compiled = tr::compiled_trace::compile_file(
-    trace_path, ro, {.loop = loop, .ignore_size = ignore_size, .pool = g.mode == tr::replay_mode::pool});
+    trace_path, ro, {.loop = loop, .ignore_size = ignore_size, .pool = g.mode != tr::replay_mode::cache});
   auto const t1 = std::chrono::steady_clock::now();
   if (compiled.requests() == 0) {
     // A capacity of P% of nothing is 1 byte, which the pool refused as "capacity at least
@@ -203,7 +273,44 @@ int replay_command(int argc, char** argv)
     };
   }
 
-  std::vector<tr::replay_result> const results = tr::run_grid(compiled, g);
+  // One grid per mode, concatenated. --prefetch and --tiers are the pool's; a UVM mode
+  // evicts LRU pages as the driver does, so it runs the policy lru only.
+  std::vector<tr::replay_result> results;
+  std::vector<std::string> const policies = g.policies;
+  for (tr::replay_mode const m : modes) {
+    tr::grid_options gm = g;
+    gm.mode = m;
+    if (tr::is_uvm(m)) {
+      gm.policies = {"lru"};
+      gm.prefetch = "none";
+      gm.staging.clear();
+    }
+    g.policies = gm.policies;  // what the progress callback names
+    std::vector<tr::replay_result> part = tr::run_grid(compiled, gm);
+    results.insert(results.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+  }
+  g.policies = policies;
+  if (has_uvm && vm.count("quiet") == 0 &&
+      std::any_of(policies.begin(), policies.end(), [](std::string const& p) { return p != "lru"; })) {
+    std::fprintf(stderr, "tierpool replay: note: uvm modes evict LRU pages as the driver does: their rows run lru only\n");
+  }
+  // A UVM row's bytes moved against the pool's belady at the same capacity.
+  if (modes.size() > 1) {
+    for (tr::replay_result& r : results) {
+      if (r.moved_vs_belady || !tr::is_uvm(r.mode)) { continue; }
+      for (tr::replay_result const& b : results) {
+        if (b.mode != tr::replay_mode::pool || b.policy != g.reference || b.capacity_label != r.capacity_label) { continue; }
+        std::uint64_t const ref = b.bytes_h2d + b.bytes_d2h;
+        std::uint64_t const mine = r.bytes_h2d + r.bytes_d2h;
+        if (ref != 0) {
+          r.moved_vs_belady = static_cast<double>(mine) / static_cast<double>(ref);
+        } else if (mine == 0) {
+          r.moved_vs_belady = 1.0;
+        }
+        break;
+      }
+    }
+  }
 
   std::string const unit = ignore_size ? " objects" : "";
   auto amount = [&](std::uint64_t v) {
@@ -214,8 +321,15 @@ int replay_command(int argc, char** argv)
               static_cast<unsigned long long>(compiled.requests()), static_cast<unsigned long long>(compiled.objects()),
               amount(compiled.working_set_bytes()).c_str(), amount(compiled.peak_live_bytes()).c_str(),
               loop > 1 ? (" (looped " + std::to_string(loop) + "x)").c_str() : "");
-  std::printf("mode %s, link %s, prefetch %s%s; read and compiled in %.2f s\n\n", mode.c_str(), link.c_str(),
-              prefetch.c_str(), tiers.empty() ? "" : (", tiers device," + tiers + ",host").c_str(),
+  std::string uvm_text;
+  if (has_uvm) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, ", uvm page %s, fault %g us%s", tierpool::detail::format_byte_size(g.uvm_page_bytes).c_str(),
+                  g.uvm_fault_ns * 1e-3, g.uvm_drop_clean ? ", clean pages dropped" : "");
+    uvm_text = buf;
+  }
+  std::printf("mode %s, link %s, prefetch %s%s%s; read and compiled in %.2f s\n\n", mode.c_str(), link.c_str(),
+              prefetch.c_str(), tiers.empty() ? "" : (", tiers device," + tiers + ",host").c_str(), uvm_text.c_str(),
               std::chrono::duration<double>(t1 - t0).count());
   std::fputs(tr::format_table(results).c_str(), stdout);
   std::fflush(stdout);
@@ -224,9 +338,10 @@ int replay_command(int argc, char** argv)
   for (tr::replay_result const& r : results) {
     if (r.unserved == 0) { continue; }
     std::fprintf(stderr,
-                 "tierpool replay: warning: %s at %s left %llu of %llu requests unserved; its bytes moved and "
+                 "tierpool replay: warning: %s%s at %s left %llu of %llu requests unserved; its bytes moved and "
                  "makespan leave them out (the makespan may be under the ideal time)\n",
-                 r.policy.c_str(), r.capacity_label.c_str(), static_cast<unsigned long long>(r.unserved),
+                 r.policy.c_str(), modes.size() > 1 ? (" (" + std::string(tr::to_string(r.mode)) + ")").c_str() : "",
+                 r.capacity_label.c_str(), static_cast<unsigned long long>(r.unserved),
                  static_cast<unsigned long long>(r.requests));
   }
 
@@ -234,7 +349,12 @@ int replay_command(int argc, char** argv)
   if (!csv_path.empty()) { write_file(csv_path, tr::to_csv(results)); }
   if (!plot_path.empty()) {
     std::string const name = trace_path.substr(trace_path.find_last_of('/') + 1);
-    write_file(plot_path, tr::to_svg(results, "tierpool replay " + name + " (" + mode + " mode)"));
+    // One line per policy: with several modes, a policy's name carries its mode.
+    std::vector<tr::replay_result> plotted = results;
+    if (modes.size() > 1) {
+      for (tr::replay_result& r : plotted) { r.policy += " (" + std::string(tr::to_string(r.mode)) + ")"; }
+    }
+    write_file(plot_path, tr::to_svg(plotted, "tierpool replay " + name + " (" + mode + " mode)"));
   }
   return 0;
 }

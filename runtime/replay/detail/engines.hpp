@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: 2026 tierpool contributors
 // SPDX-License-Identifier: Apache-2.0
 //
-// engines.hpp — internal: the two replay loops behind tierpool::replay::run().
+// engines.hpp — internal: the replay loops behind tierpool::replay::run().
 #pragma once
 
 #include "replay/detail/compiled_data.hpp"
@@ -19,5 +19,10 @@ void run_cache(compiled_data const& d, any_eviction_policy& policy, run_options 
 
 /// Pool mode: the real pool on a phantom, virtual-clock sim backend.
 void run_pool(compiled_data const& d, policy_registry const& registry, run_options const& o, replay_result& out);
+
+/// UVM modes: CUDA managed memory on its own virtual timeline (Note [The UVM model] in
+/// uvm_replay.cpp); `hints`: with cudaMemPrefetchAsync one kernel ahead. Fills hits,
+/// misses, bytes, copies, evictions (pages), prefetches, stall and makespan of `out`.
+void run_uvm(compiled_data const& d, run_options const& o, replay_result& out, bool hints);
 
 }  // namespace tierpool::replay::detail

@@ -409,7 +409,7 @@ add_test(NAME cli.replay.pool_files
   COMMAND sh -c "\"$0\" replay \"$1\" --policy lru --capacity 50%,90% --quiet --json \"$2.json\" --csv \"$2.csv\" --plot \"$2.svg\" > /dev/null && head -c 60 \"$2.json\" && echo && head -n 1 \"$2.csv\" && grep -c '<polyline' \"$2.svg\""
           $<TARGET_FILE:tierpool_cli> ${_tp_replay_mlp} ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_pool)
 set_tests_properties(cli.replay.pool_files PROPERTIES LABELS cpu
-  PASS_REGULAR_EXPRESSION "^\\[\n  {\"policy\":\"lru\",\"mode\":\"pool\",\"capacity\":\"50%\".*\npolicy,mode,capacity,capacity_bytes,.*requests_per_second,events_per_second\n2\n$")
+  PASS_REGULAR_EXPRESSION "^\\[\n  {\"policy\":\"lru\",\"mode\":\"pool\",\"prefetch\":\"none\",\"capacity\":\"50%\".*\npolicy,mode,prefetch,capacity,capacity_bytes,.*requests_per_second,events_per_second\n2\n$")
 add_test(NAME cli.replay.unknown_policy_fails COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --policy bogus -q)
 set_tests_properties(cli.replay.unknown_policy_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
 add_test(NAME cli.replay.unknown_policy_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --policy bogus -q)
@@ -453,10 +453,10 @@ add_test(NAME cli.replay.uvm_modes_table COMMAND $<TARGET_FILE:tierpool_cli> rep
 set_tests_properties(cli.replay.uvm_modes_table PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "mode pool,uvm,uvm-hints, link pcie4, prefetch none, uvm page 64\\.0 KiB, fault 25 us;.*\npolicy +mode +capacity +requests .*\nbelady +pool +50% .*\nlru +pool +50% .*\nlru +uvm +50% [^\n]* 1\\.[0-9][0-9][0-9] [^\n]*\nlru +uvm-hints +50% [^\n]*\n$")
 add_test(NAME cli.replay.uvm_json_mode
-  COMMAND sh -c "\"$0\" replay \"$1\" --capacity 50% --mode uvm-hints --uvm-page 2MiB --uvm-fault-us 40 -q --json \"$2.json\" > /dev/null && head -c 80 \"$2.json\""
+  COMMAND sh -c "\"$0\" replay \"$1\" --capacity 50% --mode uvm-hints --uvm-page 2MiB --uvm-fault-us 40 -q --json \"$2.json\" > /dev/null && head -c 100 \"$2.json\""
           $<TARGET_FILE:tierpool_cli> ${_tp_replay_mlp} ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_uvm)
 set_tests_properties(cli.replay.uvm_json_mode PROPERTIES LABELS cpu
-  PASS_REGULAR_EXPRESSION "^\\[\n  {\"policy\":\"lru\",\"mode\":\"uvm-hints\",\"capacity\":\"50%\"")
+  PASS_REGULAR_EXPRESSION "^\\[\n  {\"policy\":\"lru\",\"mode\":\"uvm-hints\",\"prefetch\":\"none\",\"capacity\":\"50%\"")
 add_test(NAME cli.replay.uvm_prefetch_needs_pool_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp} --mode uvm-hints --prefetch sequence -q)
 set_tests_properties(cli.replay.uvm_prefetch_needs_pool_message PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "tierpool replay: --prefetch needs --mode pool")

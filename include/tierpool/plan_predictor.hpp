@@ -26,7 +26,7 @@ namespace tierpool {
  * @brief The `plan` forecast: learns the schedule of a repeating computation and forecasts
  *        the accesses ahead and each tensor's next use.
  *
- * Algorithm (docs/chapters/prefetch.md, "The transfer planner"):
+ * Algorithm (docs/chapters/policies.md, "The transfer planner"):
  * - **Names that survive an iteration.** A training step frees its activations and
  *   allocates new ones with new ids. Every tensor gets a *birth key* when it is allocated:
  *   a hash of the key of the access before its birth, how many tensors were born since that

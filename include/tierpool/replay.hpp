@@ -200,6 +200,7 @@ class TIERPOOL_EXPORT compiled_trace {
  */
 struct replay_result {
   std::string policy;                  ///< the policy spec as given
+  std::string prefetch{"none"};        ///< the prefetch predictor spec (pool mode; "none" otherwise)
   std::string capacity_label;          ///< the capacity as given ("10%", "64MiB")
   std::uint64_t capacity_bytes{0};     ///< SUM: resolved capacity (objects with ignore_size)
   replay_mode mode{replay_mode::pool}; ///< how it was replayed

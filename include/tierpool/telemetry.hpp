@@ -95,7 +95,7 @@ struct pool_stats {
   /// `prefetch_queued`, like a prefetch() call). Requests dropped at once (a live write
   /// lease, a full queue, a failed copy) count only in `prefetch_dropped`.
   std::uint64_t predicted_prefetches{0};
-  /// The transfer planner (prefetch = "plan" or "oracle"; docs/chapters/prefetch.md): its
+  /// The transfer planner (prefetch = "plan" or "oracle"; docs/chapters/policies.md): its
   /// phase ("learning", "planned", "fallback"; empty without a planner), the period it
   /// learned (accesses; 0: none), how often it relearned, and accesses it predicted wrong.
   std::string planner_state{};

@@ -5,7 +5,7 @@
 // engine: planned prefetches (plan_prefetch: in use order, doing no harm) and early
 // write-backs (write_back_early). What to prefetch and when comes from the forecast
 // (include/tierpool/plan_predictor.hpp) through the pool (core/detail/pool_impl.cpp,
-// plan_after); docs/chapters/prefetch.md, "The transfer planner".
+// plan_after); docs/chapters/policies.md, "The transfer planner".
 //
 // Note [Planned prefetches]
 //   Rationale: the host runs ahead of the device, so "when" a copy runs is set by what it

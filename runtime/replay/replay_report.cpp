@@ -87,6 +87,7 @@ struct field {
 field const kFields[] = {
   TP_TEXT("policy", r.policy),
   TP_TEXT("mode", to_string(r.mode)),
+  TP_TEXT("prefetch", r.prefetch),
   TP_TEXT("capacity", r.capacity_label),
   TP_COUNT("capacity_bytes", r.capacity_bytes),
   TP_TEXT("capacity_unit", r.ignore_size ? "objects" : "bytes"),
@@ -171,7 +172,10 @@ std::string format_table(std::span<replay_result const> results)
   // A mode column only when the rows are of more than one mode (`--mode pool,uvm`).
   bool const show_mode = std::any_of(results.begin(), results.end(),
                                      [&](replay_result const& r) { return r.mode != results.front().mode; });
-  static constexpr std::array<char const*, 16> head = {"policy",    "mode", "capacity", "requests", "hit",
+  // A prefetch column only when the rows are of more than one predictor (`--prefetch none,plan`).
+  bool const show_prefetch = std::any_of(results.begin(), results.end(),
+                                         [&](replay_result const& r) { return r.prefetch != results.front().prefetch; });
+  static constexpr std::array<char const*, 17> head = {"policy",    "mode", "prefetch", "capacity", "requests", "hit",
                                                        "miss",      "unserved", "byte miss", "h2d",
                                                        "d2h",       "stall",    "makespan", "ideal",      "x ideal",
                                                        "vs belady", "req/s"};
@@ -185,7 +189,7 @@ std::string format_table(std::span<replay_result const> results)
     } else if (resolved != cap) {
       cap += " (" + resolved + ")";
     }
-    rows.push_back({r.policy, std::string(to_string(r.mode)), cap, std::to_string(r.requests), fixed(r.hit_ratio(), 4), fixed(r.miss_ratio(), 4),
+    rows.push_back({r.policy, std::string(to_string(r.mode)), r.prefetch, cap, std::to_string(r.requests), fixed(r.hit_ratio(), 4), fixed(r.miss_ratio(), 4),
                     std::to_string(r.unserved), fixed(r.byte_miss_ratio(), 4), amount(r.bytes_h2d, r.ignore_size),
                     amount(r.bytes_d2h, r.ignore_size), seconds(r.stall_seconds), seconds(r.makespan_seconds),
                     seconds(r.ideal_seconds), fixed(r.makespan_vs_ideal(), 2), r.moved_vs_belady ? fixed(*r.moved_vs_belady, 3) : "-",
@@ -199,9 +203,9 @@ std::string format_table(std::span<replay_result const> results)
   std::string out;
   auto emit = [&](auto const& cells) {
     for (std::size_t c = 0; c < head.size(); ++c) {
-      if (c == 1 && !show_mode) { continue; }
+      if ((c == 1 && !show_mode) || (c == 2 && !show_prefetch)) { continue; }
       std::string_view const cell = cells[c];
-      bool const left = c < 3;  // names left-aligned, figures right-aligned
+      bool const left = c < 4;  // names left-aligned, figures right-aligned
       std::size_t const pad = width[c] - cell.size();
       if (c != 0) { out += "  "; }
       if (!left) { out.append(pad, ' '); }

@@ -99,6 +99,7 @@ replay_result run(compiled_trace const& trace, run_options const& o)
 
   replay_result r;
   r.policy = o.policy;
+  r.prefetch = o.prefetch;
   r.capacity_label = o.capacity_label.empty() ? std::to_string(o.capacity_bytes) : o.capacity_label;
   r.capacity_bytes = o.capacity_bytes;
   r.mode = o.mode;

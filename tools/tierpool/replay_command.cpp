@@ -131,7 +131,7 @@ int replay_command(int argc, char** argv)
   std::string capacities = "10%,25%,50%";
   std::string mode = "pool";
   std::string link = "pcie4";
-  std::string prefetch = "none";
+  std::vector<std::string> prefetch_args;
   std::string tiers;
   std::string format = "auto";
   std::string json_path;
@@ -158,7 +158,10 @@ int replay_command(int argc, char** argv)
     ("uvm-drop-clean", "uvm modes: evictions copy only dirty pages back (default: every page, as the driver does)")
     ("ignore-size", "cache mode: every object has size 1 (capacities and bytes count objects)")
     ("link", po::value(&link), "host<->device link: pcie4 (default), pcie5, nvlink-c2c, cxl, or BW,LAT (bytes/s,ns)")
-    ("prefetch", po::value(&prefetch), "prefetch predictor (pool mode): none (default), sequence[:depth=N,budget=BYTES] (tierpool policies lists them)")
+    ("prefetch", po::value(&prefetch_args)->composing(),
+     "prefetch predictors (pool mode), comma-separated specs, each a set of rows: none (default), "
+     "sequence[:depth=N], plan (the transfer planner), oracle (the planner with the trace's future); "
+     "repeatable (tierpool policies lists them)")
     ("tiers", po::value(&tiers), "pool mode: tiers between the device tier and the backing host tier, "
      "KIND=SIZE,... (pinned_host=32MiB; a live pool's default has a pinned tier of twice the device tier)")
     ("loop", po::value(&loop_text), "replay the trace this many times in a row, 1..1000000 (default 1)")
@@ -226,7 +229,11 @@ int replay_command(int argc, char** argv)
   auto const lm = parse_link_model(link, &link_error);
   if (!lm) { throw logic_error("invalid --link '" + link + "': " + link_error); }
   g.link = *lm;
-  g.prefetch = prefetch;
+  std::vector<std::string> prefetchers = split_policies(prefetch_args);
+  if (prefetchers.empty()) { prefetchers = {"none"}; }
+  std::string prefetch;
+  for (std::string const& p : prefetchers) { prefetch += (prefetch.empty() ? "" : ",") + p; }
+  g.prefetch = prefetchers.front();
   g.staging = tr::parse_staging_tiers(tiers);
   if (!g.staging.empty() && !has_pool) {
     std::fprintf(stderr, "tierpool replay: --tiers needs --mode pool\n");
@@ -237,7 +244,9 @@ int replay_command(int argc, char** argv)
     return 2;
   }
   if (has_pool) {
-    (void)policy_registry::with_builtins().create_predictor(prefetch);  // unknown: the registry's typed error, up front
+    for (std::string const& p : prefetchers) {
+      (void)policy_registry::with_builtins().create_predictor(p);  // unknown: the registry's typed error, up front
+    }
   }
   g.threads = threads;
 
@@ -278,16 +287,20 @@ int replay_command(int argc, char** argv)
   std::vector<tr::replay_result> results;
   std::vector<std::string> const policies = g.policies;
   for (tr::replay_mode const m : modes) {
-    tr::grid_options gm = g;
-    gm.mode = m;
-    if (tr::is_uvm(m)) {
-      gm.policies = {"lru"};
-      gm.prefetch = "none";
-      gm.staging.clear();
+    // A pool mode runs once per prefetcher; a UVM mode once.
+    std::vector<std::string> const pfs = tr::is_uvm(m) ? std::vector<std::string>{"none"} : prefetchers;
+    for (std::string const& pf : pfs) {
+      tr::grid_options gm = g;
+      gm.mode = m;
+      gm.prefetch = pf;
+      if (tr::is_uvm(m)) {
+        gm.policies = {"lru"};
+        gm.staging.clear();
+      }
+      g.policies = gm.policies;  // what the progress callback names
+      std::vector<tr::replay_result> part = tr::run_grid(compiled, gm);
+      results.insert(results.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
     }
-    g.policies = gm.policies;  // what the progress callback names
-    std::vector<tr::replay_result> part = tr::run_grid(compiled, gm);
-    results.insert(results.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
   }
   g.policies = policies;
   if (has_uvm && vm.count("quiet") == 0 &&

@@ -406,7 +406,7 @@ add_test(NAME cli.replay.cache_table COMMAND $<TARGET_FILE:tierpool_cli> replay 
 set_tests_properties(cli.replay.cache_table PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "60 requests, 10 objects, working set 52\\.0 KiB.*policy +capacity +requests +hit +miss +unserved +byte miss.*\nlru +25% \\(13\\.0 KiB\\) +60 .*\narc +50% \\(26\\.0 KiB\\) +60 ")
 add_test(NAME cli.replay.pool_files
-  COMMAND sh -c "\"$0\" replay \"$1\" --policy lru --capacity 50%,90% --quiet --json \"$2.json\" --csv \"$2.csv\" --plot \"$2.svg\" > /dev/null && head -c 60 \"$2.json\" && echo && head -n 1 \"$2.csv\" && grep -c '<polyline' \"$2.svg\""
+  COMMAND sh -c "\"$0\" replay \"$1\" --policy lru --capacity 50%,90% --quiet --json \"$2.json\" --csv \"$2.csv\" --plot \"$2.svg\" > /dev/null && head -c 80 \"$2.json\" && echo && head -n 1 \"$2.csv\" && grep -c '<polyline' \"$2.svg\""
           $<TARGET_FILE:tierpool_cli> ${_tp_replay_mlp} ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_pool)
 set_tests_properties(cli.replay.pool_files PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "^\\[\n  {\"policy\":\"lru\",\"mode\":\"pool\",\"prefetch\":\"none\",\"capacity\":\"50%\".*\npolicy,mode,prefetch,capacity,capacity_bytes,.*requests_per_second,events_per_second\n2\n$")

@@ -24,6 +24,18 @@
 //   a later use finds no more harmless room. Limitations: the copy streams are FIFO, so a
 //   demand fetch enqueued later waits behind planned copies; the walk is bounded by the
 //   pool's byte budget, not by the link's time (a copy may start earlier than it must).
+//
+// Note [The keep window]
+//   Rationale: a planned prefetch fills room up to the point where the accesses ahead no
+//   longer fit the device tier (the horizon); a demand fetch or a tensor's birth that then
+//   asks the policy for room must not take it back from a tensor needed before that point,
+//   or the prefetch was wasted and the demand path copies it again. Approach: at each step
+//   the planner sets the window [now, horizon] (set_keep_window); an eviction round in that
+//   tier passes over victims whose forecast next use lies in it, as a planned prefetch's
+//   round passes over those needed before its own use. When the window leaves nothing to
+//   evict, placement runs the round again without it (evict_outcome::kept): the window
+//   never makes a request fail. The accesses ahead include tensors not born yet
+//   (kUnbornTensor): their room counts toward the horizon.
 #include <tierpool/error.hpp>
 
 #include <new>

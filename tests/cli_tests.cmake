@@ -556,6 +556,38 @@ set_tests_properties(cli.replay.slow_link_fails PROPERTIES LABELS cpu TIMEOUT 60
 add_test(NAME cli.replay.directory_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${CMAKE_CURRENT_BINARY_DIR} -q)
 set_tests_properties(cli.replay.directory_message PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "tierpool: error: cannot read trace '[^']*': it is a directory")
+
+# The model fixtures (tests/data/README.md): traces of ResNet-18 and GPT-2 small training
+# written by scripts/make_model_traces.py. `trace stat` gives the figures the script prints
+# (a regenerated fixture that changes fails here until the figures, the README and the
+# docs are updated with it), and each replays in pool mode at 50 % with lru.
+set(_tp_fixture_resnet ${CMAKE_CURRENT_SOURCE_DIR}/data/resnet18_train.tpt)
+set(_tp_fixture_gpt2 ${CMAKE_CURRENT_SOURCE_DIR}/data/gpt2_small_train.tpt)
+add_test(NAME cli.fixtures.resnet18_stat COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${_tp_fixture_resnet})
+set_tests_properties(cli.fixtures.resnet18_stat PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "events +4975\n +allocate +802\n +free +802\n +access +2689\n +prefetch +0\n +compute +668\n +phase +14\n.*\n +tensors +802\n +working set +5417443032 .*\n +peak live +872929924 .*\n +live at end +0\n +compute +0\\.018479 s\n.*well-formed +yes")
+add_test(NAME cli.fixtures.gpt2_small_stat COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${_tp_fixture_gpt2})
+set_tests_properties(cli.fixtures.gpt2_small_stat PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "events +12681\n +allocate +2139\n +free +2139\n +access +6636\n +prefetch +0\n +compute +1753\n +phase +14\n.*\n +tensors +2139\n +working set +174082882584 .*\n +peak live +17859263492 .*\n +live at end +0\n +compute +0\\.379709 s\n.*well-formed +yes")
+add_test(NAME cli.fixtures.resnet18_replay COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_fixture_resnet} -p lru -c 50% -q)
+set_tests_properties(cli.fixtures.resnet18_replay PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "802 objects, working set 5\\.0 GiB, peak live 832\\.5 MiB\n.*\nlru +50% \\(416\\.2 MiB\\) +2689 +0\\.[0-9]+ +0\\.[0-9]+ +0 ")
+add_test(NAME cli.fixtures.gpt2_small_replay COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_fixture_gpt2} -p lru -c 50% -q)
+set_tests_properties(cli.fixtures.gpt2_small_replay PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "2139 objects, working set 162\\.1 GiB, peak live 16\\.6 GiB\n.*\nlru +50% \\(8\\.3 GiB\\) +6636 +0\\.[0-9]+ +0\\.[0-9]+ +0 ")
+# The committed fixtures are what the script writes, byte for byte (where python3 is found);
+# and its --check fails where they are not (an empty folder).
+if(Python3_Interpreter_FOUND)
+  add_test(NAME cli.fixtures.script_check
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_model_traces.py --check --out-dir ${CMAKE_CURRENT_SOURCE_DIR}/data)
+  set_tests_properties(cli.fixtures.script_check PROPERTIES LABELS cpu
+    PASS_REGULAR_EXPRESSION "resnet18_train\\.tpt: tensors 802, events 4975, .*\ngpt2_small_train\\.tpt: tensors 2139, events 12681, "
+    FAIL_REGULAR_EXPRESSION "differs")
+  file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/cli_fixtures_empty)
+  add_test(NAME cli.fixtures.script_check_fails
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_model_traces.py --check --out-dir ${CMAKE_CURRENT_BINARY_DIR}/cli_fixtures_empty)
+  set_tests_properties(cli.fixtures.script_check_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+endif()
 # ---- end tierpool replay ----------------------------------------------------------
 
 # ---- tierpool top -------------------------------------------------------------------

@@ -332,19 +332,24 @@ std::string to_ideal_svg(std::span<replay_result const> results, std::string_vie
            ")\">makespan / ideal</text>\n";
   }
   // reference lines: the floor and the target
+  // (labels at opposite ends, so that they never overlap when the two lines are close)
   struct reference {
     double y;
     char const* key;
     char const* text;
     char const* dash;
+    bool left;
   };
-  for (reference const& ref : {reference{1.0, "1", "ideal (1.0)", ""}, reference{1.25, "1.25", "target (1.25)", "8 4"}}) {
+  for (reference const& ref : {reference{1.0, "1", "ideal (1.0)", "", true},
+                               reference{1.25, "1.25", "target (1.25)", "8 4", false}}) {
     out += "<line class=\"reference\" data-y=\"" + std::string(ref.key) + "\" x1=\"" + num(x0) + "\" y1=\"" +
            num(py(ref.y)) + "\" x2=\"" + num(x0 + kPanelW) + "\" y2=\"" + num(py(ref.y)) +
            "\" stroke=\"#333333\" stroke-width=\"1.5\"" +
            (*ref.dash != '\0' ? " stroke-dasharray=\"" + std::string(ref.dash) + "\"" : std::string()) + "/>\n";
-    out += "<text x=\"" + num(x0 + kPanelW - 4) + "\" y=\"" + num(py(ref.y) - 4) +
-           "\" text-anchor=\"end\" fill=\"#333333\">" + ref.text + "</text>\n";
+    // the floor's label under its line where the plot has room there (the target's line is above)
+    bool const under = ref.left && py(ref.y) + 16 <= y0 + kPanelH;
+    out += "<text x=\"" + num(ref.left ? x0 + 4 : x0 + kPanelW - 4) + "\" y=\"" + num(py(ref.y) + (under ? 14 : -4)) +
+           "\" text-anchor=\"" + (ref.left ? "start" : "end") + "\" fill=\"#333333\">" + ref.text + "</text>\n";
   }
   // series
   for (std::size_t i = 0; i < all.size(); ++i) {

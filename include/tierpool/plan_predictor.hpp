@@ -63,6 +63,7 @@ class TIERPOOL_EXPORT plan_predictor {
     bool oracle{false};             ///< `oracle`: the program's schedule, not a learned one
     bool prefetch{true};            ///< issue planned prefetches
     bool write_back{true};          ///< write dirty tensors back early
+    bool clean_ahead{false};        ///< also write back the dirty ones among the policy's next victims
     bool stream_reuse{true};        ///< a planned copy may reuse room vacated behind user work, in stream order
   };
 

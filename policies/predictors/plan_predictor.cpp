@@ -204,6 +204,7 @@ void register_plan_predictors(policy_registry& registry)
     c.window = static_cast<std::uint32_t>(window);
     c.prefetch = p.get<bool>("prefetch");
     c.write_back = p.get<bool>("writeback");
+    c.clean_ahead = p.get<bool>("clean_ahead");
     c.stream_reuse = p.get<bool>("stream_reuse");
     if (!oracle) {
       auto const history = p.get<std::uint64_t>("history");
@@ -217,6 +218,8 @@ void register_plan_predictors(policy_registry& registry)
     {"window", parameter_type::unsigned_integer, "1024", "accesses ahead the planner looks at"},
     {"prefetch", parameter_type::boolean, "on", "issue planned prefetches (off: forecast and early write-backs only)"},
     {"writeback", parameter_type::boolean, "on", "write dirty tensors that will be evicted back early, on the d2h stream"},
+    {"clean_ahead", parameter_type::boolean, "off",
+     "also write back the dirty ones among the victims the policy would give next (an eighth of the tier)"},
     {"stream_reuse", parameter_type::boolean, "on",
      "a planned copy may take room vacated behind user work, waiting for it in stream order"}};
   std::vector<policy_parameter> learned = common;

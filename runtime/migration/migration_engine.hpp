@@ -241,6 +241,9 @@ class migration_engine {
   /// Write the dirty copy in tier k back now, behind its last use, and keep it resident:
   /// its eviction later drops it without a write-back. @return true when a copy was issued
   bool write_back_early(std::shared_ptr<tensor_record> const& recp, std::uint32_t k) noexcept;
+  /// Clean ahead of the policy: write back early the dirty ones among the victims tier k's
+  /// policy would give for `bytes` now (Note [Cleaning ahead of eviction]). @return copies issued
+  std::size_t clean_ahead(std::uint32_t k, std::size_t bytes) noexcept;
 
   void host_wait_slot(copy_slot& slot, bool include_users) noexcept;
   /// acquire of a managed copy: queue its pages' migration to the device on `stream`.

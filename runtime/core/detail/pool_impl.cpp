@@ -415,9 +415,12 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
   // 2. Early write-backs.
   for (auto const& r : to_clean) {
     tick const nu = r->next_use.load(std::memory_order_relaxed);
-    bool const far = nu == kNoForecast || nu > horizon || (!oracle && nu > kNoForecast / 2);
+    // Only a forecast use past the horizon: a tensor never used again is dropped, not saved,
+    // and one without a forecast (learning) is not worth a speculative copy.
+    bool const far = nu < kNoForecast / 2 && nu > horizon;
     if (far && !holds_record(*r)) { (void)engine_.write_back_early(r, d); }
   }
+  if (planner.options().clean_ahead) { (void)engine_.clean_ahead(d, static_cast<std::size_t>(cap / 8)); }
   // 3. Planned prefetches.
   seen.clear();
   if (!planner.options().prefetch) { return; }

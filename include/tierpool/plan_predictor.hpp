@@ -99,7 +99,9 @@ class TIERPOOL_EXPORT plan_predictor {
   [[nodiscard]] std::uint64_t relearns() const noexcept { return relearns_; }
   /// @brief Accesses the forecast predicted right / wrong while planned.
   [[nodiscard]] std::uint64_t predicted() const noexcept { return hits_; }
+  /// @brief Accesses the forecast predicted wrong while planned.
   [[nodiscard]] std::uint64_t mispredicted() const noexcept { return misses_; }
+  /// @brief The parameters it was made with.
   [[nodiscard]] config const& options() const noexcept { return cfg_; }
 
  private:

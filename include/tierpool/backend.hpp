@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -167,6 +168,22 @@ class TIERPOOL_EXPORT backend {
 
   /// @brief Current time of this backend's clock in nanoseconds (virtual or steady).
   [[nodiscard]] virtual tick now() const noexcept = 0;
+
+  /// @brief Device time (the now() clock) at which the last record of `e` completes, when
+  ///        the backend knows it ahead of time (sim's virtual clock); std::nullopt otherwise
+  ///        (the default: a real device tells only whether it has completed).
+  [[nodiscard]] virtual std::optional<tick> known_completion(event_handle e) const noexcept
+  {
+    (void)e;
+    return std::nullopt;
+  }
+  /// @brief Device time at which the work queued on `s` so far completes, when known ahead
+  ///        (sim's virtual clock); std::nullopt otherwise.
+  [[nodiscard]] virtual std::optional<tick> known_stream_time(stream_handle s) const noexcept
+  {
+    (void)s;
+    return std::nullopt;
+  }
 
   /// @brief Text describing the most recent failure on the calling thread ("" if none).
   [[nodiscard]] virtual std::string last_error() const = 0;

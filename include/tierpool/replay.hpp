@@ -218,6 +218,9 @@ struct replay_result {
   std::uint64_t copies_d2h{0};         ///< COUNT: copies in bytes_d2h
   std::uint64_t evictions{0};          ///< COUNT: objects / copies evicted from the device
   std::uint64_t prefetches{0};         ///< COUNT: pool mode: prefetches that issued a copy
+  std::uint64_t prefetches_late{0};    ///< COUNT: pool mode: prefetched copies a stream had to wait for (device time)
+  double prefetch_lateness_seconds{0.0};  ///< pool mode: how long, in all
+  std::uint64_t early_write_backs{0};  ///< COUNT: pool mode: write-backs the planner made early
   double compute_seconds{0.0};         ///< the longest stream's compute time
   double stall_seconds{0.0};           ///< time streams waited (see docs/chapters/replay.md)
   double makespan_seconds{0.0};        ///< virtual end time

@@ -84,6 +84,12 @@ struct pool_stats {
   std::uint64_t prefetches{0};            ///< COUNT: prefetch requests that issued a copy (at once or from the queue)
   std::uint64_t prefetch_hits{0};         ///< COUNT: prefetched and complete before its acquire
   std::uint64_t prefetch_late{0};         ///< COUNT: prefetched but still in flight at acquire
+  /// COUNT: prefetched copies used whose copy completed by the time the using stream reached
+  /// the acquire, in device time (a backend that knows it: sim's virtual clock; else 0).
+  /// On a virtual clock the host runs ahead, so prefetch_late (host time) says little.
+  std::uint64_t prefetch_on_time_device{0};
+  std::uint64_t prefetch_late_device{0};  ///< COUNT: the others: the stream waited for the copy
+  double prefetch_lateness_seconds{0.0};  ///< SUM: how long those streams waited, device time
   std::uint64_t prefetch_wasted{0};       ///< COUNT: prefetched and evicted or freed unused
   /// COUNT: prefetch requests that found no room without waiting and were queued
   std::uint64_t prefetch_queued{0};

@@ -266,6 +266,9 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
   out.copies_d2h = st.copies_d2h;
   out.evictions = st.tiers.empty() ? 0 : st.tiers[0].evictions;
   out.prefetches = st.prefetches;
+  out.prefetches_late = st.prefetch_late_device;
+  out.prefetch_lateness_seconds = st.prefetch_lateness_seconds;
+  out.early_write_backs = st.early_write_backs;
   out.makespan_seconds = static_cast<double>(makespan) * 1e-9;
 }
 

@@ -53,6 +53,11 @@ std::string format_summary(pool_stats const& st, std::string_view backend)
                     static_cast<unsigned long long>(st.prefetch_wasted),
                     static_cast<unsigned long long>(st.prefetch_queued),
                     static_cast<unsigned long long>(st.prefetch_dropped), st.stall_seconds));
+  if (st.prefetch_on_time_device + st.prefetch_late_device != 0) {
+    add(std::snprintf(line, sizeof line, "prefetches in device time: on time %llu, late %llu (waited %.6f s)\n",
+                      static_cast<unsigned long long>(st.prefetch_on_time_device),
+                      static_cast<unsigned long long>(st.prefetch_late_device), st.prefetch_lateness_seconds));
+  }
   if (!st.planner_state.empty()) {
     add(std::snprintf(line, sizeof line,
                       "planner %s (period %llu, relearns %llu, mispredicted %llu): prefetched %llu (%s), harm skips %llu, "
@@ -133,6 +138,9 @@ boost::json::object stats_json(pool_stats const& st)
   root["stall_seconds"] = st.stall_seconds;
   root["low_memory_callbacks"] = st.low_memory_callbacks;
   root["predicted_prefetches"] = st.predicted_prefetches;
+  root["prefetch_on_time_device"] = st.prefetch_on_time_device;
+  root["prefetch_late_device"] = st.prefetch_late_device;
+  root["prefetch_lateness_seconds"] = st.prefetch_lateness_seconds;
   root["planner_state"] = st.planner_state;
   root["planner_period"] = st.planner_period;
   root["planner_relearns"] = st.planner_relearns;

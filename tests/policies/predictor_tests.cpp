@@ -299,3 +299,42 @@ INSTANTIATE_TEST_SUITE_P(Variants, PoolPlanner, ::testing::Values("plan", "plan:
 
 }  // namespace
 }  // namespace tierpool::test
+
+namespace tierpool::test {
+namespace {
+
+// On the virtual clock the pool judges a used prefetch in device time: on time when its copy
+// completed before the stream reached the acquire, late (and by how much) otherwise.
+TEST(PrefetchTiming, DeviceTimeSaysOnTimeOrLateAndByHowMuch)
+{
+  auto be = make_sim(sim_clock_mode::virtual_clock);  // pcie4: 25 GB/s, 2 us per copy
+  pool_options o = small_tiers(be, 1_MiB, 0, 16_MiB);
+  pool p{o};
+  stream_handle const s = p.create_stream();
+  tensor a = p.allocate(256_KiB, {.preferred_tier = tier_id{1}});
+  tensor b = p.allocate(256_KiB, {.preferred_tier = tier_id{1}});
+  tick const copy_ns = link_model::pcie4().transfer_ns(256_KiB);
+  // a: prefetched, then a kernel twice as long as the copy, then used: on time.
+  p.prefetch(a, tier_id{0});
+  ASSERT_EQ(be->compute_async(s, 2 * copy_ns), status::ok);
+  { lease l = p.acquire(a, access_mode::read, s); }
+  pool_stats st = p.stats();
+  EXPECT_EQ(st.prefetch_on_time_device, 1U);
+  EXPECT_EQ(st.prefetch_late_device, 0U);
+  // b: its copy follows a's on the link; used at once on a stream with nothing queued,
+  // which waits for it.
+  stream_handle const s2 = p.create_stream();
+  tick const stream_at = be->stream_tail(s2).value_or(0);
+  p.prefetch(b, tier_id{0});
+  { lease l = p.acquire(b, access_mode::read, s2); }
+  st = p.stats();
+  EXPECT_EQ(st.prefetch_late_device, 1U);
+  EXPECT_GT(st.prefetch_lateness_seconds, 0.0);
+  EXPECT_LE(st.prefetch_lateness_seconds, static_cast<double>(2 * copy_ns) * 1e-9);
+  EXPECT_GE(be->stream_tail(s2).value_or(0), stream_at + copy_ns);
+  EXPECT_NE(p.summary().find("prefetches in device time: on time 1, late 1"), std::string::npos) << p.summary();
+  EXPECT_TRUE(p.validate());
+}
+
+}  // namespace
+}  // namespace tierpool::test

@@ -273,6 +273,10 @@ class TIERPOOL_EXPORT sim_backend final : public backend {
                               memory_location where) noexcept override;
   [[nodiscard]] status launch_host_func(stream_handle s, host_fn fn, void* user_data) noexcept override;
   [[nodiscard]] tick now() const noexcept override;
+  /// Virtual clock: event_time(e); wall clock: std::nullopt.
+  [[nodiscard]] std::optional<tick> known_completion(event_handle e) const noexcept override { return event_time(e); }
+  /// Virtual clock: stream_tail(s); wall clock: std::nullopt.
+  [[nodiscard]] std::optional<tick> known_stream_time(stream_handle s) const noexcept override { return stream_tail(s); }
   [[nodiscard]] std::string last_error() const override;
 
   // ---- sim-only ----

@@ -449,6 +449,20 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
   }
 }
 
+void pool_impl::note_prefetch_timing(copy_slot const& slot, stream_handle stream) noexcept
+{
+  std::optional<tick> const use = backend_->known_stream_time(stream);
+  if (!use) { return; }
+  std::optional<tick> const ready = slot.ready ? backend_->known_completion(slot.ready) : std::optional<tick>{0};
+  if (!ready) { return; }
+  if (*ready <= *use) {
+    counters_.prefetch_on_time_device.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    counters_.prefetch_late_device.fetch_add(1, std::memory_order_relaxed);
+    counters_.prefetch_lateness_ns.fetch_add(*ready - *use, std::memory_order_relaxed);
+  }
+}
+
 void pool_impl::plan_allocated(tensor_id id, std::size_t bytes)
 {
   std::lock_guard lock(prediction_.mtx);

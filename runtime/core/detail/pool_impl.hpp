@@ -82,6 +82,9 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   void predict_after(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream);
   /// The transfer planner's step after a device acquire (Note [The planner's step], pool_impl.cpp).
   void plan_after(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream);
+  /// A prefetched copy is used on `stream`: on a backend that knows device times ahead
+  /// (virtual clock), count it on time or late, and by how much (pool_stats::prefetch_late_device).
+  void note_prefetch_timing(copy_slot const& slot, stream_handle stream) noexcept;
   /// A tensor was allocated: the planner names it (plan_predictor::on_allocate).
   void plan_allocated(tensor_id id, std::size_t bytes);
   std::uint64_t add_low_memory_callback(low_memory_callback cb);

@@ -235,6 +235,7 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
     if (rec.prefetched) {
       rec.prefetched = false;
       bump(engine_.ready_complete(slot) ? cs.prefetch_hits : cs.prefetch_late, std::uint64_t{1}, sh);
+      note_prefetch_timing(slot, stream);
     }
     if (slot.ready && !engine_.ready_complete(slot)) { streams_->wait_event_or_sync(stream, slot.ready); }
     engine_.note_access(rec, d, write);

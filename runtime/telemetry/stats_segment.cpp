@@ -232,6 +232,19 @@ void fill_payload(seg_payload& p, pool_stats const& st)
   p.managed_prefetch_bytes = st.managed_prefetch_bytes;
   p.low_memory_callbacks = st.low_memory_callbacks;
   p.stall_seconds = st.stall_seconds;
+  put_string(p.planner_state, st.planner_state);
+  p.planner_period = st.planner_period;
+  p.planner_relearns = st.planner_relearns;
+  p.planner_mispredicted = st.planner_mispredicted;
+  p.planned_prefetches = st.planned_prefetches;
+  p.planned_prefetch_bytes = st.planned_prefetch_bytes;
+  p.plan_harm_skips = st.plan_harm_skips;
+  p.plan_no_room = st.plan_no_room;
+  p.early_write_backs = st.early_write_backs;
+  p.early_write_back_bytes = st.early_write_back_bytes;
+  p.prefetch_on_time_device = st.prefetch_on_time_device;
+  p.prefetch_late_device = st.prefetch_late_device;
+  p.prefetch_lateness_seconds = st.prefetch_lateness_seconds;
   p.tiers = {};
   for (std::size_t i = 0; i < std::min(st.tiers.size(), kMaxTiers); ++i) {
     tier_stats const& t = st.tiers[i];
@@ -290,6 +303,19 @@ pool_stats stats_of(seg_payload const& p)
   st.managed_prefetch_bytes = p.managed_prefetch_bytes;
   st.low_memory_callbacks = p.low_memory_callbacks;
   st.stall_seconds = p.stall_seconds;
+  st.planner_state = get_string(p.planner_state);
+  st.planner_period = p.planner_period;
+  st.planner_relearns = p.planner_relearns;
+  st.planner_mispredicted = p.planner_mispredicted;
+  st.planned_prefetches = p.planned_prefetches;
+  st.planned_prefetch_bytes = p.planned_prefetch_bytes;
+  st.plan_harm_skips = p.plan_harm_skips;
+  st.plan_no_room = p.plan_no_room;
+  st.early_write_backs = p.early_write_backs;
+  st.early_write_back_bytes = p.early_write_back_bytes;
+  st.prefetch_on_time_device = p.prefetch_on_time_device;
+  st.prefetch_late_device = p.prefetch_late_device;
+  st.prefetch_lateness_seconds = p.prefetch_lateness_seconds;
   for (std::size_t i = 0; i < std::min<std::size_t>(p.tier_count, kMaxTiers); ++i) {
     seg_tier const& s = p.tiers[i];
     tier_stats t;
@@ -586,6 +612,8 @@ published_pool read_published_pool(std::string const& segment)
     }
   };
   finite(out.stats.stall_seconds, "stall_seconds");
+  finite(out.stats.prefetch_lateness_seconds, "prefetch_lateness_seconds");
+  out.stats.planner_state = printable(out.stats.planner_state);
   for (tier_stats& t : out.stats.tiers) {
     t.name = printable(t.name);
     finite(t.fragmentation, "tier '" + t.name + "' fragmentation");

@@ -38,7 +38,7 @@
 namespace tierpool::telemetry {
 
 inline constexpr std::uint64_t kMagic = 0x5354415453505054ULL;  // "TPPSTATS" little-endian
-inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::uint32_t kVersion = 2;  // 2: the transfer planner and device-time lateness
 inline constexpr std::size_t kMaxTiers = 16;
 inline constexpr std::size_t kMaxTenants = 16;
 inline constexpr char kPrefix[] = "tierpool.";  // segment names: tierpool.<pid>.<n>
@@ -79,6 +79,12 @@ struct seg_payload {
   std::uint64_t prefetch_queued{0}, prefetch_dropped{0}, predicted_prefetches{0};
   std::uint64_t managed_prefetches{0}, managed_prefetch_bytes{0}, low_memory_callbacks{0};
   double stall_seconds{0.0};
+  std::array<char, 16> planner_state{};  ///< "" without a planner
+  std::uint64_t planner_period{0}, planner_relearns{0}, planner_mispredicted{0};
+  std::uint64_t planned_prefetches{0}, planned_prefetch_bytes{0}, plan_harm_skips{0}, plan_no_room{0};
+  std::uint64_t early_write_backs{0}, early_write_back_bytes{0};
+  std::uint64_t prefetch_on_time_device{0}, prefetch_late_device{0};
+  double prefetch_lateness_seconds{0.0};
   std::array<seg_tier, kMaxTiers> tiers{};
   std::array<seg_tenant, kMaxTenants> tenants{};
 };

@@ -217,6 +217,45 @@ TEST(Monitor, PublishedFiguresEqualStats)
   for (int i = 0; i < 6; ++i) { EXPECT_TRUE(check(p, ts[static_cast<std::size_t>(i)], static_cast<std::uint64_t>(i), 1)); }
 }
 
+// The planner's figures and the prefetches judged in device time reach `tierpool top`.
+TEST(Monitor, PlannerFiguresArePublished)
+{
+  pool_options o = published("monitor-planner");
+  o.prefetch = "plan";
+  pool p(o);
+  std::string const seg = p.stats_segment();
+  ASSERT_FALSE(seg.empty()) << p.publishing_error();
+  stream_handle const s = p.create_stream();
+  std::vector<tensor> ts;
+  for (std::uint64_t i = 0; i < 8; ++i) {  // twice the 1 MiB device tier, read in a loop
+    ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{2}}));
+    fill(p, ts.back(), i, 1);
+  }
+  for (int iter = 0; iter < 8; ++iter) {
+    for (auto const& t : ts) {
+      lease l = p.acquire(t, access_mode::read_write, s);
+      p.synchronize(s);
+    }
+  }
+  p.publish();
+  pool_stats const want = p.stats();
+  ASSERT_EQ(want.planner_state, "planned");
+  ASSERT_GT(want.planned_prefetches, 0U);
+  pool_stats const got = read_published_pool(seg).stats;
+  EXPECT_EQ(got.planner_state, want.planner_state);
+  EXPECT_EQ(got.planner_period, want.planner_period);
+  EXPECT_EQ(got.planner_relearns, want.planner_relearns);
+  EXPECT_EQ(got.planned_prefetches, want.planned_prefetches);
+  EXPECT_EQ(got.planned_prefetch_bytes, want.planned_prefetch_bytes);
+  EXPECT_EQ(got.plan_harm_skips, want.plan_harm_skips);
+  EXPECT_EQ(got.early_write_backs, want.early_write_backs);
+  EXPECT_EQ(got.prefetch_on_time_device, want.prefetch_on_time_device);
+  EXPECT_EQ(got.prefetch_late_device, want.prefetch_late_device);
+  EXPECT_GT(got.prefetch_on_time_device + got.prefetch_late_device, 0U) << "a virtual clock judges in device time";
+  EXPECT_DOUBLE_EQ(got.prefetch_lateness_seconds, want.prefetch_lateness_seconds);
+  for (std::uint64_t i = 0; i < 8; ++i) { EXPECT_TRUE(check(p, ts[i], i, 1)) << i; }
+}
+
 TEST(Monitor, SegmentGoesWithThePool)
 {
   std::string seg;

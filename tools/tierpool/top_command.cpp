@@ -79,6 +79,21 @@ void print_pool(published_pool const& p, published_pool const* prev)
               static_cast<unsigned long long>(s.prefetches), static_cast<unsigned long long>(s.prefetch_hits),
               static_cast<unsigned long long>(s.prefetch_late), static_cast<unsigned long long>(s.prefetch_wasted),
               static_cast<unsigned long long>(s.prefetch_queued), static_cast<unsigned long long>(s.prefetch_dropped));
+  if (s.prefetch_on_time_device + s.prefetch_late_device != 0) {
+    std::printf("  prefetch in device time: on time %llu  late %llu  waited %.6f s\n",
+                static_cast<unsigned long long>(s.prefetch_on_time_device),
+                static_cast<unsigned long long>(s.prefetch_late_device), s.prefetch_lateness_seconds);
+  }
+  if (!s.planner_state.empty()) {
+    std::printf("  planner: %s  period %llu  relearns %llu  mispredicted %llu  prefetched %llu (%s)  harm skips %llu  "
+                "early write-backs %llu (%s)\n",
+                s.planner_state.c_str(), static_cast<unsigned long long>(s.planner_period),
+                static_cast<unsigned long long>(s.planner_relearns),
+                static_cast<unsigned long long>(s.planner_mispredicted),
+                static_cast<unsigned long long>(s.planned_prefetches), bytes(s.planned_prefetch_bytes).c_str(),
+                static_cast<unsigned long long>(s.plan_harm_skips), static_cast<unsigned long long>(s.early_write_backs),
+                bytes(s.early_write_back_bytes).c_str());
+  }
   std::printf("  %-14s %11s %11s %11s %11s %11s %12s %6s %10s\n", "tier", "capacity", "used", "peak", "pinned",
               "in flight", "largest free", "frag", "evictions");
   for (tier_stats const& t : s.tiers) {

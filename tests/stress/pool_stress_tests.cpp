@@ -51,6 +51,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <ostream>
 #include <random>
 #include <span>
 #include <string>
@@ -750,6 +751,8 @@ struct integrity_variant {
   bool loop{false};    ///< workload_config::loop with turns (the planner can learn the sequence)
   bool oracle{false};  ///< prefetch is "oracle": loop_schedule, and the next uses given
 };
+
+std::ostream& operator<<(std::ostream& os, integrity_variant const& v) { return os << v.name; }
 
 void integrity_run(integrity_variant const& v)
 {

@@ -55,6 +55,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -756,6 +757,9 @@ std::ostream& operator<<(std::ostream& os, integrity_variant const& v) { return 
 
 void integrity_run(integrity_variant const& v)
 {
+  if (TIERPOOL_STRESS_SANITIZED && v.loop && std::string_view(v.prefetch) == "none") {
+    GTEST_SKIP() << "the planner variants' control (no planner): not run under sanitizers";
+  }
   watchdog const dog;
   constexpr std::uint32_t kThreads = 8;
   // A loop step hands a turn to the next thread: fewer of them.

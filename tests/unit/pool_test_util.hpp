@@ -91,6 +91,21 @@ struct modify_job {
   }
 };
 
+/// A "kernel" that checks the device copy against (key, version) when its stream runs it,
+/// counting a mismatch in *bad. Keep the job alive until the stream syncs.
+struct check_job {
+  void const* ptr{nullptr};
+  std::size_t bytes{0};
+  std::uint64_t key{0};
+  std::uint32_t version{0};
+  std::atomic<int>* bad{nullptr};
+  static void run(void* self)
+  {
+    auto* j = static_cast<check_job*>(self);
+    if (!has_pattern(j->ptr, j->bytes, j->key, j->version)) { ++*j->bad; }
+  }
+};
+
 /// acquire(read_write) on `s`, enqueue the rewrite, release. @return backend status of the launch.
 inline status modify_on_stream(pool& p, tensor const& t, stream_handle s, std::uint64_t key, std::uint32_t version,
                                std::vector<std::unique_ptr<modify_job>>& jobs)

@@ -62,13 +62,7 @@ class thread_loops final : public schedule_source {
   std::size_t upcoming(std::span<planned_access> out) noexcept override
   {
     loop const* l = mine();
-    if (l == nullptr || l->period.empty()) { return 0; }
-    std::size_t const n = std::min(out.size(), l->period.size());
-    for (std::size_t j = 0; j < n; ++j) {
-      out[j] = l->period[(l->pos + 1 + j) % l->period.size()];
-      out[j].when = l->pos + 1 + j;
-    }
-    return n;
+    return l == nullptr ? 0 : loop_ahead(out, l->period, l->pos);
   }
 };
 

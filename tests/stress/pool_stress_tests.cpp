@@ -731,13 +731,7 @@ class loop_schedule final : public schedule_source {
   std::size_t upcoming(std::span<planned_access> out) noexcept override
   {
     if (period_.empty()) { return 0; }  // the actors' first allocations, before the loop
-    std::uint64_t const now = turns_.position();
-    std::size_t const n = std::min(out.size(), period_.size());
-    for (std::size_t j = 0; j < n; ++j) {
-      out[j] = period_[(now + 1 + j) % period_.size()];
-      out[j].when = now + 1 + j;
-    }
-    return n;
+    return loop_ahead(out, period_, turns_.position());
   }
 
  private:

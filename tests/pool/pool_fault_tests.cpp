@@ -36,6 +36,7 @@ struct workload_mode {
   std::size_t tensors{12};     ///< n
   std::size_t unit{32_KiB};    ///< tensor i has unit x (1 + i % 4) + 256 i bytes
   int steps{150};              ///< operations of a run
+  std::uint64_t nth_runs{60};  ///< PoolFault*Nth: runs, each failing one call of the clean run's
 };
 
 std::ostream& operator<<(std::ostream& os, workload_mode const& m) { return os << m.name; }
@@ -177,7 +178,7 @@ void each_call_fails_in_turn(sim_call kind, workload_mode const& m)
 {
   std::uint64_t const calls = clean_run_calls(kind, m);
   ASSERT_GT(calls, 0U);
-  std::uint64_t const stride = std::max<std::uint64_t>(1, calls / 60);
+  std::uint64_t const stride = std::max<std::uint64_t>(1, calls / m.nth_runs);
   for (std::uint64_t nth = 1; nth <= calls; nth += stride) {
     auto be = make_sim();
     std::optional<workload> w;
@@ -239,13 +240,14 @@ INSTANTIATE_TEST_SUITE_P(Rates, PoolFaultRate,
 // The same with the transfer planner on a loop: copies, events and allocations fail while it
 // prefetches and writes back early (its own copies among those that fail).
 workload_mode const kPlannerModes[] = {
-  {.name = "plan", .prefetch = "plan", .loop = true, .tensors = 48, .unit = 8_KiB, .steps = 300},
+  {.name = "plan", .prefetch = "plan", .loop = true, .tensors = 48, .unit = 8_KiB, .steps = 200, .nth_runs = 30},
   {.name = "plan_small_budget",
    .prefetch = "plan:writeback=on,stream_reuse=on,budget=64KiB",
    .loop = true,
    .tensors = 48,
    .unit = 8_KiB,
-   .steps = 300},
+   .steps = 200,
+   .nth_runs = 30},
 };
 
 class PoolFaultPlannerNth : public testing::TestWithParam<std::tuple<sim_call, workload_mode>> {};

@@ -410,6 +410,30 @@ add_test(NAME cli.replay.pool_files
           $<TARGET_FILE:tierpool_cli> ${_tp_replay_mlp} ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_pool)
 set_tests_properties(cli.replay.pool_files PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "^\\[\n  {\"policy\":\"lru\",\"mode\":\"pool\",\"prefetch\":\"none\",\"capacity\":\"50%\".*\npolicy,mode,prefetch,capacity,capacity_bytes,.*requests_per_second,events_per_second\n2\n$")
+# --plot with several prefetchers: one line per policy and prefetcher in each panel (the rows
+# of one policy made a single zigzag line across prefetchers).
+add_test(NAME cli.replay.plot_per_prefetcher
+  COMMAND sh -c "\"$0\" replay \"$1\" --policy lru --prefetch none,plan --capacity 25%,50% -q --plot \"$2.svg\" > /dev/null && grep -c '<polyline' \"$2.svg\" && grep -c '>lru (prefetch plan)</text>' \"$2.svg\""
+          $<TARGET_FILE:tierpool_cli> ${_tp_replay_mlp} ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_plot_pf)
+set_tests_properties(cli.replay.plot_per_prefetcher PROPERTIES LABELS cpu PASS_REGULAR_EXPRESSION "^4\n1\n$")
+# --plot-ideal: makespan / ideal, one series per (mode, prefetch, policy): 2 policies x 2
+# prefetchers of the pool and one uvm row set; the reference lines at 1.0 and 1.25.
+set(_tp_replay_ideal_cmd "\"$0\" replay \"$1\" --policy lru,belady --prefetch none,plan --mode pool,uvm --capacity 25%,50% -q --plot-ideal \"$2.svg\" > /dev/null")
+add_test(NAME cli.replay.plot_ideal
+  COMMAND sh -c "${_tp_replay_ideal_cmd} && grep -c '<g class=\"series\"' \"$2.svg\" && grep -c 'class=\"reference\" data-y=\"1\"' \"$2.svg\" && grep -c 'class=\"reference\" data-y=\"1.25\"' \"$2.svg\" && grep -c '>makespan / ideal</text>' \"$2.svg\""
+          $<TARGET_FILE:tierpool_cli> ${_tp_replay_mlp} ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_ideal)
+set_tests_properties(cli.replay.plot_ideal PROPERTIES LABELS cpu PASS_REGULAR_EXPRESSION "^5\n1\n1\n1\n$")
+# The same files parsed by a real XML parser (Python's minidom), where python3 is found:
+# well-formed, and the series and reference lines are elements with those attributes.
+find_package(Python3 COMPONENTS Interpreter QUIET)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME cli.replay.plot_ideal_xml
+    COMMAND sh -c "${_tp_replay_ideal_cmd} --plot \"$2.plot.svg\" && \"$3\" \"$4\" \"$2.svg\" \"$2.plot.svg\""
+            $<TARGET_FILE:tierpool_cli> ${_tp_replay_mlp} ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_ideal_xml
+            ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/replay/check_svg.py)
+  set_tests_properties(cli.replay.plot_ideal_xml PROPERTIES LABELS cpu
+    PASS_REGULAR_EXPRESSION "^series 5 5 refs 1 1\\.25 points \\[2\\]\nplot polylines 10\n$")
+endif()
 add_test(NAME cli.replay.unknown_policy_fails COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --policy bogus -q)
 set_tests_properties(cli.replay.unknown_policy_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
 add_test(NAME cli.replay.unknown_policy_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --policy bogus -q)
@@ -433,7 +457,7 @@ set_tests_properties(cli.replay.bad_tier_size_message PROPERTIES LABELS cpu
 add_test(NAME cli.replay.tiers_need_pool_mode_fails COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --mode cache --tiers pinned_host=1MiB -q)
 set_tests_properties(cli.replay.tiers_need_pool_mode_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
 add_test(NAME cli.replay.help COMMAND $<TARGET_FILE:tierpool_cli> replay --help)
-set_tests_properties(cli.replay.help PROPERTIES LABELS cpu PASS_REGULAR_EXPRESSION "--policy.*--capacity.*--mode.*--plot")
+set_tests_properties(cli.replay.help PROPERTIES LABELS cpu PASS_REGULAR_EXPRESSION "--policy.*--capacity.*--mode.*--plot.*--plot-ideal")
 
 # Unserved requests are a column of the table, and each row with some is warned about
 # (only the JSON showed them; the row's makespan can be under its ideal time).
@@ -532,6 +556,38 @@ set_tests_properties(cli.replay.slow_link_fails PROPERTIES LABELS cpu TIMEOUT 60
 add_test(NAME cli.replay.directory_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${CMAKE_CURRENT_BINARY_DIR} -q)
 set_tests_properties(cli.replay.directory_message PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "tierpool: error: cannot read trace '[^']*': it is a directory")
+
+# The model fixtures (tests/data/README.md): traces of ResNet-18 and GPT-2 small training
+# written by scripts/make_model_traces.py. `trace stat` gives the figures the script prints
+# (a regenerated fixture that changes fails here until the figures, the README and the
+# docs are updated with it), and each replays in pool mode at 50 % with lru.
+set(_tp_fixture_resnet ${CMAKE_CURRENT_SOURCE_DIR}/data/resnet18_train.tpt)
+set(_tp_fixture_gpt2 ${CMAKE_CURRENT_SOURCE_DIR}/data/gpt2_small_train.tpt)
+add_test(NAME cli.fixtures.resnet18_stat COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${_tp_fixture_resnet})
+set_tests_properties(cli.fixtures.resnet18_stat PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "events +4975\n +allocate +802\n +free +802\n +access +2689\n +prefetch +0\n +compute +668\n +phase +14\n.*\n +tensors +802\n +working set +5417443032 .*\n +peak live +872929924 .*\n +live at end +0\n +compute +0\\.018479 s\n.*well-formed +yes")
+add_test(NAME cli.fixtures.gpt2_small_stat COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${_tp_fixture_gpt2})
+set_tests_properties(cli.fixtures.gpt2_small_stat PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "events +12681\n +allocate +2139\n +free +2139\n +access +6636\n +prefetch +0\n +compute +1753\n +phase +14\n.*\n +tensors +2139\n +working set +174082882584 .*\n +peak live +17859263492 .*\n +live at end +0\n +compute +0\\.379709 s\n.*well-formed +yes")
+add_test(NAME cli.fixtures.resnet18_replay COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_fixture_resnet} -p lru -c 50% -q)
+set_tests_properties(cli.fixtures.resnet18_replay PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "802 objects, working set 5\\.0 GiB, peak live 832\\.5 MiB\n.*\nlru +50% \\(416\\.2 MiB\\) +2689 +0\\.[0-9]+ +0\\.[0-9]+ +0 ")
+add_test(NAME cli.fixtures.gpt2_small_replay COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_fixture_gpt2} -p lru -c 50% -q)
+set_tests_properties(cli.fixtures.gpt2_small_replay PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "2139 objects, working set 162\\.1 GiB, peak live 16\\.6 GiB\n.*\nlru +50% \\(8\\.3 GiB\\) +6636 +0\\.[0-9]+ +0\\.[0-9]+ +0 ")
+# The committed fixtures are what the script writes, byte for byte (where python3 is found);
+# and its --check fails where they are not (an empty folder).
+if(Python3_Interpreter_FOUND)
+  add_test(NAME cli.fixtures.script_check
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_model_traces.py --check --out-dir ${CMAKE_CURRENT_SOURCE_DIR}/data)
+  set_tests_properties(cli.fixtures.script_check PROPERTIES LABELS cpu
+    PASS_REGULAR_EXPRESSION "resnet18_train\\.tpt: tensors 802, events 4975, .*\ngpt2_small_train\\.tpt: tensors 2139, events 12681, "
+    FAIL_REGULAR_EXPRESSION "differs")
+  file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/cli_fixtures_empty)
+  add_test(NAME cli.fixtures.script_check_fails
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_model_traces.py --check --out-dir ${CMAKE_CURRENT_BINARY_DIR}/cli_fixtures_empty)
+  set_tests_properties(cli.fixtures.script_check_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+endif()
 # ---- end tierpool replay ----------------------------------------------------------
 
 # ---- tierpool top -------------------------------------------------------------------

@@ -63,6 +63,7 @@ class TIERPOOL_EXPORT plan_predictor {
     bool oracle{false};             ///< `oracle`: the program's schedule, not a learned one
     bool prefetch{true};            ///< issue planned prefetches
     bool write_back{true};          ///< write dirty tensors back early
+    bool clean_ahead{false};        ///< also write back the dirty ones among the policy's next victims
     bool stream_reuse{true};        ///< a planned copy may reuse room vacated behind user work, in stream order
   };
 
@@ -91,13 +92,16 @@ class TIERPOOL_EXPORT plan_predictor {
   ///        no_next_use when the forecast says never; empty when not planned.
   [[nodiscard]] std::optional<tick> next_use_of_last() const noexcept { return last_next_; }
   /// @brief Planned: the accesses after the latest one, in order, at most out.size() of
-  ///        them and at most `window` ahead; tensors not born yet are left out. @return how many
+  ///        them and at most `window` ahead; a tensor not born yet has the id kUnbornTensor |
+  ///        (its key's low bits), so that its room is counted. @return how many
   [[nodiscard]] std::size_t upcoming(std::span<planned_access> out) const noexcept;
   /// @brief Times the forecast was dropped and relearned.
   [[nodiscard]] std::uint64_t relearns() const noexcept { return relearns_; }
   /// @brief Accesses the forecast predicted right / wrong while planned.
   [[nodiscard]] std::uint64_t predicted() const noexcept { return hits_; }
+  /// @brief Accesses the forecast predicted wrong while planned.
   [[nodiscard]] std::uint64_t mispredicted() const noexcept { return misses_; }
+  /// @brief The parameters it was made with.
   [[nodiscard]] config const& options() const noexcept { return cfg_; }
 
  private:
@@ -105,6 +109,7 @@ class TIERPOOL_EXPORT plan_predictor {
     std::uint64_t token{0};
     std::uint64_t key{0};
     std::uint32_t next_same{0};  // distance to the next access of the same key (0: none yet)
+    std::size_t bytes{0};
     bool discard{false};         // write_discard
     bool next_reborn{false};     // the next access of the key was of another tensor (a rebirth)
   };

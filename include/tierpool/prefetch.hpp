@@ -42,9 +42,13 @@ struct access_view {
   bool discard{false};        ///< access_mode::write_discard: the old bytes are not read
 };
 
+/// @brief `planned_access::id` of an access to a tensor not allocated yet: the bit is set
+///        over a value that tells such tensors apart (the planner counts their room).
+inline constexpr std::uint64_t kUnbornTensor = std::uint64_t{1} << 63U;
+
 /// @brief One access of a forecast schedule (the transfer planner's input).
 struct planned_access {
-  tensor_id id{};        ///< the tensor
+  tensor_id id{};        ///< the tensor (kUnbornTensor | n: one not allocated yet, to be given room)
   std::size_t bytes{0};  ///< its size
   tick when{0};          ///< its position, in the units the schedule counts in
   bool discard{false};   ///< write_discard: needs room, not its bytes (nothing to prefetch)

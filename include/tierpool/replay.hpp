@@ -389,6 +389,18 @@ struct grid_options {
  * @param title   Shown above the panels.
  */
 [[nodiscard]] TIERPOOL_EXPORT std::string to_svg(std::span<replay_result const> results, std::string_view title);
+/**
+ * @brief A self-contained SVG of makespan / ideal (replay_result::makespan_vs_ideal) per
+ *        capacity: one polyline per (mode, prefetch, policy), in first-seen order, over one
+ *        column per capacity label (ordered by resolved bytes); reference lines at 1.0 (the
+ *        ideal time, a floor) and 1.25 (the project's target); labelled axes and a legend.
+ *        UVM rows are dashed (uvm) or dotted (uvm-hints); a run with unserved requests has a
+ *        hollow marker. Each series is a `<g class="series" data-series="LABEL">`, each
+ *        reference line a `<line class="reference" data-y="1">` (and `"1.25"`).
+ * @param results The runs (any order).
+ * @param title   Shown above the plot.
+ */
+[[nodiscard]] TIERPOOL_EXPORT std::string to_ideal_svg(std::span<replay_result const> results, std::string_view title);
 
 }  // namespace replay
 }  // namespace tierpool

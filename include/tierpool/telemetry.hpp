@@ -107,9 +107,9 @@ struct pool_stats {
   /// COUNT: victims a planned prefetch passed over because their next use came first ("do no harm")
   std::uint64_t plan_harm_skips{0};
   std::uint64_t plan_no_room{0};          ///< COUNT: planned prefetches that found no harmless room (the walk stopped)
-  /// COUNT / SUM: dirty tensors written back early, off the critical path, and their bytes
+  /// COUNT: dirty tensors written back early, off the critical path
   std::uint64_t early_write_backs{0};
-  std::uint64_t early_write_back_bytes{0};
+  std::uint64_t early_write_back_bytes{0};  ///< SUM: their bytes
   /// COUNT: managed copies used in place by acquire whose pages were steered to the device
   /// (cudaMemPrefetchAsync on the lease's stream) instead of copied into a device tier
   std::uint64_t managed_prefetches{0};

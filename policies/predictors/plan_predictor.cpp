@@ -103,7 +103,7 @@ void plan_predictor::on_access(access_view const& a, prefetch_plan& out)
   }
 
   // Record the access.
-  at(i) = entry{token, key, 0, a.discard, false};
+  at(i) = entry{token, key, 0, a.bytes, a.discard, false};
   auto const li = last_id_.find(key);
   bool const reborn = li != last_id_.end() && li->second != raw;
   if (li != last_id_.end()) {
@@ -180,7 +180,10 @@ std::size_t plan_predictor::upcoming(std::span<planned_access> out) const noexce
   for (std::uint64_t o = 1; o <= ahead && n < out.size(); ++o) {
     entry const& e = at(i + o - period_);
     auto const live = live_of_.find(e.key);
-    if (live == live_of_.end()) { continue; }  // not born yet
+    if (live == live_of_.end()) {  // not born yet: room to keep, nothing to prefetch
+      out[n++] = planned_access{tensor_id{kUnbornTensor | (e.key >> 1U)}, e.bytes, tick{i + o}, e.discard};
+      continue;
+    }
     auto const info = key_of_.find(live->second);
     if (info == key_of_.end()) { continue; }
     out[n++] = planned_access{tensor_id{live->second}, info->second.bytes, tick{i + o}, e.discard};
@@ -201,6 +204,7 @@ void register_plan_predictors(policy_registry& registry)
     c.window = static_cast<std::uint32_t>(window);
     c.prefetch = p.get<bool>("prefetch");
     c.write_back = p.get<bool>("writeback");
+    c.clean_ahead = p.get<bool>("clean_ahead");
     c.stream_reuse = p.get<bool>("stream_reuse");
     if (!oracle) {
       auto const history = p.get<std::uint64_t>("history");
@@ -214,6 +218,8 @@ void register_plan_predictors(policy_registry& registry)
     {"window", parameter_type::unsigned_integer, "1024", "accesses ahead the planner looks at"},
     {"prefetch", parameter_type::boolean, "on", "issue planned prefetches (off: forecast and early write-backs only)"},
     {"writeback", parameter_type::boolean, "on", "write dirty tensors that will be evicted back early, on the d2h stream"},
+    {"clean_ahead", parameter_type::boolean, "off",
+     "also write back the dirty ones among the victims the policy would give next (an eighth of the tier)"},
     {"stream_reuse", parameter_type::boolean, "on",
      "a planned copy may take room vacated behind user work, waiting for it in stream order"}};
   std::vector<policy_parameter> learned = common;

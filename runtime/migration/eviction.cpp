@@ -86,8 +86,21 @@ class claim_scope {
 
 }  // namespace
 
-evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming)
+evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming,
+                                            bool keep)
 {
+  // The planner's protections (transfer_planner.cpp): a planned prefetch does no harm; any
+  // other eviction in the planner's tier keeps what is needed before the horizon.
+  planning_terms const& pt = planning();
+  tick guard_from = 0;
+  tick guard_until = 0;
+  if (pt.active) {
+    guard_from = pt.now;
+    guard_until = pt.protect;
+  } else if (keep && k == keep_tier_.load(std::memory_order_relaxed)) {
+    guard_until = keep_until_.load(std::memory_order_relaxed);
+    guard_from = keep_from_.load(std::memory_order_relaxed);
+  }
   tier_state& ts = *tiers_[k];
   evict_outcome out;
   claim_scope scope;
@@ -153,11 +166,12 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
           learned = true;
           continue;
         }
-        if (planning_terms& pt = planning(); pt.active) {  // do no harm (transfer_planner.cpp)
+        if (guard_until != 0) {
           tick const nu = rec->next_use.load(std::memory_order_relaxed);
-          if (nu != kNoForecast && nu >= pt.now && nu <= pt.protect) {
+          if (nu != kNoForecast && nu >= guard_from && nu <= guard_until) {
             extra = sat_add(extra, rec->bytes);
-            ++pt.harm_skips;
+            out.kept = true;
+            if (pt.active) { ++planning().harm_skips; }
             learned = true;
             continue;
           }

@@ -137,6 +137,7 @@ enum class plan_outcome : std::uint8_t {
 struct evict_outcome {
   bool progress{false};     ///< at least one victim was vacated
   std::size_t busy_bytes{0};  ///< bytes of proposed victims another thread held (skipped)
+  bool kept{false};           ///< the planner's keep window passed over a victim
 };
 
 /// @brief What ensure_valid_locked() did.
@@ -187,7 +188,19 @@ class migration_engine {
   /// True for the pool's own copy streams (h2d, d2h), whose deferred frees may be reused
   /// in stream order.
   [[nodiscard]] bool is_copy_stream(stream_handle s) const noexcept;
-  evict_outcome evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming = {});
+  /// `keep`: honour the planner's keep window (set_keep_window); placement retries a round
+  /// that made no progress with it off.
+  evict_outcome evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming = {},
+                            bool keep = true);
+  /// The transfer planner's keep window: evictions in tier k pass over tensors whose
+  /// forecast next use lies in [from, until] (needed before the horizon) while others can
+  /// go (Note [The keep window], transfer_planner.cpp). until == 0: none.
+  void set_keep_window(std::uint32_t k, tick from, tick until) noexcept
+  {
+    keep_tier_.store(k, std::memory_order_relaxed);
+    keep_from_.store(from, std::memory_order_relaxed);
+    keep_until_.store(until, std::memory_order_relaxed);
+  }
   /// The diagnosis of a failed request for `bytes` in tier k (tier lock held): the message
   /// and, in `*figures` when given, its figures and cause. `busy_bytes`: victims other
   /// threads held; `attempts`/`waited_s`: the busy retries made (cause busy when non-zero).
@@ -228,6 +241,9 @@ class migration_engine {
   /// Write the dirty copy in tier k back now, behind its last use, and keep it resident:
   /// its eviction later drops it without a write-back. @return true when a copy was issued
   bool write_back_early(std::shared_ptr<tensor_record> const& recp, std::uint32_t k) noexcept;
+  /// Clean ahead of the policy: write back early the dirty ones among the victims tier k's
+  /// policy would give for `bytes` now (Note [Cleaning ahead of eviction]). @return copies issued
+  std::size_t clean_ahead(std::uint32_t k, std::size_t bytes) noexcept;
 
   void host_wait_slot(copy_slot& slot, bool include_users) noexcept;
   /// acquire of a managed copy: queue its pages' migration to the device on `stream`.
@@ -253,6 +269,9 @@ class migration_engine {
   std::vector<stream_handle> d2h_;
   stream_handle retire_{};  // collects the last uses of vacated blocks (deferred frees)
   std::atomic<std::uint32_t> rr_{0};
+  std::atomic<std::uint32_t> keep_tier_{0};
+  std::atomic<tick> keep_from_{0};
+  std::atomic<tick> keep_until_{0};  ///< 0: no keep window
 
   // Prefetch queue: leaf lock; pq_size_ lets the hit path skip it with one load.
   static constexpr std::size_t kPrefetchQueueCap = 64;

@@ -128,7 +128,10 @@ place_result migration_engine::place(place_request const& r)
       }
     }
     // Evict.
-    evict_outcome const ev = evict_round(r.tier, bytes, r.mode, r.incoming);
+    evict_outcome ev = evict_round(r.tier, bytes, r.mode, r.incoming);
+    if (!ev.progress && ev.kept && !planning().active) {  // the planner's keep window left nothing: evict anyway
+      ev = evict_round(r.tier, bytes, r.mode, r.incoming, false);
+    }
     if (ev.progress) {
       evicted = true;
       busy = 0;

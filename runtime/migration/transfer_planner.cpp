@@ -24,9 +24,33 @@
 //   a later use finds no more harmless room. Limitations: the copy streams are FIFO, so a
 //   demand fetch enqueued later waits behind planned copies; the walk is bounded by the
 //   pool's byte budget, not by the link's time (a copy may start earlier than it must).
+//
+// Note [The keep window]
+//   Rationale: a planned prefetch fills room up to the point where the accesses ahead no
+//   longer fit the device tier (the horizon); a demand fetch or a tensor's birth that then
+//   asks the policy for room must not take it back from a tensor needed before that point,
+//   or the prefetch was wasted and the demand path copies it again. Approach: at each step
+//   the planner sets the window [now, horizon] (set_keep_window); an eviction round in that
+//   tier passes over victims whose forecast next use lies in it, as a planned prefetch's
+//   round passes over those needed before its own use. When the window leaves nothing to
+//   evict, placement runs the round again without it (evict_outcome::kept): the window
+//   never makes a request fail. The accesses ahead include tensors not born yet
+//   (kUnbornTensor): their room counts toward the horizon.
+//
+// Note [Cleaning ahead of eviction]
+//   Rationale: a dirty victim's write-back sits between the eviction and the copy-in that
+//   takes its room, so the h2d link waits for the d2h link, miss after miss. Approach: as
+//   an operating system's writeback does for the tail of its LRU lists, the planner asks
+//   the device tier's policy, at each step, which victims it would give for a slice of the
+//   tier (propose() is const: nothing is evicted) and writes back the dirty ones now, on
+//   the d2h stream behind their last uses; they stay resident and clean, and their
+//   eviction later drops them. Limitations: a victim rewritten before its eviction was
+//   written back for nothing (the early_write_backs figure counts every copy).
 #include <tierpool/error.hpp>
 
+#include <mutex>
 #include <new>
+#include <vector>
 
 #include "migration/migration_engine.hpp"
 #include "migration/record_lock.hpp"
@@ -106,6 +130,35 @@ bool migration_engine::write_back_early(std::shared_ptr<tensor_record> const& re
   counters_->early_write_backs.fetch_add(1, std::memory_order_relaxed);
   counters_->early_write_back_bytes.fetch_add(rec.bytes, std::memory_order_relaxed);
   return true;
+}
+
+std::size_t migration_engine::clean_ahead(std::uint32_t k, std::size_t bytes) noexcept
+{
+  thread_local std::vector<tensor_id> ids;
+  ids.clear();
+  tier_state& ts = *tiers_[k];
+  try {
+    std::lock_guard tl(ts.mem->mutex());
+    drain_accesses_locked(ts);
+    eviction_request req{};
+    req.from = tier_id{k};
+    req.bytes_needed = bytes;
+    req.now = backend_->now();
+    ts.policy->propose(req, ts.proposal);
+    ids.assign(ts.proposal.victims.begin(), ts.proposal.victims.end());
+  } catch (...) {  // a policy that cannot propose now (belady without forecasts): nothing to clean
+    return 0;
+  }
+  std::size_t issued = 0;
+  for (tensor_id const id : ids) {
+    std::shared_ptr<tensor_record> rec;
+    {
+      std::lock_guard lock(*table_mtx_);
+      if (auto const* r = table_->find(static_cast<std::uint64_t>(id))) { rec = *r; }
+    }
+    if (rec != nullptr && write_back_early(rec, k)) { ++issued; }
+  }
+  return issued;
 }
 
 }  // namespace tierpool::detail

@@ -658,10 +658,21 @@ namespace detail {
 // See docs/chapters/replay.md, "The ideal time". Two floors, one pass each.
 //
 // h2d: byte-granular (fractional) Belady MIN, Note [Fractional Belady is a floor].
-// d2h: need = bytes of live objects whose next access reads them; dev_need = those of them
-// whose current bytes exist only on the device (born there or written since). At most
-// `capacity` bytes are resident at any point, so dev_need - capacity bytes must have been
-// written back earlier. Objects larger than the capacity are never admitted and are left out.
+// d2h: Note [Dirty episodes]. Objects larger than the capacity are never admitted and are
+// left out of both.
+//
+// Note [Dirty episodes]
+//   A write (or the birth of a tensor on the device) makes an object's bytes exist only on
+//   the device: an episode, from that access to the last read of those bytes (the next
+//   write or free ends it; an episode never read needs nothing). Every byte of an episode
+//   is either resident from its start to its end or written back during it, else it is
+//   lost. Relax the problem: clean bytes take no room, and an access needs no room; what is
+//   left is to keep as many episode bytes resident as the capacity allows. That is unit-page
+//   caching again, each episode byte requested at its start and at its end, a miss at the
+//   end costing a write-back: fractional MIN (keep the episodes that end soonest, take
+//   bytes off the one that ends furthest) is optimal for it, so its write-backs are a floor
+//   for every schedule. It replaces "peak of device-only bytes needed later, minus the
+//   capacity", which counted the shortfall once per trace.
 //
 // Note [Fractional Belady is a floor]
 //   Cut every object into bytes, each byte a unit page requested whenever its object is.
@@ -801,45 +812,83 @@ void fractional_belady(compiled_data const& d, std::uint64_t capacity, must_move
   }
 }
 
+// The d2h floor: Note [Dirty episodes].
+void dirty_episodes(compiled_data const& d, std::uint64_t capacity, must_move& m)
+{
+  auto const& cache = d.cache;
+  auto const n = static_cast<std::uint32_t>(cache.size());
+  // Backward: for each access that makes an object's bytes device-only, the last read of
+  // those bytes (kNoNext: never read, nothing to keep).
+  std::vector<std::uint32_t> episode_end(n, kNoNext);
+  {
+    std::vector<std::uint32_t> last_read(d.objects, kNoNext);
+    std::vector<std::uint8_t> later(d.objects, 0);  // a later access of this life was seen
+    for (std::uint32_t i = n; i-- > 0;) {
+      cache_req const& r = cache[i];
+      std::uint32_t const o = r.obj;
+      if ((r.word & kFreeFlag) != 0) {
+        last_read[o] = kNoNext;
+        later[o] = 0;
+        continue;
+      }
+      bool const writes = (r.word & kWriteFlag) != 0 || (r.word & kBornOnDeviceFlag) != 0;
+      bool const reads = (r.word & kDiscardFlag) == 0;
+      if (writes) {
+        episode_end[i] = last_read[o];
+        last_read[o] = reads ? i : kNoNext;  // an rw reads the episode before it
+      } else if (last_read[o] == kNoNext) {
+        last_read[o] = i;
+      }
+      later[o] = 1;
+    }
+  }
+  // Forward: fractional MIN over the episodes' bytes, keyed by their ends.
+  std::vector<std::uint64_t> resident(d.objects, 0);
+  std::vector<std::uint32_t> open_end(d.objects, kNoNext);
+  next_use_heap heap(d.objects);
+  std::uint64_t total = 0;
+  size_cursor size_of(d.big_sizes.data());
+  auto close = [&](std::uint32_t o) {
+    total -= resident[o];
+    resident[o] = 0;
+    open_end[o] = kNoNext;
+    heap.erase(o);
+  };
+  for (std::uint32_t i = 0; i < n; ++i) {
+    cache_req const& r = cache[i];
+    std::uint32_t const o = r.obj;
+    if ((r.word & kFreeFlag) != 0) {
+      close(o);
+      continue;
+    }
+    std::uint64_t const size = size_of(r);
+    if (size > capacity) { continue; }
+    if (open_end[o] == i) { close(o); }  // the episode's last read
+    std::uint32_t const end = episode_end[i];
+    if (end == kNoNext) { continue; }
+    if (open_end[o] != kNoNext) { close(o); }  // rewritten before its last read: that episode is over
+    resident[o] = size;
+    total += size;
+    open_end[o] = end;
+    heap.set(o, end);
+    while (total > capacity) {
+      std::uint32_t const v = heap.top();
+      std::uint64_t const off = std::min(resident[v], total - capacity);
+      resident[v] -= off;
+      total -= off;
+      m.d2h_bytes += off;
+      if (resident[v] == 0) { heap.erase(v); }
+    }
+  }
+}
+
 }  // namespace
 
 must_move compute_must_move(compiled_data const& d, std::uint64_t capacity)
 {
   must_move m;
   fractional_belady(d, capacity, m);
-  if (!d.flagged) { return m; }  // plain reads: nothing is ever only on the device
-  struct state {
-    std::uint64_t counted{0};  // bytes this object contributes to dev_need (0: none)
-    bool seen{false};
-    bool dev_content{false};
-  };
-  std::vector<state> st(d.objects);
-  std::uint64_t dev_need = 0;
-  std::uint64_t max_dev_need = 0;
-  size_cursor size_of(d.big_sizes.data());
-  for (cache_req const& r : d.cache) {
-    state& s = st[r.obj];
-    if ((r.word & kFreeFlag) != 0) {
-      dev_need -= s.counted;
-      s = state{};
-      continue;
-    }
-    std::uint64_t const size = size_of(r);
-    if (size > capacity) { continue; }
-    if (!s.seen) {
-      s.seen = true;
-      s.dev_content = (r.word & kBornOnDeviceFlag) != 0;
-    }
-    dev_need -= s.counted;
-    s.counted = 0;
-    if ((r.word & kWriteFlag) != 0) { s.dev_content = true; }
-    if (s.dev_content && r.next != kNoNext && (!d.discards || (d.cache[r.next].word & kDiscardFlag) == 0)) {
-      s.counted = size;
-      dev_need += size;
-    }
-    max_dev_need = std::max(max_dev_need, dev_need);
-  }
-  m.d2h_bytes = max_dev_need > capacity ? max_dev_need - capacity : 0;
+  if (d.flagged) { dirty_episodes(d, capacity, m); }  // plain reads: nothing is ever only on the device
   return m;
 }
 

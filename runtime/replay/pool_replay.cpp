@@ -64,9 +64,9 @@ class trace_schedule final : public schedule_source {
       pool_op const& op = d_.ops[i];
       if (op.kind != pool_op_kind::access || op.host != 0 || op.bytes > cap_) { continue; }
       tensor const& t = (*tensors_)[op.obj];
-      if (!t.valid()) { continue; }  // not allocated yet
-      out[n++] = planned_access{t.id(), static_cast<std::size_t>(op.bytes), tick{i},
-                                op.mode == trace::access_kind::write_discard};
+      bool const discard = op.mode == trace::access_kind::write_discard;
+      tensor_id const id = t.valid() ? t.id() : tensor_id{kUnbornTensor | op.obj};  // not allocated yet: its room counts
+      out[n++] = planned_access{id, static_cast<std::size_t>(op.bytes), tick{i}, discard};
     }
     return n;
   }

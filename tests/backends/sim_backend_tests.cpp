@@ -232,8 +232,16 @@ TEST(SimVirtualClock, StreamWaitOnEventDelaysStart)
   ASSERT_EQ(be.copy_async(b.d2h(1000), c), status::ok);
   EXPECT_EQ(be.stream_tail(c), std::optional<tick>{5096 + 1000}) << "start delayed to the event";
   ASSERT_EQ(be.copy_async(b.d2h(1000), free_stream), status::ok);
-  // free_stream did not wait; it queues behind c's copy on the d2h link only.
-  EXPECT_EQ(be.stream_tail(free_stream), std::optional<tick>{6096 + 1000});
+  // free_stream did not wait: its copy is ready at once and the d2h link is idle until
+  // c's copy starts at 5096, so it runs first (Note [Virtual copy timing]).
+  EXPECT_EQ(be.stream_tail(free_stream), std::optional<tick>{1000});
+  // One that does not fit in what is left of the gap (4096 ns idle from 1000) goes after c's.
+  ASSERT_EQ(be.copy_async(b.d2h(4097), free_stream), status::ok);
+  EXPECT_EQ(be.stream_tail(free_stream), std::optional<tick>{6096 + 4097});
+  // One that fits (3000 ns) takes the gap, on a third stream, though enqueued last.
+  stream_handle const third = new_stream(be);
+  ASSERT_EQ(be.copy_async(b.d2h(3000), third), status::ok);
+  EXPECT_EQ(be.stream_tail(third), std::optional<tick>{1000 + 3000});
 
   // Waiting on a never-recorded event does not delay.
   sim_backend be2{virtual_options({1e9, 1000}, {1e9, 0})};

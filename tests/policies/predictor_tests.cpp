@@ -256,11 +256,13 @@ TEST(PlanPredictor, RegistryParametersAndErrors)
 // A pool with the planner, on real bytes: a loop over twice the device tier, every tensor
 // rewritten each iteration. The planner learns the loop, prefetches and writes back early;
 // every byte survives every eviction, prefetch and write-back.
-TEST(PoolPlanner, LearnsALoopPrefetchesWritesBackEarlyAndKeepsEveryByte)
+class PoolPlanner : public ::testing::TestWithParam<char const*> {};
+
+TEST_P(PoolPlanner, LearnsALoopPrefetchesWritesBackEarlyAndKeepsEveryByte)
 {
   auto be = make_sim();
   pool_options o = small_tiers(be, 1_MiB, 0, 16_MiB);
-  o.prefetch = "plan";
+  o.prefetch = GetParam();
   pool p{o};
   stream_handle s = p.create_stream();
   std::vector<tensor> ts;
@@ -290,6 +292,10 @@ TEST(PoolPlanner, LearnsALoopPrefetchesWritesBackEarlyAndKeepsEveryByte)
   EXPECT_NE(p.summary().find("planner planned"), std::string::npos) << p.summary();
   EXPECT_NE(p.summary_json().find("\"planned_prefetches\""), std::string::npos);
 }
+
+// The default planner, cleaning ahead of the policy too, and with planned prefetches off:
+// early write-backs alone, still every byte.
+INSTANTIATE_TEST_SUITE_P(Variants, PoolPlanner, ::testing::Values("plan", "plan:clean_ahead=on", "plan:stream_reuse=off"));
 
 }  // namespace
 }  // namespace tierpool::test

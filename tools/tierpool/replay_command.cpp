@@ -137,6 +137,7 @@ int replay_command(int argc, char** argv)
   std::string json_path;
   std::string csv_path;
   std::string plot_path;
+  std::string plot_ideal_path;
   std::string loop_text = "1";
   std::string threads_text;
   std::string uvm_page_text = "64KiB";
@@ -169,6 +170,8 @@ int replay_command(int argc, char** argv)
     ("json", po::value(&json_path), "write the results as JSON (one object per row) to FILE")
     ("csv", po::value(&csv_path), "write the results as CSV to FILE")
     ("plot", po::value(&plot_path), "write an SVG plot (miss ratio and bytes moved vs capacity) to FILE")
+    ("plot-ideal", po::value(&plot_ideal_path),
+     "write an SVG plot of makespan / ideal vs capacity, one line per mode, prefetch and policy, to FILE")
     ("threads", po::value(&threads_text), "runs in parallel, 1..1024 (default: all hardware threads)")
     ("quiet,q", "no progress on stderr")
     ("trace", po::value(&trace_path), "the trace file (positional)");
@@ -360,14 +363,21 @@ int replay_command(int argc, char** argv)
 
   if (!json_path.empty()) { write_file(json_path, tr::to_json(results)); }
   if (!csv_path.empty()) { write_file(csv_path, tr::to_csv(results)); }
+  std::string const name = trace_path.substr(trace_path.find_last_of('/') + 1);
   if (!plot_path.empty()) {
-    std::string const name = trace_path.substr(trace_path.find_last_of('/') + 1);
-    // One line per policy: with several modes, a policy's name carries its mode.
+    // One line per policy: with several modes or prefetchers, a policy's name carries its
+    // mode and its prefetcher (else the rows of one policy made one zigzag line).
     std::vector<tr::replay_result> plotted = results;
-    if (modes.size() > 1) {
-      for (tr::replay_result& r : plotted) { r.policy += " (" + std::string(tr::to_string(r.mode)) + ")"; }
+    for (tr::replay_result& r : plotted) {
+      std::string suffix;
+      if (modes.size() > 1) { suffix = std::string(tr::to_string(r.mode)); }
+      if (prefetchers.size() > 1 && !tr::is_uvm(r.mode)) { suffix += (suffix.empty() ? "" : ", ") + std::string("prefetch ") + r.prefetch; }
+      if (!suffix.empty()) { r.policy += " (" + suffix + ")"; }
     }
     write_file(plot_path, tr::to_svg(plotted, "tierpool replay " + name + " (" + mode + " mode)"));
+  }
+  if (!plot_ideal_path.empty()) {
+    write_file(plot_ideal_path, tr::to_ideal_svg(results, "tierpool replay " + name + ": makespan / ideal (" + mode + " mode)"));
   }
   return 0;
 }

@@ -217,8 +217,10 @@ struct sim_link_stats {
  * worker thread; copies and host functions run there. Virtual clock: copies take effect at
  * enqueue (so data effects follow enqueue order, which respects stream order and event
  * waits) and get a completion time
- * `max(now, stream tail, waited events, link free) + link.transfer_ns(bytes)`;
- * the link stays busy until then. Host functions also run at enqueue (on the calling
+ * `start + link.transfer_ns(bytes)`, where start is the first time from `max(now, stream
+ * tail, waited events)` at which the link is idle for the whole copy (a ready copy may
+ * fill a gap before one enqueued earlier on another stream that waits for an event); the
+ * link is busy from start to completion. Host functions also run at enqueue (on the calling
  * thread, no lock held), so they observe bytes in enqueue order; now() moves only on
  * synchronize_stream / synchronize_event (to the awaited completion time) and advance_*.
  *

@@ -7,11 +7,18 @@
 // now() moves only on synchronize_* and advance_*. Main entry point: make_virtual_timeline.
 //
 // Note [Virtual copy timing]
-//   start = max(now, stream.tail, link.free)      (waited events are folded into tail)
+//   ready = max(now, stream.tail)                 (waited events are folded into tail)
+//   start = the earliest t >= ready at which the link is idle for the whole copy
 //   end   = start + link.transfer_ns(bytes)        (latency + bytes / bandwidth)
-//   stream.tail = link.free = end
-// A link is busy for the whole copy, latency included, so two copies on one link
-// serialize while copies on different links overlap. Events take the stream tail at
+//   stream.tail = end; the link is busy over [start, end)
+// A link is busy for the whole copy, latency included, so two copies on one link never
+// overlap, while copies on different links do. A copy that is ready takes the first idle
+// gap that holds it, even one before a copy enqueued earlier on another stream that
+// waits for an event: a copy engine serves the streams whose work is ready, it does not
+// stall behind one that waits (before, the link was one FIFO in enqueue order, and a
+// copy waiting for a kernel far ahead held up every later copy on every stream). A copy
+// placed earlier never moves (non-preemptive, no reordering within a stream). Busy spans
+// that end by now() are dropped; a link keeps one span per copy still ahead of the host. Events take the stream tail at
 // record; query_event is ok iff event.time <= now. Host functions run at enqueue, on the
 // calling thread, like every other data effect (so they see bytes in enqueue order).
 //
@@ -300,11 +307,16 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
       return status::invalid_value;
     }
     auto const l = static_cast<std::size_t>(link);
-    tick const start = std::max({now_.load(std::memory_order_relaxed), tail->load(std::memory_order_relaxed), link_free_[l]});
+    tick const ready = std::max(now_.load(std::memory_order_relaxed), tail->load(std::memory_order_relaxed));
     tick const cost = links_.get(link).transfer_ns(bytes);
+    tick start = ready;
+    try {
+      start = place_on_link(l, ready, cost);
+    } catch (std::bad_alloc const&) {
+      return status::out_of_memory;
+    }
     tick const end = start + cost;
     tail->store(end, std::memory_order_relaxed);
-    link_free_[l] = end;
     // Link figures: a sequence counter lets link_stats read them without the mutex (writers
     // hold it). No fences (see slot_table::read): each figure is a release store, which
     // orders the odd counter before it, and the even counter is a release store after
@@ -403,6 +415,8 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
 
   // A stream's tail: the completion time of the last work queued (tail >= every waited
   // event). The default stream (handle 0) has its own. Null when `s` is unknown.
+  // (Declared below: the first gap of link l idle for `cost` from `ready` on; see Note
+  // [Virtual copy timing].)
   [[nodiscard]] std::atomic<tick>* find_tail(stream_handle s) const noexcept
   {
     if (s.is_default()) {
@@ -418,7 +432,28 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
   mutable std::atomic<tick> default_tail_{0};
   stream_table streams_{kStreamTag};
   event_table events_{kEventTag};  // event -> time of its last record (0: never)
-  std::array<tick, sim_link_count> link_free_{};
+  struct busy_span {
+    tick start;
+    tick end;
+  };
+  // Under mtx_. Sorted by start and disjoint (so sorted by end too).
+  std::array<std::vector<busy_span>, sim_link_count> busy_{};
+
+  tick place_on_link(std::size_t l, tick ready, tick cost)
+  {
+    std::vector<busy_span>& v = busy_[l];
+    tick const now = now_.load(std::memory_order_relaxed);
+    auto const done = std::find_if(v.begin(), v.end(), [now](busy_span const& b) { return b.end > now; });
+    v.erase(v.begin(), done);
+    tick t = ready;
+    auto it = std::lower_bound(v.begin(), v.end(), t, [](busy_span const& b, tick x) { return b.end <= x; });
+    for (; it != v.end(); ++it) {
+      if (it->start >= t + cost) { break; }
+      t = std::max(t, it->end);
+    }
+    if (cost != 0) { v.insert(it, busy_span{t, t + cost}); }
+    return t;
+  }
   std::atomic<std::uint64_t> stats_seq_{0};  // even: stats_ stable; odd: being written
   std::array<link_counters, sim_link_count> stats_{};
 };

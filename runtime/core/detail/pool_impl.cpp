@@ -34,6 +34,7 @@
 #include <tierpool/topology.hpp>
 
 #include <algorithm>
+#include <unordered_set>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -389,31 +390,48 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
   auto const d = static_cast<std::uint32_t>(device_tier());
   std::uint64_t const cap = engine_.tiers()[d]->capacity;
 
-  // 1. The horizon.
+  // 1. The horizon: where the distinct tensors ahead outgrow the device tier.
+  thread_local std::unordered_set<std::uint64_t> seen;
+  seen.clear();
   tick horizon = no_next_use;
   std::uint64_t sum = 0;
   for (std::size_t i = 0; i < n; ++i) {
+    if (!seen.insert(static_cast<std::uint64_t>(ahead[i].id)).second) { continue; }
     sum += ahead[i].bytes;
     if (sum > cap) {
       horizon = ahead[i].when;
       break;
     }
+    // plan: a tensor ahead is next used where the forecast puts it (its hint from its last
+    // access may predate the forecast); the oracle's hints are the program's.
+    if (!oracle && (static_cast<std::uint64_t>(ahead[i].id) & kUnbornTensor) == 0) {
+      std::lock_guard lock(table_mtx_);
+      if (auto const* x = table_.find(static_cast<std::uint64_t>(ahead[i].id))) {
+        (*x)->next_use.store(ahead[i].when, std::memory_order_relaxed);
+      }
+    }
   }
+  if (n != 0) { engine_.set_keep_window(d, now, horizon == no_next_use ? ahead[n - 1].when : horizon); }
   // 2. Early write-backs.
   for (auto const& r : to_clean) {
     tick const nu = r->next_use.load(std::memory_order_relaxed);
-    bool const far = nu == kNoForecast || nu > horizon || (!oracle && nu > kNoForecast / 2);
+    // Only a forecast use past the horizon: a tensor never used again is dropped, not saved,
+    // and one without a forecast (learning) is not worth a speculative copy.
+    bool const far = nu < kNoForecast / 2 && nu > horizon;
     if (far && !holds_record(*r)) { (void)engine_.write_back_early(r, d); }
   }
+  if (planner.options().clean_ahead) { (void)engine_.clean_ahead(d, static_cast<std::size_t>(cap / 8)); }
   // 3. Planned prefetches.
+  seen.clear();
   if (!planner.options().prefetch) { return; }
   std::uint64_t outstanding = 0;
   sum = 0;
   for (std::size_t i = 0; i < n; ++i) {
     planned_access const& pa = ahead[i];
+    if (!seen.insert(static_cast<std::uint64_t>(pa.id)).second) { continue; }
     sum += pa.bytes;
     if (sum > cap) { break; }
-    if (pa.discard) { continue; }  // room only: its bytes are overwritten
+    if (pa.discard || (static_cast<std::uint64_t>(pa.id) & kUnbornTensor) != 0) { continue; }  // room only
     std::shared_ptr<tensor_record> r;
     {
       std::lock_guard lock(table_mtx_);

@@ -13,10 +13,12 @@
 #include <gtest/gtest.h>
 
 #include <tierpool/pool.hpp>
+#include <tierpool/prefetch.hpp>
 
 #include <optional>
 #include <ostream>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -275,18 +277,28 @@ INSTANTIATE_TEST_SUITE_P(Rates, PoolFaultPlannerRate,
                                   "_" + std::get<1>(pi.param).name;
                          });
 
+// The oracle's schedule of the early write-back test: always the same accesses ahead.
+class fixed_schedule final : public schedule_source {
+ public:
+  std::vector<planned_access> ahead;
+  std::size_t upcoming(std::span<planned_access> out) noexcept override { return loop_ahead(out, ahead, 999); }
+};
+
 // An early write-back whose copy fails: the tensor stays dirty and resident (its device copy
 // is the only valid one; the host copy, stale or never made, is not taken for valid), and
 // its eviction later writes it back. One tensor has a stale host copy, one none yet (the
-// write-back places a fresh host block, given back when the copy fails). The planner does
-// not prefetch here, so its only copies are the early write-backs, and the accesses in
-// between are hits in a shuffled order (the planner stays learning, when every written
-// tensor is written back early 8 accesses after its write).
+// write-back places a fresh host block, given back when the copy fails). The oracle does not
+// prefetch here, so its only copies are the early write-backs; its schedule puts the
+// horizon near (more than the device tier's bytes just ahead) and the program gives the
+// written tensors a next use far past it, so each is written back early 8 accesses after
+// its write. The accesses in between are hits.
 TEST(PoolFaultPlanner, AFailedEarlyWriteBackLeavesTheTensorDirtyResidentAndWrittenBackAtEviction)
 {
   auto be = make_sim();
+  auto schedule = std::make_shared<fixed_schedule>();
   pool_options o = small_tiers(be, 1_MiB, 0, 16_MiB);
-  o.prefetch = "plan:prefetch=off";
+  o.prefetch = "oracle:prefetch=off";
+  o.schedule = schedule;
   pool p{o};
   stream_handle const s = p.create_stream();
   std::vector<std::unique_ptr<modify_job>> jobs;
@@ -297,29 +309,38 @@ TEST(PoolFaultPlanner, AFailedEarlyWriteBackLeavesTheTensorDirtyResidentAndWritt
     fill(p, fillers.back(), 100 + k, 1);
     use(fillers.back());
   }
+  std::vector<tensor> later;  // in the schedule only (on the host): 20 x 64 KiB ahead in all
+  for (int k = 0; k < 11; ++k) { later.push_back(p.allocate(64_KiB, {.preferred_tier = tier_id{1}})); }
   tensor a = p.allocate(64_KiB);  // the control: its early write-back succeeds
   tensor w = p.allocate(64_KiB);  // a stale host copy when the write-back fails
   tensor f = p.allocate(64_KiB);  // no host copy yet when it fails
+  for (auto const* group : {&fillers, &later}) {
+    for (tensor const& t : *group) {
+      schedule->ahead.push_back({.id = t.id(), .bytes = t.bytes(), .when = 0, .discard = false});
+    }
+  }
+  constexpr tick kFar = 1'000'000;  // past the horizon (position 1000 + 17)
   fill(p, a, 1, 1);
   fill(p, w, 2, 1);
   use(a);
   use(w);
   p.synchronize(s);
-  std::mt19937_64 rng(5);
   auto lag = [&] {  // 10 device hits, then the stream's work done
-    for (int k = 0; k < 10; ++k) { use(fillers[rng() % fillers.size()]); }
+    for (int k = 0; k < 10; ++k) { use(fillers[static_cast<std::size_t>(k * 4) % fillers.size()]); }
     p.synchronize(s);
   };
   pool_stats st = p.stats();
   std::uint64_t const misses = st.misses;
   ASSERT_EQ(modify_on_stream(p, a, s, 1, 2, jobs), status::ok);
+  p.set_next_use(a, kFar);
   lag();
   st = p.stats();
-  ASSERT_EQ(st.planner_state, "learning");
+  ASSERT_EQ(st.planner_state, "oracle");
   ASSERT_EQ(st.early_write_backs, 1U) << "the control: a written tensor is written back early";
   ASSERT_EQ(be->faults_injected(), 0U);
 
   ASSERT_EQ(modify_on_stream(p, w, s, 2, 2, jobs), status::ok);
+  p.set_next_use(w, kFar);
   be->set_faults({.seed = 0, .rules = {{.kind = sim_call::copy, .probability = 1.0}}});
   lag();
   be->clear_faults();
@@ -330,6 +351,7 @@ TEST(PoolFaultPlanner, AFailedEarlyWriteBackLeavesTheTensorDirtyResidentAndWritt
     ASSERT_EQ(be->launch_host_func(s, &modify_job::run, job.get()), status::ok);
     jobs.push_back(std::move(job));
   }
+  p.set_next_use(f, kFar);
   be->set_faults({.seed = 0, .rules = {{.kind = sim_call::copy, .probability = 1.0}}});
   lag();
   be->clear_faults();

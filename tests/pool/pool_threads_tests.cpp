@@ -164,14 +164,11 @@ void run_threads(threads_variant const& v)
   EXPECT_TRUE(p.validate());
   if (std::string_view(v.prefetch) != "none") {
     pool_stats const st = p.stats();
-    // The learned plan rarely holds across free-running threads: it writes back early (also
-    // while learning). The oracle forecasts each thread's own pass, which fits the device
-    // tier (no early write-back): it prefetches.
-    if (v.oracle) {
-      EXPECT_GT(st.planned_prefetches, 0U) << p.summary();
-    } else {
-      EXPECT_GT(st.early_write_backs, 0U) << p.summary();
-    }
+    // The learned plan rarely holds across free-running threads (it may act now and then:
+    // the bytes are checked all the same; PoolStressPlanner in pool_stress_test makes the
+    // threads take turns, and asserts that it plans). The oracle forecasts each thread's own
+    // pass, which fits the device tier (so no early write-back): it must prefetch.
+    if (v.oracle) { EXPECT_GT(st.planned_prefetches, 0U) << p.summary(); }
     std::printf("[ threads  ] %s: %d threads x %d ops, planner %s, %llu planned prefetches, %llu early write-backs\n",
                 v.name, v.threads, ops, st.planner_state.c_str(), static_cast<unsigned long long>(st.planned_prefetches),
                 static_cast<unsigned long long>(st.early_write_backs));
@@ -181,9 +178,9 @@ void run_threads(threads_variant const& v)
 TEST(PoolThreads, FourThreadsThousandsOfOps) { run_threads({}); }
 
 // With the transfer planner: 8 threads (more than the cores CI has), each with its own
-// stream and tensors, free-running: the planner's early write-backs and planned prefetches
-// (the oracle: each thread's own loop) race with the other threads' acquires, releases,
-// host checks and evictions. CI runs these under ThreadSanitizer.
+// stream and tensors, free-running: the planner's bookkeeping, its planned prefetches (the
+// oracle: each thread's own loop) and early write-backs (clean_ahead too) race with the other
+// threads' acquires, releases, host checks and evictions. CI runs these under ThreadSanitizer.
 class PoolThreadsPlanner : public testing::TestWithParam<threads_variant> {};
 
 TEST_P(PoolThreadsPlanner, EightThreadsKeepEveryByte) { run_threads(GetParam()); }
@@ -195,7 +192,7 @@ INSTANTIATE_TEST_SUITE_P(
     threads_variant{
       .name = "plan_loop", .prefetch = "plan", .threads = 8, .ops = 300, .tsan_ops = 120, .unit = 16_KiB, .loop = true},
     threads_variant{.name = "plan_small_budget_loop",
-                    .prefetch = "plan:writeback=on,stream_reuse=on,budget=64KiB",
+                    .prefetch = "plan:writeback=on,stream_reuse=on,budget=64KiB,clean_ahead=on",
                     .threads = 8,
                     .ops = 300,
                     .tsan_ops = 120,

@@ -5,26 +5,57 @@
 // (sim fault rules with nth over the call counts of a clean run), then at random rates
 // (0.1 %, 1 %, 5 %) with several seeds. Each failure must surface as a typed error (or be
 // absorbed by a fallback), and after every operation every tensor's bytes are intact and
-// validate() holds.
+// validate() holds. The same with the transfer planner on a loop (PoolFaultPlanner*: faults
+// while it prefetches and writes back early; the pool keeps working once they are cleared),
+// and an early write-back whose copy fails.
 #include "unit/pool_test_util.hpp"
 
 #include <gtest/gtest.h>
 
 #include <tierpool/pool.hpp>
+#include <tierpool/prefetch.hpp>
 
 #include <optional>
+#include <ostream>
 #include <random>
+#include <span>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <vector>
 
 namespace tierpool::test {
 namespace {
 
+// How the workload runs: its operations and the pool's prefetch option.
+struct workload_mode {
+  char const* name{"random"};
+  char const* prefetch{"none"};  ///< pool_options::prefetch
+  /// A repeating schedule in place of random operations: step k acquires tensor k % n on the
+  /// device, a read_write "kernel" that rewrites it for every third tensor, a read for the
+  /// others (the transfer planner learns the loop, prefetches and writes back early).
+  bool loop{false};
+  std::size_t tensors{12};     ///< n
+  std::size_t unit{32_KiB};    ///< tensor i has unit x (1 + i % 4) + 256 i bytes
+  int steps{150};              ///< operations of a run
+  std::uint64_t nth_runs{60};  ///< PoolFault*Nth: runs, each failing one call of the clean run's
+};
+
+std::ostream& operator<<(std::ostream& os, workload_mode const& m) { return os << m.name; }
+
+pool_options workload_options(std::shared_ptr<sim_backend> be, workload_mode const& m)
+{
+  pool_options o = small_tiers(std::move(be), 512_KiB, 1_MiB, 8_MiB);
+  o.prefetch = m.prefetch;
+  return o;
+}
+
 // A deterministic single-threaded workload over a small pool; a model of each tensor's
 // version checks the bytes.
 class workload {
  public:
-  explicit workload(std::shared_ptr<sim_backend> be) : be_(std::move(be)), p_(small_tiers(be_, 512_KiB, 1_MiB, 8_MiB))
+  explicit workload(std::shared_ptr<sim_backend> be, workload_mode const& m = {})
+    : be_(std::move(be)), p_(workload_options(be_, m)), loop_(m.loop), n_(m.tensors), unit_(m.unit)
   {
     s_ = p_.create_stream();
     for (std::size_t i = 0; i < n_; ++i) {
@@ -39,13 +70,15 @@ class workload {
   // One operation; typed failures are accepted (the model is unchanged then).
   void step(std::mt19937_64& rng)
   {
-    std::size_t const i = rng() % n_;
+    std::size_t const i = loop_ ? pos_ % n_ : rng() % n_;
+    std::uint64_t const op = loop_ ? (pos_ % 3 == 0 ? 0 : 2) : rng() % 6;
+    ++pos_;
     try {
       if (!ts_[i].valid()) {  // a failed re-allocation earlier
         reallocate(i);
         return;
       }
-      switch (rng() % 6) {
+      switch (op) {
         case 0:
         case 1: {
           lease l = p_.acquire(ts_[i], access_mode::read_write, s_);
@@ -82,9 +115,10 @@ class workload {
   }
 
   [[nodiscard]] std::uint64_t typed_errors() const { return typed_; }
+  [[nodiscard]] pool_stats stats() const { return p_.stats(); }
 
  private:
-  static std::size_t size(std::size_t i) { return 32_KiB * (1 + i % 4) + 256 * i; }
+  [[nodiscard]] std::size_t size(std::size_t i) const { return unit_ * (1 + i % 4) + 256 * i; }
   // A fill that fails after its allocate leaves the bytes undefined: drop that tensor.
   void reallocate(std::size_t i)
   {
@@ -99,43 +133,62 @@ class workload {
 
   std::shared_ptr<sim_backend> be_;
   pool p_;
+  bool loop_{false};
+  std::uint64_t pos_{0};  ///< steps taken
   stream_handle s_{};
-  static constexpr std::size_t n_ = 12;
+  std::size_t n_;
+  std::size_t unit_;
   std::vector<tensor> ts_ = std::vector<tensor>(n_);
   std::vector<std::uint32_t> ver_ = std::vector<std::uint32_t>(n_, 0);
   std::vector<std::unique_ptr<modify_job>> jobs_;
   std::uint64_t typed_{0};
 };
 
-constexpr int kSteps = 150;
+bool planner_on(workload_mode const& m) { return std::string_view(m.prefetch) != "none"; }
 
-std::uint64_t clean_run_calls(sim_call kind)
+std::uint64_t clean_run_calls(sim_call kind, workload_mode const& m)
 {
   auto be = make_sim();
-  workload w{be};
+  workload w{be, m};
   be->reset_call_counts();
   std::mt19937_64 rng(42);
-  for (int i = 0; i < kSteps; ++i) { w.step(rng); }
+  for (int i = 0; i < m.steps; ++i) { w.step(rng); }
   EXPECT_TRUE(w.verify());
+  if (planner_on(m)) {  // the faults below hit the planner's own copies
+    pool_stats const st = w.stats();
+    EXPECT_EQ(st.planner_state, "planned") << m.name;
+    EXPECT_GT(st.planned_prefetches, 0U) << m.name;
+    EXPECT_GT(st.early_write_backs, 0U) << m.name;
+  }
   return be->call_count(kind);
 }
 
-class PoolFaultNth : public testing::TestWithParam<sim_call> {};
-
-TEST_P(PoolFaultNth, EachCallFailsInTurn)
+// With the faults cleared the pool keeps working: more steps, every byte, and the planner
+// planning again.
+void keeps_working(workload& w, workload_mode const& m, std::string const& what)
 {
-  sim_call const kind = GetParam();
-  std::uint64_t const calls = clean_run_calls(kind);
+  std::uint64_t const planned = w.stats().planned_prefetches;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < m.steps; ++i) { w.step(rng); }
+  EXPECT_TRUE(w.verify()) << what << ", faults cleared";
+  if (planner_on(m)) {
+    EXPECT_GT(w.stats().planned_prefetches, planned) << what << ": the planner stopped prefetching after the faults";
+  }
+}
+
+void each_call_fails_in_turn(sim_call kind, workload_mode const& m)
+{
+  std::uint64_t const calls = clean_run_calls(kind, m);
   ASSERT_GT(calls, 0U);
-  std::uint64_t const stride = std::max<std::uint64_t>(1, calls / 60);
+  std::uint64_t const stride = std::max<std::uint64_t>(1, calls / m.nth_runs);
   for (std::uint64_t nth = 1; nth <= calls; nth += stride) {
     auto be = make_sim();
     std::optional<workload> w;
-    w.emplace(be);
+    w.emplace(be, m);
     be->set_faults({.seed = 0, .rules = {{.kind = kind, .nth = nth}}});
     std::mt19937_64 rng(42);
     bool checked = false;
-    for (int i = 0; i < kSteps; ++i) {
+    for (int i = 0; i < m.steps; ++i) {
       w->step(rng);
       if (!checked && be->faults_injected() != 0) {
         be->clear_faults();
@@ -145,8 +198,31 @@ TEST_P(PoolFaultNth, EachCallFailsInTurn)
     }
     be->clear_faults();
     ASSERT_TRUE(w->verify()) << to_string(kind) << " nth " << nth;
+    if (planner_on(m) && nth % (8 * stride) == 1) { keeps_working(*w, m, std::string(to_string(kind)) + " nth " + std::to_string(nth)); }
   }
 }
+
+void random_faults(double rate, std::uint64_t seed, workload_mode const& m)
+{
+  auto be = make_sim();
+  workload w{be, m};
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < m.steps; ++i) {
+    // A seed per step: set_faults restarts the rule's call count, so one seed would fail the
+    // same call indices of every step (with a low rate: none at all).
+    be->set_faults({.seed = seed * 100'000 + static_cast<std::uint64_t>(i),
+                    .rules = {{.kind = sim_call::any, .probability = rate}}});
+    w.step(rng);
+    be->clear_faults();
+    ASSERT_TRUE(w.verify()) << "rate " << rate << " seed " << seed << " step " << i;
+  }
+  if (rate >= 0.01) { EXPECT_GT(be->faults_injected(), 0U) << "rate " << rate << " seed " << seed; }
+  keeps_working(w, m, "rate " + std::to_string(rate) + " seed " + std::to_string(seed));
+}
+
+class PoolFaultNth : public testing::TestWithParam<sim_call> {};
+
+TEST_P(PoolFaultNth, EachCallFailsInTurn) { each_call_fails_in_turn(GetParam(), {}); }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, PoolFaultNth,
                          testing::Values(sim_call::allocate, sim_call::copy, sim_call::event, sim_call::host_func),
@@ -157,20 +233,160 @@ class PoolFaultRate : public testing::TestWithParam<std::tuple<double, std::uint
 TEST_P(PoolFaultRate, RandomFaultsNeverLoseBytes)
 {
   auto const [rate, seed] = GetParam();
-  auto be = make_sim();
-  workload w{be};
-  sim_fault_options const faults{.seed = seed, .rules = {{.kind = sim_call::any, .probability = rate}}};
-  std::mt19937_64 rng(seed);
-  for (int i = 0; i < kSteps; ++i) {
-    be->set_faults(faults);
-    w.step(rng);
-    be->clear_faults();
-    ASSERT_TRUE(w.verify()) << "rate " << rate << " seed " << seed << " step " << i;
-  }
+  random_faults(rate, seed, {});
 }
 
 INSTANTIATE_TEST_SUITE_P(Rates, PoolFaultRate,
                          testing::Combine(testing::Values(0.001, 0.01, 0.05), testing::Values(1U, 2U, 3U)));
+
+// The same with the transfer planner on a loop: copies, events and allocations fail while it
+// prefetches and writes back early (its own copies among those that fail).
+workload_mode const kPlannerModes[] = {
+  {.name = "plan", .prefetch = "plan", .loop = true, .tensors = 48, .unit = 8_KiB, .steps = 200, .nth_runs = 30},
+  {.name = "plan_small_budget",
+   .prefetch = "plan:writeback=on,stream_reuse=on,budget=64KiB",
+   .loop = true,
+   .tensors = 48,
+   .unit = 8_KiB,
+   .steps = 200,
+   .nth_runs = 30},
+};
+
+class PoolFaultPlannerNth : public testing::TestWithParam<std::tuple<sim_call, workload_mode>> {};
+
+TEST_P(PoolFaultPlannerNth, EachCallFailsInTurn) { each_call_fails_in_turn(std::get<0>(GetParam()), std::get<1>(GetParam())); }
+
+INSTANTIATE_TEST_SUITE_P(Kinds, PoolFaultPlannerNth,
+                         testing::Combine(testing::Values(sim_call::copy, sim_call::event),
+                                          testing::ValuesIn(kPlannerModes)),
+                         [](testing::TestParamInfo<std::tuple<sim_call, workload_mode>> const& pi) {
+                           return std::string(to_string(std::get<0>(pi.param))) + "_" + std::get<1>(pi.param).name;
+                         });
+
+class PoolFaultPlannerRate : public testing::TestWithParam<std::tuple<double, workload_mode>> {};
+
+TEST_P(PoolFaultPlannerRate, RandomFaultsNeverLoseBytes)
+{
+  for (std::uint64_t seed : {1U, 2U, 3U}) { random_faults(std::get<0>(GetParam()), seed, std::get<1>(GetParam())); }
+}
+
+INSTANTIATE_TEST_SUITE_P(Rates, PoolFaultPlannerRate,
+                         testing::Combine(testing::Values(0.01, 0.05), testing::ValuesIn(kPlannerModes)),
+                         [](testing::TestParamInfo<std::tuple<double, workload_mode>> const& pi) {
+                           return "permille_" + std::to_string(static_cast<int>(std::get<0>(pi.param) * 1000 + 0.5)) +
+                                  "_" + std::get<1>(pi.param).name;
+                         });
+
+// The oracle's schedule of the early write-back test: always the same accesses ahead.
+class fixed_schedule final : public schedule_source {
+ public:
+  std::vector<planned_access> ahead;
+  std::size_t upcoming(std::span<planned_access> out) noexcept override { return loop_ahead(out, ahead, 999); }
+};
+
+// An early write-back whose copy fails: the tensor stays dirty and resident (its device copy
+// is the only valid one; the host copy, stale or never made, is not taken for valid), and
+// its eviction later writes it back. One tensor has a stale host copy, one none yet (the
+// write-back places a fresh host block, given back when the copy fails). The oracle does not
+// prefetch here, so its only copies are the early write-backs; its schedule puts the
+// horizon near (more than the device tier's bytes just ahead) and the program gives the
+// written tensors a next use far past it, so each is written back early 8 accesses after
+// its write. The accesses in between are hits.
+TEST(PoolFaultPlanner, AFailedEarlyWriteBackLeavesTheTensorDirtyResidentAndWrittenBackAtEviction)
+{
+  auto be = make_sim();
+  auto schedule = std::make_shared<fixed_schedule>();
+  pool_options o = small_tiers(be, 1_MiB, 0, 16_MiB);
+  o.prefetch = "oracle:prefetch=off";
+  o.schedule = schedule;
+  pool p{o};
+  stream_handle const s = p.create_stream();
+  std::vector<std::unique_ptr<modify_job>> jobs;
+  auto use = [&](tensor const& t) { lease l = p.acquire(t, access_mode::read, s); };
+  std::vector<tensor> fillers;
+  for (std::uint64_t k = 0; k < 9; ++k) {
+    fillers.push_back(p.allocate(64_KiB));
+    fill(p, fillers.back(), 100 + k, 1);
+    use(fillers.back());
+  }
+  std::vector<tensor> later;  // in the schedule only (on the host): 20 x 64 KiB ahead in all
+  for (int k = 0; k < 11; ++k) { later.push_back(p.allocate(64_KiB, {.preferred_tier = tier_id{1}})); }
+  tensor a = p.allocate(64_KiB);  // the control: its early write-back succeeds
+  tensor w = p.allocate(64_KiB);  // a stale host copy when the write-back fails
+  tensor f = p.allocate(64_KiB);  // no host copy yet when it fails
+  for (auto const* group : {&fillers, &later}) {
+    for (tensor const& t : *group) {
+      schedule->ahead.push_back({.id = t.id(), .bytes = t.bytes(), .when = 0, .discard = false});
+    }
+  }
+  constexpr tick kFar = 1'000'000;  // past the horizon (position 1000 + 17)
+  fill(p, a, 1, 1);
+  fill(p, w, 2, 1);
+  use(a);
+  use(w);
+  p.synchronize(s);
+  auto lag = [&] {  // 10 device hits, then the stream's work done
+    for (int k = 0; k < 10; ++k) { use(fillers[static_cast<std::size_t>(k * 4) % fillers.size()]); }
+    p.synchronize(s);
+  };
+  pool_stats st = p.stats();
+  std::uint64_t const misses = st.misses;
+  ASSERT_EQ(modify_on_stream(p, a, s, 1, 2, jobs), status::ok);
+  p.set_next_use(a, kFar);
+  lag();
+  st = p.stats();
+  ASSERT_EQ(st.planner_state, "oracle");
+  ASSERT_EQ(st.early_write_backs, 1U) << "the control: a written tensor is written back early";
+  ASSERT_EQ(be->faults_injected(), 0U);
+
+  ASSERT_EQ(modify_on_stream(p, w, s, 2, 2, jobs), status::ok);
+  p.set_next_use(w, kFar);
+  be->set_faults({.seed = 0, .rules = {{.kind = sim_call::copy, .probability = 1.0}}});
+  lag();
+  be->clear_faults();
+  EXPECT_EQ(be->faults_injected(), 1U) << "the early write-back's copy, and no other";
+  {
+    lease l = p.acquire(f, access_mode::write_discard, s);  // valid on the device only
+    auto job = std::make_unique<modify_job>(modify_job{l.data(), l.bytes(), 3, 1});
+    ASSERT_EQ(be->launch_host_func(s, &modify_job::run, job.get()), status::ok);
+    jobs.push_back(std::move(job));
+  }
+  p.set_next_use(f, kFar);
+  be->set_faults({.seed = 0, .rules = {{.kind = sim_call::copy, .probability = 1.0}}});
+  lag();
+  be->clear_faults();
+  EXPECT_EQ(be->faults_injected(), 2U);
+  st = p.stats();
+  EXPECT_EQ(st.early_write_backs, 1U);
+  EXPECT_EQ(st.misses, misses) << "no miss since the tensors were made resident";
+  EXPECT_TRUE(p.validate());
+  use(w);
+  use(f);
+  EXPECT_EQ(p.stats().misses, misses) << "w and f stayed resident";
+
+  // Fill the device tier with other tensors: everything above is evicted, and exactly the
+  // two dirty ones are written back on the way.
+  std::vector<tensor> others;
+  std::uint64_t const d2h = p.stats().bytes_d2h;
+  for (std::uint64_t k = 0; k < 16; ++k) {
+    others.push_back(p.allocate(64_KiB));
+    fill(p, others.back(), 200 + k, 1);
+    use(others.back());
+  }
+  p.synchronize(s);
+  st = p.stats();
+  EXPECT_EQ(st.bytes_d2h - d2h, w.bytes() + f.bytes()) << "the eviction of w and f wrote them back";
+  std::uint64_t const before = st.misses;
+  use(w);
+  use(f);
+  EXPECT_EQ(p.stats().misses, before + 2) << "w and f were evicted";
+  EXPECT_TRUE(check(p, a, 1, 2));
+  EXPECT_TRUE(check(p, w, 2, 2)) << "w's bytes were lost: its failed early write-back left it taken for clean";
+  EXPECT_TRUE(check(p, f, 3, 1)) << "f's bytes were lost: its failed early write-back left it taken for clean";
+  for (std::uint64_t k = 0; k < fillers.size(); ++k) { EXPECT_TRUE(check(p, fillers[k], 100 + k, 1)) << k; }
+  for (std::uint64_t k = 0; k < others.size(); ++k) { EXPECT_TRUE(check(p, others[k], 200 + k, 1)) << k; }
+  EXPECT_TRUE(p.validate());
+}
 
 }  // namespace
 }  // namespace tierpool::test

@@ -8,6 +8,10 @@
 //    prefetch, demote, free) over ~13 MiB of live tensors with a 1 MiB device tier. Every
 //    byte is checked on every read: host reads inline, device reads by a host function on
 //    the stream (sim device pointers are host memory), and all tensors at the end.
+//    PoolStressPlanner.*: the same test on a loop (8 threads x 3,000 device acquires in
+//    thread order, a check of every tensor after each pass) with the transfer planner
+//    (prefetch "plan", a small budget, "oracle" with the loop as its schedule): it must reach
+//    its planned state and prefetch / write back early, and lose no byte.
 // 2. PoolStressVirtual.SeededRunIsReproducible: the same workload on a virtual clock, one
 //    thread driving 8 actors in a seeded order; two runs must end with identical figures
 //    and the identical virtual time.
@@ -33,6 +37,7 @@
 
 #include <tierpool/monitor.hpp>
 #include <tierpool/pool.hpp>
+#include <tierpool/prefetch.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -46,8 +51,11 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <ostream>
 #include <random>
+#include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -302,12 +310,55 @@ struct stream_job {
 // random operations on them against a model of each tensor's (key, version).
 // ---------------------------------------------------------------------------------------
 
+/// Device acquires of the loop workload in actor order (actor 0, 1, ..., n - 1, 0, ...): the
+/// pool-wide sequence of device acquires repeats, so that the transfer planner can learn it.
+/// Only the acquire takes turns; the stream work, releases, host checks and the observer
+/// run concurrently with it.
+class turnstile {
+ public:
+  explicit turnstile(std::uint32_t actors) : cvs_(actors) {}
+  /// Wait for `actor`'s turn.
+  void take(std::uint32_t actor)
+  {
+    std::unique_lock lock(mtx_);
+    cvs_[actor].wait(lock, [&] { return taken_ % cvs_.size() == actor; });
+  }
+  /// End the current turn (the next actor's begins).
+  void pass()
+  {
+    std::lock_guard lock(mtx_);
+    ++taken_;
+    cvs_[taken_ % cvs_.size()].notify_one();
+  }
+  /// Turns taken before the current one: the position of the current turn's acquire
+  /// (read by the turn's holder only).
+  [[nodiscard]] std::uint64_t position()
+  {
+    std::lock_guard lock(mtx_);
+    return taken_;
+  }
+
+ private:
+  std::mutex mtx_;
+  std::vector<std::condition_variable> cvs_;
+  std::uint64_t taken_{0};
+};
+
 struct workload_config {
   std::size_t tensors{48};        ///< per actor
   std::size_t min_bytes{4_KiB};
   std::size_t max_bytes{64_KiB};
   bool verify_after_each_op{false};  ///< fault test: check the tensor after each op that succeeded
   bool virtual_time{false};          ///< also advance the virtual clock now and then
+  /// A repeating schedule in place of random operations (the transfer planner's tests): each
+  /// step is a device acquire of the next slot in turn (a read_write "kernel" that checks and
+  /// rewrites the bytes for even slots, a check for odd ones; slot i always on stream
+  /// i % streams), and after each pass over the slots every tensor is checked on the host.
+  bool loop{false};
+  turnstile* turns{nullptr};  ///< loop: take turns with the other actors for each acquire
+  /// loop with turns: tell the pool each tensor's next use (pool::set_next_use), this many
+  /// turns after the current one (the oracle planner reads victims' next uses there); 0: never
+  std::uint64_t next_use_period{0};
 };
 
 struct actor_counts {
@@ -350,10 +401,14 @@ class actor {
     for (int k = 0; k < ops; ++k) { step(); }
   }
 
-  /// One random operation on one random tensor.
+  /// One random operation on one random tensor (workload_config::loop: the next one of the loop).
   void step()
   {
     ++counts_.ops;
+    if (cfg_.loop) {
+      loop_step();
+      return;
+    }
     std::size_t const i = pick(slots_.size());
     bool const ok = guarded(i, [&] {
       slot& s = slots_[i];
@@ -405,6 +460,11 @@ class actor {
   }
 
   [[nodiscard]] actor_counts const& counts() const { return counts_; }
+  /// The tensor of slot i as a schedule names it (an empty handle: bytes 0).
+  [[nodiscard]] planned_access access_of(std::size_t i) const
+  {
+    return {.id = slots_[i].t.id(), .bytes = slots_[i].t.bytes(), .when = 0, .discard = false};
+  }
   [[nodiscard]] std::size_t live_bytes() const
   {
     std::size_t n = 0;
@@ -425,6 +485,55 @@ class actor {
   };
 
   std::size_t pick(std::size_t n) { return static_cast<std::size_t>(rng_() % n); }
+
+  /// Holds the turnstile's turn (when there is one) for its lifetime, also when what it
+  /// guards throws: a turn not passed would stop every actor.
+  class turn_scope {
+   public:
+    turn_scope(turnstile* t, std::uint32_t actor) : t_(t)
+    {
+      if (t_ != nullptr) { t_->take(actor); }
+    }
+    ~turn_scope()
+    {
+      if (t_ != nullptr) { t_->pass(); }
+    }
+    turn_scope(turn_scope const&) = delete;
+    turn_scope& operator=(turn_scope const&) = delete;
+    [[nodiscard]] std::uint64_t position() const { return t_ != nullptr ? t_->position() : 0; }
+
+   private:
+    turnstile* t_;
+  };
+
+  /// workload_config::loop: one device acquire of the next slot, a check of every tensor
+  /// after each pass.
+  void loop_step()
+  {
+    std::size_t const i = loop_pos_++ % slots_.size();
+    guarded(i, [&] {
+      slot& s = slots_[i];
+      turn_scope const turn(cfg_.turns, index_);
+      if (!s.t.valid()) {
+        reallocate(i);
+        return;
+      }
+      stream_handle const st = streams_[i % streams_.size()];
+      bool const write = i % 2 == 0;
+      lease l = p_.acquire(s.t, write ? access_mode::read_write : access_mode::read, st);
+      if (cfg_.next_use_period != 0) { p_.set_next_use(s.t, turn.position() + cfg_.next_use_period); }
+      job_kind const kind = write ? job_kind::update : job_kind::check;
+      if (stream_job::launch(*be_, st, {l.data(), l.bytes(), s.key, s.version, kind, &log_}) == status::ok) {
+        ++counts_.device_checks;
+        if (write) {
+          ++s.version;
+          s.last_writer = st;
+          ++counts_.writes;
+        }
+      }
+    });
+    if (loop_pos_ % slots_.size() == 0) { verify_all("check after a pass of the loop"); }
+  }
 
   /// Runs `f`; typed failures are counted (the model is unchanged then).
   template <class F>
@@ -559,6 +668,7 @@ class actor {
   mismatch_log& log_;
   std::vector<slot> slots_;
   std::uint64_t serial_{0};
+  std::uint64_t loop_pos_{0};  ///< workload_config::loop: steps taken
   event_handle order_event_{};
   actor_counts counts_{};
 };
@@ -610,21 +720,69 @@ std::shared_ptr<sim_backend> make_backend(sim_clock_mode clock, std::size_t devi
 // 1. Integrity under stress
 // ---------------------------------------------------------------------------------------
 
-TEST(PoolStress, IntegrityEightThreads)
+/// The oracle planner's schedule of the loop workload with turns (workload_config::loop,
+/// turns): turn t is actor t % A's access of its slot (t / A) % n; upcoming() gives the turns
+/// after the current one, one period (A x n accesses) ahead at most.
+class loop_schedule final : public schedule_source {
+ public:
+  explicit loop_schedule(turnstile& turns) : turns_(turns) {}
+  /// The accesses of one period, in turn order (set before the actors run).
+  void set_period(std::vector<planned_access> period) { period_ = std::move(period); }
+  std::size_t upcoming(std::span<planned_access> out) noexcept override
+  {
+    if (period_.empty()) { return 0; }  // the actors' first allocations, before the loop
+    return loop_ahead(out, period_, turns_.position());
+  }
+
+ private:
+  turnstile& turns_;
+  std::vector<planned_access> period_;
+};
+
+/// A variant of the integrity test: the pool's prefetch option, and the loop workload.
+struct integrity_variant {
+  char const* name{"random"};
+  char const* prefetch{"none"};
+  bool loop{false};    ///< workload_config::loop with turns (the planner can learn the sequence)
+  bool oracle{false};  ///< prefetch is "oracle": loop_schedule, and the next uses given
+};
+
+std::ostream& operator<<(std::ostream& os, integrity_variant const& v) { return os << v.name; }
+
+void integrity_run(integrity_variant const& v)
 {
+  if (TIERPOOL_STRESS_SANITIZED && v.loop && std::string_view(v.prefetch) == "none") {
+    GTEST_SKIP() << "the planner variants' control (no planner): not run under sanitizers";
+  }
   watchdog const dog;
   constexpr std::uint32_t kThreads = 8;
-  int const ops = stress_ops(25'000, 1'500);
+  // A loop step hands a turn to the next thread: fewer of them.
+  int const ops = v.loop ? stress_ops(3'000, 480) : stress_ops(25'000, 1'500);
   auto be = make_backend(sim_clock_mode::wall, 64_MiB);
-  pool p{small_tiers(be, 1_MiB, 2_MiB, 32_MiB)};
+  turnstile turns{kThreads};
+  auto schedule = std::make_shared<loop_schedule>(turns);
+  pool_options o = small_tiers(be, 1_MiB, 2_MiB, 32_MiB);
+  o.prefetch = v.prefetch;
+  if (v.oracle) { o.schedule = schedule; }
+  pool p{o};
   std::vector<stream_handle> streams;
   for (int i = 0; i < 4; ++i) { streams.push_back(p.create_stream()); }
   mismatch_log log;
+  workload_config cfg;
+  cfg.loop = v.loop;
+  cfg.turns = v.loop ? &turns : nullptr;
+  cfg.next_use_period = v.oracle ? kThreads * cfg.tensors : 0;
   std::vector<std::unique_ptr<actor>> actors;
   for (std::uint32_t th = 0; th < kThreads; ++th) {
-    actors.push_back(std::make_unique<actor>(p, be, streams, th, 1000 + th, workload_config{}, log));
+    actors.push_back(std::make_unique<actor>(p, be, streams, th, 1000 + th, cfg, log));
     actors.back()->populate();
   }
+  std::vector<planned_access> period;
+  for (std::size_t k = 0; k < cfg.tensors; ++k) {
+    for (auto const& a : actors) { period.push_back(a->access_of(k)); }
+  }
+  schedule->set_period(std::move(period));
+  pool_stats const before = p.stats();
   std::size_t live = 0;
   for (auto const& a : actors) { live += a->live_bytes(); }
   EXPECT_GE(live, 8 * 1_MiB) << "the device tier should be a small fraction of the live bytes";
@@ -712,6 +870,17 @@ TEST(PoolStress, IntegrityEightThreads)
   EXPECT_EQ(c.spurious_oom, 0U) << c.spurious_oom << " spurious out_of_memory in " << c.ops
                                 << " operations; first: " << c.first_unexpected;
   EXPECT_EQ(st.acquires + st.acquire_failures, st.hits + st.misses);
+  if (v.loop && std::string(v.prefetch) != "none") {
+    EXPECT_EQ(st.planner_state, v.oracle ? "oracle" : "planned") << p.summary();
+    EXPECT_GT(st.planned_prefetches, before.planned_prefetches) << p.summary();
+    EXPECT_GT(st.early_write_backs + st.planned_prefetches, 0U) << p.summary();
+    std::printf("[ planner  ] %s: state %s, period %llu, %llu planned prefetches (%llu harm skips), %llu early "
+                "write-backs, %llu relearns\n",
+                v.name, st.planner_state.c_str(), static_cast<unsigned long long>(st.planner_period),
+                static_cast<unsigned long long>(st.planned_prefetches),
+                static_cast<unsigned long long>(st.plan_harm_skips), static_cast<unsigned long long>(st.early_write_backs),
+                static_cast<unsigned long long>(st.planner_relearns));
+  }
   std::printf("[ stress   ] validate() ran %llu times concurrently; %llu busy retries\n",
               static_cast<unsigned long long>(validations), static_cast<unsigned long long>(st.busy_retries));
   std::printf("[ stress   ] %u threads x %d ops in %.2fs: %llu host + %llu device checks, %llu writes, %llu OOM; "
@@ -728,6 +897,26 @@ TEST(PoolStress, IntegrityEightThreads)
   EXPECT_EQ(p.stats().tensors, 0U);
   EXPECT_TRUE(pool_valid(p));
 }
+
+TEST(PoolStress, IntegrityEightThreads) { integrity_run({}); }
+
+// The same with the transfer planner on a repeating schedule (a loop over each thread's
+// tensors, device acquires in thread order): it learns the loop (or reads it: the oracle),
+// prefetches and writes back early while 8 threads work; every byte is checked on every
+// device use and after every pass.
+class PoolStressPlanner : public testing::TestWithParam<integrity_variant> {};
+
+TEST_P(PoolStressPlanner, IntegrityEightThreadsOnALoop) { integrity_run(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(
+  Prefetch, PoolStressPlanner,
+  testing::Values(integrity_variant{.name = "none", .prefetch = "none", .loop = true},
+                  integrity_variant{.name = "plan", .prefetch = "plan", .loop = true},
+                  integrity_variant{.name = "plan_small_budget",
+                                    .prefetch = "plan:writeback=on,stream_reuse=on,budget=64KiB",
+                                    .loop = true},
+                  integrity_variant{.name = "oracle", .prefetch = "oracle", .loop = true, .oracle = true}),
+  [](testing::TestParamInfo<integrity_variant> const& pi) { return std::string(pi.param.name); });
 
 // ---------------------------------------------------------------------------------------
 // 2. Reproducible on a virtual clock

@@ -10,13 +10,16 @@
 
 #include <tierpool/backends/sim_backend.hpp>
 #include <tierpool/pool.hpp>
+#include <tierpool/prefetch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -88,6 +91,35 @@ struct modify_job {
   {
     auto* j = static_cast<modify_job*>(self);
     write_pattern(j->ptr, j->bytes, j->key, j->version);
+  }
+};
+
+/// A schedule_source's answer for a loop: the accesses after position `now` of a schedule
+/// that repeats `period` (position t is period[t % size]), at most one period ahead.
+/// @return how many were written to `out`
+inline std::size_t loop_ahead(std::span<planned_access> out, std::vector<planned_access> const& period, std::uint64_t now)
+{
+  if (period.empty()) { return 0; }
+  std::size_t const n = std::min(out.size(), period.size());
+  for (std::size_t j = 0; j < n; ++j) {
+    out[j] = period[(now + 1 + j) % period.size()];
+    out[j].when = now + 1 + j;
+  }
+  return n;
+}
+
+/// A "kernel" that checks the device copy against (key, version) when its stream runs it,
+/// counting a mismatch in *bad. Keep the job alive until the stream syncs.
+struct check_job {
+  void const* ptr{nullptr};
+  std::size_t bytes{0};
+  std::uint64_t key{0};
+  std::uint32_t version{0};
+  std::atomic<int>* bad{nullptr};
+  static void run(void* self)
+  {
+    auto* j = static_cast<check_job*>(self);
+    if (!has_pattern(j->ptr, j->bytes, j->key, j->version)) { ++*j->bad; }
   }
 };
 

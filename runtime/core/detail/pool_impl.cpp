@@ -437,10 +437,17 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
       std::lock_guard lock(table_mtx_);
       if (auto const* x = table_.find(static_cast<std::uint64_t>(pa.id))) { r = *x; }
     }
-    if (r == nullptr || r->freed) { continue; }
-    if (r->slots[d].state == copy_state::valid) {  // read without the record's lock: a hint
-      if (r->prefetched) { outstanding += r->bytes; }
-      continue;
+    if (r == nullptr || holds_record(*r)) { continue; }
+    {
+      // Under the record's lock (another thread's acquire, eviction or release writes these
+      // fields under it: reading them without it was a data race, seen under TSan); busy:
+      // skipped, as plan_prefetch would.
+      record_lock const rl(*r, std::try_to_lock);
+      if (!rl.owns() || r->freed) { continue; }
+      if (r->slots[d].state == copy_state::valid) {
+        if (r->prefetched) { outstanding += r->bytes; }
+        continue;
+      }
     }
     if (outstanding + r->bytes > prediction_.budget) { break; }
     plan_outcome const o = engine_.plan_prefetch(r, d, pa.when, now, planner.options().stream_reuse);

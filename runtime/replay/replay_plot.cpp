@@ -48,11 +48,23 @@ std::string xml_escape(std::string_view s)
   return out;
 }
 
+
 std::string num(double v)
 {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", v);
   return buf;
+}
+
+// The SVG header, a white background and the title: every plot starts so.
+void svg_open(std::string& out, double width, double height, std::string_view title)
+{
+  out += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) + "\" height=\"" + num(height) +
+         "\" viewBox=\"0 0 " + num(width) + " " + num(height) + "\">\n";
+  out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  out += "<text x=\"" + num(width / 2) + "\" y=\"28\" text-anchor=\"middle\" font-family=\"sans-serif\" font-size=\"16\">" +
+         xml_escape(title) + "</text>\n";
 }
 
 // Ticks from 0 to a rounded maximum: decimal steps 1/2/5 x 10^k, or powers of two for
@@ -290,12 +302,7 @@ std::string to_ideal_svg(std::span<replay_result const> results, std::string_vie
   auto py = [&](double v) { return y0 + kPanelH - (v - ylo) / (yhi - ylo) * kPanelH; };
 
   std::string out;
-  out += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) + "\" height=\"" + num(height) +
-         "\" viewBox=\"0 0 " + num(width) + " " + num(height) + "\">\n";
-  out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  out += "<text x=\"" + num(width / 2) + "\" y=\"28\" text-anchor=\"middle\" font-family=\"sans-serif\" font-size=\"16\">" +
-         xml_escape(title) + "</text>\n";
+  svg_open(out, width, height, title);
   out += "<g font-family=\"sans-serif\" font-size=\"12\">\n";
   for (double v : yt) {
     out += "<line x1=\"" + num(x0) + "\" y1=\"" + num(py(v)) + "\" x2=\"" + num(x0 + kPanelW) + "\" y2=\"" + num(py(v)) +
@@ -420,12 +427,7 @@ std::string to_svg(std::span<replay_result const> results, std::string_view titl
   double const width = kLeft + kPanelW + kGap + kPanelW + 30.0 + legend_width(all);
   double const height = std::max(kTop + kPanelH + kBottom + 10.0, kTop + 44.0 + 20.0 * static_cast<double>(all.size()));
   std::string out;
-  out += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) + "\" height=\"" + num(height) +
-         "\" viewBox=\"0 0 " + num(width) + " " + num(height) + "\">\n";
-  out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  out += "<text x=\"" + num(width / 2) + "\" y=\"28\" text-anchor=\"middle\" font-family=\"sans-serif\" font-size=\"16\">" +
-         xml_escape(title) + "</text>\n";
+  svg_open(out, width, height, title);
   panel(out, kLeft, all, false, xmax, std::max(ymax_miss, 1e-9), objects);
   panel(out, kLeft + kPanelW + kGap, all, true, xmax, ymax_moved, objects);
   // legend

@@ -124,31 +124,25 @@ TEST(PoolPredictor, SequencePrefetchesTheNextLayersOfARepeatingLoop)
   EXPECT_TRUE(p.validate());
 }
 
-TEST(PoolPredictor, UnknownPredictorIsATypedError)
+// A pool whose predictor spec cannot be honoured refuses to be built, saying why.
+void expect_predictor_refused(std::string const& spec, std::string const& why)
 {
   auto be = make_sim();
   pool_options o = small_tiers(be);
-  o.prefetch = "prophet";
+  o.prefetch = spec;
   try {
     pool p{o};
-    FAIL();
+    FAIL() << spec;
   } catch (logic_error const& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown predictor 'prophet'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
   }
 }
 
+TEST(PoolPredictor, UnknownPredictorIsATypedError) { expect_predictor_refused("prophet", "unknown predictor 'prophet'"); }
+
 TEST(PoolPredictor, OracleWithoutAScheduleIsATypedError)
 {
-  auto be = make_sim();
-  pool_options o = small_tiers(be);
-  o.prefetch = "oracle";
-  try {
-    pool p{o};
-    FAIL();
-  } catch (logic_error const& e) {
-    EXPECT_NE(std::string(e.what()).find("needs the program's schedule in pool_options::schedule"), std::string::npos)
-      << e.what();
-  }
+  expect_predictor_refused("oracle", "needs the program's schedule in pool_options::schedule");
 }
 
 }  // namespace

@@ -314,6 +314,16 @@ TEST(ReplayIdeal, FractionalBeladyCountsTheShortfallOfEveryLoop)
   EXPECT_NEAR(r.makespan_vs_ideal(), r.makespan_seconds / r.ideal_seconds, 1e-12);
 }
 
+// A small deterministic generator: rnd(m) is in [0, m).
+struct small_rng {
+  std::uint64_t state;
+  std::uint64_t operator()(std::uint64_t m)
+  {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33U) % m;
+  }
+};
+
 // The fewest bytes any schedule of whole objects copies in (demand fetching; bypass and
 // dropping allowed, so at most what a pool that cannot bypass needs): dynamic programming
 // over the set of resident objects. Small traces only (ids 0..n-1, n <= 8).
@@ -348,11 +358,7 @@ std::uint64_t exact_opt_bytes(std::vector<std::pair<std::uint32_t, std::uint64_t
 
 TEST(ReplayIdeal, FractionalBeladyIsAFloorAndExactForEqualSizes)
 {
-  std::uint64_t state = 12345;
-  auto rnd = [&](std::uint64_t m) {
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (state >> 33U) % m;
-  };
+  small_rng rnd{12345};
   int strict = 0;
   for (int round = 0; round < 300; ++round) {
     bool const unit = round % 2 == 0;
@@ -426,11 +432,7 @@ TEST(ReplayIdeal, NoPolicyMovesFewerBytesThanTheFloorsOnRandomTrainingLikeTraces
 {
   // Random traces of tensors born on the device or in host memory, read, rewritten (rw, wd)
   // and freed: every policy's copies in and write-backs in pool mode are at least the floors.
-  std::uint64_t state = 777;
-  auto rnd = [&](std::uint64_t m) {
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (state >> 33U) % m;
-  };
+  small_rng rnd{777};
   int written_back = 0;
   for (int round = 0; round < 40; ++round) {
     std::vector<tt::event> ev;

@@ -282,9 +282,21 @@ void pool_impl::trace_access(lease const& l) noexcept
 }
 
 
+access_view pool_impl::tell_predictor(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream)
+{
+  access_view a{};
+  a.id = id;
+  a.bytes = bytes;
+  a.write = access != access_mode::read;
+  a.discard = access == access_mode::write_discard;
+  a.sequence = prediction_.seq++;
+  a.stream = stream.value;
+  prediction_.predictor->on_access(a, prediction_.plan);
+  return a;
+}
+
 void pool_impl::predict_after(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream)
 {
-  bool const write = access != access_mode::read;
   if (prediction_.planner != nullptr) {
     plan_after(id, bytes, access, stream);
     return;
@@ -293,13 +305,7 @@ void pool_impl::predict_after(tensor_id id, std::size_t bytes, access_mode acces
   thread_local std::vector<tensor_id> plan_ids_;  // this thread's copy of the plan (keeps its capacity)
   {
     std::lock_guard lock(prediction_.mtx);
-    access_view a{};
-    a.id = id;
-    a.bytes = bytes;
-    a.write = write;
-    a.sequence = prediction_.seq++;
-    a.stream = stream.value;
-    prediction_.predictor->on_access(a, prediction_.plan);
+    tell_predictor(id, bytes, access, stream);
     plan_ids_.assign(prediction_.plan.tensors.begin(), prediction_.plan.tensors.end());  // reserved: no allocation once warm
   }
   auto const d = static_cast<std::uint32_t>(device_tier());
@@ -354,14 +360,7 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
   to_clean.clear();
   {
     std::lock_guard lock(prediction_.mtx);
-    access_view a{};
-    a.id = id;
-    a.bytes = bytes;
-    a.write = write;
-    a.sequence = prediction_.seq++;
-    a.stream = stream.value;
-    a.discard = access == access_mode::write_discard;
-    prediction_.predictor->on_access(a, prediction_.plan);
+    access_view const a = tell_predictor(id, bytes, access, stream);
     std::size_t const want = std::min<std::size_t>(kAhead, planner.options().window);
     if (oracle) {
       n = prediction_.schedule->upcoming(std::span<planned_access>(ahead.data(), want));

@@ -90,6 +90,10 @@ struct pool_stats {
   std::uint64_t prefetch_on_time_device{0};
   std::uint64_t prefetch_late_device{0};  ///< COUNT: the others: the stream waited for the copy
   double prefetch_lateness_seconds{0.0};  ///< SUM: how long those streams waited, device time
+  /// SUM: for the prefetches on time, how long each copy sat complete before its use, device
+  /// time: room held early (a planner that starts copies too soon shows here)
+  double prefetch_lead_seconds{0.0};
+  std::uint64_t prefetch_wasted_bytes{0};  ///< SUM: bytes of the prefetch_wasted copies (prefetched, evicted or freed unused)
   std::uint64_t prefetch_wasted{0};       ///< COUNT: prefetched and evicted or freed unused
   /// COUNT: prefetch requests that found no room without waiting and were queued
   std::uint64_t prefetch_queued{0};

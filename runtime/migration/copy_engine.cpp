@@ -434,6 +434,7 @@ void migration_engine::vacate_all_locked(tensor_record& rec) noexcept
   for (auto k = static_cast<std::uint32_t>(rec.slots.size()); k-- > 0;) { vacate_locked(rec, k); }
   if (rec.prefetched) {
     counters_->prefetch_wasted.fetch_add(1, std::memory_order_relaxed);
+    counters_->prefetch_wasted_bytes.fetch_add(rec.bytes, std::memory_order_relaxed);
     rec.prefetched = false;
   }
   rec.freed = true;

@@ -193,6 +193,7 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
     if (dirty && !write_back_locked(*rec, k, mode, &wb_busy)) { continue; }  // stays resident
     if (rec->prefetched) {
       counters_->prefetch_wasted.fetch_add(1, std::memory_order_relaxed);
+      counters_->prefetch_wasted_bytes.fetch_add(rec->bytes, std::memory_order_relaxed);
       rec->prefetched = false;
     }
     vacate_locked(*rec, k);

@@ -37,6 +37,8 @@ struct pool_counters {
   std::atomic<std::uint64_t> early_write_backs{0}, early_write_back_bytes{0};
   // Prefetches used, judged in device time where the backend knows it (virtual clock).
   std::atomic<std::uint64_t> prefetch_on_time_device{0}, prefetch_late_device{0}, prefetch_lateness_ns{0};
+  std::atomic<std::uint64_t> prefetch_lead_ns{0};  // on-time prefetches: completion to use, device time
+  std::atomic<std::uint64_t> prefetch_wasted_bytes{0};
   std::atomic<std::uint64_t> managed_prefetches{0}, managed_prefetch_bytes{0};
   std::atomic<std::uint64_t> busy_retries{0};
   std::atomic<std::uint64_t> acquire_failures{0};  ///< counted acquires that threw (pool_stats::acquire_failures)

@@ -54,9 +54,17 @@ std::string format_summary(pool_stats const& st, std::string_view backend)
                     static_cast<unsigned long long>(st.prefetch_queued),
                     static_cast<unsigned long long>(st.prefetch_dropped), st.stall_seconds));
   if (st.prefetch_on_time_device + st.prefetch_late_device != 0) {
-    add(std::snprintf(line, sizeof line, "prefetches in device time: on time %llu, late %llu (waited %.6f s)\n",
-                      static_cast<unsigned long long>(st.prefetch_on_time_device),
+    add(std::snprintf(line, sizeof line,
+                      "prefetches in device time: on time %llu (ready %.6f s ahead in all), late %llu (waited %.6f s)\n",
+                      static_cast<unsigned long long>(st.prefetch_on_time_device), st.prefetch_lead_seconds,
                       static_cast<unsigned long long>(st.prefetch_late_device), st.prefetch_lateness_seconds));
+  }
+  std::uint64_t at_eviction = 0;  // write-backs an eviction made (on the critical path of the request that evicted)
+  for (tier_stats const& t : st.tiers) { at_eviction += t.evictions - std::min(t.evictions, t.evictions_clean); }
+  if (at_eviction + st.early_write_backs != 0) {
+    add(std::snprintf(line, sizeof line, "write-backs: at eviction %llu, early %llu (%s); prefetched then unused %s\n",
+                      static_cast<unsigned long long>(at_eviction), static_cast<unsigned long long>(st.early_write_backs),
+                      format_byte_size(st.early_write_back_bytes).c_str(), format_byte_size(st.prefetch_wasted_bytes).c_str()));
   }
   if (!st.planner_state.empty()) {
     add(std::snprintf(line, sizeof line,
@@ -141,6 +149,8 @@ boost::json::object stats_json(pool_stats const& st)
   root["prefetch_on_time_device"] = st.prefetch_on_time_device;
   root["prefetch_late_device"] = st.prefetch_late_device;
   root["prefetch_lateness_seconds"] = st.prefetch_lateness_seconds;
+  root["prefetch_lead_seconds"] = st.prefetch_lead_seconds;
+  root["prefetch_wasted_bytes"] = st.prefetch_wasted_bytes;
   root["planner_state"] = st.planner_state;
   root["planner_period"] = st.planner_period;
   root["planner_relearns"] = st.planner_relearns;

@@ -245,6 +245,8 @@ void fill_payload(seg_payload& p, pool_stats const& st)
   p.prefetch_on_time_device = st.prefetch_on_time_device;
   p.prefetch_late_device = st.prefetch_late_device;
   p.prefetch_lateness_seconds = st.prefetch_lateness_seconds;
+  p.prefetch_lead_seconds = st.prefetch_lead_seconds;
+  p.prefetch_wasted_bytes = st.prefetch_wasted_bytes;
   p.tiers = {};
   for (std::size_t i = 0; i < std::min(st.tiers.size(), kMaxTiers); ++i) {
     tier_stats const& t = st.tiers[i];
@@ -316,6 +318,8 @@ pool_stats stats_of(seg_payload const& p)
   st.prefetch_on_time_device = p.prefetch_on_time_device;
   st.prefetch_late_device = p.prefetch_late_device;
   st.prefetch_lateness_seconds = p.prefetch_lateness_seconds;
+  st.prefetch_lead_seconds = p.prefetch_lead_seconds;
+  st.prefetch_wasted_bytes = p.prefetch_wasted_bytes;
   for (std::size_t i = 0; i < std::min<std::size_t>(p.tier_count, kMaxTiers); ++i) {
     seg_tier const& s = p.tiers[i];
     tier_stats t;
@@ -613,6 +617,7 @@ published_pool read_published_pool(std::string const& segment)
   };
   finite(out.stats.stall_seconds, "stall_seconds");
   finite(out.stats.prefetch_lateness_seconds, "prefetch_lateness_seconds");
+  finite(out.stats.prefetch_lead_seconds, "prefetch_lead_seconds");
   out.stats.planner_state = printable(out.stats.planner_state);
   for (tier_stats& t : out.stats.tiers) {
     t.name = printable(t.name);

@@ -85,6 +85,8 @@ struct seg_payload {
   std::uint64_t early_write_backs{0}, early_write_back_bytes{0};
   std::uint64_t prefetch_on_time_device{0}, prefetch_late_device{0};
   double prefetch_lateness_seconds{0.0};
+  double prefetch_lead_seconds{0.0};
+  std::uint64_t prefetch_wasted_bytes{0};
   std::array<seg_tier, kMaxTiers> tiers{};
   std::array<seg_tenant, kMaxTenants> tenants{};
 };

@@ -247,12 +247,13 @@ TEST(PlanPredictor, RegistryParametersAndErrors)
   EXPECT_THROW((void)reg.create_predictor("oracle:history=100"), logic_error);  // the oracle learns nothing
 }
 
-// A pool with the planner, on real bytes: a loop over twice the device tier, every tensor
-// rewritten each iteration. The planner learns the loop, prefetches and writes back early;
-// every byte survives every eviction, prefetch and write-back.
+// A pool with the planner, on real bytes: a loop over twice the device tier, half the
+// tensors rewritten on the host each iteration (their device copies go stale). The planner
+// learns the loop and prefetches; every byte survives every eviction and prefetch. (Early
+// write-backs of dirty device copies: PoolStressPlanner, PoolFaultPlanner.)
 class PoolPlanner : public ::testing::TestWithParam<char const*> {};
 
-TEST_P(PoolPlanner, LearnsALoopPrefetchesWritesBackEarlyAndKeepsEveryByte)
+TEST_P(PoolPlanner, LearnsALoopPrefetchesAndKeepsEveryByte)
 {
   auto be = make_sim();
   pool_options o = small_tiers(be, 1_MiB, 0, 16_MiB);
@@ -284,6 +285,9 @@ TEST_P(PoolPlanner, LearnsALoopPrefetchesWritesBackEarlyAndKeepsEveryByte)
   EXPECT_GT(st.planned_prefetches, 8U);
   EXPECT_EQ(st.planned_prefetches, st.prefetches);
   EXPECT_NE(p.summary().find("planner planned"), std::string::npos) << p.summary();
+  // Only the host writes here: nothing is dirty on the device, nothing is written back.
+  EXPECT_EQ(st.bytes_d2h, 0U);
+  EXPECT_EQ(p.summary().find("write-backs:"), std::string::npos) << p.summary();
   EXPECT_NE(p.summary_json().find("\"planned_prefetches\""), std::string::npos);
 }
 
@@ -315,6 +319,8 @@ TEST(PrefetchTiming, DeviceTimeSaysOnTimeOrLateAndByHowMuch)
   pool_stats st = p.stats();
   EXPECT_EQ(st.prefetch_on_time_device, 1U);
   EXPECT_EQ(st.prefetch_late_device, 0U);
+  // Its copy ended at copy_ns, the stream reached the acquire at 2 copy_ns: ready copy_ns ahead.
+  EXPECT_NEAR(st.prefetch_lead_seconds, static_cast<double>(copy_ns) * 1e-9, 1e-12);
   // b: its copy follows a's on the link; used at once on a stream with nothing queued,
   // which waits for it.
   stream_handle const s2 = p.create_stream();
@@ -326,7 +332,15 @@ TEST(PrefetchTiming, DeviceTimeSaysOnTimeOrLateAndByHowMuch)
   EXPECT_GT(st.prefetch_lateness_seconds, 0.0);
   EXPECT_LE(st.prefetch_lateness_seconds, static_cast<double>(2 * copy_ns) * 1e-9);
   EXPECT_GE(be->stream_tail(s2).value_or(0), stream_at + copy_ns);
-  EXPECT_NE(p.summary().find("prefetches in device time: on time 1, late 1"), std::string::npos) << p.summary();
+  EXPECT_NE(p.summary().find("prefetches in device time: on time 1"), std::string::npos) << p.summary();
+  EXPECT_NE(p.summary().find("late 1 (waited"), std::string::npos) << p.summary();
+  // c: prefetched and freed unused: its bytes count as wasted.
+  tensor c = p.allocate(128_KiB, {.preferred_tier = tier_id{1}});
+  p.prefetch(c, tier_id{0});
+  p.free(c);
+  st = p.stats();
+  EXPECT_EQ(st.prefetch_wasted, 1U);
+  EXPECT_EQ(st.prefetch_wasted_bytes, 128_KiB);
   EXPECT_TRUE(p.validate());
 }
 

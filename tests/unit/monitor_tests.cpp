@@ -253,6 +253,16 @@ TEST(Monitor, PlannerFiguresArePublished)
   EXPECT_EQ(got.prefetch_late_device, want.prefetch_late_device);
   EXPECT_GT(got.prefetch_on_time_device + got.prefetch_late_device, 0U) << "a virtual clock judges in device time";
   EXPECT_DOUBLE_EQ(got.prefetch_lateness_seconds, want.prefetch_lateness_seconds);
+  EXPECT_DOUBLE_EQ(got.prefetch_lead_seconds, want.prefetch_lead_seconds);
+  EXPECT_EQ(got.prefetch_wasted_bytes, want.prefetch_wasted_bytes);
+  // rw leases leave the device copies dirty: the summary says which write-backs were whose.
+  std::uint64_t at_eviction = 0;
+  for (tier_stats const& t : want.tiers) { at_eviction += t.evictions - t.evictions_clean; }
+  EXPECT_GT(at_eviction + want.early_write_backs, 0U);
+  EXPECT_NE(p.summary().find("write-backs: at eviction " + std::to_string(at_eviction) + ", early " +
+                             std::to_string(want.early_write_backs)),
+            std::string::npos)
+    << p.summary();
   for (std::uint64_t i = 0; i < 8; ++i) { EXPECT_TRUE(check(p, ts[i], i, 1)) << i; }
 }
 

@@ -80,9 +80,10 @@ void print_pool(published_pool const& p, published_pool const* prev)
               static_cast<unsigned long long>(s.prefetch_late), static_cast<unsigned long long>(s.prefetch_wasted),
               static_cast<unsigned long long>(s.prefetch_queued), static_cast<unsigned long long>(s.prefetch_dropped));
   if (s.prefetch_on_time_device + s.prefetch_late_device != 0) {
-    std::printf("  prefetch in device time: on time %llu  late %llu  waited %.6f s\n",
-                static_cast<unsigned long long>(s.prefetch_on_time_device),
-                static_cast<unsigned long long>(s.prefetch_late_device), s.prefetch_lateness_seconds);
+    std::printf("  prefetch in device time: on time %llu (ready %.6f s ahead)  late %llu  waited %.6f s  unused %s\n",
+                static_cast<unsigned long long>(s.prefetch_on_time_device), s.prefetch_lead_seconds,
+                static_cast<unsigned long long>(s.prefetch_late_device), s.prefetch_lateness_seconds,
+                bytes(s.prefetch_wasted_bytes).c_str());
   }
   if (!s.planner_state.empty()) {
     std::printf("  planner: %s  period %llu  relearns %llu  mispredicted %llu  prefetched %llu (%s)  harm skips %llu  "

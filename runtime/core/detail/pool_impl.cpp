@@ -463,6 +463,7 @@ void pool_impl::note_prefetch_timing(copy_slot const& slot, stream_handle stream
   if (!ready) { return; }
   if (*ready <= *use) {
     counters_.prefetch_on_time_device.fetch_add(1, std::memory_order_relaxed);
+    counters_.prefetch_lead_ns.fetch_add(*use - *ready, std::memory_order_relaxed);
   } else {
     counters_.prefetch_late_device.fetch_add(1, std::memory_order_relaxed);
     counters_.prefetch_lateness_ns.fetch_add(*ready - *use, std::memory_order_relaxed);

@@ -92,6 +92,8 @@ pool_stats pool_impl::stats() const
   st.prefetch_on_time_device = counters_.prefetch_on_time_device.load(std::memory_order_relaxed);
   st.prefetch_late_device = counters_.prefetch_late_device.load(std::memory_order_relaxed);
   st.prefetch_lateness_seconds = static_cast<double>(counters_.prefetch_lateness_ns.load(std::memory_order_relaxed)) * 1e-9;
+  st.prefetch_lead_seconds = static_cast<double>(counters_.prefetch_lead_ns.load(std::memory_order_relaxed)) * 1e-9;
+  st.prefetch_wasted_bytes = counters_.prefetch_wasted_bytes.load(std::memory_order_relaxed);
   st.early_write_back_bytes = counters_.early_write_back_bytes.load(std::memory_order_relaxed);
   if (prediction_.planner != nullptr) {
     std::lock_guard lock(prediction_.mtx);

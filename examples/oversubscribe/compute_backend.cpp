@@ -20,7 +20,7 @@ std::unique_ptr<compute_backend> make_cuda_compute_backend(tierpool::backend& be
 
 bool has_cuda_kernels() noexcept { return OVERSUBSCRIBE_HAS_CUDA_KERNELS != 0; }
 
-std::unique_ptr<compute_backend> make_compute_backend(tierpool::backend& be, std::string* why)
+std::unique_ptr<compute_backend> make_compute_backend(tierpool::backend& be, std::string* why, bool kernel_time)
 {
   tierpool::backend_caps const& caps = be.caps();
   if (caps.name == "sim") {
@@ -28,7 +28,7 @@ std::unique_ptr<compute_backend> make_compute_backend(tierpool::backend& be, std
       if (why != nullptr) { *why = "the simulated device uses phantom memory (no bytes to compute on)"; }
       return nullptr;
     }
-    return make_host_compute_backend(be);
+    return make_host_compute_backend(be, kernel_time);
   }
 #if OVERSUBSCRIBE_HAS_CUDA_KERNELS
   if (caps.name == "cuda") { return make_cuda_compute_backend(be, why); }

@@ -98,10 +98,13 @@ class compute_backend {
  *
  * @param be   The backend the pool runs on; must outlive the result.
  * @param why  Receives, when the result is null, why no kernels fit this backend.
+ * @param kernel_time On the sim's virtual clock, make each host kernel occupy its stream
+ *        for its time on a roofline (Note [Kernel time on the virtual clock], host_kernels.cpp).
  * @return The kernels, or null when none can run on `be` (phantom memory; CUDA without
  *         the demo's kernels compiled in, or compiled for other GPU architectures).
  */
-[[nodiscard]] std::unique_ptr<compute_backend> make_compute_backend(tierpool::backend& be, std::string* why);
+[[nodiscard]] std::unique_ptr<compute_backend> make_compute_backend(tierpool::backend& be, std::string* why,
+                                                                   bool kernel_time = false);
 
 /// @brief True when this build compiled the demo's CUDA kernels.
 [[nodiscard]] bool has_cuda_kernels() noexcept;

@@ -55,8 +55,10 @@ namespace oversubscribe {
  * @brief compute_backend running host_kernels as host functions on the backend's streams.
  * @param be A backend whose device memory the host can read and write (sim, real memory);
  *           must outlive the result.
+ * @param kernel_time On the virtual clock: each kernel also occupies its stream for its
+ *        roofline time (Note [Kernel time on the virtual clock], host_kernels.cpp).
  * @return The backend; never null.
  */
-[[nodiscard]] std::unique_ptr<compute_backend> make_host_compute_backend(tierpool::backend& be);
+[[nodiscard]] std::unique_ptr<compute_backend> make_host_compute_backend(tierpool::backend& be, bool kernel_time = false);
 
 }  // namespace oversubscribe

@@ -64,6 +64,7 @@ struct options {
   std::string json{};
   std::string trace{};  ///< --trace, else TIERPOOL_TRACE
   bool virtual_clock{false};  ///< --virtual-clock: the sim's deterministic timeline
+  bool kernel_time{false};    ///< --kernel-time: on the virtual clock, kernels occupy their streams (a roofline)
   bool check_kernels{false};
   bool help{false};
 };
@@ -91,6 +92,10 @@ set, and checks every step's loss bit for bit against a run with unlimited devic
                         .tpb binary; default: TIERPOOL_TRACE) for tierpool replay
   --virtual-clock       sim only: the deterministic virtual timeline instead of the wall
                         clock (the same pool decisions on every run; what replay uses)
+  --kernel-time         with --virtual-clock: each kernel occupies its stream for its time
+                        on a GPU-like roofline (50 TFLOP/s, 3 TB/s), and the demo reports
+                        the virtual time against the reference's (the time streams waited);
+                        the recorded trace has no kernel durations, so replay then differs
   --check-kernels       instead of training, run each kernel of the backend (the CUDA
                         kernels on a GPU) on random inputs and compare it with the host
                         kernels and with a second run of itself
@@ -250,13 +255,15 @@ options parse_options(int argc, char** argv)
     else if (arg == "--json") { o.json = value(); }
     else if (arg == "--trace") { o.trace = value(); }
     else if (arg == "--virtual-clock") { o.virtual_clock = true; }
+    else if (arg == "--kernel-time") { o.kernel_time = true; }
     else if (arg == "--check-kernels") { o.check_kernels = true; }
     else { throw usage_error("unknown option '" + std::string(args[i]) + "' (see --help)"); }
     if (inline_value && (arg == "--help" || arg == "-h" || arg == "--no-prefetch" || arg == "--check-kernels" ||
-                         arg == "--virtual-clock")) {
+                         arg == "--virtual-clock" || arg == "--kernel-time")) {
       throw usage_error(std::string(arg) + " takes no value");
     }
   }
+  if (o.kernel_time && !o.virtual_clock) { throw usage_error("--kernel-time needs --virtual-clock"); }
   if (o.device_bytes && o.oversubscription) {
     throw usage_error("give --device-bytes or --oversubscription, not both");
   }
@@ -392,7 +399,7 @@ int run_kernel_check(options const& o)
     return kExitSkipped;
   }
   std::string why;
-  auto compute = oversubscribe::make_compute_backend(*be, &why);
+  auto compute = oversubscribe::make_compute_backend(*be, &why, o.kernel_time);
   if (!compute) {
     if (be->caps().name == "cuda" && !oversubscribe::has_cuda_kernels()) {
       std::printf("SKIP: %s\n", why.c_str());
@@ -449,7 +456,7 @@ int run(options const& o)
   auto be = make_backend(choice, device_bytes, link, tierpool::fallback_notice::silent, &reason,
                          o.virtual_clock);  // reason printed below
   std::string why;
-  auto compute = oversubscribe::make_compute_backend(*be, &why);
+  auto compute = oversubscribe::make_compute_backend(*be, &why, o.kernel_time);
   if (!compute) {
     if (be->caps().name == "sim") { throw std::runtime_error("no kernels for this backend: " + why); }
     // Decision: without GPU kernels that run on this device (a build without CUDA kernels,
@@ -458,7 +465,7 @@ int run(options const& o)
     std::printf("note: %s; running on the simulated device instead\n", why.c_str());
     choice = tierpool::backend_choice::sim;
     be = make_backend(choice, device_bytes, link, tierpool::fallback_notice::silent, &reason);
-    compute = oversubscribe::make_compute_backend(*be, &why);
+    compute = oversubscribe::make_compute_backend(*be, &why, o.kernel_time);
   }
   std::string const backend_name = be->caps().name;
 
@@ -467,7 +474,7 @@ int run(options const& o)
   std::size_t const ref_device_bytes = round_up(working_set + working_set / 4 + 1_MiB, 1_MiB);
   auto ref_be = make_backend(be->caps().name == "sim" ? tierpool::backend_choice::sim : tierpool::backend_choice::cuda,
                              ref_device_bytes, link, tierpool::fallback_notice::silent, nullptr, o.virtual_clock);
-  auto ref_compute = oversubscribe::make_compute_backend(*ref_be, &why);
+  auto ref_compute = oversubscribe::make_compute_backend(*ref_be, &why, o.kernel_time);
   if (!ref_compute) { throw std::runtime_error("no kernels for the reference run: " + why); }
 
   tierpool::pool_options opts = pool_options_for(be, device_bytes, o, true);  // only this pool records
@@ -560,6 +567,17 @@ int run(options const& o)
               static_cast<unsigned long long>(stats.predicted_prefetches), stats.stall_seconds);
   std::printf("time: %.2f s oversubscribed (%.3f s/iteration), %.2f s reference\n", tiered_seconds,
               tiered_seconds / static_cast<double>(o.iterations), ref_seconds);
+  // On the virtual clock: the simulated device's time (kernels by a roofline, copies by the
+  // link model; Note [Kernel time on the virtual clock], host_kernels.cpp). The reference
+  // fits, so what the oversubscribed run takes beyond it is time its streams waited.
+  double const virtual_s = be->caps().virtual_clock ? static_cast<double>(be->now()) * 1e-9 : 0.0;
+  double const ref_virtual_s = ref_be->caps().virtual_clock ? static_cast<double>(ref_be->now()) * 1e-9 : 0.0;
+  if (o.kernel_time && virtual_s > 0.0 && ref_virtual_s > 0.0) {
+    std::printf("virtual time: %.3f ms oversubscribed, %.3f ms reference: the streams waited %.3f ms (%.1f %% of the "
+                "run)\n",
+                virtual_s * 1e3, ref_virtual_s * 1e3, (virtual_s - std::min(virtual_s, ref_virtual_s)) * 1e3,
+                100.0 * (virtual_s - std::min(virtual_s, ref_virtual_s)) / virtual_s);
+  }
   std::printf("parameters after training: digest %016llx, reference %016llx (%s)\n",
               static_cast<unsigned long long>(digest), static_cast<unsigned long long>(ref_digest),
               params_match ? "identical" : "DIFFERENT");
@@ -620,6 +638,8 @@ int run(options const& o)
        << "  \"stall_seconds\": " << json_double(stats.stall_seconds) << ",\n"
        << "  \"seconds\": " << json_double(tiered_seconds) << ",\n"
        << "  \"reference_seconds\": " << json_double(ref_seconds) << ",\n"
+       << "  \"virtual_seconds\": " << json_double(virtual_s) << ",\n"
+       << "  \"reference_virtual_seconds\": " << json_double(ref_virtual_s) << ",\n"
        << "  \"run_totals\": {\"bytes_h2d\": " << run_end.bytes_h2d << ", \"bytes_d2h\": " << run_end.bytes_d2h
        << ", \"copies_h2d\": " << run_end.copies_h2d << ", \"copies_d2h\": " << run_end.copies_d2h
        << ", \"device_evictions\": " << (run_end.tiers.empty() ? 0 : run_end.tiers[0].evictions)

@@ -101,6 +101,8 @@ class TIERPOOL_EXPORT plan_predictor {
   [[nodiscard]] std::uint64_t predicted() const noexcept { return hits_; }
   /// @brief Accesses the forecast predicted wrong while planned.
   [[nodiscard]] std::uint64_t mispredicted() const noexcept { return misses_; }
+  /// @brief Keys it remembers the latest access of (bounded by 4 x history + 1).
+  [[nodiscard]] std::size_t tracked_keys() const noexcept { return last_pos_.size(); }
   /// @brief The parameters it was made with.
   [[nodiscard]] config const& options() const noexcept { return cfg_; }
 

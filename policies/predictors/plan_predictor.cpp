@@ -102,7 +102,15 @@ void plan_predictor::on_access(access_view const& a, prefetch_plan& out)
     }
   }
 
-  // Record the access.
+  // Record the access. Keys seen are remembered per key, not per position: a program whose
+  // tensors never repeat would grow these without end, so past 4 x history keys they start
+  // over (a learned period keeps working; the links to the next use of the same key are
+  // relearned within a period).
+  if (last_pos_.size() > 4 * h) {
+    last_pos_.clear();
+    last_id_.clear();
+    reborn_.clear();
+  }
   at(i) = entry{token, key, 0, a.bytes, a.discard, false};
   auto const li = last_id_.find(key);
   bool const reborn = li != last_id_.end() && li->second != raw;

@@ -229,6 +229,24 @@ TEST(PlanPredictor, FallsBackWhenTheScheduleChangesAndRelearnsIt)
   EXPECT_EQ(d.p.period(), 5U);
 }
 
+TEST(PlanPredictor, AScheduleThatNeverRepeatsKeepsItsMemoryBounded)
+{
+  plan_predictor::config c;
+  c.history = 64;
+  c.window = 8;
+  plan_predictor p{c};
+  prefetch_plan unused;
+  for (std::uint64_t id = 1; id <= 10'000; ++id) {  // every access a tensor of its own size, never seen again
+    p.on_allocate(tensor_id{id}, id);
+    p.on_access({.id = tensor_id{id}, .bytes = id}, unused);
+    p.on_free(tensor_id{id});
+  }
+  EXPECT_LE(p.tracked_keys(), 4U * 64U + 1U);
+  EXPECT_NE(p.state(), plan_predictor::phase::planned);
+  std::vector<planned_access> ahead(8);
+  EXPECT_EQ(p.upcoming(ahead), 0U);
+}
+
 TEST(PlanPredictor, RegistryParametersAndErrors)
 {
   auto reg = policy_registry::with_builtins();

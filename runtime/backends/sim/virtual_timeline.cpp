@@ -51,6 +51,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -451,7 +452,20 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
       if (it->start >= t + cost) { break; }
       t = std::max(t, it->end);
     }
-    if (cost != 0) { v.insert(it, busy_span{t, t + cost}); }
+    if (cost == 0) { return t; }
+    // A span that starts where the previous one ends (a saturated link) extends it: a link
+    // busy back to back holds one span, not one per copy.
+    if (it != v.begin() && std::prev(it)->end == t) {
+      std::prev(it)->end = t + cost;
+      if (it != v.end() && it->start == t + cost) {  // and closes the gap to the next one
+        std::prev(it)->end = it->end;
+        v.erase(it);
+      }
+    } else if (it != v.end() && it->start == t + cost) {
+      it->start = t;
+    } else {
+      v.insert(it, busy_span{t, t + cost});
+    }
     return t;
   }
   std::atomic<std::uint64_t> stats_seq_{0};  // even: stats_ stable; odd: being written

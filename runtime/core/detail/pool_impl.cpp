@@ -385,8 +385,9 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
     }
   }
   if (!oracle && rec != nullptr && next) { rec->next_use.store(*next, std::memory_order_relaxed); }
-  if (n == 0 && to_clean.empty()) { return; }
   auto const d = static_cast<std::uint32_t>(device_tier());
+  if (n == 0) { engine_.set_keep_window(d, 0, 0); }  // no forecast (learning, fallback): nothing is kept
+  if (n == 0 && to_clean.empty()) { return; }
   std::uint64_t const cap = engine_.tiers()[d]->capacity;
 
   // 1. The horizon: where the distinct tensors ahead outgrow the device tier.

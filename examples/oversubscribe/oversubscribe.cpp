@@ -587,7 +587,7 @@ int run(options const& o)
     tierpool::fit_report const room = pool.fits(act);
     std::printf("room in the device tier for one layer's activations (%s): %zu more now, %zu after eviction "
                 "(limit: %s)\n",
-                format_bytes(act).c_str(), room.fits_now, room.fits_after_eviction, room.limit.c_str());
+                format_bytes(act).c_str(), room.fits_now, room.fits_after_eviction, std::string(to_string(room.limit)).c_str());
   }
   if (ref_evictions != 0) {
     std::printf("note: the reference pool evicted %llu times; it was meant to hold everything\n",

@@ -345,6 +345,45 @@ class TIERPOOL_EXPORT pool {
   [[nodiscard]] std::string summary() const;
   /// @brief stats() as one JSON object.
   [[nodiscard]] std::string summary_json() const;
+
+  // -- stats control and capacity --
+  /**
+   * @brief Start the peaks over (torch.cuda.reset_peak_memory_stats): every tier's
+   *        used_bytes.peak and every tenant's peak_bytes become their current values.
+   *        Totals and counters are not reset. Thread-safe.
+   */
+  void reset_peak_stats();
+  /**
+   * @brief Give every chunk that holds no block back to the backend (torch.cuda.empty_cache):
+   *        after completed stream-ordered frees are reclaimed. Chunks with a live copy, or a
+   *        free whose stream has not got there yet, stay. The tiers grow again on demand.
+   *        Thread-safe; never blocks on a stream.
+   * @return Bytes given back, over all tiers.
+   */
+  std::size_t trim();
+  /**
+   * @brief Change tier `tier`'s capacity at run time: grow its budget, or shrink it to give
+   *        memory back (another allocator needs the device). See capacity_report.
+   *
+   * Shrinking waits for the tier's outstanding copies and stream-ordered frees (the host
+   * blocks), and holds other pool calls back while it runs (they wait; none fails because
+   * of it). It never loses a byte: a copy leaves only once another tier holds its newest
+   * bytes. A leased copy, or a lower tier without room, stops it where it is (the report
+   * says so; nothing is thrown for that).
+   * @param tier  The tier.
+   * @param bytes The new capacity; at least the tier's alignment.
+   * @throws tierpool::logic_error for a tier out of range, bytes below the tier's
+   *         alignment, a closed pool, or a call from inside a pool call (a low-memory callback).
+   */
+  capacity_report set_capacity(tier_id tier, std::size_t bytes);
+  /**
+   * @brief Check the device's free memory once against pool_options::pressure's floor and,
+   *        when it is below, shrink the first device tier by the shortfall (set_capacity).
+   *        What the pressure thread does every interval. Thread-safe.
+   * @return What the shrink did, or std::nullopt when no shrink was needed (no floor, no
+   *         device tier, free memory above the floor, or the backend cannot tell).
+   */
+  std::optional<capacity_report> check_memory_pressure();
   /**
    * @brief Check every invariant of the pool (records, tiers, policies) at one consistent
    *        moment; prints each violation on stderr. @return true when all hold.

@@ -48,6 +48,23 @@ enum class access_mode : std::uint8_t {
 };
 
 /**
+ * @brief Outside pressure on the device (pool_options::pressure): other allocators share it
+ *        (PyTorch's caching allocator, NCCL, other processes), and the pool gives memory
+ *        back when the device runs low.
+ *
+ * With `device_free_floor` set, a thread of the pool's own checks the device's free
+ * memory (backend::device_memory_info) every `interval_ms`; when it is below the floor,
+ * the pool shrinks its first device tier by the shortfall (pool::set_capacity: whole
+ * chunks, copies moved down, never a byte lost) and counts it in
+ * pool_stats::pressure_shrinks. pool::check_memory_pressure() runs one check by hand.
+ * The tier does not grow back by itself: pool::set_capacity does that.
+ */
+struct pressure_options {
+  std::size_t device_free_floor{0};  ///< bytes; 0: no check
+  std::uint32_t interval_ms{100};    ///< period of the check; 0: only pool::check_memory_pressure()
+};
+
+/**
  * @brief Live figures a pool publishes for `tierpool top` and tierpool::scan_published_pools
  *        (include/tierpool/monitor.hpp, docs/chapters/monitoring.md).
  *
@@ -143,6 +160,7 @@ struct pool_options {
   std::vector<std::string> ignore_environment{};
   fallback_notice notice{fallback_notice::stderr_line};  ///< announce a fallback to sim
   publish_options publish{};            ///< live figures for `tierpool top`
+  pressure_options pressure{};          ///< give device memory back when the device runs low
 };
 
 /// @brief Per-tensor options of pool::allocate.

@@ -10,7 +10,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include <tierpool/export.hpp>
 
 #include <tierpool/tier.hpp>
 
@@ -29,6 +32,9 @@ struct tier_stats {
   std::string name;                  ///< tier name
   tier_kind kind{tier_kind::device};  ///< memory behind the tier
   int numa_node{-1};                 ///< NUMA node the tier is bound to; -1: none
+  /// The tier's eviction policy with every parameter, defaults included
+  /// ("s3fifo:small_ratio=0.1,..."; a plug-in's spec as given): what TIERPOOL_POLICY set.
+  std::string policy{};
   std::size_t capacity_bytes{0};     ///< SUM: budget of the tier
   std::size_t reserved_bytes{0};     ///< SUM: chunks obtained from the backend
   stat used_bytes{};                 ///< SUM: bytes of live copies in the tier
@@ -59,6 +65,9 @@ struct tenant_stats {
 struct pool_stats {
   std::vector<tier_stats> tiers;          ///< fastest first
   std::vector<tenant_stats> tenants;      ///< every tenant that allocated or has a quota, by id
+  /// The prefetch predictor with every parameter ("none", "sequence:depth=8", "plan:..."):
+  /// what TIERPOOL_PREFETCH set.
+  std::string prefetch{"none"};
   std::uint64_t tensors{0};               ///< COUNT: live tensors
   std::size_t tensor_bytes{0};            ///< SUM: bytes of live tensors
   std::uint64_t acquires{0};              ///< COUNT: leases taken (acquire and acquire_host calls that returned one)
@@ -132,7 +141,23 @@ struct pool_stats {
   /// COUNT: requests that ran the low-memory callbacks (the ladder's last step before
   /// out_of_memory; docs/chapters/tiers.md)
   std::uint64_t low_memory_callbacks{0};
+  /// COUNT: times the device's free memory fell below pool_options::pressure's floor and
+  /// the pool shrank its device tier (pool::check_memory_pressure)
+  std::uint64_t pressure_shrinks{0};
+  /// SUM: chunk bytes given back to the device by those shrinks
+  std::size_t pressure_released_bytes{0};
 };
+
+/// @brief What bounds fit_report::fits_after_eviction.
+enum class fit_limit : std::uint8_t {
+  capacity,       ///< the tier's capacity itself: every byte counted is in use by copies that cannot go
+  pinned,         ///< live leases hold space that would otherwise fit more
+  fragmentation,  ///< the space is there, but not contiguous
+  quota,          ///< the tenant's quota
+};
+
+/// @brief Lower-case name of a limit ("capacity", "pinned", "fragmentation", "quota").
+[[nodiscard]] TIERPOOL_EXPORT std::string_view to_string(fit_limit l) noexcept;
 
 /**
  * @brief How many more tensors of one size a tier can take (pool::fits): the answer for
@@ -159,9 +184,35 @@ struct fit_report {
   std::size_t pinned_bytes{0};             ///< SUM: copies held by live leases (not evictable)
   std::size_t in_flight_bytes{0};          ///< SUM: vacated or freed blocks whose streams have not got there yet
   std::size_t quota_left{0};               ///< SUM: the tenant's quota minus its live bytes; SIZE_MAX without a quota
-  /// What bounds fits_after_eviction: "quota" (the tenant's), "pinned" (leases hold the
-  /// rest), "fragmentation" (the space is there, not contiguous), or "capacity".
-  std::string limit;
+  /// What bounds fits_after_eviction (to_string(limit) names it): the tenant's quota, live
+  /// leases holding the rest, fragmentation (the space is there, not contiguous), or the
+  /// capacity itself.
+  fit_limit limit{fit_limit::capacity};
+};
+
+/**
+ * @brief What pool::set_capacity did to one tier.
+ *
+ * Growing only raises the budget (chunks come as allocations need them). Shrinking gives
+ * back whole chunks: first those already empty, then, emptiest first, chunks whose copies
+ * it moves out (a clean copy is dropped when another tier holds the bytes; otherwise it is
+ * written to a lower tier first). A chunk holding a leased copy, or one whose copies find
+ * no room below, stays: the capacity then stops at what was reached (`reached` is false
+ * and `why` says what held it).
+ */
+struct capacity_report {
+  std::string tier;                 ///< the tier's name
+  std::size_t requested_bytes{0};   ///< SUM: the capacity asked for, rounded down to the tier's alignment
+  std::size_t previous_bytes{0};    ///< SUM: the capacity before
+  std::size_t capacity_bytes{0};    ///< SUM: the capacity now: requested_bytes, or what shrinking reached
+  std::size_t reserved_before{0};   ///< SUM: chunks held before
+  std::size_t reserved_bytes{0};    ///< SUM: chunks held now (<= capacity_bytes)
+  std::size_t released_bytes{0};    ///< SUM: chunks given back to the backend
+  std::uint64_t moved_tensors{0};   ///< COUNT: copies moved out of the tier (dropped clean or written back)
+  std::size_t moved_bytes{0};       ///< SUM: their bytes
+  std::uint64_t written_back{0};    ///< COUNT: of those, copies written to a lower tier first
+  bool reached{true};               ///< the capacity is requested_bytes
+  std::string why{};                ///< when not reached: what held the rest
 };
 
 }  // namespace tierpool

@@ -171,6 +171,16 @@ pool_stats pool::stats() const { return checked(impl_, "stats").stats(); }
 std::string pool::summary() const { return checked(impl_, "summary").summary(); }
 std::string pool::summary_json() const { return checked(impl_, "summary_json").summary_json(); }
 bool pool::validate() const { return checked(impl_, "validate").validate(); }
+void pool::reset_peak_stats() { checked(impl_, "reset_peak_stats").reset_peak_stats(); }
+std::size_t pool::trim() { return checked(impl_, "trim").trim(); }
+capacity_report pool::set_capacity(tier_id tier, std::size_t bytes)
+{
+  return checked(impl_, "set_capacity").set_capacity(tier, bytes);
+}
+std::optional<capacity_report> pool::check_memory_pressure()
+{
+  return checked(impl_, "check_memory_pressure").check_memory_pressure();
+}
 fit_report pool::fits(std::size_t bytes, tier_id tier, std::uint32_t tenant) const
 {
   return checked(impl_, "fits").fits(bytes, tier, tenant);

@@ -56,6 +56,12 @@ std::size_t tenant_ledger::quota_left(std::uint32_t tenant) const
   return it->second.quota > it->second.live ? it->second.quota - it->second.live : 0;
 }
 
+void tenant_ledger::reset_peaks() noexcept
+{
+  std::lock_guard lock(mtx_);
+  for (auto& [id, a] : accounts_) { a.peak = a.live; }
+}
+
 std::vector<tenant_stats> tenant_ledger::snapshot() const
 {
   std::vector<tenant_stats> out;

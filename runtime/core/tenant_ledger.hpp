@@ -34,6 +34,8 @@ class tenant_ledger {
   void credit(std::uint32_t tenant, std::size_t bytes) noexcept;
   /// @brief Bytes `tenant` may still allocate (SIZE_MAX: no quota).
   [[nodiscard]] std::size_t quota_left(std::uint32_t tenant) const;
+  /// @brief Start every tenant's peak over at its live bytes (pool::reset_peak_stats).
+  void reset_peaks() noexcept;
   /// @brief Every tenant that allocated or has a quota, by id (pool_stats::tenants).
   [[nodiscard]] std::vector<tenant_stats> snapshot() const;
 

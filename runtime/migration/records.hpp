@@ -261,6 +261,7 @@ class record_table {
 struct tier_state {
   std::unique_ptr<tier> mem;                 ///< guarded by mem->mutex()
   std::optional<any_eviction_policy> policy; ///< guarded by mem->mutex()
+  std::string policy_spec;  ///< the policy with all its parameters (tier_stats::policy); constant
   eviction_proposal proposal;                ///< reused under mem->mutex()
   std::string name;
   std::uint32_t index{0};  ///< position in the pool's tiers

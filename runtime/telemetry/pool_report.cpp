@@ -36,6 +36,15 @@ std::string format_summary(pool_stats const& st, std::string_view backend)
                       format_byte_size(t.pinned_bytes).c_str(), static_cast<unsigned long long>(t.resident_tensors),
                       static_cast<unsigned long long>(t.evictions), t.fragmentation * 100.0));
   }
+  for (tier_stats const& t : st.tiers) {  // policies can be long: a line each
+    add(std::snprintf(line, sizeof line, "policy of %s: %s\n", t.name.c_str(), t.policy.empty() ? "?" : t.policy.c_str()));
+  }
+  add(std::snprintf(line, sizeof line, "prefetch: %s\n", st.prefetch.c_str()));
+  if (st.pressure_shrinks != 0) {
+    add(std::snprintf(line, sizeof line, "device pressure: %llu shrinks, %s given back\n",
+                      static_cast<unsigned long long>(st.pressure_shrinks),
+                      format_byte_size(st.pressure_released_bytes).c_str()));
+  }
   add(std::snprintf(line, sizeof line, "tensors %llu (%s); acquires %llu (failed %llu): hits %llu, misses %llu; busy retries %llu\n",
                     static_cast<unsigned long long>(st.tensors), format_byte_size(st.tensor_bytes).c_str(),
                     static_cast<unsigned long long>(st.acquires), static_cast<unsigned long long>(st.acquire_failures),
@@ -101,6 +110,7 @@ boost::json::object stats_json(pool_stats const& st)
     o["name"] = t.name;
     o["kind"] = std::string(to_string(t.kind));
     o["numa_node"] = t.numa_node;
+    o["policy"] = t.policy;
     o["reuses_in_order"] = t.reuses_in_order;
     o["capacity_bytes"] = t.capacity_bytes;
     o["reserved_bytes"] = t.reserved_bytes;
@@ -145,6 +155,9 @@ boost::json::object stats_json(pool_stats const& st)
   root["managed_prefetch_bytes"] = st.managed_prefetch_bytes;
   root["stall_seconds"] = st.stall_seconds;
   root["low_memory_callbacks"] = st.low_memory_callbacks;
+  root["prefetch"] = st.prefetch;
+  root["pressure_shrinks"] = st.pressure_shrinks;
+  root["pressure_released_bytes"] = st.pressure_released_bytes;
   root["predicted_prefetches"] = st.predicted_prefetches;
   root["prefetch_on_time_device"] = st.prefetch_on_time_device;
   root["prefetch_late_device"] = st.prefetch_late_device;

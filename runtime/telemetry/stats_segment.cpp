@@ -247,6 +247,9 @@ void fill_payload(seg_payload& p, pool_stats const& st)
   p.prefetch_lateness_seconds = st.prefetch_lateness_seconds;
   p.prefetch_lead_seconds = st.prefetch_lead_seconds;
   p.prefetch_wasted_bytes = st.prefetch_wasted_bytes;
+  put_string(p.prefetch, st.prefetch);
+  p.pressure_shrinks = st.pressure_shrinks;
+  p.pressure_released_bytes = st.pressure_released_bytes;
   p.tiers = {};
   for (std::size_t i = 0; i < std::min(st.tiers.size(), kMaxTiers); ++i) {
     tier_stats const& t = st.tiers[i];
@@ -269,6 +272,7 @@ void fill_payload(seg_payload& p, pool_stats const& st)
     s.evictions_clean = t.evictions_clean;
     s.alloc_failures = t.allocation_failures;
     s.reuses_in_order = t.reuses_in_order;
+    put_string(s.policy, t.policy);
   }
   p.tenants = {};
   for (std::size_t i = 0; i < std::min(st.tenants.size(), kMaxTenants); ++i) {
@@ -320,6 +324,9 @@ pool_stats stats_of(seg_payload const& p)
   st.prefetch_lateness_seconds = p.prefetch_lateness_seconds;
   st.prefetch_lead_seconds = p.prefetch_lead_seconds;
   st.prefetch_wasted_bytes = p.prefetch_wasted_bytes;
+  st.prefetch = get_string(p.prefetch);
+  st.pressure_shrinks = p.pressure_shrinks;
+  st.pressure_released_bytes = p.pressure_released_bytes;
   for (std::size_t i = 0; i < std::min<std::size_t>(p.tier_count, kMaxTiers); ++i) {
     seg_tier const& s = p.tiers[i];
     tier_stats t;
@@ -339,6 +346,7 @@ pool_stats stats_of(seg_payload const& p)
     t.evictions_clean = s.evictions_clean;
     t.allocation_failures = s.alloc_failures;
     t.reuses_in_order = s.reuses_in_order;
+    t.policy = get_string(s.policy);
     st.tiers.push_back(std::move(t));
   }
   for (std::size_t i = 0; i < std::min<std::size_t>(p.tenant_count, kMaxTenants); ++i) {
@@ -619,7 +627,9 @@ published_pool read_published_pool(std::string const& segment)
   finite(out.stats.prefetch_lateness_seconds, "prefetch_lateness_seconds");
   finite(out.stats.prefetch_lead_seconds, "prefetch_lead_seconds");
   out.stats.planner_state = printable(out.stats.planner_state);
+  out.stats.prefetch = printable(out.stats.prefetch);
   for (tier_stats& t : out.stats.tiers) {
+    t.policy = printable(t.policy);
     t.name = printable(t.name);
     finite(t.fragmentation, "tier '" + t.name + "' fragmentation");
   }

@@ -38,7 +38,7 @@
 namespace tierpool::telemetry {
 
 inline constexpr std::uint64_t kMagic = 0x5354415453505054ULL;  // "TPPSTATS" little-endian
-inline constexpr std::uint32_t kVersion = 2;  // 2: the transfer planner and device-time lateness
+inline constexpr std::uint32_t kVersion = 3;  // 2: the transfer planner and device-time lateness; 3: policies, pressure
 inline constexpr std::size_t kMaxTiers = 16;
 inline constexpr std::size_t kMaxTenants = 16;
 inline constexpr char kPrefix[] = "tierpool.";  // segment names: tierpool.<pid>.<n>
@@ -51,6 +51,7 @@ struct seg_tier {
   std::uint64_t pinned{0}, in_flight{0}, largest_free{0};
   double fragmentation{0.0};
   std::uint64_t resident{0}, evictions{0}, evictions_clean{0}, alloc_failures{0}, reuses_in_order{0};
+  std::array<char, 128> policy{};  ///< the policy spec, all parameters (cut to fit)
 };
 
 struct seg_tenant {
@@ -87,6 +88,8 @@ struct seg_payload {
   double prefetch_lateness_seconds{0.0};
   double prefetch_lead_seconds{0.0};
   std::uint64_t prefetch_wasted_bytes{0};
+  std::array<char, 192> prefetch{};  ///< the predictor spec, all parameters (cut to fit)
+  std::uint64_t pressure_shrinks{0}, pressure_released_bytes{0};
   std::array<seg_tier, kMaxTiers> tiers{};
   std::array<seg_tenant, kMaxTenants> tenants{};
 };

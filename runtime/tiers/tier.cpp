@@ -505,6 +505,17 @@ tier_usage tier::usage() const noexcept
   return u;
 }
 
+void tier::set_capacity(std::size_t bytes)
+{
+  std::size_t const cap = round_down(bytes, config_.alignment);
+  TIERPOOL_EXPECTS(cap >= config_.alignment, "tier '" + config_.name + "': capacity " + std::to_string(bytes) +
+                                              " is below the alignment (" + std::to_string(config_.alignment) + ")");
+  TIERPOOL_EXPECTS(cap >= reserved_, "tier '" + config_.name + "': capacity " + std::to_string(cap) +
+                                      " is below the chunks held (" + std::to_string(reserved_) +
+                                      "); release chunks first");
+  config_.capacity_bytes = cap;
+}
+
 std::vector<chunk_range> tier::chunk_ranges() const
 {
   std::vector<chunk_range> out;

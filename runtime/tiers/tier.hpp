@@ -261,6 +261,18 @@ class TIERPOOL_EXPORT tier {
    */
   std::size_t release_unused_chunks() noexcept;
 
+  /**
+   * @brief Set the budget to `bytes` (rounded down to the alignment). Growing needs nothing
+   *        else; the caller shrinks only to at least reserved_bytes() (it empties and
+   *        releases chunks first), so used + deferred + free == reserved <= capacity holds.
+   * @throws tierpool::logic_error when the rounded value is below the alignment or below
+   *         reserved_bytes(); nothing changes then.
+   */
+  void set_capacity(std::size_t bytes);
+
+  /// @brief Start the peak over: peak_used_bytes becomes used_bytes.
+  void reset_peak() noexcept { peak_used_ = used_; }
+
   /// @brief True when `b` is a live (not deferred) block of this tier.
   [[nodiscard]] bool owns(block const& b) const noexcept;
 

@@ -82,7 +82,7 @@ TEST(PoolFits, AnEmptyTierCountsItsBudget)
   EXPECT_EQ(r.growable_bytes, 1_MiB);
   EXPECT_EQ(r.evictable_bytes, 0U);
   EXPECT_EQ(r.quota_left, std::numeric_limits<std::size_t>::max());
-  EXPECT_EQ(r.limit, "capacity");
+  EXPECT_EQ(r.limit, tierpool::fit_limit::capacity);
   // Sizes round up to the tier's alignment (256 bytes): 300,001 bytes take 300,032.
   fit_report const odd = p.fits(300'001);
   EXPECT_EQ(odd.slot_bytes, 300'032U);
@@ -113,7 +113,7 @@ TEST(PoolFits, FitsNowIsWhatPlacesWithoutEviction)
     fit_report const r = p.fits(b);
     if (b <= 40_KiB) { ASSERT_GT(r.fits_now, 0U); }  // larger ones may find no hole: then the next one evicts
     EXPECT_GE(r.fits_after_eviction, r.fits_now);
-    EXPECT_EQ(r.limit, "capacity");  // every copy is evictable and b is small: capacity bounds it
+    EXPECT_EQ(r.limit, tierpool::fit_limit::capacity);  // every copy is evictable and b is small: capacity bounds it
     for (std::size_t i = 0; i < r.fits_now; ++i) { f.add(p, b); }
     EXPECT_EQ(evictions(p), ev0);
     EXPECT_EQ(resident(p), res0 + r.fits_now);
@@ -149,7 +149,7 @@ TEST(PoolFits, FitsAfterEvictionIsWhatPlacesWithEverythingElseLeased)
   // Room for another is free in total, but in pieces (the evicted blocks' leftovers).
   EXPECT_GE(full.free_bytes, 128_KiB);
   EXPECT_LT(full.largest_after_eviction, 128_KiB);
-  EXPECT_EQ(full.limit, "fragmentation");
+  EXPECT_EQ(full.limit, tierpool::fit_limit::fragmentation);
   try {
     tensor extra = p.allocate(128_KiB, {.preferred_tier = kDevice});
     ADD_FAILURE() << "placed one more than fits_after_eviction";
@@ -182,10 +182,10 @@ TEST(PoolFits, FragmentationIsCountedAndNamed)
   EXPECT_EQ(big.fits_after_eviction, 0U);
   EXPECT_EQ(big.largest_after_eviction, 256_KiB);
   EXPECT_EQ(big.evictable_bytes, 512_KiB);
-  EXPECT_EQ(big.limit, "fragmentation");
+  EXPECT_EQ(big.limit, tierpool::fit_limit::fragmentation);
   fit_report const small = p.fits(256_KiB);
   EXPECT_EQ(small.fits_after_eviction, 2U);
-  EXPECT_EQ(small.limit, "pinned");  // the leases hold the other half
+  EXPECT_EQ(small.limit, tierpool::fit_limit::pinned);  // the leases hold the other half
   held.clear();
   fit_report const freed = p.fits(512_KiB);
   EXPECT_EQ(freed.fits_after_eviction, 2U);
@@ -239,7 +239,7 @@ TEST(PoolFits, TheTenantsQuotaBoundsTheAnswer)
   EXPECT_EQ(r.quota_left, 600_KiB);
   EXPECT_EQ(r.fits_now, 2U);
   EXPECT_EQ(r.fits_after_eviction, 2U);
-  EXPECT_EQ(r.limit, "quota");
+  EXPECT_EQ(r.limit, tierpool::fit_limit::quota);
   EXPECT_EQ(p.fits(256_KiB, kDevice, 6).fits_now, 4U);  // no quota
   filled f;
   f.add(p, 256_KiB, {.tenant = 5});

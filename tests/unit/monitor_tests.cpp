@@ -255,6 +255,14 @@ TEST(Monitor, PlannerFiguresArePublished)
   EXPECT_DOUBLE_EQ(got.prefetch_lateness_seconds, want.prefetch_lateness_seconds);
   EXPECT_DOUBLE_EQ(got.prefetch_lead_seconds, want.prefetch_lead_seconds);
   EXPECT_EQ(got.prefetch_wasted_bytes, want.prefetch_wasted_bytes);
+  // Which policy and predictor ran, with their parameters (what `tierpool top` shows).
+  EXPECT_EQ(got.prefetch, want.prefetch);
+  EXPECT_EQ(got.prefetch.rfind("plan:", 0), 0U) << got.prefetch;
+  ASSERT_EQ(got.tiers.size(), want.tiers.size());
+  for (std::size_t k = 0; k < got.tiers.size(); ++k) {
+    EXPECT_EQ(got.tiers[k].policy, want.tiers[k].policy);
+    EXPECT_EQ(got.tiers[k].policy.rfind("lru:", 0), 0U) << got.tiers[k].policy;
+  }
   // rw leases leave the device copies dirty: the summary says which write-backs were whose.
   std::uint64_t at_eviction = 0;
   for (tier_stats const& t : want.tiers) { at_eviction += t.evictions - t.evictions_clean; }

@@ -95,14 +95,19 @@ void print_pool(published_pool const& p, published_pool const* prev)
                 static_cast<unsigned long long>(s.plan_harm_skips), static_cast<unsigned long long>(s.early_write_backs),
                 bytes(s.early_write_back_bytes).c_str());
   }
-  std::printf("  %-14s %11s %11s %11s %11s %11s %12s %6s %10s\n", "tier", "capacity", "used", "peak", "pinned",
-              "in flight", "largest free", "frag", "evictions");
+  std::printf("  %-14s %11s %11s %11s %11s %11s %12s %6s %10s  %s\n", "tier", "capacity", "used", "peak", "pinned",
+              "in flight", "largest free", "frag", "evictions", "policy");
   for (tier_stats const& t : s.tiers) {
-    std::printf("  %-14s %11s %11s %11s %11s %11s %12s %5.1f%% %10llu\n", t.name.c_str(),
+    std::printf("  %-14s %11s %11s %11s %11s %11s %12s %5.1f%% %10llu  %s\n", t.name.c_str(),
                 bytes(t.capacity_bytes).c_str(), bytes(static_cast<std::uint64_t>(t.used_bytes.current)).c_str(),
                 bytes(static_cast<std::uint64_t>(t.used_bytes.peak)).c_str(), bytes(t.pinned_bytes).c_str(),
                 bytes(t.in_flight_bytes).c_str(), bytes(t.largest_free_block).c_str(), 100.0 * t.fragmentation,
-                static_cast<unsigned long long>(t.evictions));
+                static_cast<unsigned long long>(t.evictions), t.policy.c_str());
+  }
+  std::printf("  prefetch predictor: %s\n", s.prefetch.c_str());
+  if (s.pressure_shrinks != 0) {
+    std::printf("  device pressure: %llu shrinks, %s given back\n", static_cast<unsigned long long>(s.pressure_shrinks),
+                bytes(s.pressure_released_bytes).c_str());
   }
   if (p.tier_count > s.tiers.size()) { std::printf("  (%u more tiers not published)\n", p.tier_count - static_cast<unsigned>(s.tiers.size())); }
   for (tenant_stats const& t : s.tenants) {

@@ -79,15 +79,30 @@ fit_report pool_impl::fits(std::size_t bytes, tier_id tier, std::uint32_t tenant
   // holding space that would otherwise fit more; else the capacity itself.
   std::size_t const space = u.free_bytes + u.deferred_bytes + f.reclaimable_bytes + f.growable_bytes;  // deferred: done or not
   if (by_quota < f.reclaimed) {
-    r.limit = "quota";
+    r.limit = fit_limit::quota;
   } else if (space / f.slot_bytes > f.reclaimed) {
-    r.limit = "fragmentation";
+    r.limit = fit_limit::fragmentation;
   } else if ((space + r.pinned_bytes) / f.slot_bytes > f.reclaimed) {
-    r.limit = "pinned";
+    r.limit = fit_limit::pinned;
   } else {
-    r.limit = "capacity";
+    r.limit = fit_limit::capacity;
   }
   return r;
 }
 
 }  // namespace tierpool::detail
+
+namespace tierpool {
+
+std::string_view to_string(fit_limit l) noexcept
+{
+  switch (l) {
+    case fit_limit::capacity: return "capacity";
+    case fit_limit::pinned: return "pinned";
+    case fit_limit::fragmentation: return "fragmentation";
+    case fit_limit::quota: return "quota";
+  }
+  return "unknown";
+}
+
+}  // namespace tierpool

@@ -54,6 +54,42 @@
 namespace tierpool::detail {
 namespace {
 
+// A spec with every parameter of the policy spelled out, defaults included, in the order
+// the policy declares them ("s3fifo:small_ratio=0.1,..."): what stats() reports, so that a
+// reader sees which settings ran. Plug-in specs and unknown names are kept as given.
+std::string full_spec(std::vector<policy_info> const& infos, std::string const& spec)
+{
+  if (is_plugin_spec(spec)) { return spec; }
+  std::string_view const sv = spec;
+  std::size_t const colon = sv.find(':');
+  std::string_view const name = sv.substr(0, colon);
+  auto const it = std::find_if(infos.begin(), infos.end(), [&](policy_info const& i) { return i.name == name; });
+  if (it == infos.end() || it->parameters.empty()) { return spec; }
+  std::vector<std::pair<std::string_view, std::string_view>> given;
+  std::string_view rest = colon == std::string_view::npos ? std::string_view{} : sv.substr(colon + 1);
+  while (!rest.empty()) {
+    std::size_t const comma = rest.find(',');
+    std::string_view const kv = rest.substr(0, comma);
+    std::size_t const eq = kv.find('=');
+    if (eq != std::string_view::npos) { given.emplace_back(kv.substr(0, eq), kv.substr(eq + 1)); }
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+  }
+  std::string out(name);
+  char sep = ':';
+  for (policy_parameter const& p : it->parameters) {
+    std::string_view value = p.default_value;
+    for (auto const& [k, v] : given) {
+      if (k == p.name) { value = v; }
+    }
+    out += sep;
+    out += p.name;
+    out += '=';
+    out += value;
+    sep = ',';
+  }
+  return out;
+}
+
 /// The program's name (Linux: /proc/self/comm), for the figures it publishes.
 std::string program_name()
 {
@@ -114,6 +150,7 @@ pool_impl::pool_impl(pool_options options)
       if (env.policy) { throw logic_error(std::string("TIERPOOL_POLICY: ") + e.what()); }
       throw;
     }
+    ts->policy_spec = full_spec(registry.list(), plan.policy_spec);
     ts->mem = std::make_unique<tier>(*backend_, *events_, plan.config);
     ts->capacity = ts->mem->config().capacity_bytes;
     ts->index = static_cast<std::uint32_t>(i);
@@ -141,6 +178,7 @@ pool_impl::pool_impl(pool_options options)
       throw;
     }
     prediction_.active = prediction_.predictor->name() != "none";
+    prefetch_spec_ = full_spec(registry.list_predictors(), options.prefetch);
     prediction_.plan.tensors.reserve(64);
     prediction_.planner = prediction_.predictor->target<plan_predictor>();
     if (prediction_.planner != nullptr) {
@@ -167,6 +205,12 @@ pool_impl::pool_impl(pool_options options)
   // Copy streams (at least one per direction) and the retire stream.
   engine_.make_copy_streams(cfg.h2d_streams, cfg.d2h_streams);
 
+  // The device-pressure check (pool_options::pressure), on a thread of its own.
+  pressure_ = options.pressure;
+  if (pressure_.device_free_floor != 0 && pressure_.interval_ms != 0) {
+    pressure_thread_.start(std::chrono::milliseconds(pressure_.interval_ms), [this] { (void)check_memory_pressure(); });
+  }
+
   // Live figures, last: nothing after this throws, and the refresh thread reads a pool
   // that is whole. Best effort: a pool that cannot publish works as usual.
   if (options.publish.enabled) {
@@ -185,6 +229,7 @@ pool_impl::pool_impl(pool_options options)
 
 pool_impl::~pool_impl()
 {
+  pressure_thread_.stop();  // first: it calls into the pool
   stop_publishing();  // first: its thread reads the tiers
   tracer_.close();    // close() did not (live leases): report a failure, do not drop it
   // Every handle is gone (they hold shared_ptrs to us): free what is left.
@@ -503,6 +548,9 @@ void pool_impl::synchronize(stream_handle s) { streams_->synchronize(s); }
 
 void pool_impl::close()
 {
+  // Before the gate: a pressure check may be shrinking a tier with the gate closed, and
+  // waits for operations to leave (this one would never leave while joining it).
+  pressure_thread_.stop();
   op_gate::scope const op(gate_, thread_shard());
   std::lock_guard cl(close_mtx_);
   if (closed_.load(std::memory_order_acquire)) { return; }

@@ -42,6 +42,7 @@
 #include "core/tenant_ledger.hpp"
 #include "util/record_slab.hpp"
 #include "util/spin_mutex.hpp"
+#include "util/periodic_thread.hpp"
 #include "util/thread_shard.hpp"
 #include "telemetry/pool_counters.hpp"
 #include "telemetry/pool_tracer.hpp"
@@ -125,6 +126,11 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   [[nodiscard]] std::string summary_json() const;
   [[nodiscard]] bool validate() const;
   [[nodiscard]] fit_report fits(std::size_t bytes, tier_id tier, std::uint32_t tenant) const;  // pool_fit.cpp
+  // pool_control.cpp: peaks, trim, capacity, device pressure
+  void reset_peak_stats();
+  std::size_t trim();
+  capacity_report set_capacity(tier_id tier, std::size_t bytes);
+  std::optional<capacity_report> check_memory_pressure();
   void publish();
   [[nodiscard]] std::string stats_segment() const;
   [[nodiscard]] std::string publishing_error() const;
@@ -220,6 +226,11 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
     std::size_t written_head{0};                        ///< under mtx: first entry of `written` still pending
   } prediction_;
   pool_tracer tracer_;  ///< trace recording (TIERPOOL_TRACE)
+  std::string prefetch_spec_{"none"};  ///< the predictor with all its parameters (pool_stats::prefetch)
+  pressure_options pressure_{};  ///< pool_options::pressure (constant after construction)
+  /// Calls check_memory_pressure() every pressure_.interval_ms (Note [Shrinking a tier],
+  /// pool_control.cpp). Last member: stopped before anything it reads goes.
+  periodic_thread pressure_thread_;
 };
 
 }  // namespace tierpool::detail

@@ -35,6 +35,7 @@ pool_stats pool_impl::stats() const
     t.name = ts.name;
     t.kind = ts.kind;
     t.numa_node = ts.mem->config().numa_node;
+    t.policy = ts.policy_spec;
     t.reuses_in_order = ts.reused_in_order.load(std::memory_order_relaxed);
     tier_usage u{};
     {
@@ -83,6 +84,9 @@ pool_stats pool_impl::stats() const
   st.prefetch_dropped = counters_.prefetch_dropped.load(std::memory_order_relaxed);
   st.managed_prefetches = counters_.managed_prefetches.load(std::memory_order_relaxed);
   st.low_memory_callbacks = lowmem_.calls();
+  st.prefetch = prefetch_spec_;
+  st.pressure_shrinks = counters_.pressure_shrinks.load(std::memory_order_relaxed);
+  st.pressure_released_bytes = counters_.pressure_released_bytes.load(std::memory_order_relaxed);
   st.predicted_prefetches = counters_.predicted_prefetches.load(std::memory_order_relaxed);
   st.planned_prefetches = counters_.planned_prefetches.load(std::memory_order_relaxed);
   st.planned_prefetch_bytes = counters_.planned_prefetch_bytes.load(std::memory_order_relaxed);

@@ -172,6 +172,13 @@ struct tensor_options {
   /// Forecast of its first use, for policies that use one (as pool::set_next_use, which
   /// cannot reach the policies before allocate places the tensor).
   std::optional<tick> next_use{};
+  /// Keep a host copy valid: when a device lease that may write ends, the pool writes the
+  /// bytes back to the next lower tier (pinned host in the default pool) on its d2h stream,
+  /// after the lease's work, instead of when the copy is evicted. For tensors that must
+  /// survive the device (a sticky CUDA error loses every device-only copy): they lose at
+  /// most the write of a lease not yet written back.
+  /// Costs one d2h copy per write lease; eviction of such a tensor writes nothing back.
+  bool write_through{false};
 };
 
 }  // namespace tierpool

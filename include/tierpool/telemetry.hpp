@@ -146,6 +146,13 @@ struct pool_stats {
   std::uint64_t pressure_shrinks{0};
   /// SUM: chunk bytes given back to the device by those shrinks
   std::size_t pressure_released_bytes{0};
+  /// COUNT: write leases of write-through tensors (tensor_options::write_through) whose
+  /// device copy was written back at release
+  std::uint64_t write_throughs{0};
+  std::size_t write_through_bytes{0};     ///< SUM: their bytes
+  /// COUNT: those that found no room below even after the ladder: the copy stays
+  /// device-only until it is evicted or written again
+  std::uint64_t write_through_misses{0};
 };
 
 /// @brief What bounds fit_report::fits_after_eviction.

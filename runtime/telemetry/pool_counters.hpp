@@ -42,6 +42,7 @@ struct pool_counters {
   std::atomic<std::uint64_t> managed_prefetches{0}, managed_prefetch_bytes{0};
   std::atomic<std::uint64_t> busy_retries{0};
   std::atomic<std::uint64_t> pressure_shrinks{0}, pressure_released_bytes{0};  ///< pool::check_memory_pressure
+  std::atomic<std::uint64_t> write_throughs{0}, write_through_bytes{0}, write_through_misses{0};  ///< tensor_options::write_through
   std::atomic<std::uint64_t> acquire_failures{0};  ///< counted acquires that threw (pool_stats::acquire_failures)
   std::atomic<std::uint64_t> live_tensors{0};
   std::atomic<std::uint64_t> live_tensor_bytes{0};

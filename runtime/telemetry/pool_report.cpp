@@ -40,6 +40,11 @@ std::string format_summary(pool_stats const& st, std::string_view backend)
     add(std::snprintf(line, sizeof line, "policy of %s: %s\n", t.name.c_str(), t.policy.empty() ? "?" : t.policy.c_str()));
   }
   add(std::snprintf(line, sizeof line, "prefetch: %s\n", st.prefetch.c_str()));
+  if (st.write_throughs + st.write_through_misses != 0) {
+    add(std::snprintf(line, sizeof line, "write-through: %llu written back at release (%s), %llu found no room\n",
+                      static_cast<unsigned long long>(st.write_throughs), format_byte_size(st.write_through_bytes).c_str(),
+                      static_cast<unsigned long long>(st.write_through_misses)));
+  }
   if (st.pressure_shrinks != 0) {
     add(std::snprintf(line, sizeof line, "device pressure: %llu shrinks, %s given back\n",
                       static_cast<unsigned long long>(st.pressure_shrinks),
@@ -158,6 +163,9 @@ boost::json::object stats_json(pool_stats const& st)
   root["prefetch"] = st.prefetch;
   root["pressure_shrinks"] = st.pressure_shrinks;
   root["pressure_released_bytes"] = st.pressure_released_bytes;
+  root["write_throughs"] = st.write_throughs;
+  root["write_through_bytes"] = st.write_through_bytes;
+  root["write_through_misses"] = st.write_through_misses;
   root["predicted_prefetches"] = st.predicted_prefetches;
   root["prefetch_on_time_device"] = st.prefetch_on_time_device;
   root["prefetch_late_device"] = st.prefetch_late_device;

@@ -391,3 +391,50 @@ TEST(PoolControl, ShrinkAndGrowWhileOtherThreadsWork)
 
 }  // namespace
 }  // namespace tierpool::test
+
+namespace tierpool::test {
+namespace {
+
+// A write-through tensor's host copy is valid again once its write lease's copy is done:
+// reading it on the host needs no copy from the device, and evicting it writes nothing.
+TEST(PoolWriteThrough, AWriteLeaseIsWrittenBackAtRelease)
+{
+  pool p(chunked(make_sim()));
+  auto s = p.create_stream();
+  tensor w = p.allocate(256_KiB, {.name = "w", .write_through = true});
+  tensor plain = p.allocate(256_KiB, {.name = "plain"});
+  fill(p, w, 1, 0);
+  fill(p, plain, 2, 0);
+  std::vector<std::unique_ptr<modify_job>> jobs;
+  ASSERT_EQ(modify_on_stream(p, w, s, 1, 1, jobs), status::ok);
+  ASSERT_EQ(modify_on_stream(p, plain, s, 2, 1, jobs), status::ok);
+  p.synchronize(s);
+  pool_stats const after_write = p.stats();
+  EXPECT_EQ(after_write.write_throughs, 1U);
+  EXPECT_EQ(after_write.write_through_bytes, 256_KiB);
+  EXPECT_EQ(after_write.write_through_misses, 0U);
+  std::size_t const d2h = after_write.bytes_d2h;
+  EXPECT_EQ(d2h, 256_KiB);  // the write-through copy, at release
+  EXPECT_TRUE(check(p, w, 1, 1));
+  EXPECT_EQ(p.stats().bytes_d2h, d2h);  // read on the host from the copy already there
+  EXPECT_TRUE(check(p, plain, 2, 1));
+  EXPECT_EQ(p.stats().bytes_d2h, d2h + 256_KiB);  // the plain one had to come back
+  // Read leases write nothing back.
+  { lease l = p.acquire(w, access_mode::read, s); }
+  p.synchronize(s);
+  EXPECT_EQ(p.stats().write_throughs, 1U);
+  // Evicting it is clean: fill the device with others.
+  std::uint64_t const clean_before = p.stats().tiers[0].evictions_clean;
+  ASSERT_EQ(modify_on_stream(p, w, s, 1, 2, jobs), status::ok);  // written again, written back again
+  p.synchronize(s);
+  std::vector<tensor> others = fill_device(p, 16, 256_KiB, s);
+  EXPECT_GT(p.stats().tiers[0].evictions_clean, clean_before);
+  EXPECT_EQ(p.stats().write_throughs, 2U);
+  EXPECT_TRUE(check(p, w, 1, 2));
+  expect_bytes(p, others);
+  EXPECT_TRUE(p.summary().find("write-through: 2 written back at release") != std::string::npos) << p.summary();
+  EXPECT_TRUE(p.validate());
+}
+
+}  // namespace
+}  // namespace tierpool::test

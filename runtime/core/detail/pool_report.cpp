@@ -87,6 +87,9 @@ pool_stats pool_impl::stats() const
   st.prefetch = prefetch_spec_;
   st.pressure_shrinks = counters_.pressure_shrinks.load(std::memory_order_relaxed);
   st.pressure_released_bytes = counters_.pressure_released_bytes.load(std::memory_order_relaxed);
+  st.write_throughs = counters_.write_throughs.load(std::memory_order_relaxed);
+  st.write_through_bytes = counters_.write_through_bytes.load(std::memory_order_relaxed);
+  st.write_through_misses = counters_.write_through_misses.load(std::memory_order_relaxed);
   st.predicted_prefetches = counters_.predicted_prefetches.load(std::memory_order_relaxed);
   st.planned_prefetches = counters_.planned_prefetches.load(std::memory_order_relaxed);
   st.planned_prefetch_bytes = counters_.planned_prefetch_bytes.load(std::memory_order_relaxed);

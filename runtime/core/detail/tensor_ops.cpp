@@ -469,6 +469,27 @@ void pool_impl::finish_dropped_locked(tensor_record& rec, std::shared_ptr<record
   keep_self = std::move(rec.keep_self);
 }
 
+// Note [Write-through tensors]
+// A tensor made with tensor_options::write_through keeps a valid copy below its device
+// copy: the last write lease's release writes it back (write_back_locked: the d2h stream
+// waits for the lease's work, settled just before), without waiting on the host when room
+// is free below, with the ladder when it is not. Until that copy completes the lower copy
+// is not valid; a device lost before then loses that one write, never an older state
+// (the lower copy is written whole or not used). Eviction finds such a tensor clean.
+void pool_impl::write_through_locked(tensor_record& rec, std::uint32_t k) noexcept
+{
+  if (k >= rec.slots.size() || rec.slots[k].state != copy_state::valid) { return; }
+  for (std::uint32_t j = 0; j < rec.slots.size(); ++j) {
+    if (j != k && rec.slots[j].state == copy_state::valid) { return; }  // clean already
+  }
+  if (engine_.write_back_locked(rec, k, place_mode::no_wait) || engine_.write_back_locked(rec, k, place_mode::ladder)) {
+    counters_.write_throughs.fetch_add(1, std::memory_order_relaxed);
+    counters_.write_through_bytes.fetch_add(rec.bytes, std::memory_order_relaxed);
+  } else {
+    counters_.write_through_misses.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 void pool_impl::release(lease& l) noexcept
 {
   if (l.rec_ == nullptr) { return; }
@@ -500,7 +521,12 @@ void pool_impl::release(lease& l) noexcept
     }
     engine_.unpin_locked(rec, l.tier_);
     --thread_leases();
-    if (l.access_ != access_mode::read) { --rec.write_pins; }
+    if (l.access_ != access_mode::read) {
+      --rec.write_pins;
+      if (rec.opts.write_through && !l.host_ && rec.write_pins == 0 && !rec.freed) [[unlikely]] {
+        write_through_locked(rec, l.tier_);
+      }
+    }
     if (rec.pins == 0 && rec.paused == 0 && rec.free_when_unpinned) {
       // The handle died while leased: the last release frees it (a paused request's end
       // does when one waits on low-memory callbacks).

@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <tierpool/export.hpp>
 #include <tierpool/types.hpp>
@@ -38,6 +39,9 @@ enum class status : std::uint8_t {
   no_device,       ///< no usable device (no driver, no GPU)
   device_error,    ///< the device or driver reported a failure
   injected_fault,  ///< a fault injected by the sim backend's fault options
+  /// The device is gone: a sticky error (on CUDA an illegal address, a launch failure, an
+  /// uncorrectable ECC error, ...). Its memory is lost and every later call fails.
+  device_lost,
 };
 
 /// @brief Lower-case name of a status ("ok", "out_of_memory", ...).
@@ -87,6 +91,35 @@ class TIERPOOL_EXPORT backend_error : public std::runtime_error {
 
  private:
   status code_;
+};
+
+/**
+ * @brief The device was lost (status::device_lost): what was only there is gone.
+ *
+ * Thrown by the pool call that found the device lost, and by every later call that needs
+ * the device or a lost tensor. lost_tensors() names the tensors whose only valid copy
+ * was in device memory (device or managed tiers) or still being copied: their bytes are
+ * gone. Every other tensor keeps its host copy: acquire_host() and free() still work on it,
+ * and close() frees the pool without waiting on the device. Tensors made with
+ * tensor_options::write_through survive unless their last write was still being
+ * written back.
+ */
+class TIERPOOL_EXPORT device_lost : public backend_error {
+ public:
+  /**
+   * @param what_arg What failed and why (the tensors lost are appended).
+   * @param lost The lost tensors, by id.
+   * @param names Their names (tensor_options::name; may be empty), in the same order.
+   */
+  device_lost(std::string const& what_arg, std::vector<tensor_id> lost, std::vector<std::string> names);
+  /// @brief The tensors whose bytes are gone, by id.
+  [[nodiscard]] std::vector<tensor_id> const& lost_tensors() const noexcept { return lost_; }
+  /// @brief Their names, in the order of lost_tensors().
+  [[nodiscard]] std::vector<std::string> const& lost_names() const noexcept { return names_; }
+
+ private:
+  std::vector<tensor_id> lost_;
+  std::vector<std::string> names_;
 };
 
 /// @brief Could not allocate. Carries a full message (std::bad_alloc's is fixed).

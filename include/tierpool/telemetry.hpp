@@ -153,6 +153,9 @@ struct pool_stats {
   /// COUNT: those that found no room below even after the ladder: the copy stays
   /// device-only until it is evicted or written again
   std::uint64_t write_through_misses{0};
+  /// The device was lost (tierpool::device_lost): only host copies remain
+  bool device_lost{false};
+  std::uint64_t lost_tensors{0};          ///< COUNT: tensors whose bytes went with it
 };
 
 /// @brief What bounds fit_report::fits_after_eviction.

@@ -21,6 +21,19 @@ detail::pool_impl& checked(std::shared_ptr<detail::pool_impl> const& impl, char 
   return *impl;
 }
 
+// A call that may find the device lost: a backend_error saying so becomes device_lost
+// (Note [A lost device], pool_loss.cpp). Costs nothing unless something throws.
+template <class F>
+decltype(auto) noting_loss(detail::pool_impl& impl, F&& f)
+{
+  try {
+    return f();
+  } catch (backend_error const& e) {
+    impl.note_backend_error(e);
+    throw;
+  }
+}
+
 }  // namespace
 
 // ---- tensor ----
@@ -123,13 +136,14 @@ pool& pool::operator=(pool&& other) noexcept
 
 tensor pool::allocate(std::size_t bytes, tensor_options options)
 {
-  return checked(impl_, "allocate").allocate(bytes, std::move(options));
+  detail::pool_impl& impl = checked(impl_, "allocate");
+  return noting_loss(impl, [&] { return impl.allocate(bytes, std::move(options)); });
 }
 
 lease pool::acquire(tensor const& t, access_mode access, stream_handle stream)
 {
   detail::pool_impl& impl = checked(impl_, "acquire");
-  lease l = impl.acquire(t, access, stream);
+  lease l = noting_loss(impl, [&] { return impl.acquire(t, access, stream); });
   if (impl.tracing()) [[unlikely]] { impl.trace_access(l); }
   if (impl.has_predictor()) [[unlikely]] { impl.predict_after(l.id(), l.bytes(), access, stream); }
   return l;
@@ -138,13 +152,17 @@ lease pool::acquire(tensor const& t, access_mode access, stream_handle stream)
 lease pool::acquire_host(tensor const& t, access_mode access)
 {
   detail::pool_impl& impl = checked(impl_, "acquire_host");
-  lease l = impl.acquire_host(t, access);
+  lease l = noting_loss(impl, [&] { return impl.acquire_host(t, access); });
   if (impl.tracing()) [[unlikely]] { impl.trace_access(l); }
   return l;
 }
 
 void pool::prefetch(tensor const& t, tier_id to) { checked(impl_, "prefetch").prefetch(t, to); }
-void pool::demote(tensor const& t, tier_id to) { checked(impl_, "demote").demote(t, to); }
+void pool::demote(tensor const& t, tier_id to)
+{
+  detail::pool_impl& impl = checked(impl_, "demote");
+  noting_loss(impl, [&] { impl.demote(t, to); });
+}
 void pool::free(tensor& t) { checked(impl_, "free").free(t); }
 std::uint64_t pool::add_low_memory_callback(low_memory_callback callback)
 {
@@ -159,13 +177,21 @@ void pool::set_next_use(tensor const& t, std::optional<tick> next_use)
 {
   checked(impl_, "set_next_use").set_next_use(t, next_use);
 }
-stream_handle pool::create_stream(int priority) { return checked(impl_, "create_stream").create_stream(priority); }
+stream_handle pool::create_stream(int priority)
+{
+  detail::pool_impl& impl = checked(impl_, "create_stream");
+  return noting_loss(impl, [&] { return impl.create_stream(priority); });
+}
 stream_handle pool::wrap_native_stream(void* native)
 {
   return checked(impl_, "wrap_native_stream").wrap_native_stream(native);
 }
 void pool::destroy_stream(stream_handle s) { checked(impl_, "destroy_stream").destroy_stream(s); }
-void pool::synchronize(stream_handle s) { checked(impl_, "synchronize").synchronize(s); }
+void pool::synchronize(stream_handle s)
+{
+  detail::pool_impl& impl = checked(impl_, "synchronize");
+  noting_loss(impl, [&] { impl.synchronize(s); });
+}
 void pool::close() { checked(impl_, "close").close(); }
 pool_stats pool::stats() const { return checked(impl_, "stats").stats(); }
 std::string pool::summary() const { return checked(impl_, "summary").summary(); }

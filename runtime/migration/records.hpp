@@ -183,6 +183,7 @@ struct alignas(128) tensor_record {
   bool free_when_unpinned{false};
   bool prefetched{false};         ///< a prefetch copied it in and no acquire used it yet
   bool prefetch_queued{false};    ///< a request for it waits in the prefetch queue
+  bool lost{false};               ///< the device was lost with its only valid copy there (device_lost)
   /// Constant: opts.preferred_tier names a device-accessible tier (acquire may use it in
   /// place of the device tier). Lets a miss skip the options' cache line.
   bool prefers_device_accessible{false};

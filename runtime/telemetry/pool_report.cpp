@@ -40,6 +40,10 @@ std::string format_summary(pool_stats const& st, std::string_view backend)
     add(std::snprintf(line, sizeof line, "policy of %s: %s\n", t.name.c_str(), t.policy.empty() ? "?" : t.policy.c_str()));
   }
   add(std::snprintf(line, sizeof line, "prefetch: %s\n", st.prefetch.c_str()));
+  if (st.device_lost) {
+    add(std::snprintf(line, sizeof line, "DEVICE LOST: %llu tensors lost with it; host copies of the others remain\n",
+                      static_cast<unsigned long long>(st.lost_tensors)));
+  }
   if (st.write_throughs + st.write_through_misses != 0) {
     add(std::snprintf(line, sizeof line, "write-through: %llu written back at release (%s), %llu found no room\n",
                       static_cast<unsigned long long>(st.write_throughs), format_byte_size(st.write_through_bytes).c_str(),
@@ -164,6 +168,8 @@ boost::json::object stats_json(pool_stats const& st)
   root["pressure_shrinks"] = st.pressure_shrinks;
   root["pressure_released_bytes"] = st.pressure_released_bytes;
   root["write_throughs"] = st.write_throughs;
+  root["device_lost"] = st.device_lost;
+  root["lost_tensors"] = st.lost_tensors;
   root["write_through_bytes"] = st.write_through_bytes;
   root["write_through_misses"] = st.write_through_misses;
   root["predicted_prefetches"] = st.predicted_prefetches;

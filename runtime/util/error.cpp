@@ -5,8 +5,10 @@
 #include <tierpool/error.hpp>
 #include <tierpool/tier.hpp>
 
+#include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace tierpool {
 
@@ -21,6 +23,7 @@ std::string_view to_string(status s) noexcept
     case status::no_device: return "no_device";
     case status::device_error: return "device_error";
     case status::injected_fault: return "injected_fault";
+    case status::device_lost: return "device_lost";
   }
   return "unknown";
 }
@@ -38,6 +41,28 @@ std::string_view to_string(tier_kind kind) noexcept
 
 backend_error::backend_error(status code, std::string const& what_arg)
   : std::runtime_error(what_arg + " [" + std::string(to_string(code)) + "]"), code_(code)
+{
+}
+
+namespace {
+
+std::string lost_message(std::string const& what, std::vector<tensor_id> const& lost, std::vector<std::string> const& names)
+{
+  std::string m = what + "; " + std::to_string(lost.size()) + " tensor(s) lost (their only copy was on the device)";
+  std::size_t const shown = std::min<std::size_t>(lost.size(), 16);
+  for (std::size_t i = 0; i < shown; ++i) {
+    m += i == 0 ? ": " : ", ";
+    m += std::to_string(static_cast<std::uint64_t>(lost[i]));
+    if (i < names.size() && !names[i].empty()) { m += " '" + names[i] + "'"; }
+  }
+  if (lost.size() > shown) { m += ", ... (" + std::to_string(lost.size() - shown) + " more)"; }
+  return m + "; close the pool (host copies of the others are intact)";
+}
+
+}  // namespace
+
+device_lost::device_lost(std::string const& what_arg, std::vector<tensor_id> lost, std::vector<std::string> names)
+  : backend_error(status::device_lost, lost_message(what_arg, lost, names)), lost_(std::move(lost)), names_(std::move(names))
 {
 }
 

@@ -540,7 +540,12 @@ stream_handle pool_impl::wrap_native_stream(void* native)
 
 void pool_impl::destroy_stream(stream_handle s) { streams_->destroy(s); }
 
-void pool_impl::synchronize(stream_handle s) { streams_->synchronize(s); }
+void pool_impl::synchronize(stream_handle s)
+{
+  if (lost()) [[unlikely]] { throw_lost("synchronize"); }
+  streams_->synchronize(s);
+  flush_write_throughs();  // Note [Write-through tensors]: complete once synchronize returns
+}
 
 // ---------------------------------------------------------------------------------------
 // close

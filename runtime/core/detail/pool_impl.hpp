@@ -126,6 +126,17 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   [[nodiscard]] std::string summary_json() const;
   [[nodiscard]] bool validate() const;
   [[nodiscard]] fit_report fits(std::size_t bytes, tier_id tier, std::uint32_t tenant) const;  // pool_fit.cpp
+  // pool_loss.cpp: a lost device (Note [A lost device])
+  /// A call of the pool threw `e`: when it says the device is lost, enter the lost state
+  /// (once) and throw tierpool::device_lost instead; otherwise return. No lock held.
+  void note_backend_error(backend_error const& e);
+  /// Throw device_lost for a call made after the device was lost.
+  [[noreturn]] void throw_lost(char const* what) const;
+  /// True once the device was lost.
+  [[nodiscard]] bool lost() const noexcept { return lost_.load(std::memory_order_acquire); }
+  /// After pool::synchronize: wait for the write-through copies issued so far, so that they
+  /// count as complete (and survive a lost device).
+  void flush_write_throughs() noexcept;
   // pool_control.cpp: peaks, trim, capacity, device pressure
   void reset_peak_stats();
   std::size_t trim();
@@ -229,6 +240,14 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   } prediction_;
   pool_tracer tracer_;  ///< trace recording (TIERPOOL_TRACE)
   std::string prefetch_spec_{"none"};  ///< the predictor with all its parameters (pool_stats::prefetch)
+  // A lost device (pool_loss.cpp): lost_ is set once, after lost_ids_ and friends.
+  std::atomic<bool> lost_{false};
+  mutable std::mutex lost_mtx_;            ///< guards the lost_* below (a leaf)
+  std::vector<tensor_id> lost_ids_;        ///< tensors whose bytes went with the device
+  std::vector<std::string> lost_names_;    ///< their names
+  std::string lost_cause_;                 ///< what the call that found it said
+  std::mutex wt_mtx_;                      ///< guards wt_pending_ (a leaf)
+  std::vector<std::uint64_t> wt_pending_;  ///< ids of write-through copies not yet seen complete
   pressure_options pressure_{};  ///< pool_options::pressure (constant after construction)
   /// Calls check_memory_pressure() every pressure_.interval_ms (Note [Shrinking a tier],
   /// pool_control.cpp). Last member: stopped before anything it reads goes.

@@ -88,6 +88,11 @@ pool_stats pool_impl::stats() const
   st.pressure_shrinks = counters_.pressure_shrinks.load(std::memory_order_relaxed);
   st.pressure_released_bytes = counters_.pressure_released_bytes.load(std::memory_order_relaxed);
   st.write_throughs = counters_.write_throughs.load(std::memory_order_relaxed);
+  if (lost()) {
+    std::lock_guard lk(lost_mtx_);
+    st.device_lost = true;
+    st.lost_tensors = lost_ids_.size();
+  }
   st.write_through_bytes = counters_.write_through_bytes.load(std::memory_order_relaxed);
   st.write_through_misses = counters_.write_through_misses.load(std::memory_order_relaxed);
   st.predicted_prefetches = counters_.predicted_prefetches.load(std::memory_order_relaxed);

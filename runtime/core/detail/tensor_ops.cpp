@@ -52,6 +52,7 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
 {
   op_gate::scope const op(gate_, thread_shard());
   check_open("allocate");
+  if (lost()) [[unlikely]] { throw_lost("allocate"); }
   TIERPOOL_EXPECTS(bytes > 0, "pool::allocate: bytes must be > 0");
   auto const n = static_cast<std::uint32_t>(engine_.tiers().size());
   if (options.preferred_tier) {
@@ -188,6 +189,7 @@ lease pool_impl::make_lease(tensor_record& rec, std::uint32_t k, access_mode acc
 lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stream)
 {
   op_gate::scope const op(gate_, thread_shard());
+  if (lost()) [[unlikely]] { throw_lost("acquire"); }
   tensor_record& rec = checked_record(t, "acquire");
   auto d = static_cast<std::uint32_t>(device_tier());
   stream_entry* const se = streams_->find(stream);
@@ -276,6 +278,7 @@ lease pool_impl::acquire_host_locked(tensor_record& rec, access_mode access, boo
   auto const n = static_cast<std::uint32_t>(engine_.tiers().size());
   record_lock rl(rec);
   TIERPOOL_EXPECTS(!rec.freed, "pool::acquire_host: the tensor was freed");
+  if (rec.lost) [[unlikely]] { throw_lost("acquire_host"); }
   bool const write = access != access_mode::read;
 
   // The fastest host-accessible copy that is valid; else fill one (a stale block first,
@@ -337,6 +340,7 @@ void pool_impl::prefetch(tensor const& t, tier_id to)
 {
   op_gate::scope const op(gate_, thread_shard());
   (void)checked_record(t, "prefetch");
+  if (lost()) [[unlikely]] { return; }  // a hint: nothing to do without a device
   auto const k = static_cast<std::uint32_t>(to);
   TIERPOOL_EXPECTS(k < engine_.tiers().size(), "pool::prefetch: unknown tier " + std::to_string(k));
   if (engine_.prefetch_pending()) { engine_.serve_prefetches(); }  // older requests first
@@ -354,6 +358,7 @@ void pool_impl::demote(tensor const& t, tier_id to)
 {
   op_gate::scope const op(gate_, thread_shard());
   tensor_record& rec = checked_record(t, "demote");
+  if (lost()) [[unlikely]] { throw_lost("demote"); }
   auto const k = static_cast<std::uint32_t>(to);
   TIERPOOL_EXPECTS(k < engine_.tiers().size(), "pool::demote: unknown tier " + std::to_string(k));
   with_low_memory_step(&rec, &t.rec_, [&](bool) { demote_locked(rec, k); });
@@ -483,6 +488,11 @@ void pool_impl::write_through_locked(tensor_record& rec, std::uint32_t k) noexce
     if (j != k && rec.slots[j].state == copy_state::valid) { return; }  // clean already
   }
   if (engine_.write_back_locked(rec, k, place_mode::no_wait) || engine_.write_back_locked(rec, k, place_mode::ladder)) {
+    try {
+      std::lock_guard lk(wt_mtx_);
+      wt_pending_.push_back(static_cast<std::uint64_t>(rec.id));  // pool::synchronize waits for it
+    } catch (...) {  // bad_alloc: the copy still happens; synchronize does not wait for it
+    }
     counters_.write_throughs.fetch_add(1, std::memory_order_relaxed);
     counters_.write_through_bytes.fetch_add(rec.bytes, std::memory_order_relaxed);
   } else {

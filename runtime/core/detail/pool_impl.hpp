@@ -125,6 +125,9 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   [[nodiscard]] std::string summary_json() const;
   [[nodiscard]] bool validate() const;
   [[nodiscard]] fit_report fits(std::size_t bytes, tier_id tier, std::uint32_t tenant) const;  // pool_fit.cpp
+  // -- residency and snapshots (pool_snapshot.cpp) --
+  [[nodiscard]] tensor_residency residency(tensor const& t) const;
+  [[nodiscard]] pool_snapshot snapshot() const;
   void publish();
   [[nodiscard]] std::string stats_segment() const;
   [[nodiscard]] std::string publishing_error() const;

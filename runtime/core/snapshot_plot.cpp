@@ -34,8 +34,8 @@ constexpr double kLeft = 100.0;      // room for the offset labels
 constexpr double kTop = 70.0;        // the title, then the first panel's header
 constexpr double kPanelH = 240.0;    // height of one tier's panel
 constexpr double kPanelGap = 80.0;   // column labels below a panel, the next one's header
-constexpr double kLegendW = 240.0;   // the legend, right of the panels
-constexpr double kMinPlotW = 360.0;  // the panels' width at least
+constexpr double kLegendW = 300.0;   // the legend, right of the panels
+constexpr double kMinPlotW = 480.0;  // the panels' width at least
 constexpr std::size_t kLegendRows = 16;
 
 // A colour per tensor: hues a golden angle apart by id, so that neighbours differ.
@@ -79,7 +79,7 @@ std::string snapshot_svg(std::span<pool_snapshot const> series, std::string_view
   double const col_w = std::clamp(720.0 / static_cast<double>(n), 6.0, 80.0);
   double const plot_w = std::max(kMinPlotW, col_w * static_cast<double>(n));
   double const cw = plot_w / static_cast<double>(n);
-  double const width = kLeft + plot_w + 30.0 + kLegendW;
+  double const width = kLeft + plot_w + 40.0 + kLegendW;
   std::size_t const legend_rows = std::min(series.back().tensors.size(), kLegendRows) + 4;  // + header, "more", keys
   double const height = std::max(kTop + static_cast<double>(std::max<std::size_t>(tiers, 1)) * (kPanelH + kPanelGap) + 10.0,
                                  kTop + 40.0 + static_cast<double>(legend_rows) * 18.0);
@@ -113,8 +113,8 @@ std::string snapshot_svg(std::span<pool_snapshot const> series, std::string_view
     auto py = [&](double off) { return y0 + off / yr * kPanelH; };
     out += "<text x=\"" + svg_number(kLeft) + "\" y=\"" + svg_number(y0 - 10.0) + "\" font-size=\"13\">" +
            xml_escape("tier " + std::to_string(k) + ": " + last->name + " (" + std::string(to_string(last->kind)) +
-                      "), capacity " + detail::format_byte_size(last->capacity_bytes) + ", used " +
-                      detail::format_byte_size(last->used_bytes) + " at the last snapshot") +
+                      "), " + detail::format_byte_size(last->used_bytes) + " used of " +
+                      detail::format_byte_size(last->capacity_bytes) + " at the last snapshot") +
            "</text>\n";
     for (double v : yt) {
       double const y = py(v);
@@ -182,7 +182,7 @@ std::string snapshot_svg(std::span<pool_snapshot const> series, std::string_view
   std::sort(big.begin(), big.end(), [](auto const* a, auto const* b) {
     return a->bytes != b->bytes ? a->bytes > b->bytes : a->id < b->id;
   });
-  double const lx = kLeft + plot_w + 30.0;
+  double const lx = kLeft + plot_w + 40.0;
   out += "<text x=\"" + svg_number(lx) + "\" y=\"" + svg_number(kTop) + "\" font-size=\"13\">" +
          xml_escape(std::to_string(end.tensors.size()) + " tensors at the last snapshot") + "</text>\n";
   std::size_t const rows = std::min(big.size(), kLegendRows);
@@ -201,7 +201,7 @@ std::string snapshot_svg(std::span<pool_snapshot const> series, std::string_view
   double const ky = kTop + 30.0 + static_cast<double>(rows + 1) * 18.0;
   out += "<rect x=\"" + svg_number(lx) + "\" y=\"" + svg_number(ky - 10.0) +
          "\" width=\"12\" height=\"12\" fill=\"url(#pending)\"/><text x=\"" + svg_number(lx + 18.0) + "\" y=\"" +
-         svg_number(ky) + "\">pending free (its last use still running)</text>\n";
+         svg_number(ky) + "\">pending free (last use running)</text>\n";
   out += "<rect x=\"" + svg_number(lx) + "\" y=\"" + svg_number(ky + 8.0) +
          "\" width=\"12\" height=\"12\" fill=\"#eeeeee\" stroke=\"#cccccc\"/><text x=\"" + svg_number(lx + 18.0) +
          "\" y=\"" + svg_number(ky + 18.0) + "\">released chunk; blank: free</text>\n";

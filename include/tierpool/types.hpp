@@ -34,13 +34,13 @@ enum class tier_id : std::uint32_t {};
 [[nodiscard]] inline std::string to_string(tensor_id id) { return std::to_string(static_cast<std::uint64_t>(id)); }
 /// @brief The tier's index in decimal ("0" for the fastest tier).
 [[nodiscard]] inline std::string to_string(tier_id id) { return std::to_string(static_cast<std::uint32_t>(id)); }
-/// @brief Write the id's number (as to_string). Needs <ostream> where it is used.
+/// @brief Write the id's number (as to_string). Needs `<ostream>` where it is used.
 template <class CharT, class Traits>
 std::basic_ostream<CharT, Traits>& operator<<(std::basic_ostream<CharT, Traits>& os, tensor_id id)
 {
   return os << static_cast<std::uint64_t>(id);
 }
-/// @brief Write the tier's index (as to_string). Needs <ostream> where it is used.
+/// @brief Write the tier's index (as to_string). Needs `<ostream>` where it is used.
 template <class CharT, class Traits>
 std::basic_ostream<CharT, Traits>& operator<<(std::basic_ostream<CharT, Traits>& os, tier_id id)
 {

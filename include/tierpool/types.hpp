@@ -89,20 +89,22 @@ constexpr std::size_t operator""_GiB(unsigned long long v) noexcept { return sta
 #if defined(__cpp_lib_format)
 // std::format("{}", id) where the standard library has <format> (GCC 13, not GCC 12): the
 // number, with the integer format specs ("{:>6}"). Elsewhere use to_string or operator<<.
+namespace std {
 template <class CharT>
-struct std::formatter<tierpool::tensor_id, CharT> : std::formatter<std::uint64_t, CharT> {
+struct formatter<tierpool::tensor_id, CharT> : formatter<std::uint64_t, CharT> {
   template <class FormatContext>
   auto format(tierpool::tensor_id id, FormatContext& ctx) const
   {
-    return std::formatter<std::uint64_t, CharT>::format(static_cast<std::uint64_t>(id), ctx);
+    return formatter<std::uint64_t, CharT>::format(static_cast<std::uint64_t>(id), ctx);
   }
 };
 template <class CharT>
-struct std::formatter<tierpool::tier_id, CharT> : std::formatter<std::uint32_t, CharT> {
+struct formatter<tierpool::tier_id, CharT> : formatter<std::uint32_t, CharT> {
   template <class FormatContext>
   auto format(tierpool::tier_id id, FormatContext& ctx) const
   {
-    return std::formatter<std::uint32_t, CharT>::format(static_cast<std::uint32_t>(id), ctx);
+    return formatter<std::uint32_t, CharT>::format(static_cast<std::uint32_t>(id), ctx);
   }
 };
+}  // namespace std
 #endif

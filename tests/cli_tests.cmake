@@ -630,3 +630,38 @@ add_test(NAME cli.top.plus_sign_accepted COMMAND $<TARGET_FILE:tierpool_cli> top
 set_tests_properties(cli.top.plus_sign_accepted PROPERTIES LABELS cpu TIMEOUT 30
   PASS_REGULAR_EXPRESSION "tierpool top — 0 pool\\(s\\)")
 # ---- end tierpool top ---------------------------------------------------------------
+
+# ---- tierpool snapshot view -------------------------------------------------------
+# tests/data/snapshot_demo.json: the demo's pool after one step (tests/data/README.md).
+set(_tp_snapshot ${CMAKE_CURRENT_SOURCE_DIR}/data/snapshot_demo.json)
+add_test(NAME cli.snapshot.view_text COMMAND $<TARGET_FILE:tierpool_cli> snapshot view ${_tp_snapshot})
+set_tests_properties(cli.snapshot.view_text PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "snapshot_demo\\.json: 50 tensors \\([0-9.]+ KiB\\), backend sim, time [0-9.]+ ms\n  tier name +capacity +used +pending +free +largest +frag +blocks +tensors +dirty\n  0 +device .*\n  1 +pinned_host .*\n  2 +host [^\n]*[0-9]+%")
+# The layout plot over two snapshots (the same file twice): an SVG with every tier's panel.
+add_test(NAME cli.snapshot.view_svg
+  COMMAND sh -c "\"$0\" snapshot view \"$1\" \"$1\" --svg \"$2\" --title 'two snapshots' && grep -o -e 'two snapshots' -e 'tier 2: host' -e '</svg>' \"$2\" | sort -u"
+          $<TARGET_FILE:tierpool_cli> ${_tp_snapshot} ${CMAKE_CURRENT_BINARY_DIR}/cli_snapshot_view.svg)
+set_tests_properties(cli.snapshot.view_svg PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "wrote [^\n]*cli_snapshot_view\\.svg: 3 tiers over 2 snapshots\n</svg>\ntier 2: host\ntwo snapshots\n$")
+# A corrupt, a foreign and a missing file: a message naming the file, exit status 2.
+set(_tp_bad_snapshot ${CMAKE_CURRENT_BINARY_DIR}/cli_snapshot_corrupt.json)
+file(WRITE ${_tp_bad_snapshot} "{\"version\": 1, \"tensors\": [")
+set(_tp_foreign_snapshot ${CMAKE_CURRENT_BINARY_DIR}/cli_snapshot_foreign.json)
+file(WRITE ${_tp_foreign_snapshot} "{\"version\": 7}")
+foreach(_tp_case
+    "corrupt|${_tp_bad_snapshot}|tierpool: error: snapshot '[^']*cli_snapshot_corrupt\\.json': not JSON"
+    "foreign|${_tp_foreign_snapshot}|tierpool: error: snapshot '[^']*cli_snapshot_foreign\\.json': schema version 7, this tierpool reads version 1"
+    "missing|${CMAKE_CURRENT_BINARY_DIR}/no_such_snapshot.json|tierpool: error: cannot read snapshot '[^']*no_such_snapshot\\.json': No such file or directory")
+  string(REPLACE "|" ";" _tp_fields "${_tp_case}")
+  list(GET _tp_fields 0 _tp_name)
+  list(GET _tp_fields 1 _tp_file)
+  list(GET _tp_fields 2 _tp_msg)
+  add_test(NAME cli.snapshot.${_tp_name}_file
+    COMMAND sh -c "\"$0\" snapshot view \"$1\" \"$2\" 2>&1; echo \"exit status $?\""
+            $<TARGET_FILE:tierpool_cli> ${_tp_snapshot} ${_tp_file})
+  set_tests_properties(cli.snapshot.${_tp_name}_file PROPERTIES LABELS cpu
+    PASS_REGULAR_EXPRESSION "^${_tp_msg}[^\n]*\nexit status 2\n$")
+endforeach()
+add_test(NAME cli.snapshot.no_file_fails COMMAND $<TARGET_FILE:tierpool_cli> snapshot view)
+set_tests_properties(cli.snapshot.no_file_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+# ---- end tierpool snapshot view ---------------------------------------------------

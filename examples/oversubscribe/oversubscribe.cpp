@@ -63,6 +63,7 @@ struct options {
   std::string link{};
   std::string json{};
   std::string trace{};  ///< --trace, else TIERPOOL_TRACE
+  std::string snapshot{};  ///< --snapshot: the pool's snapshot after training, as JSON
   bool virtual_clock{false};  ///< --virtual-clock: the sim's deterministic timeline
   bool kernel_time{false};    ///< --kernel-time: on the virtual clock, kernels occupy their streams (a roofline)
   bool check_kernels{false};
@@ -90,6 +91,9 @@ set, and checks every step's loss bit for bit against a run with unlimited devic
   --json FILE           write the results and the pool's statistics as JSON
   --trace FILE          record the oversubscribed pool's calls as a trace (.tpt text,
                         .tpb binary; default: TIERPOOL_TRACE) for tierpool replay
+  --snapshot FILE       write the oversubscribed pool's snapshot after training (where
+                        every tensor lives, every tier's blocks) as JSON, for
+                        tierpool snapshot view FILE [--svg OUT.svg]
   --virtual-clock       sim only: the deterministic virtual timeline instead of the wall
                         clock (the same pool decisions on every run; what replay uses)
   --kernel-time         with --virtual-clock: each kernel occupies its stream for its time
@@ -254,6 +258,7 @@ options parse_options(int argc, char** argv)
     else if (arg == "--no-prefetch") { o.model.prefetch = false; }
     else if (arg == "--json") { o.json = value(); }
     else if (arg == "--trace") { o.trace = value(); }
+    else if (arg == "--snapshot") { o.snapshot = value(); }
     else if (arg == "--virtual-clock") { o.virtual_clock = true; }
     else if (arg == "--kernel-time") { o.kernel_time = true; }
     else if (arg == "--check-kernels") { o.check_kernels = true; }
@@ -546,6 +551,7 @@ int run(options const& o)
   tierpool::pool_stats const stats = pool.stats();
   std::string const summary = pool.summary();
   std::string const summary_json = pool.summary_json();
+  tierpool::pool_snapshot const snapshot = pool.snapshot();  // where the tensors are after training
   std::uint64_t const digest = tiered.parameter_digest();
   std::uint64_t const ref_digest = ref.parameter_digest();
   bool const params_match = digest == ref_digest;
@@ -577,6 +583,29 @@ int run(options const& o)
                 "run)\n",
                 virtual_s * 1e3, ref_virtual_s * 1e3, (virtual_s - std::min(virtual_s, ref_virtual_s)) * 1e3,
                 100.0 * (virtual_s - std::min(virtual_s, ref_virtual_s)) / virtual_s);
+  }
+  {
+    // Where the tensors live after training, from the snapshot: per tier, the tensors whose
+    // newest copy is there (their home) and how many of them are dirty (evicting them would
+    // write them back).
+    std::printf("where the tensors live after training (pool::snapshot, by newest copy):\n");
+    std::printf("  %-12s %8s %12s %8s\n", "tier", "tensors", "bytes", "dirty");
+    for (tierpool::tier_snapshot const& t : snapshot.tiers) {
+      std::size_t count = 0;
+      std::size_t dirty = 0;
+      std::uint64_t bytes = 0;
+      for (tierpool::tensor_snapshot const& ts : snapshot.tensors) {
+        if (ts.home != t.tier) { continue; }
+        ++count;
+        bytes += ts.bytes;
+        dirty += ts.dirty ? 1U : 0U;
+      }
+      std::printf("  %-12s %8zu %12s %8zu\n", t.name.c_str(), count, format_bytes(bytes).c_str(), dirty);
+    }
+  }
+  if (!o.snapshot.empty()) {
+    tierpool::write_snapshot(snapshot, o.snapshot);  // snapshot_error (exit 2) when it cannot be written
+    std::printf("snapshot written to %s (tierpool snapshot view %s)\n", o.snapshot.c_str(), o.snapshot.c_str());
   }
   std::printf("parameters after training: digest %016llx, reference %016llx (%s)\n",
               static_cast<unsigned long long>(digest), static_cast<unsigned long long>(ref_digest),

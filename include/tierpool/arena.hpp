@@ -205,6 +205,22 @@ class TIERPOOL_EXPORT arena {
    * @throws std::bad_alloc when the vector cannot be allocated.
    */
   [[nodiscard]] std::vector<block_info> blocks() const;
+  /**
+   * @brief Call `f(block_info const&)` for every block, region by region, in offset order
+   *        (the order of blocks()), without allocating. O(blocks); the allocate and free
+   *        paths pay nothing for it. `f` must not change the arena.
+   * @param f Callable taking `block_info const&`.
+   */
+  template <class F>
+  void for_each_block(F&& f) const
+  {
+    for (std::uint32_t r = 0; r < regions_.size(); ++r) {
+      for (std::uint32_t b = regions_[r].first_node; b != none; b = nodes_[b].next_phys) {
+        node const& n = nodes_[b];
+        f(block_info{.offset = n.offset, .size = n.size, .region = r, .free = n.state == node_state::free});
+      }
+    }
+  }
 
   /**
    * @brief Check every invariant: blocks tile each region exactly, no two adjacent free

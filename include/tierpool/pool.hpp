@@ -22,6 +22,7 @@
 #include <tierpool/error.hpp>
 #include <tierpool/export.hpp>
 #include <tierpool/pool_options.hpp>
+#include <tierpool/snapshot.hpp>
 #include <tierpool/telemetry.hpp>
 #include <tierpool/types.hpp>
 
@@ -405,6 +406,34 @@ class TIERPOOL_EXPORT pool {
    * @throws tierpool::logic_error for bytes == 0, a tier out of range, or a closed pool.
    */
   [[nodiscard]] fit_report fits(std::size_t bytes, tier_id tier = tier_id{0}, std::uint32_t tenant = 0) const;
+  // -- residency and snapshots --
+  /**
+   * @brief Where `t` lives now: which tiers hold a copy (valid or stale), its home (the
+   *        fastest valid copy), which copy is dirty, whether a copy is in flight or a
+   *        prefetch queued, its live leases, its last use. See docs/chapters/monitoring.md.
+   *
+   * Cheap: one tensor lock (the one every acquire of `t` takes), no table walk, and one
+   * event query per copy still being filled; allocates the small copies vector. A
+   * snapshot: consistent for `t`, but other threads may move it right after. Changes
+   * nothing. Thread-safe.
+   * @throws tierpool::logic_error for an empty or foreign tensor, or a closed pool.
+   */
+  [[nodiscard]] tensor_residency residency(tensor const& t) const;
+  /**
+   * @brief Every live tensor (id, name, size, tenant, copies, state, last use) and every
+   *        tier's blocks (free, used by which tensor, pending, released; chunk and offsets)
+   *        with the tier's figures, at one consistent moment. See docs/chapters/monitoring.md.
+   *
+   * Stops the world briefly, as validate(): it waits until no operation is running and
+   * holds new ones back while it copies the records and the tiers' layouts (they wait,
+   * never fail); takes no tensor lock. Cost: linear in tensors + blocks. Changes nothing.
+   * Thread-safe; from inside a nested pool call on the same thread (a low-memory
+   * callback's) it throws logic_error, as validate().
+   * @throws tierpool::logic_error for a closed pool, or as said above.
+   */
+  [[nodiscard]] pool_snapshot snapshot() const;
+  /// @brief to_json(snapshot()): the snapshot as one JSON object (schema version 1). @throws as snapshot().
+  [[nodiscard]] std::string snapshot_json() const;
   /**
    * @brief Write stats() into the pool's shared-memory segment now (pool_options::publish),
    *        besides the periodic refresh: e.g. before a long phase, or in a program that

@@ -23,4 +23,5 @@
 #include <tierpool/telemetry.hpp>
 #include <tierpool/pool_options.hpp>
 #include <tierpool/pool.hpp>
+#include <tierpool/snapshot.hpp>
 #include <tierpool/monitor.hpp>

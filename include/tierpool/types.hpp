@@ -12,6 +12,14 @@
 #include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
+#include <string>
+#if __has_include(<version>)
+#include <version>
+#endif
+#if defined(__cpp_lib_format)
+#include <format>
+#endif
 
 namespace tierpool {
 
@@ -20,6 +28,24 @@ enum class tensor_id : std::uint64_t {};
 
 /// @brief Index of a tier in a pool's tier list (0 = fastest).
 enum class tier_id : std::uint32_t {};
+
+// -- printing ids --
+/// @brief The id's number in decimal ("42"), as the pool's messages and snapshots name it.
+[[nodiscard]] inline std::string to_string(tensor_id id) { return std::to_string(static_cast<std::uint64_t>(id)); }
+/// @brief The tier's index in decimal ("0" for the fastest tier).
+[[nodiscard]] inline std::string to_string(tier_id id) { return std::to_string(static_cast<std::uint32_t>(id)); }
+/// @brief Write the id's number (as to_string). Needs `<ostream>` where it is used.
+template <class CharT, class Traits>
+std::basic_ostream<CharT, Traits>& operator<<(std::basic_ostream<CharT, Traits>& os, tensor_id id)
+{
+  return os << static_cast<std::uint64_t>(id);
+}
+/// @brief Write the tier's index (as to_string). Needs `<ostream>` where it is used.
+template <class CharT, class Traits>
+std::basic_ostream<CharT, Traits>& operator<<(std::basic_ostream<CharT, Traits>& os, tier_id id)
+{
+  return os << static_cast<std::uint32_t>(id);
+}
 
 /// @brief Logical time in nanoseconds of the backend clock (virtual on a virtual-clock
 ///        sim backend, steady_clock otherwise). Never wall-clock time of day.
@@ -59,3 +85,26 @@ constexpr std::size_t operator""_GiB(unsigned long long v) noexcept { return sta
 }  // namespace literals
 
 }  // namespace tierpool
+
+#if defined(__cpp_lib_format)
+// std::format("{}", id) where the standard library has <format> (GCC 13, not GCC 12): the
+// number, with the integer format specs ("{:>6}"). Elsewhere use to_string or operator<<.
+namespace std {
+template <class CharT>
+struct formatter<tierpool::tensor_id, CharT> : formatter<std::uint64_t, CharT> {
+  template <class FormatContext>
+  auto format(tierpool::tensor_id id, FormatContext& ctx) const
+  {
+    return formatter<std::uint64_t, CharT>::format(static_cast<std::uint64_t>(id), ctx);
+  }
+};
+template <class CharT>
+struct formatter<tierpool::tier_id, CharT> : formatter<std::uint32_t, CharT> {
+  template <class FormatContext>
+  auto format(tierpool::tier_id id, FormatContext& ctx) const
+  {
+    return formatter<std::uint32_t, CharT>::format(static_cast<std::uint32_t>(id), ctx);
+  }
+};
+}  // namespace std
+#endif

@@ -671,12 +671,7 @@ std::vector<arena::block_info> arena::blocks() const
 {
   std::vector<block_info> out;
   out.reserve(static_cast<std::size_t>(allocation_count_ + free_block_count_));
-  for (std::uint32_t r = 0; r < regions_.size(); ++r) {
-    for (std::uint32_t b = regions_[r].first_node; b != none; b = nodes_[b].next_phys) {
-      node const& n = nodes_[b];
-      out.push_back({.offset = n.offset, .size = n.size, .region = r, .free = n.state == node_state::free});
-    }
-  }
+  for_each_block([&out](block_info const& b) { out.push_back(b); });
   return out;
 }
 

@@ -211,6 +211,9 @@ fit_report pool::fits(std::size_t bytes, tier_id tier, std::uint32_t tenant) con
 {
   return checked(impl_, "fits").fits(bytes, tier, tenant);
 }
+tensor_residency pool::residency(tensor const& t) const { return checked(impl_, "residency").residency(t); }
+pool_snapshot pool::snapshot() const { return checked(impl_, "snapshot").snapshot(); }
+std::string pool::snapshot_json() const { return to_json(checked(impl_, "snapshot_json").snapshot()); }
 void pool::publish() { checked(impl_, "publish").publish(); }
 std::string pool::stats_segment() const { return checked(impl_, "stats_segment").stats_segment(); }
 std::string pool::publishing_error() const { return checked(impl_, "publishing_error").publishing_error(); }

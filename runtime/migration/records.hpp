@@ -195,6 +195,11 @@ struct alignas(128) tensor_record {
   /// unlocking.
   std::shared_ptr<record_owner> keep_alive;
   std::shared_ptr<tensor_record> keep_self;
+  /// Tick of the last acquire (at first, of the allocation), for pool::residency and
+  /// snapshots: the shard's clock, read on each miss and every 64th hit (Note [Last use]
+  /// in core/detail/pool_snapshot.cpp). Last: it sits in the record's tail padding, so no
+  /// hot line moves (Note [Record layout]). Guarded by `mtx`.
+  tick last_use{0};
 };
 
 /**

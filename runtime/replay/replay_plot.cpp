@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/svg.hpp"
+
 namespace tierpool::replay {
 
 namespace {
@@ -33,59 +35,11 @@ constexpr double kCharW = 7.0;      // a generous width of one 12 px sans-serif 
 constexpr char const* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
-std::string xml_escape(std::string_view s)
-{
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-
-std::string num(double v)
-{
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
-
-// The SVG header, a white background and the title: every plot starts so.
-void svg_open(std::string& out, double width, double height, std::string_view title)
-{
-  out += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) + "\" height=\"" + num(height) +
-         "\" viewBox=\"0 0 " + num(width) + " " + num(height) + "\">\n";
-  out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  out += "<text x=\"" + num(width / 2) + "\" y=\"28\" text-anchor=\"middle\" font-family=\"sans-serif\" font-size=\"16\">" +
-         xml_escape(title) + "</text>\n";
-}
-
-// Ticks from 0 to a rounded maximum: decimal steps 1/2/5 x 10^k, or powers of two for
-// byte axes (so that labels read 64.0 MiB, 128.0 MiB, ...).
-std::vector<double> ticks(double max, bool binary)
-{
-  if (!(max > 0.0)) { max = 1.0; }
-  double step = 0.0;
-  if (binary && max >= 4.0) {
-    step = std::exp2(std::ceil(std::log2(max / 5.0)));
-  } else {
-    double const raw = max / 5.0;
-    double const mag = std::pow(10.0, std::floor(std::log10(raw)));
-    double const f = raw / mag;
-    step = (f <= 1.0 ? 1.0 : f <= 2.0 ? 2.0 : f <= 5.0 ? 5.0 : 10.0) * mag;
-  }
-  std::vector<double> t;
-  for (double v = 0.0; v < max + step * 0.999; v += step) { t.push_back(v); }
-  if (t.size() < 2) { t.push_back(step); }
-  return t;
-}
+// The pieces every plot shares (util/svg.hpp): header, escaping, pixel numbers, ticks.
+using tierpool::detail::svg_open;
+using tierpool::detail::xml_escape;
+std::string num(double v) { return tierpool::detail::svg_number(v); }
+std::vector<double> ticks(double max, bool binary) { return tierpool::detail::svg_ticks(max, binary); }
 
 std::string tick_label(double v, bool bytes, bool ratio)
 {

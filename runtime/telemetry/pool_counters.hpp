@@ -22,6 +22,7 @@ namespace tierpool::detail {
 /// @brief A shard's figures: written by its own threads (relaxed), summed by stats().
 struct alignas(128) counter_shard {
   std::atomic<std::uint64_t> hits{0}, misses{0}, prefetch_hits{0}, prefetch_late{0};  // acquires + failures = hits + misses
+  std::atomic<std::uint64_t> clock{0};  // backend clock (ticks) as last read by this shard's acquires (Note [Last use], pool_snapshot.cpp)
 };
 
 /// @brief The counted figures of one pool (pool_stats, telemetry.hpp, says what each means).

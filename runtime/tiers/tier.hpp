@@ -282,6 +282,39 @@ class TIERPOOL_EXPORT tier {
   /// @brief Every chunk, indexed like arena regions (`block.slot.region`). O(chunks), allocates.
   [[nodiscard]] std::vector<chunk_range> chunk_ranges() const;
 
+  /// @brief What a block of the tier's layout holds (for_each_block).
+  enum class block_use : std::uint8_t {
+    free,      ///< free in the arena
+    live,      ///< a live block (a tensor's copy, for the pool)
+    deferred,  ///< freed, awaiting its event (deallocate_after): reused once that completes
+    released,  ///< a released chunk's placeholder (given back to the backend; not memory now)
+  };
+  /// @brief One block of the layout: where it is and what holds it.
+  struct block_view {
+    std::uint64_t offset{0};        ///< global arena offset (as block.slot.offset)
+    std::uint64_t size{0};          ///< bytes (slot size)
+    std::uint32_t chunk{0};         ///< chunk index (== arena region)
+    std::uint64_t chunk_offset{0};  ///< offset inside the chunk
+    block_use use{block_use::free};
+  };
+  /**
+   * @brief Call `f(block_view const&)` for every block of every chunk, in offset order, the
+   *        blocks tiling each chunk. O(blocks); allocates nothing. The caller holds mutex().
+   */
+  template <class F>
+  void for_each_block(F&& f) const
+  {
+    arena_.for_each_block([&](arena::block_info const& b) {
+      chunk const& c = chunks_[b.region];
+      block_use const use = b.free                                  ? block_use::free
+                            : c.placeholder                         ? block_use::released
+                            : deferred_offsets_.contains(b.offset)  ? block_use::deferred
+                                                                    : block_use::live;
+      f(block_view{.offset = b.offset, .size = b.size, .chunk = b.region,
+                   .chunk_offset = b.offset - arena_.region_base(b.region), .use = use});
+    });
+  }
+
   /// @brief What fit() found: how many blocks of one size the tier can still place.
   struct fit_figures {
     std::size_t slot_bytes{0};           ///< the size asked about, rounded up to the alignment

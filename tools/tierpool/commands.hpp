@@ -28,5 +28,7 @@ int trace_stat_command(int argc, char** argv);
 /// `tierpool replay TRACE ...`: replay a trace per policy × capacity (docs/chapters/replay.md).
 int replay_command(int argc, char** argv);
 int top_command(int argc, char** argv);
+/// `tierpool snapshot view FILE.json ... [--svg OUT.svg]`: pool snapshots per tier, or their layout plot.
+int snapshot_view_command(int argc, char** argv);
 
 }  // namespace tierpool::cli

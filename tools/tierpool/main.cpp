@@ -37,6 +37,8 @@ command const commands[] = {
   {{"trace", "stat"}, tierpool::cli::trace_stat_command, "requests, objects, working set, peak live bytes of a trace"},
   {{"replay"}, tierpool::cli::replay_command, "replay a trace per policy x capacity (pool or cache mode)"},
   {{"top"}, tierpool::cli::top_command, "live figures of the pools running on this machine (shared memory)"},
+  {{"snapshot", "view"}, tierpool::cli::snapshot_view_command,
+   "pool snapshots (pool::snapshot_json) per tier, or their layout over time (--svg)"},
 };
 
 void print_usage(std::FILE* out)

@@ -142,6 +142,9 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   std::size_t trim();
   capacity_report set_capacity(tier_id tier, std::size_t bytes);
   std::optional<capacity_report> check_memory_pressure();
+  // -- residency and snapshots (pool_snapshot.cpp) --
+  [[nodiscard]] tensor_residency residency(tensor const& t) const;
+  [[nodiscard]] pool_snapshot snapshot() const;
   void publish();
   [[nodiscard]] std::string stats_segment() const;
   [[nodiscard]] std::string publishing_error() const;

@@ -22,6 +22,23 @@
 
 namespace tierpool::detail {
 
+namespace {
+
+// The tick an acquire stamps as the tensor's last use: the backend clock read now (`read`:
+// a miss or an allocation), else the shard's last reading, read again every 64th hit
+// (Note [Last use] in pool_snapshot.cpp).
+[[gnu::always_inline]] inline tick shard_clock(tierpool::backend& be, counter_shard& cs, bool read) noexcept
+{
+  if (read || (cs.hits.load(std::memory_order_relaxed) & 63U) == 0) [[unlikely]] {
+    tick const t = be.now();
+    cs.clock.store(t, std::memory_order_relaxed);
+    return t;
+  }
+  return cs.clock.load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------------------------------
 // allocate
 // ---------------------------------------------------------------------------------------
@@ -143,6 +160,7 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
     s.blk = *got.blk;
     s.ready = got.after;  // a reused block: its previous occupant's write-back, if still running
     engine_.insert_into_policy(*rec, where, true);
+    rec->last_use = shard_clock(*backend_, counters_.shards[thread_shard()], true);
   }
   counters_.live_tensors.fetch_add(1, std::memory_order_relaxed);
   counters_.live_tensor_bytes.fetch_add(bytes, std::memory_order_relaxed);
@@ -241,10 +259,12 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
     }
     if (slot.ready && !engine_.ready_complete(slot)) { streams_->wait_event_or_sync(stream, slot.ready); }
     engine_.note_access(rec, d, write);
+    rec.last_use = shard_clock(*backend_, cs, false);
   } else {
     if (!retry) { bump(counters_.shards[thread_shard()].misses, std::uint64_t{1}, thread_shard()); }
     counted = true;
     rec.prefetched = false;
+    rec.last_use = shard_clock(*backend_, counters_.shards[thread_shard()], true);
     (void)engine_.ensure_valid_locked(rec, d, access, place_mode::ladder);
     if (slot.ready) { streams_->wait_event_or_sync(stream, slot.ready); }
   }
@@ -291,9 +311,11 @@ lease pool_impl::acquire_host_locked(tensor_record& rec, access_mode access, boo
     if (!retry) { bump(counters_.shards[thread_shard()].hits, std::uint64_t{1}, thread_shard()); }
     counted = true;
     engine_.note_access(rec, *h, write);
+    rec.last_use = shard_clock(*backend_, counters_.shards[thread_shard()], false);
   } else {
     if (!retry) { bump(counters_.shards[thread_shard()].misses, std::uint64_t{1}, thread_shard()); }
     counted = true;
+    rec.last_use = shard_clock(*backend_, counters_.shards[thread_shard()], true);
     std::optional<std::uint32_t> last_host;
     for (std::uint32_t k = 0; k < n && !h; ++k) {
       if (!is_host_accessible(engine_.tiers()[k]->kind)) { continue; }

@@ -89,7 +89,7 @@ class TIERPOOL_EXPORT tensor {
  * A lease that outlives its pool object is misuse that is caught, not undefined
  * behaviour: pool::close() throws tierpool::logic_error naming the live leases, and the
  * destructor (which cannot throw) keeps the pool's memory alive until the last lease ends
- * and says so on stderr.
+ * and says so (log_level::error, log.hpp).
  *
  * Thread safety: externally synchronized. Many leases on one tensor may live on different
  * threads at once, and a lease may be released on another thread than the one that took it.
@@ -347,7 +347,7 @@ class TIERPOOL_EXPORT pool {
   [[nodiscard]] std::string summary_json() const;
   /**
    * @brief Check every invariant of the pool (records, tiers, policies) at one consistent
-   *        moment; prints each violation on stderr. @return true when all hold.
+   *        moment; logs each violation (log_level::error, log.hpp). @return true when all hold.
    *
    * Thread-safe, and safe while other threads use the pool: it waits until no operation is
    * running and holds new ones back until it is done (they wait, they never fail because
@@ -385,7 +385,7 @@ class TIERPOOL_EXPORT pool {
    * @brief Why recording the trace (TIERPOOL_TRACE, pool_options::trace_path) stopped, e.g.
    *        "cannot write trace 'run.tpt': No space left on device"; "" while it works or
    *        when the pool records nothing. The first write error stops the recording: the
-   *        pool writes one line on stderr (none with fallback_notice::silent) and drops the
+   *        pool logs one message (log_level::error, log.hpp; none with fallback_notice::silent) and drops the
    *        later events. close() writes the last buffered events, so a program that must
    *        know its trace is whole checks this after close(). Thread-safe.
    */

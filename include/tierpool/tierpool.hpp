@@ -12,6 +12,7 @@
 #include <tierpool/export.hpp>
 #include <tierpool/types.hpp>
 #include <tierpool/error.hpp>
+#include <tierpool/log.hpp>
 #include <tierpool/tier.hpp>
 #include <tierpool/backend.hpp>
 #include <tierpool/arena.hpp>

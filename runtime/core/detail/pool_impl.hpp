@@ -72,7 +72,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   /// Record an access by lease `l` (acquire or acquire_host). No-op unless tracing().
   void trace_access(lease const& l) noexcept;
   /// Record an event, stamping its time with the backend clock. Never throws: a failed
-  /// write stops the recording (tracing_error()) with one line on stderr, once.
+  /// write stops the recording (tracing_error()) with one log message, once.
   void trace_record(trace::event e) noexcept;
   /// Why recording stopped (trace::recorder::error()); empty when it works or no trace is recorded.
   [[nodiscard]] std::string tracing_error() const { return tracer_.error(); }
@@ -117,7 +117,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   void synchronize(stream_handle s);
 
   void close();
-  /// @brief Destructor path of pool: close() unless leases live; then one stderr line.
+  /// @brief Destructor path of pool: close() unless leases live; then one log message.
   void close_from_destructor() noexcept;
 
   [[nodiscard]] pool_stats stats() const;

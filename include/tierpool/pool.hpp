@@ -17,9 +17,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include <tierpool/backend.hpp>
 #include <tierpool/error.hpp>
+#include <tierpool/event.hpp>
 #include <tierpool/export.hpp>
 #include <tierpool/pool_options.hpp>
 #include <tierpool/telemetry.hpp>
@@ -173,7 +175,8 @@ using low_memory_callback = std::function<void(low_memory_event const&)>;
  * the host for space that eviction has freed but whose last use is still running.
  * Eviction waits (stream-wise) for a victim's last use before copying it out, and space is
  * reused only after the copy that vacated it is done. Ordering two of the program's
- * streams on one tensor is the program's job (docs/chapters/streams.md).
+ * streams on one tensor is the program's job: order(), events (create_event()) and
+ * record_stream() do it (docs/chapters/streams.md).
  *
  * @code
  * tierpool::pool p;                                  // default tiers, LRU, auto backend
@@ -331,7 +334,77 @@ class TIERPOOL_EXPORT pool {
    */
   void destroy_stream(stream_handle s);
   /// @brief Block until all work on `s` has completed.
+  ///        Rethrows the first exception a host callable queued on `s` (enqueue_host) threw
+  ///        since the last synchronize of `s`.
   void synchronize(stream_handle s);
+
+  // -- events and host work --
+  /**
+   * @brief Make an event of this pool: record it on a stream, then query it, wait for it
+   *        on the host, or make another stream wait for it (tierpool::event). Thread-safe.
+   * @throws tierpool::logic_error for a closed pool.
+   * @throws tierpool::backend_error when the backend cannot make an event.
+   */
+  [[nodiscard]] event create_event();
+  /**
+   * @brief Make work queued on `s` after this call wait for `e`'s last record, without
+   *        blocking the host (cudaStreamWaitEvent; the same as `e.wait(s)`). Thread-safe.
+   * @throws tierpool::logic_error for an empty event, an event of another pool, a stream
+   *         the pool does not know, or a closed pool.
+   * @throws tierpool::backend_error when the backend cannot make `s` wait.
+   */
+  void wait(stream_handle s, event const& e);
+  /**
+   * @brief Run `fn()` on the host in stream order: after the work queued on `s` before
+   *        this call, before the work queued after it (cudaLaunchHostFunc with any callable).
+   *
+   * `fn` is moved (or copied) into the pool and destroyed after it ran, on the thread that
+   * ran it (a backend's worker; on the sim's virtual clock, this thread during this call).
+   * It must not call the pool or its backend (as with cudaLaunchHostFunc). An exception
+   * it throws never reaches the backend: the pool keeps it, and the next synchronize(s)
+   * rethrows it (the first, if several threw; the others are counted in a warning). One
+   * that no synchronize(s) can report any more (destroy_stream(s) or the pool's end came
+   * first) is logged at log_level::error (log.hpp). Later work on `s` runs either way.
+   * Thread-safe.
+   * @throws tierpool::logic_error for a stream the pool does not know or a closed pool
+   *         (`fn` is not run).
+   * @throws tierpool::backend_error when the backend cannot queue it (`fn` is not run).
+   */
+  template <class F>
+  void enqueue_host(stream_handle s, F&& fn)
+  {
+    using callable = std::decay_t<F>;
+    static_assert(std::is_invocable_v<callable&>, "pool::enqueue_host: fn must be callable with no arguments");
+    enqueue_host_work(s, std::make_unique<detail::host_work_of<callable>>(std::forward<F>(fn)));
+  }
+  /**
+   * @brief Order two of the program's streams on one tensor: work queued on `to` after
+   *        this call waits for the work queued on `from` so far that used `t` (its leases on
+   *        `from`, live or ended, and record_stream(lease, from)), without blocking the
+   *        host. Call it after queuing that work. The pool waits only for the last use it
+   *        knows of `t` on `from`, not for later unrelated work there; when it knows none
+   *        (or that use is done), nothing is enqueued. A no-op when `from == to`.
+   *        Thread-safe. See docs/chapters/streams.md.
+   * @throws tierpool::logic_error for an empty, foreign or freed tensor, a stream the pool
+   *         does not know, or a closed pool.
+   */
+  void order(tensor const& t, stream_handle from, stream_handle to);
+  /**
+   * @brief Tell the pool that work the program queues on `s` also uses `l`'s bytes
+   *        (like `torch.Tensor.record_stream`): they are not moved, evicted or reused before
+   *        the work queued on `s` by the time the tensor's last lease there ends has
+   *        completed, as for the lease's own stream. Ordering `s` after other streams stays
+   *        the program's (order(), events). A no-op for `s == l.stream()`. Thread-safe (the
+   *        lease is externally synchronized as ever).
+   * @throws tierpool::logic_error for an ended lease, a lease of another pool, a stream
+   *         the pool does not know, or a closed pool.
+   */
+  void record_stream(lease const& l, stream_handle s);
+
+ private:
+  void enqueue_host_work(stream_handle s, std::unique_ptr<detail::host_work> work);
+
+ public:
 
   /**
    * @brief Shut the pool down: wait for outstanding copies and free every tier.

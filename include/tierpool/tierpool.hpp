@@ -24,4 +24,5 @@
 #include <tierpool/telemetry.hpp>
 #include <tierpool/pool_options.hpp>
 #include <tierpool/pool.hpp>
+#include <tierpool/event.hpp>
 #include <tierpool/monitor.hpp>

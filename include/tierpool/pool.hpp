@@ -379,12 +379,15 @@ class TIERPOOL_EXPORT pool {
   }
   /**
    * @brief Order two of the program's streams on one tensor: work queued on `to` after
-   *        this call waits for the work queued on `from` so far that used `t` (its leases on
-   *        `from`, live or ended, and record_stream(lease, from)), without blocking the
-   *        host. Call it after queuing that work. The pool waits only for the last use it
-   *        knows of `t` on `from`, not for later unrelated work there; when it knows none
-   *        (or that use is done), nothing is enqueued. A no-op when `from == to`.
-   *        Thread-safe. See docs/chapters/streams.md.
+   *        this call waits for the work queued on `from` so far that used `t` (under its
+   *        leases on `from`, live or ended, or record_stream(lease, from)), without
+   *        blocking the host. Call it after queuing that work.
+   *
+   * `to` waits for the oldest mark the pool recorded on `from` after that use (Note
+   * [Last-use marks]), else for a new one (all of `from`'s work so far): at most what an
+   * event recorded on `from` now would cover. Nothing is enqueued when the pool knows the
+   * use is complete or knows no use of `t` on `from`, and when `from == to`. Thread-safe.
+   * See docs/chapters/streams.md.
    * @throws tierpool::logic_error for an empty, foreign or freed tensor, a stream the pool
    *         does not know, or a closed pool.
    */

@@ -591,6 +591,47 @@ TEST(PoolRecordStream, TheBlockIsNotReusedBeforeTheRecordedStreamsWork)
   EXPECT_TRUE(p.validate());
 }
 
+// A use recorded with record_stream is stamped when the copy's last lease ends, not when
+// an earlier lease on that same stream ends: here lease x on a ends first (and a mark on a
+// covers its use at once), then the program reads lease y's bytes on a (recorded there),
+// then y ends. The block must wait for that later reader on a.
+TEST(PoolRecordStream, AnEarlierLeaseEndingDoesNotStampTheRecordedUse)
+{
+  four_resident f;
+  auto& p = f.p;
+  stream_handle const a = p.create_stream();
+  stream_handle const b = p.create_stream();
+  stream_handle const c = p.create_stream();
+  std::vector<lease> pinned;  // t1..t3: t0 is the only victim
+  for (std::size_t i = 1; i < 4; ++i) { pinned.push_back(p.acquire(f.t[i], access_mode::read, f.s)); }
+  lease x = p.acquire(f.t[0], access_mode::read, a);
+  lease y = p.acquire(f.t[0], access_mode::read, b);
+  p.record_stream(y, a);
+  x.release();           // a's own lease ends: it must not stamp the use y recorded on a
+  p.order(f.t[0], a, c);  // records a mark on a now (y is live), complete at once
+  p.synchronize(a);
+  gate g;
+  std::atomic<int> saw{-1};
+  p.enqueue_host(a, g.hold());
+  p.enqueue_host(a, [&saw, ptr = y.data(), n = y.bytes()] { saw = has_pattern(ptr, n, 0, 1) ? 1 : 0; });
+  y.release();
+  p.prefetch(f.t[4]);  // evicts t0 (clean: dropped); its block waits for the reader on a
+  p.synchronize(f.s);
+  p.synchronize(b);
+  grace([&] {
+    { lease z = p.acquire(f.t[1], access_mode::read, f.s); }
+    return p.stats().prefetches != 0;
+  });
+  EXPECT_EQ(p.stats().prefetches, 0U) << "t4 was copied into t0's block while a still reads it";
+  g.release();
+  p.synchronize(a);
+  EXPECT_EQ(saw.load(), 1) << "t0's block was reused under the reader on a";
+  pinned.clear();
+  p.synchronize(f.s);
+  for (std::uint64_t i = 0; i < 8; ++i) { EXPECT_TRUE(check(p, f.t[i], i, 1)) << i; }
+  EXPECT_TRUE(p.validate());
+}
+
 TEST(PoolRecordStream, MisuseIsALogicError)
 {
   pool p{quiet(small_tiers(make_sim()))};

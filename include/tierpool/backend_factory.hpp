@@ -45,10 +45,14 @@ enum class backend_choice : std::uint8_t {
  */
 [[nodiscard]] TIERPOOL_EXPORT std::optional<backend_choice> backend_choice_from_env();
 
-/// @brief Whether an automatic fallback to sim is announced on stderr.
+/**
+ * @brief Whether an automatic fallback to sim is announced (and, for a pool, a trace that
+ *        stopped or live figures it cannot publish): one message at log_level::warning
+ *        (error for the trace) through the log sink, stderr by default (log.hpp).
+ */
 enum class fallback_notice : std::uint8_t {
-  stderr_line,  ///< print one "tierpool: ...; using the simulated device" line on stderr
-  silent,       ///< print nothing (the reason is still in backend_selection::reason)
+  stderr_line,  ///< one "tierpool: ...; using the simulated device; ..." message to the log sink
+  silent,       ///< no message (the reason is still in backend_selection::reason)
 };
 
 /// @brief The result of a selection: the backend and why it was chosen.
@@ -69,7 +73,7 @@ struct backend_selection {
  * @param choice  Which backend.
  * @param sim     Options for the sim backend (used when sim is built).
  * @param device  CUDA device ordinal (ignored by sim).
- * @param notice  Whether a fallback prints its one stderr line.
+ * @param notice  Whether a fallback sends its one message to the log sink.
  * @return The backend (never null) and the reason.
  * @throws tierpool::backend_error if `cuda` is requested and unavailable (code no_device,
  *         or not_supported when the CUDA backend is not compiled in); the message carries

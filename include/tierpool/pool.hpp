@@ -17,9 +17,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include <tierpool/backend.hpp>
 #include <tierpool/error.hpp>
+#include <tierpool/event.hpp>
 #include <tierpool/export.hpp>
 #include <tierpool/pool_options.hpp>
 #include <tierpool/snapshot.hpp>
@@ -90,7 +92,7 @@ class TIERPOOL_EXPORT tensor {
  * A lease that outlives its pool object is misuse that is caught, not undefined
  * behaviour: pool::close() throws tierpool::logic_error naming the live leases, and the
  * destructor (which cannot throw) keeps the pool's memory alive until the last lease ends
- * and says so on stderr.
+ * and says so (log_level::error, log.hpp).
  *
  * Thread safety: externally synchronized. Many leases on one tensor may live on different
  * threads at once, and a lease may be released on another thread than the one that took it.
@@ -174,7 +176,8 @@ using low_memory_callback = std::function<void(low_memory_event const&)>;
  * the host for space that eviction has freed but whose last use is still running.
  * Eviction waits (stream-wise) for a victim's last use before copying it out, and space is
  * reused only after the copy that vacated it is done. Ordering two of the program's
- * streams on one tensor is the program's job (docs/chapters/streams.md).
+ * streams on one tensor is the program's job: order(), events (create_event()) and
+ * record_stream() do it (docs/chapters/streams.md).
  *
  * @code
  * tierpool::pool p;                                  // default tiers, LRU, auto backend
@@ -332,7 +335,80 @@ class TIERPOOL_EXPORT pool {
    */
   void destroy_stream(stream_handle s);
   /// @brief Block until all work on `s` has completed.
+  ///        Rethrows the first exception a host callable queued on `s` (enqueue_host) threw
+  ///        since the last synchronize of `s`.
   void synchronize(stream_handle s);
+
+  // -- events and host work --
+  /**
+   * @brief Make an event of this pool: record it on a stream, then query it, wait for it
+   *        on the host, or make another stream wait for it (tierpool::event). Thread-safe.
+   * @throws tierpool::logic_error for a closed pool.
+   * @throws tierpool::backend_error when the backend cannot make an event.
+   */
+  [[nodiscard]] event create_event();
+  /**
+   * @brief Make work queued on `s` after this call wait for `e`'s last record, without
+   *        blocking the host (cudaStreamWaitEvent; the same as `e.wait(s)`). Thread-safe.
+   * @throws tierpool::logic_error for an empty event, an event of another pool, a stream
+   *         the pool does not know, or a closed pool.
+   * @throws tierpool::backend_error when the backend cannot make `s` wait.
+   */
+  void wait(stream_handle s, event const& e);
+  /**
+   * @brief Run `fn()` on the host in stream order: after the work queued on `s` before
+   *        this call, before the work queued after it (cudaLaunchHostFunc with any callable).
+   *
+   * `fn` is moved (or copied) into the pool and destroyed after it ran, on the thread that
+   * ran it (a backend's worker; on the sim's virtual clock, this thread during this call).
+   * It must not call the pool or its backend (as with cudaLaunchHostFunc). An exception
+   * it throws never reaches the backend: the pool keeps it, and the next synchronize(s)
+   * rethrows it (the first, if several threw; the others are counted in a warning). One
+   * that no synchronize(s) can report any more (destroy_stream(s) or the pool's end came
+   * first) is logged at log_level::error (log.hpp). Later work on `s` runs either way.
+   * Thread-safe.
+   * @throws tierpool::logic_error for a stream the pool does not know or a closed pool
+   *         (`fn` is not run).
+   * @throws tierpool::backend_error when the backend cannot queue it (`fn` is not run).
+   */
+  template <class F>
+  void enqueue_host(stream_handle s, F&& fn)
+  {
+    using callable = std::decay_t<F>;
+    static_assert(std::is_invocable_v<callable&>, "pool::enqueue_host: fn must be callable with no arguments");
+    enqueue_host_work(s, std::make_unique<detail::host_work_of<callable>>(std::forward<F>(fn)));
+  }
+  /**
+   * @brief Order two of the program's streams on one tensor: work queued on `to` after
+   *        this call waits for the work queued on `from` so far that used `t` (under its
+   *        leases on `from`, live or ended, or record_stream(lease, from)), without
+   *        blocking the host. Call it after queuing that work.
+   *
+   * `to` waits for the oldest mark the pool recorded on `from` after that use (Note
+   * [Last-use marks]), else for a new one (all of `from`'s work so far): at most what an
+   * event recorded on `from` now would cover. Nothing is enqueued when the pool knows the
+   * use is complete or knows no use of `t` on `from`, and when `from == to`. Thread-safe.
+   * See docs/chapters/streams.md.
+   * @throws tierpool::logic_error for an empty, foreign or freed tensor, a stream the pool
+   *         does not know, or a closed pool.
+   */
+  void order(tensor const& t, stream_handle from, stream_handle to);
+  /**
+   * @brief Tell the pool that work the program queues on `s` also uses `l`'s bytes
+   *        (like `torch.Tensor.record_stream`): they are not moved, evicted or reused before
+   *        the work queued on `s` by the time the tensor's last lease there ends has
+   *        completed, as for the lease's own stream. Ordering `s` after other streams stays
+   *        the program's (order(), events). A no-op for `s == l.stream()`. Thread-safe (the
+   *        lease is externally synchronized as ever).
+   * @throws tierpool::logic_error for an ended lease, a lease of another pool, a stream
+   *         the pool does not know, or a closed pool.
+   */
+  void record_stream(lease const& l, stream_handle s);
+
+ private:
+  void enqueue_host_work(stream_handle s, std::unique_ptr<detail::host_work> work);
+
+ public:
 
   /**
    * @brief Shut the pool down: wait for outstanding copies and free every tier.
@@ -387,7 +463,7 @@ class TIERPOOL_EXPORT pool {
   std::optional<capacity_report> check_memory_pressure();
   /**
    * @brief Check every invariant of the pool (records, tiers, policies) at one consistent
-   *        moment; prints each violation on stderr. @return true when all hold.
+   *        moment; logs each violation (log_level::error, log.hpp). @return true when all hold.
    *
    * Thread-safe, and safe while other threads use the pool: it waits until no operation is
    * running and holds new ones back until it is done (they wait, they never fail because
@@ -453,7 +529,7 @@ class TIERPOOL_EXPORT pool {
    * @brief Why recording the trace (TIERPOOL_TRACE, pool_options::trace_path) stopped, e.g.
    *        "cannot write trace 'run.tpt': No space left on device"; "" while it works or
    *        when the pool records nothing. The first write error stops the recording: the
-   *        pool writes one line on stderr (none with fallback_notice::silent) and drops the
+   *        pool logs one message (log_level::error, log.hpp; none with fallback_notice::silent) and drops the
    *        later events. close() writes the last buffered events, so a program that must
    *        know its trace is whole checks this after close(). Thread-safe.
    */

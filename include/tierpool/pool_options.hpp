@@ -158,7 +158,7 @@ struct pool_options {
   /// names it here instead of turning read_environment off, which would drop them all.
   /// An unknown name throws tierpool::logic_error.
   std::vector<std::string> ignore_environment{};
-  fallback_notice notice{fallback_notice::stderr_line};  ///< announce a fallback to sim
+  fallback_notice notice{fallback_notice::stderr_line};  ///< announce a fallback to sim, a stopped trace, no publishing (log.hpp)
   publish_options publish{};            ///< live figures for `tierpool top`
   pressure_options pressure{};          ///< give device memory back when the device runs low
 };

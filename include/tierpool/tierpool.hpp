@@ -12,6 +12,7 @@
 #include <tierpool/export.hpp>
 #include <tierpool/types.hpp>
 #include <tierpool/error.hpp>
+#include <tierpool/log.hpp>
 #include <tierpool/tier.hpp>
 #include <tierpool/backend.hpp>
 #include <tierpool/arena.hpp>
@@ -24,4 +25,5 @@
 #include <tierpool/pool_options.hpp>
 #include <tierpool/pool.hpp>
 #include <tierpool/snapshot.hpp>
+#include <tierpool/event.hpp>
 #include <tierpool/monitor.hpp>

@@ -2,18 +2,18 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // backend_factory.cpp — owns backend selection: names ("auto" / "sim" / "cuda"),
-// TIERPOOL_BACKEND, and the automatic CUDA -> sim fallback with its one stderr line.
+// TIERPOOL_BACKEND, and the automatic CUDA -> sim fallback with its one log message.
 // This is the one runtime file that knows whether the CUDA backend is compiled in.
 // Entry points: select_backend(), select_backend_from_env().
 #include <tierpool/backend_factory.hpp>
 #include <tierpool/config.hpp>
 #include <tierpool/error.hpp>
+#include <tierpool/log.hpp>
 
 #if TIERPOOL_HAS_CUDA
 #include <tierpool/backends/cuda_backend.hpp>
 #endif
 
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -100,7 +100,11 @@ backend_selection select_backend(backend_choice choice, sim_options const& sim, 
       sel.backend = make_sim_backend(sim);
       sel.fell_back = true;
       sel.reason = "no usable CUDA device (" + why + "); using the simulated device";
-      if (notice == fallback_notice::stderr_line) { std::fprintf(stderr, "tierpool: %s\n", sel.reason.c_str()); }
+      if (notice == fallback_notice::stderr_line) {
+        log_message(log_level::warning, "tierpool: " + sel.reason +
+                                          "; to use it without this message choose it (TIERPOOL_BACKEND=sim, "
+                                          "backend_choice::sim) or set fallback_notice::silent");
+      }
       return sel;
     }
   }

@@ -31,9 +31,12 @@
 #include "streams/stream_registry.hpp"
 
 #include <tierpool/error.hpp>
+#include <tierpool/log.hpp>
 
 #include <chrono>
+#include <exception>
 #include <string>
+#include <utility>
 
 namespace tierpool::detail {
 
@@ -44,10 +47,22 @@ namespace {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// ": " and the backend's last_error() for a failed call ("" when it has none), without
+/// the status it may end with (backend_error appends the status itself).
+[[nodiscard]] std::string backend_reason(backend const& be, status st)
+{
+  std::string why = be.last_error();
+  if (std::string const code = " [" + std::string(to_string(st)) + "]"; why.ends_with(code)) {
+    why.resize(why.size() - code.size());
+  }
+  return why.empty() ? std::string() : ": " + why;
+}
+
 }  // namespace
 
 stream_registry::~stream_registry()
 {
+  faults_->close();  // what no synchronize reported is logged (Note [Exceptions of host callables])
   for (stream_handle s : owned_) { be_.destroy_stream(s); }
   for (stream_handle s : wrapped_) { be_.forget_stream(s); }
   auto drop_marks = [&](stream_entry& se) {
@@ -156,19 +171,22 @@ stream_handle stream_registry::wrap(void* native)
 
 void stream_registry::destroy(stream_handle s)
 {
-  std::lock_guard lock(mtx_);
-  if (auto const w = std::find(wrapped_.begin(), wrapped_.end(), s); w != wrapped_.end()) {
-    wrapped_.erase(w);
-    retire_locked(s);
-    be_.forget_stream(s);  // the caller's stream: not destroyed
-    return;
+  {
+    std::lock_guard lock(mtx_);
+    if (auto const w = std::find(wrapped_.begin(), wrapped_.end(), s); w != wrapped_.end()) {
+      wrapped_.erase(w);
+      retire_locked(s);
+      be_.forget_stream(s);  // the caller's stream: not destroyed
+    } else {
+      auto const it = std::find(owned_.begin(), owned_.end(), s);
+      TIERPOOL_EXPECTS(it != owned_.end(),
+                       "pool::destroy_stream: the stream was made neither by create_stream() nor wrap_native_stream()");
+      owned_.erase(it);
+      retire_locked(s);
+      be_.destroy_stream(s);
+    }
   }
-  auto const it = std::find(owned_.begin(), owned_.end(), s);
-  TIERPOOL_EXPECTS(it != owned_.end(),
-                   "pool::destroy_stream: the stream was made neither by create_stream() nor wrap_native_stream()");
-  owned_.erase(it);
-  retire_locked(s);
-  be_.destroy_stream(s);
+  faults_->retire(s);  // logs what no synchronize reported, with no lock held
 }
 
 void stream_registry::retire_locked(stream_handle s) noexcept
@@ -185,8 +203,57 @@ void stream_registry::retire_locked(stream_handle s) noexcept
 void stream_registry::synchronize(stream_handle s)
 {
   auto const t0 = std::chrono::steady_clock::now();
-  TIERPOOL_TRY(be_.synchronize_stream(s));
+  if (status const st = be_.synchronize_stream(s); st != status::ok) {
+    throw backend_error(st, "pool::synchronize: the " + be_.caps().name + " backend failed on stream " +
+                              std::to_string(s.value) + backend_reason(be_, st));
+  }
   add_stall(seconds_since(t0));
+  std::uint64_t more = 0;
+  if (std::exception_ptr e = faults_->take(s, more)) {
+    if (more != 0) {
+      log_message(log_level::warning, "tierpool: pool::synchronize: " + std::to_string(more + 1) +
+                                        " host callables on stream " + std::to_string(s.value) +
+                                        " threw since the last synchronize; the first is rethrown, the other " +
+                                        std::to_string(more) + " are dropped; synchronize more often to see each");
+    }
+    std::rethrow_exception(e);
+  }
+}
+
+namespace {
+
+// A callable queued by pool::enqueue_host, and where its exception goes.
+struct queued_host_work {
+  std::unique_ptr<host_work> work;
+  std::shared_ptr<host_faults> faults;
+  stream_handle stream{};
+  std::uint64_t epoch{0};
+
+  // The backend's host function: nothing escapes (Note [Exceptions of host callables]).
+  static void run(void* self) noexcept
+  {
+    std::unique_ptr<queued_host_work> const q(static_cast<queued_host_work*>(self));
+    try {
+      q->work->run();
+    } catch (...) {
+      q->faults->capture(q->stream, q->epoch, std::current_exception());
+    }
+  }  // the callable is destroyed here, on the thread that ran it
+};
+
+}  // namespace
+
+void stream_registry::enqueue_host(stream_handle s, std::unique_ptr<host_work> work)
+{
+  auto q = std::make_unique<queued_host_work>(queued_host_work{std::move(work), faults_, s, faults_->enlist(s)});
+  // Released before the call: on a virtual clock the backend runs (and deletes) it inside.
+  queued_host_work* const raw = q.release();
+  if (status const st = be_.launch_host_func(s, &queued_host_work::run, raw); st != status::ok) {
+    delete raw;  // a failed launch never runs it
+    throw backend_error(st, "pool::enqueue_host: the " + be_.caps().name +
+                              " backend could not queue the callable on stream " + std::to_string(s.value) +
+                              backend_reason(be_, st) + "; it was not run");
+  }
 }
 
 event_handle stream_registry::record_or_sync(stream_handle s) noexcept

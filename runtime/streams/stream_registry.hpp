@@ -7,8 +7,8 @@
  *        streams, the marks recorded on each (Note [Last-use marks]), and the primitives
  *        that order work after a recorded use: stream waits, host waits as a fallback.
  *
- * Owns: the stream table (read without locks), the user streams' lifetimes, the marks and
- * the host-stall figure. May call: the backend and the event pool (layer backends) and
+ * Owns: the stream table (read without locks), the user streams' lifetimes, the marks,
+ * the host-stall figure and the exceptions of host callables (host_faults.hpp). May call: the backend and the event pool (layer backends) and
  * util. Never throws from an ordering primitive: a failed event call falls back to a host
  * wait, whose time is counted in stall_ns().
  *
@@ -28,8 +28,10 @@
 #include <vector>
 
 #include <tierpool/backend.hpp>
+#include <tierpool/event.hpp>
 
 #include "backends/event_pool.hpp"
+#include "streams/host_faults.hpp"
 
 namespace tierpool::detail {
 
@@ -63,8 +65,13 @@ struct stream_entry {
 /// @brief A stream that used a copy, and when (see stream_entry).
 struct stream_use {
   stream_entry* stream{nullptr};
-  std::uint64_t gen{0};  ///< stream's generation when the use was known to be enqueued
+  std::uint64_t gen{0};  ///< stream's generation when the use was known to be enqueued (or kStampAtUnpin)
 };
+
+/// @brief The generation of a use stamped when the copy's last lease ends, not before
+///        (pool::record_stream: the program's work on that stream is enqueued by then).
+///        Larger than every mark's, so it counts as not settled until stamped.
+inline constexpr std::uint64_t kStampAtUnpin = ~std::uint64_t{0};
 
 /**
  * @brief The streams that used a copy (copy_slot::users): a vector with room for two
@@ -162,6 +169,15 @@ inline void add_use(use_list& users, stream_entry& s, std::uint64_t gen)
   users.push_back(stream_use{&s, gen});
 }
 
+/// @brief The copy's last lease ended: stamp the uses waiting for it (kStampAtUnpin) with
+///        their streams' generations now (copy's record lock held).
+inline void stamp_uses_at_unpin(use_list& users) noexcept
+{
+  for (stream_use& u : users) {
+    if (u.gen == kStampAtUnpin) { u.gen = u.stream->gen.load(std::memory_order_seq_cst); }
+  }
+}
+
 /**
  * @brief The streams of one pool and the ordering primitives over them.
  *
@@ -171,7 +187,10 @@ inline void add_use(use_list& users, stream_entry& s, std::uint64_t gen)
 class stream_registry {
  public:
   /// @brief A registry over `be`, taking events from `events` (both outlive it).
-  stream_registry(backend& be, event_pool& events) noexcept : be_(be), events_(events) {}
+  /// @throws std::bad_alloc
+  stream_registry(backend& be, event_pool& events) : be_(be), events_(events), faults_(std::make_shared<host_faults>())
+  {
+  }
   stream_registry(stream_registry const&) = delete;
   stream_registry& operator=(stream_registry const&) = delete;
   /// @brief Destroys the user streams made here, forgets the wrapped ones, releases every mark.
@@ -193,8 +212,14 @@ class stream_registry {
   /// @brief pool::destroy_stream: a last mark, then not live; the backend stream is destroyed
   ///        (made here) or forgotten (wrapped). @throws logic_error for a stream of neither kind
   void destroy(stream_handle s);
-  /// @brief pool::synchronize: the host waits for `s` (counted as a stall). @throws backend_error
+  /// @brief pool::synchronize: the host waits for `s` (counted as a stall), then rethrows
+  ///        the first exception of a host callable on `s` not reported yet.
+  /// @throws backend_error, or that exception
   void synchronize(stream_handle s);
+  /// @brief pool::enqueue_host on a stream already checked: run `work` in stream order on
+  ///        `s`, its exception kept for synchronize(s) (Note [Exceptions of host callables]).
+  /// @throws backend_error when the backend cannot queue it (`work` is destroyed, not run)
+  void enqueue_host(stream_handle s, std::unique_ptr<host_work> work);
 
   // ---- ordering (never throw; fall back to host waits) ----
   /// @brief Make `waiter` wait for `use`. `settled`: the use's stamp is final (no live lease).
@@ -252,6 +277,7 @@ class stream_registry {
   std::uint32_t user_streams_{0};              ///< under mtx_: trace ids handed out
   stream_entry default_{};
   std::atomic<std::uint64_t> stall_ns_{0};
+  std::shared_ptr<host_faults> faults_;  ///< shared with the callables still queued
 };
 
 }  // namespace tierpool::detail

@@ -4,8 +4,10 @@
 // pool_tracer.cpp — owns a pool's trace recording (pool_tracer.hpp).
 #include "telemetry/pool_tracer.hpp"
 
-#include <cstdio>
+#include <tierpool/log.hpp>
+
 #include <exception>
+#include <string>
 
 namespace tierpool::detail {
 
@@ -41,7 +43,12 @@ void pool_tracer::report_failure(char const* what) noexcept
 {
   if (reported_.exchange(true, std::memory_order_acq_rel)) { return; }  // once per pool
   if (quiet_) { return; }  // the program reports tracing_error() itself
-  std::fprintf(stderr, "tierpool: recording the trace stopped: %s; later events are not recorded\n", what);
+  try {
+    log_message(log_level::error, std::string("tierpool: recording the trace stopped: ") + what +
+                                    "; later events are not recorded; free space there or record "
+                                    "to another path (TIERPOOL_TRACE, pool_options::trace_path)");
+  } catch (...) {  // no memory for the message: pool::tracing_error() still says why
+  }
 }
 
 }  // namespace tierpool::detail

@@ -3,7 +3,7 @@
 /**
  * @file pool_tracer.hpp
  * @brief Internal: a pool's trace recording (TIERPOOL_TRACE, pool_options::trace_path) —
- *        the recorder, and the one stderr line when recording stops (a full disk).
+ *        the recorder, and the one log message when recording stops (a full disk).
  *
  * Owns: the trace::recorder (layer trace, below). Never throws from record() or close():
  * a failure stops the recording, error() says why, and the pool goes on.
@@ -22,7 +22,7 @@ namespace tierpool::detail {
 /// @brief The recording of one pool's calls. record() may be called from any thread.
 class pool_tracer {
  public:
-  /// @brief Start recording to `path`. `quiet`: no stderr line on failure (the program
+  /// @brief Start recording to `path`. `quiet`: no log message on failure (the program
   ///        reads error() itself). @throws trace_error when the file cannot be created
   void open(std::string const& path, bool quiet);
   /// @brief True when recording was started (it may have stopped since: error()).
@@ -38,7 +38,7 @@ class pool_tracer {
   void report_failure(char const* what) noexcept;
 
   std::unique_ptr<trace::recorder> recorder_;  ///< null: not recording
-  std::atomic<bool> reported_{false};          ///< the failure line was written (once)
+  std::atomic<bool> reported_{false};          ///< the failure was logged (once)
   bool quiet_{false};                          ///< constant after open()
 };
 

@@ -194,7 +194,8 @@ TEST(PoolTraceFailure, ALongRunReportsTheFirstWriteErrorOnceAndInItsState)
   EXPECT_EQ(error_after_close, error_mid_run);
   EXPECT_EQ(trace_lines(err), (std::vector<std::string>{"tierpool: recording the trace stopped: cannot write trace "
                                                         "'/dev/full': No space left on device; later events are not "
-                                                        "recorded"}))
+                                                        "recorded; free space there or record to another path "
+                                                        "(TIERPOOL_TRACE, pool_options::trace_path)"}))
     << err;
 }
 
@@ -215,7 +216,9 @@ TEST(PoolTraceFailure, AShortRunReportsTheFailureAtClose)
   EXPECT_EQ(before_close, "");
   EXPECT_NE(after_close.find("trace '/dev/full': No space left on device"), std::string::npos) << after_close;
   ASSERT_EQ(trace_lines(err).size(), 1U) << err;
-  EXPECT_EQ(trace_lines(err)[0], "tierpool: recording the trace stopped: " + after_close + "; later events are not recorded");
+  EXPECT_EQ(trace_lines(err)[0], "tierpool: recording the trace stopped: " + after_close +
+                                   "; later events are not recorded; free space there or record to another path "
+                                   "(TIERPOOL_TRACE, pool_options::trace_path)");
 }
 
 TEST(PoolTraceFailure, ThePoolsDestructorReportsAFailureTooAndSilentNoticeKeepsQuiet)

@@ -116,7 +116,9 @@ TEST(SelectBackend, FallbackNoticeIsOneStderrLineOrSilent)
   auto loud = tierpool::select_backend(tierpool::backend_choice::automatic);
   std::string const printed = testing::internal::GetCapturedStderr();
   if (!loud.fell_back) { GTEST_SKIP() << "a usable CUDA device is present"; }
-  EXPECT_EQ(printed, "tierpool: " + loud.reason + "\n");
+  EXPECT_EQ(printed, "tierpool: " + loud.reason +
+                       "; to use it without this message choose it (TIERPOOL_BACKEND=sim, backend_choice::sim) or "
+                       "set fallback_notice::silent\n");
 
   testing::internal::CaptureStderr();
   auto quiet = tierpool::select_backend(tierpool::backend_choice::automatic, {}, 0, tierpool::fallback_notice::silent);

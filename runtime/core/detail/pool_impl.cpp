@@ -31,13 +31,13 @@
 #include <tierpool/backend_factory.hpp>
 #include <tierpool/detail/parse.hpp>
 #include <tierpool/error.hpp>
+#include <tierpool/log.hpp>
 #include <tierpool/topology.hpp>
 
 #include <algorithm>
 #include <unordered_set>
 #include <array>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
@@ -222,7 +222,9 @@ pool_impl::pool_impl(pool_options options)
       publish_error_ = e.what();
     }
     if (!publisher_ && options.notice == fallback_notice::stderr_line) {
-      std::fprintf(stderr, "tierpool: not publishing live figures for `tierpool top`: %s\n", publish_error_.c_str());
+      log_message(log_level::warning, "tierpool: not publishing live figures for `tierpool top`: " + publish_error_ +
+                                        "; the pool works as usual; TIERPOOL_PUBLISH=0 (publish_options::enabled) "
+                                        "turns publishing off without this message");
     }
   }
 }
@@ -635,10 +637,18 @@ void pool_impl::close_from_destructor() noexcept
   try {
     close();
   } catch (logic_error const& e) {
-    std::fprintf(stderr, "tierpool: pool destroyed with live leases (%s); its memory is kept until the last one ends\n",
-                 e.what());
+    try {
+      log_message(log_level::error, std::string("tierpool: pool destroyed with live leases: ") + e.what() +
+                                      "; its memory is kept until the last one ends; end every lease before "
+                                      "destroying the pool");
+    } catch (...) {  // no memory for the message
+    }
   } catch (std::exception const& e) {
-    std::fprintf(stderr, "tierpool: pool destroyed: close failed: %s\n", e.what());
+    try {
+      log_message(log_level::error, std::string("tierpool: pool destroyed: close failed: ") + e.what() +
+                                      "; the pool's memory is freed when its last tensor handle and lease end");
+    } catch (...) {  // no memory for the message
+    }
   }
 }
 

@@ -73,7 +73,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   /// Record an access by lease `l` (acquire or acquire_host). No-op unless tracing().
   void trace_access(lease const& l) noexcept;
   /// Record an event, stamping its time with the backend clock. Never throws: a failed
-  /// write stops the recording (tracing_error()) with one line on stderr, once.
+  /// write stops the recording (tracing_error()) with one log message, once.
   void trace_record(trace::event e) noexcept;
   /// Why recording stopped (trace::recorder::error()); empty when it works or no trace is recorded.
   [[nodiscard]] std::string tracing_error() const { return tracer_.error(); }
@@ -117,8 +117,24 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   void destroy_stream(stream_handle s);
   void synchronize(stream_handle s);
 
+  // -- events and host work (core/detail/pool_events.cpp) --
+  /// pool::create_event. @throws logic_error (closed), backend_error
+  [[nodiscard]] event create_event();
+  /// The entry of `s` when the program may use it (the default stream, or one from
+  /// create_stream / wrap_native_stream not destroyed), with the pool open; else
+  /// logic_error starting with `what` ("event::record").
+  stream_entry& user_stream(stream_handle s, char const* what) const;
+  /// pool::enqueue_host (Note [Exceptions of host callables], runtime/streams/host_faults.cpp).
+  void enqueue_host_work(stream_handle s, std::unique_ptr<host_work> work);
+  /// pool::order: `to` waits for the uses of `t` on `from` (stream_registry::order_after_use).
+  void order(tensor const& t, stream_handle from, stream_handle to);
+  /// pool::record_stream: a use of the lease's copy on `s`, stamped at its last unpin (kStampAtUnpin).
+  void record_stream(lease const& l, stream_handle s);
+  /// Count `seconds` the host waited for an event (event::synchronize).
+  void add_stall(double seconds) noexcept { streams_->add_stall(seconds); }
+
   void close();
-  /// @brief Destructor path of pool: close() unless leases live; then one stderr line.
+  /// @brief Destructor path of pool: close() unless leases live; then one log message.
   void close_from_destructor() noexcept;
 
   [[nodiscard]] pool_stats stats() const;

@@ -12,12 +12,13 @@
 //   SUM(bytes of records with slot.pins > 0 in tier k) == tier_state::pinned_bytes()
 //   each tier's validate() and its policy's validate()
 #include <tierpool/detail/parse.hpp>
+#include <tierpool/log.hpp>
 #include <tierpool/monitor.hpp>
 
 #include <algorithm>
-#include <cstdio>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -148,12 +149,13 @@ bool pool_impl::validate() const
     throw logic_error("pool::validate: called from inside a pool operation on this thread (a low-memory "
                       "callback of a nested call); call it from outside the pool's calls");
   }
-  op_gate::closed const quiet(gate_);
+  std::optional<op_gate::closed> quiet(std::in_place, gate_);
   std::vector<std::shared_ptr<tensor_record>> const recs = records_by_id();
 
   bool ok = true;
+  std::vector<std::string> violations;  // logged once the gate is open again: the sink is the program's code
   auto fail = [&](std::string const& why) {
-    std::fprintf(stderr, "tierpool: pool::validate: %s\n", why.c_str());
+    violations.push_back("tierpool: pool::validate: " + why);
     ok = false;
   };
   std::size_t const n = engine_.tiers().size();
@@ -191,7 +193,7 @@ bool pool_impl::validate() const
     tier_state const& ts = *engine_.tiers()[k];
     std::lock_guard tl(ts.mem->mutex());
     if (!ts.mem->validate()) { fail("tier " + ts.name + ": tier::validate failed"); }
-    if (!ts.policy->validate()) { fail("tier " + ts.name + ": policy validate failed"); }
+    if (!ts.policy->validate()) { fail("tier " + ts.name + ": policy " + std::string(ts.policy->name()) + ": validate failed"); }
     tier_usage const u = ts.mem->usage();
     if (u.used_bytes != bytes[k]) {
       fail("tier " + ts.name + ": used " + std::to_string(u.used_bytes) + " != copies " + std::to_string(bytes[k]));
@@ -199,6 +201,8 @@ bool pool_impl::validate() const
     if (ts.resident.load() != resident[k]) { fail("tier " + ts.name + ": resident count mismatch"); }
     if (ts.pinned_bytes() != pinned[k]) { fail("tier " + ts.name + ": pinned bytes mismatch"); }
   }
+  quiet.reset();
+  for (std::string const& v : violations) { log_message(log_level::error, v); }
   return ok;
 }
 

@@ -546,12 +546,15 @@ void pool_impl::release(lease& l) noexcept
       // Settle the lease's use: its work is enqueued now (Note [Last-use marks]).
       for (stream_use& u : rec.slots[l.tier_].users) {
         if (u.stream->handle == l.stream_) {
-          u.gen = u.stream->gen.load(std::memory_order_seq_cst);
+          if (u.gen != kStampAtUnpin) { u.gen = u.stream->gen.load(std::memory_order_seq_cst); }
           break;
         }
       }
     }
     engine_.unpin_locked(rec, l.tier_);
+    if (l.tier_ < rec.slots.size() && rec.slots[l.tier_].pins == 0) {
+      stamp_uses_at_unpin(rec.slots[l.tier_].users);  // pool::record_stream's uses
+    }
     --thread_leases();
     if (l.access_ != access_mode::read) {
       --rec.write_pins;

@@ -344,18 +344,25 @@ class TIERPOOL_EXPORT sim_backend final : public backend {
    * allocate / deallocate; from any thread, synchronize_stream(s), and record_event,
    * stream_wait_event or prefetch_async on `s` (the simulated graph holds copies, kernels
    * and host functions only). is_capturing() is always allowed.
+   * @param s A stream from create_stream() (the default stream cannot be captured).
    * @return ok; invalid_value (unknown or default stream, already capturing).
    */
   [[nodiscard]] status begin_capture(stream_handle s) noexcept;
   /**
    * @brief End the capture of `s`.
+   * @param s   The stream being captured.
    * @param out Receives the graph (`{}` on failure): its work runs each time it is launched.
    * @return ok; invalid_value (not capturing, null `out`, or the capture was invalidated:
    *         last_error() names the call that did it).
    */
   [[nodiscard]] status end_capture(stream_handle s, sim_graph* out) noexcept;
-  /// @brief Queue the work of graph `g` on `s`, in the order it was captured (the data
-  ///        effects of its copies and its host functions run again). @return ok or invalid_value.
+  /**
+   * @brief Queue the work of graph `g` on `s`, in the order it was captured (the data
+   *        effects of its copies and its host functions run again).
+   * @param g The graph, from end_capture().
+   * @param s The stream to run it on (not one being captured).
+   * @return ok or invalid_value (unknown graph or stream, a stream being captured).
+   */
   [[nodiscard]] status launch_graph(sim_graph g, stream_handle s) noexcept;
   /// @brief Forget graph `g` (launches already queued still run). Unknown graphs are ignored.
   void destroy_graph(sim_graph g) noexcept;

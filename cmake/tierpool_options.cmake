@@ -1,7 +1,7 @@
 # Every TIERPOOL_* option in one place, each with a sentence saying what the default is and why.
 
 set(TIERPOOL_ENABLE_CUDA "AUTO" CACHE STRING
-  "Build the CUDA backend: AUTO (default) turns it on when find_package(CUDAToolkit) succeeds, so the same tree builds on machines with and without a toolkit; ON requires it; OFF never builds it")
+  "Build the CUDA backend: AUTO (default) turns it on when find_package(CUDAToolkit) succeeds, so the same tree builds on machines with and without a toolkit; ON (or any CMake true value: 1, YES, TRUE, any case) requires it; OFF (or 0, NO, FALSE, any case) never builds it")
 set_property(CACHE TIERPOOL_ENABLE_CUDA PROPERTY STRINGS AUTO ON OFF)
 
 option(TIERPOOL_BUILD_TESTS

@@ -155,6 +155,23 @@ set_tests_properties(cli.bench_copy.bad_bytes_message PROPERTIES LABELS cpu
 add_test(NAME cli.bench_copy.bad_lower_message COMMAND $<TARGET_FILE:tierpool_cli> bench copy --lower managed)
 set_tests_properties(cli.bench_copy.bad_lower_message PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "tierpool bench copy: unknown --lower 'managed' \\(valid: pinned_host, host\\)")
+# --device N: the pool runs on simulated device N (CUDA device N on a GPU); a negative or
+# non-numeric ordinal is refused (exit 2) with the flag's range.
+add_test(NAME cli.bench_hitpath.device COMMAND $<TARGET_FILE:tierpool_cli> bench hitpath --backend sim --device 1 --ops 1000 --runs 1)
+set_tests_properties(cli.bench_hitpath.device PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "backend sim \\(simulated device 1 \\(.*pool valid at end +yes")
+add_test(NAME cli.bench_copy.device COMMAND $<TARGET_FILE:tierpool_cli> bench copy --backend sim --device 2 --bytes 4MiB --tensor-bytes 1MiB --runs 1)
+set_tests_properties(cli.bench_copy.device PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "backend sim \\(simulated device 2 \\(.*pool valid at end +yes")
+foreach(_tp_cmd hitpath copy)
+  foreach(_tp_bad -1 one)
+    add_test(NAME cli.bench_${_tp_cmd}.bad_device_${_tp_bad}_fails COMMAND $<TARGET_FILE:tierpool_cli> bench ${_tp_cmd} --device ${_tp_bad})
+    set_tests_properties(cli.bench_${_tp_cmd}.bad_device_${_tp_bad}_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+    add_test(NAME cli.bench_${_tp_cmd}.bad_device_${_tp_bad}_message COMMAND $<TARGET_FILE:tierpool_cli> bench ${_tp_cmd} --device ${_tp_bad})
+    set_tests_properties(cli.bench_${_tp_cmd}.bad_device_${_tp_bad}_message PROPERTIES LABELS cpu
+      PASS_REGULAR_EXPRESSION "tierpool bench ${_tp_cmd}: --device must be an integer in 0\\.\\.255, got '${_tp_bad}'")
+  endforeach()
+endforeach()
 # The pool of both commands reads TIERPOOL_POLICY, _PREFETCH, _TRACE and _PUBLISH (an
 # invalid value: an error naming the variable, exit 2) and ignores _DEVICE_BYTES; a trace
 # that cannot be written fails the command (exit 1). Output and exit status together.

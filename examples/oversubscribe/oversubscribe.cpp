@@ -60,6 +60,7 @@ struct options {
   std::optional<double> oversubscription{};
   std::string policy{};
   std::string backend{};
+  int device{0};  ///< --device: the device ordinal (CUDA's, or the simulated device's)
   std::string link{};
   std::string json{};
   std::string trace{};  ///< --trace, else TIERPOOL_TRACE
@@ -86,6 +87,8 @@ set, and checks every step's loss bit for bit against a run with unlimited devic
   --oversubscription X  device tier = working set / X (instead of --device-bytes)
   --policy NAME         eviction policy spec (default: TIERPOOL_POLICY, else lru)
   --backend NAME        auto, sim or cuda (default: TIERPOOL_BACKEND, else auto)
+  --device N            the device to run on: CUDA device N, or simulated device N on
+                        the sim (default 0)
   --link MODEL          sim only: throttle host<->device copies, e.g. pcie4 or 25e9,2000
   --no-prefetch         do not prefetch the next operation's tensors
   --json FILE           write the results and the pool's statistics as JSON
@@ -254,6 +257,15 @@ options parse_options(int argc, char** argv)
     }
     else if (arg == "--policy") { o.policy = value(); }
     else if (arg == "--backend") { o.backend = value(); }
+    else if (arg == "--device") {
+      std::string_view const v = value();
+      int d = -1;
+      auto const [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
+      if (ec != std::errc{} || end != v.data() + v.size() || d < 0) {
+        throw usage_error("--device: '" + std::string(v) + "' is not a device ordinal (an integer >= 0)");
+      }
+      o.device = d;
+    }
     else if (arg == "--link") { o.link = value(); }
     else if (arg == "--no-prefetch") { o.model.prefetch = false; }
     else if (arg == "--json") { o.json = value(); }
@@ -286,8 +298,8 @@ char const* env(char const* name)
 
 constexpr std::size_t round_up(std::size_t v, std::size_t to) noexcept { return (v + to - 1) / to * to; }
 
-/// A backend of `kind` ("sim" or "cuda") whose device can hold `device_bytes`.
-std::shared_ptr<tierpool::backend> make_backend(tierpool::backend_choice choice, std::size_t device_bytes,
+/// A backend of `kind` ("sim" or "cuda") on device `device` whose device can hold `device_bytes`.
+std::shared_ptr<tierpool::backend> make_backend(tierpool::backend_choice choice, int device, std::size_t device_bytes,
                                                 std::optional<tierpool::link_model> const& link,
                                                 tierpool::fallback_notice notice, std::string* reason,
                                                 bool virtual_clock = false)
@@ -299,7 +311,7 @@ std::shared_ptr<tierpool::backend> make_backend(tierpool::backend_choice choice,
   so.device_bytes = std::max(so.device_bytes, round_up(2 * device_bytes, 1_MiB));
   so.memory = tierpool::sim_memory_mode::real;  // the kernels compute on these bytes
   if (link) { so.links = tierpool::sim_links::from_host_link(*link); }
-  auto sel = tierpool::select_backend(choice, so, 0, notice);
+  auto sel = tierpool::select_backend(choice, so, device, notice);
   if (reason != nullptr) { *reason = sel.reason; }
   return std::shared_ptr<tierpool::backend>(std::move(sel.backend));
 }
@@ -397,7 +409,7 @@ int run_kernel_check(options const& o)
   std::string reason;
   std::shared_ptr<tierpool::backend> be;
   try {
-    be = make_backend(choice, kCheckDeviceBytes, link_of(o), tierpool::fallback_notice::silent, &reason);
+    be = make_backend(choice, o.device, kCheckDeviceBytes, link_of(o), tierpool::fallback_notice::silent, &reason);
   } catch (tierpool::backend_error const& e) {
     if (choice != tierpool::backend_choice::cuda) { throw; }
     std::printf("SKIP: %s\n", e.what());
@@ -458,7 +470,7 @@ int run(options const& o)
   // The backend, and kernels that can run on it: on the CUDA backend the demo's CUDA
   // kernels (cuda_kernels.cu) when the build has them and they run on this GPU.
   std::string reason;
-  auto be = make_backend(choice, device_bytes, link, tierpool::fallback_notice::silent, &reason,
+  auto be = make_backend(choice, o.device, device_bytes, link, tierpool::fallback_notice::silent, &reason,
                          o.virtual_clock);  // reason printed below
   std::string why;
   auto compute = oversubscribe::make_compute_backend(*be, &why, o.kernel_time);
@@ -469,7 +481,7 @@ int run(options const& o)
     // demo runs on the simulated device rather than doing nothing (see README.md).
     std::printf("note: %s; running on the simulated device instead\n", why.c_str());
     choice = tierpool::backend_choice::sim;
-    be = make_backend(choice, device_bytes, link, tierpool::fallback_notice::silent, &reason);
+    be = make_backend(choice, o.device, device_bytes, link, tierpool::fallback_notice::silent, &reason);
     compute = oversubscribe::make_compute_backend(*be, &why, o.kernel_time);
   }
   std::string const backend_name = be->caps().name;
@@ -478,7 +490,8 @@ int run(options const& o)
   // everything, so nothing is ever evicted.
   std::size_t const ref_device_bytes = round_up(working_set + working_set / 4 + 1_MiB, 1_MiB);
   auto ref_be = make_backend(be->caps().name == "sim" ? tierpool::backend_choice::sim : tierpool::backend_choice::cuda,
-                             ref_device_bytes, link, tierpool::fallback_notice::silent, nullptr, o.virtual_clock);
+                             o.device, ref_device_bytes, link, tierpool::fallback_notice::silent, nullptr,
+                             o.virtual_clock);
   auto ref_compute = oversubscribe::make_compute_backend(*ref_be, &why, o.kernel_time);
   if (!ref_compute) { throw std::runtime_error("no kernels for the reference run: " + why); }
 

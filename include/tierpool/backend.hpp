@@ -36,7 +36,7 @@ namespace tierpool {
 struct backend_caps {
   std::string name;                       ///< "sim" or "cuda"
   std::string device_name;                ///< e.g. "NVIDIA H200" or "simulated device"
-  int device_ordinal{0};                  ///< CUDA device ordinal (0 for sim)
+  int device_ordinal{0};                  ///< the device's ordinal: CUDA's, or sim_options::device_ordinal
   int compute_capability_major{0};        ///< 0 for sim
   int compute_capability_minor{0};        ///< 0 for sim
   std::size_t device_bytes{0};            ///< device memory the runtime may use (total)
@@ -80,7 +80,15 @@ enum class mem_advice : std::uint8_t {
   unset_accessed_by,
 };
 
-/// @brief A host function run in stream order. Must not call back into the backend.
+/**
+ * @brief A host function run in stream order. Must not call back into the backend.
+ *
+ * Must not wait for work of another stream either: a CUDA driver may run the host
+ * functions of all streams on one thread, one at a time, so a host function that waits for
+ * another stream's work (which may be a host function queued behind it) can deadlock
+ * there, though it passes on a backend that gives every stream a thread of its own.
+ * `sim_options::serialize_host_functions` makes the simulated device behave like that.
+ */
 using host_fn = void (*)(void* user_data);
 
 /**
@@ -184,6 +192,28 @@ class TIERPOOL_EXPORT backend {
     (void)s;
     return std::nullopt;
   }
+
+  /**
+   * @brief Whether `s` is being captured into a graph (cudaStreamIsCapturing: a capture
+   *        active or already invalidated counts). While it is, CUDA forbids host waits and
+   *        event queries on the capturing thread and anything on `s` that is not captured;
+   *        the pool then acquires only what needs none of them (docs/chapters/backends.md,
+   *        "Graph capture").
+   * @param s   A stream of this backend (the default stream included).
+   * @param out Receives the answer (false on failure).
+   * @return ok; invalid_value (null `out`, unknown stream). The default: ok and false (a
+   *         backend without graphs never captures).
+   */
+  [[nodiscard]] virtual status is_capturing(stream_handle s, bool* out) const noexcept
+  {
+    (void)s;
+    if (out == nullptr) { return status::invalid_value; }
+    *out = false;
+    return status::ok;
+  }
+  /// @brief True while any stream of this backend (its own or adopted) is being captured
+  ///        (is_capturing); the pool makes pool::prefetch a no-op then. The default: false.
+  [[nodiscard]] virtual bool capture_underway() const noexcept { return false; }
 
   /// @brief Text describing the most recent failure on the calling thread ("" if none).
   [[nodiscard]] virtual std::string last_error() const = 0;

@@ -69,16 +69,19 @@ struct backend_selection {
  *
  * `automatic` tries CUDA device `device` (when the CUDA backend is compiled in) and falls
  * back to sim when there is no usable driver or device, announcing it per `notice`.
+ * A sim backend is simulated device `device` (sim_options::device_ordinal is replaced by
+ * it), so that pools on devices 0 and 1 are two devices on the simulator too.
  *
  * @param choice  Which backend.
  * @param sim     Options for the sim backend (used when sim is built).
- * @param device  CUDA device ordinal (ignored by sim).
+ * @param device  Device ordinal, >= 0: the CUDA device, or the simulated device (0..255).
  * @param notice  Whether a fallback sends its one message to the log sink.
  * @return The backend (never null) and the reason.
  * @throws tierpool::backend_error if `cuda` is requested and unavailable (code no_device,
  *         or not_supported when the CUDA backend is not compiled in); the message carries
  *         the reason.
- * @throws tierpool::logic_error if the sim options are invalid.
+ * @throws tierpool::logic_error if `device` is negative, or the sim options are invalid
+ *         (a simulated device past 255 among them).
  * Thread safety: may be called concurrently.
  */
 [[nodiscard]] TIERPOOL_EXPORT backend_selection select_backend(backend_choice choice, sim_options const& sim = {},

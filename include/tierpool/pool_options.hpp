@@ -141,7 +141,7 @@ struct pool_options {
   std::uint32_t d2h_streams{1};         ///< copy streams device -> host (write-back)
   backend_choice backend{backend_choice::automatic};  ///< which backend to build
   sim_options sim{};                    ///< options of the sim backend when it is chosen
-  int device{0};                        ///< CUDA device ordinal
+  int device{0};                        ///< device ordinal: the CUDA device, or the simulated device (select_backend)
   /// Use this backend instead of building one (tests, replay). Shared with the caller.
   std::shared_ptr<tierpool::backend> backend_object{};
   /// Registry to create policies from; null = the built-in policies.

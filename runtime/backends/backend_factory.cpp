@@ -44,6 +44,14 @@ std::string describe_device(backend const& b)
   return "CUDA device " + std::to_string(c.device_ordinal) + " (" + c.device_name + ")";
 }
 
+// The sim backend for device `device`: the ordinal is the selection's, whatever `sim` says.
+std::unique_ptr<backend> make_sim_for(sim_options const& sim, int device)
+{
+  sim_options o = sim;
+  o.device_ordinal = device;
+  return make_sim_backend(o);
+}
+
 }  // namespace
 
 std::string_view to_string(backend_choice c) noexcept
@@ -75,11 +83,15 @@ std::optional<backend_choice> backend_choice_from_env()
 
 backend_selection select_backend(backend_choice choice, sim_options const& sim, int device, fallback_notice notice)
 {
+  if (device < 0) {
+    throw logic_error("select_backend: device ordinal " + std::to_string(device) + " is negative (devices count from 0)");
+  }
   backend_selection sel;
   switch (choice) {
     case backend_choice::sim:
-      sel.backend = make_sim_backend(sim);
+      sel.backend = make_sim_for(sim, device);
       sel.reason = "the simulated device was requested";
+      if (device != 0) { sel.reason += " (simulated device " + std::to_string(device) + ")"; }
       return sel;
     case backend_choice::cuda: {
       std::string why;
@@ -97,9 +109,10 @@ backend_selection select_backend(backend_choice choice, sim_options const& sim, 
         sel.reason = "automatic selection found " + describe_device(*sel.backend);
         return sel;
       }
-      sel.backend = make_sim_backend(sim);
+      sel.backend = make_sim_for(sim, device);
       sel.fell_back = true;
       sel.reason = "no usable CUDA device (" + why + "); using the simulated device";
+      if (device != 0) { sel.reason += " " + std::to_string(device); }
       if (notice == fallback_notice::stderr_line) {
         log_message(log_level::warning, "tierpool: " + sel.reason +
                                           "; to use it without this message choose it (TIERPOOL_BACKEND=sim, "

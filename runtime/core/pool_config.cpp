@@ -195,6 +195,15 @@ pool_config resolve_pool_config(pool_options const& options, backend_caps const&
                                       ? std::string(" (the backend has no managed memory)")
                                       : " (the device tiers take the device memory managed memory would use: give "
                                         "the managed tier a capacity, or the device tiers less)"));
+    // Without concurrent managed access the host may not touch managed memory while any
+    // kernel runs, which the pool cannot promise (a host lease may overlap any kernel): no
+    // managed tier there (docs/chapters/tiers.md, "The managed tier").
+    TIERPOOL_EXPECTS(to.kind != tier_kind::managed || !caps.has_managed || caps.concurrent_managed_access,
+                     "pool_options::tiers[" + std::to_string(i) + "] (managed): the " + caps.name + " device '" +
+                       caps.device_name +
+                       "' has no concurrent managed access (backend_caps::concurrent_managed_access is false): the "
+                       "host may not touch managed memory while any kernel runs, so the pool refuses a managed "
+                       "tier there; use a pinned_host tier instead");
     tier_plan plan;
     plan.config.kind = to.kind;
     plan.config.numa_node = to.numa_node;

@@ -3,23 +3,30 @@
 //
 // cuda_backend_tests.cpp — the backend conformance suite on the CUDA backend, plus
 // CUDA-specific tests (caps probing, NUMA-bound pinned / host memory, stream-ordered
-// pageable host copies, error text, the last-error hygiene, advice locations, argument
-// checks). Label gpu: every test that needs a device skips where make_cuda_backend(0)
-// returns null (no driver or no device). The CudaCheck and CudaFactory tests need no
-// device: they check the pure CUDA translations (cuda_check.hpp) and the factory's refusal.
+// host copies, error text, the last-error hygiene, advice locations, argument checks,
+// several devices and the contexts they leave alone, stream capture, the pool's
+// capture-safe acquire on a real graph). Label gpu: every test that needs a device skips
+// where make_cuda_backend(0) returns null (no driver or no device). The CudaCheck and
+// CudaFactory tests need no device: they check the pure CUDA translations (cuda_check.hpp)
+// and the factory's refusal.
 #include "conformance/backend_conformance.hpp"
 
 #include "backends/cuda/cuda_check.hpp"
 
 #include <tierpool/backends/cuda_backend.hpp>
+#include <tierpool/pool.hpp>
 #include <tierpool/topology.hpp>
 
+#include <cuda.h>  // driver types only: the test reaches the driver through entry points, as the backend
+#include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -69,6 +76,10 @@ TEST(CudaCheck, StatusMappingSortsErrorsByWhatTheRuntimeCanDo)
     {cudaErrorInvalidMemcpyDirection, status::invalid_value},
     {cudaErrorHostMemoryAlreadyRegistered, status::invalid_value},
     {cudaErrorHostMemoryNotRegistered, status::invalid_value},
+    {cudaErrorStreamCaptureUnsupported, status::invalid_value},
+    {cudaErrorStreamCaptureInvalidated, status::invalid_value},
+    {cudaErrorCapturedEvent, status::invalid_value},
+    {cudaErrorStreamCaptureWrongThread, status::invalid_value},
     {cudaErrorNotSupported, status::not_supported},
     {cudaErrorNotPermitted, status::not_supported},
     {cudaErrorCompatNotSupportedOnDevice, status::not_supported},
@@ -135,9 +146,10 @@ TEST(CudaCheck, AdviceMapsOneToOne)
   EXPECT_EQ(out, cudaMemAdviseSetReadMostly) << "left unchanged";
 }
 
-// Every pair of kinds has one route: a host function for host copies with a pageable side
-// (H), pinned staging between pageable memory and the device side (S), else a plain
-// cudaMemcpyAsync (c). No pair may take two.
+// Every pair of kinds has one route: a host function for copies between two host kinds,
+// pinned ones too (H: cudaMemcpyAsync would be synchronous), pinned staging between
+// pageable memory and the device side (S), else a plain cudaMemcpyAsync (c). No pair may
+// take two.
 TEST(CudaCheck, CopiesWithAPageableSideNeverUseAPlainCudaMemcpyAsync)
 {
   std::vector<tier_kind> const kinds{tier_kind::device, tier_kind::pinned_host, tier_kind::managed, tier_kind::host};
@@ -152,7 +164,7 @@ TEST(CudaCheck, CopiesWithAPageableSideNeverUseAPlainCudaMemcpyAsync)
     routes += ' ';
   }
   // Rows: dst device, pinned_host, managed, host; columns: src in the same order.
-  EXPECT_EQ(routes, "cccS cccH cccS SHSH ");
+  EXPECT_EQ(routes, "cccS cHcH cccS SHSH ");
 }
 
 TEST(CudaFactory, WithoutAUsableDeviceTheFactoryExplains)
@@ -496,6 +508,261 @@ TEST_F(CudaBackend, CallsRestoreTheCallersCurrentDevice)
     ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
     EXPECT_EQ(current, 0) << "the caller's device is current again";
   }).join();
+}
+
+// A host function that holds its stream until `open` is set (or 30 s pass, so that a
+// broken backend fails the test instead of hanging it).
+struct cuda_gate {
+  std::atomic<bool> open{false};
+  static void hold(void* self) noexcept
+  {
+    auto* g = static_cast<cuda_gate*>(self);
+    auto const until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!g->open.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < until) {
+      std::this_thread::yield();
+    }
+  }
+};
+
+// Pinned <-> pinned copies are host functions in stream order (Note [Host copies run on
+// the host]): copy_async returns while the stream is held, and an event recorded after the
+// copy completes only once the bytes are there.
+TEST_F(CudaBackend, PinnedHostCopiesQueueInStreamOrderWithoutWaiting)
+{
+  constexpr std::size_t bytes = 8U << 20U;
+  conf::scoped_allocation a(*be_, tier_kind::pinned_host, bytes);
+  conf::scoped_allocation b(*be_, tier_kind::pinned_host, bytes);
+  ASSERT_EQ(a.result(), status::ok);
+  ASSERT_EQ(b.result(), status::ok);
+  conf::fill_pattern(a.bytes(), bytes, 31);
+  std::memset(b.get(), 0, bytes);
+  conf::scoped_stream s(*be_);
+  conf::scoped_event e(*be_);
+  ASSERT_EQ(s.result(), status::ok);
+  ASSERT_EQ(e.result(), status::ok);
+  cuda_gate gate;
+  ASSERT_EQ(be_->launch_host_func(s.get(), &cuda_gate::hold, &gate), status::ok);
+  ASSERT_EQ(be_->copy_async({b.get(), a.get(), bytes, tier_kind::pinned_host, tier_kind::pinned_host}, s.get()),
+            status::ok) << be_->last_error();
+  ASSERT_EQ(be_->record_event(e.get(), s.get()), status::ok);
+  EXPECT_EQ(be_->query_event(e.get()), status::not_ready) << "copy_async waited for the held stream";
+  EXPECT_EQ(static_cast<unsigned char*>(b.get())[0], 0) << "the copy ran before the stream's earlier work";
+  gate.open.store(true, std::memory_order_release);
+  ASSERT_EQ(be_->synchronize_event(e.get()), status::ok);
+  EXPECT_EQ(conf::first_mismatch(b.bytes(), bytes, 31), bytes);
+}
+
+// A pending error of the program's own stays for its check: the backend clears only the
+// errors it produced (cudaPeekAtLastError), even on calls that succeed after it.
+TEST_F(CudaBackend, TheProgramsPendingErrorSurvivesBackendCalls)
+{
+  ASSERT_EQ(cudaSetDevice(1 << 20), cudaErrorInvalidDevice);  // the program's error, not checked yet
+  conf::scoped_allocation d(*be_, tier_kind::device, 4096);
+  ASSERT_EQ(d.result(), status::ok);
+  tierpool::stream_handle s{};
+  ASSERT_EQ(be_->create_stream(&s), status::ok);
+  conf::scoped_event e(*be_);
+  ASSERT_EQ(be_->record_event(e.get(), s), status::ok);
+  ASSERT_EQ(be_->synchronize_event(e.get()), status::ok);
+  EXPECT_EQ(be_->query_event(e.get()), status::ok);
+  be_->destroy_stream(s);
+  void* p = nullptr;
+  ASSERT_EQ(be_->allocate(tier_kind::device, 4096, &p), status::ok);
+  be_->deallocate(tier_kind::device, p, 4096);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidDevice) << "the program's error was discarded";
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// What adopt_stream can tell without a CUDA call: the special handles and this backend's
+// own events are no streams to adopt.
+TEST_F(CudaBackend, AdoptRefusesTheSpecialStreamsAndEvents)
+{
+  tierpool::stream_handle s{};
+  EXPECT_EQ(be_->adopt_stream(cudaStreamLegacy, &s), status::invalid_value);
+  EXPECT_NE(be_->last_error().find("cudaStreamLegacy"), std::string::npos) << be_->last_error();
+  EXPECT_EQ(be_->adopt_stream(cudaStreamPerThread, &s), status::invalid_value);
+  conf::scoped_event e(*be_);
+  ASSERT_EQ(e.result(), status::ok);
+  EXPECT_EQ(be_->adopt_stream(reinterpret_cast<void*>(e.get().value), &s), status::invalid_value);
+  EXPECT_NE(be_->last_error().find("an event of this backend"), std::string::npos) << be_->last_error();
+  EXPECT_EQ(s, tierpool::stream_handle{});
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// The destructor leaves an adopted stream alone even when it has a staging buffer: it
+// neither synchronizes nor destroys it, and frees the buffer after the staged copies'
+// event. The stream is held by the program's own host function meanwhile (opened from
+// another thread: freeing pinned memory may itself wait for the device, which CUDA does
+// not rule out); afterwards the stream is still the program's and usable.
+TEST_F(CudaBackend, DestructionLeavesAnAdoptedStreamWithStagingAlone)
+{
+  constexpr std::size_t bytes = 1U << 20U;
+  cudaStream_t native = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&native, cudaStreamNonBlocking), cudaSuccess);
+  tierpool::stream_handle s{};
+  ASSERT_EQ(be_->adopt_stream(native, &s), status::ok) << be_->last_error();
+  void* dev = nullptr;
+  void* host = nullptr;
+  ASSERT_EQ(be_->allocate(tier_kind::device, bytes, &dev), status::ok);
+  ASSERT_EQ(be_->allocate(tier_kind::host, bytes, &host), status::ok);
+  std::memset(host, 5, bytes);
+  ASSERT_EQ(be_->copy_async({dev, host, bytes, tier_kind::device, tier_kind::host}, s), status::ok);  // staged
+  ASSERT_EQ(be_->synchronize_stream(s), status::ok);
+  be_->deallocate(tier_kind::device, dev, bytes);
+  be_->deallocate(tier_kind::host, host, bytes);
+  cuda_gate gate;
+  ASSERT_EQ(cudaLaunchHostFunc(native, &cuda_gate::hold, &gate), cudaSuccess);
+  std::thread opener([&gate] {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    gate.open.store(true, std::memory_order_release);
+  });
+  be_.reset();
+  opener.join();
+  EXPECT_EQ(cudaStreamSynchronize(native), cudaSuccess) << "the adopted stream was destroyed";
+  std::atomic<int> counter{0};
+  ASSERT_EQ(cudaLaunchHostFunc(native, &conf::host_counter_increment, &counter), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(native), cudaSuccess);
+  EXPECT_EQ(counter.load(), 1);
+  EXPECT_EQ(cudaStreamDestroy(native), cudaSuccess);
+}
+
+// is_capturing and capture_underway follow a real cudaStreamBeginCapture / EndCapture.
+TEST_F(CudaBackend, IsCapturingFollowsARealCapture)
+{
+  tierpool::stream_handle s{};
+  ASSERT_EQ(be_->create_stream(&s), status::ok);
+  auto* const native = reinterpret_cast<cudaStream_t>(s.value);
+  bool on = true;
+  ASSERT_EQ(be_->is_capturing(s, &on), status::ok) << be_->last_error();
+  EXPECT_FALSE(on);
+  EXPECT_FALSE(be_->capture_underway());
+  ASSERT_EQ(cudaStreamBeginCapture(native, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  ASSERT_EQ(be_->is_capturing(s, &on), status::ok) << be_->last_error();
+  EXPECT_TRUE(on);
+  EXPECT_TRUE(be_->capture_underway());
+  ASSERT_EQ(be_->is_capturing(tierpool::stream_handle{}, &on), status::ok);
+  EXPECT_FALSE(on) << "only the captured stream";
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(native, &graph), cudaSuccess);
+  ASSERT_EQ(be_->is_capturing(s, &on), status::ok);
+  EXPECT_FALSE(on);
+  EXPECT_FALSE(be_->capture_underway());
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  be_->destroy_stream(s);
+}
+
+// The pool's capture-safe acquire on a real graph: a tensor made resident before the
+// capture is leased during it (no forbidden call: the capture ends cleanly), the graph's
+// memset writes through the lease's pointer at each launch, and an acquire that would copy
+// throws logic_error without invalidating the capture.
+TEST_F(CudaBackend, ThePoolAcquiresAResidentTensorDuringARealCapture)
+{
+  std::shared_ptr<tierpool::backend> be(std::move(be_));
+  tierpool::pool_options o;
+  o.backend_object = be;
+  o.read_environment = false;
+  o.publish.enabled = false;
+  o.tiers = {{.kind = tier_kind::device, .capacity_bytes = 8U << 20U},
+             {.kind = tier_kind::pinned_host, .capacity_bytes = 8U << 20U}};
+  tierpool::pool p{o};
+  constexpr std::size_t bytes = 1U << 20U;
+  tierpool::tensor t = p.allocate(bytes, {.name = "w"});
+  tierpool::tensor cold = p.allocate(bytes, {.name = "cold", .preferred_tier = tierpool::tier_id{1}});
+  { auto h = p.acquire_host(t, tierpool::access_mode::write_discard); std::memset(h.data(), 1, bytes); }
+  { auto h = p.acquire_host(cold, tierpool::access_mode::write_discard); std::memset(h.data(), 2, bytes); }
+  tierpool::stream_handle const s = p.create_stream();
+  { auto l = p.acquire(t, tierpool::access_mode::read, s); }
+  p.synchronize(s);
+  auto* const native = reinterpret_cast<cudaStream_t>(s.value);
+  ASSERT_EQ(cudaStreamBeginCapture(native, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  tierpool::lease kept = p.acquire(t, tierpool::access_mode::read_write, s);
+  ASSERT_EQ(cudaMemsetAsync(kept.data(), 0x5A, bytes, native), cudaSuccess);
+  EXPECT_THROW((void)p.acquire(cold, tierpool::access_mode::read, s), tierpool::logic_error);
+  p.prefetch(cold);  // a no-op hint during the capture
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(native, &graph), cudaSuccess) << "the pool made a call the capture forbids";
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, native), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, native), cudaSuccess);
+  p.synchronize(s);
+  kept.release();
+  {
+    auto h = p.acquire_host(t, tierpool::access_mode::read);
+    auto const* b = static_cast<unsigned char const*>(h.data());
+    EXPECT_TRUE(std::all_of(b, b + bytes, [](unsigned char c) { return c == 0x5A; }));
+  }
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  EXPECT_TRUE(p.validate());
+}
+
+// Two devices in one process: each backend allocates on its own device, and a stream of
+// one is refused by the other, naming its device.
+TEST_F(CudaBackend, TwoDevicesKeepTheirMemoryAndStreamsApart)
+{
+  if (tierpool::cuda_device_count() < 2) { GTEST_SKIP() << "needs two devices"; }
+  std::string why;
+  auto second = tierpool::make_cuda_backend(1, &why);
+  ASSERT_NE(second, nullptr) << why;
+  EXPECT_EQ(second->caps().device_ordinal, 1);
+  conf::scoped_allocation d0(*be_, tier_kind::device, 4096);
+  conf::scoped_allocation d1(*second, tier_kind::device, 4096);
+  ASSERT_EQ(d0.result(), status::ok);
+  ASSERT_EQ(d1.result(), status::ok);
+  cudaPointerAttributes attr{};
+  ASSERT_EQ(cudaPointerGetAttributes(&attr, d0.get()), cudaSuccess);
+  EXPECT_EQ(attr.device, 0);
+  ASSERT_EQ(cudaPointerGetAttributes(&attr, d1.get()), cudaSuccess);
+  EXPECT_EQ(attr.device, 1);
+  tierpool::stream_handle s0{};
+  ASSERT_EQ(be_->create_stream(&s0), status::ok);
+  tierpool::stream_handle adopted{};
+  EXPECT_EQ(second->adopt_stream(reinterpret_cast<void*>(s0.value), &adopted), status::invalid_value);
+  EXPECT_NE(second->last_error().find("a stream of CUDA device 0"), std::string::npos) << second->last_error();
+  be_->destroy_stream(s0);
+}
+
+// Note [Device guard]: a process that uses only GPU 1 never creates GPU 0's primary
+// context. Run in a fresh process (a death test in the threadsafe style re-executes the
+// binary), where nothing else has touched device 0.
+TEST(CudaDevices, UsingDeviceOneLeavesDeviceZeroWithoutAContext)
+{
+  if (tierpool::cuda_device_count() < 2) { GTEST_SKIP() << "needs two devices"; }
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto only_device_one = [] {
+    auto be = tierpool::make_cuda_backend(1);
+    if (!be) { std::_Exit(2); }
+    {
+      conf::scoped_stream s(*be);
+      conf::scoped_event e(*be);
+      conf::scoped_allocation d(*be, tier_kind::device, 1U << 20U);
+      conf::scoped_allocation h(*be, tier_kind::pinned_host, 1U << 20U);
+      if (s.result() != status::ok || e.result() != status::ok || d.result() != status::ok || h.result() != status::ok) {
+        std::_Exit(3);
+      }
+      if (be->copy_async({d.get(), h.get(), 1U << 20U, tier_kind::device, tier_kind::pinned_host}, s.get()) != status::ok ||
+          be->record_event(e.get(), s.get()) != status::ok || be->synchronize_event(e.get()) != status::ok) {
+        std::_Exit(4);
+      }
+    }
+    PFN_cuDeviceGet_v2000 device_get = nullptr;
+    PFN_cuDevicePrimaryCtxGetState_v7000 get_state = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuDeviceGet", reinterpret_cast<void**>(&device_get), 12000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", reinterpret_cast<void**>(&get_state), 12000,
+                                         cudaEnableDefault, &found) != cudaSuccess ||
+        device_get == nullptr || get_state == nullptr) {
+      std::_Exit(5);
+    }
+    CUdevice zero{};
+    unsigned flags = 0;
+    int active = -1;
+    if (device_get(&zero, 0) != CUDA_SUCCESS || get_state(zero, &flags, &active) != CUDA_SUCCESS) { std::_Exit(6); }
+    std::_Exit(active == 0 ? 0 : 7);  // 7: device 0's primary context was created
+  };
+  EXPECT_EXIT(only_device_one(), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

@@ -4,7 +4,8 @@
 // sim_backend_tests.cpp — the backend conformance suite instantiated for the sim backend
 // in each memory × clock mode, then the sim-only behaviour: exact virtual-clock timings,
 // link serialization and overlap, determinism, wall-clock throttling (lower bounds only),
-// fault injection, phantom memory, link parsing and argument validation.
+// fault injection, phantom memory, link parsing and argument validation; several
+// simulated devices, serialized host functions, no concurrent managed access, capture.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -924,6 +925,284 @@ TEST(SimWallClock, DestructorDrainsQueuedWork)
     }
   }
   EXPECT_EQ(counter.load(), 10);
+}
+
+// ---- several simulated devices (sim_options::device_ordinal) ----
+
+TEST(SimDevices, TheOrdinalIsReportedAndNamed)
+{
+  sim_options o;
+  o.device_ordinal = 1;
+  sim_backend const one{o};
+  EXPECT_EQ(one.caps().device_ordinal, 1);
+  EXPECT_EQ(one.caps().device_name, "simulated device 1 (256 MiB, real memory, wall clock)");
+  EXPECT_EQ(sim_backend{}.caps().device_ordinal, 0);
+  for (int bad : {-1, 256}) {
+    o.device_ordinal = bad;
+    EXPECT_THROW(sim_backend{o}, tierpool::logic_error) << bad;
+  }
+}
+
+// A stream or event of simulated device 1 is refused by device 0 with a last_error that
+// names the device it belongs to, on both clocks; two backends of one ordinal (wall) never
+// share a handle either.
+TEST(SimDevices, StreamsAndEventsOfAnotherDeviceAreRefused)
+{
+  for (sim_clock_mode clock : {sim_clock_mode::wall, sim_clock_mode::virtual_clock}) {
+    SCOPED_TRACE(clock == sim_clock_mode::wall ? "wall" : "virtual");
+    sim_options o;
+    o.clock = clock;
+    sim_backend zero{o};
+    o.device_ordinal = 1;
+    sim_backend one{o};
+    stream_handle const s1 = new_stream(one);
+    event_handle const e1 = new_event(one);
+    stream_handle adopted{};
+    EXPECT_EQ(zero.adopt_stream(reinterpret_cast<void*>(s1.value), &adopted), status::invalid_value);
+    EXPECT_EQ(adopted, stream_handle{});
+    EXPECT_NE(zero.last_error().find("a stream of simulated device 1 (this backend is simulated device 0)"),
+              std::string::npos) << zero.last_error();
+    EXPECT_EQ(one.adopt_stream(reinterpret_cast<void*>(s1.value), &adopted), status::ok) << "its own device takes it";
+    buffers b(zero, 4096);
+    EXPECT_EQ(zero.copy_async(b.h2d(4096), s1), status::invalid_value);
+    EXPECT_NE(zero.last_error().find("copy_async: unknown stream handle: a stream of simulated device 1"),
+              std::string::npos) << zero.last_error();
+    event_handle const e0 = new_event(zero);
+    EXPECT_EQ(zero.record_event(e1, stream_handle{}), status::invalid_value);
+    EXPECT_NE(zero.last_error().find("an event of simulated device 1"), std::string::npos) << zero.last_error();
+    EXPECT_EQ(zero.query_event(e1), status::invalid_value);
+    EXPECT_EQ(zero.stream_wait_event(s1, e0), status::invalid_value);
+    EXPECT_EQ(zero.synchronize_stream(s1), status::invalid_value);
+    zero.destroy_event(e0);
+    one.destroy_event(e1);
+    one.destroy_stream(s1);
+  }
+  sim_backend a{};
+  sim_backend b{};
+  stream_handle const sa = new_stream(a);
+  stream_handle const sb = new_stream(b);
+  EXPECT_NE(sa, sb) << "wall-clock handles are unique in the process";
+  EXPECT_EQ(b.synchronize_stream(sa), status::invalid_value);
+  a.destroy_stream(sa);
+  b.destroy_stream(sb);
+}
+
+// Phantom addresses carry their device: a device pointer of simulated device 1 is never
+// inside an allocation of device 0, and the refusal says whose it is.
+TEST(SimDevices, PhantomPointersOfAnotherDeviceAreRefused)
+{
+  sim_options o;
+  o.memory = sim_memory_mode::phantom;
+  sim_backend zero{o};
+  o.device_ordinal = 1;
+  sim_backend one{o};
+  void* d0 = nullptr;
+  void* d1 = nullptr;
+  void* h0 = nullptr;
+  ASSERT_EQ(zero.allocate(tier_kind::device, 1_MiB, &d0), status::ok);
+  ASSERT_EQ(one.allocate(tier_kind::device, 1_MiB, &d1), status::ok);
+  ASSERT_EQ(zero.allocate(tier_kind::pinned_host, 1_MiB, &h0), status::ok);
+  EXPECT_NE(d0, d1);
+  EXPECT_EQ(zero.copy_async({d1, h0, 4096, tier_kind::device, tier_kind::pinned_host}, stream_handle{}),
+            status::invalid_value);
+  EXPECT_NE(zero.last_error().find("it is memory of simulated device 1"), std::string::npos) << zero.last_error();
+  EXPECT_EQ(zero.copy_async({d0, h0, 4096, tier_kind::device, tier_kind::pinned_host}, stream_handle{}), status::ok);
+  EXPECT_EQ(zero.synchronize_stream(stream_handle{}), status::ok);
+  zero.deallocate(tier_kind::device, d0, 1_MiB);
+  zero.deallocate(tier_kind::pinned_host, h0, 1_MiB);
+  one.deallocate(tier_kind::device, d1, 1_MiB);
+  EXPECT_EQ(zero.invalid_deallocations(), 0U);
+}
+
+// ---- serialized host functions (sim_options::serialize_host_functions) ----
+
+struct overlap_probe {
+  std::atomic<int> running{0};
+  std::atomic<int> most{0};
+  std::atomic<int> ran{0};
+  static void run(void* self)
+  {
+    auto* p = static_cast<overlap_probe*>(self);
+    int const now = p->running.fetch_add(1) + 1;
+    int seen = p->most.load();
+    while (now > seen && !p->most.compare_exchange_weak(seen, now)) {}
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    p->running.fetch_sub(1);
+    p->ran.fetch_add(1);
+  }
+};
+
+TEST(SimHostFunctions, SerializedHostFunctionsOfManyStreamsNeverOverlap)
+{
+  for (sim_clock_mode clock : {sim_clock_mode::wall, sim_clock_mode::virtual_clock}) {
+    SCOPED_TRACE(clock == sim_clock_mode::wall ? "wall" : "virtual");
+    sim_options o;
+    o.clock = clock;
+    o.serialize_host_functions = true;
+    overlap_probe probe;
+    {
+      sim_backend be{o};
+      std::vector<stream_handle> streams;
+      for (int i = 0; i < 6; ++i) { streams.push_back(new_stream(be)); }
+      std::vector<std::thread> threads;
+      for (stream_handle s : streams) {
+        threads.emplace_back([&be, &probe, s] {
+          for (int k = 0; k < 10; ++k) { EXPECT_EQ(be.launch_host_func(s, &overlap_probe::run, &probe), status::ok); }
+        });
+      }
+      for (auto& t : threads) { t.join(); }
+      for (stream_handle s : streams) { EXPECT_EQ(be.synchronize_stream(s), status::ok); }
+      EXPECT_EQ(probe.ran.load(), 60);
+      for (stream_handle s : streams) { be.destroy_stream(s); }
+    }
+    EXPECT_EQ(probe.most.load(), 1) << "two host functions ran at once";
+  }
+}
+
+// Queued host functions still run at destruction (the executor outlives the streams).
+TEST(SimHostFunctions, SerializedHostFunctionsRunBeforeTheBackendDies)
+{
+  sim_options o;
+  o.serialize_host_functions = true;
+  std::atomic<int> counter{0};
+  {
+    sim_backend be{o};
+    stream_handle const s = new_stream(be);
+    ASSERT_EQ(be.compute_async(s, 2'000'000), status::ok);
+    for (int i = 0; i < 10; ++i) {
+      ASSERT_EQ(be.launch_host_func(s, &tierpool::conformance::host_counter_increment, &counter), status::ok);
+      ASSERT_EQ(be.launch_host_func(stream_handle{}, &tierpool::conformance::host_counter_increment, &counter),
+                status::ok);
+    }
+  }
+  EXPECT_EQ(counter.load(), 20);
+}
+
+// ---- no concurrent managed access (sim_options::concurrent_managed_access) ----
+
+TEST(SimValidation, WithoutConcurrentManagedAccessManagedMemoryCannotBeSteered)
+{
+  sim_options o;
+  o.concurrent_managed_access = false;
+  sim_backend be{o};
+  EXPECT_TRUE(be.caps().has_managed);
+  EXPECT_FALSE(be.caps().concurrent_managed_access);
+  EXPECT_FALSE(be.caps().has_managed_prefetch) << "as cudaMemPrefetchAsync needs concurrent managed access";
+  void* m = nullptr;
+  ASSERT_EQ(be.allocate(tier_kind::managed, 4096, &m), status::ok);
+  EXPECT_EQ(be.prefetch_async(m, 4096, {tier_kind::device, -1}, stream_handle{}), status::not_supported);
+  EXPECT_EQ(be.advise(m, 4096, tierpool::mem_advice::set_read_mostly, {tier_kind::device, -1}), status::not_supported);
+  be.deallocate(tier_kind::managed, m, 4096);
+  EXPECT_TRUE(sim_backend{}.caps().concurrent_managed_access) << "the default: managed memory is host memory";
+}
+
+// ---- simulated capture (begin_capture / end_capture / launch_graph) ----
+
+TEST(SimCapture, CapturedWorkRunsOnlyWhenTheGraphIsLaunched)
+{
+  for (sim_clock_mode clock : {sim_clock_mode::wall, sim_clock_mode::virtual_clock}) {
+    SCOPED_TRACE(clock == sim_clock_mode::wall ? "wall" : "virtual");
+    sim_options o;
+    o.clock = clock;
+    sim_backend be{o};
+    buffers b(be, 4096);
+    stream_handle const s = new_stream(be);
+    std::memset(b.host, 7, 4096);
+    std::memset(b.dev, 0, 4096);
+    std::atomic<int> counter{0};
+    bool capturing = true;
+    EXPECT_EQ(be.is_capturing(s, &capturing), status::ok);
+    EXPECT_FALSE(capturing);
+    EXPECT_FALSE(be.capture_underway());
+    ASSERT_EQ(be.begin_capture(s), status::ok);
+    EXPECT_EQ(be.begin_capture(s), status::invalid_value) << "already capturing";
+    EXPECT_EQ(be.is_capturing(s, &capturing), status::ok);
+    EXPECT_TRUE(capturing);
+    EXPECT_TRUE(be.capture_underway());
+    EXPECT_EQ(be.is_capturing(stream_handle{}, &capturing), status::ok);
+    EXPECT_FALSE(capturing) << "only the captured stream";
+    ASSERT_EQ(be.copy_async(b.h2d(4096), s), status::ok);
+    ASSERT_EQ(be.compute_async(s, 1000), status::ok);
+    ASSERT_EQ(be.launch_host_func(s, &tierpool::conformance::host_counter_increment, &counter), status::ok);
+    // Work on other streams runs as usual meanwhile.
+    ASSERT_EQ(be.launch_host_func(stream_handle{}, &tierpool::conformance::host_counter_increment, &counter),
+              status::ok);
+    tierpool::sim_graph g{};
+    ASSERT_EQ(be.end_capture(s, &g), status::ok) << be.last_error();
+    EXPECT_TRUE(g);
+    EXPECT_FALSE(be.capture_underway());
+    ASSERT_EQ(be.synchronize_stream(s), status::ok);
+    ASSERT_EQ(be.synchronize_stream(stream_handle{}), status::ok);
+    EXPECT_EQ(counter.load(), 1) << "the captured host function has not run";
+    EXPECT_EQ(static_cast<unsigned char*>(b.dev)[0], 0) << "the captured copy has not run";
+    ASSERT_EQ(be.launch_graph(g, s), status::ok);
+    ASSERT_EQ(be.launch_graph(g, s), status::ok);
+    ASSERT_EQ(be.synchronize_stream(s), status::ok);
+    EXPECT_EQ(counter.load(), 3);
+    EXPECT_EQ(static_cast<unsigned char*>(b.dev)[4095], 7);
+    be.destroy_graph(g);
+    EXPECT_EQ(be.launch_graph(g, s), status::invalid_value);
+    EXPECT_EQ(be.capture_violations(), 0U);
+    be.destroy_stream(s);
+  }
+}
+
+// Host waits and event queries on the capturing thread, and anything on the stream that
+// is not captured, invalidate the capture; end_capture names the first. Another thread
+// may query and wait as it likes (thread-local mode).
+TEST(SimCapture, ForbiddenCallsInvalidateTheCapture)
+{
+  sim_backend be{};
+  stream_handle const s = new_stream(be);
+  stream_handle const other = new_stream(be);
+  event_handle const e = new_event(be);
+  ASSERT_EQ(be.record_event(e, other), status::ok);
+  ASSERT_EQ(be.synchronize_event(e), status::ok);
+  EXPECT_EQ(be.begin_capture(stream_handle{}), status::invalid_value) << "the default stream is not captured";
+
+  ASSERT_EQ(be.begin_capture(s), status::ok);
+  std::thread([&] {
+    EXPECT_EQ(be.query_event(e), status::ok) << "another thread is not restricted";
+    EXPECT_EQ(be.synchronize_stream(other), status::ok);
+  }).join();
+  tierpool::sim_graph g{};
+  ASSERT_EQ(be.end_capture(s, &g), status::ok) << be.last_error();
+  be.destroy_graph(g);
+
+  ASSERT_EQ(be.begin_capture(s), status::ok);
+  EXPECT_EQ(be.query_event(e), status::invalid_value);
+  EXPECT_NE(be.last_error().find("query_event: not permitted while stream"), std::string::npos) << be.last_error();
+  EXPECT_EQ(be.synchronize_event(e), status::invalid_value) << "still refused";
+  EXPECT_EQ(be.end_capture(s, &g), status::invalid_value);
+  EXPECT_FALSE(g);
+  EXPECT_NE(be.last_error().find("was invalidated by query_event"), std::string::npos) << be.last_error();
+
+  for (int call = 0; call < 4; ++call) {
+    SCOPED_TRACE(call);
+    ASSERT_EQ(be.begin_capture(s), status::ok);
+    std::thread([&] {  // on the stream itself: refused from any thread
+      void* p = nullptr;
+      switch (call) {
+        case 0: EXPECT_EQ(be.synchronize_stream(s), status::invalid_value); break;
+        case 1: EXPECT_EQ(be.record_event(e, s), status::invalid_value); break;
+        case 2: EXPECT_EQ(be.stream_wait_event(s, e), status::invalid_value); break;
+        default:
+          ASSERT_EQ(be.allocate(tier_kind::managed, 4096, &p), status::ok) << "not the capturing thread";
+          EXPECT_EQ(be.prefetch_async(p, 4096, {tier_kind::device, -1}, s), status::invalid_value);
+          be.deallocate(tier_kind::managed, p, 4096);
+      }
+    }).join();
+    EXPECT_EQ(be.end_capture(s, &g), status::invalid_value);
+  }
+  void* p = nullptr;
+  ASSERT_EQ(be.begin_capture(s), status::ok);
+  EXPECT_EQ(be.allocate(tier_kind::device, 4096, &p), status::invalid_value) << "cudaMalloc is unsafe in a capture";
+  EXPECT_EQ(be.end_capture(s, &g), status::invalid_value);
+  EXPECT_EQ(be.end_capture(s, &g), status::invalid_value) << "not capturing any more";
+  EXPECT_EQ(be.capture_violations(), 7U);
+  be.destroy_event(e);
+  be.destroy_stream(s);
+  be.destroy_stream(other);
 }
 
 }  // namespace

@@ -80,6 +80,34 @@ TEST(SelectBackend, ExplicitSimUsesTheOptions)
   EXPECT_TRUE(contains(sel.reason, "requested")) << sel.reason;
 }
 
+// The device ordinal reaches the sim backend: devices 0 and 1 are two simulated devices
+// (pool_options::device comes this way). A negative ordinal is refused for every choice.
+TEST(SelectBackend, TheDeviceOrdinalSelectsTheSimulatedDevice)
+{
+  tierpool::sim_options o;
+  o.device_ordinal = 5;  // replaced by the selection's device
+  auto one = tierpool::select_backend(tierpool::backend_choice::sim, o, 1);
+  EXPECT_EQ(one.backend->caps().device_ordinal, 1);
+  EXPECT_TRUE(contains(one.backend->caps().device_name, "simulated device 1 (")) << one.backend->caps().device_name;
+  EXPECT_TRUE(contains(one.reason, "simulated device 1")) << one.reason;
+  auto zero = tierpool::select_backend(tierpool::backend_choice::sim, o);
+  EXPECT_EQ(zero.backend->caps().device_ordinal, 0);
+  auto fallback = tierpool::select_backend(tierpool::backend_choice::automatic, {}, 2, tierpool::fallback_notice::silent);
+  if (fallback.fell_back) {
+    EXPECT_EQ(fallback.backend->caps().device_ordinal, 2);
+    EXPECT_TRUE(contains(fallback.reason, "using the simulated device 2")) << fallback.reason;
+  }
+  for (auto c : {tierpool::backend_choice::sim, tierpool::backend_choice::automatic, tierpool::backend_choice::cuda}) {
+    try {
+      (void)tierpool::select_backend(c, {}, -1, tierpool::fallback_notice::silent);
+      ADD_FAILURE() << "a negative device was accepted";
+    } catch (tierpool::logic_error const& e) {
+      EXPECT_TRUE(contains(e.what(), "device ordinal -1 is negative")) << e.what();
+    }
+  }
+  EXPECT_THROW((void)tierpool::select_backend(tierpool::backend_choice::sim, {}, 256), tierpool::logic_error);
+}
+
 TEST(SelectBackend, ExplicitSimPrintsNothing)
 {
   testing::internal::CaptureStderr();

@@ -41,12 +41,15 @@ using tierpool::detail::make_virtual_timeline;
 using tierpool::detail::sim_timeline;
 using tierpool::detail::virtual_timeline_ops;
 
-// Handle layout (sim_timeline.hpp, virtual_timeline.cpp): tag in the low byte, then the
-// slot (SlotBits), then the slot's generation.
+// Handle layout (sim_timeline.hpp, virtual_timeline.cpp): tag and device in the low bytes,
+// then the handle's number: the slot (SlotBits), then the slot's generation.
 constexpr unsigned kEventSlotBits = 24;
 constexpr unsigned kStreamSlotBits = 16;
-constexpr std::uint64_t slot_of(std::uintptr_t h, unsigned bits) { return (h >> 8U) & ((std::uint64_t{1} << bits) - 1); }
-constexpr std::uint64_t gen_of(std::uintptr_t h, unsigned bits) { return h >> (8U + bits); }
+constexpr std::uint64_t slot_of(std::uintptr_t h, unsigned bits)
+{
+  return tierpool::detail::handle_number(h) & ((std::uint64_t{1} << bits) - 1);
+}
+constexpr std::uint64_t gen_of(std::uintptr_t h, unsigned bits) { return tierpool::detail::handle_number(h) >> bits; }
 
 std::unique_ptr<sim_timeline> make_timeline()
 {

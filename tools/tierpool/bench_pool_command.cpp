@@ -131,10 +131,14 @@ constexpr char const* kEnvironmentHelp =
   "is an error naming the variable). A trace that cannot be written completely fails the\n"
   "command (exit 1).\n\n";
 
-pool_options base_options(backend_pick const& b, std::size_t device_bytes)
+// --device: the device ordinal (CUDA's, or the simulated device's: 0..255).
+constexpr char const* kDeviceHelp = "device to run on: CUDA device N, or simulated device N on sim (0..255)";
+
+pool_options base_options(backend_pick const& b, std::size_t device_bytes, int device)
 {
   pool_options o;
   o.backend = b.choice;
+  o.device = device;
   // The command picks the backend (above: its default is sim, not auto) and sizes every
   // tier; the pool reads the other variables (policy, prefetch, trace, publish, its group).
   o.ignore_environment = {"TIERPOOL_BACKEND", "TIERPOOL_DEVICE_BYTES"};
@@ -251,6 +255,7 @@ int bench_hitpath_command(int argc, char** argv)
   std::size_t tensors_per_thread = 1;
   std::string tensor_bytes_text = "64KiB";
   std::string backend_flag;
+  std::string device_text = "0";  // text, checked by parse_checked ("-1", "1x" and "one" are refused)
   desc.add_options()
     ("help,h", "this text")
     ("threads,t", po::value(&threads)->default_value(threads), "threads acquiring at once (1..64)")
@@ -260,6 +265,7 @@ int bench_hitpath_command(int argc, char** argv)
      "resident tensors each thread cycles through (1..4096)")
     ("tensor-bytes", po::value(&tensor_bytes_text)->default_value(tensor_bytes_text), "size of each tensor")
     ("backend", po::value(&backend_flag), "sim | cuda | auto (default: TIERPOOL_BACKEND, else sim)")
+    ("device", po::value(&device_text)->default_value(device_text), kDeviceHelp)
     ("json", "print one JSON object instead of the table");
   po::variables_map vm;
   if (!parse_args("hitpath", desc, argc, argv, vm)) { return 2; }
@@ -270,9 +276,11 @@ int bench_hitpath_command(int argc, char** argv)
   if (threads == 0 || threads > 64) { return usage_error("hitpath", "--threads must be in 1..64"); }
   unsigned runs = 0;
   std::size_t ops = 0;
+  int device = 0;
   try {
     runs = parse_checked<unsigned>("--runs", runs_text, 1, 1000);
     ops = parse_checked<std::size_t>("--ops", ops_text, 1, 1'000'000'000);
+    device = parse_checked<int>("--device", device_text, 0, 255);
   } catch (logic_error const& e) {
     return usage_error("hitpath", e.what());
   }
@@ -286,7 +294,7 @@ int bench_hitpath_command(int argc, char** argv)
   std::size_t const resident = tensor_bytes * tensors_per_thread * threads;
   std::size_t const device_cap = std::max<std::size_t>(2 * resident + 1_MiB, 16_MiB);
   auto const pick = pick_backend(backend_flag);
-  pool_options o = base_options(pick, device_cap);
+  pool_options o = base_options(pick, device_cap, device);
   o.tiers = {tier_options{.kind = tier_kind::device, .capacity_bytes = device_cap},
              tier_options{.kind = tier_kind::host, .capacity_bytes = device_cap}};
   pool p{std::move(o)};
@@ -474,6 +482,7 @@ int bench_copy_command(int argc, char** argv)
   std::string device_bytes_text;
   std::string lower = "pinned_host";
   std::string backend_flag;
+  std::string device_text = "0";
   std::string runs_text = "5";  // text: -1 read into an unsigned wraps (checked_options.hpp)
   desc.add_options()
     ("help,h", "this text")
@@ -484,6 +493,7 @@ int bench_copy_command(int argc, char** argv)
     ("lower", po::value(&lower)->default_value(lower), "kind of the host tier: pinned_host | host")
     ("runs,r", po::value(&runs_text)->default_value(runs_text), "timed runs (1..1000); the median is reported")
     ("backend", po::value(&backend_flag), "sim | cuda | auto (default: TIERPOOL_BACKEND, else sim)")
+    ("device", po::value(&device_text)->default_value(device_text), kDeviceHelp)
     ("json", "print one JSON object instead of the table");
   po::variables_map vm;
   if (!parse_args("copy", desc, argc, argv, vm)) { return 2; }
@@ -492,8 +502,10 @@ int bench_copy_command(int argc, char** argv)
     return 0;
   }
   unsigned runs = 0;
+  int device = 0;
   try {
     runs = parse_checked<unsigned>("--runs", runs_text, 1, 1000);
+    device = parse_checked<int>("--device", device_text, 0, 255);
   } catch (logic_error const& e) {
     return usage_error("copy", e.what());
   }
@@ -524,7 +536,7 @@ int bench_copy_command(int argc, char** argv)
   std::size_t const lower_cap = total + total / 4 + 16_MiB;
 
   auto const pick = pick_backend(backend_flag);
-  pool_options o = base_options(pick, c.device_tier_bytes + 16_MiB);
+  pool_options o = base_options(pick, c.device_tier_bytes + 16_MiB, device);
   o.tiers = {tier_options{.kind = tier_kind::device, .capacity_bytes = c.device_tier_bytes},
              tier_options{.kind = lower_kind, .capacity_bytes = lower_cap}};
   pool p{std::move(o)};

@@ -17,8 +17,23 @@
  * - `pinned_host` memory is cudaHostAlloc'd, or, when a NUMA node is given, allocated
  *   with hwloc on that node and then cudaHostRegister'ed. `host` memory is ordinary
  *   memory, hwloc-bound when a node is given.
- * - Copies between two host-side kinds where one side is pageable run as a stream-ordered
- *   host function (a plain memcpy); every other copy is cudaMemcpyAsync(cudaMemcpyDefault).
+ * - Copies between two host-side kinds (pinned or pageable) run as a stream-ordered host
+ *   function (a plain memcpy), since cudaMemcpyAsync between host ranges would block the
+ *   caller; copies between pageable memory and the device go through a pinned staging
+ *   buffer of the stream; every other copy is cudaMemcpyAsync(cudaMemcpyDefault). The
+ *   driver may run the host functions of all streams one at a time: none of the backend's
+ *   waits for anything, and host functions given to launch_host_func must not wait for
+ *   another stream's work either (backend.hpp, host_fn).
+ * - Every call makes the device's primary context current for its duration and restores
+ *   the caller's context afterwards (cuCtxPushCurrent / cuCtxPopCurrent, reached through
+ *   cudaGetDriverEntryPointByVersion): the backend never calls cudaSetDevice, so a process
+ *   that uses only GPU 1 never creates a context on GPU 0.
+ * - adopt_stream() needs a live `cudaStream_t` of the backend's device: it refuses null,
+ *   `cudaStreamLegacy`, `cudaStreamPerThread`, the backend's own streams and events, and a
+ *   stream of another device; a destroyed or made-up handle cannot be told from a live one
+ *   without undefined behaviour in CUDA itself, so passing one is undefined.
+ * - is_capturing() is cudaStreamIsCapturing; capture_underway() asks it of every stream
+ *   of the backend.
  * - `managed` capacity (caps().managed_bytes) is the free device memory at construction.
  */
 #pragma once
@@ -38,14 +53,15 @@ namespace tierpool {
 /**
  * @brief Create the CUDA backend for one device.
  *
- * Initializes the CUDA runtime and the device's primary context and probes the
- * capabilities once. With static cudart the library starts on machines without a driver:
- * there the first CUDA call fails with `cudaErrorInsufficientDriver` and this returns
- * null with a reason.
+ * Initializes the CUDA runtime, retains the device's primary context (kept for the life
+ * of the process, as the runtime keeps its own) and probes the capabilities once. With
+ * static cudart the library starts on machines without a driver: there the first CUDA
+ * call fails with `cudaErrorInsufficientDriver` and this returns null with a reason.
+ * Backends of several devices may live in one process; each touches only its own device.
  *
  * Thread safety: may be called from any thread. The returned backend's members may be
- * called concurrently from any thread (each sets `device` current for its calls and
- * restores the caller's current device).
+ * called concurrently from any thread (each pushes the device's primary context for its
+ * calls and pops it after: the calling thread's current device and context are as before).
  *
  * @param device  CUDA device ordinal (>= 0).
  * @param why_not When non-null and the result is null, receives one line saying why,

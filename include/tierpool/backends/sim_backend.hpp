@@ -196,6 +196,32 @@ struct sim_options {
   sim_fault_options faults{};              ///< faults active from construction
   std::uint32_t max_copy_streams{16};      ///< reported in caps()
   std::string device_name{};               ///< caps().device_name override; empty = generated
+  /// Which simulated device this is, 0..255 (caps().device_ordinal). Backends of different
+  /// ordinals are different devices: each refuses the other's streams and events (and,
+  /// with phantom memory, pointers) with invalid_value and a last_error() naming the
+  /// device they belong to. select_backend() sets it from its `device` argument
+  /// (pool_options::device). A generated device_name names it from device 1 on
+  /// ("simulated device 1 (...)"; device 0 keeps "simulated device (...)").
+  int device_ordinal{0};
+  /// caps().concurrent_managed_access: false models a GPU on which the host may not touch
+  /// managed memory while any kernel runs (compute capability < 6, Windows, some Jetson
+  /// boards). As there, prefetch_async and advise are then not supported; a pool refuses
+  /// a managed tier on such a device (docs/chapters/tiers.md).
+  bool concurrent_managed_access{true};
+  /// Run the host functions of all streams one at a time, on one executor, in the order
+  /// they become ready, as a CUDA driver may (Note [One host-function executor],
+  /// wall_timeline.cpp; on a virtual clock they run at enqueue under one lock). A host
+  /// function that waits for work of another stream then hangs, as it can on CUDA.
+  bool serialize_host_functions{false};
+};
+
+/// @brief The work captured on a sim stream (sim_backend::end_capture), to launch again
+///        and again (sim_backend::launch_graph); the simulated counterpart of a
+///        `cudaGraphExec_t`. Zero is no graph.
+struct sim_graph {
+  std::uint64_t value{0};  ///< 0: none
+  /// @brief True for a graph from end_capture.
+  [[nodiscard]] explicit constexpr operator bool() const noexcept { return value != 0; }
 };
 
 /// @brief Traffic of one link since construction.
@@ -277,6 +303,9 @@ class TIERPOOL_EXPORT sim_backend final : public backend {
   [[nodiscard]] std::optional<tick> known_completion(event_handle e) const noexcept override { return event_time(e); }
   /// Virtual clock: stream_tail(s); wall clock: std::nullopt.
   [[nodiscard]] std::optional<tick> known_stream_time(stream_handle s) const noexcept override { return stream_tail(s); }
+  /// True between begin_capture(s) and end_capture(s).
+  [[nodiscard]] status is_capturing(stream_handle s, bool* out) const noexcept override;
+  [[nodiscard]] bool capture_underway() const noexcept override;
   [[nodiscard]] std::string last_error() const override;
 
   // ---- sim-only ----
@@ -303,6 +332,42 @@ class TIERPOOL_EXPORT sim_backend final : public backend {
    * @return std::nullopt for an unknown stream or on a wall clock.
    */
   [[nodiscard]] std::optional<tick> stream_tail(stream_handle s) const noexcept;
+
+  /**
+   * @brief Start capturing `s`, as cudaStreamBeginCapture in thread-local mode: until
+   *        end_capture(s), copies, kernels (compute_async) and host functions queued on
+   *        `s` are recorded into a graph instead of running.
+   *
+   * Meanwhile the calls CUDA forbids are refused with invalid_value and *invalidate* the
+   * capture (end_capture then fails, naming the first): on the calling thread, every host
+   * wait or event query (synchronize_stream, synchronize_event, query_event) and
+   * allocate / deallocate; from any thread, synchronize_stream(s), and record_event,
+   * stream_wait_event or prefetch_async on `s` (the simulated graph holds copies, kernels
+   * and host functions only). is_capturing() is always allowed.
+   * @param s A stream from create_stream() (the default stream cannot be captured).
+   * @return ok; invalid_value (unknown or default stream, already capturing).
+   */
+  [[nodiscard]] status begin_capture(stream_handle s) noexcept;
+  /**
+   * @brief End the capture of `s`.
+   * @param s   The stream being captured.
+   * @param out Receives the graph (`{}` on failure): its work runs each time it is launched.
+   * @return ok; invalid_value (not capturing, null `out`, or the capture was invalidated:
+   *         last_error() names the call that did it).
+   */
+  [[nodiscard]] status end_capture(stream_handle s, sim_graph* out) noexcept;
+  /**
+   * @brief Queue the work of graph `g` on `s`, in the order it was captured (the data
+   *        effects of its copies and its host functions run again).
+   * @param g The graph, from end_capture().
+   * @param s The stream to run it on (not one being captured).
+   * @return ok or invalid_value (unknown graph or stream, a stream being captured).
+   */
+  [[nodiscard]] status launch_graph(sim_graph g, stream_handle s) noexcept;
+  /// @brief Forget graph `g` (launches already queued still run). Unknown graphs are ignored.
+  void destroy_graph(sim_graph g) noexcept;
+  /// @brief Calls that invalidated a capture since construction (see begin_capture).
+  [[nodiscard]] std::uint64_t capture_violations() const noexcept;
 
   /**
    * @brief Replace the fault rules (takes effect for the next call; nth counts restart).

@@ -26,18 +26,49 @@
 // safe because everything on one stream runs in order: a chunk's host function runs after
 // the previous chunk's DMA. staging_mtx_ is held while one copy enqueues its chunks, so
 // copies from two threads on one stream do not interleave theirs. A stream whose buffer
-// cannot be made falls back to the plain (blocking) cudaMemcpyAsync. destroy_stream and
-// the destructor wait for the stream before freeing its buffer.
+// cannot be made falls back to the plain (blocking) cudaMemcpyAsync. Each buffer has an
+// event recorded after the last chunk of every staged copy: destroy_stream, forget_stream
+// and the destructor wait for that event (the staged copies, not later work on the
+// stream) before freeing the buffer, and never name the stream itself, which for an
+// adopted stream may be gone already.
+//
+// Note [Host copies run on the host]
+// cudaMemcpyAsync between two host ranges, pinned or pageable, is synchronous with respect
+// to the host (CUDA's "API synchronization behavior"): the caller, in the pool a thread
+// holding a tensor's lock, would wait for the stream's earlier work. Every copy between
+// two host-side kinds is a stream-ordered host function instead (a plain memcpy, no CUDA
+// call): it runs after the stream's earlier work and before its later work, so an event
+// recorded after copy_async completes once the bytes are there, as for any copy.
+//
+// Note [Host functions run one at a time]
+// The host functions this backend queues (host copies, staging chunks) only copy bytes.
+// None may wait for work of another stream: the driver may run the host functions of all
+// streams on one thread, one at a time, so a host function waiting for another stream's
+// work (perhaps a host function queued behind it) would deadlock, and only on CUDA. A
+// host copy on one stream may also delay those of others behind it. The simulated device
+// can run its host functions the same way (sim_options::serialize_host_functions).
 //
 // Note [Device guard]
-// CUDA's current device is per host thread, and backend members may be called from any
-// thread. Every member that touches CUDA sets this backend's device for the duration of
-// the call and restores the caller's device afterwards (device_guard), so the backend
-// never changes what the application sees as current.
+// CUDA's current device (and context) is per host thread, and backend members may be
+// called from any thread. Setting this backend's device with cudaSetDevice and restoring
+// the caller's afterwards touches other devices: on a thread that never chose one,
+// cudaGetDevice reports device 0 without creating anything, but restoring it with
+// cudaSetDevice(0) creates device 0's primary context (CUDA 12+), hundreds of MB on a GPU
+// a process using only GPU 1 never meant to use. So the backend never calls
+// cudaSetDevice: it retains its device's primary context once (driver entry points found
+// with cudaGetDriverEntryPointByVersion; libcuda is never linked) and every member pushes
+// that context for its calls and pops it afterwards (device_guard). The runtime uses the
+// context current on the thread, so the calls go to the backend's device, and the
+// thread's context stack, its current device included, is what it was: no other device
+// is touched. The primary context stays retained for the life of the process, as the
+// runtime keeps its own.
 #include "cuda_check.hpp"
 
 #include <tierpool/backends/cuda_backend.hpp>
 #include <tierpool/topology.hpp>
+
+#include <cuda.h>          // driver types (CUcontext, CUresult) only: nothing of libcuda is linked
+#include <cudaTypedefs.h>  // PFN_* of the driver entry points (Note [Device guard])
 
 #include <algorithm>
 #include <atomic>
@@ -53,6 +84,7 @@
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
+#include <vector>
 
 namespace tierpool {
 namespace {
@@ -63,30 +95,123 @@ namespace cu = detail::cuda;
 // 256-byte guarantee so that every kind honours caps().allocation_alignment.
 constexpr std::size_t kHostAlignment = 256;
 
-// See Note [Device guard].
+// The driver entry points the backend uses (Note [Device guard]), found once.
+struct driver_api {
+  PFN_cuInit_v2000 init{nullptr};
+  PFN_cuDeviceGet_v2000 device_get{nullptr};
+  PFN_cuDevicePrimaryCtxRetain_v7000 primary_ctx_retain{nullptr};
+  PFN_cuCtxPushCurrent_v4000 ctx_push{nullptr};
+  PFN_cuCtxPopCurrent_v4000 ctx_pop{nullptr};
+  PFN_cuGetErrorName_v6000 error_name{nullptr};  // optional: for messages
+  std::string missing;  // why an entry point is missing; empty when all were found
+};
+
+// ABI version of the symbols asked for: the forms of CUDA 12.0 (cuCtxPushCurrent_v2, ...),
+// which is what the PFN types above describe.
+constexpr unsigned kDriverApiVersion = 12000;
+
+driver_api const& driver() noexcept
+{
+  static driver_api const api = [] {
+    driver_api a;
+    auto find = [&a](char const* name, void** fn, bool required) {
+      cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+      cudaError_t const e = cudaGetDriverEntryPointByVersion(name, fn, kDriverApiVersion, cudaEnableDefault, &found);
+      if (e != cudaSuccess || found != cudaDriverEntryPointSuccess || *fn == nullptr) {
+        cu::clear_own_error(e);
+        *fn = nullptr;
+        if (required && a.missing.empty()) {
+          try {
+            a.missing = std::string("the driver has no entry point ") + name +
+                        (e != cudaSuccess ? " (" + cu::describe(e) + ")" : std::string());
+          } catch (...) {
+            a.missing = "a driver entry point is missing";
+          }
+        }
+      }
+    };
+    find("cuInit", reinterpret_cast<void**>(&a.init), true);
+    find("cuDeviceGet", reinterpret_cast<void**>(&a.device_get), true);
+    find("cuDevicePrimaryCtxRetain", reinterpret_cast<void**>(&a.primary_ctx_retain), true);
+    find("cuCtxPushCurrent", reinterpret_cast<void**>(&a.ctx_push), true);
+    find("cuCtxPopCurrent", reinterpret_cast<void**>(&a.ctx_pop), true);
+    find("cuGetErrorName", reinterpret_cast<void**>(&a.error_name), false);
+    return a;
+  }();
+  return api;
+}
+
+std::string describe_driver_error(CUresult r)
+{
+  char const* name = nullptr;
+  if (driver().error_name != nullptr && driver().error_name(r, &name) == CUDA_SUCCESS && name != nullptr) {
+    return std::string(name);
+  }
+  return "CUresult " + std::to_string(static_cast<int>(r));
+}
+
+// The primary context of `device`, retained on first use and kept for the life of the
+// process (Note [Device guard]); null with a reason on failure.
+CUcontext primary_context(int device, std::string* why)
+{
+  static std::mutex mtx;                               // guards `retained`
+  static std::unordered_map<int, CUcontext> retained;  // device -> its primary context
+  std::lock_guard const lock(mtx);
+  if (auto const it = retained.find(device); it != retained.end()) { return it->second; }
+  driver_api const& d = driver();
+  if (!d.missing.empty()) {
+    *why = "CUDA device " + std::to_string(device) + ": " + d.missing;
+    return nullptr;
+  }
+  char const* step = "cuInit";
+  CUresult r = d.init(0);
+  CUdevice dev{};
+  if (r == CUDA_SUCCESS) {
+    step = "cuDeviceGet";
+    r = d.device_get(&dev, device);
+  }
+  CUcontext ctx = nullptr;
+  if (r == CUDA_SUCCESS) {
+    step = "cuDevicePrimaryCtxRetain";
+    r = d.primary_ctx_retain(&ctx, dev);
+  }
+  if (r != CUDA_SUCCESS || ctx == nullptr) {
+    *why = "CUDA device " + std::to_string(device) + ": " + step + " failed (" + describe_driver_error(r) + ")";
+    return nullptr;
+  }
+  retained.emplace(device, ctx);
+  return ctx;
+}
+
+// See Note [Device guard]: makes `ctx` current for the guard's life, then the caller's
+// context stack is as before.
 class device_guard {
  public:
-  explicit device_guard(int device) noexcept
+  explicit device_guard(CUcontext ctx) noexcept
   {
-    int current = -1;
-    error_ = cudaGetDevice(&current);
-    if (error_ != cudaSuccess) { return; }
-    if (current != device) {
-      error_ = cudaSetDevice(device);
-      if (error_ == cudaSuccess) { previous_ = current; }
+    CUresult const r = driver().ctx_push(ctx);
+    if (r == CUDA_SUCCESS) {
+      pushed_ = true;
+    } else {
+      // The runtime's error codes are the driver's for the context errors (201 invalid
+      // context, 709 destroyed, 4 deinitialized), so the value describes itself.
+      error_ = static_cast<cudaError_t>(r);
     }
   }
   device_guard(device_guard const&) = delete;
   device_guard& operator=(device_guard const&) = delete;
   ~device_guard()
   {
-    if (previous_) { (void)cudaSetDevice(*previous_); }
+    if (pushed_) {
+      CUcontext popped = nullptr;
+      (void)driver().ctx_pop(&popped);
+    }
   }
   [[nodiscard]] cudaError_t error() const noexcept { return error_; }
 
  private:
   cudaError_t error_{cudaSuccess};
-  std::optional<int> previous_;
+  bool pushed_{false};
 };
 
 // The most recent failure on this thread, tagged with the backend that recorded it. Owners
@@ -117,7 +242,8 @@ struct host_copy {
 
 void run_host_copy(void* user) noexcept
 {
-  // Runs on a CUDA-internal thread: must not call CUDA.
+  // Runs on a CUDA-internal thread: must not call CUDA, nor wait for anything (Note [Host
+  // functions run one at a time]).
   std::unique_ptr<host_copy> const c(static_cast<host_copy*>(user));
   std::memcpy(c->dst, c->src, c->bytes);
 }
@@ -155,17 +281,19 @@ class cuda_backend final : public backend {
                               memory_location where) noexcept override;
   [[nodiscard]] status launch_host_func(stream_handle s, host_fn fn, void* user_data) noexcept override;
   [[nodiscard]] tick now() const noexcept override;
+  [[nodiscard]] status is_capturing(stream_handle s, bool* out) const noexcept override;
+  [[nodiscard]] bool capture_underway() const noexcept override;
   [[nodiscard]] std::string last_error() const override;
 
  private:
-  explicit cuda_backend(int device) noexcept : device_(device) {}
+  cuda_backend(int device, CUcontext ctx) noexcept : device_(device), ctx_(ctx) {}
 
   // Probe capabilities and create the default stream; "" on success, else the reason.
   std::string initialize();
 
   // Record a failure for last_error() and return its status.
-  status fail(cudaError_t e, char const* expr) noexcept;
-  status fail(status s, char const* what) noexcept;
+  status fail(cudaError_t e, char const* expr) const noexcept;
+  status fail(status s, char const* what) const noexcept;
   void record(std::string text) const noexcept;
 
   [[nodiscard]] bool resolve(stream_handle s, cudaStream_t* out) const noexcept;
@@ -175,12 +303,20 @@ class cuda_backend final : public backend {
   // A copy between device / managed memory and pageable host memory, in chunks through
   // `cs`'s staging buffer; nullopt when the buffer cannot be made (the caller copies plainly).
   std::optional<status> copy_staged(copy_desc const& d, cudaStream_t cs) noexcept;
-  // Wait for `cs` and free its staging buffer, if it has one.
+  // Free `cs`'s staging buffer, if it has one, once its staged copies are done.
   void drop_staging(cudaStream_t cs) noexcept;
+  // A stream's pinned staging buffer and the event recorded after its last staged copy.
+  struct staging_buffer {
+    void* buffer{nullptr};
+    cudaEvent_t done{nullptr};
+  };
+  // Wait for the staged copies of `st` (its event: never the stream) and free it.
+  static void free_staging(staging_buffer const& st) noexcept;
   std::optional<std::size_t> take_bound(std::unordered_map<void*, std::size_t>& map, void* p) noexcept;
 
   std::uint64_t const id_{next_backend_id.fetch_add(1, std::memory_order_relaxed)};
   int device_;
+  CUcontext ctx_;  // the device's primary context (Note [Device guard])
   backend_caps caps_{};
   int least_priority_{0};     // numerically largest (lowest-priority) stream priority
   int greatest_priority_{0};  // numerically smallest (highest-priority) stream priority
@@ -192,8 +328,8 @@ class cuda_backend final : public backend {
   std::unordered_set<cudaStream_t> adopted_;  // the caller's (adopt_stream): never synchronized nor destroyed here
   std::unordered_set<cudaEvent_t> events_;
 
-  std::mutex staging_mtx_;                                // also held while one copy enqueues its chunks
-  std::unordered_map<cudaStream_t, void*> staging_;       // stream -> pinned buffer of kStagingBytes
+  std::mutex staging_mtx_;                                     // also held while one copy enqueues its chunks
+  std::unordered_map<cudaStream_t, staging_buffer> staging_;  // stream -> pinned buffer of kStagingBytes
 
   std::mutex bound_mtx_;
   std::unordered_map<void*, std::size_t> bound_pinned_;  // hwloc + cudaHostRegister
@@ -216,7 +352,12 @@ std::unique_ptr<backend> cuda_backend::create(int device, std::string* why_not)
                " device(s) visible)");
     return nullptr;
   }
-  std::unique_ptr<cuda_backend> b(new cuda_backend(device));
+  CUcontext const ctx = primary_context(device, &reason);
+  if (ctx == nullptr) {
+    set_reason(std::move(reason));
+    return nullptr;
+  }
+  std::unique_ptr<cuda_backend> b(new cuda_backend(device, ctx));
   reason = b->initialize();
   if (!reason.empty()) {
     set_reason(std::move(reason));
@@ -228,11 +369,11 @@ std::unique_ptr<backend> cuda_backend::create(int device, std::string* why_not)
 std::string cuda_backend::initialize()
 {
   auto failed = [this](char const* what, cudaError_t e) {
-    cu::clear_last_error();
+    cu::clear_own_error(e);
     return "CUDA device " + std::to_string(device_) + ": " + what + " failed (" + cu::describe(e) + ")";
   };
-  device_guard const guard(device_);
-  if (guard.error() != cudaSuccess) { return failed("cudaSetDevice", guard.error()); }
+  device_guard const guard(ctx_);
+  if (guard.error() != cudaSuccess) { return failed("cuCtxPushCurrent (the primary context)", guard.error()); }
 
   cudaDeviceProp prop{};
   if (auto e = cudaGetDeviceProperties(&prop, device_); e != cudaSuccess) {
@@ -244,8 +385,8 @@ std::string cuda_backend::initialize()
 
   auto attribute = [this](cudaDeviceAttr a, int fallback) {
     int v = 0;
-    if (cudaDeviceGetAttribute(&v, a, device_) != cudaSuccess) {
-      cu::clear_last_error();  // an attribute this driver does not know: use the fallback
+    if (cudaError_t const e = cudaDeviceGetAttribute(&v, a, device_); e != cudaSuccess) {
+      cu::clear_own_error(e);  // an attribute this driver does not know: use the fallback
       return fallback;
     }
     return v;
@@ -290,21 +431,20 @@ std::string cuda_backend::initialize()
 
 cuda_backend::~cuda_backend()
 {
-  device_guard const guard(device_);
+  device_guard const guard(ctx_);
   std::unique_lock const lock(handles_mtx_);
   // Drain every stream first: work still queued (a copy into hwloc-bound pages, a host
   // function copying pageable memory) must not outlive the memory freed below.
-  // Adopted streams are the caller's (it may have destroyed them already): left alone.
+  // Adopted streams are the caller's (it may have destroyed them already): neither
+  // synchronized nor named; their staging buffers wait for their own staged copies only
+  // (Note [Pageable copies through pinned staging]).
   for (cudaStream_t s : streams_) {
     if (!adopted_.contains(s)) { (void)cudaStreamSynchronize(s); }
   }
   if (default_stream_ != nullptr) { (void)cudaStreamSynchronize(default_stream_); }
   {
     std::lock_guard const staging_lock(staging_mtx_);
-    for (auto const& [stream, buffer] : staging_) {
-      (void)cudaStreamSynchronize(stream);  // an adopted stream too: its copies used the buffer
-      (void)cudaFreeHost(buffer);
-    }
+    for (auto const& [stream, st] : staging_) { free_staging(st); }
     staging_.clear();
   }
   for (cudaEvent_t e : events_) { (void)cudaEventDestroy(e); }
@@ -322,7 +462,6 @@ cuda_backend::~cuda_backend()
     }
     for (auto const& [p, bytes] : bound_host_) { topology_->deallocate_on_node(p, bytes); }
   }
-  cu::clear_last_error();
   if (tl_last_error.owner == id_) { tl_last_error = {}; }
 }
 
@@ -336,18 +475,18 @@ void cuda_backend::record(std::string text) const noexcept
   }
 }
 
-status cuda_backend::fail(cudaError_t e, char const* expr) noexcept
+status cuda_backend::fail(cudaError_t e, char const* expr) const noexcept
 {
   status const s = cu::to_status(e);
   try {
     record(std::string(expr) + " failed: " + cu::describe(e));
   } catch (...) {
   }
-  cu::clear_last_error();
+  cu::clear_own_error(e);
   return s;
 }
 
-status cuda_backend::fail(status s, char const* what) noexcept
+status cuda_backend::fail(status s, char const* what) const noexcept
 {
   try {
     record(std::string(what));
@@ -395,20 +534,20 @@ status cuda_backend::allocate(tier_kind kind, std::size_t bytes, void** out, int
   }
   switch (kind) {
     case tier_kind::device: {
-      device_guard const guard(device_);
+      device_guard const guard(ctx_);
       TIERPOOL_CUDA_TRY(guard.error());
       TIERPOOL_CUDA_TRY(cudaMalloc(out, bytes));
       return status::ok;
     }
     case tier_kind::pinned_host: {
-      device_guard const guard(device_);
+      device_guard const guard(ctx_);
       TIERPOOL_CUDA_TRY(guard.error());
       TIERPOOL_CUDA_TRY(cudaHostAlloc(out, bytes, cudaHostAllocPortable));
       return status::ok;
     }
     case tier_kind::managed: {
       if (!caps_.has_managed) { return fail(status::not_supported, "allocate: device has no managed memory"); }
-      device_guard const guard(device_);
+      device_guard const guard(ctx_);
       TIERPOOL_CUDA_TRY(guard.error());
       TIERPOOL_CUDA_TRY(cudaMallocManaged(out, bytes, cudaMemAttachGlobal));
       return status::ok;
@@ -432,7 +571,7 @@ status cuda_backend::allocate_bound(tier_kind kind, std::size_t bytes, void** ou
   void* p = topology_->allocate_on_node(bytes, node);
   if (p == nullptr) { return fail(status::out_of_memory, "allocate: hwloc_alloc_membind failed"); }
   if (kind == tier_kind::pinned_host) {
-    device_guard const guard(device_);
+    device_guard const guard(ctx_);
     cudaError_t e = guard.error();
     if (e == cudaSuccess) { e = cudaHostRegister(p, bytes, cudaHostRegisterPortable); }
     if (e != cudaSuccess) {
@@ -465,16 +604,17 @@ std::optional<std::size_t> cuda_backend::take_bound(std::unordered_map<void*, st
 void cuda_backend::deallocate(tier_kind kind, void* ptr, std::size_t /*bytes*/) noexcept
 {
   if (ptr == nullptr) { return; }
-  device_guard const guard(device_);
+  device_guard const guard(ctx_);
+  cudaError_t e = cudaSuccess;
   switch (kind) {
     case tier_kind::device:
-    case tier_kind::managed: (void)cudaFree(ptr); break;
+    case tier_kind::managed: e = cudaFree(ptr); break;
     case tier_kind::pinned_host:
       if (auto const bound = take_bound(bound_pinned_, ptr)) {
-        (void)cudaHostUnregister(ptr);
+        e = cudaHostUnregister(ptr);
         topology_->deallocate_on_node(ptr, *bound);
       } else {
-        (void)cudaFreeHost(ptr);
+        e = cudaFreeHost(ptr);
       }
       break;
     case tier_kind::host:
@@ -485,7 +625,7 @@ void cuda_backend::deallocate(tier_kind kind, void* ptr, std::size_t /*bytes*/) 
       }
       break;
   }
-  cu::clear_last_error();
+  cu::clear_own_error(e);
 }
 
 status cuda_backend::device_memory_info(std::size_t* free_bytes, std::size_t* total_bytes) noexcept
@@ -493,7 +633,7 @@ status cuda_backend::device_memory_info(std::size_t* free_bytes, std::size_t* to
   if (free_bytes == nullptr || total_bytes == nullptr) {
     return fail(status::invalid_value, "device_memory_info: null out-pointer");
   }
-  device_guard const guard(device_);
+  device_guard const guard(ctx_);
   TIERPOOL_CUDA_TRY(guard.error());
   TIERPOOL_CUDA_TRY(cudaMemGetInfo(free_bytes, total_bytes));
   return status::ok;
@@ -505,7 +645,7 @@ status cuda_backend::create_stream(stream_handle* out, int priority) noexcept
   *out = {};
   // CUDA: lower numbers run first; greatest_priority_ <= least_priority_.
   int const p = std::clamp(priority, greatest_priority_, least_priority_);
-  device_guard const guard(device_);
+  device_guard const guard(ctx_);
   TIERPOOL_CUDA_TRY(guard.error());
   cudaStream_t s = nullptr;
   TIERPOOL_CUDA_TRY(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, p));
@@ -532,24 +672,35 @@ void cuda_backend::destroy_stream(stream_handle s) noexcept
   }
   drop_staging(cs);
   if (adopted) { return; }  // the caller's: forgotten, not destroyed
-  device_guard const guard(device_);
+  device_guard const guard(ctx_);
   (void)cudaStreamDestroy(cs);  // returns at once; released after its queued work
 }
 
 void cuda_backend::drop_staging(cudaStream_t cs) noexcept
 {
-  void* buffer = nullptr;
+  staging_buffer st;
   {
     std::lock_guard const lock(staging_mtx_);
     auto const it = staging_.find(cs);
     if (it == staging_.end()) { return; }
-    buffer = it->second;
+    st = it->second;
     staging_.erase(it);
   }
-  device_guard const guard(device_);
-  (void)cudaStreamSynchronize(cs);  // its last chunks may still use the buffer
-  (void)cudaFreeHost(buffer);
-  cu::clear_last_error();
+  device_guard const guard(ctx_);
+  free_staging(st);
+}
+
+void cuda_backend::free_staging(staging_buffer const& st) noexcept
+{
+  // The event follows the last chunk of the stream's last staged copy: once it completes
+  // nothing uses the buffer. Waiting for it never names the stream (it may be the
+  // caller's, destroyed already) nor waits for work queued there after the copies.
+  cudaError_t e = cudaEventSynchronize(st.done);
+  cu::clear_own_error(e);
+  e = cudaFreeHost(st.buffer);
+  cu::clear_own_error(e);
+  e = cudaEventDestroy(st.done);
+  cu::clear_own_error(e);
 }
 
 status cuda_backend::adopt_stream(void* native, stream_handle* out) noexcept
@@ -558,14 +709,39 @@ status cuda_backend::adopt_stream(void* native, stream_handle* out) noexcept
   *out = {};
   if (native == nullptr) { return fail(status::invalid_value, "adopt_stream: null stream"); }
   auto* const cs = static_cast<cudaStream_t>(native);
-  device_guard const guard(device_);
+  // What can be told without a CUDA call: the special handles, and handles of this
+  // backend. Anything else must be a live cudaStream_t (the precondition): CUDA itself
+  // cannot tell a destroyed or made-up handle from a live one without undefined behaviour,
+  // so no call here can check that (cudaStreamGetDevice, cudaStreamQuery, ... all
+  // dereference it).
+  if (cs == cudaStreamLegacy || cs == cudaStreamPerThread) {
+    return fail(status::invalid_value,
+                "adopt_stream: cudaStreamLegacy and cudaStreamPerThread are no streams of their own (one synchronizes "
+                "with every blocking stream, the other is a different stream on each thread); make one with "
+                "cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)");
+  }
+  {
+    std::shared_lock const lock(handles_mtx_);
+    if (events_.contains(reinterpret_cast<cudaEvent_t>(cs))) {
+      return fail(status::invalid_value, "adopt_stream: that is an event of this backend, not a stream");
+    }
+    if (cs == default_stream_) { return fail(status::invalid_value, "adopt_stream: a stream this backend created"); }
+  }
+  device_guard const guard(ctx_);
   TIERPOOL_CUDA_TRY(guard.error());
   int dev = -1;
   if (cudaError_t const e = cudaStreamGetDevice(cs, &dev); e != cudaSuccess) {
-    cu::clear_last_error();
+    cu::clear_own_error(e);
     return fail(status::invalid_value, "adopt_stream: not a live CUDA stream");
   }
-  if (dev != device_) { return fail(status::invalid_value, "adopt_stream: a stream of another device"); }
+  if (dev != device_) {
+    try {
+      record("adopt_stream: a stream of CUDA device " + std::to_string(dev) + ", not of this backend's device " +
+             std::to_string(device_));
+    } catch (...) {
+    }
+    return status::invalid_value;
+  }
   try {
     std::unique_lock const lock(handles_mtx_);
     bool const ours = streams_.contains(cs) && !adopted_.contains(cs);
@@ -595,7 +771,7 @@ status cuda_backend::synchronize_stream(stream_handle s) noexcept
 {
   cudaStream_t cs = nullptr;
   if (!resolve(s, &cs)) { return fail(status::invalid_value, "synchronize_stream: unknown stream"); }
-  device_guard const guard(device_);
+  device_guard const guard(ctx_);
   TIERPOOL_CUDA_TRY(guard.error());
   TIERPOOL_CUDA_TRY(cudaStreamSynchronize(cs));
   return status::ok;
@@ -605,7 +781,7 @@ status cuda_backend::create_event(event_handle* out) noexcept
 {
   if (out == nullptr) { return fail(status::invalid_value, "create_event: out is null"); }
   *out = {};
-  device_guard const guard(device_);
+  device_guard const guard(ctx_);
   TIERPOOL_CUDA_TRY(guard.error());
   cudaEvent_t e = nullptr;
   TIERPOOL_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -628,7 +804,7 @@ void cuda_backend::destroy_event(event_handle e) noexcept
     std::unique_lock const lock(handles_mtx_);
     if (events_.erase(ce) == 0) { return; }
   }
-  device_guard const guard(device_);
+  device_guard const guard(ctx_);
   (void)cudaEventDestroy(ce);  // a pending record still completes; resources freed then
 }
 
@@ -638,7 +814,7 @@ status cuda_backend::record_event(event_handle e, stream_handle s) noexcept
   cudaStream_t cs = nullptr;
   if (!resolve(e, &ce)) { return fail(status::invalid_value, "record_event: unknown event"); }
   if (!resolve(s, &cs)) { return fail(status::invalid_value, "record_event: unknown stream"); }
-  device_guard const guard(device_);
+  device_guard const guard(ctx_);
   TIERPOOL_CUDA_TRY(guard.error());
   TIERPOOL_CUDA_TRY(cudaEventRecord(ce, cs));
   return status::ok;
@@ -648,13 +824,13 @@ status cuda_backend::query_event(event_handle e) noexcept
 {
   cudaEvent_t ce = nullptr;
   if (!resolve(e, &ce)) { return fail(status::invalid_value, "query_event: unknown event"); }
-  device_guard const guard(device_);
+  device_guard const guard(ctx_);
   TIERPOOL_CUDA_TRY(guard.error());
   cudaError_t const r = cudaEventQuery(ce);  // success also for a never-recorded event
   if (r == cudaErrorNotReady) {
     // Not a failure, but the runtime may keep it as the thread's last error, where the
     // next cudaGetLastError() after a kernel launch in user code would report it.
-    cu::clear_last_error();
+    cu::clear_own_error(r);
     return status::not_ready;
   }
   TIERPOOL_CUDA_TRY(r);
@@ -665,7 +841,7 @@ status cuda_backend::synchronize_event(event_handle e) noexcept
 {
   cudaEvent_t ce = nullptr;
   if (!resolve(e, &ce)) { return fail(status::invalid_value, "synchronize_event: unknown event"); }
-  device_guard const guard(device_);
+  device_guard const guard(ctx_);
   TIERPOOL_CUDA_TRY(guard.error());
   TIERPOOL_CUDA_TRY(cudaEventSynchronize(ce));
   return status::ok;
@@ -677,7 +853,7 @@ status cuda_backend::stream_wait_event(stream_handle s, event_handle e) noexcept
   cudaStream_t cs = nullptr;
   if (!resolve(e, &ce)) { return fail(status::invalid_value, "stream_wait_event: unknown event"); }
   if (!resolve(s, &cs)) { return fail(status::invalid_value, "stream_wait_event: unknown stream"); }
-  device_guard const guard(device_);
+  device_guard const guard(ctx_);
   TIERPOOL_CUDA_TRY(guard.error());
   TIERPOOL_CUDA_TRY(cudaStreamWaitEvent(cs, ce, cudaEventWaitDefault));
   return status::ok;
@@ -697,11 +873,12 @@ status cuda_backend::copy_async(copy_desc const& d, stream_handle s) noexcept
   }
   cudaStream_t cs = nullptr;
   if (!resolve(s, &cs)) { return fail(status::invalid_value, "copy_async: unknown stream"); }
-  device_guard const guard(device_);
+  device_guard const guard(ctx_);
   TIERPOOL_CUDA_TRY(guard.error());
 
-  // Pageable host <-> host: cudaMemcpyAsync would copy on the calling thread; a host
-  // function keeps the copy asynchronous and in stream order.
+  // Host <-> host, pinned or pageable: cudaMemcpyAsync would copy on the calling thread; a
+  // host function keeps the copy asynchronous and in stream order (Note [Host copies run
+  // on the host]).
   if (cu::copy_runs_on_host(d.dst_kind, d.src_kind)) {
     auto* const job = new (std::nothrow) host_copy{d.dst, d.src, d.bytes};
     if (job == nullptr) { return fail(status::out_of_memory, "copy_async: host copy descriptor"); }
@@ -723,21 +900,28 @@ status cuda_backend::copy_async(copy_desc const& d, stream_handle s) noexcept
 std::optional<status> cuda_backend::copy_staged(copy_desc const& d, cudaStream_t cs) noexcept
 {
   std::lock_guard const lock(staging_mtx_);  // this copy's chunks enqueue without interleaving
-  void* stage = nullptr;
+  staging_buffer st;
   if (auto const it = staging_.find(cs); it != staging_.end()) {
-    stage = it->second;
+    st = it->second;
   } else {
-    if (cudaHostAlloc(&stage, kStagingBytes, cudaHostAllocPortable) != cudaSuccess) {
-      cu::clear_last_error();
+    if (cudaError_t const e = cudaHostAlloc(&st.buffer, kStagingBytes, cudaHostAllocPortable); e != cudaSuccess) {
+      cu::clear_own_error(e);
       return std::nullopt;  // no pinned memory to spare: the plain, blocking copy
     }
+    if (cudaError_t const e = cudaEventCreateWithFlags(&st.done, cudaEventDisableTiming); e != cudaSuccess) {
+      cu::clear_own_error(e);
+      (void)cudaFreeHost(st.buffer);
+      return std::nullopt;
+    }
     try {
-      staging_.emplace(cs, stage);
+      staging_.emplace(cs, st);
     } catch (...) {
-      (void)cudaFreeHost(stage);
+      (void)cudaEventDestroy(st.done);
+      (void)cudaFreeHost(st.buffer);
       return std::nullopt;
     }
   }
+  void* const stage = st.buffer;
   bool const into_host = d.dst_kind == tier_kind::host;  // else out of the pageable source
   auto* const dst = static_cast<std::byte*>(d.dst);
   auto const* const src = static_cast<std::byte const*>(d.src);
@@ -757,11 +941,16 @@ std::optional<status> cuda_backend::copy_staged(copy_desc const& d, cudaStream_t
     if (e != cudaSuccess) {
       // Chunks already queued still write the destination: let them finish, so that the
       // caller may reuse it at once.
-      status const st = fail(e, "copy_async: a staged chunk");
-      (void)cudaStreamSynchronize(cs);
-      cu::clear_last_error();
-      return st;
+      status const failed = fail(e, "copy_async: a staged chunk");
+      cu::clear_own_error(cudaStreamSynchronize(cs));
+      return failed;
     }
+  }
+  // The buffer's event follows this copy's last chunk (free_staging waits for it). If it
+  // cannot be recorded, wait for the chunks here: the previous record would be too early.
+  if (cudaError_t const e = cudaEventRecord(st.done, cs); e != cudaSuccess) {
+    cu::clear_own_error(e);
+    cu::clear_own_error(cudaStreamSynchronize(cs));
   }
   return status::ok;
 }
@@ -775,7 +964,7 @@ status cuda_backend::prefetch_async(void* ptr, std::size_t bytes, memory_locatio
   if (!valid_kind(to.kind)) { return fail(status::invalid_value, "prefetch_async: unknown destination kind"); }
   cudaStream_t cs = nullptr;
   if (!resolve(s, &cs)) { return fail(status::invalid_value, "prefetch_async: unknown stream"); }
-  device_guard const guard(device_);
+  device_guard const guard(ctx_);
   TIERPOOL_CUDA_TRY(guard.error());
   TIERPOOL_CUDA_TRY(cudaMemPrefetchAsync(ptr, bytes, cu::location_for(to, device_), 0, cs));
   return status::ok;
@@ -791,7 +980,7 @@ status cuda_backend::advise(void* ptr, std::size_t bytes, mem_advice advice, mem
   }
   // Accessed-by takes a device or the host as a whole, never a host NUMA node.
   cudaMemLocation const loc = cu::location_for(where, device_, !cu::is_accessed_by(advice));
-  device_guard const guard(device_);
+  device_guard const guard(ctx_);
   TIERPOOL_CUDA_TRY(guard.error());
   TIERPOOL_CUDA_TRY(cudaMemAdvise(ptr, bytes, a, loc));
   return status::ok;
@@ -802,7 +991,7 @@ status cuda_backend::launch_host_func(stream_handle s, host_fn fn, void* user_da
   if (fn == nullptr) { return fail(status::invalid_value, "launch_host_func: fn is null"); }
   cudaStream_t cs = nullptr;
   if (!resolve(s, &cs)) { return fail(status::invalid_value, "launch_host_func: unknown stream"); }
-  device_guard const guard(device_);
+  device_guard const guard(ctx_);
   TIERPOOL_CUDA_TRY(guard.error());
   TIERPOOL_CUDA_TRY(cudaLaunchHostFunc(cs, fn, user_data));
   return status::ok;
@@ -815,6 +1004,35 @@ tick cuda_backend::now() const noexcept
   return static_cast<tick>(ns.count());
 }
 
+status cuda_backend::is_capturing(stream_handle s, bool* out) const noexcept
+{
+  if (out == nullptr) { return fail(status::invalid_value, "is_capturing: out is null"); }
+  *out = false;
+  cudaStream_t cs = nullptr;
+  if (!resolve(s, &cs)) { return fail(status::invalid_value, "is_capturing: unknown stream"); }
+  device_guard const guard(ctx_);
+  TIERPOOL_CUDA_TRY(guard.error());
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  TIERPOOL_CUDA_TRY(cudaStreamIsCapturing(cs, &st));  // legal during a capture
+  *out = st != cudaStreamCaptureStatusNone;           // active, or invalidated and not ended yet
+  return status::ok;
+}
+
+bool cuda_backend::capture_underway() const noexcept
+{
+  device_guard const guard(ctx_);
+  if (guard.error() != cudaSuccess) { return false; }
+  auto capturing = [](cudaStream_t cs) {
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    cudaError_t const e = cudaStreamIsCapturing(cs, &st);
+    cu::clear_own_error(e);
+    return e == cudaSuccess && st != cudaStreamCaptureStatusNone;
+  };
+  if (default_stream_ != nullptr && capturing(default_stream_)) { return true; }
+  std::shared_lock const lock(handles_mtx_);
+  return std::any_of(streams_.begin(), streams_.end(), capturing);
+}
+
 }  // namespace
 
 int cuda_device_count(std::string* why_not)
@@ -822,7 +1040,7 @@ int cuda_device_count(std::string* why_not)
   int count = 0;
   cudaError_t const e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
-    cu::clear_last_error();
+    cu::clear_own_error(e);
     if (why_not != nullptr) { *why_not = reason_for_init_failure(e); }
     return 0;
   }

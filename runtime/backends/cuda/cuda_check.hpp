@@ -22,7 +22,8 @@ namespace tierpool::detail::cuda {
  * @brief Map a CUDA runtime error to the backend status it means for the runtime above.
  *
  * Driver / device absence becomes `no_device` (so selection can fall back to sim),
- * allocation failure `out_of_memory`, argument and handle errors `invalid_value`, a
+ * allocation failure `out_of_memory`, argument and handle errors (and calls a stream
+ * capture forbids) `invalid_value`, a
  * capability the device or driver lacks `not_supported`, everything else (launch
  * failures, sticky context errors) `device_error`.
  *
@@ -40,7 +41,18 @@ namespace tierpool::detail::cuda {
     case cudaErrorInvalidResourceHandle:
     case cudaErrorInvalidMemcpyDirection:
     case cudaErrorHostMemoryAlreadyRegistered:
-    case cudaErrorHostMemoryNotRegistered: return status::invalid_value;
+    case cudaErrorHostMemoryNotRegistered:
+    // A call a stream capture forbids now (docs/chapters/backends.md, "Graph capture"):
+    // the caller's misuse at this moment, not a fault of the device.
+    case cudaErrorStreamCaptureUnsupported:
+    case cudaErrorStreamCaptureInvalidated:
+    case cudaErrorStreamCaptureMerge:
+    case cudaErrorStreamCaptureUnmatched:
+    case cudaErrorStreamCaptureUnjoined:
+    case cudaErrorStreamCaptureIsolation:
+    case cudaErrorStreamCaptureImplicit:
+    case cudaErrorCapturedEvent:
+    case cudaErrorStreamCaptureWrongThread: return status::invalid_value;
     case cudaErrorNotSupported:
     case cudaErrorNotPermitted:
     case cudaErrorCompatNotSupportedOnDevice:
@@ -66,13 +78,20 @@ namespace tierpool::detail::cuda {
 }
 
 /**
- * @brief Clear the calling thread's last CUDA error after a failure we have handled, so
- *        that a later cudaGetLastError() in user code (a kernel launch check) does not
- *        report it again. Sticky errors (a corrupted context) cannot be cleared and keep
- *        being returned by every call.
+ * @brief Clear the calling thread's last CUDA error after a failure `ours` we have
+ *        handled, so that a later cudaGetLastError() in user code (a kernel launch check)
+ *        does not report it again — but only when the pending error is `ours`
+ *        (cudaPeekAtLastError): a pending error of the program's own (a launch it has not
+ *        checked yet) stays for it to find. A failed call of ours does replace a pending
+ *        error of the program's (CUDA keeps one per thread); a successful one leaves it.
+ *        Sticky errors (a corrupted context) cannot be cleared and keep being returned by
+ *        every call. No-op for cudaSuccess.
  * Thread safety: affects the calling thread only. Throws nothing.
  */
-inline void clear_last_error() noexcept { (void)cudaGetLastError(); }
+inline void clear_own_error(cudaError_t ours) noexcept
+{
+  if (ours != cudaSuccess && cudaPeekAtLastError() == ours) { (void)cudaGetLastError(); }
+}
 
 /// @brief True for the kinds the host reaches directly and CUDA does not own as device memory.
 [[nodiscard]] constexpr bool is_host_side(tier_kind k) noexcept
@@ -82,15 +101,16 @@ inline void clear_last_error() noexcept { (void)cudaGetLastError(); }
 
 /**
  * @brief True when a copy between these kinds runs as a stream-ordered host function (a
- *        plain memcpy) rather than cudaMemcpyAsync: both sides on the host and at least
- *        one of them pageable. cudaMemcpyAsync between two host ranges is "fully
- *        synchronous with respect to the host" (CUDA's API synchronization behavior), so it
- *        would block the caller instead of queueing.
+ *        plain memcpy) rather than cudaMemcpyAsync: both sides on the host, pinned or
+ *        pageable. cudaMemcpyAsync between two host ranges, pinned ones too, is
+ *        synchronous with respect to the host (CUDA's API synchronization behavior), so it
+ *        would block the caller instead of queueing (Note [Host copies run on the host],
+ *        cuda_backend.cpp).
  * Thread safety: pure. Throws nothing.
  */
 [[nodiscard]] constexpr bool copy_runs_on_host(tier_kind dst, tier_kind src) noexcept
 {
-  return is_host_side(dst) && is_host_side(src) && (dst == tier_kind::host || src == tier_kind::host);
+  return is_host_side(dst) && is_host_side(src);
 }
 
 /**

@@ -14,8 +14,12 @@
 
 #include <atomic>
 #include <cmath>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "fault_injector.hpp"
 #include "sim_memory.hpp"
@@ -64,6 +68,11 @@ sim_options resolve(sim_options o)
   if (o.device_bytes == 0) {
     detail::throw_logic_error(__FILE__, __LINE__, "sim_options.device_bytes must be > 0");
   }
+  if (o.device_ordinal < 0 || o.device_ordinal > 255) {
+    detail::throw_logic_error(__FILE__, __LINE__,
+                              "sim_options.device_ordinal must be in 0..255 (a simulated device), got " +
+                                std::to_string(o.device_ordinal));
+  }
   if (!o.links) {
     o.links = o.clock == sim_clock_mode::virtual_clock ? sim_links::from_host_link(link_model::pcie4())
                                                        : sim_links::unthrottled();
@@ -82,9 +91,11 @@ backend_caps make_caps(sim_options const& o)
   c.name = "sim";
   c.device_name = !o.device_name.empty()
                     ? o.device_name
-                    : "simulated device (" + format_bytes(o.device_bytes) + ", " +
+                    : "simulated device " + (o.device_ordinal != 0 ? std::to_string(o.device_ordinal) + " " : std::string()) +
+                        "(" + format_bytes(o.device_bytes) + ", " +
                         (o.memory == sim_memory_mode::real ? "real memory" : "phantom memory") + ", " +
                         (o.clock == sim_clock_mode::wall ? "wall clock" : "virtual clock") + ")";
+  c.device_ordinal = o.device_ordinal;
   c.device_bytes = o.device_bytes;
   c.pinned_host_bytes = o.pinned_host_bytes;
   c.managed_bytes = o.managed_bytes;
@@ -93,8 +104,10 @@ backend_caps make_caps(sim_options const& o)
   c.real_memory = o.memory == sim_memory_mode::real;
   c.virtual_clock = o.clock == sim_clock_mode::virtual_clock;
   c.has_managed = o.managed_bytes > 0;
-  c.has_managed_prefetch = o.managed_bytes > 0;
-  c.concurrent_managed_access = o.managed_bytes > 0;  // it is host memory
+  // Managed memory is host memory here, so the host may always touch it; the option models
+  // a GPU where it may not (and where, as there, prefetch and advice are not supported).
+  c.concurrent_managed_access = o.managed_bytes > 0 && o.concurrent_managed_access;
+  c.has_managed_prefetch = c.concurrent_managed_access;
   c.managed_shares_device = o.managed_shares_device;
   c.has_numa_binding = false;
   c.max_copy_streams = o.max_copy_streams;
@@ -104,16 +117,128 @@ backend_caps make_caps(sim_options const& o)
 
 }  // namespace
 
+// Note [Simulated capture]
+//   begin_capture / end_capture (sim_backend.hpp) let the capture rules of the pool be
+//   tested without a GPU. The facade keeps the captures: while a stream is captured, the
+//   copies, kernels and host functions queued on it are recorded (validated and counted,
+//   not run) and replayed by launch_graph; the calls CUDA forbids during a capture in
+//   thread-local mode (host waits and event queries on the capturing thread, anything on
+//   the stream that is not captured) fail with invalid_value and invalidate it, so that a
+//   test sees the first forbidden call in end_capture's last_error(). With no capture
+//   underway every call pays one relaxed load (`captures`).
+namespace {
+
+struct captured_op {
+  enum class op : std::uint8_t { transfer, compute, host_func };
+  op kind{op::compute};
+  sim_link link{sim_link::h2d};
+  std::size_t bytes{0};
+  detail::sim_effect effect{};
+  tick duration{0};
+  host_fn fn{nullptr};
+  void* user_data{nullptr};
+};
+
+struct capture_state {
+  std::thread::id thread;           // the thread that began it (thread-local mode)
+  std::vector<captured_op> ops;     // in capture order
+  std::string invalidated;          // the first forbidden call; empty: still valid
+};
+
+}  // namespace
+
 struct sim_backend::impl {
   explicit impl(sim_options o)
     : opts(resolve(std::move(o))),
       caps(make_caps(opts)),
-      mem(opts.memory, {opts.device_bytes, opts.pinned_host_bytes, opts.managed_bytes, 0}),
-      timeline(opts.clock == sim_clock_mode::wall ? detail::make_wall_timeline(*opts.links)
-                                                  : detail::make_virtual_timeline(*opts.links)),
+      mem(opts.memory, {opts.device_bytes, opts.pinned_host_bytes, opts.managed_bytes, 0}, opts.device_ordinal),
+      timeline(opts.clock == sim_clock_mode::wall
+                 ? detail::make_wall_timeline(*opts.links, {opts.device_ordinal, opts.serialize_host_functions})
+                 : detail::make_virtual_timeline(*opts.links, {opts.device_ordinal, opts.serialize_host_functions})),
       vt(dynamic_cast<detail::virtual_timeline_ops*>(timeline.get()))
   {
     faults.set(opts.faults);
+  }
+
+  /// ": a stream of simulated device 1 (this is simulated device 0)" when `h` carries
+  /// `tag` and another device's ordinal; "" otherwise.
+  std::string foreign(std::uintptr_t h, std::uintptr_t tag, char const* what) const
+  {
+    if (h == 0 || detail::handle_tag(h) != tag || detail::handle_device(h) == opts.device_ordinal) { return {}; }
+    return std::string(": ") + what + " of simulated device " + std::to_string(detail::handle_device(h)) +
+           " (this backend is simulated device " + std::to_string(opts.device_ordinal) + ")";
+  }
+  /// The same for a pointer: only phantom addresses name their device.
+  std::string foreign(void const* p) const
+  {
+    if (opts.memory != sim_memory_mode::phantom) { return {}; }
+    int const d = detail::sim_memory::phantom_device(p);
+    if (d < 0 || d == opts.device_ordinal) { return {}; }
+    return " (it is memory of simulated device " + std::to_string(d) + "; this backend is simulated device " +
+           std::to_string(opts.device_ordinal) + ")";
+  }
+
+  // ---- captures (Note [Simulated capture]) ----
+  /// True when `s` is being captured.
+  bool capturing_stream(stream_handle s) const noexcept
+  {
+    if (captures.load(std::memory_order_acquire) == 0) { return false; }
+    std::lock_guard lock(cap_mtx);
+    return capturing.contains(s.value);
+  }
+  /// A call CUDA forbids during a capture: on the capturing thread (every such call) or on
+  /// `named` (a stream being captured). Invalidates those captures and returns
+  /// invalid_value (recorded); ok when nothing is being captured that forbids it.
+  status forbid_during_capture(char const* fn, stream_handle const* named) const noexcept
+  {
+    if (captures.load(std::memory_order_acquire) == 0) { return status::ok; }
+    std::uintptr_t hit = 0;
+    bool found = false;
+    {
+      std::lock_guard lock(cap_mtx);
+      auto const self = std::this_thread::get_id();
+      for (auto& [h, c] : capturing) {
+        if (c.thread != self && (named == nullptr || named->value != h)) { continue; }
+        if (c.invalidated.empty()) {
+          try {
+            c.invalidated = fn;
+          } catch (...) {
+            c.invalidated = "?";  // short: fits the small-string buffer
+          }
+        }
+        hit = h;
+        found = true;
+      }
+    }
+    if (!found) { return status::ok; }
+    violations.fetch_add(1, std::memory_order_relaxed);
+    return fail(status::invalid_value, fn, ": not permitted while stream ", std::to_string(hit),
+                " is being captured (the capture is invalidated)");
+  }
+  /// Record `op` into the capture of `s`: true when `s` is being captured (then `*r` is the result).
+  bool capture_op(stream_handle s, captured_op const& op, status* r) noexcept
+  {
+    if (captures.load(std::memory_order_acquire) == 0) { return false; }
+    std::lock_guard lock(cap_mtx);
+    auto const it = capturing.find(s.value);
+    if (it == capturing.end()) { return false; }
+    try {
+      it->second.ops.push_back(op);
+      *r = counted(status::ok);
+    } catch (...) {
+      *r = fail(status::out_of_memory, "capture: out of memory recording an operation");
+    }
+    return true;
+  }
+  /// Queue one recorded operation on `s` (launch_graph).
+  status replay(captured_op const& op, stream_handle s) noexcept
+  {
+    switch (op.kind) {
+      case captured_op::op::transfer: return counted(timeline->enqueue_transfer(s, op.link, op.bytes, op.effect));
+      case captured_op::op::compute: return counted(timeline->enqueue_compute(s, op.duration));
+      case captured_op::op::host_func: return counted(timeline->enqueue_host_func(s, op.fn, op.user_data));
+    }
+    return status::invalid_value;
   }
 
   /// Record the concatenation of `parts` as this thread's last error and return `s`.
@@ -153,17 +278,28 @@ struct sim_backend::impl {
   status check_stream(stream_handle s, char const* fn) const noexcept
   {
     if (!timeline->has_stream(s)) {
-      return fail(status::invalid_value, fn, ": unknown stream handle");
+      try {
+        return fail(status::invalid_value, fn, ": unknown stream handle", foreign(s.value, detail::kStreamTag, "a stream"));
+      } catch (...) {
+        return fail(status::invalid_value, fn, ": unknown stream handle");
+      }
     }
     return status::ok;
   }
 
   status check_event(event_handle e, char const* fn) const noexcept
   {
-    if (!timeline->has_event(e)) {
+    return timeline->has_event(e) ? status::ok : unknown_event(e, fn);
+  }
+
+  /// invalid_value, recorded as "fn: unknown event handle" (naming another device's event).
+  status unknown_event(event_handle e, char const* fn) const noexcept
+  {
+    try {
+      return fail(status::invalid_value, fn, ": unknown event handle", foreign(e.value, detail::kEventTag, "an event"));
+    } catch (...) {
       return fail(status::invalid_value, fn, ": unknown event handle");
     }
-    return status::ok;
   }
 
   std::uint64_t const id{next_backend_id.fetch_add(1, std::memory_order_relaxed)};
@@ -175,6 +311,14 @@ struct sim_backend::impl {
   detail::virtual_timeline_ops* vt;  // non-null on a virtual clock
   std::atomic<std::uint64_t> invalid_deallocs{0};
   std::atomic<std::uint64_t> enqueued{0};
+
+  // Captures (Note [Simulated capture]); cap_mtx is a leaf.
+  mutable std::mutex cap_mtx;
+  std::atomic<std::uint32_t> captures{0};                       // streams being captured
+  mutable std::unordered_map<std::uintptr_t, capture_state> capturing;  // under cap_mtx: stream -> capture
+  std::unordered_map<std::uint64_t, std::vector<captured_op>> graphs;   // under cap_mtx
+  std::uint64_t next_graph{0};                                  // under cap_mtx
+  mutable std::atomic<std::uint64_t> violations{0};
 };
 
 sim_backend::sim_backend(sim_options options) : impl_(std::make_unique<impl>(std::move(options))) {}
@@ -205,6 +349,9 @@ status sim_backend::allocate(tier_kind kind, std::size_t bytes, void** out, int 
   if (kind == tier_kind::managed && m.opts.managed_bytes == 0) {
     return m.fail(status::not_supported, "allocate: this sim backend has no managed memory (managed_bytes = 0)");
   }
+  if (status const c = m.forbid_during_capture("allocate", nullptr); c != status::ok) {
+    return c;
+  }
   if (status const f = m.inject(sim_call::allocate); f != status::ok) {
     return f;
   }
@@ -234,6 +381,7 @@ void sim_backend::deallocate(tier_kind kind, void* ptr, std::size_t bytes) noexc
   if (ptr == nullptr) {
     return;
   }
+  (void)m.forbid_during_capture("deallocate", nullptr);  // freed anyway: nothing leaks
   using fr = detail::sim_memory::free_result;
   switch (valid_kind(kind) ? m.mem.deallocate(kind, ptr, bytes) : fr::wrong_kind) {
     case fr::ok:
@@ -282,6 +430,10 @@ void sim_backend::destroy_stream(stream_handle s) noexcept
   if (s.is_default()) {
     return;
   }
+  if (impl_->captures.load(std::memory_order_acquire) != 0) {  // a capture ends with its stream
+    std::lock_guard lock(impl_->cap_mtx);
+    if (impl_->capturing.erase(s.value) != 0) { impl_->captures.fetch_sub(1, std::memory_order_release); }
+  }
   if (!impl_->timeline->destroy_stream(s)) {
     (void)impl_->fail(status::invalid_value, "destroy_stream: unknown stream handle (ignored)");
   }
@@ -289,6 +441,8 @@ void sim_backend::destroy_stream(stream_handle s) noexcept
 
 status sim_backend::synchronize_stream(stream_handle s) noexcept
 {
+  if (status const r = impl_->check_stream(s, "synchronize_stream"); r != status::ok) { return r; }
+  if (status const c = impl_->forbid_during_capture("synchronize_stream", &s); c != status::ok) { return c; }
   status const r = impl_->timeline->synchronize_stream(s);
   return r == status::ok ? r : impl_->fail(r, "synchronize_stream: unknown stream handle");
 }
@@ -301,6 +455,11 @@ status sim_backend::adopt_stream(void* native, stream_handle* out) noexcept
   if (native == nullptr) { return m.fail(status::invalid_value, "adopt_stream: null stream"); }
   stream_handle const s{reinterpret_cast<std::uintptr_t>(native)};
   if (!m.timeline->has_stream(s)) {
+    try {
+      std::string const other = m.foreign(s.value, detail::kStreamTag, "a stream");
+      if (!other.empty()) { return m.fail(status::invalid_value, "adopt_stream: not a stream of this device", other); }
+    } catch (...) {
+    }
     return m.fail(status::invalid_value, "adopt_stream: not a live stream of this backend");
   }
   *out = s;
@@ -336,6 +495,9 @@ status sim_backend::record_event(event_handle e, stream_handle s) noexcept
   if (status const r = m.check_stream(s, "record_event"); r != status::ok) {
     return r;
   }
+  if (m.capturing_stream(s)) {
+    return m.forbid_during_capture("record_event (the simulated capture holds copies, kernels and host functions only)", &s);
+  }
   if (status const f = m.inject(sim_call::event); f != status::ok) {
     return f;
   }
@@ -345,14 +507,16 @@ status sim_backend::record_event(event_handle e, stream_handle s) noexcept
 
 status sim_backend::query_event(event_handle e) noexcept
 {
+  if (status const c = impl_->forbid_during_capture("query_event", nullptr); c != status::ok) { return c; }
   status const r = impl_->timeline->query_event(e);
-  return r == status::invalid_value ? impl_->fail(r, "query_event: unknown event handle") : r;
+  return r == status::invalid_value ? impl_->unknown_event(e, "query_event") : r;
 }
 
 status sim_backend::synchronize_event(event_handle e) noexcept
 {
+  if (status const c = impl_->forbid_during_capture("synchronize_event", nullptr); c != status::ok) { return c; }
   status const r = impl_->timeline->synchronize_event(e);
-  return r == status::ok ? r : impl_->fail(r, "synchronize_event: unknown event handle");
+  return r == status::ok ? r : impl_->unknown_event(e, "synchronize_event");
 }
 
 status sim_backend::stream_wait_event(stream_handle s, event_handle e) noexcept
@@ -363,6 +527,9 @@ status sim_backend::stream_wait_event(stream_handle s, event_handle e) noexcept
   }
   if (status const r = m.check_stream(s, "stream_wait_event"); r != status::ok) {
     return r;
+  }
+  if (m.capturing_stream(s)) {
+    return m.forbid_during_capture("stream_wait_event (the simulated capture holds copies, kernels and host functions only)", &s);
   }
   if (status const f = m.inject(sim_call::event); f != status::ok) {
     return f;
@@ -393,13 +560,20 @@ status sim_backend::copy_async(copy_desc const& d, stream_handle s) noexcept
   auto const owned = [&](tier_kind k, void const* p) {
     return (k != tier_kind::device && k != tier_kind::managed) || m.mem.contains(k, p, d.bytes);
   };
+  auto const other = [&](void const* p) {
+    try {
+      return m.foreign(p);
+    } catch (...) {
+      return std::string();
+    }
+  };
   if (!owned(d.dst_kind, d.dst)) {
     return m.fail(status::invalid_value, "copy_async: destination range is not inside a ",
-                  to_string(d.dst_kind), " allocation of this backend");
+                  to_string(d.dst_kind), " allocation of this backend", other(d.dst));
   }
   if (!owned(d.src_kind, d.src)) {
     return m.fail(status::invalid_value, "copy_async: source range is not inside a ",
-                  to_string(d.src_kind), " allocation of this backend");
+                  to_string(d.src_kind), " allocation of this backend", other(d.src));
   }
   if (status const r = m.check_stream(s, "copy_async"); r != status::ok) {
     return r;
@@ -411,7 +585,11 @@ status sim_backend::copy_async(copy_desc const& d, stream_handle s) noexcept
   if (m.opts.memory == sim_memory_mode::real) {
     effect = detail::sim_effect{d.dst, d.src, d.bytes};
   }
-  status const r = m.counted(m.timeline->enqueue_transfer(s, link_for(d.dst_kind, d.src_kind), d.bytes, effect));
+  sim_link const link = link_for(d.dst_kind, d.src_kind);
+  if (status r = status::ok; m.capture_op(s, {.kind = captured_op::op::transfer, .link = link, .bytes = d.bytes, .effect = effect}, &r)) {
+    return r;
+  }
+  status const r = m.counted(m.timeline->enqueue_transfer(s, link, d.bytes, effect));
   return r == status::ok ? r : m.fail(r, "copy_async: stream vanished or out of memory");
 }
 
@@ -432,6 +610,9 @@ status sim_backend::prefetch_async(void* ptr, std::size_t bytes, memory_location
   }
   if (status const r = m.check_stream(s, "prefetch_async"); r != status::ok) {
     return r;
+  }
+  if (m.capturing_stream(s)) {
+    return m.forbid_during_capture("prefetch_async (the simulated capture holds copies, kernels and host functions only)", &s);
   }
   if (status const f = m.inject(sim_call::prefetch); f != status::ok) {
     return f;
@@ -474,6 +655,9 @@ status sim_backend::launch_host_func(stream_handle s, host_fn fn, void* user_dat
   if (status const f = m.inject(sim_call::host_func); f != status::ok) {
     return f;
   }
+  if (status r = status::ok; m.capture_op(s, {.kind = captured_op::op::host_func, .fn = fn, .user_data = user_data}, &r)) {
+    return r;
+  }
   status const r = m.counted(m.timeline->enqueue_host_func(s, fn, user_data));
   return r == status::ok ? r : m.fail(r, "launch_host_func: stream vanished or out of memory");
 }
@@ -493,6 +677,9 @@ status sim_backend::compute_async(stream_handle s, tick duration) noexcept
   }
   if (status const f = m.inject(sim_call::compute); f != status::ok) {
     return f;
+  }
+  if (status r = status::ok; m.capture_op(s, {.kind = captured_op::op::compute, .duration = duration}, &r)) {
+    return r;
   }
   status const r = m.counted(m.timeline->enqueue_compute(s, duration));
   return r == status::ok ? r : m.fail(r, "compute_async: stream vanished or out of memory");
@@ -524,6 +711,92 @@ std::optional<tick> sim_backend::event_time(event_handle e) const noexcept
 std::optional<tick> sim_backend::stream_tail(stream_handle s) const noexcept
 {
   return impl_->vt == nullptr ? std::nullopt : impl_->vt->stream_tail(s);
+}
+
+status sim_backend::is_capturing(stream_handle s, bool* out) const noexcept
+{
+  if (out == nullptr) { return impl_->fail(status::invalid_value, "is_capturing: out is null"); }
+  *out = false;
+  if (status const r = impl_->check_stream(s, "is_capturing"); r != status::ok) { return r; }
+  *out = impl_->capturing_stream(s);
+  return status::ok;
+}
+
+bool sim_backend::capture_underway() const noexcept { return impl_->captures.load(std::memory_order_acquire) != 0; }
+
+status sim_backend::begin_capture(stream_handle s) noexcept
+{
+  auto& m = *impl_;
+  if (s.is_default()) { return m.fail(status::invalid_value, "begin_capture: the default stream cannot be captured"); }
+  if (status const r = m.check_stream(s, "begin_capture"); r != status::ok) { return r; }
+  std::lock_guard lock(m.cap_mtx);
+  try {
+    auto const [it, fresh] = m.capturing.try_emplace(s.value);
+    if (!fresh) { return m.fail(status::invalid_value, "begin_capture: the stream is being captured already"); }
+    it->second.thread = std::this_thread::get_id();
+  } catch (...) {
+    return m.fail(status::out_of_memory, "begin_capture: out of memory");
+  }
+  m.captures.fetch_add(1, std::memory_order_release);
+  return status::ok;
+}
+
+status sim_backend::end_capture(stream_handle s, sim_graph* out) noexcept
+{
+  auto& m = *impl_;
+  if (out == nullptr) { return m.fail(status::invalid_value, "end_capture: out is null"); }
+  *out = sim_graph{};
+  std::lock_guard lock(m.cap_mtx);
+  auto const it = m.capturing.find(s.value);
+  if (it == m.capturing.end()) { return m.fail(status::invalid_value, "end_capture: the stream is not being captured"); }
+  capture_state c = std::move(it->second);
+  m.capturing.erase(it);
+  m.captures.fetch_sub(1, std::memory_order_release);
+  if (!c.invalidated.empty()) {
+    return m.fail(status::invalid_value, "end_capture: the capture of stream ", std::to_string(s.value),
+                  " was invalidated by ", c.invalidated, " during the capture");
+  }
+  try {
+    std::uint64_t const id = ++m.next_graph;
+    m.graphs.emplace(id, std::move(c.ops));
+    *out = sim_graph{id};
+  } catch (...) {
+    return m.fail(status::out_of_memory, "end_capture: out of memory");
+  }
+  return status::ok;
+}
+
+status sim_backend::launch_graph(sim_graph g, stream_handle s) noexcept
+{
+  auto& m = *impl_;
+  if (status const r = m.check_stream(s, "launch_graph"); r != status::ok) { return r; }
+  if (m.capturing_stream(s)) { return m.fail(status::invalid_value, "launch_graph: the stream is being captured"); }
+  std::vector<captured_op> ops;
+  {
+    std::lock_guard lock(m.cap_mtx);
+    auto const it = m.graphs.find(g.value);
+    if (it == m.graphs.end()) { return m.fail(status::invalid_value, "launch_graph: unknown graph"); }
+    try {
+      ops = it->second;
+    } catch (...) {
+      return m.fail(status::out_of_memory, "launch_graph: out of memory");
+    }
+  }
+  for (captured_op const& op : ops) {
+    if (status const r = m.replay(op, s); r != status::ok) { return m.fail(r, "launch_graph: the stream vanished"); }
+  }
+  return status::ok;
+}
+
+void sim_backend::destroy_graph(sim_graph g) noexcept
+{
+  std::lock_guard lock(impl_->cap_mtx);
+  impl_->graphs.erase(g.value);
+}
+
+std::uint64_t sim_backend::capture_violations() const noexcept
+{
+  return impl_->violations.load(std::memory_order_relaxed);
 }
 
 void sim_backend::set_faults(sim_fault_options faults) { impl_->faults.set(std::move(faults)); }

@@ -16,20 +16,35 @@ namespace {
 
 constexpr std::size_t kind_index(tier_kind k) noexcept { return static_cast<std::size_t>(k); }
 
-// Phantom ranges: 2^56 bytes (64 PiB) of address space per kind, above the canonical
-// user-space range so a dereference faults instead of corrupting memory.
-constexpr unsigned kPhantomShift = 56;
-constexpr std::uintptr_t phantom_base(std::size_t k) noexcept { return std::uintptr_t{k + 1} << kPhantomShift; }
-constexpr std::uintptr_t phantom_span = std::uintptr_t{1} << kPhantomShift;
+// Phantom ranges: 2^48 bytes (256 TiB) of address space per kind and simulated device, above
+// the canonical user-space range so a dereference faults instead of corrupting memory. The
+// kind is in bits 56-63, the device ordinal in bits 48-55: two simulated devices never
+// hand out the same address, so a pointer of one is never inside an allocation of another.
+constexpr unsigned kPhantomKindShift = 56;
+constexpr unsigned kPhantomDeviceShift = 48;
+constexpr std::uintptr_t phantom_base(std::size_t k, int device) noexcept
+{
+  return (std::uintptr_t{k + 1} << kPhantomKindShift) |
+         ((static_cast<std::uintptr_t>(device) & 0xFFU) << kPhantomDeviceShift);
+}
+constexpr std::uintptr_t phantom_span = std::uintptr_t{1} << kPhantomDeviceShift;
 
 }  // namespace
 
-sim_memory::sim_memory(sim_memory_mode mode, std::array<std::size_t, tier_kind_count> capacities) noexcept
-  : mode_(mode), capacity_(capacities)
+sim_memory::sim_memory(sim_memory_mode mode, std::array<std::size_t, tier_kind_count> capacities, int device) noexcept
+  : mode_(mode), device_(device), capacity_(capacities)
 {
   for (std::size_t k = 0; k < tier_kind_count; ++k) {
-    phantom_next_[k] = phantom_base(k);
+    phantom_next_[k] = phantom_base(k, device_);
   }
+}
+
+int sim_memory::phantom_device(void const* p) noexcept
+{
+  auto const a = reinterpret_cast<std::uintptr_t>(p);
+  std::uintptr_t const kind = a >> kPhantomKindShift;
+  if (kind == 0 || kind > tier_kind_count) { return -1; }
+  return static_cast<int>((a >> kPhantomDeviceShift) & 0xFFU);
 }
 
 sim_memory::~sim_memory()
@@ -66,7 +81,7 @@ status sim_memory::allocate(tier_kind kind, std::size_t bytes, void** out) noexc
     }
     addr = reinterpret_cast<std::uintptr_t>(p);
   } else {
-    if (rounded > phantom_base(k) + phantom_span - phantom_next_[k]) {
+    if (rounded > phantom_base(k, device_) + phantom_span - phantom_next_[k]) {
       return status::out_of_memory;
     }
     addr = phantom_next_[k];

@@ -26,8 +26,9 @@ inline constexpr std::size_t sim_alignment = 256;
  * @brief Registry of live allocations per tier kind, with capacity accounting.
  *
  * Real mode: memory comes from std::aligned_alloc. Phantom mode: addresses come from a
- * bump range per kind at `(kind + 1) << 56`, non-canonical on x86-64 so that any stray
- * dereference faults at once. Sizes are rounded up to 256.
+ * bump range per kind at `(kind + 1) << 56 | device << 48` (2^48 bytes each),
+ * non-canonical on x86-64 so that any stray dereference faults at once, and distinct per
+ * simulated device. Sizes are rounded up to 256.
  *
  * Invariant: used(kind) == sum of rounded sizes of live allocations of kind <= capacity(kind)
  * (capacity 0 = unbounded for pinned_host and host).
@@ -41,7 +42,8 @@ class sim_memory {
   enum class free_result : std::uint8_t { ok, null_pointer, unknown_pointer, wrong_kind, size_mismatch };
 
   /// @param capacities bytes per tier kind; 0 = unbounded (device/managed 0 = none).
-  sim_memory(sim_memory_mode mode, std::array<std::size_t, tier_kind_count> capacities) noexcept;
+  /// @param device the simulated device's ordinal (0..255): picks the phantom ranges.
+  sim_memory(sim_memory_mode mode, std::array<std::size_t, tier_kind_count> capacities, int device = 0) noexcept;
   ~sim_memory();
   sim_memory(sim_memory const&) = delete;
   sim_memory& operator=(sim_memory const&) = delete;
@@ -56,6 +58,8 @@ class sim_memory {
   [[nodiscard]] std::size_t used(tier_kind kind) const noexcept;
   /// Live allocations of all kinds.
   [[nodiscard]] std::size_t live() const noexcept;
+  /// The simulated device whose phantom range holds `p`; -1 when `p` is no phantom address.
+  [[nodiscard]] static int phantom_device(void const* p) noexcept;
 
  private:
   struct block {
@@ -69,6 +73,7 @@ class sim_memory {
   }
 
   sim_memory_mode mode_;
+  int device_;
   std::array<std::size_t, tier_kind_count> capacity_;
   mutable std::mutex mtx_;
   std::map<std::uintptr_t, block> blocks_;               // start address -> block

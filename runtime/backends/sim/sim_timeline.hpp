@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -38,13 +39,24 @@ struct sim_effect {
 };
 
 // Handles carry a type tag in the low byte so that an event passed as a stream (or a
-// stale small integer) is rejected rather than aliased. Values are never reused.
+// stale small integer) is rejected rather than aliased, and the simulated device's
+// ordinal in the next byte, so that a handle of another simulated device is never one of
+// ours and can be named as such (sim_options::device_ordinal). The number above them is
+// never reused by one timeline.
 inline constexpr std::uintptr_t kStreamTag = 0x51;
 inline constexpr std::uintptr_t kEventTag = 0xE7;
-inline constexpr std::uintptr_t make_handle(std::uint64_t n, std::uintptr_t tag) noexcept
+inline constexpr unsigned kHandleNumberShift = 16;  ///< bits 0-7 tag, 8-15 device, 16- number
+inline constexpr std::uintptr_t make_handle(std::uint64_t n, int device, std::uintptr_t tag) noexcept
 {
-  return (static_cast<std::uintptr_t>(n) << 8U) | tag;
+  return (static_cast<std::uintptr_t>(n) << kHandleNumberShift) |
+         ((static_cast<std::uintptr_t>(device) & 0xFFU) << 8U) | tag;
 }
+/// The number a handle carries (make_handle's n).
+inline constexpr std::uint64_t handle_number(std::uintptr_t h) noexcept { return h >> kHandleNumberShift; }
+/// The simulated device a handle belongs to.
+inline constexpr int handle_device(std::uintptr_t h) noexcept { return static_cast<int>((h >> 8U) & 0xFFU); }
+/// The type tag of a handle (kStreamTag, kEventTag; anything else: not a sim handle).
+inline constexpr std::uintptr_t handle_tag(std::uintptr_t h) noexcept { return h & 0xFFU; }
 
 /// Interface shared by the two clock modes. All members thread-safe and noexcept.
 class sim_timeline {
@@ -78,10 +90,17 @@ class sim_timeline {
   virtual void shutdown() noexcept = 0;
 };
 
-/// Worker-thread engine (sim_clock_mode::wall). May throw std::system_error (default stream's thread).
-[[nodiscard]] std::unique_ptr<sim_timeline> make_wall_timeline(sim_links const& links);
+/// What a timeline is built with besides its links.
+struct timeline_options {
+  int device{0};                          ///< sim_options::device_ordinal (in every handle)
+  bool serialize_host_functions{false};   ///< sim_options::serialize_host_functions
+};
+
+/// Worker-thread engine (sim_clock_mode::wall). May throw std::system_error (a worker thread).
+[[nodiscard]] std::unique_ptr<sim_timeline> make_wall_timeline(sim_links const& links, timeline_options const& t = {});
 /// Discrete-event engine (sim_clock_mode::virtual_clock).
-[[nodiscard]] std::unique_ptr<sim_timeline> make_virtual_timeline(sim_links const& links);
+[[nodiscard]] std::unique_ptr<sim_timeline> make_virtual_timeline(sim_links const& links,
+                                                                  timeline_options const& t = {});
 
 /// Virtual-clock extras, reached by sim_backend through a downcast.
 class virtual_timeline_ops {

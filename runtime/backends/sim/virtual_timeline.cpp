@@ -67,11 +67,11 @@ namespace {
 /// create / destroy / set run under the owner's mutex; find and read may run without it.
 template <unsigned SlotBits, unsigned PageBits>
 class slot_table {
-  static_assert(SlotBits > PageBits && SlotBits < 56);
+  static_assert(SlotBits > PageBits && SlotBits < 64 - kHandleNumberShift);
 
  public:
   static constexpr std::uint64_t kMaxSlots = std::uint64_t{1} << SlotBits;
-  static constexpr std::uint64_t kMaxGen = (std::uint64_t{1} << (56U - SlotBits)) - 1;
+  static constexpr std::uint64_t kMaxGen = (std::uint64_t{1} << (64U - kHandleNumberShift - SlotBits)) - 1;
 
   /// One handle's state.
   struct entry {
@@ -80,7 +80,7 @@ class slot_table {
     std::uint64_t gen{0};                   ///< under the mutex
   };
 
-  explicit slot_table(std::uintptr_t tag) noexcept : tag_(tag) {}
+  slot_table(std::uintptr_t tag, int device) noexcept : tag_(tag), device_(device) {}
   slot_table(slot_table const&) = delete;
   slot_table& operator=(slot_table const&) = delete;
   ~slot_table() = default;
@@ -114,7 +114,7 @@ class slot_table {
     entry& e = at(slot);
     ++e.gen;
     e.value.store(value);  // seq_cst, as in read() and destroy()
-    std::uintptr_t const h = make_handle((e.gen << SlotBits) | slot, tag_);
+    std::uintptr_t const h = make_handle((e.gen << SlotBits) | slot, device_, tag_);
     e.handle.store(h, std::memory_order_release);
     return h;
   }
@@ -122,8 +122,8 @@ class slot_table {
   /// The entry of live handle `h`, or null (under the mutex: stable; without it: a hint).
   [[nodiscard]] entry* find(std::uintptr_t h) const noexcept
   {
-    if ((h & 0xFFU) != tag_) { return nullptr; }
-    std::uint64_t const slot = (h >> 8U) & (kMaxSlots - 1);
+    if (handle_tag(h) != tag_ || handle_device(h) != (device_ & 0xFF)) { return nullptr; }
+    std::uint64_t const slot = handle_number(h) & (kMaxSlots - 1);
     if (slot >= used_.load(std::memory_order_acquire)) { return nullptr; }  // never handed out: not constructed
     entry* const page = pages_[static_cast<std::size_t>(slot >> PageBits)].load(std::memory_order_acquire);
     if (page == nullptr) { return nullptr; }
@@ -153,7 +153,7 @@ class slot_table {
     if (e == nullptr) { return false; }
     e->handle.store(0);  // seq_cst: readers that see a later value see 0 here (see read())
     if (e->gen < kMaxGen) {
-      free_.push_back((h >> 8U) & (kMaxSlots - 1));  // capacity reserved by create
+      free_.push_back(handle_number(h) & (kMaxSlots - 1));  // capacity reserved by create
     }
     return true;
   }
@@ -173,6 +173,7 @@ class slot_table {
   static_assert(std::is_trivially_destructible_v<entry>);
 
   std::uintptr_t tag_;
+  int device_;  // the simulated device, in every handle
   std::array<std::atomic<entry*>, (std::size_t{1} << (SlotBits - PageBits))> pages_{};
   std::vector<std::unique_ptr<storage[]>> owned_;  // the pages, for destruction
   std::vector<std::uint64_t> free_;                // free slots, most recently freed last
@@ -186,7 +187,10 @@ using event_table = slot_table<24, 12>;   // many events (deferred frees): 32 Ki
 
 class virtual_timeline final : public sim_timeline, public virtual_timeline_ops {
  public:
-  explicit virtual_timeline(sim_links const& links) : links_(links) {}
+  virtual_timeline(sim_links const& links, timeline_options const& t)
+    : links_(links), serialize_(t.serialize_host_functions), streams_{kStreamTag, t.device}, events_{kEventTag, t.device}
+  {
+  }
 
   ~virtual_timeline() override { shutdown(); }
 
@@ -353,7 +357,12 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
     if (!has_stream(s)) {
       return status::invalid_value;
     }
-    fn(user_data);
+    if (serialize_) {  // sim_options::serialize_host_functions: one at a time, in call order
+      std::lock_guard lock(host_fn_mtx_);
+      fn(user_data);
+    } else {
+      fn(user_data);
+    }
     return status::ok;
   }
 
@@ -428,11 +437,13 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
   }
 
   sim_links const links_;
+  bool const serialize_;   // host functions one at a time (sim_options::serialize_host_functions)
+  std::mutex host_fn_mtx_;  // held while a host function runs, when serialize_
   mutable spin_mutex mtx_;  // serializes every change (short sections); checks, queries and figures read without it
   std::atomic<tick> now_{0};
   mutable std::atomic<tick> default_tail_{0};
-  stream_table streams_{kStreamTag};
-  event_table events_{kEventTag};  // event -> time of its last record (0: never)
+  stream_table streams_;
+  event_table events_;  // event -> time of its last record (0: never)
   struct busy_span {
     tick start;
     tick end;
@@ -474,9 +485,9 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
 
 }  // namespace
 
-std::unique_ptr<sim_timeline> make_virtual_timeline(sim_links const& links)
+std::unique_ptr<sim_timeline> make_virtual_timeline(sim_links const& links, timeline_options const& t)
 {
-  return std::make_unique<virtual_timeline>(links);
+  return std::make_unique<virtual_timeline>(links, t);
 }
 
 }  // namespace tierpool::detail

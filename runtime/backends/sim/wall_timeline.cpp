@@ -85,11 +85,100 @@ struct wall_stream {
   static constexpr std::uint64_t kNever = ~std::uint64_t{0};
 };
 
+// Note [One host-function executor]
+//   sim_options::serialize_host_functions models a CUDA driver that runs the host
+//   functions of all streams on one thread: a stream's worker that reaches a host function
+//   hands it to the executor and waits until it has run; the executor runs them one at a
+//   time, in the order they became ready. A host function that waits for work of another
+//   stream (which may be a host function queued behind it) then hangs here as it would
+//   on CUDA, instead of passing because every stream has a thread of its own.
+//   The executor outlives the stream workers: shutdown() joins them first.
+class host_executor {
+ public:
+  host_executor() : worker_([this] { run(); }) {}  // may throw std::system_error
+  host_executor(host_executor const&) = delete;
+  host_executor& operator=(host_executor const&) = delete;
+  ~host_executor() { stop(); }
+
+  /// Run fn(user_data) on the executor and return once it has run (inline when the queue
+  /// cannot grow: still one at a time).
+  void run_and_wait(host_fn fn, void* user_data) noexcept
+  {
+    job j{fn, user_data};
+    {
+      std::lock_guard lock(mtx_);
+      try {
+        queue_.push_back(&j);
+      } catch (...) {
+        j.fn = nullptr;  // no room: run it here, under the lock that orders the executor's jobs
+      }
+    }
+    if (j.fn == nullptr) {
+      std::lock_guard running(run_mtx_);
+      fn(user_data);
+      return;
+    }
+    cv_.notify_one();
+    while (j.done.load(std::memory_order_acquire) == 0) { j.done.wait(0, std::memory_order_acquire); }
+  }
+
+  /// Run what is queued, then join the thread. Idempotent.
+  void stop() noexcept
+  {
+    {
+      std::lock_guard lock(mtx_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    if (worker_.joinable()) { worker_.join(); }
+  }
+
+ private:
+  struct job {
+    host_fn fn;
+    void* user_data;
+    std::atomic<std::uint32_t> done{0};
+  };
+
+  void run() noexcept
+  {
+    for (;;) {
+      job* j = nullptr;
+      {
+        std::unique_lock lock(mtx_);
+        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) { return; }
+        j = queue_.front();
+        queue_.pop_front();
+      }
+      {
+        std::lock_guard running(run_mtx_);
+        j->fn(j->user_data);
+      }
+      j->done.store(1, std::memory_order_release);
+      j->done.notify_one();
+    }
+  }
+
+  std::mutex mtx_;      // guards queue_ and stop_
+  std::mutex run_mtx_;  // held while a host function runs (the executor's, or one run inline)
+  std::condition_variable cv_;
+  std::deque<job*> queue_;
+  bool stop_{false};
+  std::thread worker_;  // last: starts once the members above exist
+};
+
+// Stream and event numbers, shared by every wall timeline of the process, so that two sim
+// backends of one device ordinal never hand out the same handle either.
+std::atomic<std::uint64_t> next_handle_number{0};  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+
 class wall_timeline final : public sim_timeline {
  public:
-  explicit wall_timeline(sim_links const& links) : links_(links), epoch_(steady::now())
+  wall_timeline(sim_links const& links, timeline_options const& t)
+    : links_(links), device_(t.device), epoch_(steady::now())
   {
-    auto def = start_stream();  // may throw std::system_error; nothing to undo yet
+    if (t.serialize_host_functions) { executor_ = std::make_unique<host_executor>(); }  // may throw
+    auto def = start_stream();  // may throw std::system_error; the executor stops with this object
     try {
       streams_.emplace(0, def);
     } catch (...) {
@@ -113,7 +202,7 @@ class wall_timeline final : public sim_timeline {
     try {
       auto st = start_stream();
       std::unique_lock lock(streams_mtx_);
-      std::uintptr_t const h = make_handle(++next_stream_, kStreamTag);
+      std::uintptr_t const h = make_handle(next_handle_number.fetch_add(1, std::memory_order_relaxed) + 1, device_, kStreamTag);
       try {
         streams_.emplace(h, st);
       } catch (...) {
@@ -183,7 +272,7 @@ class wall_timeline final : public sim_timeline {
   {
     std::lock_guard lock(ev_mtx_);
     try {
-      std::uintptr_t const h = make_handle(++next_event_, kEventTag);
+      std::uintptr_t const h = make_handle(next_handle_number.fetch_add(1, std::memory_order_relaxed) + 1, device_, kEventTag);
       events_.emplace(h, nullptr);
       *out = event_handle{h};
       return status::ok;
@@ -336,9 +425,12 @@ class wall_timeline final : public sim_timeline {
     for (auto const& st : all) {
       stop_and_join(*st);
     }
-    std::lock_guard lock(retired_mtx_);
-    for (auto const& st : retired_) { stop_and_join(*st); }  // destroyed streams: drained by now or soon
-    retired_.clear();
+    {
+      std::lock_guard lock(retired_mtx_);
+      for (auto const& st : retired_) { stop_and_join(*st); }  // destroyed streams: drained by now or soon
+      retired_.clear();
+    }
+    if (executor_) { executor_->stop(); }  // after the workers: they hand it their host functions
   }
 
  private:
@@ -492,7 +584,13 @@ class wall_timeline final : public sim_timeline {
     switch (op.kind) {
       case op_kind::transfer: transfer(op); break;
       case op_kind::compute: std::this_thread::sleep_for(std::chrono::nanoseconds(op.duration)); break;
-      case op_kind::host_func: op.fn(op.user_data); break;
+      case op_kind::host_func:
+        if (executor_) {
+          executor_->run_and_wait(op.fn, op.user_data);  // Note [One host-function executor]
+        } else {
+          op.fn(op.user_data);
+        }
+        break;
       case op_kind::record: complete(*op.rec); break;
       case op_kind::wait: wait_done(*op.rec); break;
     }
@@ -569,18 +667,18 @@ class wall_timeline final : public sim_timeline {
   static constexpr std::chrono::microseconds kIdleSpin{50};
 
   sim_links const links_;
+  int const device_;  // the simulated device, in every handle
   steady::time_point const epoch_;
+  std::unique_ptr<host_executor> executor_;  // sim_options::serialize_host_functions; else null
 
   mutable std::shared_mutex streams_mtx_;
   std::unordered_map<std::uintptr_t, std::shared_ptr<wall_stream>> streams_;
   std::mutex retired_mtx_;
   std::vector<std::shared_ptr<wall_stream>> retired_;  // destroyed, their workers not joined yet
-  std::uint64_t next_stream_{0};  // guarded by streams_mtx_
   std::atomic<std::uint64_t> next_serial_{0};  // wall_stream::serial
 
-  mutable std::mutex ev_mtx_;       // guards events_ and next_event_
+  mutable std::mutex ev_mtx_;       // guards events_
   std::unordered_map<std::uintptr_t, std::shared_ptr<record_state>> events_;  // null: never recorded
-  std::uint64_t next_event_{0};
 
   mutable std::mutex link_mtx_;  // guards link_free_ and stats_
   std::array<tick, sim_link_count> link_free_{};  // ns since epoch_ when the link is free
@@ -589,9 +687,9 @@ class wall_timeline final : public sim_timeline {
 
 }  // namespace
 
-std::unique_ptr<sim_timeline> make_wall_timeline(sim_links const& links)
+std::unique_ptr<sim_timeline> make_wall_timeline(sim_links const& links, timeline_options const& t)
 {
-  return std::make_unique<wall_timeline>(links);
+  return std::make_unique<wall_timeline>(links, t);
 }
 
 }  // namespace tierpool::detail

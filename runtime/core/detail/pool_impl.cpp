@@ -344,6 +344,7 @@ access_view pool_impl::tell_predictor(tensor_id id, std::size_t bytes, access_mo
 
 void pool_impl::predict_after(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream)
 {
+  if (capturing(stream)) [[unlikely]] { return; }  // prefetches are hints: Note [Acquire during stream capture]
   if (prediction_.planner != nullptr) {
     plan_after(id, bytes, access, stream);
     return;

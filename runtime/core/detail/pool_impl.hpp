@@ -169,6 +169,9 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   [[nodiscard]] std::vector<std::shared_ptr<tensor_record>> records_by_id() const;
 
   [[nodiscard]] tierpool::backend& get_backend() const noexcept { return *backend_; }
+  /// True when `s` is being captured into a graph (backend::is_capturing; false when the
+  /// backend cannot tell). Note [Acquire during stream capture], tensor_ops.cpp.
+  [[nodiscard]] bool capturing(stream_handle s) const noexcept;
   [[nodiscard]] std::string const& backend_reason() const noexcept { return backend_reason_; }
   [[nodiscard]] std::size_t tier_count() const noexcept { return engine_.tiers().size(); }
 

@@ -22,6 +22,25 @@
 
 namespace tierpool::detail {
 
+// Note [Acquire during stream capture]
+//   While a stream is being captured into a CUDA graph, its work is recorded, not run, and
+//   CUDA forbids host waits and event queries on the capturing thread (in the default
+//   global mode, on every thread) and anything on the stream that cannot be captured; a
+//   forbidden call fails and invalidates the capture. The pool asks the backend
+//   (backend::is_capturing) only where an acquire would make a backend call, so the hit
+//   path of a resident tensor stays free of them:
+//   - an acquire on a capturing stream works when the tensor's device copy is valid, its
+//     copy-in needs no wait (none pending, or the stream itself already waited for it: an
+//     earlier acquire on this stream) and, for a write, no other stream's use must be
+//     waited for; the lease is the usual one and release makes no backend call;
+//   - any other acquire on it (a copy-in, an event query, a wait on another stream)
+//     throws logic_error before it changes anything: make the tensor resident first
+//     (acquire it on the stream, then synchronize);
+//   - steering a managed copy to the device (a prefetch on the stream) is skipped;
+//   - pool::prefetch, the predictor's prefetches and the prefetch queue are not served
+//     while any capture is underway (backend::capture_underway): they are hints.
+//   The graph holds the leased pointers: keep its tensors' leases until its last launch
+//   (docs/chapters/backends.md, "Graph capture").
 namespace {
 
 // The tick an acquire stamps as the tensor's last use: the backend clock read now (`read`:
@@ -37,7 +56,22 @@ namespace {
   return cs.clock.load(std::memory_order_relaxed);
 }
 
+[[noreturn]] void refuse_in_capture(tensor_record const& rec, stream_handle s, char const* why)
+{
+  throw logic_error("pool::acquire: stream " + std::to_string(s.value) + " is being captured (a CUDA graph) and tensor " +
+                    std::to_string(static_cast<std::uint64_t>(rec.id)) +
+                    (rec.opts.name.empty() ? std::string() : " '" + rec.opts.name + "'") + " " + why +
+                    ": make the tensor resident before capture (acquire it on this stream, then synchronize the "
+                    "stream); during a capture an acquire makes no copy, host wait or event query");
+}
+
 }  // namespace
+
+bool pool_impl::capturing(stream_handle s) const noexcept
+{
+  bool on = false;
+  return backend_->is_capturing(s, &on) == status::ok && on;
+}
 
 // ---------------------------------------------------------------------------------------
 // allocate
@@ -216,7 +250,9 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
                       (se == nullptr ? " (not made by create_stream or wrap_native_stream, nor the default stream)"
                                      : se->internal ? " (a copy stream of the pool)" : " (destroyed)"));
   }
-  if (engine_.prefetch_pending()) [[unlikely]] { engine_.serve_prefetches(); }
+  if (engine_.prefetch_pending()) [[unlikely]] {
+    if (!backend_->capture_underway()) { engine_.serve_prefetches(); }  // Note [Acquire during stream capture]
+  }
   bool counted = false;
   try {
     return with_low_memory_step(
@@ -246,6 +282,25 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
   copy_slot& slot = rec.slots[d];
   bool const write = access != access_mode::read;
 
+  // Note [Acquire during stream capture]: asked only before a backend call; a refusal
+  // comes before anything changes.
+  std::optional<bool> cap;
+  auto const captured = [&] {
+    if (!cap) { cap = capturing(stream); }
+    return *cap;
+  };
+  if (slot.state != copy_state::valid) [[unlikely]] {
+    if (captured()) { refuse_in_capture(rec, stream, "is not resident in the device tier (it needs a copy)"); }
+  } else if (slot.ready && captured()) [[unlikely]] {
+    bool const waited = std::any_of(slot.users.begin(), slot.users.end(), [&](stream_use const& u) { return u.stream == &se; });
+    if (!waited) { refuse_in_capture(rec, stream, "has a copy-in this stream never waited for (an event query)"); }
+  }
+  if (write && std::any_of(slot.users.begin(), slot.users.end(), [&](stream_use const& u) { return u.stream != &se; }) &&
+      captured()) [[unlikely]] {
+    refuse_in_capture(rec, stream, "was used by another stream, which a write must wait for");
+  }
+  bool const in_capture = cap.value_or(false);  // then the copy-in is known complete for this stream
+
   if (slot.state == copy_state::valid) {
     // Hit: no backend call when the copy-in is known complete.
     std::size_t const sh = thread_shard();
@@ -254,10 +309,10 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
     counted = true;
     if (rec.prefetched) {
       rec.prefetched = false;
-      bump(engine_.ready_complete(slot) ? cs.prefetch_hits : cs.prefetch_late, std::uint64_t{1}, sh);
+      bump(in_capture || engine_.ready_complete(slot) ? cs.prefetch_hits : cs.prefetch_late, std::uint64_t{1}, sh);
       note_prefetch_timing(slot, stream);
     }
-    if (slot.ready && !engine_.ready_complete(slot)) { streams_->wait_event_or_sync(stream, slot.ready); }
+    if (slot.ready && !in_capture && !engine_.ready_complete(slot)) { streams_->wait_event_or_sync(stream, slot.ready); }
     engine_.note_access(rec, d, write);
     rec.last_use = shard_clock(*backend_, cs, false);
   } else {
@@ -273,7 +328,9 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
     for (stream_use const& u : slot.users) { (void)streams_->order_after_use(stream, u, slot.pins == 0); }
     engine_.mark_others_stale_locked(rec, d);
   }
-  if (engine_.tiers()[d]->kind == tier_kind::managed && !slot.pages_on_device) [[unlikely]] { engine_.steer_to_device(rec, slot, stream); }
+  if (engine_.tiers()[d]->kind == tier_kind::managed && !slot.pages_on_device) [[unlikely]] {
+    if (!captured()) { engine_.steer_to_device(rec, slot, stream); }  // a hint: skipped in a capture
+  }
   add_use(slot.users, se, se.gen.load(std::memory_order_relaxed));  // settled at release
   return make_lease(rec, d, access, stream, false);
 }
@@ -282,7 +339,9 @@ lease pool_impl::acquire_host(tensor const& t, access_mode access)
 {
   op_gate::scope const op(gate_, thread_shard());
   tensor_record& rec = checked_record(t, "acquire_host");
-  if (engine_.prefetch_pending()) [[unlikely]] { engine_.serve_prefetches(); }
+  if (engine_.prefetch_pending()) [[unlikely]] {
+    if (!backend_->capture_underway()) { engine_.serve_prefetches(); }  // Note [Acquire during stream capture]
+  }
   bool counted = false;
   try {
     return with_low_memory_step(&rec, &t.rec_,
@@ -365,6 +424,7 @@ void pool_impl::prefetch(tensor const& t, tier_id to)
   if (lost()) [[unlikely]] { return; }  // a hint: nothing to do without a device
   auto const k = static_cast<std::uint32_t>(to);
   TIERPOOL_EXPECTS(k < engine_.tiers().size(), "pool::prefetch: unknown tier " + std::to_string(k));
+  if (backend_->capture_underway()) [[unlikely]] { return; }  // a hint: Note [Acquire during stream capture]
   if (engine_.prefetch_pending()) { engine_.serve_prefetches(); }  // older requests first
   if (tracer_.active()) [[unlikely]] {
     trace::event e{};
@@ -568,7 +628,9 @@ void pool_impl::release(lease& l) noexcept
       finish_dropped_locked(rec, keep_alive, keep_self);
     }
   }
-  if (engine_.prefetch_pending()) [[unlikely]] { engine_.serve_prefetches(); }
+  if (engine_.prefetch_pending()) [[unlikely]] {
+    if (!backend_->capture_underway()) { engine_.serve_prefetches(); }  // Note [Acquire during stream capture]
+  }
 }
 
 }  // namespace tierpool::detail

@@ -91,8 +91,12 @@ TEST(CudaCheck, StatusMappingSortsErrorsByWhatTheRuntimeCanDo)
     {cudaErrorSystemDriverMismatch, status::no_device},
     {cudaErrorSystemNotReady, status::no_device},
     {cudaErrorInitializationError, status::no_device},
-    {cudaErrorIllegalAddress, status::device_error},  // sticky: the context is lost
-    {cudaErrorLaunchFailure, status::device_error},
+    {cudaErrorIllegalAddress, status::device_lost},  // sticky: the context is lost
+    {cudaErrorLaunchFailure, status::device_lost},
+    {cudaErrorIllegalInstruction, status::device_lost},
+    {cudaErrorMisalignedAddress, status::device_lost},
+    {cudaErrorECCUncorrectable, status::device_lost},
+    {cudaErrorAssert, status::device_lost},
     {cudaErrorNoKernelImageForDevice, status::device_error},
   };
   for (auto const& [e, s] : expected) {

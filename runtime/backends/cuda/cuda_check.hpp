@@ -24,8 +24,10 @@ namespace tierpool::detail::cuda {
  * Driver / device absence becomes `no_device` (so selection can fall back to sim),
  * allocation failure `out_of_memory`, argument and handle errors (and calls a stream
  * capture forbids) `invalid_value`, a
- * capability the device or driver lacks `not_supported`, everything else (launch
- * failures, sticky context errors) `device_error`.
+ * capability the device or driver lacks `not_supported`, the sticky errors that end the
+ * context (an illegal address or instruction, a faulted or timed-out kernel, an
+ * uncorrectable ECC or NVLink error, a device-side assert) `device_lost`, everything else
+ * `device_error`.
  *
  * Thread safety: pure. Throws nothing.
  */
@@ -64,6 +66,19 @@ namespace tierpool::detail::cuda {
     case cudaErrorSystemDriverMismatch:
     case cudaErrorSystemNotReady:
     case cudaErrorInitializationError: return status::no_device;
+    // Sticky: the context is corrupt, every later call fails; the device's memory is gone
+    // (the pool's Note [A lost device]).
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorNvlinkUncorrectable: return status::device_lost;
     default: return status::device_error;
   }
 }

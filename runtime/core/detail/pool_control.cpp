@@ -25,6 +25,7 @@
 // leaves the copy where it was. The figures go into capacity_report.
 #include <tierpool/detail/parse.hpp>
 #include <tierpool/error.hpp>
+#include <tierpool/log.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -251,6 +252,13 @@ std::optional<capacity_report> pool_impl::check_memory_pressure()
   if (r.capacity_bytes < r.previous_bytes || r.released_bytes != 0) {
     counters_.pressure_shrinks.fetch_add(1, std::memory_order_relaxed);
     counters_.pressure_released_bytes.fetch_add(r.released_bytes, std::memory_order_relaxed);
+    if (log_enabled(log_level::info)) {
+      log_message(log_level::info, "tierpool: device free memory " + format_byte_size(free_bytes) + " is below the floor " +
+                                     format_byte_size(floor) + " (pool_options::pressure): tier '" + r.tier +
+                                     "' shrank to " + format_byte_size(r.capacity_bytes) + ", " +
+                                     format_byte_size(r.released_bytes) + " given back" +
+                                     (r.reached ? std::string() : "; " + r.why));
+    }
   }
   return r;
 }

@@ -23,6 +23,7 @@
 // returns they survive a loss. Calls that do not throw (release, prefetch, free) ignore
 // the status; the next call that throws finds the loss.
 #include <tierpool/error.hpp>
+#include <tierpool/log.hpp>
 
 #include <mutex>
 #include <string>
@@ -57,12 +58,22 @@ void pool_impl::note_backend_error(backend_error const& e)
         names.push_back(rec.opts.name);
       }
     }
-    std::lock_guard lk(lost_mtx_);
-    if (!lost_.load(std::memory_order_relaxed)) {
-      lost_ids_ = std::move(ids);
-      lost_names_ = std::move(names);
-      lost_cause_ = e.what();
-      lost_.store(true, std::memory_order_release);
+    bool first = false;
+    std::size_t const count = ids.size();
+    {
+      std::lock_guard lk(lost_mtx_);
+      if (!lost_.load(std::memory_order_relaxed)) {
+        lost_ids_ = std::move(ids);
+        lost_names_ = std::move(names);
+        lost_cause_ = e.what();
+        lost_.store(true, std::memory_order_release);
+        first = true;
+      }
+    }
+    if (first) {  // no lock held: the sink may call the pool
+      log_message(log_level::error, std::string("tierpool: the device was lost (") + e.what() + "); " +
+                                      std::to_string(count) +
+                                      " tensor(s) lost with it; close the pool, the others keep their host copies");
     }
   }
   std::lock_guard lk(lost_mtx_);

@@ -502,7 +502,12 @@ NB_MODULE(_tierpool, m)
       .def("release", &py_lease::release,
            "End the lease now (idempotent). Raises BufferError while views of its bytes exist.")
       .def(
-          "numpy", [](nb::handle self) { return lease_array<nb::ndarray<nb::numpy, std::uint8_t, nb::ndim<1>>>(self); },
+          "numpy",
+          [](nb::handle self) {
+            py_lease const* l = nb::inst_ptr<py_lease>(self);
+            if (!l->host && l->cuda) { throw nb::buffer_error("a device lease on the CUDA backend is not host memory: use DLPack"); }
+            return lease_array<nb::ndarray<nb::numpy, std::uint8_t, nb::ndim<1>>>(self);
+          },
           "A numpy uint8 array over the lease's bytes (zero-copy, host memory only); it keeps the lease alive.")
       .def(
           "__dlpack__",

@@ -730,12 +730,21 @@ NB_MODULE(_tierpool, m)
       .def("__enter__", [](nb::handle self) { return self; }, "Return the pool.")
       .def(
           "__exit__",
-          [](py_pool& p, nb::handle, nb::handle, nb::handle) {
+          [](py_pool& p, nb::handle exc_type, nb::handle, nb::handle) {
+            bool const unwinding = !exc_type.is_none();
             nb::gil_scoped_release unlocked;
-            p.pool.close();
+            try {
+              p.pool.close();
+            } catch (tierpool::logic_error const&) {
+              // Leases still live while another exception leaves the block: do not hide that
+              // one; the pool closes when its last reference (and lease) goes.
+              if (!unwinding) { throw; }
+            }
             return false;
           },
-          "exc_type"_a.none(), "exc"_a.none(), "tb"_a.none(), "Close the pool.");
+          "exc_type"_a.none(), "exc"_a.none(), "tb"_a.none(),
+          "Close the pool. When the block raised, a close refused because leases live is not raised over that "
+          "exception.");
 
   // ---- module functions ----
   m.def(

@@ -96,3 +96,21 @@ def test_trace_error(tmp_path):
     bad.write_text("this is not a trace\n")
     with pytest.raises(tierpool.TraceError):
         tierpool.replay(str(bad), ["lru"], "50%")
+
+
+def test_pool_exit_does_not_hide_the_exception():
+    p = make_pool()
+    t = p.allocate(KiB)
+    with pytest.raises(KeyError):
+        with p:
+            lease = p.acquire_host(t, "read")
+            raise KeyError("mine")
+    lease.release()
+    p.close()
+    q = make_pool()
+    u = q.allocate(KiB)
+    with pytest.raises(tierpool.LogicError, match="lease"):
+        with q:
+            kept = q.acquire_host(u, "read")  # still alive when the block ends
+    kept.release()
+    q.close()

@@ -368,7 +368,9 @@ class Pool:
         """Return the pool."""
 
     def __exit__(self, exc_type: object | None, exc: object | None, tb: object | None) -> bool:
-        """Close the pool."""
+        """
+        Close the pool. When the block raised, a close refused because leases live is not raised over that exception.
+        """
 
 def policies() -> list:
     """

@@ -114,3 +114,14 @@ def test_pool_exit_does_not_hide_the_exception():
             kept = q.acquire_host(u, "read")  # still alive when the block ends
     kept.release()
     q.close()
+
+
+def test_backend_error_has_its_code():
+    try:
+        p = tierpool.Pool(backend="cuda", read_environment=False, publish=False)
+    except tierpool.BackendError as e:
+        assert not isinstance(e, tierpool.DeviceLost)
+        assert e.code == "no_device" and "CUDA" in str(e)
+    else:  # a machine with a GPU
+        assert p.backend == "cuda"
+        p.close()

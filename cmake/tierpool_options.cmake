@@ -19,6 +19,9 @@ option(TIERPOOL_BUILD_TOOLS
 option(TIERPOOL_ENABLE_INSTALL
   "Generate install rules and the tierpool CMake package (default: on at top level)"
   ${PROJECT_IS_TOP_LEVEL})
+option(TIERPOOL_BUILD_PYTHON
+  "Build the Python extension tierpool._tierpool in python/ (default: off; pyproject.toml turns it on for pip, and with it position-independent code for the static libraries)"
+  OFF)
 option(TIERPOOL_DEBUG_FULL
   "Compile expensive invariant checks (TIERPOOL_ASSERT_EXPENSIVE); off by default because they change complexity"
   OFF)

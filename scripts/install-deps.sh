@@ -12,6 +12,7 @@ packages=(
   libbenchmark-dev                # micro-benchmarks
   clang libclang-rt-14-dev        # libFuzzer targets of the trace readers (scripts/run-fuzzers.sh)
   doxygen                         # the API reference and book (TIERPOOL_BUILD_DOCS, target docs)
+  python3-venv python3-dev        # the Python package (pyproject.toml): its virtual environment and headers
 )
 
 missing=()

@@ -1,0 +1,846 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// tierpool._tierpool: the nanobind bindings behind the Python package `tierpool`
+// (python/tierpool/__init__.py re-exports them; docs/chapters/python.md).
+//
+// Lifetimes: a Tensor and a Lease keep their Pool alive (keep_alive), and a Lease keeps
+// its Tensor alive. A zero-copy view of a lease (buffer protocol, DLPack) keeps the Lease
+// alive and is counted in Lease::exports; release() while a view exists raises
+// BufferError instead of leaving the view dangling.
+
+#include <Python.h>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <tierpool/policy.hpp>
+#include <tierpool/pool.hpp>
+#include <tierpool/replay.hpp>
+#include <tierpool/trace.hpp>
+#include <tierpool/trace_gen.hpp>
+#include <tierpool/version.hpp>
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+// ---- option parsing ----
+
+tierpool::tier_kind parse_tier_kind(std::string const& s)
+{
+  if (s == "device") { return tierpool::tier_kind::device; }
+  if (s == "pinned_host") { return tierpool::tier_kind::pinned_host; }
+  if (s == "managed") { return tierpool::tier_kind::managed; }
+  if (s == "host") { return tierpool::tier_kind::host; }
+  throw tierpool::logic_error("unknown tier kind '" + s + "' (known: device, pinned_host, managed, host)");
+}
+
+tierpool::access_mode parse_access(std::string const& s)
+{
+  if (s == "read") { return tierpool::access_mode::read; }
+  if (s == "read_write") { return tierpool::access_mode::read_write; }
+  if (s == "write_discard") { return tierpool::access_mode::write_discard; }
+  throw tierpool::logic_error("unknown access '" + s + "' (known: read, read_write, write_discard)");
+}
+
+char const* access_name(tierpool::access_mode a)
+{
+  switch (a) {
+    case tierpool::access_mode::read: return "read";
+    case tierpool::access_mode::read_write: return "read_write";
+    case tierpool::access_mode::write_discard: return "write_discard";
+  }
+  return "read";
+}
+
+tierpool::tier_options tier_from_dict(nb::dict d)
+{
+  tierpool::tier_options t;
+  for (auto [k, v] : d) {
+    std::string const key = nb::cast<std::string>(k);
+    if (key == "kind") {
+      t.kind = parse_tier_kind(nb::cast<std::string>(v));
+    } else if (key == "capacity_bytes") {
+      t.capacity_bytes = nb::cast<std::size_t>(v);
+    } else if (key == "chunk_bytes") {
+      t.chunk_bytes = nb::cast<std::size_t>(v);
+    } else if (key == "policy") {
+      t.policy = nb::cast<std::string>(v);
+    } else if (key == "name") {
+      t.name = nb::cast<std::string>(v);
+    } else if (key == "numa_node") {
+      t.numa_node = nb::cast<int>(v);
+    } else {
+      throw tierpool::logic_error("unknown tier option '" + key +
+                                  "' (known: kind, capacity_bytes, chunk_bytes, policy, name, numa_node)");
+    }
+  }
+  return t;
+}
+
+// ---- the wrapped objects ----
+
+struct py_tensor {
+  tierpool::pool* pool{nullptr};  // kept alive by keep_alive
+  tierpool::tensor handle;
+  std::string name;
+};
+
+struct py_lease {
+  tierpool::lease handle;
+  bool host{false};        // acquire_host
+  bool real_memory{true};  // the backend has bytes (not phantom)
+  bool cuda{false};        // the backend is CUDA
+  int device{0};
+  std::size_t exports{0};  // live zero-copy views
+
+  void check_viewable() const
+  {
+    if (!handle.active()) { throw nb::buffer_error("the lease was released: its bytes are no longer reachable"); }
+    if (!real_memory) {
+      throw nb::buffer_error("the backend has phantom memory (sim memory='phantom'): a lease has no bytes to view");
+    }
+  }
+  void release()
+  {
+    if (exports != 0) {
+      throw nb::buffer_error(("Lease.release(): " + std::to_string(exports) +
+                              " view(s) of its bytes (memoryview, numpy array, DLPack) still exist; "
+                              "delete them first")
+                                 .c_str());
+    }
+    handle.release();
+  }
+};
+
+// Buffer protocol of Lease: the bytes as a flat uint8 buffer, writable unless read access.
+int lease_getbuffer(PyObject* self, Py_buffer* view, int flags)
+{
+  py_lease* l = nb::inst_ptr<py_lease>(self);
+  try {
+    l->check_viewable();
+    if (!l->host && l->cuda) { throw nb::buffer_error("a device lease on the CUDA backend is not host memory: use DLPack"); }
+  } catch (nb::builtin_exception const& e) {
+    view->obj = nullptr;
+    PyErr_SetString(PyExc_BufferError, e.what());
+    return -1;
+  }
+  bool const readonly = l->handle.access() == tierpool::access_mode::read;
+  if (PyBuffer_FillInfo(view, self, l->handle.data(), static_cast<Py_ssize_t>(l->handle.bytes()), readonly ? 1 : 0,
+                        flags) != 0) {
+    return -1;
+  }
+  ++l->exports;
+  return 0;
+}
+
+void lease_releasebuffer(PyObject* self, Py_buffer*)
+{
+  py_lease* l = nb::inst_ptr<py_lease>(self);
+  if (l->exports != 0) { --l->exports; }
+}
+
+PyType_Slot lease_slots[] = {
+    {Py_bf_getbuffer, reinterpret_cast<void*>(lease_getbuffer)},
+    {Py_bf_releasebuffer, reinterpret_cast<void*>(lease_releasebuffer)},
+    {0, nullptr},
+};
+
+using byte_array = nb::ndarray<nb::array_api, std::uint8_t, nb::ndim<1>>;
+
+// A 1-D uint8 ndarray over the lease's bytes whose owner keeps the lease alive and counted.
+template <class Array = byte_array>
+Array lease_array(nb::handle self)
+{
+  py_lease* l = nb::inst_ptr<py_lease>(self);
+  l->check_viewable();
+  self.inc_ref();
+  ++l->exports;
+  nb::capsule owner(self.ptr(), [](void* p) noexcept {
+    PyObject* obj = static_cast<PyObject*>(p);
+    py_lease* lease = nb::inst_ptr<py_lease>(obj);
+    if (lease->exports != 0) { --lease->exports; }
+    Py_DECREF(obj);
+  });
+  std::size_t const shape[1] = {l->handle.bytes()};
+  int const dev_type = (!l->host && l->cuda) ? nb::device::cuda::value : nb::device::cpu::value;
+  int const dev_id = (!l->host && l->cuda) ? l->device : 0;
+  return Array(l->handle.data(), 1, shape, owner, nullptr, nb::dtype<std::uint8_t>(), dev_type, dev_id);
+}
+
+// ---- exceptions: instances of the classes in tierpool/_errors.py, with the C++ figures ----
+
+void raise_py(char const* cls_name, char const* what, std::vector<std::pair<char const*, nb::object>> const& attrs)
+{
+  try {
+    nb::object cls = nb::module_::import_("tierpool._errors").attr(cls_name);
+    nb::object inst = cls(nb::str(what));
+    for (auto const& [k, v] : attrs) { nb::setattr(inst, k, v); }
+    PyErr_SetObject(cls.ptr(), inst.ptr());
+  } catch (nb::python_error& e) {
+    e.restore();
+  }
+}
+
+nb::object oom_figures_dict(tierpool::oom_figures const& f)
+{
+  nb::dict d;
+  d["cause"] = std::string(tierpool::to_string(f.cause));
+  d["capacity_bytes"] = f.capacity_bytes;
+  d["resident_bytes"] = f.resident_bytes;
+  d["pinned_bytes"] = f.pinned_bytes;
+  d["in_flight_bytes"] = f.in_flight_bytes;
+  d["busy_bytes"] = f.busy_bytes;
+  d["free_bytes"] = f.free_bytes;
+  d["largest_free_block"] = f.largest_free_block;
+  d["attempts"] = f.attempts;
+  return d;
+}
+
+std::vector<std::pair<char const*, nb::object>> oom_attrs(tierpool::out_of_memory const& e)
+{
+  return {{"cause", nb::str(std::string(tierpool::to_string(e.cause())).c_str())},
+          {"tier", nb::int_(static_cast<std::uint32_t>(e.tier()))},
+          {"requested", nb::int_(e.requested())},
+          {"figures", oom_figures_dict(e.figures())}};
+}
+
+void translate(std::exception_ptr const& p, void*)
+{
+  try {
+    std::rethrow_exception(p);
+  } catch (tierpool::device_lost const& e) {
+    nb::list ids;
+    for (auto id : e.lost_tensors()) { ids.append(static_cast<std::uint64_t>(id)); }
+    raise_py("DeviceLost", e.what(),
+             {{"code", nb::str(std::string(tierpool::to_string(e.code())).c_str())},
+              {"lost_tensors", ids},
+              {"lost_names", nb::cast(e.lost_names())}});
+  } catch (tierpool::backend_error const& e) {
+    raise_py("BackendError", e.what(), {{"code", nb::str(std::string(tierpool::to_string(e.code())).c_str())}});
+  } catch (tierpool::quota_exceeded const& e) {
+    auto attrs = oom_attrs(e);
+    attrs.emplace_back("tenant", nb::int_(e.tenant()));
+    attrs.emplace_back("quota", nb::int_(e.quota()));
+    attrs.emplace_back("live", nb::int_(e.live()));
+    raise_py("QuotaExceeded", e.what(), attrs);
+  } catch (tierpool::out_of_memory const& e) {
+    raise_py("OutOfMemory", e.what(), oom_attrs(e));
+  } catch (tierpool::trace_error const& e) {
+    raise_py("TraceError", e.what(), {});
+  } catch (tierpool::logic_error const& e) {
+    raise_py("LogicError", e.what(), {});
+  } catch (tierpool::bad_alloc const& e) {
+    raise_py("OutOfMemory", e.what(), {});
+  }
+}
+
+// ---- pool construction ----
+
+tierpool::pool_options make_options(std::optional<std::vector<nb::object>> const& tiers, std::string const& policy,
+                                    std::string const& prefetch, std::string const& backend, int device,
+                                    std::string const& sim_memory, std::string const& sim_clock,
+                                    std::optional<std::size_t> sim_device_bytes, bool read_environment,
+                                    std::map<std::uint32_t, std::size_t> const& tenant_quotas,
+                                    std::string const& trace_path, bool publish, bool quiet)
+{
+  tierpool::pool_options o;
+  if (tiers) {
+    for (nb::object const& t : *tiers) {
+      if (nb::isinstance<tierpool::tier_options>(t)) {
+        o.tiers.push_back(nb::cast<tierpool::tier_options>(t));
+      } else if (nb::isinstance<nb::dict>(t)) {
+        o.tiers.push_back(tier_from_dict(nb::borrow<nb::dict>(t)));
+      } else {
+        throw tierpool::logic_error("Pool(tiers=...): each tier is a TierOptions or a dict");
+      }
+    }
+  }
+  o.policy = policy;
+  o.prefetch = prefetch;
+  o.backend = tierpool::parse_backend_choice(backend);
+  o.device = device;
+  if (sim_memory == "real") {
+    o.sim.memory = tierpool::sim_memory_mode::real;
+  } else if (sim_memory == "phantom") {
+    o.sim.memory = tierpool::sim_memory_mode::phantom;
+  } else {
+    throw tierpool::logic_error("unknown sim_memory '" + sim_memory + "' (known: real, phantom)");
+  }
+  if (sim_clock == "wall") {
+    o.sim.clock = tierpool::sim_clock_mode::wall;
+  } else if (sim_clock == "virtual") {
+    o.sim.clock = tierpool::sim_clock_mode::virtual_clock;
+  } else {
+    throw tierpool::logic_error("unknown sim_clock '" + sim_clock + "' (known: wall, virtual)");
+  }
+  if (sim_device_bytes) { o.sim.device_bytes = *sim_device_bytes; }
+  o.read_environment = read_environment;
+  o.tenant_quotas = tenant_quotas;
+  o.trace_path = trace_path;
+  o.publish.enabled = publish;
+  o.notice = quiet ? tierpool::fallback_notice::silent : tierpool::fallback_notice::stderr_line;
+  return o;
+}
+
+struct py_pool {
+  tierpool::pool pool;
+  explicit py_pool(tierpool::pool_options o) : pool(std::move(o)) {}
+};
+
+py_lease make_lease(py_pool& p, tierpool::lease&& l, bool host)
+{
+  auto const& caps = p.pool.backend().caps();
+  py_lease out;
+  out.handle = std::move(l);
+  out.host = host;
+  out.real_memory = caps.real_memory;
+  out.cuda = caps.name == "cuda";
+  out.device = caps.device_ordinal;
+  return out;
+}
+
+nb::dict residency_dict(tierpool::tensor_residency const& r)
+{
+  nb::dict d;
+  d["id"] = static_cast<std::uint64_t>(r.id);
+  d["bytes"] = r.bytes;
+  d["home"] = static_cast<std::uint32_t>(r.home);
+  nb::list copies;
+  for (auto const& c : r.copies) {
+    nb::dict cd;
+    cd["tier"] = static_cast<std::uint32_t>(c.tier);
+    cd["valid"] = c.valid;
+    cd["dirty"] = c.dirty;
+    cd["in_flight"] = c.in_flight;
+    cd["leases"] = c.leases;
+    cd["offset"] = c.offset;
+    cd["block_bytes"] = c.block_bytes;
+    copies.append(cd);
+  }
+  d["copies"] = copies;
+  d["dirty"] = r.dirty;
+  d["in_flight"] = r.in_flight;
+  d["prefetch_queued"] = r.prefetch_queued;
+  d["prefetched"] = r.prefetched;
+  d["leases"] = r.leases;
+  d["write_leases"] = r.write_leases;
+  d["access_count"] = r.access_count;
+  d["last_use"] = r.last_use;
+  return d;
+}
+
+nb::dict capacity_dict(tierpool::capacity_report const& c)
+{
+  nb::dict d;
+  d["tier"] = c.tier;
+  d["requested_bytes"] = c.requested_bytes;
+  d["previous_bytes"] = c.previous_bytes;
+  d["capacity_bytes"] = c.capacity_bytes;
+  d["reserved_before"] = c.reserved_before;
+  d["reserved_bytes"] = c.reserved_bytes;
+  d["released_bytes"] = c.released_bytes;
+  d["moved_tensors"] = c.moved_tensors;
+  d["moved_bytes"] = c.moved_bytes;
+  d["written_back"] = c.written_back;
+  d["reached"] = c.reached;
+  d["why"] = c.why;
+  return d;
+}
+
+tierpool::tensor const& live(py_tensor const& t)
+{
+  if (!t.handle.valid()) { throw tierpool::logic_error("the tensor '" + t.name + "' was freed (or never allocated)"); }
+  return t.handle;
+}
+
+nb::object json_loads(std::string const& text) { return nb::module_::import_("json").attr("loads")(text); }
+
+}  // namespace
+
+NB_MODULE(_tierpool, m)
+{
+  m.doc() = "tierpool's C++ core (nanobind bindings); use the package `tierpool`, which re-exports it.";
+  m.attr("__version__") = std::to_string(TIERPOOL_VERSION_MAJOR) + "." + std::to_string(TIERPOOL_VERSION_MINOR) + "." +
+                          std::to_string(TIERPOOL_VERSION_PATCH);
+  nb::register_exception_translator(translate);
+
+  // ---- TierOptions ----
+  nb::class_<tierpool::tier_options>(m, "TierOptions",
+                                     "One tier of a pool (fastest first in Pool(tiers=[...])).\n\n"
+                                     "kind: 'device', 'pinned_host', 'managed' or 'host'; capacity_bytes: 0 = the "
+                                     "kind's default; chunk_bytes: bytes requested from the backend at a time (0 = "
+                                     "min(capacity, 64 MiB)); policy: eviction policy spec ('' = the pool's); name: "
+                                     "for messages and statistics ('' = the kind's name); numa_node: -1 = none.")
+      .def(
+          "__init__",
+          [](tierpool::tier_options* self, std::string const& kind, std::size_t capacity_bytes,
+             std::size_t chunk_bytes, std::string const& policy, std::string const& name, int numa_node) {
+            new (self) tierpool::tier_options{};
+            self->kind = parse_tier_kind(kind);
+            self->capacity_bytes = capacity_bytes;
+            self->chunk_bytes = chunk_bytes;
+            self->policy = policy;
+            self->name = name;
+            self->numa_node = numa_node;
+          },
+          "kind"_a = "device", "capacity_bytes"_a = 0, "chunk_bytes"_a = 0, "policy"_a = "", "name"_a = "",
+          "numa_node"_a = -1, "Make a tier's options (see the class docstring).")
+      .def_prop_rw(
+          "kind", [](tierpool::tier_options const& t) { return std::string(tierpool::to_string(t.kind)); },
+          [](tierpool::tier_options& t, std::string const& k) { t.kind = parse_tier_kind(k); },
+          "The memory behind the tier: 'device', 'pinned_host', 'managed' or 'host'.")
+      .def_rw("capacity_bytes", &tierpool::tier_options::capacity_bytes, "Capacity in bytes; 0 = the kind's default.")
+      .def_rw("chunk_bytes", &tierpool::tier_options::chunk_bytes,
+              "Bytes requested from the backend at a time; 0 = min(capacity, 64 MiB).")
+      .def_rw("policy", &tierpool::tier_options::policy, "Eviction policy spec ('lru', 's3fifo:small_ratio=0.1'); '' = the pool's.")
+      .def_rw("name", &tierpool::tier_options::name, "Name for messages and statistics; '' = the kind's name.")
+      .def_rw("numa_node", &tierpool::tier_options::numa_node, "Host kinds: bind to this NUMA node (-1: none).")
+      .def("__repr__", [](tierpool::tier_options const& t) {
+        return "TierOptions(kind='" + std::string(tierpool::to_string(t.kind)) +
+               "', capacity_bytes=" + std::to_string(t.capacity_bytes) + ", chunk_bytes=" + std::to_string(t.chunk_bytes) +
+               ", policy='" + t.policy + "', name='" + t.name + "')";
+      }, "The options as a constructor call.");
+
+  // ---- FitReport ----
+  nb::class_<tierpool::fit_report>(m, "FitReport",
+                                   "What Pool.fits() found: how many more tensors of one size a tier can take, now "
+                                   "and after eviction, and what limits it (`limit`: 'capacity', 'pinned', "
+                                   "'fragmentation' or 'quota').")
+      .def_ro("tier", &tierpool::fit_report::tier, "The tier's name.")
+      .def_ro("bytes", &tierpool::fit_report::bytes, "The tensor size asked about.")
+      .def_ro("slot_bytes", &tierpool::fit_report::slot_bytes, "What one such tensor takes in the tier (aligned).")
+      .def_ro("fits_now", &tierpool::fit_report::fits_now, "How many fit without evicting or waiting.")
+      .def_ro("fits_after_eviction", &tierpool::fit_report::fits_after_eviction, "How many fit after evicting what can be.")
+      .def_ro("largest_now", &tierpool::fit_report::largest_now, "The largest tensor placeable now without evicting.")
+      .def_ro("largest_after_eviction", &tierpool::fit_report::largest_after_eviction,
+              "The largest tensor placeable after evicting.")
+      .def_ro("free_bytes", &tierpool::fit_report::free_bytes, "Free bytes in the tier's chunks.")
+      .def_ro("growable_bytes", &tierpool::fit_report::growable_bytes, "Capacity not yet obtained from the backend.")
+      .def_ro("evictable_bytes", &tierpool::fit_report::evictable_bytes, "Bytes of copies eviction could take out now.")
+      .def_ro("pinned_bytes", &tierpool::fit_report::pinned_bytes, "Bytes of copies held by live leases.")
+      .def_ro("in_flight_bytes", &tierpool::fit_report::in_flight_bytes,
+              "Bytes of blocks whose streams have not got there yet.")
+      .def_ro("quota_left", &tierpool::fit_report::quota_left,
+              "The tenant's quota minus its live bytes (2**64-1 without a quota).")
+      .def_prop_ro(
+          "limit", [](tierpool::fit_report const& f) { return std::string(tierpool::to_string(f.limit)); },
+          "What bounds fits_after_eviction: 'capacity', 'pinned', 'fragmentation' or 'quota'.")
+      .def("__repr__", [](tierpool::fit_report const& f) {
+        return "FitReport(tier='" + f.tier + "', bytes=" + std::to_string(f.bytes) + ", fits_now=" +
+               std::to_string(f.fits_now) + ", fits_after_eviction=" + std::to_string(f.fits_after_eviction) +
+               ", limit='" + std::string(tierpool::to_string(f.limit)) + "')";
+      }, "A short summary.");
+
+  // ---- Tensor ----
+  nb::class_<py_tensor>(m, "Tensor",
+                        "A tensor of a Pool (from Pool.allocate): an owning handle to bytes whose home tier can "
+                        "change. `with pool.allocate(n) as t:` frees it at the end of the block; deleting the last "
+                        "reference frees it too (once its leases end).")
+      .def_prop_ro("id", [](py_tensor const& t) { return static_cast<std::uint64_t>(live(t).id()); },
+                   "The tensor's id in its pool.")
+      .def_prop_ro("nbytes", [](py_tensor const& t) { return live(t).bytes(); }, "Size in bytes as requested.")
+      .def_ro("name", &py_tensor::name, "The name given to allocate() ('' when none).")
+      .def_prop_ro("valid", [](py_tensor const& t) { return t.handle.valid(); }, "False once freed.")
+      .def("free", [](py_tensor& t) { t.pool->free(t.handle); },
+           "Free the tensor now (as Pool.free). Raises LogicError when already freed (double free) or leased.")
+      .def("__enter__", [](nb::handle self) { return self; }, "Return the tensor.")
+      .def(
+          "__exit__",
+          [](py_tensor& t, nb::handle exc_type, nb::handle, nb::handle) {
+            if (!t.handle.valid()) { return false; }
+            if (exc_type.is_none()) {
+              t.pool->free(t.handle);
+            } else {
+              t.handle = tierpool::tensor{};  // do not hide the exception: free when its leases end
+            }
+            return false;
+          },
+          "exc_type"_a.none(), "exc"_a.none(), "tb"_a.none(), "Free the tensor (unless already freed).")
+      .def("__repr__", [](py_tensor const& t) {
+        if (!t.handle.valid()) { return std::string("<tierpool.Tensor (freed) name='") + t.name + "'>"; }
+        return "<tierpool.Tensor id=" + std::to_string(static_cast<std::uint64_t>(t.handle.id())) +
+               " nbytes=" + std::to_string(t.handle.bytes()) + " name='" + t.name + "'>";
+      }, "id, size and name.");
+
+  // ---- Lease ----
+  nb::class_<py_lease>(m, "Lease",
+                       "A pin on a tensor that makes its bytes reachable (from Pool.acquire or Pool.acquire_host); "
+                       "the tensor is neither moved nor evicted while it lives. `with` releases it.\n\n"
+                       "Zero-copy views: memoryview(lease) and numpy.asarray(lease) (buffer protocol, host memory "
+                       "only, read-only for access='read') and numpy.from_dlpack(lease) / torch.from_dlpack(lease) "
+                       "(DLPack; kDLCPU on the sim backend and for host leases, kDLCUDA for a device lease on the "
+                       "CUDA backend). A view keeps the lease alive; release() while a view exists raises "
+                       "BufferError.",
+                       nb::type_slots(lease_slots))
+      .def_prop_ro("nbytes", [](py_lease const& l) { return l.handle.bytes(); }, "Size in bytes (0 once released).")
+      .def_prop_ro("access", [](py_lease const& l) { return std::string(access_name(l.handle.access())); },
+                   "The access the lease was taken with: 'read', 'read_write' or 'write_discard'.")
+      .def_prop_ro("active", [](py_lease const& l) { return l.handle.active(); }, "True until released.")
+      .def_prop_ro("host", [](py_lease const& l) { return l.host; }, "True for a lease from acquire_host().")
+      .def_prop_ro("stream", [](py_lease const& l) { return static_cast<std::uint64_t>(l.handle.stream().value); },
+                   "The stream the lease is ordered on (0: the default stream).")
+      .def_prop_ro("tensor_id", [](py_lease const& l) { return static_cast<std::uint64_t>(l.handle.id()); },
+                   "The tensor's id.")
+      .def_prop_ro("data_ptr", [](py_lease const& l) { return reinterpret_cast<std::uintptr_t>(l.handle.data()); },
+                   "The address of the bytes (device memory for a device lease on CUDA; 0 once released).")
+      .def_prop_ro("exports", [](py_lease const& l) { return l.exports; }, "Zero-copy views of this lease that still exist.")
+      .def("release", &py_lease::release,
+           "End the lease now (idempotent). Raises BufferError while views of its bytes exist.")
+      .def(
+          "numpy",
+          [](nb::handle self) {
+            py_lease const* l = nb::inst_ptr<py_lease>(self);
+            if (!l->host && l->cuda) { throw nb::buffer_error("a device lease on the CUDA backend is not host memory: use DLPack"); }
+            return lease_array<nb::ndarray<nb::numpy, std::uint8_t, nb::ndim<1>>>(self);
+          },
+          "A numpy uint8 array over the lease's bytes (zero-copy, host memory only); it keeps the lease alive.")
+      .def(
+          "__dlpack__",
+          [](nb::handle self, nb::kwargs kwargs) {
+            nb::object arr = nb::cast(lease_array<nb::ndarray<nb::array_api, std::uint8_t, nb::ndim<1>>>(self));
+            return arr.attr("__dlpack__")(**kwargs);
+          },
+          "A DLPack capsule over the lease's bytes (1-D uint8, zero-copy); it keeps the lease alive.")
+      .def(
+          "__dlpack_device__",
+          [](py_lease const& l) {
+            if (!l.host && l.cuda) { return nb::make_tuple(nb::int_(static_cast<int>(nb::device::cuda::value)), l.device); }
+            return nb::make_tuple(nb::int_(static_cast<int>(nb::device::cpu::value)), 0);
+          },
+          "(device type, device id) of the bytes: (1, 0) for host memory (kDLCPU), (2, ordinal) for CUDA device memory.")
+      .def("__enter__", [](nb::handle self) { return self; }, "Return the lease.")
+      .def(
+          "__exit__", [](py_lease& l, nb::handle, nb::handle, nb::handle) { l.release(); return false; },
+          "exc_type"_a.none(), "exc"_a.none(), "tb"_a.none(), "Release the lease.")
+      .def("__repr__", [](py_lease const& l) {
+        return std::string("<tierpool.Lease ") + (l.handle.active() ? "" : "(released) ") +
+               "tensor=" + std::to_string(static_cast<std::uint64_t>(l.handle.id())) + " nbytes=" +
+               std::to_string(l.handle.bytes()) + " access='" + access_name(l.handle.access()) + "'" +
+               (l.host ? " host" : " device") + ">";
+      }, "tensor, size, access and where.");
+
+  // ---- Pool ----
+  nb::class_<py_pool>(m, "Pool",
+                      "A tiered memory pool: tiers from fastest (the device) to slowest, each with an eviction "
+                      "policy; tensors move between them as leases need their bytes.\n\n"
+                      "Pool(*, tiers=None, policy='lru', prefetch='none', backend='auto', device=0, "
+                      "sim_memory='real', sim_clock='wall', sim_device_bytes=None, read_environment=True, "
+                      "tenant_quotas={}, trace_path='', publish=True, quiet=False)\n\n"
+                      "tiers: a list of TierOptions or dicts with the same keys (None: device, pinned_host, host); "
+                      "backend: 'auto' (CUDA when usable, else the simulated device), 'sim' or 'cuda'; "
+                      "sim_memory: 'real' (bytes) or 'phantom' (address ranges only: no views); sim_clock: 'wall' or "
+                      "'virtual'; sim_device_bytes: the simulated device's memory (default 256 MiB); "
+                      "read_environment: the TIERPOOL_* variables win over these options (False ignores them); "
+                      "publish: live figures for `tierpool top`; quiet: no message when falling back to sim.\n\n"
+                      "`with Pool(...) as p:` closes the pool at the end of the block.")
+      .def(
+          "__init__",
+          [](py_pool* self, std::optional<std::vector<nb::object>> const& tiers, std::string const& policy,
+             std::string const& prefetch, std::string const& backend, int device, std::string const& sim_memory,
+             std::string const& sim_clock, std::optional<std::size_t> sim_device_bytes, bool read_environment,
+             std::map<std::uint32_t, std::size_t> const& tenant_quotas, std::string const& trace_path, bool publish,
+             bool quiet) {
+            tierpool::pool_options o = make_options(tiers, policy, prefetch, backend, device, sim_memory, sim_clock,
+                                                    sim_device_bytes, read_environment, tenant_quotas, trace_path,
+                                                    publish, quiet);
+            nb::gil_scoped_release unlocked;
+            new (self) py_pool(std::move(o));
+          },
+          nb::kw_only(), "tiers"_a.none() = nb::none(), "policy"_a = "lru", "prefetch"_a = "none",
+          "backend"_a = "auto", "device"_a = 0, "sim_memory"_a = "real", "sim_clock"_a = "wall",
+          "sim_device_bytes"_a.none() = nb::none(), "read_environment"_a = true,
+          "tenant_quotas"_a = std::map<std::uint32_t, std::size_t>{}, "trace_path"_a = "", "publish"_a = true,
+          "quiet"_a = false,
+          "Build a pool (see the class docstring). Raises LogicError for bad options or an unknown policy, "
+          "BackendError when the backend cannot be built.")
+      .def(
+          "allocate",
+          [](py_pool& p, std::size_t nbytes, std::string const& name, float priority, std::uint32_t tenant,
+             std::optional<std::uint32_t> preferred_tier, bool write_through) {
+            tierpool::tensor_options o;
+            o.name = name;
+            o.priority = priority;
+            o.tenant = tenant;
+            if (preferred_tier) { o.preferred_tier = tierpool::tier_id{*preferred_tier}; }
+            o.write_through = write_through;
+            py_tensor t;
+            t.pool = &p.pool;
+            t.name = name;
+            {
+              nb::gil_scoped_release unlocked;
+              t.handle = p.pool.allocate(nbytes, o);
+            }
+            return t;
+          },
+          "nbytes"_a, nb::kw_only(), "name"_a = "", "priority"_a = 0.0F, "tenant"_a = 0,
+          "preferred_tier"_a.none() = nb::none(), "write_through"_a = false, nb::keep_alive<0, 1>(),
+          "Create a tensor of `nbytes` bytes (contents undefined) in the preferred tier, else the fastest with "
+          "room. priority in [0, 1] (higher: keep resident longer); tenant: owner for quotas; write_through: keep "
+          "a host copy valid after every device write. Raises OutOfMemory (QuotaExceeded for a tenant's quota).")
+      .def(
+          "acquire",
+          [](py_pool& p, py_tensor const& t, std::string const& access, std::optional<std::uint64_t> stream) {
+            tierpool::access_mode const a = parse_access(access);
+            tierpool::stream_handle const s{static_cast<std::uintptr_t>(stream.value_or(0))};
+            tierpool::tensor const& h = live(t);
+            tierpool::lease l;
+            {
+              nb::gil_scoped_release unlocked;
+              l = p.pool.acquire(h, a, s);
+            }
+            return make_lease(p, std::move(l), false);
+          },
+          "tensor"_a, "access"_a = "read", "stream"_a.none() = nb::none(), nb::keep_alive<0, 1>(),
+          nb::keep_alive<0, 2>(),
+          "Lease the tensor's bytes in device-accessible memory for work on `stream` (None: the default stream), "
+          "copying them in (and evicting others) if needed. access: 'read', 'read_write' or 'write_discard'. "
+          "Raises OutOfMemory when the device tier cannot make room (e.g. everything is leased).")
+      .def(
+          "acquire_host",
+          [](py_pool& p, py_tensor const& t, std::string const& access) {
+            tierpool::access_mode const a = parse_access(access);
+            tierpool::tensor const& h = live(t);
+            tierpool::lease l;
+            {
+              nb::gil_scoped_release unlocked;
+              l = p.pool.acquire_host(h, a);
+            }
+            return make_lease(p, std::move(l), true);
+          },
+          "tensor"_a, "access"_a = "read", nb::keep_alive<0, 1>(), nb::keep_alive<0, 2>(),
+          "Lease the tensor's bytes in host memory, synchronously (for filling and checking them from Python).")
+      .def(
+          "prefetch",
+          [](py_pool& p, py_tensor const& t, std::uint32_t tier) {
+            tierpool::tensor const& h = live(t);
+            nb::gil_scoped_release unlocked;
+            p.pool.prefetch(h, tierpool::tier_id{tier});
+          },
+          "tensor"_a, "tier"_a = 0, "Queue a copy of the tensor into `tier` (default: the fastest); never blocks. A hint.")
+      .def(
+          "demote",
+          [](py_pool& p, py_tensor const& t, std::uint32_t tier) {
+            tierpool::tensor const& h = live(t);
+            nb::gil_scoped_release unlocked;
+            p.pool.demote(h, tierpool::tier_id{tier});
+          },
+          "tensor"_a, "tier"_a,
+          "Move the tensor down to `tier`, writing it back if its newest bytes are above. Raises LogicError "
+          "while it is leased.")
+      .def(
+          "free", [](py_pool& p, py_tensor& t) { p.pool.free(t.handle); }, "tensor"_a,
+          "Free the tensor now (stream-ordered). Raises LogicError for a double free or a leased tensor.")
+      .def(
+          "fits",
+          [](py_pool const& p, std::size_t nbytes, std::uint32_t tier, std::uint32_t tenant) {
+            return p.pool.fits(nbytes, tierpool::tier_id{tier}, tenant);
+          },
+          "nbytes"_a, "tier"_a = 0, "tenant"_a = 0,
+          "How many more tensors of `nbytes` tier `tier` can take, now and after eviction, within `tenant`'s "
+          "quota: a FitReport.")
+      .def(
+          "stats", [](py_pool const& p) { return json_loads(p.pool.summary_json()); },
+          "The pool's statistics as a dict (the JSON of summary_json()): 'tiers' is a list of dicts with name, "
+          "kind, policy, capacity, used bytes, evictions, ...")
+      .def("summary", [](py_pool const& p) { return p.pool.summary(); }, "A human-readable table of the statistics.")
+      .def("summary_json", [](py_pool const& p) { return p.pool.summary_json(); }, "The statistics as one JSON object (str).")
+      .def(
+          "validate",
+          [](py_pool const& p) {
+            nb::gil_scoped_release unlocked;
+            return p.pool.validate();
+          },
+          "Check every invariant of the pool; True when all hold (violations are logged).")
+      .def(
+          "create_stream", [](py_pool& p, int priority) { return static_cast<std::uint64_t>(p.pool.create_stream(priority).value); },
+          "priority"_a = 0, "Create a stream owned by the pool; returns its handle (an int) for acquire(stream=...).")
+      .def(
+          "destroy_stream",
+          [](py_pool& p, std::uint64_t s) { p.pool.destroy_stream(tierpool::stream_handle{static_cast<std::uintptr_t>(s)}); },
+          "stream"_a, "Destroy a stream from create_stream() (after its queued work).")
+      .def(
+          "synchronize",
+          [](py_pool& p, std::optional<std::uint64_t> s) {
+            nb::gil_scoped_release unlocked;
+            p.pool.synchronize(tierpool::stream_handle{static_cast<std::uintptr_t>(s.value_or(0))});
+          },
+          "stream"_a.none() = nb::none(), "Block until all work on `stream` (None: the default stream) has completed.")
+      .def(
+          "residency", [](py_pool const& p, py_tensor const& t) { return residency_dict(p.pool.residency(live(t))); },
+          "tensor"_a,
+          "Where the tensor lives now, as a dict: home tier, copies (tier, valid, dirty, in_flight, leases), leases, ...")
+      .def(
+          "snapshot_json",
+          [](py_pool const& p) {
+            nb::gil_scoped_release unlocked;
+            return p.pool.snapshot_json();
+          },
+          "Every live tensor and every tier's blocks at one moment, as JSON (str).")
+      .def(
+          "set_capacity",
+          [](py_pool& p, std::uint32_t tier, std::size_t nbytes) {
+            tierpool::capacity_report r;
+            {
+              nb::gil_scoped_release unlocked;
+              r = p.pool.set_capacity(tierpool::tier_id{tier}, nbytes);
+            }
+            return capacity_dict(r);
+          },
+          "tier"_a, "nbytes"_a,
+          "Grow or shrink tier `tier` to `nbytes` at run time; returns what was done as a dict (reached, why, ...).")
+      .def(
+          "set_quota", [](py_pool& p, std::uint32_t tenant, std::size_t nbytes) { p.pool.set_quota(tenant, nbytes); },
+          "tenant"_a, "nbytes"_a, "Set (or, with 0, remove) a tenant's quota in bytes.")
+      .def(
+          "trim",
+          [](py_pool& p) {
+            nb::gil_scoped_release unlocked;
+            return p.pool.trim();
+          },
+          "Give every empty chunk back to the backend; returns the bytes given back.")
+      .def("reset_peak_stats", [](py_pool& p) { p.pool.reset_peak_stats(); }, "Start the peak figures over.")
+      .def_prop_ro("tier_count", [](py_pool const& p) { return p.pool.tier_count(); }, "Number of tiers.")
+      .def_prop_ro("backend", [](py_pool const& p) { return p.pool.backend().caps().name; },
+                   "The backend in use: 'sim' or 'cuda'.")
+      .def_prop_ro("backend_reason", [](py_pool const& p) { return p.pool.backend_reason(); },
+                   "Why this backend was chosen.")
+      .def(
+          "close",
+          [](py_pool& p) {
+            nb::gil_scoped_release unlocked;
+            p.pool.close();
+          },
+          "Shut the pool down: wait for copies and free every tier. Raises LogicError while leases live. "
+          "Later calls raise LogicError.")
+      .def("__enter__", [](nb::handle self) { return self; }, "Return the pool.")
+      .def(
+          "__exit__",
+          [](py_pool& p, nb::handle exc_type, nb::handle, nb::handle) {
+            bool const unwinding = !exc_type.is_none();
+            nb::gil_scoped_release unlocked;
+            try {
+              p.pool.close();
+            } catch (tierpool::logic_error const&) {
+              // Leases still live while another exception leaves the block: do not hide that
+              // one; the pool closes when its last reference (and lease) goes.
+              if (!unwinding) { throw; }
+            }
+            return false;
+          },
+          "exc_type"_a.none(), "exc"_a.none(), "tb"_a.none(),
+          "Close the pool. When the block raised, a close refused because leases live is not raised over that "
+          "exception.");
+
+  // ---- module functions ----
+  m.def(
+      "policies",
+      []() {
+        nb::list out;
+        for (tierpool::policy_info const& info : tierpool::policy_registry::with_builtins().list()) {
+          nb::dict d;
+          d["name"] = info.name;
+          d["description"] = info.description;
+          nb::list params;
+          for (auto const& prm : info.parameters) {
+            nb::dict pd;
+            pd["name"] = prm.name;
+            pd["type"] = std::string(tierpool::to_string(prm.type));
+            pd["default"] = prm.default_value;
+            pd["description"] = prm.description;
+            params.append(pd);
+          }
+          d["parameters"] = params;
+          out.append(d);
+        }
+        return out;
+      },
+      "The built-in eviction policies: a list of dicts with name, description and parameters (each a dict "
+      "with name, type, default, description).");
+
+  m.def(
+      "replay",
+      [](std::string const& trace_path, std::vector<std::string> const& policies, std::string const& capacities,
+         std::string const& mode, std::string const& prefetch, std::uint32_t loop, unsigned threads) {
+        tierpool::replay::replay_mode const md = tierpool::replay::parse_replay_mode(mode);
+        std::string rows;
+        {
+          nb::gil_scoped_release unlocked;
+          tierpool::replay::compile_options co;
+          co.loop = loop;
+          co.pool = md == tierpool::replay::replay_mode::pool;
+          auto const trace = tierpool::replay::compiled_trace::compile_file(trace_path, {}, co);
+          tierpool::replay::grid_options g;
+          g.mode = md;
+          g.policies = policies;
+          g.capacities = tierpool::replay::parse_capacities(capacities);
+          g.prefetch = prefetch;
+          g.threads = threads;
+          for (auto const& pol : policies) {
+            if (pol == "belady") { g.reference = "belady"; }
+          }
+          auto const results = tierpool::replay::run_grid(trace, g);
+          rows = tierpool::replay::to_json(results);
+        }
+        return json_loads(rows);
+      },
+      "trace"_a, "policies"_a = std::vector<std::string>{"lru"}, "capacities"_a = "10%", "mode"_a = "pool",
+      "prefetch"_a = "none", "loop"_a = 1, "threads"_a = 0,
+      "Replay a trace file (any format tierpool reads) for every policy x capacity, as `tierpool replay` "
+      "does. capacities: comma-separated, '10%' of the working set or byte sizes ('64MiB'); mode: 'pool', "
+      "'cache', 'uvm' or 'uvm-hints'. Returns one dict per run, policy-major (keys as `tierpool replay "
+      "--json`: policy, capacity, hits, misses, hit_ratio, makespan_seconds, ideal_seconds, bytes_h2d, ...). "
+      "Raises TraceError for a bad trace, LogicError for a bad policy or capacity.");
+
+  m.def(
+      "trace_gen",
+      [](std::string const& workload, std::string const& path, std::map<std::string, std::string> const& params,
+         std::uint64_t seed) {
+        tierpool::trace::generator_params gp(params.begin(), params.end());
+        std::uint64_t n = 0;
+        nb::gil_scoped_release unlocked;
+        tierpool::trace::writer w(path, tierpool::trace::format::automatic);
+        tierpool::trace::generate(workload, gp, seed, [&](tierpool::trace::event const& e) {
+          w.write(e);
+          ++n;
+        });
+        w.close();
+        return n;
+      },
+      "workload"_a, "path"_a, "params"_a = std::map<std::string, std::string>{}, "seed"_a = 1,
+      "Generate a synthetic trace of `workload` ('mlp-train', 'transformer-train', 'llm-infer-stream', "
+      "'kv-paging', 'random-reuse') into `path` (binary for a .tpb name, else text), with parameters as "
+      "{'layers': '4'} texts; returns the number of events written.");
+
+  m.def(
+      "workloads",
+      []() {
+        nb::list out;
+        for (auto const& w : tierpool::trace::workloads()) {
+          nb::dict d;
+          d["name"] = std::string(w.name);
+          d["summary"] = std::string(w.summary);
+          d["random"] = w.random;
+          nb::dict params;
+          for (auto const& prm : w.params) { params[nb::str(std::string(prm.key).c_str())] = std::string(prm.default_value); }
+          d["params"] = params;
+          out.append(d);
+        }
+        return out;
+      },
+      "The workloads trace_gen() knows: a list of dicts with name, summary, random and params (key: default).");
+}

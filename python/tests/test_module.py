@@ -1,0 +1,48 @@
+# SPDX-FileCopyrightText: 2026 tierpool contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Module functions (policies, trace generation, replay) and the docstrings."""
+
+import pydoc
+
+import tierpool
+
+
+def test_policies():
+    pols = {p["name"]: p for p in tierpool.policies()}
+    assert {"lru", "s3fifo", "belady", "arc"} <= set(pols)
+    assert pols["lru"]["description"]
+    for p in pols.values():
+        for prm in p["parameters"]:
+            assert set(prm) == {"name", "type", "default", "description"}
+
+
+def test_trace_gen_and_replay(tmp_path):
+    names = [w["name"] for w in tierpool.workloads()]
+    assert "mlp-train" in names
+    path = tmp_path / "mlp.tpb"
+    n = tierpool.trace_gen("mlp-train", str(path), {"layers": "3", "width": "256"}, seed=1)
+    assert n > 0 and path.stat().st_size > 0
+    rows = tierpool.replay(str(path), ["lru", "belady"], "50%,100%", mode="pool")
+    assert [(r["policy"], r["capacity"]) for r in rows] == [
+        ("lru", "50%"), ("lru", "100%"), ("belady", "50%"), ("belady", "100%")]
+    for r in rows:
+        assert r["requests"] > 0 and 0.0 <= r["hit_ratio"] <= 1.0
+        assert r["makespan_seconds"] >= r["ideal_seconds"] > 0
+    cache = tierpool.replay(str(path), ["lru"], "10%", mode="cache")
+    assert cache[0]["mode"] == "cache"
+
+
+def test_help_has_docstrings():
+    text = pydoc.render_doc(tierpool.Pool, renderer=pydoc.plaintext)
+    for name in ["allocate", "acquire", "acquire_host", "fits", "stats", "close"]:
+        assert name in text
+    for cls in [tierpool.Pool, tierpool.Tensor, tierpool.Lease, tierpool.TierOptions, tierpool.FitReport]:
+        assert cls.__doc__
+        for attr, member in vars(cls).items():
+            if attr.startswith("_") and attr not in ("__enter__", "__exit__", "__dlpack__", "__dlpack_device__"):
+                continue
+            if callable(member) or isinstance(member, property):
+                assert member.__doc__, f"{cls.__name__}.{attr} has no docstring"
+    for fn in [tierpool.policies, tierpool.replay, tierpool.trace_gen, tierpool.workloads]:
+        assert fn.__doc__
+    assert tierpool.LogicError.__doc__ and tierpool.OutOfMemory.__doc__

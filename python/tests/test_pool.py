@@ -1,0 +1,165 @@
+# SPDX-FileCopyrightText: 2026 tierpool contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The pool from Python: bytes across eviction, views, context managers, figures."""
+
+import json
+
+import numpy as np
+import pytest
+
+import tierpool
+from conftest import KiB, make_pool
+
+
+def pattern(n, seed):
+    return ((np.arange(n, dtype=np.uint64) * 131 + seed) % 251).astype(np.uint8)
+
+
+def test_bytes_survive_eviction_and_come_back(pool):
+    n = 16 * KiB
+    t = pool.allocate(n, name="t")
+    with pool.acquire_host(t, "write_discard") as lease:
+        view = np.asarray(lease)
+        view[:] = pattern(n, 1)
+        del view
+    # Into the device, overwritten there, then pushed out by others.
+    with pool.acquire(t, "read_write") as lease:
+        pool.synchronize(lease.stream)
+        view = np.asarray(lease)
+        assert np.array_equal(view, pattern(n, 1))
+        view[:] = pattern(n, 2)
+        del view
+    fillers = [pool.allocate(n, name=f"f{i}") for i in range(4)]
+    for f in fillers:
+        with pool.acquire(f, "write_discard"):
+            pass
+    assert not pool.residency(t)["copies"][0]["valid"] or pool.residency(t)["home"] != 0
+    assert pool.stats()["tiers"][0]["evictions"] > 0
+    with pool.acquire(t, "read") as lease:
+        pool.synchronize(lease.stream)
+        view = np.asarray(lease)
+        assert not view.flags.writeable  # a read lease is read-only
+        assert np.array_equal(view, pattern(n, 2))  # every byte
+        del view
+    with pool.acquire_host(t, "read") as lease:
+        assert bytes(memoryview(lease)) == pattern(n, 2).tobytes()
+    assert pool.validate()
+
+
+def test_buffer_protocol_is_zero_copy(pool):
+    t = pool.allocate(4 * KiB)
+    with pool.acquire_host(t, "write_discard") as lease:
+        a = np.asarray(lease)
+        b = np.asarray(lease)
+        assert a.dtype == np.uint8 and a.shape == (4 * KiB,)
+        assert a.ctypes.data == lease.data_ptr == b.ctypes.data
+        a[:] = 9
+        assert int(b.sum()) == 9 * 4 * KiB
+        m = memoryview(lease)
+        assert m.nbytes == 4 * KiB and not m.readonly
+        m[0] = 1
+        assert a[0] == 1
+        assert lease.exports == 3
+        m.release()
+        del a, b
+        assert lease.exports == 0
+
+
+def test_dlpack_is_zero_copy(pool):
+    t = pool.allocate(4 * KiB)
+    with pool.acquire_host(t, "write_discard") as lease:
+        assert lease.__dlpack_device__() == (1, 0)  # kDLCPU
+        a = np.from_dlpack(lease)
+        assert a.ctypes.data == lease.data_ptr
+        a[:] = 3
+        b = lease.numpy()
+        assert b.ctypes.data == lease.data_ptr and int(b[100]) == 3
+        del a, b
+        assert lease.exports == 0
+    with pool.acquire(t, "read") as lease:  # a device lease on sim is host memory too
+        pool.synchronize(lease.stream)
+        assert lease.__dlpack_device__() == (1, 0)
+        a = np.from_dlpack(lease)
+        assert a.ctypes.data == lease.data_ptr and int(a.sum()) == 3 * 4 * KiB
+        del a
+
+
+def test_a_view_keeps_the_lease_and_release_refuses(pool):
+    t = pool.allocate(4 * KiB)
+    lease = pool.acquire_host(t, "write_discard")
+    view = np.asarray(lease)
+    del lease  # the view keeps it alive
+    view[:] = 1
+    assert pool.residency(t)["leases"] == 1
+    lease2 = pool.acquire_host(t, "read")
+    arr = np.from_dlpack(lease2)
+    with pytest.raises(BufferError, match="view"):
+        lease2.release()
+    del arr
+    lease2.release()
+    del view
+    assert pool.residency(t)["leases"] == 0
+    with pytest.raises(BufferError, match="released"):
+        memoryview(lease2)
+
+
+def test_phantom_memory_has_no_views():
+    p = make_pool(sim_memory="phantom")
+    t = p.allocate(4 * KiB)
+    with p.acquire_host(t, "write_discard") as lease:
+        with pytest.raises(BufferError, match="phantom"):
+            memoryview(lease)
+    p.close()
+
+
+def test_context_managers_release_free_and_close():
+    with make_pool() as p:
+        with p.allocate(8 * KiB, name="ctx") as t:
+            assert t.nbytes == 8 * KiB and t.name == "ctx" and t.valid
+            with p.acquire_host(t, "write_discard") as lease:
+                assert lease.active and lease.nbytes == 8 * KiB and lease.access == "write_discard"
+            assert not lease.active
+            assert p.stats()["tensors"] == 1
+        assert not t.valid
+        assert p.stats()["tensors"] == 0
+    with pytest.raises(tierpool.LogicError):
+        p.allocate(16)
+
+
+def test_stats_and_summary_name_the_tier_policy():
+    p = make_pool(
+        tiers=[
+            {"kind": "device", "capacity_bytes": 64 * KiB, "policy": "s3fifo", "name": "dev"},
+            {"kind": "host", "capacity_bytes": 1024 * KiB, "name": "far"},
+        ]
+    )
+    st = p.stats()
+    assert [t["name"] for t in st["tiers"]] == ["dev", "far"]
+    assert st["tiers"][0]["policy"].startswith("s3fifo")
+    assert st["tiers"][1]["policy"].startswith("lru")
+    assert st["tiers"][0]["capacity_bytes"] == 64 * KiB
+    assert "s3fifo" in p.summary()
+    assert json.loads(p.summary_json())["tiers"][0]["kind"] == "device"
+    assert "tensors" in json.loads(p.snapshot_json())
+    p.close()
+
+
+def test_fits_streams_capacity_trim(pool):
+    f = pool.fits(4 * KiB)
+    assert isinstance(f, tierpool.FitReport)
+    assert f.tier == "dev" and f.fits_now == 16 and f.limit == "capacity"
+    s = pool.create_stream()
+    t = pool.allocate(4 * KiB)
+    with pool.acquire(t, "write_discard", stream=s) as lease:
+        assert lease.stream == s
+    pool.synchronize(s)
+    pool.destroy_stream(s)
+    r = pool.set_capacity(0, 32 * KiB)
+    assert r["capacity_bytes"] == 32 * KiB and r["reached"]
+    assert pool.stats()["tiers"][0]["capacity_bytes"] == 32 * KiB
+    pool.demote(t, 1)
+    assert pool.residency(t)["home"] == 1
+    pool.prefetch(t)
+    assert isinstance(pool.trim(), int)
+    pool.reset_peak_stats()
+    assert pool.validate()

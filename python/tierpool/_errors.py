@@ -1,0 +1,75 @@
+# SPDX-FileCopyrightText: 2026 tierpool contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The exceptions of tierpool, mirroring the C++ hierarchy (include/tierpool/error.hpp).
+
+The extension raises instances of these classes with the figures of the C++ exception
+as attributes.
+"""
+
+__all__ = [
+    "Error",
+    "LogicError",
+    "BackendError",
+    "DeviceLost",
+    "OutOfMemory",
+    "QuotaExceeded",
+    "TraceError",
+]
+
+
+class Error(Exception):
+    """Base of every tierpool exception."""
+
+
+class LogicError(Error, ValueError):
+    """A broken precondition: misuse of the API (double free, bad option, unknown policy)."""
+
+
+class TraceError(LogicError):
+    """A trace that cannot be read or written (names the file and the line or offset)."""
+
+
+class BackendError(Error, RuntimeError):
+    """A failure reported by the backend (device, driver, or an injected fault).
+
+    Attributes: ``code`` -- the backend's status ("out_of_memory", "device_error", ...).
+    """
+
+    code: str = ""
+
+
+class DeviceLost(BackendError):
+    """The device was lost: tensors whose only copy was there are gone.
+
+    Attributes: ``code``, ``lost_tensors`` (ids), ``lost_names`` (their names).
+    """
+
+    lost_tensors: list = []
+    lost_names: list = []
+
+
+class OutOfMemory(Error, MemoryError):
+    """Every step of the out-of-memory ladder failed; the message is a diagnosis.
+
+    Attributes: ``cause`` ("capacity", "pinned", "fragmentation", "busy", "quota"),
+    ``tier`` (index), ``requested`` (bytes), ``figures`` (a dict: capacity_bytes,
+    resident_bytes, pinned_bytes, in_flight_bytes, busy_bytes, free_bytes,
+    largest_free_block, attempts).
+    """
+
+    cause: str = "capacity"
+    tier: int = 0
+    requested: int = 0
+    figures: dict = {}
+
+
+class QuotaExceeded(OutOfMemory):
+    """An allocation would take a tenant over its quota; nothing was allocated.
+
+    Attributes: those of OutOfMemory, and ``tenant``, ``quota`` (bytes), ``live``
+    (the tenant's live bytes before the request).
+    """
+
+    tenant: int = 0
+    quota: int = 0
+    live: int = 0

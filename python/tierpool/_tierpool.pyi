@@ -1,0 +1,393 @@
+"""
+tierpool's C++ core (nanobind bindings); use the package `tierpool`, which re-exports it.
+"""
+
+from collections.abc import Mapping, Sequence
+from typing import Annotated
+
+import numpy
+from numpy.typing import NDArray
+
+
+class TierOptions:
+    """
+    One tier of a pool (fastest first in Pool(tiers=[...])).
+
+    kind: 'device', 'pinned_host', 'managed' or 'host'; capacity_bytes: 0 = the kind's default; chunk_bytes: bytes requested from the backend at a time (0 = min(capacity, 64 MiB)); policy: eviction policy spec ('' = the pool's); name: for messages and statistics ('' = the kind's name); numa_node: -1 = none.
+    """
+
+    def __init__(self, kind: str = 'device', capacity_bytes: int = 0, chunk_bytes: int = 0, policy: str = '', name: str = '', numa_node: int = -1) -> None:
+        """Make a tier's options (see the class docstring)."""
+
+    @property
+    def kind(self) -> str:
+        """
+        The memory behind the tier: 'device', 'pinned_host', 'managed' or 'host'.
+        """
+
+    @kind.setter
+    def kind(self, arg: str, /) -> None: ...
+
+    @property
+    def capacity_bytes(self) -> int:
+        """Capacity in bytes; 0 = the kind's default."""
+
+    @capacity_bytes.setter
+    def capacity_bytes(self, arg: int, /) -> None: ...
+
+    @property
+    def chunk_bytes(self) -> int:
+        """Bytes requested from the backend at a time; 0 = min(capacity, 64 MiB)."""
+
+    @chunk_bytes.setter
+    def chunk_bytes(self, arg: int, /) -> None: ...
+
+    @property
+    def policy(self) -> str:
+        """
+        Eviction policy spec ('lru', 's3fifo:small_ratio=0.1'); '' = the pool's.
+        """
+
+    @policy.setter
+    def policy(self, arg: str, /) -> None: ...
+
+    @property
+    def name(self) -> str:
+        """Name for messages and statistics; '' = the kind's name."""
+
+    @name.setter
+    def name(self, arg: str, /) -> None: ...
+
+    @property
+    def numa_node(self) -> int:
+        """Host kinds: bind to this NUMA node (-1: none)."""
+
+    @numa_node.setter
+    def numa_node(self, arg: int, /) -> None: ...
+
+    def __repr__(self) -> str:
+        """The options as a constructor call."""
+
+class FitReport:
+    """
+    What Pool.fits() found: how many more tensors of one size a tier can take, now and after eviction, and what limits it (`limit`: 'capacity', 'pinned', 'fragmentation' or 'quota').
+    """
+
+    @property
+    def tier(self) -> str:
+        """The tier's name."""
+
+    @property
+    def bytes(self) -> int:
+        """The tensor size asked about."""
+
+    @property
+    def slot_bytes(self) -> int:
+        """What one such tensor takes in the tier (aligned)."""
+
+    @property
+    def fits_now(self) -> int:
+        """How many fit without evicting or waiting."""
+
+    @property
+    def fits_after_eviction(self) -> int:
+        """How many fit after evicting what can be."""
+
+    @property
+    def largest_now(self) -> int:
+        """The largest tensor placeable now without evicting."""
+
+    @property
+    def largest_after_eviction(self) -> int:
+        """The largest tensor placeable after evicting."""
+
+    @property
+    def free_bytes(self) -> int:
+        """Free bytes in the tier's chunks."""
+
+    @property
+    def growable_bytes(self) -> int:
+        """Capacity not yet obtained from the backend."""
+
+    @property
+    def evictable_bytes(self) -> int:
+        """Bytes of copies eviction could take out now."""
+
+    @property
+    def pinned_bytes(self) -> int:
+        """Bytes of copies held by live leases."""
+
+    @property
+    def in_flight_bytes(self) -> int:
+        """Bytes of blocks whose streams have not got there yet."""
+
+    @property
+    def quota_left(self) -> int:
+        """The tenant's quota minus its live bytes (2**64-1 without a quota)."""
+
+    @property
+    def limit(self) -> str:
+        """
+        What bounds fits_after_eviction: 'capacity', 'pinned', 'fragmentation' or 'quota'.
+        """
+
+    def __repr__(self) -> str:
+        """A short summary."""
+
+class Tensor:
+    """
+    A tensor of a Pool (from Pool.allocate): an owning handle to bytes whose home tier can change. `with pool.allocate(n) as t:` frees it at the end of the block; deleting the last reference frees it too (once its leases end).
+    """
+
+    @property
+    def id(self) -> int:
+        """The tensor's id in its pool."""
+
+    @property
+    def nbytes(self) -> int:
+        """Size in bytes as requested."""
+
+    @property
+    def name(self) -> str:
+        """The name given to allocate() ('' when none)."""
+
+    @property
+    def valid(self) -> bool:
+        """False once freed."""
+
+    def free(self) -> None:
+        """
+        Free the tensor now (as Pool.free). Raises LogicError when already freed (double free) or leased.
+        """
+
+    def __enter__(self) -> object:
+        """Return the tensor."""
+
+    def __exit__(self, exc_type: object | None, exc: object | None, tb: object | None) -> bool:
+        """Free the tensor (unless already freed)."""
+
+    def __repr__(self) -> str:
+        """id, size and name."""
+
+class Lease:
+    """
+    A pin on a tensor that makes its bytes reachable (from Pool.acquire or Pool.acquire_host); the tensor is neither moved nor evicted while it lives. `with` releases it.
+
+    Zero-copy views: memoryview(lease) and numpy.asarray(lease) (buffer protocol, host memory only, read-only for access='read') and numpy.from_dlpack(lease) / torch.from_dlpack(lease) (DLPack; kDLCPU on the sim backend and for host leases, kDLCUDA for a device lease on the CUDA backend). A view keeps the lease alive; release() while a view exists raises BufferError.
+    """
+
+    @property
+    def nbytes(self) -> int:
+        """Size in bytes (0 once released)."""
+
+    @property
+    def access(self) -> str:
+        """
+        The access the lease was taken with: 'read', 'read_write' or 'write_discard'.
+        """
+
+    @property
+    def active(self) -> bool:
+        """True until released."""
+
+    @property
+    def host(self) -> bool:
+        """True for a lease from acquire_host()."""
+
+    @property
+    def stream(self) -> int:
+        """The stream the lease is ordered on (0: the default stream)."""
+
+    @property
+    def tensor_id(self) -> int:
+        """The tensor's id."""
+
+    @property
+    def data_ptr(self) -> int:
+        """
+        The address of the bytes (device memory for a device lease on CUDA; 0 once released).
+        """
+
+    @property
+    def exports(self) -> int:
+        """Zero-copy views of this lease that still exist."""
+
+    def release(self) -> None:
+        """
+        End the lease now (idempotent). Raises BufferError while views of its bytes exist.
+        """
+
+    def numpy(self) -> Annotated[NDArray[numpy.uint8], dict(shape=(None,))]:
+        """
+        A numpy uint8 array over the lease's bytes (zero-copy, host memory only); it keeps the lease alive.
+        """
+
+    def __dlpack__(self, **kwargs) -> object:
+        """
+        A DLPack capsule over the lease's bytes (1-D uint8, zero-copy); it keeps the lease alive.
+        """
+
+    def __dlpack_device__(self) -> tuple:
+        """
+        (device type, device id) of the bytes: (1, 0) for host memory (kDLCPU), (2, ordinal) for CUDA device memory.
+        """
+
+    def __enter__(self) -> object:
+        """Return the lease."""
+
+    def __exit__(self, exc_type: object | None, exc: object | None, tb: object | None) -> bool:
+        """Release the lease."""
+
+    def __repr__(self) -> str:
+        """tensor, size, access and where."""
+
+class Pool:
+    """
+    A tiered memory pool: tiers from fastest (the device) to slowest, each with an eviction policy; tensors move between them as leases need their bytes.
+
+    Pool(*, tiers=None, policy='lru', prefetch='none', backend='auto', device=0, sim_memory='real', sim_clock='wall', sim_device_bytes=None, read_environment=True, tenant_quotas={}, trace_path='', publish=True, quiet=False)
+
+    tiers: a list of TierOptions or dicts with the same keys (None: device, pinned_host, host); backend: 'auto' (CUDA when usable, else the simulated device), 'sim' or 'cuda'; sim_memory: 'real' (bytes) or 'phantom' (address ranges only: no views); sim_clock: 'wall' or 'virtual'; sim_device_bytes: the simulated device's memory (default 256 MiB); read_environment: the TIERPOOL_* variables win over these options (False ignores them); publish: live figures for `tierpool top`; quiet: no message when falling back to sim.
+
+    `with Pool(...) as p:` closes the pool at the end of the block.
+    """
+
+    def __init__(self, *, tiers: Sequence[object] | None = None, policy: str = 'lru', prefetch: str = 'none', backend: str = 'auto', device: int = 0, sim_memory: str = 'real', sim_clock: str = 'wall', sim_device_bytes: int | None = None, read_environment: bool = True, tenant_quotas: Mapping[int, int] = {}, trace_path: str = '', publish: bool = True, quiet: bool = False) -> None:
+        """
+        Build a pool (see the class docstring). Raises LogicError for bad options or an unknown policy, BackendError when the backend cannot be built.
+        """
+
+    def allocate(self, nbytes: int, *, name: str = '', priority: float = 0.0, tenant: int = 0, preferred_tier: int | None = None, write_through: bool = False) -> Tensor:
+        """
+        Create a tensor of `nbytes` bytes (contents undefined) in the preferred tier, else the fastest with room. priority in [0, 1] (higher: keep resident longer); tenant: owner for quotas; write_through: keep a host copy valid after every device write. Raises OutOfMemory (QuotaExceeded for a tenant's quota).
+        """
+
+    def acquire(self, tensor: Tensor, access: str = 'read', stream: int | None = None) -> Lease:
+        """
+        Lease the tensor's bytes in device-accessible memory for work on `stream` (None: the default stream), copying them in (and evicting others) if needed. access: 'read', 'read_write' or 'write_discard'. Raises OutOfMemory when the device tier cannot make room (e.g. everything is leased).
+        """
+
+    def acquire_host(self, tensor: Tensor, access: str = 'read') -> Lease:
+        """
+        Lease the tensor's bytes in host memory, synchronously (for filling and checking them from Python).
+        """
+
+    def prefetch(self, tensor: Tensor, tier: int = 0) -> None:
+        """
+        Queue a copy of the tensor into `tier` (default: the fastest); never blocks. A hint.
+        """
+
+    def demote(self, tensor: Tensor, tier: int) -> None:
+        """
+        Move the tensor down to `tier`, writing it back if its newest bytes are above. Raises LogicError while it is leased.
+        """
+
+    def free(self, tensor: Tensor) -> None:
+        """
+        Free the tensor now (stream-ordered). Raises LogicError for a double free or a leased tensor.
+        """
+
+    def fits(self, nbytes: int, tier: int = 0, tenant: int = 0) -> FitReport:
+        """
+        How many more tensors of `nbytes` tier `tier` can take, now and after eviction, within `tenant`'s quota: a FitReport.
+        """
+
+    def stats(self) -> object:
+        """
+        The pool's statistics as a dict (the JSON of summary_json()): 'tiers' is a list of dicts with name, kind, policy, capacity, used bytes, evictions, ...
+        """
+
+    def summary(self) -> str:
+        """A human-readable table of the statistics."""
+
+    def summary_json(self) -> str:
+        """The statistics as one JSON object (str)."""
+
+    def validate(self) -> bool:
+        """
+        Check every invariant of the pool; True when all hold (violations are logged).
+        """
+
+    def create_stream(self, priority: int = 0) -> int:
+        """
+        Create a stream owned by the pool; returns its handle (an int) for acquire(stream=...).
+        """
+
+    def destroy_stream(self, stream: int) -> None:
+        """Destroy a stream from create_stream() (after its queued work)."""
+
+    def synchronize(self, stream: int | None = None) -> None:
+        """
+        Block until all work on `stream` (None: the default stream) has completed.
+        """
+
+    def residency(self, tensor: Tensor) -> dict:
+        """
+        Where the tensor lives now, as a dict: home tier, copies (tier, valid, dirty, in_flight, leases), leases, ...
+        """
+
+    def snapshot_json(self) -> str:
+        """
+        Every live tensor and every tier's blocks at one moment, as JSON (str).
+        """
+
+    def set_capacity(self, tier: int, nbytes: int) -> dict:
+        """
+        Grow or shrink tier `tier` to `nbytes` at run time; returns what was done as a dict (reached, why, ...).
+        """
+
+    def set_quota(self, tenant: int, nbytes: int) -> None:
+        """Set (or, with 0, remove) a tenant's quota in bytes."""
+
+    def trim(self) -> int:
+        """
+        Give every empty chunk back to the backend; returns the bytes given back.
+        """
+
+    def reset_peak_stats(self) -> None:
+        """Start the peak figures over."""
+
+    @property
+    def tier_count(self) -> int:
+        """Number of tiers."""
+
+    @property
+    def backend(self) -> str:
+        """The backend in use: 'sim' or 'cuda'."""
+
+    @property
+    def backend_reason(self) -> str:
+        """Why this backend was chosen."""
+
+    def close(self) -> None:
+        """
+        Shut the pool down: wait for copies and free every tier. Raises LogicError while leases live. Later calls raise LogicError.
+        """
+
+    def __enter__(self) -> object:
+        """Return the pool."""
+
+    def __exit__(self, exc_type: object | None, exc: object | None, tb: object | None) -> bool:
+        """
+        Close the pool. When the block raised, a close refused because leases live is not raised over that exception.
+        """
+
+def policies() -> list:
+    """
+    The built-in eviction policies: a list of dicts with name, description and parameters (each a dict with name, type, default, description).
+    """
+
+def replay(trace: str, policies: Sequence[str] = ['lru'], capacities: str = '10%', mode: str = 'pool', prefetch: str = 'none', loop: int = 1, threads: int = 0) -> object:
+    """
+    Replay a trace file (any format tierpool reads) for every policy x capacity, as `tierpool replay` does. capacities: comma-separated, '10%' of the working set or byte sizes ('64MiB'); mode: 'pool', 'cache', 'uvm' or 'uvm-hints'. Returns one dict per run, policy-major (keys as `tierpool replay --json`: policy, capacity, hits, misses, hit_ratio, makespan_seconds, ideal_seconds, bytes_h2d, ...). Raises TraceError for a bad trace, LogicError for a bad policy or capacity.
+    """
+
+def trace_gen(workload: str, path: str, params: Mapping[str, str] = {}, seed: int = 1) -> int:
+    """
+    Generate a synthetic trace of `workload` ('mlp-train', 'transformer-train', 'llm-infer-stream', 'kv-paging', 'random-reuse') into `path` (binary for a .tpb name, else text), with parameters as {'layers': '4'} texts; returns the number of events written.
+    """
+
+def workloads() -> list:
+    """
+    The workloads trace_gen() knows: a list of dicts with name, summary, random and params (key: default).
+    """

@@ -13,6 +13,7 @@ packages=(
   clang libclang-rt-14-dev        # libFuzzer targets of the trace readers (scripts/run-fuzzers.sh)
   doxygen                         # the API reference and book (TIERPOOL_BUILD_DOCS, target docs)
   python3-venv python3-dev        # the Python package (pyproject.toml): its virtual environment and headers
+  python3-torch                   # tierpool.torch (activation offload) and its tests: PyTorch 1.13 (CPU) with Debian's numpy
 )
 
 missing=()

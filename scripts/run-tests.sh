@@ -5,7 +5,8 @@
 # Extra arguments go to ctest, e.g. `scripts/run-tests.sh -L cpu` or `-R arena`.
 # TIERPOOL_SKIP_PYTHON=1 skips the Python part; PYTHON names the interpreter of its
 # virtual environment (default: Debian's /usr/bin/python3; the environment is
-# $BUILD_DIR/pyenv, made once and reused).
+# $BUILD_DIR/pyenv, made once and reused; with --system-site-packages where the interpreter
+# has PyTorch, so that the tierpool.torch tests run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,11 +22,30 @@ if [ "${TIERPOOL_SKIP_PYTHON:-0}" != 1 ]; then
   # The package is built by pip (scikit-build-core + nanobind, pyproject.toml) into
   # build/wheel/<wheel tag>, which later runs rebuild incrementally: the build
   # requirements are installed in the environment once and used without isolation.
+  # Where the interpreter has PyTorch (Debian's python3-torch, scripts/install-deps.sh),
+  # the environment sees the system's packages (--system-site-packages) so that
+  # tierpool.torch is tested, and numpy is not pip-installed: Debian's torch is built
+  # against Debian's numpy 1.24, which a numpy 2 in the environment would shadow. An
+  # environment made before torch was installed is made again.
+  PY="${PYTHON:-/usr/bin/python3}"
   PYENV="$BUILD_DIR/pyenv"
+  SYSTEM_TORCH=0
+  if "$PY" -c "import torch" >/dev/null 2>&1; then SYSTEM_TORCH=1; fi
+  if [ "$SYSTEM_TORCH" = 1 ] && [ -f "$PYENV/pyvenv.cfg" ] &&
+     ! grep -q "include-system-site-packages = true" "$PYENV/pyvenv.cfg"; then
+    echo "run-tests: remaking $PYENV with --system-site-packages (PyTorch found)"
+    rm -rf "$PYENV"
+  fi
   if [ ! -x "$PYENV/bin/python" ]; then
-    "${PYTHON:-/usr/bin/python3}" -m venv "$PYENV"
-    "$PYENV/bin/python" -m pip install -q --disable-pip-version-check \
-      "scikit-build-core>=0.10" "nanobind>=3.0" pytest numpy
+    if [ "$SYSTEM_TORCH" = 1 ]; then
+      "$PY" -m venv --system-site-packages "$PYENV"
+      "$PYENV/bin/python" -m pip install -q --disable-pip-version-check \
+        "scikit-build-core>=0.10" "nanobind>=3.0" pytest
+    else
+      "$PY" -m venv "$PYENV"
+      "$PYENV/bin/python" -m pip install -q --disable-pip-version-check \
+        "scikit-build-core>=0.10" "nanobind>=3.0" pytest numpy
+    fi
   fi
   "$PYENV/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation ./
   "$PYENV/bin/python" -m pytest python/tests -q -p no:cacheprovider

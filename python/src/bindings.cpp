@@ -535,6 +535,39 @@ NB_MODULE(_tierpool, m)
       }, "tensor, size, access and where.");
 
   // ---- Pool ----
+  nb::class_<tierpool::event>(m, "Event",
+                             "An event of a pool's streams (Pool.create_event): record it on a stream, query it, "
+                             "wait for it on the host, or make another stream wait for it (no host wait). A "
+                             "never-recorded event counts as complete. Keeps the pool's backend alive.")
+      .def(
+          "record",
+          [](tierpool::event& e, std::optional<std::uint64_t> stream) {
+            nb::gil_scoped_release unlocked;
+            e.record(tierpool::stream_handle{static_cast<std::uintptr_t>(stream.value_or(0))});
+          },
+          "stream"_a.none() = nb::none(), "Capture the work queued on `stream` so far (None: the default stream).")
+      .def(
+          "query",
+          [](tierpool::event const& e) {
+            nb::gil_scoped_release unlocked;
+            return e.query();
+          },
+          "True when the work the event captured has completed.")
+      .def(
+          "synchronize",
+          [](tierpool::event const& e) {
+            nb::gil_scoped_release unlocked;
+            e.synchronize();
+          },
+          "Block until the work the event captured has completed.")
+      .def(
+          "wait",
+          [](tierpool::event const& e, std::uint64_t stream) {
+            nb::gil_scoped_release unlocked;
+            e.wait(tierpool::stream_handle{static_cast<std::uintptr_t>(stream)});
+          },
+          "stream"_a, "Make work queued on `stream` after this call wait for the event; the host does not wait.");
+
   nb::class_<py_pool>(m, "Pool",
                       "A tiered memory pool: tiers from fastest (the device) to slowest, each with an eviction "
                       "policy; tensors move between them as leases need their bytes.\n\n"
@@ -691,6 +724,34 @@ NB_MODULE(_tierpool, m)
             return p.pool.snapshot_json();
           },
           "Every live tensor and every tier's blocks at one moment, as JSON (str).")
+      .def(
+          "create_event",
+          [](py_pool& p) {
+            nb::gil_scoped_release unlocked;
+            return p.pool.create_event();
+          },
+          "An Event of this pool's streams.")
+      .def(
+          "order",
+          [](py_pool& p, py_tensor const& t, std::uint64_t from, std::uint64_t to) {
+            tierpool::tensor const& h = live(t);
+            nb::gil_scoped_release unlocked;
+            p.pool.order(h, tierpool::stream_handle{static_cast<std::uintptr_t>(from)},
+                         tierpool::stream_handle{static_cast<std::uintptr_t>(to)});
+          },
+          "tensor"_a, "from_stream"_a, "to_stream"_a,
+          "Make work on `to_stream` after this call wait for the tensor's use on `from_stream` (a writer on one "
+          "stream, a reader on another); the host does not wait.")
+      .def(
+          "record_stream",
+          [](py_pool& p, py_lease const& l, std::uint64_t stream) {
+            if (!l.handle.active()) { throw nb::value_error("the lease was released"); }
+            nb::gil_scoped_release unlocked;
+            p.pool.record_stream(l.handle, tierpool::stream_handle{static_cast<std::uintptr_t>(stream)});
+          },
+          "lease"_a, "stream"_a,
+          "The lease's bytes are also used by work on `stream` (torch's record_stream): the pool neither reuses "
+          "nor evicts them before that work is done.")
       .def(
           "set_capacity",
           [](py_pool& p, std::uint32_t tier, std::size_t nbytes) {

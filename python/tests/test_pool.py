@@ -166,3 +166,33 @@ def test_fits_streams_capacity_trim(pool):
     assert isinstance(pool.trim(), int)
     pool.reset_peak_stats()
     assert pool.validate()
+
+
+def test_events_order_and_record_stream(pool):
+    a = pool.create_stream()
+    b = pool.create_stream()
+    n = 16 * KiB
+    t = pool.allocate(n, name="t")
+    with pool.acquire(t, "write_discard", stream=a) as lease:
+        pool.synchronize(a)
+        view = np.asarray(lease)
+        view[:] = pattern(n, 3)
+        del view
+        pool.record_stream(lease, b)  # also used on b: not reused before b's work is done
+    pool.order(t, a, b)  # b waits for t's use on a
+    with pool.acquire(t, "read", stream=b) as lease:
+        pool.synchronize(b)
+        assert np.array_equal(np.asarray(lease), pattern(n, 3))
+    e = pool.create_event()
+    assert isinstance(e, tierpool.Event)
+    assert e.query()  # never recorded: complete
+    e.record(a)
+    e.wait(b)
+    e.synchronize()
+    assert e.query()
+    with pytest.raises(tierpool.LogicError, match="unknown stream|not made by|stream"):
+        e.record(987654)
+    with pytest.raises(tierpool.LogicError):
+        pool.order(t, a, 987654)
+    assert "Event" in tierpool.__all__ and tierpool.Event.record.__doc__
+    assert pool.validate()

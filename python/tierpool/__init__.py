@@ -28,6 +28,7 @@ from ._errors import (
     TraceError,
 )
 from ._tierpool import (
+    Event,
     FitReport,
     Lease,
     Pool,
@@ -44,6 +45,7 @@ __all__ = [
     "BackendError",
     "DeviceLost",
     "Error",
+    "Event",
     "FitReport",
     "Lease",
     "LogicError",

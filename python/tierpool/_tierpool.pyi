@@ -241,6 +241,25 @@ class Lease:
     def __repr__(self) -> str:
         """tensor, size, access and where."""
 
+class Event:
+    """
+    An event of a pool's streams (Pool.create_event): record it on a stream, query it, wait for it on the host, or make another stream wait for it (no host wait). A never-recorded event counts as complete. Keeps the pool's backend alive.
+    """
+
+    def record(self, stream: int | None = None) -> None:
+        """Capture the work queued on `stream` so far (None: the default stream)."""
+
+    def query(self) -> bool:
+        """True when the work the event captured has completed."""
+
+    def synchronize(self) -> None:
+        """Block until the work the event captured has completed."""
+
+    def wait(self, stream: int) -> None:
+        """
+        Make work queued on `stream` after this call wait for the event; the host does not wait.
+        """
+
 class Pool:
     """
     A tiered memory pool: tiers from fastest (the device) to slowest, each with an eviction policy; tensors move between them as leases need their bytes.
@@ -329,6 +348,19 @@ class Pool:
     def snapshot_json(self) -> str:
         """
         Every live tensor and every tier's blocks at one moment, as JSON (str).
+        """
+
+    def create_event(self) -> Event:
+        """An Event of this pool's streams."""
+
+    def order(self, tensor: Tensor, from_stream: int, to_stream: int) -> None:
+        """
+        Make work on `to_stream` after this call wait for the tensor's use on `from_stream` (a writer on one stream, a reader on another); the host does not wait.
+        """
+
+    def record_stream(self, lease: Lease, stream: int) -> None:
+        """
+        The lease's bytes are also used by work on `stream` (torch's record_stream): the pool neither reuses nor evicts them before that work is done.
         """
 
     def set_capacity(self, tier: int, nbytes: int) -> dict:

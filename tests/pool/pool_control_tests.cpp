@@ -108,7 +108,10 @@ TEST(PoolControl, TrimGivesBackEmptyChunksAndTheTierGrowsAgain)
   EXPECT_EQ(given, 3_MiB + before - st.tiers[1].reserved_bytes - st.tiers[2].reserved_bytes);  // and the tiers below
   EXPECT_EQ(st.tiers[0].capacity_bytes, 4_MiB);  // the budget stays
   expect_bytes(p, ts);
-  EXPECT_EQ(p.trim(), 0U);  // nothing more to give
+  // Nothing more to give on the device (the tiers below may still be getting past frees of
+  // their own: their chunks go when their streams do).
+  (void)p.trim();
+  EXPECT_EQ(p.stats().tiers[0].reserved_bytes, 1_MiB);
   std::vector<tensor> more = fill_device(p, 12, 256_KiB, s);
   EXPECT_EQ(p.stats().tiers[0].reserved_bytes, 4_MiB);  // grew back
   expect_bytes(p, ts);

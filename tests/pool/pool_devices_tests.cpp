@@ -317,6 +317,27 @@ struct capture_fixture {
   }
 };
 
+// A write-through tensor's write lease released during a capture writes nothing back (no
+// copy may be ordered after captured work): no forbidden call, counted as a miss.
+TEST(PoolCapture, AWriteThroughReleaseDuringCaptureWritesNothingBack)
+{
+  capture_fixture f;
+  tensor w = f.p.allocate(64_KiB, {.name = "wt", .write_through = true});
+  fill(f.p, w, 9, 1);
+  { lease l = f.p.acquire(w, access_mode::read, f.s); }
+  f.p.synchronize(f.s);
+  ASSERT_EQ(f.be->begin_capture(f.s), status::ok);
+  { lease l = f.p.acquire(w, access_mode::read_write, f.s); }
+  sim_graph const g = f.end_capture_cleanly();
+  pool_stats const st = f.p.stats();
+  EXPECT_EQ(st.write_throughs, 0U);
+  EXPECT_EQ(st.write_through_misses, 1U);
+  f.p.synchronize(f.s);
+  EXPECT_TRUE(check(f.p, w, 9, 1));  // the device copy is the newest and comes back
+  EXPECT_TRUE(f.p.validate());
+  f.be->destroy_graph(g);
+}
+
 // A tensor made resident on the stream before capture is acquired during it with no
 // forbidden call, for reading and for writing; its lease's pointer is what the graph uses,
 // and each launch runs the captured kernel on it.

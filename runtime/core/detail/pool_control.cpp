@@ -112,7 +112,8 @@ capacity_report pool_impl::set_capacity(tier_id tier_index, std::size_t bytes)
       return r;
     }
   }
-  auto const finish = [&]() {
+  // Give back the chunks now empty and set the capacity as far down as they allow.
+  auto const settle = [&] {
     std::lock_guard tl(mem.mutex());
     r.released_bytes += mem.release_unused_chunks();
     r.reserved_bytes = mem.reserved_bytes();
@@ -120,22 +121,12 @@ capacity_report pool_impl::set_capacity(tier_id tier_index, std::size_t bytes)
     ts.capacity = mem.config().capacity_bytes;
     r.capacity_bytes = ts.capacity;
     r.reached = r.capacity_bytes == r.requested_bytes;
-    return r;
   };
   // Step 2: what is already free goes first.
   engine_.synchronize_copy_streams();
   drain_deferred(mem);
-  {
-    std::lock_guard tl(mem.mutex());
-    r.released_bytes += mem.release_unused_chunks();
-    if (mem.reserved_bytes() <= r.requested_bytes) {
-      r.reserved_bytes = mem.reserved_bytes();
-      mem.set_capacity(r.requested_bytes);
-      ts.capacity = mem.config().capacity_bytes;
-      r.capacity_bytes = ts.capacity;
-      return r;
-    }
-  }
+  settle();
+  if (r.reached) { return r; }
 
   // Step 3: the chunks to empty, emptiest first.
   std::vector<chunk_range> chunks;
@@ -204,7 +195,7 @@ capacity_report pool_impl::set_capacity(tier_id tier_index, std::size_t bytes)
   // Step 4.
   engine_.synchronize_copy_streams();
   drain_deferred(mem);
-  finish();
+  settle();
   if (!r.reached) {
     std::string why;
     if (held_bytes != 0) {

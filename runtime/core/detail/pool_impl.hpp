@@ -198,7 +198,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   lease acquire_host_locked(tensor_record& rec, access_mode access, bool retry, bool& counted);
   void demote_locked(tensor_record& rec, std::uint32_t k);
   /// Write a write-through tensor's device copy in tier k back (Note [Write-through tensors]).
-  void write_through_locked(tensor_record& rec, std::uint32_t k) noexcept;
+  void write_through_locked(tensor_record& rec, std::uint32_t k, stream_handle used_on) noexcept;
   /// A deferred free happens (the handle died earlier): free the slots, record the free.
   void free_dropped_locked(tensor_record& rec) noexcept;
 

@@ -562,10 +562,17 @@ void pool_impl::finish_dropped_locked(tensor_record& rec, std::shared_ptr<record
 // waits for the lease's work, settled just before), without waiting on the host when room
 // is free below, with the ladder when it is not. Until that copy completes the lower copy
 // is not valid; a device lost before then loses that one write, never an older state
-// (the lower copy is written whole or not used). Eviction finds such a tensor clean.
-void pool_impl::write_through_locked(tensor_record& rec, std::uint32_t k) noexcept
+// (the lower copy is written whole or not used). Eviction finds such a tensor clean. A
+// lease released while its stream is being captured writes nothing back (no copy may be
+// ordered after captured work): it counts in write_through_misses, and the copy stays
+// device-only until the tensor is written again or evicted.
+void pool_impl::write_through_locked(tensor_record& rec, std::uint32_t k, stream_handle used_on) noexcept
 {
   if (k >= rec.slots.size() || rec.slots[k].state != copy_state::valid) { return; }
+  if (capturing(used_on)) {  // Note [Acquire during stream capture]: no copy may be ordered after it now
+    counters_.write_through_misses.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   for (std::uint32_t j = 0; j < rec.slots.size(); ++j) {
     if (j != k && rec.slots[j].state == copy_state::valid) { return; }  // clean already
   }
@@ -619,7 +626,7 @@ void pool_impl::release(lease& l) noexcept
     if (l.access_ != access_mode::read) {
       --rec.write_pins;
       if (rec.opts.write_through && !l.host_ && rec.write_pins == 0 && !rec.freed) [[unlikely]] {
-        write_through_locked(rec, l.tier_);
+        write_through_locked(rec, l.tier_, l.stream_);
       }
     }
     if (rec.pins == 0 && rec.paused == 0 && rec.free_when_unpinned) {

@@ -194,7 +194,54 @@ void migration_engine::pin_locked(tensor_record& rec, std::uint32_t k) noexcept
   if (s.pins++ == 0) {
     std::size_t const sh = thread_shard();
     bump(tiers_[k]->pinned[sh].bytes, static_cast<std::int64_t>(rec.bytes), sh);
+    if (tiers_[k]->track_pins.load(std::memory_order_relaxed)) { register_pin_locked(rec, k, sh); }
   }
+}
+
+void migration_engine::register_pin_locked(tensor_record& rec, std::uint32_t k, std::size_t sh) const noexcept
+{
+  copy_slot& s = rec.slots[k];
+  if (s.pin_registered) { return; }
+  pin_register_shard& r = tiers_[k]->pin_reg[sh];
+  std::lock_guard g(r.mtx);
+  try {
+    r.entries.push_back(pinned_entry{&s, s.blk.slot.offset, s.blk.slot.size});
+  } catch (...) {  // out of host memory: fits() walks the records from now on
+    tiers_[k]->pins_lost.store(true, std::memory_order_relaxed);
+    return;
+  }
+  s.pin_index = static_cast<std::uint32_t>(r.entries.size() - 1);
+  s.pin_shard = static_cast<std::uint8_t>(sh);
+  s.pin_registered = true;
+}
+
+void migration_engine::unregister_pin_locked(tensor_record& rec, std::uint32_t k) noexcept
+{
+  copy_slot& s = rec.slots[k];
+  if (!s.pin_registered) { return; }
+  pin_register_shard& r = tiers_[k]->pin_reg[s.pin_shard];
+  {
+    std::lock_guard g(r.mtx);
+    std::uint32_t const i = s.pin_index;
+    if (i + 1 != r.entries.size()) {  // move the last entry into the hole
+      r.entries[i] = r.entries.back();
+      r.entries[i].owner->pin_index = i;
+    }
+    r.entries.pop_back();
+  }
+  s.pin_registered = false;
+}
+
+bool migration_engine::pinned_offsets(std::uint32_t k, std::vector<std::uint64_t>& out) const
+{
+  tier_state& ts = *tiers_[k];
+  out.clear();
+  for (pin_register_shard& r : ts.pin_reg) {
+    std::lock_guard g(r.mtx);
+    for (pinned_entry const& e : r.entries) { out.push_back(e.offset); }
+  }
+  std::sort(out.begin(), out.end());
+  return !ts.pins_lost.load(std::memory_order_relaxed);
 }
 
 void migration_engine::unpin_locked(tensor_record& rec, std::uint32_t k) noexcept
@@ -206,6 +253,7 @@ void migration_engine::unpin_locked(tensor_record& rec, std::uint32_t k) noexcep
   if (--s.pins != 0) { return; }
   std::size_t const sh = thread_shard();
   bump(tiers_[k]->pinned[sh].bytes, -static_cast<std::int64_t>(rec.bytes), sh);
+  unregister_pin_locked(rec, k);
   if (s.policy_pinned) {  // the policy heard of the pin (eviction skipped it): tell it
     tier_state& ts = *tiers_[k];
     std::lock_guard tl(ts.mem->mutex());
@@ -426,6 +474,7 @@ void migration_engine::vacate_locked(tensor_record& rec, std::uint32_t k) noexce
     std::size_t const sh = thread_shard();
     bump(ts.pinned[sh].bytes, -static_cast<std::int64_t>(rec.bytes), sh);
   }
+  unregister_pin_locked(rec, k);
   rec.pins -= s.pins;
   s = copy_slot{};
 }

@@ -233,6 +233,14 @@ class migration_engine {
   void drain_accesses_locked(tier_state& ts) noexcept;
   void pin_locked(tensor_record& rec, std::uint32_t k) noexcept;
   void unpin_locked(tensor_record& rec, std::uint32_t k) noexcept;
+  /// Add slot k of `rec` (pinned) to its tier's register of pinned copies, in shard `sh`
+  /// (Note [A register of pinned copies], pool_fit.cpp). Under the record's lock.
+  void register_pin_locked(tensor_record& rec, std::uint32_t k, std::size_t sh) const noexcept;
+  /// Take slot k of `rec` out of that register, if it is in. Under the record's lock.
+  void unregister_pin_locked(tensor_record& rec, std::uint32_t k) noexcept;
+  /// The blocks of tier k's pinned copies (offsets), sorted; false when the register
+  /// lost an entry (then the caller walks the records). Takes each shard's lock in turn.
+  bool pinned_offsets(std::uint32_t k, std::vector<std::uint64_t>& out) const;
 
   // ---- prefetches and the prefetch queue (prefetch_queue.cpp) ----
   void serve_prefetches() noexcept;

@@ -32,6 +32,7 @@
 #include "streams/stream_registry.hpp"
 #include "tiers/tier.hpp"
 #include "util/record_slab.hpp"
+#include "util/spin_mutex.hpp"
 #include "util/thread_shard.hpp"
 
 namespace tierpool::detail {
@@ -74,6 +75,13 @@ struct copy_slot {
   /// after placement, a copy into the block, or a host access.
   bool pages_on_device{false};
   std::uint32_t pins{0};             ///< live leases on this copy
+  /// In its tier's register of pinned copies (Note [A register of pinned copies],
+  /// pool_fit.cpp); pin_shard names the shard. Both guarded by the record's mutex.
+  bool pin_registered{false};
+  std::uint8_t pin_shard{0};
+  /// Position in that shard's entries; guarded by the shard's lock (a removal moves
+  /// another record's entry and rewrites its index).
+  std::uint32_t pin_index{0};
   event_handle ready{};              ///< completes when the copy that filled blk is done; null = done
   block blk{};                       ///< the tier's block (absent: empty)
   /// Streams that used blk since `ready` (leases, copies reading it). A lease's stamp is
@@ -154,6 +162,20 @@ struct alignas(128) access_shard {
     }
   }
   void unlock() noexcept { busy.store(false, std::memory_order_release); }
+};
+
+/// @brief One pinned copy in its tier's register: its block, and its slot (whose pin_index
+///        says where the entry is).
+struct pinned_entry {
+  copy_slot* owner{nullptr};
+  std::uint64_t offset{0};
+  std::uint64_t size{0};
+};
+
+/// @brief A shard of a tier's register of pinned copies (Note [A register of pinned copies]).
+struct alignas(128) pin_register_shard {
+  spin_mutex mtx;
+  std::vector<pinned_entry> entries;  ///< guarded by mtx
 };
 
 /// @brief A shard's share of a tier's pinned bytes (may be negative: pin here, unpin there).
@@ -280,6 +302,13 @@ struct tier_state {
   std::vector<access_event> acc_drain;         ///< under mem->mutex()
   // Figures (relaxed atomics: read without locks by stats()).
   std::array<pinned_shard, kShards + 1> pinned{};  ///< SUM over shards: bytes of tensors with a lease on their copy here
+  // The register of pinned copies, kept once fits() first asks (Note [A register of
+  // pinned copies], pool_fit.cpp). `track_pins` turns it on (never off); `pins_lost`: an
+  // entry could not be added (out of host memory), so fits() walks the records instead.
+  std::atomic<bool> track_pins{false};
+  std::atomic<bool> pins_lost{false};
+  std::mutex track_start;  ///< serializes turning the register on
+  mutable std::array<pin_register_shard, kShards + 1> pin_reg{};  // mutable: fits() and validate() lock its shards
   [[nodiscard]] std::size_t pinned_bytes() const noexcept
   {
     std::int64_t n = 0;

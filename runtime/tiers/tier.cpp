@@ -528,6 +528,17 @@ std::vector<chunk_range> tier::chunk_ranges() const
 
 tier::fit_figures tier::fit(std::size_t bytes, std::vector<std::uint64_t> const& reclaimable) const
 {
+  return fit_impl(bytes, reclaimable, false);
+}
+
+tier::fit_figures tier::fit_except(std::size_t bytes, std::vector<std::uint64_t> const& held) const
+{
+  return fit_impl(bytes, held, true);
+}
+
+// `offsets` lists the reclaimable blocks, or (held) the blocks that are not.
+tier::fit_figures tier::fit_impl(std::size_t bytes, std::vector<std::uint64_t> const& offsets, bool held) const
+{
   fit_figures f;
   std::size_t const gran = config_.alignment;
   std::size_t const slot = std::max<std::size_t>(gran, (bytes + gran - 1) / gran * gran);
@@ -573,7 +584,8 @@ tier::fit_figures tier::fit(std::size_t bytes, std::vector<std::uint64_t> const&
     }
     if (chunks_[b.region].base == nullptr) { continue; }  // released: its budget is in growable_bytes
     bool const free_now = b.free || is_in(done, b.offset);
-    bool const evictable = !free_now && is_in(reclaimable, b.offset);
+    bool const evictable =
+      !free_now && (held ? !is_in(offsets, b.offset) && !is_in(deferred, b.offset) : is_in(offsets, b.offset));
     if (evictable) { f.reclaimable_bytes += static_cast<std::size_t>(b.size); }
     if (free_now) {
       run_now += b.size;

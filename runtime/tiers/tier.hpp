@@ -337,6 +337,12 @@ class TIERPOOL_EXPORT tier {
    * @throws std::bad_alloc.
    */
   [[nodiscard]] fit_figures fit(std::size_t bytes, std::vector<std::uint64_t> const& reclaimable) const;
+  /**
+   * @brief As fit(bytes, reclaimable), but from the other side: every allocated block is
+   *        reclaimable except those at `held` (arena offsets, sorted): the pinned copies.
+   * @throws std::bad_alloc.
+   */
+  [[nodiscard]] fit_figures fit_except(std::size_t bytes, std::vector<std::uint64_t> const& held) const;
 
   /// @brief Bytes awaiting events. O(1).
   [[nodiscard]] std::size_t deferred_bytes() const noexcept { return deferred_bytes_; }
@@ -357,6 +363,7 @@ class TIERPOOL_EXPORT tier {
   [[nodiscard]] std::mutex& mutex() const noexcept { return mtx_; }
 
  private:
+  [[nodiscard]] fit_figures fit_impl(std::size_t bytes, std::vector<std::uint64_t> const& offsets, bool held) const;
   struct chunk {
     void* base;                                // null while released
     std::size_t bytes;                         // == arena region capacity

@@ -268,5 +268,78 @@ TEST(PoolFits, BadArgumentsAreTypedErrors)
   EXPECT_EQ(message([&] { (void)p.fits(1_KiB); }), "pool::fits: the pool is closed");
 }
 
+
+// Note [A register of pinned copies]: leases taken before the first fits() (found by the
+// walk that turns the register on) and after it (added at the pin) both hold their blocks
+// out of fits_after_eviction, at their offsets; releases and frees take them out again.
+// A control with different offsets pinned gives a different answer, so the offsets count.
+TEST(PoolFits, TheRegisterOfPinnedCopiesFollowsEveryLease)
+{
+  pool p(small_tiers(make_sim()));
+  filled f;
+  for (int i = 0; i < 4; ++i) { f.add(p, 256_KiB); }  // the 1 MiB device tier, full, in order
+  settle(p, 256_KiB);
+  {
+    lease a = p.acquire(f.ts[0], access_mode::read);
+    lease c = p.acquire(f.ts[2], access_mode::read);  // 0 and 512 KiB pinned: no 512 KiB run left
+    fit_report const r = p.fits(512_KiB);           // the first fits(): the walk finds both
+    EXPECT_EQ(r.fits_after_eviction, 0U);
+    EXPECT_EQ(r.pinned_bytes, 512_KiB);
+    EXPECT_EQ(p.fits(256_KiB).fits_after_eviction, 2U);
+    EXPECT_EQ(r.limit, fit_limit::fragmentation) << "512 KiB of space, in two runs between the leased blocks";
+    EXPECT_TRUE(p.validate());
+  }
+  {
+    lease a = p.acquire(f.ts[0], access_mode::read);
+    lease b = p.acquire(f.ts[1], access_mode::read);  // 0 and 256 KiB: [512 KiB, 1 MiB) is one run
+    EXPECT_EQ(p.fits(512_KiB).fits_after_eviction, 1U);
+    lease b2 = p.acquire(f.ts[1], access_mode::read);  // a second lease: still one entry
+    b = lease{};
+    EXPECT_EQ(p.fits(512_KiB).fits_after_eviction, 1U) << "t1 still has a lease";
+    b2 = lease{};
+    EXPECT_EQ(p.fits(512_KiB).fits_after_eviction, 1U) << "t0 pinned at 0: [256 KiB, 1 MiB) holds one";
+    EXPECT_TRUE(p.validate());
+  }
+  EXPECT_EQ(p.fits(512_KiB).fits_after_eviction, 2U);
+  EXPECT_EQ(p.fits(256_KiB).fits_after_eviction, 4U);
+  EXPECT_EQ(p.fits(256_KiB).pinned_bytes, 0U);
+  f.check_all(p);
+}
+
+// The register under threads: six threads take and drop leases on their own tensors (more
+// threads than cores) while this one asks fits(); at the end nothing is pinned, the answer
+// is the whole tier, and validate() finds the register consistent with the records.
+TEST(PoolFits, TheRegisterOfPinnedCopiesStaysExactUnderThreads)
+{
+  pool p(small_tiers(make_sim(), 4_MiB, 2_MiB, 16_MiB));
+  filled f;
+  for (int i = 0; i < 12; ++i) { f.add(p, 256_KiB); }
+  (void)p.fits(256_KiB);  // the register is on from here
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> ts;
+  for (int w = 0; w < 6; ++w) {
+    ts.emplace_back([&, w] {
+      std::mt19937_64 rng(static_cast<std::uint64_t>(w));
+      for (int i = 0; i < 3000 && !stop.load(); ++i) {
+        tensor const& t = f.ts[static_cast<std::size_t>(w * 2) + rng() % 2];
+        lease l = p.acquire(t, access_mode::read);
+        if (rng() % 4 == 0) { lease again = p.acquire(t, access_mode::read); }
+      }
+    });
+  }
+  for (int i = 0; i < 200; ++i) {
+    fit_report const r = p.fits(256_KiB);
+    EXPECT_LE(r.fits_after_eviction, 16U);
+    EXPECT_GE(r.fits_after_eviction, 16U - 6U) << "at most six tensors are pinned at once";
+  }
+  stop = true;
+  for (auto& t : ts) { t.join(); }
+  EXPECT_TRUE(p.validate());
+  fit_report const r = p.fits(256_KiB);
+  EXPECT_EQ(r.pinned_bytes, 0U);
+  EXPECT_EQ(r.fits_after_eviction, 16U);
+  f.check_all(p);
+}
+
 }  // namespace
 }  // namespace tierpool::test

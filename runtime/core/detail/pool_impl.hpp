@@ -142,6 +142,8 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   [[nodiscard]] std::string summary_json() const;
   [[nodiscard]] bool validate() const;
   [[nodiscard]] fit_report fits(std::size_t bytes, tier_id tier, std::uint32_t tenant) const;  // pool_fit.cpp
+  [[nodiscard]] std::vector<std::uint64_t> evictable_copies(std::uint32_t k, bool has_below) const;  // pool_fit.cpp
+  bool pinned_copies(std::uint32_t k, std::vector<std::uint64_t>& out) const;                       // pool_fit.cpp
   // pool_loss.cpp: a lost device (Note [A lost device])
   /// A call of the pool threw `e`: when it says the device is lost, enter the lost state
   /// (once) and throw tierpool::device_lost instead; otherwise return. No lock held.

@@ -162,6 +162,7 @@ bool pool_impl::validate() const
   std::vector<std::size_t> bytes(n, 0);
   std::vector<std::size_t> pinned(n, 0);
   std::vector<std::uint64_t> resident(n, 0);
+  std::vector<std::uint64_t> registered(n, 0);  // copies in their tier's register of pinned copies
   for (auto const& r : recs) {
     std::string const name = "tensor " + std::to_string(static_cast<std::uint64_t>(r->id));
     if (r->freed) {
@@ -185,6 +186,15 @@ bool pool_impl::validate() const
         pinned[k] += r->bytes;
         if (s.state != copy_state::valid) { fail(name + ": leased copy in tier " + std::to_string(k) + " is stale"); }
       }
+      // Note [A register of pinned copies]: once the tier keeps it, a pinned copy is in it
+      // (unless an entry was lost), and only pinned copies are.
+      tier_state const& ts = *engine_.tiers()[k];
+      if (s.pin_registered) {
+        ++registered[k];
+        if (s.pins == 0) { fail(name + ": unpinned copy in the register of tier " + std::to_string(k)); }
+      } else if (s.pins != 0 && ts.track_pins.load() && !ts.pins_lost.load()) {
+        fail(name + ": pinned copy missing from the register of tier " + std::to_string(k));
+      }
     }
     if (!any_valid) { fail(name + ": no valid copy"); }
     if (pins != r->pins) { fail(name + ": pin count " + std::to_string(r->pins) + " != sum over tiers"); }
@@ -200,6 +210,18 @@ bool pool_impl::validate() const
     }
     if (ts.resident.load() != resident[k]) { fail("tier " + ts.name + ": resident count mismatch"); }
     if (ts.pinned_bytes() != pinned[k]) { fail("tier " + ts.name + ": pinned bytes mismatch"); }
+    std::uint64_t entries = 0;
+    for (pin_register_shard& reg : ts.pin_reg) {
+      std::lock_guard g(reg.mtx);
+      for (std::size_t i = 0; i < reg.entries.size(); ++i) {
+        pinned_entry const& e = reg.entries[i];
+        if (e.owner->pin_index != i || !e.owner->pin_registered || e.owner->blk.slot.offset != e.offset) {
+          fail("tier " + ts.name + ": register of pinned copies: entry " + std::to_string(i) + " does not match its copy");
+        }
+      }
+      entries += reg.entries.size();
+    }
+    if (entries != registered[k]) { fail("tier " + ts.name + ": register of pinned copies: entry count mismatch"); }
   }
   quiet.reset();
   for (std::string const& v : violations) { log_message(log_level::error, v); }

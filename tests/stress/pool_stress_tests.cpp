@@ -28,6 +28,10 @@
 //    a low-memory callback. Test 1 also asserts zero spurious out_of_memory and runs
 //    validate() in its observer thread.
 //
+// 6. PoolStressMany.*: 100,000 small tensors (256 B to 1 KiB; 10,000 under TSan) over a
+//    1 MiB device tier, four threads, each over its own quarter: every byte checked on
+//    every device read, every tensor at the end, fits() asked along the way (issue 19).
+//
 // Sizes: TIERPOOL_STRESS_OPS overrides the operations per thread of tests 1 and 3 (and the
 // total of test 2); sanitizer builds default to fewer operations. TIERPOOL_STRESS_WATCHDOG_S
 // (default 600) aborts a test that hangs, naming it.
@@ -1525,6 +1529,63 @@ TEST(PoolContention, ValidateIsConsistentWhileOthersAllocateAndFree)
   EXPECT_TRUE(from_callback);
   p.remove_low_memory_callback(cb);
   EXPECT_EQ(bad, 0) << "validate() returned false " << bad << " times in " << n;
+}
+
+
+// ---------------------------------------------------------------------------------------
+// 6. Many small tensors
+// ---------------------------------------------------------------------------------------
+
+// A paged-KV-cache-like pool: 100,000 tensors of 256 B to 1 KiB, most of them on the host,
+// a 1 MiB device tier. Four threads each fill their quarter, then acquire random ones on
+// the device (a miss that evicts, almost always), check the bytes there and rewrite them
+// (read_write) or only check them (read); one of them asks fits() now and then. At the end
+// every tensor holds its last version, and the pool validates.
+TEST(PoolStressMany, HundredThousandSmallTensorsKeepEveryByte)
+{
+  watchdog const dog;
+  constexpr std::uint32_t kThreads = 4;
+  std::size_t const n = TIERPOOL_STRESS_TSAN ? 10'000 : 100'000;
+  int const ops = stress_ops(20'000, 4'000);
+  pool p(small_tiers(make_sim(), 1_MiB, 0, 128_MiB));
+  std::vector<tensor> ts(n);
+  std::vector<std::uint32_t> ver(n, 1);
+  std::atomic<std::uint64_t> bad{0};
+  std::atomic<std::uint64_t> fits_seen{0};
+  std::vector<std::thread> workers;
+  for (std::uint32_t w = 0; w < kThreads; ++w) {
+    workers.emplace_back([&, w] {
+      std::mt19937_64 rng(100 + w);
+      std::size_t const lo = n * w / kThreads;
+      std::size_t const hi = n * (w + 1) / kThreads;
+      for (std::size_t i = lo; i < hi; ++i) {
+        ts[i] = p.allocate(256 + (i * 37) % 769);
+        fill(p, ts[i], i, 1);
+      }
+      stream_handle const s = p.create_stream();
+      for (int k = 0; k < ops; ++k) {
+        std::size_t const i = lo + rng() % (hi - lo);
+        bool const write = rng() % 3 == 0;
+        lease l = p.acquire(ts[i], write ? access_mode::read_write : access_mode::read, s);
+        p.synchronize(s);  // the copy-in is done: the CPU reads the device copy (sim: host memory)
+        if (!has_pattern(l.data(), l.bytes(), i, ver[i])) { bad.fetch_add(1); }
+        if (write) { write_pattern(l.data(), l.bytes(), i, ++ver[i]); }
+        if (w == 0 && k % 1000 == 0) {
+          fit_report const f = p.fits(1_KiB);
+          if (f.fits_after_eviction >= 512) { fits_seen.fetch_add(1); }  // 1 MiB of 1 KiB slots, less the leases
+        }
+      }
+      p.destroy_stream(s);
+    });
+  }
+  for (auto& t : workers) { t.join(); }
+  EXPECT_EQ(bad.load(), 0U) << "device reads that found other bytes than the last version";
+  EXPECT_GT(fits_seen.load(), 0U);
+  std::uint64_t wrong = 0;
+  for (std::size_t i = 0; i < n; ++i) { wrong += check(p, ts[i], i, ver[i]) ? 0U : 1U; }
+  EXPECT_EQ(wrong, 0U) << "tensors that lost their last version";
+  EXPECT_GT(p.stats().tiers[0].evictions, static_cast<std::uint64_t>(ops));
+  EXPECT_TRUE(pool_valid(p));
 }
 
 }  // namespace

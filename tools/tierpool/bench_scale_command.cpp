@@ -69,6 +69,7 @@ struct scale_setup {
   std::size_t device_bytes{64_MiB};
   std::size_t fits_bytes{64_KiB};
   std::size_t ops{200'000};
+  bool wall{false};  // --sim real-wall: real memory and the wall clock (the simulator's own cost shows)
 };
 
 struct scale_run {
@@ -89,8 +90,9 @@ scale_run run_once(std::size_t n, scale_setup const& c)
   o.backend = backend_choice::sim;
   o.read_environment = false;  // the figures must not depend on TIERPOOL_* variables
   o.notice = fallback_notice::silent;
-  o.sim.memory = sim_memory_mode::phantom;
-  o.sim.clock = sim_clock_mode::virtual_clock;
+  o.sim.memory = c.wall ? sim_memory_mode::real : sim_memory_mode::phantom;
+  o.sim.clock = c.wall ? sim_clock_mode::wall : sim_clock_mode::virtual_clock;
+  if (c.wall) { o.sim.links = sim_links::unthrottled(); }
   std::size_t const fillers = c.device_bytes / c.tensor_bytes;
   o.sim.device_bytes = c.device_bytes + 64_MiB;
   std::size_t const host = (n + fillers + 16) * c.tensor_bytes * 2;
@@ -185,6 +187,7 @@ int bench_scale_command(int argc, char** argv)
   std::string fits_bytes_text = "64KiB";
   std::string ops_text = "200000";
   std::string runs_text = "3";
+  std::string sim_text = "phantom-virtual";
   desc.add_options()
     ("help,h", "this text")
     ("tensors", po::value(&tensors_text)->default_value(tensors_text), "tensor counts, comma-separated (1..10000000 each)")
@@ -193,6 +196,8 @@ int bench_scale_command(int argc, char** argv)
     ("fits-bytes", po::value(&fits_bytes_text)->default_value(fits_bytes_text), "the size pool::fits() is asked about")
     ("ops", po::value(&ops_text)->default_value(ops_text), "timed acquires per run, at most (1..100000000)")
     ("runs,r", po::value(&runs_text)->default_value(runs_text), "runs per count (1..100); the median is reported")
+    ("sim", po::value(&sim_text)->default_value(sim_text),
+     "phantom-virtual (the pool's own cost) | real-wall (real bytes, wall clock, unthrottled links: the simulator's cost too)")
     ("json", "print one JSON object instead of the table");
   po::variables_map vm;
   if (!parse_args("scale", desc, argc, argv, vm)) { return 2; }
@@ -213,13 +218,19 @@ int bench_scale_command(int argc, char** argv)
   } catch (logic_error const& e) {
     return usage_error("scale", e.what());
   }
+  if (sim_text == "real-wall") {
+    c.wall = true;
+  } else if (sim_text != "phantom-virtual") {
+    return usage_error("scale", ("unknown --sim '" + sim_text + "' (valid: phantom-virtual, real-wall)").c_str());
+  }
   if (c.tensor_bytes == 0 || c.fits_bytes == 0) { return usage_error("scale", "sizes must be at least 1 byte"); }
   if (c.device_bytes < c.tensor_bytes) { return usage_error("scale", "--device-bytes must hold one tensor"); }
 
   bool const as_json = vm.count("json") != 0;
   if (!as_json) {
-    std::printf("pool scale: %s tensors, device tier %s (full before timing), sim phantom memory, virtual clock\n",
-                format_byte_size(c.tensor_bytes).c_str(), format_byte_size(c.device_bytes).c_str());
+    std::printf("pool scale: %s tensors, device tier %s (full before timing), sim %s\n",
+                format_byte_size(c.tensor_bytes).c_str(), format_byte_size(c.device_bytes).c_str(),
+                c.wall ? "real memory, wall clock, unthrottled links" : "phantom memory, virtual clock");
     std::printf("median (min-max) of %u run(s)\n", runs);
     std::printf("%10s  %22s  %22s  %22s  %5s  %22s  %22s  %22s\n", "tensors", "metadata, B/tensor", "allocate, ns",
                 "acquire+release, ns", "miss", "fits, ms", "first fits, ms", "validate, ms");
@@ -279,6 +290,7 @@ int bench_scale_command(int argc, char** argv)
   }
   if (as_json) {
     json::object j{{"benchmark", "scale"},
+                   {"sim", c.wall ? "real-wall" : "phantom-virtual"},
                    {"tensor_bytes", c.tensor_bytes},
                    {"device_bytes", c.device_bytes},
                    {"fits_bytes", c.fits_bytes},

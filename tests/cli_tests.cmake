@@ -161,7 +161,7 @@ set_tests_properties(cli.bench_scale.table PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "pool scale: 4\\.0 KiB tensors, device tier 4\\.0 MiB.*\n +500 +[0-9]+ \\([0-9]+-[0-9]+\\) .* 0\\.00 .*\n +20000 .* 1\\.00 .*pool valid at end of every run: yes")
 add_test(NAME cli.bench_scale.json COMMAND $<TARGET_FILE:tierpool_cli> bench scale --tensors 3000 --device-bytes 4MiB --runs 2 --json)
 set_tests_properties(cli.bench_scale.json PROPERTIES LABELS cpu
-  PASS_REGULAR_EXPRESSION "^{\"benchmark\":\"scale\",\"tensor_bytes\":4096,\"device_bytes\":4194304,.*\"runs\":2,\"valid\":true,\"rows\":\\[{\"tensors\":3000,\"metadata_bytes_per_tensor\":[-+.0-9Ee]+,.*\"fits_ms\":[-+.0-9Ee]+,")
+  PASS_REGULAR_EXPRESSION "^{\"benchmark\":\"scale\",\"sim\":\"phantom-virtual\",\"tensor_bytes\":4096,\"device_bytes\":4194304,.*\"runs\":2,\"valid\":true,\"rows\":\\[{\"tensors\":3000,\"metadata_bytes_per_tensor\":[-+.0-9Ee]+,.*\"fits_ms\":[-+.0-9Ee]+,")
 add_test(NAME cli.bench_scale.bad_count_message COMMAND $<TARGET_FILE:tierpool_cli> bench scale --tensors 10,-5)
 set_tests_properties(cli.bench_scale.bad_count_message PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "tierpool bench scale: --tensors must be an integer in 1\\.\\.10000000, got '-5'")

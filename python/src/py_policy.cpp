@@ -943,6 +943,15 @@ void bind_python_policies(nb::module_& m)
             return nb::borrow(p->object());
           },
           "The Python policy object (None for a built-in).")
+      .def(
+          "copy",
+          [](policy_driver const& d) {
+            policy_driver c;
+            c.host = d.host;
+            c.policy.emplace(*d.policy);  // any_eviction_policy's copy: a Python policy is deep-copied
+            return c;
+          },
+          "A copy of the policy, state included, as the C++ side copies one (a Python policy: copy.deepcopy).")
       .def("check", [](policy_driver const& d) { d.host->check(); },
            "Raise the Python policy's recorded failure (PolicyError) once, if there is one.");
 }

@@ -16,6 +16,7 @@
 #include <cctype>
 #include <limits>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -114,17 +115,80 @@ std::uint64_t add_sat(std::uint64_t a, std::uint64_t b) noexcept
 
 }  // namespace
 
+// ---- py_holder (Note [Python objects at exit]) ----
+
+namespace {
+struct holder_list {
+  std::mutex mtx;
+  std::set<py_holder*> live;
+};
+holder_list& holders()
+{
+  static auto* list = new holder_list;  // never destroyed: holders may outlive static destruction
+  return *list;
+}
+}  // namespace
+
+py_holder::py_holder()
+{
+  holder_list& h = holders();
+  std::lock_guard lock(h.mtx);
+  h.live.insert(this);
+}
+
+py_holder::~py_holder() { forget(); }
+
+void py_holder::forget() noexcept
+{
+  if (!listed_) { return; }
+  holder_list& h = holders();
+  std::lock_guard lock(h.mtx);
+  h.live.erase(this);
+  listed_ = false;
+}
+
+void detach_all_python_objects() noexcept
+{
+  holder_list& h = holders();
+  for (;;) {
+    py_holder* next = nullptr;
+    {
+      std::lock_guard lock(h.mtx);
+      for (py_holder* p : h.live) {
+        if (!p->detached_) {
+          next = p;
+          break;
+        }
+      }
+      if (next == nullptr) { return; }
+      next->detached_ = true;
+    }
+    next->detach();  // may run Python finalizers, which may destroy (and unlist) other holders
+  }
+}
+
 // ---- policy_failures ----
 
 policy_failures::~policy_failures()
 {
-  if (waiting_.empty()) { return; }
   if (!interpreter_alive()) {
+    forget();
     for (auto& f : waiting_) { (void)f.cause.release(); }
     return;
   }
   nb::gil_scoped_acquire gil;
+  forget();
   waiting_.clear();
+}
+
+void policy_failures::detach() noexcept
+{
+  std::vector<policy_failure> dropped;
+  {
+    std::lock_guard lock(mtx_);
+    dropped.swap(waiting_);
+    pending_.store(false, std::memory_order_relaxed);
+  }
 }
 
 void policy_failures::record(std::uint32_t tier, bool predictor, std::string message, nb::object cause) noexcept
@@ -176,18 +240,21 @@ std::uint64_t policy_failures::predictor_failures() const
 
 py_ref::~py_ref()
 {
-  if (!obj.is_valid()) { return; }
   if (!interpreter_alive()) {
+    forget();
     (void)obj.release();
     return;
   }
   nb::gil_scoped_acquire gil;
+  forget();
   obj.reset();
 }
 
+void py_ref::detach() noexcept { obj.reset(); }
+
 // ---- py_policy ----
 
-struct py_policy::python_side {
+struct py_policy::python_side : py_holder {
   nb::object obj;
   nb::object on_insert, on_access, on_erase, on_pin, on_unpin, propose;
   nb::object view;                // one TensorView, refilled for every hook (no allocation)
@@ -214,14 +281,21 @@ struct py_policy::python_side {
   }
   python_side(python_side const&) = delete;
   python_side& operator=(python_side const&) = delete;
-  ~python_side()
+  ~python_side() override
   {
     nb::object* all[] = {&obj, &on_insert, &on_access, &on_erase, &on_pin, &on_unpin, &propose, &view, &request};
     if (!interpreter_alive()) {
+      forget();
       for (nb::object* o : all) { (void)o->release(); }
       return;
     }
     nb::gil_scoped_acquire gil;
+    forget();
+    for (nb::object* o : all) { o->reset(); }
+  }
+  void detach() noexcept override  // the hooks go first: they are what the adapter checks
+  {
+    nb::object* all[] = {&on_insert, &on_access, &on_erase, &on_pin, &on_unpin, &propose, &request, &view, &obj};
     for (nb::object* o : all) { o->reset(); }
   }
 };
@@ -230,6 +304,7 @@ py_policy::py_policy(std::shared_ptr<py_ref> factory, std::string name, std::sha
   : name_(std::move(name)), log_(std::move(log))
 {
   nb::gil_scoped_acquire gil;
+  if (!factory->obj.is_valid()) { throw logic_error("Python policy '" + name_ + "': the interpreter is exiting"); }
   try {
     nb::object obj = factory->obj();
     py_ = std::make_unique<python_side>(std::move(obj));
@@ -311,12 +386,14 @@ void py_policy::fail(char const* hook, std::string what, bool from_python) const
   }
 }
 
-void py_policy::call_view(nb::handle method, tensor_view const& v, char const* hook) noexcept
+void py_policy::call_view(nb::object python_side::*method, tensor_view const& v, char const* hook) noexcept
 {
   nb::gil_scoped_acquire gil;
+  nb::handle const m = (*py_).*method;
+  if (!m.is_valid()) { return; }  // detached at exit
   *py_->view_ptr = v;
   PyObject* args[1] = {py_->view.ptr()};
-  PyObject* r = PyObject_Vectorcall(method.ptr(), args, 1, nullptr);
+  PyObject* r = PyObject_Vectorcall(m.ptr(), args, 1, nullptr);
   if (r == nullptr) {
     fail(hook, {}, true);
     return;
@@ -324,16 +401,18 @@ void py_policy::call_view(nb::handle method, tensor_view const& v, char const* h
   Py_DECREF(r);
 }
 
-void py_policy::call_id(nb::handle method, tensor_id id, char const* hook) noexcept
+void py_policy::call_id(nb::object python_side::*method, tensor_id id, char const* hook) noexcept
 {
   nb::gil_scoped_acquire gil;
+  nb::handle const m = (*py_).*method;
+  if (!m.is_valid()) { return; }  // detached at exit
   PyObject* arg = PyLong_FromUnsignedLongLong(static_cast<std::uint64_t>(id));
   if (arg == nullptr) {
     fail(hook, {}, true);
     return;
   }
   PyObject* args[1] = {arg};
-  PyObject* r = PyObject_Vectorcall(method.ptr(), args, 1, nullptr);
+  PyObject* r = PyObject_Vectorcall(m.ptr(), args, 1, nullptr);
   Py_DECREF(arg);
   if (r == nullptr) {
     fail(hook, {}, true);
@@ -347,7 +426,7 @@ void py_policy::on_insert(tensor_view const& v) noexcept
   tier_ = static_cast<std::uint32_t>(v.tier);
   track(v, true);
   shadow_.on_insert(v);
-  if (!failed_ && py_ && py_->on_insert.is_valid()) { call_view(py_->on_insert, v, "on_insert"); }
+  if (!failed_ && py_ && py_->on_insert.is_valid()) { call_view(&python_side::on_insert, v, "on_insert"); }
 }
 
 void py_policy::on_access(tensor_view const& v) noexcept
@@ -355,7 +434,7 @@ void py_policy::on_access(tensor_view const& v) noexcept
   if (!known_.contains(static_cast<std::uint64_t>(v.id))) { return; }  // unknown: a no-op, not forwarded
   track(v, false);
   shadow_.on_access(v);
-  if (!failed_ && py_ && py_->on_access.is_valid()) { call_view(py_->on_access, v, "on_access"); }
+  if (!failed_ && py_ && py_->on_access.is_valid()) { call_view(&python_side::on_access, v, "on_access"); }
 }
 
 void py_policy::on_erase(tensor_id id) noexcept
@@ -365,7 +444,7 @@ void py_policy::on_erase(tensor_id id) noexcept
   set_pinned(it->second, true);  // out of the evictable figures
   known_.erase(it);
   shadow_.on_erase(id);
-  if (!failed_ && py_ && py_->on_erase.is_valid()) { call_id(py_->on_erase, id, "on_erase"); }
+  if (!failed_ && py_ && py_->on_erase.is_valid()) { call_id(&python_side::on_erase, id, "on_erase"); }
 }
 
 void py_policy::on_pin(tensor_id id) noexcept
@@ -374,7 +453,7 @@ void py_policy::on_pin(tensor_id id) noexcept
   if (it == known_.end() || it->second.pinned) { return; }  // only transitions are forwarded
   set_pinned(it->second, true);
   shadow_.on_pin(id);
-  if (!failed_ && py_ && py_->on_pin.is_valid()) { call_id(py_->on_pin, id, "on_pin"); }
+  if (!failed_ && py_ && py_->on_pin.is_valid()) { call_id(&python_side::on_pin, id, "on_pin"); }
 }
 
 void py_policy::on_unpin(tensor_id id) noexcept
@@ -383,12 +462,14 @@ void py_policy::on_unpin(tensor_id id) noexcept
   if (it == known_.end() || !it->second.pinned) { return; }
   set_pinned(it->second, false);
   shadow_.on_unpin(id);
-  if (!failed_ && py_ && py_->on_unpin.is_valid()) { call_id(py_->on_unpin, id, "on_unpin"); }
+  if (!failed_ && py_ && py_->on_unpin.is_valid()) { call_id(&python_side::on_unpin, id, "on_unpin"); }
 }
 
 bool py_policy::python_propose(eviction_request const& req, eviction_proposal& out) const
 {
-  // GIL held. False: the Python policy failed (recorded); `out` is then cleared by the caller.
+  // GIL held. False: the Python policy failed (recorded) or was detached at exit; `out` is
+  // then cleared by the caller and the shadow answers.
+  if (!py_->propose.is_valid()) { return false; }
   *py_->req_ptr = req;
   PyObject* args[1] = {py_->request.ptr()};
   PyObject* raw = PyObject_Vectorcall(py_->propose.ptr(), args, 1, nullptr);
@@ -490,7 +571,7 @@ void py_policy::propose(eviction_request const& req, eviction_proposal& out) con
 
 // ---- py_predictor ----
 
-struct py_predictor::python_side {
+struct py_predictor::python_side : py_holder {
   nb::object obj;
   nb::object on_access, on_free;
   nb::object view;
@@ -509,14 +590,21 @@ struct py_predictor::python_side {
   }
   python_side(python_side const&) = delete;
   python_side& operator=(python_side const&) = delete;
-  ~python_side()
+  ~python_side() override
   {
     nb::object* all[] = {&obj, &on_access, &on_free, &view};
     if (!interpreter_alive()) {
+      forget();
       for (nb::object* o : all) { (void)o->release(); }
       return;
     }
     nb::gil_scoped_acquire gil;
+    forget();
+    for (nb::object* o : all) { o->reset(); }
+  }
+  void detach() noexcept override
+  {
+    nb::object* all[] = {&on_access, &on_free, &view, &obj};
     for (nb::object* o : all) { o->reset(); }
   }
 };
@@ -525,6 +613,7 @@ py_predictor::py_predictor(std::shared_ptr<py_ref> factory, std::string name, st
   : name_(std::move(name)), log_(std::move(log))
 {
   nb::gil_scoped_acquire gil;
+  if (!factory->obj.is_valid()) { throw logic_error("Python predictor '" + name_ + "': the interpreter is exiting"); }
   try {
     py_ = std::make_unique<python_side>(factory->obj());
   } catch (nb::python_error& e) {
@@ -571,6 +660,7 @@ void py_predictor::on_access(access_view const& a, prefetch_plan& out)
   bytes_[static_cast<std::uint64_t>(a.id)] = a.bytes;
   if (failed_ || !py_) { return; }
   nb::gil_scoped_acquire gil;
+  if (!py_->on_access.is_valid()) { return; }  // detached at exit
   *py_->view_ptr = a;
   PyObject* args[1] = {py_->view.ptr()};
   PyObject* raw = PyObject_Vectorcall(py_->on_access.ptr(), args, 1, nullptr);
@@ -606,8 +696,9 @@ void py_predictor::on_access(access_view const& a, prefetch_plan& out)
 void py_predictor::on_free(tensor_id id) noexcept
 {
   bytes_.erase(static_cast<std::uint64_t>(id));
-  if (failed_ || !py_ || !py_->on_free.is_valid()) { return; }
+  if (failed_ || !py_) { return; }
   nb::gil_scoped_acquire gil;
+  if (!py_->on_free.is_valid()) { return; }
   PyObject* arg = PyLong_FromUnsignedLongLong(static_cast<std::uint64_t>(id));
   if (arg == nullptr) {
     fail("on_free", {}, true);
@@ -864,6 +955,9 @@ void bind_python_policies(nb::module_& m)
         return out;
       },
       "predictor"_a = false, "Names of the built-in policies (or predictors).");
+  m.def("_detach_python_objects", &detach_all_python_objects,
+        "At interpreter exit: every pool's Python policies and predictors let go of their Python objects "
+        "(lru decides from then on), breaking reference cycles the garbage collector cannot see.");
 
   nb::class_<policy_driver>(m, "PolicyDriver",
                             "One eviction policy driven by hand (tests, tierpool.conformance): a spec of the "

@@ -58,6 +58,48 @@ namespace tierpool::python {
 
 namespace nb = nanobind;
 
+/**
+ * @brief Something that holds Python objects for C++ (an adapter's policy object, a
+ *        registry's factory, a recorded exception). See Note [Python objects at exit].
+ *
+ * Derived destructors call forget() first, with the GIL held.
+ */
+class py_holder {
+ public:
+  py_holder();
+  py_holder(py_holder const&) = delete;
+  py_holder& operator=(py_holder const&) = delete;
+  virtual ~py_holder();
+  /// Drop every Python reference (GIL held). Afterwards the holder acts as if empty.
+  virtual void detach() noexcept = 0;
+
+ protected:
+  void forget() noexcept;  // leave the list of live holders (idempotent)
+
+ private:
+  friend void detach_all_python_objects() noexcept;
+  bool listed_{true};
+  bool detached_{false};
+};
+
+/**
+ * @brief Make every live holder drop its Python references (GIL held). Called at
+ *        interpreter exit (atexit in tierpool/_policy.py).
+ *
+ * Note [Python objects at exit]
+ * -----------------------------
+ * Rationale: a Pool made at module level whose policy class is defined in the same module
+ * is a reference cycle the garbage collector cannot see (the module's dict -> the Pool
+ * -> C++ -> the policy object -> its class -> its methods' globals -> the dict), so at
+ * exit nothing frees it and nanobind reports leaked instances.
+ * Approach: every C++ object that holds Python objects is a py_holder in one global
+ * list; an atexit hook detaches them all while the interpreter still runs, which breaks
+ * the cycles. A detached policy answers with its shadow lru; a detached predictor
+ * predicts nothing.
+ * Limitations: a pool still used by a thread that outlives atexit gets lru decisions.
+ */
+void detach_all_python_objects() noexcept;
+
 /// One failure of a Python policy or predictor, waiting to be raised.
 struct policy_failure {
   std::string message;  ///< names the policy, the tier, the hook and the bad value
@@ -70,12 +112,11 @@ struct policy_failure {
  * Thread safety: record() and pending() from any thread; raise_pending() and the
  * destructor with the GIL held (it owns Python objects).
  */
-class policy_failures {
+class policy_failures : public py_holder {
  public:
   policy_failures() = default;
-  policy_failures(policy_failures const&) = delete;
-  policy_failures& operator=(policy_failures const&) = delete;
-  ~policy_failures();
+  ~policy_failures() override;
+  void detach() noexcept override;
 
   /// Record a failure on `tier` (caller holds the GIL: `cause` is a Python object).
   void record(std::uint32_t tier, bool predictor, std::string message, nb::object cause) noexcept;
@@ -98,12 +139,11 @@ class policy_failures {
 
 /// A reference to a Python object that is released with the GIL (shared by copies of a
 /// registry's factories, which are copied and destroyed without it).
-struct py_ref {
+struct py_ref : py_holder {
   nb::object obj;
   explicit py_ref(nb::object o) : obj(std::move(o)) {}
-  py_ref(py_ref const&) = delete;
-  py_ref& operator=(py_ref const&) = delete;
-  ~py_ref();
+  ~py_ref() override;
+  void detach() noexcept override;
 };
 
 /**
@@ -153,8 +193,8 @@ class py_policy {
 
   void track(tensor_view const& v, bool insert) noexcept;
   void set_pinned(entry& e, bool pinned) noexcept;
-  void call_view(nb::handle method, tensor_view const& v, char const* hook) noexcept;
-  void call_id(nb::handle method, tensor_id id, char const* hook) noexcept;
+  void call_view(nb::object python_side::*method, tensor_view const& v, char const* hook) noexcept;
+  void call_id(nb::object python_side::*method, tensor_id id, char const* hook) noexcept;
   void fail(char const* hook, std::string what, bool from_python) const noexcept;
   bool python_propose(eviction_request const& req, eviction_proposal& out) const;
 

@@ -601,3 +601,30 @@ def test_python_predictor_in_replay_and_registered(generated_trace):
     b = tierpool.replay(generated_trace, policies=["lru"], capacities="20%", mode="pool", prefetch="seqpy")
     assert a[0]["prefetch"] == "next_in_seq" and b[0]["prefetch"] == "seqpy"
     assert a[0]["hits"] == b[0]["hits"] and a[0]["prefetches"] == b[0]["prefetches"] > 0
+
+
+def test_module_level_pool_with_a_python_policy_exits_cleanly(tmp_path):
+    # Note [Python objects at exit] (py_policy.hpp): the cycle module -> Pool -> policy ->
+    # class -> module is broken at exit; nanobind reports no leak.
+    import subprocess
+    import sys
+
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import tierpool\n"
+        "from tierpool.example_policies import LruPolicy\n"
+        "class Mine(LruPolicy):\n"
+        "    name = 'mine'\n"
+        "pool = tierpool.Pool(backend='sim', read_environment=False, publish=False, quiet=True, policy=Mine,\n"
+        "                     tiers=[{'kind': 'device', 'capacity_bytes': 1 << 16}, {'kind': 'host', 'capacity_bytes': 1 << 20}])\n"
+        "ts = [pool.allocate(1 << 14) for _ in range(8)]\n"
+        "for t in ts:\n"
+        "    with pool.acquire(t, 'write_discard'):\n"
+        "        pass\n"
+        "driver = tierpool.PolicyDriver(Mine)\n"
+        "print('ok')\n"
+    )
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
+    assert "leaked" not in r.stderr, r.stderr

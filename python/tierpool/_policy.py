@@ -40,6 +40,7 @@ See docs/chapters/python_policies.md for the contract, threading and failure sem
 
 from __future__ import annotations
 
+import atexit
 import re
 
 __all__ = ["EvictionPolicy", "Predictor", "register_policy", "register_predictor", "unregister_policy"]
@@ -183,3 +184,14 @@ def unregister_policy(name: str) -> bool:
     """Forget a registered Python policy (or, as ``"predictor:NAME"``, predictor); True if
     it was registered. Pools already made keep theirs."""
     return _registered.pop(name, None) is not None
+
+
+def _detach_at_exit():
+    # Break the cycles through C++ (module dict -> Pool -> policy object -> class -> module
+    # dict) while the interpreter still runs (Note [Python objects at exit], py_policy.hpp).
+    from ._tierpool import _detach_python_objects
+
+    _detach_python_objects()
+
+
+atexit.register(_detach_at_exit)

@@ -668,7 +668,7 @@ NB_MODULE(_tierpool, m)
             nb::gil_scoped_release unlocked;
             new (self) py_pool(std::move(host), std::move(o));
           },
-          nb::kw_only(), "tiers"_a.none() = nb::none(), "policy"_a.none() = nb::str("lru"), "prefetch"_a = nb::str("none"),
+          nb::kw_only(), "tiers"_a.none() = nb::none(), "policy"_a = nb::str("lru"), "prefetch"_a = nb::str("none"),
           "backend"_a = "auto", "device"_a = 0, "sim_memory"_a = "real", "sim_clock"_a = "wall",
           "sim_device_bytes"_a.none() = nb::none(), "read_environment"_a = true,
           "tenant_quotas"_a = std::map<std::uint32_t, std::size_t>{}, "trace_path"_a = "", "publish"_a = true,

@@ -1012,6 +1012,12 @@ NB_MODULE(_tierpool, m)
           g.prefetch = prefetch;
           g.threads = threads;
           g.registry = &host->registry;  // the worker threads take the GIL per Python hook
+          // Python hooks run one at a time (the GIL), and threads that hand the GIL to each
+          // other on every hook are ten times slower than one thread: by default, a grid
+          // with a Python policy or predictor runs on one (an explicit `threads` wins).
+          bool python = host->is_python(prefetch, true);
+          for (auto const& pol : policies) { python = python || host->is_python(pol, false); }
+          if (threads == 0 && python) { g.threads = 1; }
           for (auto const& pol : policies) {
             if (pol == "belady") { g.reference = "belady"; }
           }
@@ -1024,7 +1030,8 @@ NB_MODULE(_tierpool, m)
       "trace"_a, "policies"_a = std::vector<std::string>{"lru"}, "capacities"_a = "10%", "mode"_a = "pool",
       "prefetch"_a = nb::str("none"), "loop"_a = 1, "threads"_a = 0,
       "Replay a trace file (any format tierpool reads) for every policy x capacity, as `tierpool replay` "
-      "does. capacities: comma-separated, '10%' of the working set or byte sizes ('64MiB'); mode: 'pool', "
+      "does. capacities: comma-separated, '10%' of the working set or byte sizes ('64MiB'); threads: 0 = every "
+      "hardware thread, or 1 when a Python policy or predictor is in the grid; mode: 'pool', "
       "'cache', 'uvm' or 'uvm-hints'. policies: specs or Python EvictionPolicy classes; prefetch: a spec or a "
       "Python Predictor class. Returns one dict per run, policy-major (keys as `tierpool replay "
       "--json`: policy, capacity, hits, misses, hit_ratio, makespan_seconds, ideal_seconds, bytes_h2d, ...). "

@@ -809,7 +809,10 @@ std::vector<registration> python_registrations()
 void fill(policy_host& host)
 {
   host.registry = policy_registry::with_builtins();
-  for (registration const& r : python_registrations()) { add_to(host.registry, r, host.failures); }
+  for (registration const& r : python_registrations()) {
+    add_to(host.registry, r, host.failures);
+    (r.predictor ? host.python_predictors : host.python_policies).insert(r.name);
+  }
 }
 
 }  // namespace
@@ -846,7 +849,15 @@ std::string policy_host::resolve(nb::handle spec, bool predictor)
   r.factory = nb::borrow(spec);
   r.predictor = predictor;
   add_to(registry, r, failures);
+  (predictor ? python_predictors : python_policies).insert(name);
   return name;
+}
+
+bool policy_host::is_python(std::string_view spec, bool predictor) const
+{
+  std::string_view const name = spec.substr(0, spec.find(':'));
+  auto const& names = predictor ? python_predictors : python_policies;
+  return names.find(name) != names.end();
 }
 
 // ---- bindings ----

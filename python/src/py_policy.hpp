@@ -46,6 +46,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <string_view>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -251,10 +253,14 @@ static_assert(prefetch_predictor<py_predictor>);
 struct policy_host {
   policy_registry registry;
   std::shared_ptr<policy_failures> failures = std::make_shared<policy_failures>();
+  std::set<std::string, std::less<>> python_policies;    ///< names registered from Python
+  std::set<std::string, std::less<>> python_predictors;  ///< likewise
 
   /// A spec for the registry: a str as is; a class (or any callable) is registered under
   /// a name of its own (its `name`, else its lower-cased class name) and that name returned.
   std::string resolve(nb::handle spec, bool predictor);
+  /// True when `spec` names a Python policy (or, with `predictor`, predictor) of this host.
+  [[nodiscard]] bool is_python(std::string_view spec, bool predictor) const;
   /// Raise a waiting failure (GIL held). Cheap when there is none.
   void check() const
   {

@@ -582,7 +582,7 @@ def policies() -> list:
 
 def replay(trace: str, policies: Sequence[object] = ['lru'], capacities: str = '10%', mode: str = 'pool', prefetch: object = 'none', loop: int = 1, threads: int = 0) -> object:
     """
-    Replay a trace file (any format tierpool reads) for every policy x capacity, as `tierpool replay` does. capacities: comma-separated, '10%' of the working set or byte sizes ('64MiB'); mode: 'pool', 'cache', 'uvm' or 'uvm-hints'. policies: specs or Python EvictionPolicy classes; prefetch: a spec or a Python Predictor class. Returns one dict per run, policy-major (keys as `tierpool replay --json`: policy, capacity, hits, misses, hit_ratio, makespan_seconds, ideal_seconds, bytes_h2d, ...). Raises TraceError for a bad trace, LogicError for a bad policy or capacity, PolicyError when a Python policy failed (after the grid ran; its tier fell back to lru).
+    Replay a trace file (any format tierpool reads) for every policy x capacity, as `tierpool replay` does. capacities: comma-separated, '10%' of the working set or byte sizes ('64MiB'); threads: 0 = every hardware thread, or 1 when a Python policy or predictor is in the grid; mode: 'pool', 'cache', 'uvm' or 'uvm-hints'. policies: specs or Python EvictionPolicy classes; prefetch: a spec or a Python Predictor class. Returns one dict per run, policy-major (keys as `tierpool replay --json`: policy, capacity, hits, misses, hit_ratio, makespan_seconds, ideal_seconds, bytes_h2d, ...). Raises TraceError for a bad trace, LogicError for a bad policy or capacity, PolicyError when a Python policy failed (after the grid ran; its tier fell back to lru).
     """
 
 def trace_gen(workload: str, path: str, params: Mapping[str, str] = {}, seed: int = 1) -> int:

@@ -628,3 +628,22 @@ def test_module_level_pool_with_a_python_policy_exits_cleanly(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "ok"
     assert "leaked" not in r.stderr, r.stderr
+
+
+def test_the_chapters_examples_run():
+    # docs/chapters/python_policies.md: its Python blocks, in order, run as written.
+    import re
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "chapters", "python_policies.md")
+    with open(path, encoding="utf-8") as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    assert len(blocks) == 2
+    cwd = os.getcwd()
+    os.chdir(os.path.join(os.path.dirname(__file__), "..", ".."))  # the example names tests/data/...
+    try:
+        scope = {"LruPolicy": LruPolicy}
+        for code in blocks:
+            exec(compile(code, path, "exec"), scope)  # noqa: S102 - the chapter's own code
+        assert len(scope["rows"]) == 4
+    finally:
+        os.chdir(cwd)

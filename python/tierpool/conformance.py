@@ -396,5 +396,7 @@ def check_policy(policy, *, direct=False, forecasts=False, checks=None):
             check(lambda: Driver(policy, direct=direct, forecasts=forecasts))
         except AssertionError as e:
             failures.append(f"{name}: {e}")
+        except Exception as e:  # noqa: BLE001 - a policy that raises fails the check
+            failures.append(f"{name}: {type(e).__name__}: {e}")
     if failures:
         raise AssertionError(f"{policy!r} fails {len(failures)} conformance check(s):\n  " + "\n  ".join(failures))

@@ -155,6 +155,18 @@ set_tests_properties(cli.bench_copy.bad_bytes_message PROPERTIES LABELS cpu
 add_test(NAME cli.bench_copy.bad_lower_message COMMAND $<TARGET_FILE:tierpool_cli> bench copy --lower managed)
 set_tests_properties(cli.bench_copy.bad_lower_message PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "tierpool bench copy: unknown --lower 'managed' \\(valid: pinned_host, host\\)")
+# bench scale: a short run prints every column for each count and a valid pool; bad counts are refused.
+add_test(NAME cli.bench_scale.table COMMAND $<TARGET_FILE:tierpool_cli> bench scale --tensors 500,20000 --device-bytes 4MiB --runs 1)
+set_tests_properties(cli.bench_scale.table PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "pool scale: 4\\.0 KiB tensors, device tier 4\\.0 MiB.*\n +500 +[0-9]+ \\([0-9]+-[0-9]+\\) .* 0\\.00 .*\n +20000 .* 1\\.00 .*pool valid at end of every run: yes")
+add_test(NAME cli.bench_scale.json COMMAND $<TARGET_FILE:tierpool_cli> bench scale --tensors 3000 --device-bytes 4MiB --runs 2 --json)
+set_tests_properties(cli.bench_scale.json PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "^{\"benchmark\":\"scale\",\"tensor_bytes\":4096,\"device_bytes\":4194304,.*\"runs\":2,\"valid\":true,\"rows\":\\[{\"tensors\":3000,\"metadata_bytes_per_tensor\":[-+.0-9Ee]+,.*\"fits_ms\":[-+.0-9Ee]+,")
+add_test(NAME cli.bench_scale.bad_count_message COMMAND $<TARGET_FILE:tierpool_cli> bench scale --tensors 10,-5)
+set_tests_properties(cli.bench_scale.bad_count_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool bench scale: --tensors must be an integer in 1\\.\\.10000000, got '-5'")
+add_test(NAME cli.bench_scale.bad_count_fails COMMAND $<TARGET_FILE:tierpool_cli> bench scale --tensors 0)
+set_tests_properties(cli.bench_scale.bad_count_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
 # --device N: the pool runs on simulated device N (CUDA device N on a GPU); a negative or
 # non-numeric ordinal is refused (exit 2) with the flag's range.
 add_test(NAME cli.bench_hitpath.device COMMAND $<TARGET_FILE:tierpool_cli> bench hitpath --backend sim --device 1 --ops 1000 --runs 1)

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include <tierpool/backends/sim_backend.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/pool.hpp>
 #include <tierpool/replay.hpp>
@@ -94,10 +95,44 @@ tierpool::tier_options tier_from_dict(nb::dict d, tierpool::python::policy_host&
   return t;
 }
 
+// {"kind": "copy", "nth": 3} or {"kind": "any", "probability": 0.01}: one sim fault rule.
+tierpool::sim_fault_rule fault_from_dict(nb::dict d)
+{
+  tierpool::sim_fault_rule r;
+  for (auto [k, v] : d) {
+    std::string const key = nb::cast<std::string>(k);
+    if (key == "kind") {
+      std::string const kind = nb::cast<std::string>(v);
+      bool found = false;
+      for (std::size_t i = 0; i <= tierpool::sim_call_count; ++i) {
+        auto const c = static_cast<tierpool::sim_call>(i);
+        if (tierpool::to_string(c) == kind) {
+          r.kind = c;
+          found = true;
+        }
+      }
+      if (!found) {
+        throw tierpool::logic_error("unknown sim fault kind '" + kind +
+                                    "' (known: allocate, copy, event, stream_create, prefetch, host_func, compute, any)");
+      }
+    } else if (key == "nth") {
+      r.nth = nb::cast<std::uint64_t>(v);
+    } else if (key == "probability") {
+      r.probability = nb::cast<double>(v);
+    } else {
+      throw tierpool::logic_error("unknown sim fault option '" + key + "' (known: kind, nth, probability)");
+    }
+  }
+  return r;
+}
+
 // ---- the wrapped objects ----
+
+struct py_pool;
 
 struct py_tensor {
   tierpool::pool* pool{nullptr};  // kept alive by keep_alive
+  py_pool* owner{nullptr};        // the same pool's wrapper
   tierpool::tensor handle;
   std::string name;
 
@@ -120,44 +155,158 @@ struct py_tensor {
   }
 };
 
+// Note [A view defers its lease's release]
+// ----------------------------------------
+// Rationale: a numpy array or torch tensor made from a lease points into the lease's
+// bytes. Python code drops the lease (a `with` block ends) long before the garbage
+// collector drops such a view, and a view over released bytes would read whatever the
+// pool put there next. Refusing release() while views live (what this file first did)
+// made `with pool.acquire(t) as l: a = np.from_dlpack(l)` raise at the end of the block.
+// Approach: every view counts in py_lease::exports (buffer protocol, numpy(), DLPack).
+// release() with views alive only marks the lease `release_pending`; the last view's
+// death releases it. Until then the tensor stays pinned, so the pool keeps a table of
+// the leases Python views hold (py_pool::view_pins): summary() and stats() list them,
+// an OutOfMemory says how many bytes they hold, and close() names them.
+// Limitations: a view kept in a reference cycle pins its tensor until the cycle
+// collector runs (gc.collect()). All of this state changes only with the GIL held.
 struct py_lease {
   tierpool::lease handle;
-  bool host{false};        // acquire_host
-  bool real_memory{true};  // the backend has bytes (not phantom)
-  bool cuda{false};        // the backend is CUDA
+  py_pool* owner{nullptr};  // kept alive by keep_alive (a lease keeps its pool)
+  std::string name;         // the tensor's name
+  bool host{false};         // acquire_host
+  bool real_memory{true};   // the backend has bytes (not phantom)
+  bool cuda{false};         // the backend is CUDA
   int device{0};
-  std::size_t exports{0};  // live zero-copy views
+  std::size_t exports{0};        // live zero-copy views
+  bool release_pending{false};   // release() was asked while views lived
 
   py_lease() = default;
   py_lease(py_lease&&) noexcept = default;
   py_lease& operator=(py_lease&&) noexcept = default;
-  ~py_lease()  // unpinning takes the tier's lock: without the GIL (as py_tensor)
+  ~py_lease() { release_now(); }  // (as py_tensor: without the GIL)
+  // Unpinning takes the tier's lock: release without the GIL (as py_tensor).
+  void release_now() noexcept
   {
-    if (handle.active() && PyGILState_Check() != 0) {
+    if (!handle.active()) { return; }
+    if (PyGILState_Check() != 0) {
       nb::gil_scoped_release unlocked;
+      handle.release();
+    } else {
       handle.release();
     }
   }
 
   void check_viewable() const
   {
+    if (release_pending) {
+      throw nb::buffer_error(("the lease was released (its bytes stay pinned until its " + std::to_string(exports) +
+                              " view(s) are gone): no new view")
+                                 .c_str());
+    }
     if (!handle.active()) { throw nb::buffer_error("the lease was released: its bytes are no longer reachable"); }
     if (!real_memory) {
       throw nb::buffer_error("the backend has phantom memory (sim memory='phantom'): a lease has no bytes to view");
     }
   }
+  void add_export();
+  void drop_export() noexcept;
+  // End the lease now, or when its last view dies (Note [A view defers its lease's release]).
   void release()
   {
     if (exports != 0) {
-      throw nb::buffer_error(("Lease.release(): " + std::to_string(exports) +
-                              " view(s) of its bytes (memoryview, numpy array, DLPack) still exist; "
-                              "delete them first")
-                                 .c_str());
+      release_pending = true;
+      return;
     }
-    nb::gil_scoped_release unlocked;
-    handle.release();
+    release_now();
+  }
+  // Bytes in host memory that the CPU reads at once: wait for the copies the lease's
+  // stream was ordered after (a device lease on the simulated device).
+  void wait_for_host_bytes() const;
+};
+
+// A lease that Python views hold (py_pool::view_pins).
+struct view_pin {
+  std::uint64_t tensor{0};
+  std::string name;
+  std::size_t bytes{0};
+  bool host{false};
+};
+
+struct py_pool {
+  // Declared first, destroyed last: the pool's Python policies report here.
+  std::shared_ptr<tierpool::python::policy_host> policies;
+  tierpool::pool pool;
+  std::map<py_lease const*, view_pin> view_pins;  // changed with the GIL held
+  py_pool(std::shared_ptr<tierpool::python::policy_host> h, tierpool::pool_options o)
+    : policies(std::move(h)), pool(std::move(o))
+  {
+  }
+  py_pool(py_pool const&) = delete;
+  py_pool& operator=(py_pool const&) = delete;
+  ~py_pool()
+  {
+    // Closing calls the policies' hooks (they take the GIL): close without it.
+    if (PyGILState_Check() != 0) {
+      nb::gil_scoped_release unlocked;
+      try {
+        pool.close();
+      } catch (...) {  // NOLINT(bugprone-empty-catch): leases live: the pool's destructor copes
+      }
+    }
+  }
+  /// Raise a Python policy's recorded failure (tierpool.PolicyError), once. GIL held.
+  void check() const { policies->check(); }
+
+  [[nodiscard]] std::size_t view_bytes() const noexcept
+  {
+    std::size_t n = 0;
+    for (auto const& [l, v] : view_pins) { n += v.bytes; }
+    return n;
+  }
+  // "2 lease(s), 8388608 bytes: 'a' (tensor 3, 4194304 bytes, device lease), ..." or "".
+  [[nodiscard]] std::string describe_view_pins() const
+  {
+    if (view_pins.empty()) { return {}; }
+    std::string s = std::to_string(view_pins.size()) + " lease(s), " + std::to_string(view_bytes()) + " bytes: ";
+    bool first = true;
+    for (auto const& [l, v] : view_pins) {
+      if (!first) { s += ", "; }
+      first = false;
+      s += "'" + v.name + "' (tensor " + std::to_string(v.tensor) + ", " + std::to_string(v.bytes) + " bytes, " +
+           (v.host ? "host" : "device") + " lease, " + std::to_string(l->exports) + " view(s)" +
+           (l->release_pending ? ", released" : "") + ")";
+    }
+    return s;
   }
 };
+
+void py_lease::add_export()
+{
+  if (exports++ == 0 && owner != nullptr) {
+    owner->view_pins[this] = view_pin{static_cast<std::uint64_t>(handle.id()), name, handle.bytes(), host};
+  }
+}
+
+void py_lease::drop_export() noexcept
+{
+  if (exports == 0) { return; }
+  if (--exports != 0) { return; }
+  if (owner != nullptr) { owner->view_pins.erase(this); }
+  if (release_pending) {
+    release_pending = false;
+    release_now();
+  }
+}
+
+void py_lease::wait_for_host_bytes() const
+{
+  if (host || cuda || owner == nullptr || !handle.active()) { return; }
+  tierpool::stream_handle const s = handle.stream();
+  nb::gil_scoped_release unlocked;
+  tierpool::event e = owner->pool.create_event();
+  e.record(s);
+  e.synchronize();
+}
 
 // Buffer protocol of Lease: the bytes as a flat uint8 buffer, writable unless read access.
 int lease_getbuffer(PyObject* self, Py_buffer* view, int flags)
@@ -166,7 +315,12 @@ int lease_getbuffer(PyObject* self, Py_buffer* view, int flags)
   try {
     l->check_viewable();
     if (!l->host && l->cuda) { throw nb::buffer_error("a device lease on the CUDA backend is not host memory: use DLPack"); }
+    l->wait_for_host_bytes();
   } catch (nb::builtin_exception const& e) {
+    view->obj = nullptr;
+    PyErr_SetString(PyExc_BufferError, e.what());
+    return -1;
+  } catch (std::exception const& e) {
     view->obj = nullptr;
     PyErr_SetString(PyExc_BufferError, e.what());
     return -1;
@@ -176,15 +330,11 @@ int lease_getbuffer(PyObject* self, Py_buffer* view, int flags)
                         flags) != 0) {
     return -1;
   }
-  ++l->exports;
+  l->add_export();
   return 0;
 }
 
-void lease_releasebuffer(PyObject* self, Py_buffer*)
-{
-  py_lease* l = nb::inst_ptr<py_lease>(self);
-  if (l->exports != 0) { --l->exports; }
-}
+void lease_releasebuffer(PyObject* self, Py_buffer*) { nb::inst_ptr<py_lease>(self)->drop_export(); }
 
 PyType_Slot lease_slots[] = {
     {Py_bf_getbuffer, reinterpret_cast<void*>(lease_getbuffer)},
@@ -200,12 +350,12 @@ Array lease_array(nb::handle self)
 {
   py_lease* l = nb::inst_ptr<py_lease>(self);
   l->check_viewable();
+  l->wait_for_host_bytes();
   self.inc_ref();
-  ++l->exports;
+  l->add_export();
   nb::capsule owner(self.ptr(), [](void* p) noexcept {
     PyObject* obj = static_cast<PyObject*>(p);
-    py_lease* lease = nb::inst_ptr<py_lease>(obj);
-    if (lease->exports != 0) { --lease->exports; }
+    nb::inst_ptr<py_lease>(obj)->drop_export();
     Py_DECREF(obj);
   });
   std::size_t const shape[1] = {l->handle.bytes()};
@@ -251,6 +401,22 @@ std::vector<std::pair<char const*, nb::object>> oom_attrs(tierpool::out_of_memor
           {"figures", oom_figures_dict(e.figures())}};
 }
 
+// The Python OutOfMemory (QuotaExceeded) of `e`, its message extended by `suffix`.
+void raise_oom(tierpool::out_of_memory const& e, std::string const& suffix, std::size_t view_bytes)
+{
+  std::string const what = std::string(e.what()) + suffix;
+  auto attrs = oom_attrs(e);
+  attrs.emplace_back("python_view_bytes", nb::int_(view_bytes));
+  if (auto const* q = dynamic_cast<tierpool::quota_exceeded const*>(&e)) {
+    attrs.emplace_back("tenant", nb::int_(q->tenant()));
+    attrs.emplace_back("quota", nb::int_(q->quota()));
+    attrs.emplace_back("live", nb::int_(q->live()));
+    raise_py("QuotaExceeded", what.c_str(), attrs);
+  } else {
+    raise_py("OutOfMemory", what.c_str(), attrs);
+  }
+}
+
 void translate(std::exception_ptr const& p, void*)
 {
   try {
@@ -264,14 +430,8 @@ void translate(std::exception_ptr const& p, void*)
               {"lost_names", nb::cast(e.lost_names())}});
   } catch (tierpool::backend_error const& e) {
     raise_py("BackendError", e.what(), {{"code", nb::str(std::string(tierpool::to_string(e.code())).c_str())}});
-  } catch (tierpool::quota_exceeded const& e) {
-    auto attrs = oom_attrs(e);
-    attrs.emplace_back("tenant", nb::int_(e.tenant()));
-    attrs.emplace_back("quota", nb::int_(e.quota()));
-    attrs.emplace_back("live", nb::int_(e.live()));
-    raise_py("QuotaExceeded", e.what(), attrs);
   } catch (tierpool::out_of_memory const& e) {
-    raise_py("OutOfMemory", e.what(), oom_attrs(e));
+    raise_oom(e, "", 0);
   } catch (tierpool::trace_error const& e) {
     raise_py("TraceError", e.what(), {});
   } catch (tierpool::logic_error const& e) {
@@ -289,7 +449,8 @@ tierpool::pool_options make_options(tierpool::python::policy_host& host,
                                     std::string const& sim_memory, std::string const& sim_clock,
                                     std::optional<std::size_t> sim_device_bytes, bool read_environment,
                                     std::map<std::uint32_t, std::size_t> const& tenant_quotas,
-                                    std::string const& trace_path, bool publish, bool quiet)
+                                    std::string const& trace_path, bool publish, bool quiet,
+                                    std::vector<nb::dict> const& sim_faults, std::uint64_t sim_fault_seed)
 {
   tierpool::pool_options o;
   if (tiers) {
@@ -323,6 +484,8 @@ tierpool::pool_options make_options(tierpool::python::policy_host& host,
     throw tierpool::logic_error("unknown sim_clock '" + sim_clock + "' (known: wall, virtual)");
   }
   if (sim_device_bytes) { o.sim.device_bytes = *sim_device_bytes; }
+  for (nb::dict const& f : sim_faults) { o.sim.faults.rules.push_back(fault_from_dict(f)); }
+  o.sim.faults.seed = sim_fault_seed;
   o.read_environment = read_environment;
   o.tenant_quotas = tenant_quotas;
   o.trace_path = trace_path;
@@ -331,36 +494,13 @@ tierpool::pool_options make_options(tierpool::python::policy_host& host,
   return o;
 }
 
-struct py_pool {
-  // Declared first, destroyed last: the pool's Python policies report here.
-  std::shared_ptr<tierpool::python::policy_host> policies;
-  tierpool::pool pool;
-  py_pool(std::shared_ptr<tierpool::python::policy_host> h, tierpool::pool_options o)
-    : policies(std::move(h)), pool(std::move(o))
-  {
-  }
-  py_pool(py_pool const&) = delete;
-  py_pool& operator=(py_pool const&) = delete;
-  ~py_pool()
-  {
-    // Closing calls the policies' hooks (they take the GIL): close without it.
-    if (PyGILState_Check() != 0) {
-      nb::gil_scoped_release unlocked;
-      try {
-        pool.close();
-      } catch (...) {  // NOLINT(bugprone-empty-catch): already closed, or leases live: the destructor copes
-      }
-    }
-  }
-  /// Raise a Python policy's recorded failure (tierpool.PolicyError), once. GIL held.
-  void check() const { policies->check(); }
-};
-
-py_lease make_lease(py_pool& p, tierpool::lease&& l, bool host)
+py_lease make_lease(py_pool& p, py_tensor const& t, tierpool::lease&& l, bool host)
 {
   auto const& caps = p.pool.backend().caps();
   py_lease out;
   out.handle = std::move(l);
+  out.owner = &p;
+  out.name = t.name;
   out.host = host;
   out.real_memory = caps.real_memory;
   out.cuda = caps.name == "cuda";
@@ -416,6 +556,17 @@ nb::dict capacity_dict(tierpool::capacity_report const& c)
   return d;
 }
 
+// True when a lease of `t` waits for its Python views (Note [A view defers its lease's release]).
+bool held_by_views(py_tensor const& t)
+{
+  if (t.owner == nullptr || !t.handle.valid()) { return false; }
+  auto const id = static_cast<std::uint64_t>(t.handle.id());
+  for (auto const& [l, v] : t.owner->view_pins) {
+    if (v.tensor == id && l->release_pending) { return true; }
+  }
+  return false;
+}
+
 tierpool::tensor const& live(py_tensor const& t)
 {
   if (!t.handle.valid()) { throw tierpool::logic_error("the tensor '" + t.name + "' was freed (or never allocated)"); }
@@ -438,6 +589,43 @@ void add_policy_figures(tierpool::python::policy_host const& host, nb::object& s
   }
   stats["policy_fallbacks"] = total;
   stats["predictor_failures"] = host.failures->predictor_failures();
+}
+
+// Run `f` (which may release the GIL); an OutOfMemory it throws while Python views pin
+// leases of this pool says so (Note [A view defers its lease's release]).
+template <class F>
+auto naming_view_pins(py_pool& p, F&& f)
+{
+  try {
+    return f();
+  } catch (tierpool::out_of_memory const& e) {
+    if (p.view_pins.empty()) { throw; }
+    raise_oom(e,
+              "; Python views (numpy arrays, memoryviews, DLPack tensors) of live leases pin " +
+                  p.describe_view_pins() + " -- delete those views (or run gc.collect()) to unpin them",
+              p.view_bytes());
+    throw nb::python_error();
+  }
+}
+
+nb::dict view_pins_dict(py_pool const& p)
+{
+  nb::dict d;
+  d["leases"] = p.view_pins.size();
+  d["bytes"] = p.view_bytes();
+  nb::list ls;
+  for (auto const& [l, v] : p.view_pins) {
+    nb::dict e;
+    e["tensor"] = v.tensor;
+    e["name"] = v.name;
+    e["bytes"] = v.bytes;
+    e["host"] = v.host;
+    e["views"] = l->exports;
+    e["released"] = l->release_pending;
+    ls.append(e);
+  }
+  d["pins"] = ls;
+  return d;
 }
 
 }  // namespace
@@ -534,14 +722,17 @@ NB_MODULE(_tierpool, m)
           "__exit__",
           [](py_tensor& t, nb::handle exc_type, nb::handle, nb::handle) {
             if (!t.handle.valid()) { return false; }
-            if (exc_type.is_none()) {
+            if (exc_type.is_none() && !held_by_views(t)) {
               t.free();
             } else {
+              nb::gil_scoped_release unlocked;  // dropping the handle may free (the tier's lock)
               t.handle = tierpool::tensor{};  // do not hide the exception: free when its leases end
             }
             return false;
           },
-          "exc_type"_a.none(), "exc"_a.none(), "tb"_a.none(), "Free the tensor (unless already freed).")
+          "exc_type"_a.none(), "exc"_a.none(), "tb"_a.none(),
+          "Free the tensor (unless already freed); when Python views still pin one of its leases, it is freed "
+          "once they are gone.")
       .def("__repr__", [](py_tensor const& t) {
         if (!t.handle.valid()) { return std::string("<tierpool.Tensor (freed) name='") + t.name + "'>"; }
         return "<tierpool.Tensor id=" + std::to_string(static_cast<std::uint64_t>(t.handle.id())) +
@@ -555,13 +746,19 @@ NB_MODULE(_tierpool, m)
                        "Zero-copy views: memoryview(lease) and numpy.asarray(lease) (buffer protocol, host memory "
                        "only, read-only for access='read') and numpy.from_dlpack(lease) / torch.from_dlpack(lease) "
                        "(DLPack; kDLCPU on the sim backend and for host leases, kDLCUDA for a device lease on the "
-                       "CUDA backend). A view keeps the lease alive; release() while a view exists raises "
-                       "BufferError.",
+                       "CUDA backend). A view keeps the lease alive: release() (or the end of a `with` block) "
+                       "while views exist ends the lease only when the last view dies, and until then the tensor "
+                       "stays pinned (Pool.summary() and Pool.stats()['python_views'] name it). A view of a device "
+                       "lease in host memory (the simulated device) waits for the copies the lease's stream was "
+                       "ordered after, so its bytes are there.",
                        nb::type_slots(lease_slots))
       .def_prop_ro("nbytes", [](py_lease const& l) { return l.handle.bytes(); }, "Size in bytes (0 once released).")
       .def_prop_ro("access", [](py_lease const& l) { return std::string(access_name(l.handle.access())); },
                    "The access the lease was taken with: 'read', 'read_write' or 'write_discard'.")
-      .def_prop_ro("active", [](py_lease const& l) { return l.handle.active(); }, "True until released.")
+      .def_prop_ro("active", [](py_lease const& l) { return l.handle.active() && !l.release_pending; },
+                   "True until released (release() or the end of a `with` block).")
+      .def_prop_ro("release_pending", [](py_lease const& l) { return l.release_pending; },
+                   "True while a release waits for the lease's last view to die (the tensor stays pinned).")
       .def_prop_ro("host", [](py_lease const& l) { return l.host; }, "True for a lease from acquire_host().")
       .def_prop_ro("stream", [](py_lease const& l) { return static_cast<std::uint64_t>(l.handle.stream().value); },
                    "The stream the lease is ordered on (0: the default stream).")
@@ -571,7 +768,8 @@ NB_MODULE(_tierpool, m)
                    "The address of the bytes (device memory for a device lease on CUDA; 0 once released).")
       .def_prop_ro("exports", [](py_lease const& l) { return l.exports; }, "Zero-copy views of this lease that still exist.")
       .def("release", &py_lease::release,
-           "End the lease now (idempotent). Raises BufferError while views of its bytes exist.")
+           "End the lease (idempotent). While views of its bytes exist, the lease ends when the last of them "
+           "dies (release_pending is True until then).")
       .def(
           "numpy",
           [](nb::handle self) {
@@ -583,10 +781,36 @@ NB_MODULE(_tierpool, m)
       .def(
           "__dlpack__",
           [](nb::handle self, nb::kwargs kwargs) {
+            py_lease* l = nb::inst_ptr<py_lease>(self);
+            nb::object stream = nb::none();
+            if (kwargs.contains("stream")) {
+              stream = kwargs["stream"];
+              nb::del(kwargs["stream"]);
+            }
+            if (!l->host && l->cuda) {
+              // The consumer's stream waits for the lease's (the copy-in); None is the legacy
+              // default stream (1), -1 asks for no synchronization (DLPack's convention).
+              std::int64_t const consumer = stream.is_none() ? 1 : nb::cast<std::int64_t>(stream);
+              if (consumer < -1 || consumer == 0) {
+                throw nb::value_error("__dlpack__(stream=...): a CUDA stream is None, -1, 1, 2 or a cudaStream_t");
+              }
+              l->check_viewable();
+              if (consumer != -1 && static_cast<std::uintptr_t>(consumer) != l->handle.stream().value) {
+                nb::gil_scoped_release unlocked;
+                tierpool::event e = l->owner->pool.create_event();
+                e.record(l->handle.stream());
+                e.wait(tierpool::stream_handle{static_cast<std::uintptr_t>(consumer)});
+              }
+            } else if (!stream.is_none() && !(nb::isinstance<nb::int_>(stream) && nb::cast<std::int64_t>(stream) == -1)) {
+              throw nb::value_error("__dlpack__(stream=...): host memory has no stream (pass None)");
+            }
             nb::object arr = nb::cast(lease_array<nb::ndarray<nb::array_api, std::uint8_t, nb::ndim<1>>>(self));
             return arr.attr("__dlpack__")(**kwargs);
           },
-          "A DLPack capsule over the lease's bytes (1-D uint8, zero-copy); it keeps the lease alive.")
+          "A DLPack capsule over the lease's bytes (1-D uint8, zero-copy); it keeps the lease alive. "
+          "stream (DLPack's keyword): for a device lease on CUDA, the consumer's stream, made to wait for the "
+          "lease's stream without blocking the host (None: the legacy default stream; -1: no wait); for host "
+          "memory None (the bytes are there when the call returns).")
       .def(
           "__dlpack_device__",
           [](py_lease const& l) {
@@ -644,7 +868,7 @@ NB_MODULE(_tierpool, m)
                       "policy; tensors move between them as leases need their bytes.\n\n"
                       "Pool(*, tiers=None, policy='lru', prefetch='none', backend='auto', device=0, "
                       "sim_memory='real', sim_clock='wall', sim_device_bytes=None, read_environment=True, "
-                      "tenant_quotas={}, trace_path='', publish=True, quiet=False)\n\n"
+                      "tenant_quotas={}, trace_path='', publish=True, quiet=False, sim_faults=[], sim_fault_seed=0)\n\n"
                       "tiers: a list of TierOptions or dicts with the same keys (None: device, pinned_host, host); "
                       "policy (and a tier dict's 'policy'): a spec ('lru', a registered Python policy's name) or a "
                       "Python EvictionPolicy class; prefetch: a spec or a Python Predictor class; "
@@ -652,7 +876,11 @@ NB_MODULE(_tierpool, m)
                       "sim_memory: 'real' (bytes) or 'phantom' (address ranges only: no views); sim_clock: 'wall' or "
                       "'virtual'; sim_device_bytes: the simulated device's memory (default 256 MiB); "
                       "read_environment: the TIERPOOL_* variables win over these options (False ignores them); "
-                      "publish: live figures for `tierpool top`; quiet: no message when falling back to sim.\n\n"
+                      "publish: live figures for `tierpool top`; quiet: no message when falling back to sim; "
+                      "sim_faults: fault rules of the simulated device, for testing failure paths, each a dict "
+                      "{'kind': 'copy' (allocate, event, stream_create, prefetch, host_func, compute, any), "
+                      "'nth': fail that matching call (1-based), 'probability': fail each with it}; "
+                      "sim_fault_seed: the seed of the probabilistic rules.\n\n"
                       "`with Pool(...) as p:` closes the pool at the end of the block.")
       .def(
           "__init__",
@@ -660,11 +888,11 @@ NB_MODULE(_tierpool, m)
              nb::handle prefetch, std::string const& backend, int device, std::string const& sim_memory,
              std::string const& sim_clock, std::optional<std::size_t> sim_device_bytes, bool read_environment,
              std::map<std::uint32_t, std::size_t> const& tenant_quotas, std::string const& trace_path, bool publish,
-             bool quiet) {
+             bool quiet, std::vector<nb::dict> const& sim_faults, std::uint64_t sim_fault_seed) {
             auto host = tierpool::python::make_policy_host();
             tierpool::pool_options o = make_options(*host, tiers, policy, prefetch, backend, device, sim_memory,
                                                     sim_clock, sim_device_bytes, read_environment, tenant_quotas,
-                                                    trace_path, publish, quiet);
+                                                    trace_path, publish, quiet, sim_faults, sim_fault_seed);
             nb::gil_scoped_release unlocked;
             new (self) py_pool(std::move(host), std::move(o));
           },
@@ -672,14 +900,14 @@ NB_MODULE(_tierpool, m)
           "backend"_a = "auto", "device"_a = 0, "sim_memory"_a = "real", "sim_clock"_a = "wall",
           "sim_device_bytes"_a.none() = nb::none(), "read_environment"_a = true,
           "tenant_quotas"_a = std::map<std::uint32_t, std::size_t>{}, "trace_path"_a = "", "publish"_a = true,
-          "quiet"_a = false,
+          "quiet"_a = false, "sim_faults"_a = std::vector<nb::dict>{}, "sim_fault_seed"_a = 0,
           "Build a pool (see the class docstring). Raises LogicError for bad options or an unknown policy, "
           "BackendError when the backend cannot be built.")
       .def(
           "allocate",
           [](py_pool& p, std::size_t nbytes, std::string const& name, float priority, std::uint32_t tenant,
              std::optional<std::uint32_t> preferred_tier, bool write_through) {
-            p.check();
+               p.check();
             tierpool::tensor_options o;
             o.name = name;
             o.priority = priority;
@@ -688,11 +916,12 @@ NB_MODULE(_tierpool, m)
             o.write_through = write_through;
             py_tensor t;
             t.pool = &p.pool;
+            t.owner = &p;
             t.name = name;
-            {
+            naming_view_pins(p, [&] {
               nb::gil_scoped_release unlocked;
               t.handle = p.pool.allocate(nbytes, o);
-            }
+            });
             return t;
           },
           "nbytes"_a, nb::kw_only(), "name"_a = "", "priority"_a = 0.0F, "tenant"_a = 0,
@@ -708,11 +937,11 @@ NB_MODULE(_tierpool, m)
             tierpool::stream_handle const s{static_cast<std::uintptr_t>(stream.value_or(0))};
             tierpool::tensor const& h = live(t);
             tierpool::lease l;
-            {
+            naming_view_pins(p, [&] {
               nb::gil_scoped_release unlocked;
               l = p.pool.acquire(h, a, s);
-            }
-            return make_lease(p, std::move(l), false);
+            });
+            return make_lease(p, t, std::move(l), false);
           },
           "tensor"_a, "access"_a = "read", "stream"_a.none() = nb::none(), nb::keep_alive<0, 1>(),
           nb::keep_alive<0, 2>(),
@@ -726,11 +955,11 @@ NB_MODULE(_tierpool, m)
             tierpool::access_mode const a = parse_access(access);
             tierpool::tensor const& h = live(t);
             tierpool::lease l;
-            {
+            naming_view_pins(p, [&] {
               nb::gil_scoped_release unlocked;
               l = p.pool.acquire_host(h, a);
-            }
-            return make_lease(p, std::move(l), true);
+            });
+            return make_lease(p, t, std::move(l), true);
           },
           "tensor"_a, "access"_a = "read", nb::keep_alive<0, 1>(), nb::keep_alive<0, 2>(),
           "Lease the tensor's bytes in host memory, synchronously (for filling and checking them from Python).")
@@ -783,20 +1012,32 @@ NB_MODULE(_tierpool, m)
               json = p.pool.summary_json();
             }
             nb::object d = json_loads(json);
+            d["python_views"] = view_pins_dict(p);
             add_policy_figures(*p.policies, d);
             return d;
           },
           "The pool's statistics as a dict (the JSON of summary_json()): 'tiers' is a list of dicts with name, "
           "kind, policy, capacity, used bytes, evictions, policy_fallbacks (times a Python policy of the tier "
-          "failed and lru took over), ...; 'policy_fallbacks' and 'predictor_failures' are the pool's totals.")
+          "failed and lru took over), ...; 'policy_fallbacks' and 'predictor_failures' are the pool's totals; "
+          "'python_views' lists the leases that live Python views pin (leases, bytes, pins: tensor, name, bytes, "
+          "host, views, released).")
       .def(
           "summary",
           [](py_pool const& p) {
             p.check();
-            nb::gil_scoped_release unlocked;
-            return p.pool.summary();
+            std::string s;
+            {
+              nb::gil_scoped_release unlocked;
+              s = p.pool.summary();
+            }
+            if (!p.view_pins.empty()) {
+              if (!s.empty() && s.back() != '\n') { s += '\n'; }
+              s += "pinned by Python views: " + p.describe_view_pins() + "\n";
+            }
+            return s;
           },
-          "A human-readable table of the statistics.")
+          "A human-readable table of the statistics; its last line names the tensors that live Python views "
+          "pin, when there are any.")
       .def(
           "summary_json",
           [](py_pool const& p) {
@@ -932,9 +1173,12 @@ NB_MODULE(_tierpool, m)
       .def(
           "close",
           [](py_pool& p) {
-            {
+            try {
               nb::gil_scoped_release unlocked;
               p.pool.close();
+            } catch (tierpool::logic_error const& e) {
+              if (p.view_pins.empty()) { throw; }
+              throw tierpool::logic_error(std::string(e.what()) + "; Python views pin " + p.describe_view_pins());
             }
             p.check();  // closed; a Python policy's failure still surfaces
           },

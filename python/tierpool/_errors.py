@@ -55,13 +55,15 @@ class OutOfMemory(Error, MemoryError):
     Attributes: ``cause`` ("capacity", "pinned", "fragmentation", "busy", "quota"),
     ``tier`` (index), ``requested`` (bytes), ``figures`` (a dict: capacity_bytes,
     resident_bytes, pinned_bytes, in_flight_bytes, busy_bytes, free_bytes,
-    largest_free_block, attempts).
+    largest_free_block, attempts), ``python_view_bytes`` (bytes of leases that live
+    Python views pin; the message names them).
     """
 
     cause: str = "capacity"
     tier: int = 0
     requested: int = 0
     figures: dict = {}
+    python_view_bytes: int = 0
 
 
 class QuotaExceeded(OutOfMemory):

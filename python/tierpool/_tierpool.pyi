@@ -335,7 +335,9 @@ class Tensor:
         """Return the tensor."""
 
     def __exit__(self, exc_type: object | None, exc: object | None, tb: object | None) -> bool:
-        """Free the tensor (unless already freed)."""
+        """
+        Free the tensor (unless already freed); when Python views still pin one of its leases, it is freed once they are gone.
+        """
 
     def __repr__(self) -> str:
         """id, size and name."""
@@ -344,7 +346,7 @@ class Lease:
     """
     A pin on a tensor that makes its bytes reachable (from Pool.acquire or Pool.acquire_host); the tensor is neither moved nor evicted while it lives. `with` releases it.
 
-    Zero-copy views: memoryview(lease) and numpy.asarray(lease) (buffer protocol, host memory only, read-only for access='read') and numpy.from_dlpack(lease) / torch.from_dlpack(lease) (DLPack; kDLCPU on the sim backend and for host leases, kDLCUDA for a device lease on the CUDA backend). A view keeps the lease alive; release() while a view exists raises BufferError.
+    Zero-copy views: memoryview(lease) and numpy.asarray(lease) (buffer protocol, host memory only, read-only for access='read') and numpy.from_dlpack(lease) / torch.from_dlpack(lease) (DLPack; kDLCPU on the sim backend and for host leases, kDLCUDA for a device lease on the CUDA backend). A view keeps the lease alive: release() (or the end of a `with` block) while views exist ends the lease only when the last view dies, and until then the tensor stays pinned (Pool.summary() and Pool.stats()['python_views'] name it). A view of a device lease in host memory (the simulated device) waits for the copies the lease's stream was ordered after, so its bytes are there.
     """
 
     @property
@@ -359,7 +361,13 @@ class Lease:
 
     @property
     def active(self) -> bool:
-        """True until released."""
+        """True until released (release() or the end of a `with` block)."""
+
+    @property
+    def release_pending(self) -> bool:
+        """
+        True while a release waits for the lease's last view to die (the tensor stays pinned).
+        """
 
     @property
     def host(self) -> bool:
@@ -385,7 +393,7 @@ class Lease:
 
     def release(self) -> None:
         """
-        End the lease now (idempotent). Raises BufferError while views of its bytes exist.
+        End the lease (idempotent). While views of its bytes exist, the lease ends when the last of them dies (release_pending is True until then).
         """
 
     def numpy(self) -> Annotated[NDArray[numpy.uint8], dict(shape=(None,))]:
@@ -395,7 +403,7 @@ class Lease:
 
     def __dlpack__(self, **kwargs) -> object:
         """
-        A DLPack capsule over the lease's bytes (1-D uint8, zero-copy); it keeps the lease alive.
+        A DLPack capsule over the lease's bytes (1-D uint8, zero-copy); it keeps the lease alive. stream (DLPack's keyword): for a device lease on CUDA, the consumer's stream, made to wait for the lease's stream without blocking the host (None: the legacy default stream; -1: no wait); for host memory None (the bytes are there when the call returns).
         """
 
     def __dlpack_device__(self) -> tuple:
@@ -435,14 +443,14 @@ class Pool:
     """
     A tiered memory pool: tiers from fastest (the device) to slowest, each with an eviction policy; tensors move between them as leases need their bytes.
 
-    Pool(*, tiers=None, policy='lru', prefetch='none', backend='auto', device=0, sim_memory='real', sim_clock='wall', sim_device_bytes=None, read_environment=True, tenant_quotas={}, trace_path='', publish=True, quiet=False)
+    Pool(*, tiers=None, policy='lru', prefetch='none', backend='auto', device=0, sim_memory='real', sim_clock='wall', sim_device_bytes=None, read_environment=True, tenant_quotas={}, trace_path='', publish=True, quiet=False, sim_faults=[], sim_fault_seed=0)
 
-    tiers: a list of TierOptions or dicts with the same keys (None: device, pinned_host, host); policy (and a tier dict's 'policy'): a spec ('lru', a registered Python policy's name) or a Python EvictionPolicy class; prefetch: a spec or a Python Predictor class; backend: 'auto' (CUDA when usable, else the simulated device), 'sim' or 'cuda'; sim_memory: 'real' (bytes) or 'phantom' (address ranges only: no views); sim_clock: 'wall' or 'virtual'; sim_device_bytes: the simulated device's memory (default 256 MiB); read_environment: the TIERPOOL_* variables win over these options (False ignores them); publish: live figures for `tierpool top`; quiet: no message when falling back to sim.
+    tiers: a list of TierOptions or dicts with the same keys (None: device, pinned_host, host); policy (and a tier dict's 'policy'): a spec ('lru', a registered Python policy's name) or a Python EvictionPolicy class; prefetch: a spec or a Python Predictor class; backend: 'auto' (CUDA when usable, else the simulated device), 'sim' or 'cuda'; sim_memory: 'real' (bytes) or 'phantom' (address ranges only: no views); sim_clock: 'wall' or 'virtual'; sim_device_bytes: the simulated device's memory (default 256 MiB); read_environment: the TIERPOOL_* variables win over these options (False ignores them); publish: live figures for `tierpool top`; quiet: no message when falling back to sim; sim_faults: fault rules of the simulated device, for testing failure paths, each a dict {'kind': 'copy' (allocate, event, stream_create, prefetch, host_func, compute, any), 'nth': fail that matching call (1-based), 'probability': fail each with it}; sim_fault_seed: the seed of the probabilistic rules.
 
     `with Pool(...) as p:` closes the pool at the end of the block.
     """
 
-    def __init__(self, *, tiers: Sequence[object] | None = None, policy: object = 'lru', prefetch: object = 'none', backend: str = 'auto', device: int = 0, sim_memory: str = 'real', sim_clock: str = 'wall', sim_device_bytes: int | None = None, read_environment: bool = True, tenant_quotas: Mapping[int, int] = {}, trace_path: str = '', publish: bool = True, quiet: bool = False) -> None:
+    def __init__(self, *, tiers: Sequence[object] | None = None, policy: object = 'lru', prefetch: object = 'none', backend: str = 'auto', device: int = 0, sim_memory: str = 'real', sim_clock: str = 'wall', sim_device_bytes: int | None = None, read_environment: bool = True, tenant_quotas: Mapping[int, int] = {}, trace_path: str = '', publish: bool = True, quiet: bool = False, sim_faults: Sequence[dict] = [], sim_fault_seed: int = 0) -> None:
         """
         Build a pool (see the class docstring). Raises LogicError for bad options or an unknown policy, BackendError when the backend cannot be built.
         """
@@ -484,11 +492,13 @@ class Pool:
 
     def stats(self) -> object:
         """
-        The pool's statistics as a dict (the JSON of summary_json()): 'tiers' is a list of dicts with name, kind, policy, capacity, used bytes, evictions, policy_fallbacks (times a Python policy of the tier failed and lru took over), ...; 'policy_fallbacks' and 'predictor_failures' are the pool's totals.
+        The pool's statistics as a dict (the JSON of summary_json()): 'tiers' is a list of dicts with name, kind, policy, capacity, used bytes, evictions, policy_fallbacks (times a Python policy of the tier failed and lru took over), ...; 'policy_fallbacks' and 'predictor_failures' are the pool's totals; 'python_views' lists the leases that live Python views pin (leases, bytes, pins: tensor, name, bytes, host, views, released).
         """
 
     def summary(self) -> str:
-        """A human-readable table of the statistics."""
+        """
+        A human-readable table of the statistics; its last line names the tensors that live Python views pin, when there are any.
+        """
 
     def summary_json(self) -> str:
         """The statistics as one JSON object (str)."""

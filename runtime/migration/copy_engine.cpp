@@ -316,7 +316,8 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
   return fill_result::filled;
 }
 
-bool migration_engine::write_back_locked(tensor_record& rec, std::uint32_t k, place_mode mode, std::size_t* busy_bytes) noexcept
+bool migration_engine::write_back_locked(tensor_record& rec, std::uint32_t k, place_mode mode, std::size_t* busy_bytes,
+                                         status* copy_failed) noexcept
 {
   std::size_t busy = 0;  // busy victims that kept the lower tiers full
   for (auto j = static_cast<std::uint32_t>(k + 1); j < rec.slots.size(); ++j) {
@@ -340,12 +341,13 @@ bool migration_engine::write_back_locked(tensor_record& rec, std::uint32_t k, pl
       dst.blk = *got.blk;
       dst.ready = got.after;
     }
-    if (copy_locked(rec, k, j) != status::ok) {
+    if (status const st = copy_locked(rec, k, j); st != status::ok) {
       if (fresh) {
         host_wait_slot(dst, false);  // a block reused in stream order: its previous copy first
         give_back_now(j, dst.blk);
         dst.blk = block{};
       }
+      if (copy_failed != nullptr) { *copy_failed = st; }
       return false;  // the victim keeps its copy and stays resident
     }
     dst.state = copy_state::valid;

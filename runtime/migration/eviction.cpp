@@ -190,7 +190,16 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
     for (std::uint32_t j = 0; j < rec->slots.size() && dirty; ++j) {
       dirty = !(j != k && rec->slots[j].state == copy_state::valid);
     }
-    if (dirty && !write_back_locked(*rec, k, mode, &wb_busy)) { continue; }  // stays resident
+    if (dirty) {
+      status failed = status::ok;
+      if (!write_back_locked(*rec, k, mode, &wb_busy, &failed)) {  // stays resident
+        if (failed != status::ok) {
+          out.write_back_status = failed;  // Note [A failed write-back], placement.cpp
+          out.write_back_victim = rec->id;
+        }
+        continue;
+      }
+    }
     if (rec->prefetched) {
       counters_->prefetch_wasted.fetch_add(1, std::memory_order_relaxed);
       counters_->prefetch_wasted_bytes.fetch_add(rec->bytes, std::memory_order_relaxed);

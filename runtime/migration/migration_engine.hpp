@@ -71,6 +71,10 @@ struct place_failure {
   /// The obstacle was leases of other threads (the calling thread holds none), not locks:
   /// they pin `busy_bytes`; the request waits for them as for busy victims.
   bool busy_pins{false};
+  /// A dirty victim's write-back failed in the backend on every try (the victim kept its
+  /// bytes and stays resident): the request fails with this status, not an out-of-memory.
+  status write_back_status{status::ok};
+  tensor_id write_back_victim{};  ///< the victim of that write-back
 };
 
 /// @brief What place() gave.
@@ -138,6 +142,8 @@ struct evict_outcome {
   bool progress{false};     ///< at least one victim was vacated
   std::size_t busy_bytes{0};  ///< bytes of proposed victims another thread held (skipped)
   bool kept{false};           ///< the planner's keep window passed over a victim
+  status write_back_status{status::ok};  ///< a victim's write-back failed in the backend (it stays resident)
+  tensor_id write_back_victim{};         ///< that victim
 };
 
 /// @brief What ensure_valid_locked() did.
@@ -216,7 +222,8 @@ class migration_engine {
   /// Write the dirty copy in tier k back to a lower tier. @return false when it stays the
   /// only valid copy; then `*busy_bytes` (when given) grows by the busy victims that kept
   /// the lower tiers full.
-  bool write_back_locked(tensor_record& rec, std::uint32_t k, place_mode mode, std::size_t* busy_bytes = nullptr) noexcept;
+  bool write_back_locked(tensor_record& rec, std::uint32_t k, place_mode mode, std::size_t* busy_bytes = nullptr,
+                         status* copy_failed = nullptr) noexcept;
   void vacate_locked(tensor_record& rec, std::uint32_t k) noexcept;
   void mark_others_stale_locked(tensor_record& rec, std::uint32_t k) noexcept;
   /// Vacate every slot of the (locked) record and mark it freed (the caller settles its accounts).

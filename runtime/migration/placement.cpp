@@ -65,6 +65,20 @@ namespace {
 // so it is only reached when other threads keep taking the room made (then we give up).
 constexpr int kMaxLadderRounds = 4096;
 
+// Note [A failed write-back]
+// --------------------------
+// Rationale: a dirty victim whose write-back copy fails in the backend keeps its bytes and
+// stays resident (write_back_locked). If the round then freed nothing, the ladder used to
+// end in an out-of-memory with cause "capacity", which sent the user to raise a capacity
+// when the backend had failed.
+// Approach: the round reports the failed copy's status (evict_outcome::write_back_status).
+// A round that freed nothing because of it is retried, up to kWriteBackRetries times (a
+// transient failure passes; the policy proposes the same victim again); after that the
+// request fails with a tierpool::backend_error of that status, naming the victim and the
+// tier. A failure that other victims made up for changes nothing.
+// Limitations: the retries are immediate, without back-off.
+constexpr int kWriteBackRetries = 2;
+
 }  // namespace
 
 bool migration_engine::is_copy_stream(stream_handle s) const noexcept
@@ -84,8 +98,13 @@ place_result migration_engine::place(place_request const& r)
     out.blk = b;
     return out;
   };
+  status last_write_back = status::ok;
+  tensor_id write_back_victim{};
+  int write_back_failures = 0;
   auto give_up = [&]() -> place_result& {
     out.why.backend_status = last_backend;
+    out.why.write_back_status = last_write_back;
+    out.why.write_back_victim = write_back_victim;
     return out;
   };
   auto wait_oldest = [&]() -> bool {  // under the tier lock
@@ -135,7 +154,13 @@ place_result migration_engine::place(place_request const& r)
     if (ev.progress) {
       evicted = true;
       busy = 0;
+      last_write_back = status::ok;  // other victims made up for it
       continue;
+    }
+    if (ev.write_back_status != status::ok) {  // Note [A failed write-back]
+      last_write_back = ev.write_back_status;
+      write_back_victim = ev.write_back_victim;
+      if (++write_back_failures <= kWriteBackRetries && r.mode != place_mode::no_wait) { continue; }
     }
     busy = ev.busy_bytes;
     if (r.mode == place_mode::no_wait) { break; }
@@ -267,6 +292,13 @@ std::string migration_engine::oom_message_locked(std::uint32_t k, std::size_t by
 
 void migration_engine::throw_place_failure(std::uint32_t k, std::size_t bytes, place_failure const& why) const
 {
+  if (why.write_back_status != status::ok) {  // Note [A failed write-back]
+    throw backend_error(why.write_back_status,
+                        "pool: making room for " + std::to_string(bytes) + " bytes in tier '" + tiers_[k]->name +
+                          "': writing victim tensor " + std::to_string(static_cast<std::uint64_t>(why.write_back_victim)) +
+                          " back to a lower tier failed in the backend (" + std::to_string(kWriteBackRetries + 1) +
+                          " tries; the victim keeps its bytes)");
+  }
   if (why.backend_status != status::ok && why.backend_status != status::out_of_memory) {
     throw backend_error(why.backend_status, "pool: growing tier '" + tiers_[k]->name + "' for " +
                                               std::to_string(bytes) + " bytes failed in the backend");

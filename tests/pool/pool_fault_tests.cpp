@@ -388,5 +388,63 @@ TEST(PoolFaultPlanner, AFailedEarlyWriteBackLeavesTheTensorDirtyResidentAndWritt
   EXPECT_TRUE(p.validate());
 }
 
+
+// A dirty victim whose write-back fails on every try: the request fails with the backend's
+// status (a backend_error naming the victim), not an out-of-memory that blames capacity;
+// the victim keeps its bytes, and once the fault is gone the same request succeeds.
+// Note [A failed write-back], placement.cpp.
+TEST(PoolFault, AFailedWriteBackIsABackendErrorAndLosesNoByte)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be, 1_MiB, 0, 16_MiB)};
+  std::vector<tensor> dirty;
+  for (std::uint64_t k = 0; k < 16; ++k) {  // the device tier full of tensors valid there only
+    dirty.push_back(p.allocate(64_KiB));
+    lease l = p.acquire(dirty.back(), access_mode::write_discard);
+    p.synchronize(l.stream());
+    write_pattern(l.data(), l.bytes(), k, 1);
+  }
+  ASSERT_EQ(p.stats().bytes_d2h, 0U);
+  tensor extra = p.allocate(64_KiB, {.preferred_tier = tier_id{1}});
+  fill(p, extra, 99, 1);
+  be->set_faults({.seed = 0, .rules = {{.kind = sim_call::copy, .probability = 1.0}}});
+  try {
+    lease l = p.acquire(extra, access_mode::write_discard);
+    FAIL() << "every write-back fails: the acquire cannot make room";
+  } catch (out_of_memory const& e) {
+    FAIL() << "a failed write-back was reported as out of memory: " << e.what();
+  } catch (backend_error const& e) {
+    EXPECT_EQ(e.code(), status::injected_fault);
+    EXPECT_NE(std::string(e.what()).find("writing victim tensor"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("keeps its bytes"), std::string::npos) << e.what();
+  }
+  std::uint64_t const failed = be->faults_injected();
+  EXPECT_EQ(failed, 3U) << "one try and two retries";
+  be->clear_faults();
+  EXPECT_TRUE(p.validate());
+  {
+    lease l = p.acquire(extra, access_mode::write_discard);  // the same request, now with a working copy
+  }
+  EXPECT_TRUE(p.validate());
+
+
+  // One failed write-back (a transient fault) is retried and passes: no error at all.
+  // write_discard copies nothing in: the only copy is the victim's write-back.
+  tensor more = p.allocate(64_KiB, {.preferred_tier = tier_id{1}});
+  std::uint64_t const d2h = p.stats().bytes_d2h;
+  be->set_faults({.seed = 0, .rules = {{.kind = sim_call::copy, .nth = 1}}});
+  {
+    lease l = p.acquire(more, access_mode::write_discard);
+    p.synchronize(l.stream());
+    write_pattern(l.data(), l.bytes(), 98, 1);
+  }
+  be->clear_faults();
+  EXPECT_EQ(be->faults_injected(), failed + 1);
+  EXPECT_GT(p.stats().bytes_d2h, d2h);
+  for (std::uint64_t k = 0; k < dirty.size(); ++k) { EXPECT_TRUE(check(p, dirty[k], k, 1)) << k; }
+  EXPECT_TRUE(check(p, more, 98, 1));
+  EXPECT_TRUE(p.validate());
+}
+
 }  // namespace
 }  // namespace tierpool::test

@@ -21,6 +21,7 @@
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #endif
 
+#include "bench_common.hpp"
 #include "checked_options.hpp"
 #include "commands.hpp"
 
@@ -54,52 +55,14 @@ using detail::format_byte_size;
 
 namespace {
 
-using clock_type = std::chrono::steady_clock;
-
-// Keep `p` (and the memory it points to) alive for the optimizer: the timed loops must not
-// be folded away.
-inline void keep(void const* p) noexcept
-{
-#if defined(__GNUC__) || defined(__clang__)
-  asm volatile("" : : "r"(p) : "memory");
-#else
-  static void const* volatile sink = nullptr;
-  sink = p;
-#endif
-}
-
-double elapsed_ns(clock_type::time_point a, clock_type::time_point b) noexcept
-{
-  return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
-}
-
-// Median, min and max of a set of per-run figures.
-struct spread {
-  double median{0.0};
-  double min{0.0};
-  double max{0.0};
-  std::vector<double> runs;
-};
-
-spread summarize(std::vector<double> runs)
-{
-  spread s;
-  s.runs = runs;
-  if (runs.empty()) { return s; }
-  std::sort(runs.begin(), runs.end());
-  auto const n = runs.size();
-  s.median = n % 2 == 1 ? runs[n / 2] : 0.5 * (runs[n / 2 - 1] + runs[n / 2]);
-  s.min = runs.front();
-  s.max = runs.back();
-  return s;
-}
-
-json::object to_json(spread const& s)
-{
-  json::array a;
-  for (double v : s.runs) { a.push_back(v); }
-  return json::object{{"min", s.min}, {"max", s.max}, {"runs", std::move(a)}};
-}
+using bench_common::clock_type;
+using bench_common::elapsed_ns;
+using bench_common::keep;
+using bench_common::parse_args;
+using bench_common::spread;
+using bench_common::summarize;
+using bench_common::to_json;
+using bench_common::usage_error;
 
 // ---- options shared by both commands ----------------------------------------------
 
@@ -148,26 +111,6 @@ pool_options base_options(backend_pick const& b, std::size_t device_bytes, int d
   o.sim.links = sim_links::unthrottled();
   o.sim.device_bytes = std::max(o.sim.device_bytes, device_bytes);
   return o;
-}
-
-// Parses argv into `vm`; prints the error and the usage and returns false on a bad option.
-bool parse_args(char const* name, po::options_description const& desc, int argc, char** argv, po::variables_map& vm)
-{
-  try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (po::error const& e) {
-    std::fprintf(stderr, "tierpool bench %s: %s\n\n", name, e.what());
-    std::cerr << desc << '\n';
-    return false;
-  }
-  return true;
-}
-
-int usage_error(char const* name, char const* message)
-{
-  std::fprintf(stderr, "tierpool bench %s: %s\n", name, message);
-  return 2;
 }
 
 std::string backend_line(pool const& p)

@@ -19,6 +19,8 @@ int bench_arena_command(int argc, char** argv);
 int bench_hitpath_command(int argc, char** argv);
 /// `tierpool bench copy ...`: pool migration throughput against memcpy (docs/chapters/benchmarks.md).
 int bench_copy_command(int argc, char** argv);
+/// `tierpool bench scale ...`: per-tensor costs from 10,000 to 1,000,000 tensors (docs/chapters/benchmarks.md).
+int bench_scale_command(int argc, char** argv);
 /// `tierpool trace gen <workload> ...`: a tiering workload (docs/chapters/benchmarks.md) as a trace file.
 int trace_gen_command(int argc, char** argv);
 /// `tierpool trace convert IN -o OUT`: any readable trace to native text or binary.

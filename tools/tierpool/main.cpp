@@ -31,6 +31,8 @@ command const commands[] = {
   {{"bench", "hitpath"}, tierpool::cli::bench_hitpath_command,
    "pool hit path: acquire + release of a resident tensor, 1 and N threads"},
   {{"bench", "copy"}, tierpool::cli::bench_copy_command, "pool migration throughput against memcpy"},
+  {{"bench", "scale"}, tierpool::cli::bench_scale_command,
+   "what a tensor costs as the pool grows to millions: metadata, allocate, miss, fits, validate"},
   {{"trace", "gen"}, tierpool::cli::trace_gen_command,
    "generate a workload trace (mlp-train, transformer-train, llm-infer-stream, kv-paging, random-reuse)"},
   {{"trace", "convert"}, tierpool::cli::trace_convert_command, "convert a trace (oracleGeneral, csv, text, binary)"},

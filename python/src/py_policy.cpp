@@ -661,6 +661,17 @@ void py_predictor::on_access(access_view const& a, prefetch_plan& out)
   if (failed_ || !py_) { return; }
   nb::gil_scoped_acquire gil;
   if (!py_->on_access.is_valid()) { return; }  // detached at exit
+  try {
+    predict(a, out);
+  } catch (nb::python_error& e) {  // a conversion raised: the answer is bad
+    e.restore();
+    out.clear();
+    fail("on_access", {}, true);
+  }
+}
+
+void py_predictor::predict(access_view const& a, prefetch_plan& out)
+{
   *py_->view_ptr = a;
   PyObject* args[1] = {py_->view.ptr()};
   PyObject* raw = PyObject_Vectorcall(py_->on_access.ptr(), args, 1, nullptr);

@@ -234,6 +234,7 @@ class py_predictor {
  private:
   struct python_side;
   void fail(char const* hook, std::string what, bool from_python) noexcept;
+  void predict(access_view const& a, prefetch_plan& out);  // GIL held
 
   std::unique_ptr<python_side> py_;
   std::string name_;

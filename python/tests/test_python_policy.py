@@ -647,3 +647,10 @@ def test_the_chapters_examples_run():
         assert len(scope["rows"]) == 4
     finally:
         os.chdir(cwd)
+
+
+def test_tierpool_policy_variable_names_a_registered_python_policy(monkeypatch):
+    tierpool.register_policy("envpol", LruPolicy)
+    monkeypatch.setenv("TIERPOOL_POLICY", "envpol")
+    with make_pool(read_environment=True) as pool:
+        assert {t["policy"] for t in pool.stats()["tiers"]} == {"envpol"}

@@ -439,6 +439,7 @@ def test_not_overridden_hooks_are_not_called():
 def test_a_python_policy_used_from_several_threads():
     n = 4 * KiB
     errors = []
+    barrier = threading.Barrier(4, timeout=60)
     with make_pool(device_bytes=32 * KiB, policy=LruPolicy) as pool:
 
         def worker(k):
@@ -447,6 +448,7 @@ def test_a_python_policy_used_from_several_threads():
                 mine = [pool.allocate(n, name=f"w{k}.{i}") for i in range(6)]
                 for i, t in enumerate(mine):
                     fill(pool, t, 10 * k + i)
+                barrier.wait()  # all 24 tensors (96 KiB) live before anyone acquires: eviction
                 for _ in range(40):
                     i = rng.randrange(len(mine))
                     with pool.acquire(mine[i], "read"):
@@ -458,6 +460,7 @@ def test_a_python_policy_used_from_several_threads():
                         assert seen.bytes == n
                     if rng.random() < 0.2:
                         pool.stats()
+                barrier.wait()  # nobody frees before everyone is done
                 for i, t in enumerate(mine):
                     check_bytes(pool, t, 10 * k + i)
                     t.free()

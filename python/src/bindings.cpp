@@ -34,6 +34,8 @@
 #include <tierpool/trace_gen.hpp>
 #include <tierpool/version.hpp>
 
+#include "py_policy.hpp"
+
 namespace nb = nanobind;
 using namespace nb::literals;
 
@@ -68,7 +70,7 @@ char const* access_name(tierpool::access_mode a)
   return "read";
 }
 
-tierpool::tier_options tier_from_dict(nb::dict d)
+tierpool::tier_options tier_from_dict(nb::dict d, tierpool::python::policy_host& host)
 {
   tierpool::tier_options t;
   for (auto [k, v] : d) {
@@ -80,7 +82,7 @@ tierpool::tier_options tier_from_dict(nb::dict d)
     } else if (key == "chunk_bytes") {
       t.chunk_bytes = nb::cast<std::size_t>(v);
     } else if (key == "policy") {
-      t.policy = nb::cast<std::string>(v);
+      t.policy = host.resolve(v, false);  // a spec, or a Python policy class
     } else if (key == "name") {
       t.name = nb::cast<std::string>(v);
     } else if (key == "numa_node") {
@@ -133,6 +135,24 @@ struct py_tensor {
   py_pool* owner{nullptr};        // the same pool's wrapper
   tierpool::tensor handle;
   std::string name;
+
+  py_tensor() = default;
+  py_tensor(py_tensor&&) noexcept = default;
+  py_tensor& operator=(py_tensor&&) noexcept = default;
+  // Freeing takes the tier's lock, under which a Python policy's hooks take the GIL: free
+  // without it (Note [Python policies and the GIL] in py_policy.hpp).
+  ~py_tensor()
+  {
+    if (handle.valid() && PyGILState_Check() != 0) {
+      nb::gil_scoped_release unlocked;
+      handle = tierpool::tensor{};
+    }
+  }
+  void free()
+  {
+    nb::gil_scoped_release unlocked;
+    pool->free(handle);
+  }
 };
 
 // Note [A view defers its lease's release]
@@ -160,6 +180,22 @@ struct py_lease {
   std::size_t exports{0};        // live zero-copy views
   bool release_pending{false};   // release() was asked while views lived
 
+  py_lease() = default;
+  py_lease(py_lease&&) noexcept = default;
+  py_lease& operator=(py_lease&&) noexcept = default;
+  ~py_lease() { release_now(); }  // (as py_tensor: without the GIL)
+  // Unpinning takes the tier's lock: release without the GIL (as py_tensor).
+  void release_now() noexcept
+  {
+    if (!handle.active()) { return; }
+    if (PyGILState_Check() != 0) {
+      nb::gil_scoped_release unlocked;
+      handle.release();
+    } else {
+      handle.release();
+    }
+  }
+
   void check_viewable() const
   {
     if (release_pending) {
@@ -181,7 +217,7 @@ struct py_lease {
       release_pending = true;
       return;
     }
-    handle.release();
+    release_now();
   }
   // Bytes in host memory that the CPU reads at once: wait for the copies the lease's
   // stream was ordered after (a device lease on the simulated device).
@@ -197,9 +233,29 @@ struct view_pin {
 };
 
 struct py_pool {
+  // Declared first, destroyed last: the pool's Python policies report here.
+  std::shared_ptr<tierpool::python::policy_host> policies;
   tierpool::pool pool;
   std::map<py_lease const*, view_pin> view_pins;  // changed with the GIL held
-  explicit py_pool(tierpool::pool_options o) : pool(std::move(o)) {}
+  py_pool(std::shared_ptr<tierpool::python::policy_host> h, tierpool::pool_options o)
+    : policies(std::move(h)), pool(std::move(o))
+  {
+  }
+  py_pool(py_pool const&) = delete;
+  py_pool& operator=(py_pool const&) = delete;
+  ~py_pool()
+  {
+    // Closing calls the policies' hooks (they take the GIL): close without it.
+    if (PyGILState_Check() != 0) {
+      nb::gil_scoped_release unlocked;
+      try {
+        pool.close();
+      } catch (...) {  // NOLINT(bugprone-empty-catch): leases live: the pool's destructor copes
+      }
+    }
+  }
+  /// Raise a Python policy's recorded failure (tierpool.PolicyError), once. GIL held.
+  void check() const { policies->check(); }
 
   [[nodiscard]] std::size_t view_bytes() const noexcept
   {
@@ -238,7 +294,7 @@ void py_lease::drop_export() noexcept
   if (owner != nullptr) { owner->view_pins.erase(this); }
   if (release_pending) {
     release_pending = false;
-    handle.release();
+    release_now();
   }
 }
 
@@ -387,8 +443,9 @@ void translate(std::exception_ptr const& p, void*)
 
 // ---- pool construction ----
 
-tierpool::pool_options make_options(std::optional<std::vector<nb::object>> const& tiers, std::string const& policy,
-                                    std::string const& prefetch, std::string const& backend, int device,
+tierpool::pool_options make_options(tierpool::python::policy_host& host,
+                                    std::optional<std::vector<nb::object>> const& tiers, nb::handle policy,
+                                    nb::handle prefetch, std::string const& backend, int device,
                                     std::string const& sim_memory, std::string const& sim_clock,
                                     std::optional<std::size_t> sim_device_bytes, bool read_environment,
                                     std::map<std::uint32_t, std::size_t> const& tenant_quotas,
@@ -401,14 +458,15 @@ tierpool::pool_options make_options(std::optional<std::vector<nb::object>> const
       if (nb::isinstance<tierpool::tier_options>(t)) {
         o.tiers.push_back(nb::cast<tierpool::tier_options>(t));
       } else if (nb::isinstance<nb::dict>(t)) {
-        o.tiers.push_back(tier_from_dict(nb::borrow<nb::dict>(t)));
+        o.tiers.push_back(tier_from_dict(nb::borrow<nb::dict>(t), host));
       } else {
         throw tierpool::logic_error("Pool(tiers=...): each tier is a TierOptions or a dict");
       }
     }
   }
-  o.policy = policy;
-  o.prefetch = prefetch;
+  o.policy = host.resolve(policy, false);
+  o.prefetch = host.resolve(prefetch, true);
+  o.registry = &host.registry;
   o.backend = tierpool::parse_backend_choice(backend);
   o.device = device;
   if (sim_memory == "real") {
@@ -517,6 +575,22 @@ tierpool::tensor const& live(py_tensor const& t)
 
 nb::object json_loads(std::string const& text) { return nb::module_::import_("json").attr("loads")(text); }
 
+// Pool.stats(): the Python policies' fallbacks, per tier and in all (py_policy.hpp).
+void add_policy_figures(tierpool::python::policy_host const& host, nb::object& stats)
+{
+  auto const fallbacks = host.failures->fallbacks();
+  std::uint64_t total = 0;
+  nb::list tiers = nb::borrow<nb::list>(stats["tiers"]);
+  for (std::size_t i = 0; i < nb::len(tiers); ++i) {
+    auto const it = fallbacks.find(static_cast<std::uint32_t>(i));
+    std::uint64_t const n = it == fallbacks.end() ? 0 : it->second;
+    tiers[i]["policy_fallbacks"] = n;
+    total += n;
+  }
+  stats["policy_fallbacks"] = total;
+  stats["predictor_failures"] = host.failures->predictor_failures();
+}
+
 // Run `f` (which may release the GIL); an OutOfMemory it throws while Python views pin
 // leases of this pool says so (Note [A view defers its lease's release]).
 template <class F>
@@ -562,6 +636,7 @@ NB_MODULE(_tierpool, m)
   m.attr("__version__") = std::to_string(TIERPOOL_VERSION_MAJOR) + "." + std::to_string(TIERPOOL_VERSION_MINOR) + "." +
                           std::to_string(TIERPOOL_VERSION_PATCH);
   nb::register_exception_translator(translate);
+  tierpool::python::bind_python_policies(m);  // TensorView, EvictionRequest, AccessView, PolicyDriver (py_policy.cpp)
 
   // ---- TierOptions ----
   nb::class_<tierpool::tier_options>(m, "TierOptions",
@@ -640,7 +715,7 @@ NB_MODULE(_tierpool, m)
       .def_prop_ro("nbytes", [](py_tensor const& t) { return live(t).bytes(); }, "Size in bytes as requested.")
       .def_ro("name", &py_tensor::name, "The name given to allocate() ('' when none).")
       .def_prop_ro("valid", [](py_tensor const& t) { return t.handle.valid(); }, "False once freed.")
-      .def("free", [](py_tensor& t) { t.pool->free(t.handle); },
+      .def("free", [](py_tensor& t) { t.free(); },
            "Free the tensor now (as Pool.free). Raises LogicError when already freed (double free) or leased.")
       .def("__enter__", [](nb::handle self) { return self; }, "Return the tensor.")
       .def(
@@ -648,8 +723,9 @@ NB_MODULE(_tierpool, m)
           [](py_tensor& t, nb::handle exc_type, nb::handle, nb::handle) {
             if (!t.handle.valid()) { return false; }
             if (exc_type.is_none() && !held_by_views(t)) {
-              t.pool->free(t.handle);
+              t.free();
             } else {
+              nb::gil_scoped_release unlocked;  // dropping the handle may free (the tier's lock)
               t.handle = tierpool::tensor{};  // do not hide the exception: free when its leases end
             }
             return false;
@@ -794,6 +870,8 @@ NB_MODULE(_tierpool, m)
                       "sim_memory='real', sim_clock='wall', sim_device_bytes=None, read_environment=True, "
                       "tenant_quotas={}, trace_path='', publish=True, quiet=False, sim_faults=[], sim_fault_seed=0)\n\n"
                       "tiers: a list of TierOptions or dicts with the same keys (None: device, pinned_host, host); "
+                      "policy (and a tier dict's 'policy'): a spec ('lru', a registered Python policy's name) or a "
+                      "Python EvictionPolicy class; prefetch: a spec or a Python Predictor class; "
                       "backend: 'auto' (CUDA when usable, else the simulated device), 'sim' or 'cuda'; "
                       "sim_memory: 'real' (bytes) or 'phantom' (address ranges only: no views); sim_clock: 'wall' or "
                       "'virtual'; sim_device_bytes: the simulated device's memory (default 256 MiB); "
@@ -806,18 +884,19 @@ NB_MODULE(_tierpool, m)
                       "`with Pool(...) as p:` closes the pool at the end of the block.")
       .def(
           "__init__",
-          [](py_pool* self, std::optional<std::vector<nb::object>> const& tiers, std::string const& policy,
-             std::string const& prefetch, std::string const& backend, int device, std::string const& sim_memory,
+          [](py_pool* self, std::optional<std::vector<nb::object>> const& tiers, nb::handle policy,
+             nb::handle prefetch, std::string const& backend, int device, std::string const& sim_memory,
              std::string const& sim_clock, std::optional<std::size_t> sim_device_bytes, bool read_environment,
              std::map<std::uint32_t, std::size_t> const& tenant_quotas, std::string const& trace_path, bool publish,
              bool quiet, std::vector<nb::dict> const& sim_faults, std::uint64_t sim_fault_seed) {
-            tierpool::pool_options o = make_options(tiers, policy, prefetch, backend, device, sim_memory, sim_clock,
-                                                    sim_device_bytes, read_environment, tenant_quotas, trace_path,
-                                                    publish, quiet, sim_faults, sim_fault_seed);
+            auto host = tierpool::python::make_policy_host();
+            tierpool::pool_options o = make_options(*host, tiers, policy, prefetch, backend, device, sim_memory,
+                                                    sim_clock, sim_device_bytes, read_environment, tenant_quotas,
+                                                    trace_path, publish, quiet, sim_faults, sim_fault_seed);
             nb::gil_scoped_release unlocked;
-            new (self) py_pool(std::move(o));
+            new (self) py_pool(std::move(host), std::move(o));
           },
-          nb::kw_only(), "tiers"_a.none() = nb::none(), "policy"_a = "lru", "prefetch"_a = "none",
+          nb::kw_only(), "tiers"_a.none() = nb::none(), "policy"_a = nb::str("lru"), "prefetch"_a = nb::str("none"),
           "backend"_a = "auto", "device"_a = 0, "sim_memory"_a = "real", "sim_clock"_a = "wall",
           "sim_device_bytes"_a.none() = nb::none(), "read_environment"_a = true,
           "tenant_quotas"_a = std::map<std::uint32_t, std::size_t>{}, "trace_path"_a = "", "publish"_a = true,
@@ -828,6 +907,7 @@ NB_MODULE(_tierpool, m)
           "allocate",
           [](py_pool& p, std::size_t nbytes, std::string const& name, float priority, std::uint32_t tenant,
              std::optional<std::uint32_t> preferred_tier, bool write_through) {
+               p.check();
             tierpool::tensor_options o;
             o.name = name;
             o.priority = priority;
@@ -852,6 +932,7 @@ NB_MODULE(_tierpool, m)
       .def(
           "acquire",
           [](py_pool& p, py_tensor const& t, std::string const& access, std::optional<std::uint64_t> stream) {
+            p.check();
             tierpool::access_mode const a = parse_access(access);
             tierpool::stream_handle const s{static_cast<std::uintptr_t>(stream.value_or(0))};
             tierpool::tensor const& h = live(t);
@@ -870,6 +951,7 @@ NB_MODULE(_tierpool, m)
       .def(
           "acquire_host",
           [](py_pool& p, py_tensor const& t, std::string const& access) {
+            p.check();
             tierpool::access_mode const a = parse_access(access);
             tierpool::tensor const& h = live(t);
             tierpool::lease l;
@@ -884,6 +966,7 @@ NB_MODULE(_tierpool, m)
       .def(
           "prefetch",
           [](py_pool& p, py_tensor const& t, std::uint32_t tier) {
+            p.check();
             tierpool::tensor const& h = live(t);
             nb::gil_scoped_release unlocked;
             p.pool.prefetch(h, tierpool::tier_id{tier});
@@ -892,6 +975,7 @@ NB_MODULE(_tierpool, m)
       .def(
           "demote",
           [](py_pool& p, py_tensor const& t, std::uint32_t tier) {
+            p.check();
             tierpool::tensor const& h = live(t);
             nb::gil_scoped_release unlocked;
             p.pool.demote(h, tierpool::tier_id{tier});
@@ -900,11 +984,19 @@ NB_MODULE(_tierpool, m)
           "Move the tensor down to `tier`, writing it back if its newest bytes are above. Raises LogicError "
           "while it is leased.")
       .def(
-          "free", [](py_pool& p, py_tensor& t) { p.pool.free(t.handle); }, "tensor"_a,
+          "free",
+          [](py_pool& p, py_tensor& t) {
+            p.check();
+            nb::gil_scoped_release unlocked;
+            p.pool.free(t.handle);
+          },
+          "tensor"_a,
           "Free the tensor now (stream-ordered). Raises LogicError for a double free or a leased tensor.")
       .def(
           "fits",
           [](py_pool const& p, std::size_t nbytes, std::uint32_t tier, std::uint32_t tenant) {
+            p.check();
+            nb::gil_scoped_release unlocked;
             return p.pool.fits(nbytes, tierpool::tier_id{tier}, tenant);
           },
           "nbytes"_a, "tier"_a = 0, "tenant"_a = 0,
@@ -913,17 +1005,31 @@ NB_MODULE(_tierpool, m)
       .def(
           "stats",
           [](py_pool const& p) {
-            nb::object d = json_loads(p.pool.summary_json());
+            p.check();
+            std::string json;
+            {
+              nb::gil_scoped_release unlocked;
+              json = p.pool.summary_json();
+            }
+            nb::object d = json_loads(json);
             d["python_views"] = view_pins_dict(p);
+            add_policy_figures(*p.policies, d);
             return d;
           },
           "The pool's statistics as a dict (the JSON of summary_json()): 'tiers' is a list of dicts with name, "
-          "kind, policy, capacity, used bytes, evictions, ...; 'python_views' lists the leases that live Python "
-          "views pin (leases, bytes, pins: tensor, name, bytes, host, views, released).")
+          "kind, policy, capacity, used bytes, evictions, policy_fallbacks (times a Python policy of the tier "
+          "failed and lru took over), ...; 'policy_fallbacks' and 'predictor_failures' are the pool's totals; "
+          "'python_views' lists the leases that live Python views pin (leases, bytes, pins: tensor, name, bytes, "
+          "host, views, released).")
       .def(
           "summary",
           [](py_pool const& p) {
-            std::string s = p.pool.summary();
+            p.check();
+            std::string s;
+            {
+              nb::gil_scoped_release unlocked;
+              s = p.pool.summary();
+            }
             if (!p.view_pins.empty()) {
               if (!s.empty() && s.back() != '\n') { s += '\n'; }
               s += "pinned by Python views: " + p.describe_view_pins() + "\n";
@@ -932,35 +1038,63 @@ NB_MODULE(_tierpool, m)
           },
           "A human-readable table of the statistics; its last line names the tensors that live Python views "
           "pin, when there are any.")
-      .def("summary_json", [](py_pool const& p) { return p.pool.summary_json(); }, "The statistics as one JSON object (str).")
+      .def(
+          "summary_json",
+          [](py_pool const& p) {
+            p.check();
+            nb::gil_scoped_release unlocked;
+            return p.pool.summary_json();
+          },
+          "The statistics as one JSON object (str).")
       .def(
           "validate",
           [](py_pool const& p) {
+            p.check();
             nb::gil_scoped_release unlocked;
             return p.pool.validate();
           },
           "Check every invariant of the pool; True when all hold (violations are logged).")
       .def(
-          "create_stream", [](py_pool& p, int priority) { return static_cast<std::uint64_t>(p.pool.create_stream(priority).value); },
+          "create_stream",
+          [](py_pool& p, int priority) {
+            p.check();
+            return static_cast<std::uint64_t>(p.pool.create_stream(priority).value);
+          },
           "priority"_a = 0, "Create a stream owned by the pool; returns its handle (an int) for acquire(stream=...).")
       .def(
           "destroy_stream",
-          [](py_pool& p, std::uint64_t s) { p.pool.destroy_stream(tierpool::stream_handle{static_cast<std::uintptr_t>(s)}); },
+          [](py_pool& p, std::uint64_t s) {
+            p.check();
+            nb::gil_scoped_release unlocked;
+            p.pool.destroy_stream(tierpool::stream_handle{static_cast<std::uintptr_t>(s)});
+          },
           "stream"_a, "Destroy a stream from create_stream() (after its queued work).")
       .def(
           "synchronize",
           [](py_pool& p, std::optional<std::uint64_t> s) {
+            p.check();
             nb::gil_scoped_release unlocked;
             p.pool.synchronize(tierpool::stream_handle{static_cast<std::uintptr_t>(s.value_or(0))});
           },
           "stream"_a.none() = nb::none(), "Block until all work on `stream` (None: the default stream) has completed.")
       .def(
-          "residency", [](py_pool const& p, py_tensor const& t) { return residency_dict(p.pool.residency(live(t))); },
+          "residency",
+          [](py_pool const& p, py_tensor const& t) {
+            p.check();
+            tierpool::tensor const& h = live(t);
+            tierpool::tensor_residency r;
+            {
+              nb::gil_scoped_release unlocked;
+              r = p.pool.residency(h);
+            }
+            return residency_dict(r);
+          },
           "tensor"_a,
           "Where the tensor lives now, as a dict: home tier, copies (tier, valid, dirty, in_flight, leases), leases, ...")
       .def(
           "snapshot_json",
           [](py_pool const& p) {
+            p.check();
             nb::gil_scoped_release unlocked;
             return p.pool.snapshot_json();
           },
@@ -968,6 +1102,7 @@ NB_MODULE(_tierpool, m)
       .def(
           "create_event",
           [](py_pool& p) {
+            p.check();
             nb::gil_scoped_release unlocked;
             return p.pool.create_event();
           },
@@ -975,6 +1110,7 @@ NB_MODULE(_tierpool, m)
       .def(
           "order",
           [](py_pool& p, py_tensor const& t, std::uint64_t from, std::uint64_t to) {
+            p.check();
             tierpool::tensor const& h = live(t);
             nb::gil_scoped_release unlocked;
             p.pool.order(h, tierpool::stream_handle{static_cast<std::uintptr_t>(from)},
@@ -986,6 +1122,7 @@ NB_MODULE(_tierpool, m)
       .def(
           "record_stream",
           [](py_pool& p, py_lease const& l, std::uint64_t stream) {
+            p.check();
             if (!l.handle.active()) { throw nb::value_error("the lease was released"); }
             nb::gil_scoped_release unlocked;
             p.pool.record_stream(l.handle, tierpool::stream_handle{static_cast<std::uintptr_t>(stream)});
@@ -996,6 +1133,7 @@ NB_MODULE(_tierpool, m)
       .def(
           "set_capacity",
           [](py_pool& p, std::uint32_t tier, std::size_t nbytes) {
+            p.check();
             tierpool::capacity_report r;
             {
               nb::gil_scoped_release unlocked;
@@ -1006,16 +1144,27 @@ NB_MODULE(_tierpool, m)
           "tier"_a, "nbytes"_a,
           "Grow or shrink tier `tier` to `nbytes` at run time; returns what was done as a dict (reached, why, ...).")
       .def(
-          "set_quota", [](py_pool& p, std::uint32_t tenant, std::size_t nbytes) { p.pool.set_quota(tenant, nbytes); },
+          "set_quota",
+          [](py_pool& p, std::uint32_t tenant, std::size_t nbytes) {
+            p.check();
+            p.pool.set_quota(tenant, nbytes);
+          },
           "tenant"_a, "nbytes"_a, "Set (or, with 0, remove) a tenant's quota in bytes.")
       .def(
           "trim",
           [](py_pool& p) {
+            p.check();
             nb::gil_scoped_release unlocked;
             return p.pool.trim();
           },
           "Give every empty chunk back to the backend; returns the bytes given back.")
-      .def("reset_peak_stats", [](py_pool& p) { p.pool.reset_peak_stats(); }, "Start the peak figures over.")
+      .def(
+          "reset_peak_stats",
+          [](py_pool& p) {
+            p.check();
+            p.pool.reset_peak_stats();
+          },
+          "Start the peak figures over.")
       .def_prop_ro("tier_count", [](py_pool const& p) { return p.pool.tier_count(); }, "Number of tiers.")
       .def_prop_ro("backend", [](py_pool const& p) { return p.pool.backend().caps().name; },
                    "The backend in use: 'sim' or 'cuda'.")
@@ -1031,22 +1180,26 @@ NB_MODULE(_tierpool, m)
               if (p.view_pins.empty()) { throw; }
               throw tierpool::logic_error(std::string(e.what()) + "; Python views pin " + p.describe_view_pins());
             }
+            p.check();  // closed; a Python policy's failure still surfaces
           },
           "Shut the pool down: wait for copies and free every tier. Raises LogicError while leases live. "
-          "Later calls raise LogicError.")
+          "Later calls raise LogicError. A Python policy's unraised failure is raised (PolicyError) after closing.")
       .def("__enter__", [](nb::handle self) { return self; }, "Return the pool.")
       .def(
           "__exit__",
           [](py_pool& p, nb::handle exc_type, nb::handle, nb::handle) {
             bool const unwinding = !exc_type.is_none();
-            nb::gil_scoped_release unlocked;
-            try {
-              p.pool.close();
-            } catch (tierpool::logic_error const&) {
-              // Leases still live while another exception leaves the block: do not hide that
-              // one; the pool closes when its last reference (and lease) goes.
-              if (!unwinding) { throw; }
+            {
+              nb::gil_scoped_release unlocked;
+              try {
+                p.pool.close();
+              } catch (tierpool::logic_error const&) {
+                // Leases still live while another exception leaves the block: do not hide that
+                // one; the pool closes when its last reference (and lease) goes.
+                if (!unwinding) { throw; }
+              }
             }
+            if (!unwinding) { p.check(); }  // a Python policy's failure, not over another exception
             return false;
           },
           "exc_type"_a.none(), "exc"_a.none(), "tb"_a.none(),
@@ -1058,7 +1211,7 @@ NB_MODULE(_tierpool, m)
       "policies",
       []() {
         nb::list out;
-        for (tierpool::policy_info const& info : tierpool::policy_registry::with_builtins().list()) {
+        for (tierpool::policy_info const& info : tierpool::python::registry_with_python_policies().list()) {
           nb::dict d;
           d["name"] = info.name;
           d["description"] = info.description;
@@ -1076,14 +1229,19 @@ NB_MODULE(_tierpool, m)
         }
         return out;
       },
-      "The built-in eviction policies: a list of dicts with name, description and parameters (each a dict "
-      "with name, type, default, description).");
+      "The eviction policies (built-in and registered Python ones): a list of dicts with name, description and "
+      "parameters (each a dict with name, type, default, description).");
 
   m.def(
       "replay",
-      [](std::string const& trace_path, std::vector<std::string> const& policies, std::string const& capacities,
-         std::string const& mode, std::string const& prefetch, std::uint32_t loop, unsigned threads) {
+      [](std::string const& trace_path, std::vector<nb::object> const& policy_objects, std::string const& capacities,
+         std::string const& mode, nb::handle prefetch_object, std::uint32_t loop, unsigned threads) {
         tierpool::replay::replay_mode const md = tierpool::replay::parse_replay_mode(mode);
+        // Specs for the registry: Python classes are registered in this call's own host.
+        auto const host = tierpool::python::make_policy_host();
+        std::vector<std::string> policies;
+        for (nb::object const& pol : policy_objects) { policies.push_back(host->resolve(pol, false)); }
+        std::string const prefetch = host->resolve(prefetch_object, true);
         std::string rows;
         {
           nb::gil_scoped_release unlocked;
@@ -1097,21 +1255,32 @@ NB_MODULE(_tierpool, m)
           g.capacities = tierpool::replay::parse_capacities(capacities);
           g.prefetch = prefetch;
           g.threads = threads;
+          g.registry = &host->registry;  // the worker threads take the GIL per Python hook
+          // Python hooks run one at a time (the GIL), and threads that hand the GIL to each
+          // other on every hook are ten times slower than one thread: by default, a grid
+          // with a Python policy or predictor runs on one (an explicit `threads` wins).
+          bool python = host->is_python(prefetch, true);
+          for (auto const& pol : policies) { python = python || host->is_python(pol, false); }
+          if (threads == 0 && python) { g.threads = 1; }
           for (auto const& pol : policies) {
             if (pol == "belady") { g.reference = "belady"; }
           }
           auto const results = tierpool::replay::run_grid(trace, g);
           rows = tierpool::replay::to_json(results);
         }
+        host->check();  // a Python policy that failed: its figures are lru's from then on
         return json_loads(rows);
       },
       "trace"_a, "policies"_a = std::vector<std::string>{"lru"}, "capacities"_a = "10%", "mode"_a = "pool",
-      "prefetch"_a = "none", "loop"_a = 1, "threads"_a = 0,
+      "prefetch"_a = nb::str("none"), "loop"_a = 1, "threads"_a = 0,
       "Replay a trace file (any format tierpool reads) for every policy x capacity, as `tierpool replay` "
-      "does. capacities: comma-separated, '10%' of the working set or byte sizes ('64MiB'); mode: 'pool', "
-      "'cache', 'uvm' or 'uvm-hints'. Returns one dict per run, policy-major (keys as `tierpool replay "
+      "does. capacities: comma-separated, '10%' of the working set or byte sizes ('64MiB'); threads: 0 = every "
+      "hardware thread, or 1 when a Python policy or predictor is in the grid; mode: 'pool', "
+      "'cache', 'uvm' or 'uvm-hints'. policies: specs or Python EvictionPolicy classes; prefetch: a spec or a "
+      "Python Predictor class. Returns one dict per run, policy-major (keys as `tierpool replay "
       "--json`: policy, capacity, hits, misses, hit_ratio, makespan_seconds, ideal_seconds, bytes_h2d, ...). "
-      "Raises TraceError for a bad trace, LogicError for a bad policy or capacity.");
+      "Raises TraceError for a bad trace, LogicError for a bad policy or capacity, PolicyError when a Python "
+      "policy failed (after the grid ran; its tier fell back to lru).");
 
   m.def(
       "trace_gen",

@@ -14,6 +14,7 @@ __all__ = [
     "OutOfMemory",
     "QuotaExceeded",
     "TraceError",
+    "PolicyError",
 ]
 
 
@@ -75,3 +76,12 @@ class QuotaExceeded(OutOfMemory):
     tenant: int = 0
     quota: int = 0
     live: int = 0
+
+
+class PolicyError(LogicError):
+    """A Python eviction policy (or prefetch predictor) failed: it raised, or answered
+    something the adapter refused (not a list, an unknown, pinned or repeated id, a
+    proposal that does not cover the request). Its tier fell back to ``lru`` (a predictor
+    is disabled); this is raised once, by the next call on the pool (or by ``replay``).
+    ``__cause__`` is the policy's own exception, when it raised one.
+    """

@@ -9,6 +9,177 @@ import numpy
 from numpy.typing import NDArray
 
 
+class TensorView:
+    """
+    What an eviction policy is told about a tensor (EvictionPolicy.on_insert / on_access). The adapter reuses one TensorView for every call: read its fields during the call, do not keep it.
+    """
+
+    @property
+    def id(self) -> int:
+        """The tensor's id."""
+
+    @property
+    def tier(self) -> int:
+        """The tier whose policy is told (index, fastest first)."""
+
+    @property
+    def bytes(self) -> int:
+        """Size of the tensor's copy in this tier."""
+
+    @property
+    def last_access(self) -> int:
+        """Tick of the event reported (backend clock)."""
+
+    @property
+    def access_count(self) -> int:
+        """Accesses so far, this one included."""
+
+    @property
+    def pinned(self) -> bool:
+        """Pinned now (a pinned tensor must never be proposed)."""
+
+    @property
+    def write_access(self) -> bool:
+        """on_access: the access writes the tensor."""
+
+    @property
+    def next_use(self) -> int | None:
+        """
+        Forecast tick of the next use (None: no forecast; NO_NEXT_USE: never again).
+        """
+
+    @property
+    def transfer_cost(self) -> int:
+        """Estimated ticks to move it out and back (0: unknown)."""
+
+    @property
+    def recompute_cost(self) -> int | None:
+        """Estimated ticks to recompute it (None: it cannot be)."""
+
+    def __repr__(self) -> str:
+        """The fields."""
+
+class EvictionRequest:
+    """
+    What EvictionPolicy.propose is asked: free `bytes_needed` bytes in tier `tier` (`from_` is the same). Reused for every call, like TensorView.
+    """
+
+    @property
+    def tier(self) -> int:
+        """The tier that lacks room (the policy's own)."""
+
+    @property
+    def bytes_needed(self) -> int:
+        """Free at least this much in total."""
+
+    @property
+    def contiguous_bytes(self) -> int:
+        """
+        The largest single allocation the room must hold (0: no contiguity need).
+        """
+
+    @property
+    def now(self) -> int:
+        """Tick of the request."""
+
+    @property
+    def incoming(self) -> int:
+        """The tensor the room is for when the engine knows it, else 0."""
+
+    def __repr__(self) -> str:
+        """The fields."""
+
+class AccessView:
+    """
+    A device acquire, as a Predictor sees it (Predictor.on_access). Reused for every call.
+    """
+
+    @property
+    def id(self) -> int:
+        """The tensor acquired."""
+
+    @property
+    def bytes(self) -> int:
+        """Its size."""
+
+    @property
+    def write(self) -> bool:
+        """The lease may write it."""
+
+    @property
+    def sequence(self) -> int:
+        """Number of this access among the pool's device acquires."""
+
+    @property
+    def stream(self) -> int:
+        """The stream it was acquired on."""
+
+    @property
+    def discard(self) -> bool:
+        """access='write_discard': the old bytes are not read."""
+
+    def __repr__(self) -> str:
+        """The fields."""
+
+NO_NEXT_USE: int = 18446744073709551615
+
+class PolicyDriver:
+    """
+    One eviction policy driven by hand (tests, tierpool.conformance): a spec of the registry ('lru', a registered Python policy) or a Python class, through the same adapter a Pool uses. Hooks take the TensorView fields as arguments.
+    """
+
+    def __init__(self, policy: object) -> None:
+        """
+        Build the policy (a spec or a class). Raises LogicError for an unknown spec.
+        """
+
+    def on_insert(self, id: int, bytes: int = 0, tier: int = 0, last_access: int = 0, access_count: int = 1, pinned: bool = False, write_access: bool = False, next_use: int | None = None, transfer_cost: int = 0, recompute_cost: int | None = None) -> None:
+        """Tell the policy a tensor became resident."""
+
+    def on_access(self, id: int, bytes: int = 0, tier: int = 0, last_access: int = 0, access_count: int = 1, pinned: bool = False, write_access: bool = False, next_use: int | None = None, transfer_cost: int = 0, recompute_cost: int | None = None) -> None:
+        """Tell the policy a tensor was used."""
+
+    def on_erase(self, id: int) -> None:
+        """Tell the policy a tensor left the tier."""
+
+    def on_pin(self, id: int) -> None:
+        """Tell the policy a tensor was pinned."""
+
+    def on_unpin(self, id: int) -> None:
+        """Tell the policy a tensor was unpinned."""
+
+    def propose(self, bytes_needed: int, contiguous_bytes: int = 0, now: int = 0, incoming: int = 0, tier: int = 0) -> tuple:
+        """
+        Ask for victims: returns (ids, bytes) as the engine would get them (for a Python policy, after the adapter's checks: a refused answer is replaced by the fallback lru's).
+        """
+
+    @property
+    def name(self) -> str:
+        """The policy's name."""
+
+    def validate(self) -> bool:
+        """
+        The policy's own consistency check (a Python policy: its fallback lru's).
+        """
+
+    @property
+    def failed(self) -> bool:
+        """True once a Python policy failed and its fallback lru answers."""
+
+    @property
+    def python_object(self) -> object:
+        """The Python policy object (None for a built-in)."""
+
+    def copy(self) -> PolicyDriver:
+        """
+        A copy of the policy, state included, as the C++ side copies one (a Python policy: copy.deepcopy).
+        """
+
+    def check(self) -> None:
+        """
+        Raise the Python policy's recorded failure (PolicyError) once, if there is one.
+        """
+
 class TierOptions:
     """
     One tier of a pool (fastest first in Pool(tiers=[...])).
@@ -274,12 +445,12 @@ class Pool:
 
     Pool(*, tiers=None, policy='lru', prefetch='none', backend='auto', device=0, sim_memory='real', sim_clock='wall', sim_device_bytes=None, read_environment=True, tenant_quotas={}, trace_path='', publish=True, quiet=False, sim_faults=[], sim_fault_seed=0)
 
-    tiers: a list of TierOptions or dicts with the same keys (None: device, pinned_host, host); backend: 'auto' (CUDA when usable, else the simulated device), 'sim' or 'cuda'; sim_memory: 'real' (bytes) or 'phantom' (address ranges only: no views); sim_clock: 'wall' or 'virtual'; sim_device_bytes: the simulated device's memory (default 256 MiB); read_environment: the TIERPOOL_* variables win over these options (False ignores them); publish: live figures for `tierpool top`; quiet: no message when falling back to sim; sim_faults: fault rules of the simulated device, for testing failure paths, each a dict {'kind': 'copy' (allocate, event, stream_create, prefetch, host_func, compute, any), 'nth': fail that matching call (1-based), 'probability': fail each with it}; sim_fault_seed: the seed of the probabilistic rules.
+    tiers: a list of TierOptions or dicts with the same keys (None: device, pinned_host, host); policy (and a tier dict's 'policy'): a spec ('lru', a registered Python policy's name) or a Python EvictionPolicy class; prefetch: a spec or a Python Predictor class; backend: 'auto' (CUDA when usable, else the simulated device), 'sim' or 'cuda'; sim_memory: 'real' (bytes) or 'phantom' (address ranges only: no views); sim_clock: 'wall' or 'virtual'; sim_device_bytes: the simulated device's memory (default 256 MiB); read_environment: the TIERPOOL_* variables win over these options (False ignores them); publish: live figures for `tierpool top`; quiet: no message when falling back to sim; sim_faults: fault rules of the simulated device, for testing failure paths, each a dict {'kind': 'copy' (allocate, event, stream_create, prefetch, host_func, compute, any), 'nth': fail that matching call (1-based), 'probability': fail each with it}; sim_fault_seed: the seed of the probabilistic rules.
 
     `with Pool(...) as p:` closes the pool at the end of the block.
     """
 
-    def __init__(self, *, tiers: Sequence[object] | None = None, policy: str = 'lru', prefetch: str = 'none', backend: str = 'auto', device: int = 0, sim_memory: str = 'real', sim_clock: str = 'wall', sim_device_bytes: int | None = None, read_environment: bool = True, tenant_quotas: Mapping[int, int] = {}, trace_path: str = '', publish: bool = True, quiet: bool = False, sim_faults: Sequence[dict] = [], sim_fault_seed: int = 0) -> None:
+    def __init__(self, *, tiers: Sequence[object] | None = None, policy: object = 'lru', prefetch: object = 'none', backend: str = 'auto', device: int = 0, sim_memory: str = 'real', sim_clock: str = 'wall', sim_device_bytes: int | None = None, read_environment: bool = True, tenant_quotas: Mapping[int, int] = {}, trace_path: str = '', publish: bool = True, quiet: bool = False, sim_faults: Sequence[dict] = [], sim_fault_seed: int = 0) -> None:
         """
         Build a pool (see the class docstring). Raises LogicError for bad options or an unknown policy, BackendError when the backend cannot be built.
         """
@@ -321,7 +492,7 @@ class Pool:
 
     def stats(self) -> object:
         """
-        The pool's statistics as a dict (the JSON of summary_json()): 'tiers' is a list of dicts with name, kind, policy, capacity, used bytes, evictions, ...; 'python_views' lists the leases that live Python views pin (leases, bytes, pins: tensor, name, bytes, host, views, released).
+        The pool's statistics as a dict (the JSON of summary_json()): 'tiers' is a list of dicts with name, kind, policy, capacity, used bytes, evictions, policy_fallbacks (times a Python policy of the tier failed and lru took over), ...; 'policy_fallbacks' and 'predictor_failures' are the pool's totals; 'python_views' lists the leases that live Python views pin (leases, bytes, pins: tensor, name, bytes, host, views, released).
         """
 
     def summary(self) -> str:
@@ -403,7 +574,7 @@ class Pool:
 
     def close(self) -> None:
         """
-        Shut the pool down: wait for copies and free every tier. Raises LogicError while leases live. Later calls raise LogicError.
+        Shut the pool down: wait for copies and free every tier. Raises LogicError while leases live. Later calls raise LogicError. A Python policy's unraised failure is raised (PolicyError) after closing.
         """
 
     def __enter__(self) -> object:
@@ -416,12 +587,12 @@ class Pool:
 
 def policies() -> list:
     """
-    The built-in eviction policies: a list of dicts with name, description and parameters (each a dict with name, type, default, description).
+    The eviction policies (built-in and registered Python ones): a list of dicts with name, description and parameters (each a dict with name, type, default, description).
     """
 
-def replay(trace: str, policies: Sequence[str] = ['lru'], capacities: str = '10%', mode: str = 'pool', prefetch: str = 'none', loop: int = 1, threads: int = 0) -> object:
+def replay(trace: str, policies: Sequence[object] = ['lru'], capacities: str = '10%', mode: str = 'pool', prefetch: object = 'none', loop: int = 1, threads: int = 0) -> object:
     """
-    Replay a trace file (any format tierpool reads) for every policy x capacity, as `tierpool replay` does. capacities: comma-separated, '10%' of the working set or byte sizes ('64MiB'); mode: 'pool', 'cache', 'uvm' or 'uvm-hints'. Returns one dict per run, policy-major (keys as `tierpool replay --json`: policy, capacity, hits, misses, hit_ratio, makespan_seconds, ideal_seconds, bytes_h2d, ...). Raises TraceError for a bad trace, LogicError for a bad policy or capacity.
+    Replay a trace file (any format tierpool reads) for every policy x capacity, as `tierpool replay` does. capacities: comma-separated, '10%' of the working set or byte sizes ('64MiB'); threads: 0 = every hardware thread, or 1 when a Python policy or predictor is in the grid; mode: 'pool', 'cache', 'uvm' or 'uvm-hints'. policies: specs or Python EvictionPolicy classes; prefetch: a spec or a Python Predictor class. Returns one dict per run, policy-major (keys as `tierpool replay --json`: policy, capacity, hits, misses, hit_ratio, makespan_seconds, ideal_seconds, bytes_h2d, ...). Raises TraceError for a bad trace, LogicError for a bad policy or capacity, PolicyError when a Python policy failed (after the grid ran; its tier fell back to lru).
     """
 
 def trace_gen(workload: str, path: str, params: Mapping[str, str] = {}, seed: int = 1) -> int:

@@ -173,7 +173,8 @@ class offload_activations:
             raise RuntimeError("tierpool.torch: the offloaded tensor was already freed")
         if self.prefetch and index > 0:
             prev = self._order[index - 1]()
-            if prev is not None and prev.tensor is not None:
+            # A tensor kept on host leases (bigger than the device tier) is not prefetched.
+            if prev is not None and prev.tensor is not None and not prev.host:
                 self.pool.prefetch(prev.tensor, 0)
                 self.prefetches += 1
         contiguous = torch.empty(h.shape, dtype=h.dtype, device=h.device)
@@ -366,9 +367,21 @@ def _offloaded_by(p):
 
 
 def _default_units(model):
-    """The model's children that hold parameters, each one unit with all its parameters;
+    """The model's children that hold parameters, each one unit with all its parameters (a
+    ModuleList's or ModuleDict's children instead of it: containers that are never called);
     and the model itself for the parameters it holds directly (or when it has no such child)."""
-    units = [(name, m) for name, m in model.named_children() if any(True for _ in m.parameters())]
+    units = []
+
+    def add(prefix, m):
+        for name, c in m.named_children():
+            if not any(True for _ in c.parameters()):
+                continue
+            if isinstance(c, (torch.nn.ModuleList, torch.nn.ModuleDict)):
+                add(f"{prefix}{name}.", c)
+            else:
+                units.append((prefix + name, c))
+
+    add("", model)
     own = list(model.parameters(recurse=False))
     if own or not units:
         units.insert(0, ("", model))

@@ -374,3 +374,19 @@ def test_mem_pool_needs_a_cuda_torch_with_a_pluggable_allocator():
     with make_pool() as pool:
         with pytest.raises(tierpool.LogicError, match="mem_pool: not available: .*pluggable allocator"):
             tpt.mem_pool(pool)
+
+
+def test_torch_trace_fixture_is_what_the_script_records(tmp_path):
+    """tests/data/torch_mlp_offload.tpb is what scripts/make_torch_trace.py records, byte
+    for byte (the run and the virtual clock are deterministic)."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    out = tmp_path / "t.tpb"
+    subprocess.run([sys.executable, os.path.join(root, "scripts", "make_torch_trace.py"), "-o", str(out)], check=True)
+    with open(os.path.join(root, "tests", "data", "torch_mlp_offload.tpb"), "rb") as f:
+        committed = f.read()
+    assert out.read_bytes() == committed
+    assert len(committed) < 200 * 1024

@@ -61,8 +61,8 @@ def record(path, steps=3):
                 loss.backward()
                 opt.step()
             summary = f"{handle!r} {opt!r}"
-    # A write error would have stopped the recording; the bindings do not expose
-    # pool::tracing_error(), so check that the file ends with the last free (trace stat).
+    # The bindings do not expose pool::tracing_error(): `tierpool trace stat` on the file
+    # says whether it is whole ("well-formed yes", the CTest cli.fixtures.torch_mlp_stat).
     return summary
 
 

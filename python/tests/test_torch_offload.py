@@ -390,3 +390,30 @@ def test_torch_trace_fixture_is_what_the_script_records(tmp_path):
         committed = f.read()
     assert out.read_bytes() == committed
     assert len(committed) < 200 * 1024
+
+
+def test_gradients_left_in_torch_and_offload_under_no_grad_are_bit_identical():
+    """offload_grads=False: gradients stay torch tensors (p.grad), the optimizer's states
+    still go to the pool; offload_module called under torch.no_grad works the same."""
+    ref = reference("mlp", "adam")
+    with make_pool(device_bytes=DEVICE, host_bytes=8192 * KiB) as pool:
+        model = mlp()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        with torch.no_grad():
+            handle = tpt.offload_module(pool, model, offload_grads=False)
+        opt = tpt.offload_optimizer(handle, opt)
+        gen = torch.Generator().manual_seed(1)
+        losses = []
+        for _ in range(3):
+            x = torch.randn(BATCH, WIDTH, generator=gen)
+            y = torch.randn(BATCH, 1, generator=gen)
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            assert handle.grads == 0 and all(p.grad is not None for p in model.parameters())
+            opt.step()
+            losses.append(loss.detach().clone())
+        assert opt.states == 2 * len(ref[1])
+        handle.close()
+        assert pool.stats()["tensors"] == 0
+    assert_identical((losses, [p.detach().clone() for p in model.parameters()]), ref)

@@ -481,7 +481,8 @@ class OffloadedModule:
             # Note [Gradients to the pool]: torch 1.13 has no post-accumulate-grad hook; the
             # AccumulateGrad node of the parameter (kept alive here, so that autograd uses
             # this one) takes a post hook that runs once the gradient is in p.grad.
-            rec.acc_node = p.expand_as(p).grad_fn.next_functions[0][0]
+            with torch.enable_grad():  # offload_module may be called under no_grad
+                rec.acc_node = p.expand_as(p).grad_fn.next_functions[0][0]
             rec.acc_hook = rec.acc_node.register_hook(functools.partial(self._grad_ready, rec))
         setattr(p, _MARK, weakref.ref(self))
         self._by_param[id(p)] = rec

@@ -417,3 +417,61 @@ def test_gradients_left_in_torch_and_offload_under_no_grad_are_bit_identical():
         handle.close()
         assert pool.stats()["tensors"] == 0
     assert_identical((losses, [p.detach().clone() for p in model.parameters()]), ref)
+
+
+def test_parameters_are_zero_copy_views_of_their_leases_while_a_unit_runs():
+    seen = []
+
+    class Probe(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(16, 16)
+
+        def forward(self, x):
+            rec = handle.record(self.lin.weight)
+            seen.append((self.lin.weight.data_ptr(), rec.slot.lease.data_ptr, rec.slot.lease.access,
+                         self.lin.weight.shape))
+            return self.lin(x)
+
+    with make_pool() as pool:
+        model = torch.nn.Sequential(Probe(), torch.nn.Linear(16, 1))
+        handle = tpt.offload_module(pool, model)
+        model(torch.randn(4, 16)).sum().backward()
+        (ptr, lease_ptr, access, shape), = seen
+        assert ptr == lease_ptr and access == "read" and shape == (16, 16)
+        assert handle.record(model[0].lin.weight).slot.lease is None  # ended after the forward
+        handle.close()
+
+
+def test_a_unit_bigger_than_the_device_tier_uses_host_leases_and_stays_bit_identical():
+    """A 64 KiB weight on a 16 KiB device tier: it cannot be leased on the device, so (the
+    model is on the CPU) it is viewed through a host lease, each time it is used."""
+    def make():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(128, 128), torch.nn.Tanh(), torch.nn.Linear(128, 1))
+
+    def run(pool=None):
+        model = make()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        if pool is not None:
+            handle = tpt.offload_module(pool, model)
+            opt = tpt.offload_optimizer(handle, opt)
+        gen = torch.Generator().manual_seed(1)
+        losses = []
+        for _ in range(2):
+            x, y = torch.randn(8, 128, generator=gen), torch.randn(8, 1, generator=gen)
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.detach().clone())
+        if pool is not None:
+            assert handle.record(model[0].weight).slot.host  # the last use was a host lease
+            handle.close()
+        return losses, [p.detach().clone() for p in model.parameters()]
+
+    ref = run()
+    with make_pool(device_bytes=16 * KiB, host_bytes=4096 * KiB) as pool:
+        got = run(pool)
+        assert pool.validate() and pool.stats()["tensors"] == 0
+    assert_identical(got, ref)

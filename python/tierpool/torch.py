@@ -291,11 +291,27 @@ class _Slot:
         self.placeholder = None
 
     def open(self, pool, access, host=False):
-        """Leases the slot's pool tensor and returns a zero-copy view of its bytes."""
+        """Leases the slot's pool tensor and returns a zero-copy view of its bytes.
+
+        Note [Host leases for a full device tier]: when the device tier cannot take the tensor
+        now (bigger than the tier, or the tier pinned full) a host lease is taken instead, but
+        only for a tensor that lives on the CPU (the simulated device, or a CPU model): its
+        view is a CPU tensor. For a CUDA tensor the OutOfMemory is raised: a host view would be
+        on the wrong device. Unlike offload_activations' handles the choice is made again at
+        each use, so that a tensor comes back to the device tier once there is room."""
         if host:
             self.lease = pool.acquire_host(self.tensor, access)
         else:
-            self.lease, self.host = _acquire(pool, self.tensor, access, self.host)
+            try:
+                self.lease = pool.acquire(self.tensor, access)
+            except OutOfMemory:
+                if self.device.type != "cpu":
+                    raise
+                self.lease = pool.acquire_host(self.tensor, access)
+                self.host = True
+            else:
+                pool.synchronize(self.lease.stream)
+                self.host = False
         self.view = _typed_view(self.lease, self.shape, self.dtype)
         return self.view
 
@@ -620,13 +636,14 @@ class OffloadedModule:
             raise LogicError(f"tierpool.torch: backward needs parameter '{rec.name}' of a closed OffloadedModule")
         # Backward runs the units in reverse: the previous one is needed next.
         self._prefetch_unit(rec.unit - 1)
-        if rec.slot.host:
-            lease = self.pool.acquire_host(rec.slot.tensor, "read")
-        else:
-            lease, rec.slot.host = _acquire(self.pool, rec.slot.tensor, "read", False)
+        slot = _Slot(rec.slot.name, rec.slot.shape, rec.slot.dtype, rec.slot.device)
+        slot.tensor = rec.slot.tensor
+        slot.open(self.pool, "read")
         self.acquires += 1
-        flat = _bytes_of(lease).view(rec.slot.dtype)
-        del lease  # Note [Leases outlived by views]: the view keeps the lease; it ends with it
+        flat = slot.view.reshape(-1)
+        # Note [Leases outlived by views]: the rebuilt tensor is a view of the lease and keeps
+        # it alive (DLPack); the lease ends when autograd drops the tensor after its node ran.
+        slot.view = slot.lease = None
         return flat.as_strided(packed.shape, packed.strides, packed.offset)
 
     # -- gradients ------------------------------------------------------------------------------

@@ -313,6 +313,11 @@ class _Slot:
                 pool.synchronize(self.lease.stream)
                 self.host = False
         self.view = _typed_view(self.lease, self.shape, self.dtype)
+        if not host and self.view.device != self.device:
+            got = self.view.device
+            self.close()
+            raise LogicError(f"tierpool.torch: '{self.name}' is a {self.device} tensor but the pool's leases are "
+                             f"{got} memory: move the model to {got} first")
         return self.view
 
     def close(self):
@@ -429,6 +434,7 @@ class OffloadedModule:
         self.prefetches = 0
         self._optimizers = []
         self._active = []  # the _Param records materialised now (units in forward)
+        self._last_prefetched = None  # the unit _prefetch_unit asked for last
         named_units = _default_units(model) if units is None else [
             (u[0], u[1]) if isinstance(u, tuple) else (type(u).__name__, u) for u in units]
         # Note [Units]: a unit is a module whose parameters (all of them, recursively, but the
@@ -565,7 +571,12 @@ class OffloadedModule:
     # -- forward and backward -----------------------------------------------------------------
 
     def _prefetch_unit(self, ui):
-        if not self.prefetch or not (0 <= ui < len(self.units)):
+        # Backward rebuilds several saved parameters of one unit in a row: each would ask for
+        # the same unit before it; the second and later asks are skipped.
+        if not self.prefetch or ui == self._last_prefetched:
+            return
+        self._last_prefetched = ui
+        if not (0 <= ui < len(self.units)):
             return
         for rec in self.units[ui][1]:
             if rec.slot.tensor is not None and not rec.slot.host and rec.uses == 0:

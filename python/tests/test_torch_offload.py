@@ -475,3 +475,62 @@ def test_a_unit_bigger_than_the_device_tier_uses_host_leases_and_stays_bit_ident
         got = run(pool)
         assert pool.validate() and pool.stats()["tensors"] == 0
     assert_identical(got, ref)
+
+
+class Scaled(torch.nn.Module):
+    """A parameter of the model's own (a unit of the root) around children, one of them
+    called twice per forward (its weight used twice: the gradients add up in autograd)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.scale = torch.nn.Parameter(torch.randn(WIDTH))
+        self.inp = torch.nn.Linear(WIDTH, WIDTH)
+        self.shared = torch.nn.Linear(WIDTH, WIDTH)
+        self.out = torch.nn.Linear(WIDTH, 1)
+
+    def forward(self, x):
+        h = torch.relu(self.inp(x)) * self.scale
+        h = torch.tanh(self.shared(h))
+        h = torch.tanh(self.shared(h))
+        return self.out(h)
+
+
+def test_root_parameters_a_unit_called_twice_and_retain_graph_are_bit_identical():
+    def run(pool=None):
+        model = Scaled()
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        if pool is not None:
+            handle = tpt.offload_module(pool, model)
+            assert [type(u).__name__ for u, _ in handle.units] == ["Scaled", "Linear", "Linear", "Linear"]
+            assert [len(recs) for _, recs in handle.units] == [1, 2, 2, 2]  # the root: its own only
+            opt = tpt.offload_optimizer(handle, opt)
+        gen = torch.Generator().manual_seed(1)
+        losses = []
+        for _ in range(3):
+            x, y = torch.randn(BATCH, WIDTH, generator=gen), torch.randn(BATCH, 1, generator=gen)
+            opt.zero_grad()
+            with (tpt.offload_activations(pool, min_bytes=1024) if pool is not None else _null()):
+                loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward(retain_graph=True)  # twice: the saved parameters are rebuilt twice
+            loss.backward()
+            opt.step()
+            losses.append(loss.detach().clone())
+        if pool is not None:
+            assert handle.saved > 0
+            handle.close()
+        return losses, [p.detach().clone() for p in model.parameters()]
+
+    ref = run()
+    with make_pool(device_bytes=DEVICE, host_bytes=8192 * KiB) as pool:
+        got = run(pool)
+        assert pool.validate() and pool.stats()["tensors"] == 0
+    assert_identical(got, ref)
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False

@@ -1,6 +1,8 @@
 # SPDX-FileCopyrightText: 2026 tierpool contributors
 # SPDX-License-Identifier: Apache-2.0
-"""PyTorch activation offload: autograd's saved tensors live in a tierpool pool.
+"""PyTorch offload into a tierpool pool: activations (autograd's saved tensors), and a
+model's parameters, gradients and optimizer states (offload_module, offload_optimizer;
+further down, and docs/chapters/pytorch_offload.md).
 
     import tierpool, tierpool.torch
     with tierpool.torch.offload_activations(pool, min_bytes=4096) as off:
@@ -17,6 +19,15 @@ copies the bytes back in), synchronizes the lease's stream and rebuilds a tensor
 saved dtype, shape, strides and device. The pool tensor is freed when autograd drops the
 handle (after backward, or with the graph when ``retain_graph=True`` was used), so unpack
 may run any number of times. See docs/chapters/python.md.
+
+    with tierpool.torch.offload_module(pool, model) as handle:
+        opt = tierpool.torch.offload_optimizer(handle, torch.optim.Adam(model.parameters()))
+        ...; loss.backward(); opt.step(); opt.zero_grad()
+
+Each parameter, its gradient and the optimizer's state tensors live in pool tensors; a
+unit's forward leases its parameters and views them zero-copy; the optimizer steps one
+parameter at a time on leased views. Losses and parameters are bit-identical to training
+without the pool.
 
 Importing ``tierpool`` does not import torch; importing ``tierpool.torch`` does.
 """

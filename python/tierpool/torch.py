@@ -237,19 +237,20 @@ class offload_activations:
 
 
 def _storage_less(like):
-    """A tensor with the sizes, strides, dtype and device of `like` and no bytes.
+    """A tensor with the sizes, dtype and device of `like` over one element (all strides 0),
+    NaN for a floating dtype (0 else): a parameter's or state's stand-in between uses.
 
-    Note [Storage-less placeholders]: between uses a parameter's ``.data`` (and an offloaded
-    optimizer state) is a tensor whose storage was resized to 0 bytes, not ``torch.empty(0)``:
-    autograd's AccumulateGrad and the ``.grad`` setter read the variable's sizes and strides
-    (the layout contract of a gradient), which must stay the parameter's own. Reading such a
-    tensor's values is an error of the caller (offload_module's handle says which ones are
-    offloaded); the hooks never do.
+    Note [Placeholders]: between uses a parameter's ``.data`` (and an offloaded optimizer
+    state) is such a tensor, not ``torch.empty(0)``: autograd's AccumulateGrad and the
+    ``.grad`` setter read the variable's sizes, which must stay the parameter's own. Not a
+    storage resized to 0 bytes either (FSDP's way): reading one of those crashes the process,
+    while reading this one (printing a parameter between steps) gives NaNs and nothing
+    worse. With all strides 0 the variable is not dense, so AccumulateGrad keeps or makes a
+    contiguous gradient: the layout the parameter (contiguous: the pool's copy is) has.
     """
-    t = torch.empty_strided(tuple(like.shape), tuple(like.stride()), dtype=like.dtype, device=like.device)
-    storage = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
-    storage.resize_(0)
-    return t
+    one = torch.full((1,), float("nan") if like.dtype.is_floating_point or like.dtype.is_complex else 0,
+                     dtype=like.dtype, device=like.device)
+    return one.as_strided(tuple(like.shape), (0,) * like.dim())
 
 
 def _write(pool, pt, src):
@@ -491,6 +492,12 @@ class OffloadedModule:
                     self._offload_param(rec, name)
             for ui, (unit, recs) in enumerate(self.units):
                 self._wrap(ui, unit)
+            # Note [zero_grad goes to the pool]: the model's zero_grad (torch 1.13 zeroes
+            # p.grad in place by default) would not see the pool's gradients, and the next
+            # backward would add to them: the model's zero_grad frees them instead.
+            self._had_zero_grad = "zero_grad" in model.__dict__
+            self._orig_zero_grad = model.__dict__.get("zero_grad")
+            model.zero_grad = self._zero_grad_from_model
         except BaseException:
             self._restore()
             raise
@@ -533,8 +540,17 @@ class OffloadedModule:
         unit.forward = functools.partial(self._forward, ui, bound)
         self._wrapped.append((unit, had, orig))
 
+    def _zero_grad_from_model(self, set_to_none=True):
+        self.zero_grad()
+
     def _restore(self):
         """Gives every parameter (and gradient) back to torch and frees the pool tensors."""
+        if getattr(self, "_had_zero_grad", None) is not None:
+            if self._had_zero_grad:
+                self.model.zero_grad = self._orig_zero_grad
+            else:
+                self.model.__dict__.pop("zero_grad", None)
+            self._had_zero_grad = None
         for unit, had, orig in reversed(self._wrapped):
             if had:
                 unit.forward = orig
@@ -710,15 +726,18 @@ class OffloadedModule:
         """How many gradients the pool holds now."""
         return sum(1 for _, recs in self.units for r in recs if r.grad is not None)
 
-    def zero_grad(self):
-        """Frees the pool's gradients (as ``zero_grad(set_to_none=True)``)."""
+    def zero_grad(self, set_to_none=True):
+        """Frees the pool's gradients (as ``zero_grad(set_to_none=True)``, whatever
+        `set_to_none` says: a zeroed gradient would be a pool tensor of zeros to add to)."""
         self._check_open("zero_grad")
-        for _, recs in self.units:
-            for rec in recs:
-                if rec.grad is not None:
-                    rec.grad.free(self.pool)
-                    rec.grad = None
-                rec.param.grad = None
+        self._free_grads(rec for _, recs in self.units for rec in recs)
+
+    def _free_grads(self, recs):
+        for rec in recs:
+            if rec.grad is not None:
+                rec.grad.free(self.pool)
+                rec.grad = None
+            rec.param.grad = None
 
     def gradients(self):
         """Copies of the gradients, {name: tensor or None}, wherever they are."""
@@ -745,6 +764,18 @@ class OffloadedModule:
                     out[rec.name] = _read(self.pool, rec.slot.tensor, rec.slot.shape, rec.slot.dtype, rec.slot.device)
         return out
 
+    def state_dict(self):
+        """The model's ``state_dict()`` with copies of the offloaded parameters' values (the
+        model's own would hold the placeholders, NaNs; do not save that one)."""
+        self._check_open("state_dict")
+        sd = self.model.state_dict()
+        by_id = {id(rec.param): rec for _, recs in self.units for rec in recs}
+        for key, p in self.model.named_parameters():
+            rec = by_id.get(id(p))
+            if rec is not None and rec.slot.tensor is not None and key in sd:
+                sd[key] = _read(self.pool, rec.slot.tensor, rec.slot.shape, rec.slot.dtype, rec.slot.device)
+        return sd
+
     def record(self, param):
         return self._by_param.get(id(param))
 
@@ -766,7 +797,8 @@ def _has_remove_duplicate():
 def offload_module(pool, model, *, units=None, prefetch=True, offload_grads=True, name="param", priority=0.0):
     """Moves `model`'s parameters (and gradients) into `pool`, unit by unit.
 
-    Each parameter becomes a pool tensor; between uses its ``.data`` holds no bytes. When a
+    Each parameter becomes a pool tensor; between uses its ``.data`` is a one-element NaN
+    placeholder with the parameter's shape (Note [Placeholders]). When a
     unit's forward runs its parameters are leased (``"read"``) and ``.data`` is a zero-copy
     view of the lease; the next unit is prefetched (``prefetch=True``). Saved tensors that
     are parameters are kept as references (backward leases them again and prefetches the
@@ -824,6 +856,17 @@ class OffloadedOptimizer:
         # States that exist already (an optimizer that has stepped) go to the pool now.
         for _, p in self._order:
             self._offload_new_states(p)
+        # Note [The wrapped optimizer's own methods]: a loop that still calls the torch
+        # optimizer's step() would skip every parameter (p.grad is None: the gradients are in
+        # the pool) and its zero_grad() would leave the pool's gradients to be added to; both
+        # are sent here until close().
+        self._orig_step = optimizer.step
+        self._orig_state_dict = optimizer.state_dict
+        self._patched = {k: optimizer.__dict__[k] for k in ("step", "zero_grad", "state_dict")
+                         if k in optimizer.__dict__}
+        optimizer.step = self.step
+        optimizer.zero_grad = self.zero_grad
+        optimizer.state_dict = self.state_dict
         module._optimizers.append(self)
 
     @property
@@ -869,7 +912,8 @@ class OffloadedOptimizer:
     def zero_grad(self, set_to_none=True):
         """Frees the gradients (the pool's and torch's), as ``zero_grad(set_to_none=True)``."""
         self._check_open("zero_grad")
-        self.module.zero_grad()
+        self.module._check_open("zero_grad")
+        self.module._free_grads(self.module.record(p) for _, p in self._order)
 
     def _prefetch(self, p):
         if not self.module.prefetch or p is None:
@@ -941,7 +985,7 @@ class OffloadedOptimizer:
             for gj, g in enumerate(groups):
                 g["params"] = [target] if gj == gi else []
             with torch.no_grad():
-                self.optimizer.step()
+                self._orig_step()
             for gj, g in enumerate(groups):
                 g["params"] = []
             if host and target in state:
@@ -964,10 +1008,35 @@ class OffloadedOptimizer:
             del target
         self._offload_new_states(p)
 
+    def state_dict(self):
+        """The optimizer's ``state_dict()`` with copies of the offloaded states."""
+        self._check_open("state_dict")
+        state = self.optimizer.state
+        swapped = []
+        try:
+            for _, p in self._order:
+                for key, slot in self._slots.get(id(p), {}).items():
+                    swapped.append((p, key, state[p][key]))
+                    state[p][key] = _read(self.pool, slot.tensor, slot.shape, slot.dtype, slot.device)
+            sd = self._orig_state_dict()
+            # state_dict() holds the optimizer's own per-parameter dicts: copies of them keep
+            # the values once the placeholders are back.
+            sd["state"] = {k: dict(v) for k, v in sd["state"].items()}
+            return sd
+        finally:
+            for p, key, old in swapped:
+                state[p][key] = old
+
     def close(self):
-        """Gives the optimizer back its state tensors and frees their pool tensors. Idempotent."""
+        """Gives the optimizer back its state tensors (and its own step, zero_grad and
+        state_dict) and frees the states' pool tensors. Idempotent."""
         if self.closed:
             return
+        for k in ("step", "zero_grad", "state_dict"):
+            if k in self._patched:
+                setattr(self.optimizer, k, self._patched[k])
+            else:
+                self.optimizer.__dict__.pop(k, None)
         for _, p in self._order:
             slots = self._slots.pop(id(p), {})
             st = self.optimizer.state.get(p)

@@ -8,12 +8,14 @@ transformer in four ways on the same machine: plain PyTorch; activation offload
 (offload_activations); parameter, gradient and optimizer-state offload (offload_module +
 offload_optimizer); both. The pool's device tier is a quarter of what a step touches, so
 the pool evicts and copies back. Prints, per model and way, the median step time, its
-spread (min..max over the timed steps) and the ratio of the medians to plain.
+spread (min..max over the timed steps), the ratio of the medians to plain and that of
+the minimums (less sensitive to a shared machine's load). The ways
+take turns step by step (a shared machine's load changes hit them alike).
 
 On the simulated device (no GPU) the "device" is host memory and a copy is a memcpy: the
 figures are the Python hooks' and the pool's bookkeeping, not the PCIe link's.
 
-  build/pyenv/bin/python python/bench/torch_offload_overhead.py [--steps 9] [--warmup 2]
+  build/pyenv/bin/python python/bench/torch_offload_overhead.py [--steps 15] [--warmup 2]
 """
 
 import argparse
@@ -66,45 +68,52 @@ def make_pool(device_bytes):
                          publish=False, quiet=True)
 
 
-def run(model_name, way, steps, warmup):
-    make, shape = MODELS[model_name]
-    model = make()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
-    params = sum(p.numel() * p.element_size() for p in model.parameters())
-    device_bytes = max(1 << 16, (4 * params) // 4)  # params + grads + Adam's two states, over 4
-    pool = make_pool(device_bytes) if way != "plain" else None
-    handle = None
-    if way in ("params+optimizer", "both"):
-        handle = tpt.offload_module(pool, model)
-        opt = tpt.offload_optimizer(handle, opt)
-    gen = torch.Generator().manual_seed(1)
-    times = []
-    for i in range(warmup + steps):
-        x = torch.randn(*shape, generator=gen)
-        y = torch.randn(shape[0], 1, generator=gen)
+class Setup:
+    """One way of training one model: its model, optimizer, pool and handle."""
+
+    def __init__(self, model_name, way):
+        make, self.shape = MODELS[model_name]
+        self.way = way
+        self.model = make()
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-4)
+        self.params = sum(p.numel() * p.element_size() for p in self.model.parameters())
+        self.device_bytes = max(1 << 16, (4 * self.params) // 4)  # params + grads + Adam's two states, over 4
+        self.pool = make_pool(self.device_bytes) if way != "plain" else None
+        self.handle = None
+        if way in ("params+optimizer", "both"):
+            self.handle = tpt.offload_module(self.pool, self.model)
+            self.opt = tpt.offload_optimizer(self.handle, self.opt)
+        self.gen = torch.Generator().manual_seed(1)
+        self.times = []
+
+    def step(self, timed):
+        x = torch.randn(*self.shape, generator=self.gen)
+        y = torch.randn(self.shape[0], 1, generator=self.gen)
         t0 = time.perf_counter()
-        opt.zero_grad()
-        if way in ("activations", "both"):
-            with tpt.offload_activations(pool, min_bytes=4096, prefetch=True):
-                loss = torch.nn.functional.mse_loss(model(x), y)
+        self.opt.zero_grad()
+        if self.way in ("activations", "both"):
+            with tpt.offload_activations(self.pool, min_bytes=4096, prefetch=True):
+                loss = torch.nn.functional.mse_loss(self.model(x), y)
         else:
-            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss = torch.nn.functional.mse_loss(self.model(x), y)
         loss.backward()
-        opt.step()
-        if i >= warmup:
-            times.append(time.perf_counter() - t0)
-    evictions = 0
-    if pool is not None:
-        evictions = pool.stats()["tiers"][0]["evictions"]
-        if handle is not None:
-            handle.close()
-        pool.close()
-    return times, params, device_bytes, evictions
+        self.opt.step()
+        if timed:
+            self.times.append(time.perf_counter() - t0)
+
+    def close(self):
+        evictions = 0
+        if self.pool is not None:
+            evictions = self.pool.stats()["tiers"][0]["evictions"]
+            if self.handle is not None:
+                self.handle.close()
+            self.pool.close()
+        return evictions
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--steps", type=int, default=9, help="timed steps per way (at least 7)")
+    ap.add_argument("--steps", type=int, default=15, help="timed steps per way (at least 7)")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: leave)")
     args = ap.parse_args()
@@ -113,16 +122,23 @@ def main():
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, tierpool {tierpool.__version__}, "
           f"sim device; {args.steps} timed steps after {args.warmup} warm-up, Adam")
     for model_name in MODELS:
+        # Note [Interleaved steps]: the four ways take turns step by step, so that a load
+        # change on a shared machine hits them alike.
+        setups = [Setup(model_name, way) for way in WAYS]
+        for i in range(args.warmup + args.steps):
+            for setup in setups:
+                setup.step(timed=i >= args.warmup)
         rows = []
-        for way in WAYS:
-            times, params, device_bytes, evictions = run(model_name, way, args.steps, args.warmup)
-            rows.append((way, statistics.median(times), min(times), max(times), evictions))
-        base = rows[0][1]
+        for setup in setups:
+            t = setup.times
+            rows.append((setup.way, statistics.median(t), min(t), max(t), setup.close()))
+        base, base_min = rows[0][1], rows[0][2]
+        params, device_bytes = setups[0].params, setups[0].device_bytes
         print(f"\n{model_name}: parameters {params / 2**20:.2f} MiB, device tier {device_bytes / 2**20:.2f} MiB")
-        print(f"  {'way':<18} {'median ms':>10} {'min..max ms':>17} {'x plain':>8} {'evictions':>10}")
+        print(f"  {'way':<18} {'median ms':>10} {'min..max ms':>17} {'x plain':>8} {'x (mins)':>9} {'evictions':>10}")
         for way, med, lo, hi, ev in rows:
-            print(f"  {way:<18} {med * 1e3:>10.2f} {lo * 1e3:>8.2f}..{hi * 1e3:<8.2f} {med / base:>8.2f} {ev:>10}")
-
+            print(f"  {way:<18} {med * 1e3:>10.2f} {lo * 1e3:>8.2f}..{hi * 1e3:<8.2f} {med / base:>8.2f} "
+                  f"{lo / base_min:>9.2f} {ev:>10}")
 
 if __name__ == "__main__":
     main()

@@ -576,3 +576,16 @@ def test_the_torch_optimizers_and_the_models_own_methods_go_through_the_offload(
         assert torch.equal(opt.state_dict()["state"][0]["exp_avg"], exp_avg)
         assert all(bit_equal(sd[k], v) for k, v in model.state_dict().items())
     assert_identical((losses, [p.detach().clone() for p in model.parameters()]), ref)
+
+
+def test_a_pool_too_small_for_the_model_fails_the_offload_and_leaves_the_model_whole():
+    with make_pool(device_bytes=16 * KiB, host_bytes=32 * KiB) as pool:  # the MLP has 67 KB
+        model = mlp()
+        before = [p.detach().clone() for p in model.parameters()]
+        with pytest.raises(tierpool.OutOfMemory):
+            tpt.offload_module(pool, model)
+        assert pool.stats()["tensors"] == 0
+        assert all(bit_equal(p.detach(), b) for p, b in zip(model.parameters(), before))
+        assert "forward" not in model[0].__dict__ and "zero_grad" not in model.__dict__
+    with make_pool() as other, tpt.offload_module(other, model) as handle:  # not marked as offloaded
+        assert handle.params == len(before)

@@ -236,7 +236,7 @@ class offload_activations:
 # ---- parameter, gradient and optimizer-state offload ---------------------------------------
 
 
-def _storage_less(like):
+def _placeholder(like):
     """A tensor with the sizes, dtype and device of `like` over one element (all strides 0),
     NaN for a floating dtype (0 else): a parameter's or state's stand-in between uses.
 
@@ -352,7 +352,7 @@ class _Slot:
 class _Param:
     """An offloaded parameter: its slot, its gradient's slot, its placeholder."""
 
-    __slots__ = ("param", "name", "unit", "slot", "grad", "placeholder", "acc_node", "acc_hook", "uses")
+    __slots__ = ("param", "name", "unit", "slot", "grad", "placeholder", "acc_node", "acc_hook", "uses", "swapped")
 
     def __init__(self, param, name, unit):
         self.param = param
@@ -364,6 +364,7 @@ class _Param:
         self.acc_node = None
         self.acc_hook = None
         self.uses = 0
+        self.swapped = False  # .data is the placeholder (the pool has the values)
 
 
 class _SavedParam:
@@ -508,7 +509,7 @@ class OffloadedModule:
         p = rec.param
         nbytes = p.numel() * p.element_size()
         rec.slot.nbytes = nbytes
-        rec.placeholder = _storage_less(p.data) if p.is_contiguous() else _storage_less(p.data.contiguous())
+        rec.placeholder = _placeholder(p.data)
         if nbytes:
             rec.slot.tensor = self.pool.allocate(nbytes, name=f"{prefix}.{rec.name}", priority=self.priority)
             _write(self.pool, rec.slot.tensor, p.data)
@@ -528,6 +529,7 @@ class OffloadedModule:
         self._by_param[id(p)] = rec
         if nbytes:
             p.data = rec.placeholder
+            rec.swapped = True
 
     def _wrap(self, ui, unit):
         # Note [Forward wrapper, not forward hooks]: the unit's forward is wrapped (an instance
@@ -565,7 +567,9 @@ class OffloadedModule:
                     rec.acc_hook = None
                 rec.acc_node = None
                 if rec.slot.tensor is not None:
-                    p.data = _read(self.pool, rec.slot.tensor, rec.slot.shape, rec.slot.dtype, rec.slot.device)
+                    if rec.swapped:  # else the set-up failed before: p.data is still its own
+                        p.data = _read(self.pool, rec.slot.tensor, rec.slot.shape, rec.slot.dtype, rec.slot.device)
+                        rec.swapped = False
                     rec.slot.free(self.pool)
                 if rec.grad is not None:
                     p.grad = _read(self.pool, rec.grad.tensor, rec.grad.shape, rec.grad.dtype, rec.grad.device)
@@ -906,7 +910,7 @@ class OffloadedOptimizer:
                 slot.free(self.pool)
                 raise
             slots[key] = slot
-            slot.placeholder = _storage_less(v.contiguous() if not v.is_contiguous() else v)
+            slot.placeholder = _placeholder(v)
             state[key] = slot.placeholder
 
     def zero_grad(self, set_to_none=True):
@@ -994,7 +998,7 @@ class OffloadedOptimizer:
             if st:
                 for key, slot in slots.items():
                     if slot.placeholder is None:
-                        slot.placeholder = _storage_less(slot.view)
+                        slot.placeholder = _placeholder(slot.view)
                     st[key] = slot.placeholder
         finally:
             if host and target is not p and target in state:

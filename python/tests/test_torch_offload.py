@@ -589,3 +589,28 @@ def test_a_pool_too_small_for_the_model_fails_the_offload_and_leaves_the_model_w
         assert "forward" not in model[0].__dict__ and "zero_grad" not in model.__dict__
     with make_pool() as other, tpt.offload_module(other, model) as handle:  # not marked as offloaded
         assert handle.params == len(before)
+
+
+def test_a_parameter_used_outside_its_unit_is_reported_not_trained_on_as_nan():
+    class Head(torch.nn.Module):
+        def __init__(self, body):
+            super().__init__()
+            self.bias = torch.nn.Parameter(torch.zeros(16))
+            self.body = [body]  # not a child: the unit of body's parameters is body's
+
+        def forward(self, x):
+            return x @ self.body[0].weight.t() + self.bias  # body's weight, without calling body
+
+    with make_pool() as pool:
+        body = torch.nn.Linear(16, 16)
+        model = torch.nn.Sequential(body, Head(body))
+        x = torch.randn(4, 16)
+        ref = model(x)
+        with tpt.offload_module(pool, model) as handle:
+            # torch 1.13 turns an exception in a saved-tensor hook into a RuntimeError with its text.
+            with pytest.raises((tierpool.LogicError, RuntimeError), match=r"parameter '0.weight' was used outside its unit"):
+                model(x)
+            assert handle._active == []
+        with tpt.offload_module(pool, model, units=[model]) as handle:  # one unit: fine
+            assert torch.equal(model(x), ref)
+        assert pool.stats()["tensors"] == 0

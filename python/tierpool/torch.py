@@ -448,6 +448,7 @@ class OffloadedModule:
         self._optimizers = []
         self._active = []  # the _Param records materialised now (units in forward)
         self._last_prefetched = None  # the unit _prefetch_unit asked for last
+        self._placeholders = {}  # data_ptr of each parameter's placeholder -> its _Param
         named_units = _default_units(model) if units is None else [
             (u[0], u[1]) if isinstance(u, tuple) else (type(u).__name__, u) for u in units]
         # Note [Units]: a unit is a module whose parameters (all of them, recursively, but the
@@ -530,6 +531,7 @@ class OffloadedModule:
         if nbytes:
             p.data = rec.placeholder
             rec.swapped = True
+            self._placeholders[rec.placeholder.data_ptr()] = rec
 
     def _wrap(self, ui, unit):
         # Note [Forward wrapper, not forward hooks]: the unit's forward is wrapped (an instance
@@ -667,6 +669,14 @@ class OffloadedModule:
         if rec is not None:
             self.saved += 1
             return _SavedParam(rec, offset, tuple(t.shape), tuple(t.stride()))
+        if t.layout == torch.strided and t.numel():
+            stale = self._placeholders.get(t.data_ptr())
+            if stale is not None and stale.uses == 0:
+                # A unit's forward used another unit's parameter (its placeholder: NaNs).
+                raise LogicError(
+                    f"tierpool.torch: parameter '{stale.name}' was used outside its unit "
+                    f"('{type(self.units[stale.unit][0]).__name__}' #{stale.unit}), while it holds no values: "
+                    f"make one unit of the module that uses it and the one that holds it (units=[...])")
         ctx = _active_activation_offloads[-1] if _active_activation_offloads else None
         return _Delegated(ctx, t if ctx is None else ctx._pack(t))
 

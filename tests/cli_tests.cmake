@@ -617,6 +617,23 @@ if(Python3_Interpreter_FOUND)
     COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_model_traces.py --check --out-dir ${CMAKE_CURRENT_BINARY_DIR}/cli_fixtures_empty)
   set_tests_properties(cli.fixtures.script_check_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
 endif()
+# tests/data/torch_mlp_offload.tpb: a PyTorch training run recorded through tierpool.torch's
+# offload (scripts/make_torch_trace.py; tests/data/README.md). `trace stat` gives its figures,
+# and the replays over lru, s3fifo and belady in cache and pool modes are sane
+# (cli_torch_trace_check.cmake); the same check fails for a trace of another request count.
+set(_tp_fixture_torch ${CMAKE_CURRENT_SOURCE_DIR}/data/torch_mlp_offload.tpb)
+add_test(NAME cli.fixtures.torch_mlp_stat COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${_tp_fixture_torch})
+set_tests_properties(cli.fixtures.torch_mlp_stat PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "\\(binary\\)\n +events +922\n +allocate +87\n +free +87\n +access +296\n +prefetch +156\n.*\n +release +296\n.*\n +tensors +87\n +working set +622104 .*\n +peak live +274188 .*\n +live at end +0\n.*well-formed +yes")
+add_test(NAME cli.fixtures.torch_mlp_replay
+  COMMAND ${CMAKE_COMMAND} -DTIERPOOL_CLI=$<TARGET_FILE:tierpool_cli> -DTRACE=${_tp_fixture_torch} -DREQUESTS=296
+          -DWORKDIR=${CMAKE_CURRENT_BINARY_DIR} -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_torch_trace_check.cmake)
+set_tests_properties(cli.fixtures.torch_mlp_replay PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "torch trace replay: sane")
+add_test(NAME cli.fixtures.torch_mlp_replay_check_fails
+  COMMAND ${CMAKE_COMMAND} -DTIERPOOL_CLI=$<TARGET_FILE:tierpool_cli> -DTRACE=${_tp_replay_trace} -DREQUESTS=296
+          -DWORKDIR=${CMAKE_CURRENT_BINARY_DIR} -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_torch_trace_check.cmake)
+set_tests_properties(cli.fixtures.torch_mlp_replay_check_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
 # ---- end tierpool replay ----------------------------------------------------------
 
 # ---- tierpool top -------------------------------------------------------------------

@@ -1,6 +1,8 @@
 # SPDX-FileCopyrightText: 2026 tierpool contributors
 # SPDX-License-Identifier: Apache-2.0
-"""PyTorch activation offload: autograd's saved tensors live in a tierpool pool.
+"""PyTorch offload into a tierpool pool: activations (autograd's saved tensors), and a
+model's parameters, gradients and optimizer states (offload_module, offload_optimizer;
+further down, and docs/chapters/pytorch_offload.md).
 
     import tierpool, tierpool.torch
     with tierpool.torch.offload_activations(pool, min_bytes=4096) as off:
@@ -18,16 +20,40 @@ saved dtype, shape, strides and device. The pool tensor is freed when autograd d
 handle (after backward, or with the graph when ``retain_graph=True`` was used), so unpack
 may run any number of times. See docs/chapters/python.md.
 
+    with tierpool.torch.offload_module(pool, model) as handle:
+        opt = tierpool.torch.offload_optimizer(handle, torch.optim.Adam(model.parameters()))
+        ...; loss.backward(); opt.step(); opt.zero_grad()
+
+Each parameter, its gradient and the optimizer's state tensors live in pool tensors; a
+unit's forward leases its parameters and views them zero-copy; the optimizer steps one
+parameter at a time on leased views. Losses and parameters are bit-identical to training
+without the pool.
+
 Importing ``tierpool`` does not import torch; importing ``tierpool.torch`` does.
 """
 
+import functools
 import weakref
 
 import torch
 
-from ._errors import OutOfMemory
+from ._errors import LogicError, OutOfMemory
 
-__all__ = ["offload_activations", "OffloadedTensor"]
+__all__ = [
+    "offload_activations",
+    "OffloadedTensor",
+    "offload_module",
+    "OffloadedModule",
+    "offload_optimizer",
+    "OffloadedOptimizer",
+    "mem_pool",
+]
+
+# The offload_activations contexts now active, innermost last. Note [Saved tensors under
+# offload_module]: a unit of offload_module pushes saved-tensor hooks of its own while its
+# forward runs (torch uses the innermost hooks only), and hands the tensors that are not
+# its parameters on to the innermost offload_activations context, found here.
+_active_activation_offloads = []
 
 
 def _non_overlapping(shape, strides):
@@ -158,7 +184,8 @@ class offload_activations:
             raise RuntimeError("tierpool.torch: the offloaded tensor was already freed")
         if self.prefetch and index > 0:
             prev = self._order[index - 1]()
-            if prev is not None and prev.tensor is not None:
+            # A tensor kept on host leases (bigger than the device tier) is not prefetched.
+            if prev is not None and prev.tensor is not None and not prev.host:
                 self.pool.prefetch(prev.tensor, 0)
                 self.prefetches += 1
         contiguous = torch.empty(h.shape, dtype=h.dtype, device=h.device)
@@ -186,10 +213,13 @@ class offload_activations:
             raise RuntimeError("tierpool.torch.offload_activations is not reentrant")
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
         self._hooks.__enter__()
+        _active_activation_offloads.append(self)
         return self
 
     def __exit__(self, exc_type, exc, tb):
         hooks, self._hooks = self._hooks, None
+        if self in _active_activation_offloads:
+            _active_activation_offloads.remove(self)
         hooks.__exit__(exc_type, exc, tb)
         return False
 
@@ -201,3 +231,872 @@ class offload_activations:
     def __repr__(self):
         return (f"offload_activations(tensors={self.tensors}, bytes={self.bytes}, kept={self.kept}, "
                 f"unpacks={self.unpacks}, prefetches={self.prefetches}, live={self.live})")
+
+
+# ---- parameter, gradient and optimizer-state offload ---------------------------------------
+
+
+def _placeholder(like):
+    """A tensor with the sizes, dtype and device of `like` over one element (all strides 0),
+    NaN for a floating dtype (0 else): a parameter's or state's stand-in between uses.
+
+    Note [Placeholders]: between uses a parameter's ``.data`` (and an offloaded optimizer
+    state) is such a tensor, not ``torch.empty(0)``: autograd's AccumulateGrad and the
+    ``.grad`` setter read the variable's sizes, which must stay the parameter's own. Not a
+    storage resized to 0 bytes either (FSDP's way): reading one of those crashes the process,
+    while reading this one (printing a parameter between steps) gives NaNs and nothing
+    worse. With all strides 0 the variable is not dense, so AccumulateGrad keeps or makes a
+    contiguous gradient: the layout the parameter (contiguous: the pool's copy is) has.
+    """
+    one = torch.full((1,), float("nan") if like.dtype.is_floating_point or like.dtype.is_complex else 0,
+                     dtype=like.dtype, device=like.device)
+    return one.as_strided(tuple(like.shape), (0,) * like.dim())
+
+
+def _write(pool, pt, src):
+    """Copies the contiguous bytes of torch tensor `src` into pool tensor `pt`."""
+    flat = src.detach().contiguous().reshape(-1).view(torch.uint8)
+    lease, _ = _acquire(pool, pt, "write_discard", False)
+    with lease:
+        dst = _bytes_of(lease)
+        dst.copy_(flat.to(dst.device))
+        if dst.device.type == "cuda":
+            torch.cuda.current_stream(dst.device).synchronize()
+        del dst
+
+
+def _read(pool, pt, shape, dtype, device):
+    """A new torch tensor (contiguous) with pool tensor `pt`'s bytes."""
+    out = torch.empty(shape, dtype=dtype, device=device)
+    lease = pool.acquire_host(pt, "read")
+    with lease:
+        src = _bytes_of(lease)
+        out.reshape(-1).view(torch.uint8).copy_(src.to(out.device))
+        del src
+    return out
+
+
+def _typed_view(lease, shape, dtype):
+    """The lease's bytes as a tensor of `shape` and `dtype`, zero-copy; keeps the lease alive."""
+    flat = _bytes_of(lease)
+    if flat.numel() == 0:
+        return flat.view(dtype).reshape(shape)
+    return flat.view(dtype).view(shape)
+
+
+class _Slot:
+    """One offloaded tensor: a parameter, its gradient or an optimizer state (its pool tensor
+    and layout), and the lease and view it has while in use."""
+
+    __slots__ = ("name", "tensor", "shape", "dtype", "device", "nbytes", "lease", "view", "host", "placeholder")
+
+    def __init__(self, name, shape, dtype, device):
+        self.name = name
+        self.tensor = None
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.device = device
+        self.nbytes = 0
+        self.lease = None
+        self.view = None
+        self.host = False
+        self.placeholder = None
+
+    def open(self, pool, access, host=False):
+        """Leases the slot's pool tensor and returns a zero-copy view of its bytes.
+
+        Note [Host leases for a full device tier]: when the device tier cannot take the tensor
+        now (bigger than the tier, or the tier pinned full) a host lease is taken instead, but
+        only for a tensor that lives on the CPU (the simulated device, or a CPU model): its
+        view is a CPU tensor. For a CUDA tensor the OutOfMemory is raised: a host view would be
+        on the wrong device. Unlike offload_activations' handles the choice is made again at
+        each use, so that a tensor comes back to the device tier once there is room."""
+        if host:
+            self.lease = pool.acquire_host(self.tensor, access)
+        else:
+            try:
+                self.lease = pool.acquire(self.tensor, access)
+            except OutOfMemory:
+                if self.device.type != "cpu":
+                    raise
+                self.lease = pool.acquire_host(self.tensor, access)
+                self.host = True
+            else:
+                pool.synchronize(self.lease.stream)
+                self.host = False
+        self.view = _typed_view(self.lease, self.shape, self.dtype)
+        if not host and self.view.device != self.device:
+            got = self.view.device
+            self.close()
+            raise LogicError(f"tierpool.torch: '{self.name}' is a {self.device} tensor but the pool's leases are "
+                             f"{got} memory: move the model to {got} first")
+        return self.view
+
+    def close(self):
+        """Drops the view and ends the lease; a view still held elsewhere (a tensor the caller
+        kept) keeps the lease alive until that tensor goes (Note [Leases outlived by views])."""
+        self.view = None
+        lease, self.lease = self.lease, None
+        if lease is not None and lease.exports == 0:
+            lease.release()
+
+    def free(self, pool):
+        t, self.tensor = self.tensor, None
+        if t is not None:
+            try:
+                pool.free(t)
+            except Exception:  # the pool was closed first
+                pass
+
+
+class _Param:
+    """An offloaded parameter: its slot, its gradient's slot, its placeholder."""
+
+    __slots__ = ("param", "name", "unit", "slot", "grad", "placeholder", "acc_node", "acc_hook", "uses", "swapped")
+
+    def __init__(self, param, name, unit):
+        self.param = param
+        self.name = name
+        self.unit = unit
+        self.slot = _Slot(name, param.shape, param.dtype, param.device)
+        self.grad = None
+        self.placeholder = None
+        self.acc_node = None
+        self.acc_hook = None
+        self.uses = 0
+        self.swapped = False  # .data is the placeholder (the pool has the values)
+
+
+class _SavedParam:
+    """What autograd keeps for a saved tensor that is (a view of) an offloaded parameter."""
+
+    __slots__ = ("rec", "offset", "shape", "strides")
+
+    def __init__(self, rec, offset, shape, strides):
+        self.rec = rec
+        self.offset = offset
+        self.shape = shape
+        self.strides = strides
+
+
+class _Delegated:
+    """A saved tensor handed on to an offload_activations context (or kept, `ctx` None)."""
+
+    __slots__ = ("ctx", "packed")
+
+    def __init__(self, ctx, packed):
+        self.ctx = ctx
+        self.packed = packed
+
+
+# An offloaded parameter carries this attribute, a weak reference to its handle: offloading it
+# twice is refused. (Not a WeakKeyDictionary: tensors compare elementwise.)
+_MARK = "_tierpool_offloaded_by"
+
+
+def _offloaded_by(p):
+    ref = getattr(p, _MARK, None)
+    h = ref() if ref is not None else None
+    return h if h is not None and not h.closed else None
+
+
+def _default_units(model):
+    """The model's children that hold parameters, each one unit with all its parameters (a
+    ModuleList's or ModuleDict's children instead of it: containers that are never called);
+    and the model itself for the parameters it holds directly (or when it has no such child)."""
+    units = []
+
+    def add(prefix, m):
+        for name, c in m.named_children():
+            if not any(True for _ in c.parameters()):
+                continue
+            if isinstance(c, (torch.nn.ModuleList, torch.nn.ModuleDict)):
+                add(f"{prefix}{name}.", c)
+            else:
+                units.append((prefix + name, c))
+
+    add("", model)
+    own = list(model.parameters(recurse=False))
+    if own or not units:
+        units.insert(0, ("", model))
+    return units
+
+
+class OffloadedModule:
+    """The handle of :func:`offload_module`: a model whose parameters (and gradients) live in
+    a pool. ``close()`` (or the end of a ``with`` block) gives the model back its tensors.
+
+    Counters: ``params``, ``param_bytes``, ``grads`` (gradients held in the pool now),
+    ``acquires`` (parameter leases taken, forward and backward), ``saved`` (saved tensors
+    autograd kept as references to a parameter instead of a copy), ``prefetches``
+    (``pool.prefetch`` calls made).
+    """
+
+    def __init__(self, pool, model, *, units=None, prefetch=True, offload_grads=True, name="param",
+                 priority=0.0):
+        if not isinstance(model, torch.nn.Module):
+            raise LogicError(f"tierpool.torch.offload_module: expected a torch.nn.Module, got {type(model).__name__}")
+        self.pool = pool
+        self.model = model
+        self.prefetch = bool(prefetch)
+        self.offload_grads = bool(offload_grads)
+        self.priority = float(priority)
+        self.closed = False
+        self.acquires = 0
+        self.saved = 0
+        self.prefetches = 0
+        self._optimizers = []
+        self._active = []  # the _Param records materialised now (units in forward)
+        self._last_prefetched = None  # the unit _prefetch_unit asked for last
+        self._placeholders = {}  # data_ptr of each parameter's placeholder -> its _Param
+        named_units = _default_units(model) if units is None else [
+            (u[0], u[1]) if isinstance(u, tuple) else (type(u).__name__, u) for u in units]
+        # Note [Units]: a unit is a module whose parameters (all of them, recursively, but the
+        # root's own only) are brought in together for its forward. A child is the default
+        # unit, not each module that holds parameters: a module may use a sub-module's
+        # parameters without calling it (MultiheadAttention reads out_proj.weight), so the
+        # parameters of a whole child must be there while it runs.
+        names = {id(p): n for n, p in model.named_parameters(remove_duplicate=False)} if _has_remove_duplicate() \
+            else {id(p): n for n, p in model.named_parameters()}
+        seen = {}
+        self.units = []  # (module, [ _Param ])
+        self._by_param = {}
+        for ui, (uname, unit) in enumerate(named_units):
+            params = list(unit.parameters(recurse=unit is not model or units is not None))
+            recs = []
+            for p in params:
+                if id(p) in seen:
+                    raise LogicError(
+                        f"tierpool.torch.offload_module: parameter '{names.get(id(p), '?')}' is shared by units "
+                        f"'{seen[id(p)]}' and '{uname or type(unit).__name__}' (tied weights): offload the module "
+                        f"that holds both as one unit (units=[...]) or untie them")
+                seen[id(p)] = uname or type(unit).__name__
+                if _offloaded_by(p) is not None:
+                    raise LogicError(
+                        f"tierpool.torch.offload_module: parameter '{names.get(id(p), '?')}' is already offloaded "
+                        f"(the module was offloaded twice; close the first handle)")
+                recs.append(_Param(p, names.get(id(p), f"{uname}.?"), ui))
+            self.units.append((unit, recs))
+        missing = [n for n, p in model.named_parameters() if id(p) not in seen]
+        if missing:
+            raise LogicError(f"tierpool.torch.offload_module: parameters in no unit: {', '.join(missing)}")
+        for unit, recs in self.units:
+            for rec in recs:
+                if rec.param.layout != torch.strided or rec.param.is_quantized:
+                    raise LogicError(f"tierpool.torch.offload_module: parameter '{rec.name}' is not a dense tensor")
+        # Move every parameter into the pool.
+        self.params = 0
+        self.param_bytes = 0
+        self._wrapped = []
+        try:
+            for unit, recs in self.units:
+                for rec in recs:
+                    self._offload_param(rec, name)
+            for ui, (unit, recs) in enumerate(self.units):
+                self._wrap(ui, unit)
+            # Note [zero_grad goes to the pool]: the model's zero_grad (torch 1.13 zeroes
+            # p.grad in place by default) would not see the pool's gradients, and the next
+            # backward would add to them: the model's zero_grad frees them instead.
+            self._had_zero_grad = "zero_grad" in model.__dict__
+            self._orig_zero_grad = model.__dict__.get("zero_grad")
+            model.zero_grad = self._zero_grad_from_model
+        except BaseException:
+            self._restore()
+            raise
+
+    # -- setting up and tearing down --------------------------------------------------------
+
+    def _offload_param(self, rec, prefix):
+        p = rec.param
+        nbytes = p.numel() * p.element_size()
+        rec.slot.nbytes = nbytes
+        rec.placeholder = _placeholder(p.data)
+        if nbytes:
+            rec.slot.tensor = self.pool.allocate(nbytes, name=f"{prefix}.{rec.name}", priority=self.priority)
+            _write(self.pool, rec.slot.tensor, p.data)
+            self.params += 1
+            self.param_bytes += nbytes
+        if p.grad is not None and self.offload_grads and nbytes:
+            self._store_grad(rec, p.grad)
+            p.grad = None
+        if p.requires_grad and self.offload_grads:
+            # Note [Gradients to the pool]: torch 1.13 has no post-accumulate-grad hook; the
+            # AccumulateGrad node of the parameter (kept alive here, so that autograd uses
+            # this one) takes a post hook that runs once the gradient is in p.grad.
+            with torch.enable_grad():  # offload_module may be called under no_grad
+                rec.acc_node = p.expand_as(p).grad_fn.next_functions[0][0]
+            rec.acc_hook = rec.acc_node.register_hook(functools.partial(self._grad_ready, rec))
+        setattr(p, _MARK, weakref.ref(self))
+        self._by_param[id(p)] = rec
+        if nbytes:
+            p.data = rec.placeholder
+            rec.swapped = True
+            self._placeholders[rec.placeholder.data_ptr()] = rec
+
+    def _wrap(self, ui, unit):
+        # Note [Forward wrapper, not forward hooks]: the unit's forward is wrapped (an instance
+        # attribute, removed by close) instead of a forward pre-hook and a forward hook pair:
+        # torch 1.13 does not run forward hooks when forward raises, which would leave the
+        # parameters leased and the unit's saved-tensor hooks pushed. try/finally does.
+        had = "forward" in unit.__dict__
+        orig = unit.__dict__["forward"] if had else None
+        bound = unit.forward
+        unit.forward = functools.partial(self._forward, ui, bound)
+        self._wrapped.append((unit, had, orig))
+
+    def _zero_grad_from_model(self, set_to_none=True):
+        self.zero_grad()
+
+    def _restore(self):
+        """Gives every parameter (and gradient) back to torch and frees the pool tensors."""
+        if getattr(self, "_had_zero_grad", None) is not None:
+            if self._had_zero_grad:
+                self.model.zero_grad = self._orig_zero_grad
+            else:
+                self.model.__dict__.pop("zero_grad", None)
+            self._had_zero_grad = None
+        for unit, had, orig in reversed(self._wrapped):
+            if had:
+                unit.forward = orig
+            else:
+                unit.__dict__.pop("forward", None)
+        self._wrapped = []
+        for unit, recs in self.units:
+            for rec in recs:
+                p = rec.param
+                if rec.acc_hook is not None:
+                    rec.acc_hook.remove()
+                    rec.acc_hook = None
+                rec.acc_node = None
+                if rec.slot.tensor is not None:
+                    if rec.swapped:  # else the set-up failed before: p.data is still its own
+                        p.data = _read(self.pool, rec.slot.tensor, rec.slot.shape, rec.slot.dtype, rec.slot.device)
+                        rec.swapped = False
+                    rec.slot.free(self.pool)
+                if rec.grad is not None:
+                    p.grad = _read(self.pool, rec.grad.tensor, rec.grad.shape, rec.grad.dtype, rec.grad.device)
+                    rec.grad.free(self.pool)
+                    rec.grad = None
+                if getattr(p, _MARK, None) is not None and getattr(p, _MARK)() is self:
+                    delattr(p, _MARK)
+
+    def close(self):
+        """Restores normal tensors (parameters, gradients; and the optimizer states of every
+        OffloadedOptimizer on this handle) and frees the pool tensors. Idempotent."""
+        if self.closed:
+            return
+        for opt in list(self._optimizers):
+            opt.close()
+        self._restore()
+        self.closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+        return False
+
+    def _check_open(self, what):
+        if self.closed:
+            raise LogicError(f"tierpool.torch: {what} on a closed OffloadedModule")
+
+    # -- forward and backward -----------------------------------------------------------------
+
+    def _prefetch_unit(self, ui):
+        # Backward rebuilds several saved parameters of one unit in a row: each would ask for
+        # the same unit before it; the second and later asks are skipped.
+        if not self.prefetch or ui == self._last_prefetched:
+            return
+        self._last_prefetched = ui
+        if not (0 <= ui < len(self.units)):
+            return
+        for rec in self.units[ui][1]:
+            if rec.slot.tensor is not None and not rec.slot.host and rec.uses == 0:
+                self.pool.prefetch(rec.slot.tensor, 0)
+                self.prefetches += 1
+
+    def _forward(self, ui, orig, *args, **kwargs):
+        if self.closed:  # a stale wrapper (cannot happen after close: it is removed)
+            return orig(*args, **kwargs)
+        recs = self.units[ui][1]
+        opened = []
+        try:
+            for rec in recs:
+                if rec.slot.tensor is None:
+                    continue
+                if rec.uses == 0:
+                    rec.param.data = rec.slot.open(self.pool, "read")
+                    self.acquires += 1
+                    self._active.append(rec)
+                rec.uses += 1
+                opened.append(rec)
+            # Note [Prefetch the next unit]: the next unit in registration order (the order a
+            # Sequential runs them) is prefetched while this one computes.
+            self._prefetch_unit(ui + 1)
+            with torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack):
+                return orig(*args, **kwargs)
+        finally:
+            for rec in opened:
+                rec.uses -= 1
+                if rec.uses == 0:
+                    rec.param.data = rec.placeholder
+                    rec.slot.close()
+                    self._active.remove(rec)
+
+    def _find(self, t):
+        """The materialised parameter whose bytes `t` lies in, and t's offset in elements."""
+        if not self._active or t.layout != torch.strided or t.numel() == 0:
+            return None, 0
+        ptr = t.data_ptr()
+        for rec in self._active:
+            v = rec.slot.view
+            if v is None or t.dtype != rec.slot.dtype or t.device != v.device:
+                continue
+            base = v.data_ptr()
+            if base <= ptr < base + rec.slot.nbytes:
+                return rec, (ptr - base) // t.element_size()
+        return None, 0
+
+    # Note [Saved tensors under offload_module]: while a unit runs, saved tensors that are (views
+    # of) its parameters (a Linear saves its weight, transposed) are saved as references to
+    # the parameter's pool tensor, not copied: backward leases the parameter again (zero-copy)
+    # and rebuilds the view. Every other saved tensor goes to the innermost offload_activations
+    # context when one is active, else stays as it is. Other saved-tensor hooks the caller has
+    # pushed are not seen inside a unit (torch runs the innermost hooks only).
+    def _pack(self, t):
+        rec, offset = self._find(t)
+        if rec is not None:
+            self.saved += 1
+            return _SavedParam(rec, offset, tuple(t.shape), tuple(t.stride()))
+        if t.layout == torch.strided and t.numel():
+            stale = self._placeholders.get(t.data_ptr())
+            if stale is not None and stale.uses == 0:
+                # A unit's forward used another unit's parameter (its placeholder: NaNs).
+                raise LogicError(
+                    f"tierpool.torch: parameter '{stale.name}' was used outside its unit "
+                    f"('{type(self.units[stale.unit][0]).__name__}' #{stale.unit}), while it holds no values: "
+                    f"make one unit of the module that uses it and the one that holds it (units=[...])")
+        ctx = _active_activation_offloads[-1] if _active_activation_offloads else None
+        return _Delegated(ctx, t if ctx is None else ctx._pack(t))
+
+    def _unpack(self, packed):
+        if isinstance(packed, _Delegated):
+            return packed.packed if packed.ctx is None else packed.ctx._unpack(packed.packed)
+        rec = packed.rec
+        if self.closed or rec.slot.tensor is None:
+            raise LogicError(f"tierpool.torch: backward needs parameter '{rec.name}' of a closed OffloadedModule")
+        # Backward runs the units in reverse: the previous one is needed next.
+        self._prefetch_unit(rec.unit - 1)
+        slot = _Slot(rec.slot.name, rec.slot.shape, rec.slot.dtype, rec.slot.device)
+        slot.tensor = rec.slot.tensor
+        slot.open(self.pool, "read")
+        self.acquires += 1
+        flat = slot.view.reshape(-1)
+        # Note [Leases outlived by views]: the rebuilt tensor is a view of the lease and keeps
+        # it alive (DLPack); the lease ends when autograd drops the tensor after its node ran.
+        slot.view = slot.lease = None
+        return flat.as_strided(packed.shape, packed.strides, packed.offset)
+
+    # -- gradients ------------------------------------------------------------------------------
+
+    def _store_grad(self, rec, g):
+        """Adds gradient `g` into the parameter's pool gradient (allocated at the first one).
+
+        Note [Bit-identical accumulation]: torch accumulates a second gradient as old + new;
+        the pool's copy does old += new, the same sum (IEEE addition is commutative)."""
+        if rec.grad is None:
+            slot = _Slot(rec.name + ".grad", g.shape, g.dtype, g.device)
+            slot.nbytes = g.numel() * g.element_size()
+            slot.tensor = self.pool.allocate(slot.nbytes, name=f"grad.{rec.name}", priority=self.priority)
+            try:
+                _write(self.pool, slot.tensor, g)
+            except BaseException:
+                slot.free(self.pool)
+                raise
+            rec.grad = slot
+            return
+        view = rec.grad.open(self.pool, "read_write")
+        try:
+            with torch.no_grad():
+                view.add_(g.to(view.device))
+                if view.device.type == "cuda":
+                    torch.cuda.current_stream(view.device).synchronize()
+        finally:
+            del view
+            rec.grad.close()
+
+    def _grad_ready(self, rec, grad_inputs, grad_outputs):
+        g = rec.param.grad
+        if g is None or self.closed:
+            return
+        if g.is_sparse:
+            return  # sparse gradients stay in torch
+        rec.param.grad = None
+        self._store_grad(rec, g)
+
+    @property
+    def grads(self):
+        """How many gradients the pool holds now."""
+        return sum(1 for _, recs in self.units for r in recs if r.grad is not None)
+
+    def zero_grad(self, set_to_none=True):
+        """Frees the pool's gradients (as ``zero_grad(set_to_none=True)``, whatever
+        `set_to_none` says: a zeroed gradient would be a pool tensor of zeros to add to)."""
+        self._check_open("zero_grad")
+        self._free_grads(rec for _, recs in self.units for rec in recs)
+
+    def _free_grads(self, recs):
+        for rec in recs:
+            if rec.grad is not None:
+                rec.grad.free(self.pool)
+                rec.grad = None
+            rec.param.grad = None
+
+    def gradients(self):
+        """Copies of the gradients, {name: tensor or None}, wherever they are."""
+        self._check_open("gradients")
+        out = {}
+        for _, recs in self.units:
+            for rec in recs:
+                if rec.grad is not None:
+                    out[rec.name] = _read(self.pool, rec.grad.tensor, rec.grad.shape, rec.grad.dtype, rec.grad.device)
+                else:
+                    g = rec.param.grad
+                    out[rec.name] = None if g is None else g.detach().clone()
+        return out
+
+    def parameters_copy(self):
+        """Copies of the parameters' values, {name: tensor}."""
+        self._check_open("parameters_copy")
+        out = {}
+        for _, recs in self.units:
+            for rec in recs:
+                if rec.slot.tensor is None:
+                    out[rec.name] = rec.param.detach().clone()
+                else:
+                    out[rec.name] = _read(self.pool, rec.slot.tensor, rec.slot.shape, rec.slot.dtype, rec.slot.device)
+        return out
+
+    def state_dict(self):
+        """The model's ``state_dict()`` with copies of the offloaded parameters' values (the
+        model's own would hold the placeholders, NaNs; do not save that one)."""
+        self._check_open("state_dict")
+        sd = self.model.state_dict()
+        by_id = {id(rec.param): rec for _, recs in self.units for rec in recs}
+        for key, p in self.model.named_parameters():
+            rec = by_id.get(id(p))
+            if rec is not None and rec.slot.tensor is not None and key in sd:
+                sd[key] = _read(self.pool, rec.slot.tensor, rec.slot.shape, rec.slot.dtype, rec.slot.device)
+        return sd
+
+    def record(self, param):
+        return self._by_param.get(id(param))
+
+    def __repr__(self):
+        state = "closed" if self.closed else f"params={self.params}, param_bytes={self.param_bytes}, grads={self.grads}"
+        return (f"OffloadedModule({state}, units={len(self.units)}, acquires={self.acquires}, "
+                f"saved={self.saved}, prefetches={self.prefetches})")
+
+
+def _has_remove_duplicate():
+    import inspect
+
+    try:
+        return "remove_duplicate" in inspect.signature(torch.nn.Module.named_parameters).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def offload_module(pool, model, *, units=None, prefetch=True, offload_grads=True, name="param", priority=0.0):
+    """Moves `model`'s parameters (and gradients) into `pool`, unit by unit.
+
+    Each parameter becomes a pool tensor; between uses its ``.data`` is a one-element NaN
+    placeholder with the parameter's shape (Note [Placeholders]). When a
+    unit's forward runs its parameters are leased (``"read"``) and ``.data`` is a zero-copy
+    view of the lease; the next unit is prefetched (``prefetch=True``). Saved tensors that
+    are parameters are kept as references (backward leases them again and prefetches the
+    unit before). Gradients go to the pool as autograd produces them (``offload_grads``).
+    ``units``: modules (or (name, module) pairs) brought in together; default: the model's
+    children that hold parameters (and the model for its own). Returns an
+    :class:`OffloadedModule`; ``close()`` restores normal tensors. Raises LogicError for a
+    model offloaded twice or a parameter shared by two units (tied weights).
+    """
+    return OffloadedModule(pool, model, units=units, prefetch=prefetch, offload_grads=offload_grads,
+                           name=name, priority=priority)
+
+
+class OffloadedOptimizer:
+    """A torch optimizer whose states live in the pool, stepping an :class:`OffloadedModule`'s
+    parameters one at a time (from :func:`offload_optimizer`).
+
+    ``step()`` runs, for each parameter with a gradient, the optimizer's own ``step`` on that
+    parameter alone: its value (``"read_write"``), gradient (``"read"``) and state tensors
+    (``"read_write"``) leased and viewed zero-copy, the next parameter's prefetched. State
+    tensors the optimizer creates (Adam's ``exp_avg`` and ``exp_avg_sq``, SGD's
+    ``momentum_buffer``) go to the pool after the step that made them; 0-d states (Adam's
+    ``step``) and those smaller than ``min_bytes`` stay in torch.
+
+    ``step_on="device"`` (default): device leases, the result bit for bit that of the plain
+    optimizer. ``step_on="host"``: host leases, the step on the host copies (ZeRO-Offload's
+    CPU-step idea, with torch's CPU kernels); see docs/chapters/pytorch_offload.md for the
+    tolerance. Counters: ``steps``, ``states`` (state tensors in the pool), ``state_bytes``.
+    """
+
+    def __init__(self, module, optimizer, *, step_on="device", min_bytes=0):
+        if not isinstance(module, OffloadedModule):
+            raise LogicError("tierpool.torch.offload_optimizer: expected the OffloadedModule of offload_module()")
+        module._check_open("offload_optimizer")
+        if step_on not in ("device", "host"):
+            raise LogicError(f"tierpool.torch.offload_optimizer: step_on must be 'device' or 'host', got {step_on!r}")
+        if any(o.optimizer is optimizer for o in module._optimizers):
+            raise LogicError("tierpool.torch.offload_optimizer: this optimizer is already offloaded")
+        self.module = module
+        self.pool = module.pool
+        self.optimizer = optimizer
+        self.step_on = step_on
+        self.min_bytes = int(min_bytes)
+        self.steps = 0
+        self.closed = False
+        self._slots = {}  # id(param) -> {state key: _Slot}
+        self._order = []  # (group index, param) in the optimizer's order
+        for gi, group in enumerate(optimizer.param_groups):
+            for p in group["params"]:
+                self._order.append((gi, p))
+        for gi, p in self._order:
+            if module.record(p) is None:
+                raise LogicError("tierpool.torch.offload_optimizer: the optimizer has a parameter the "
+                                 "OffloadedModule does not hold")
+        # States that exist already (an optimizer that has stepped) go to the pool now.
+        for _, p in self._order:
+            self._offload_new_states(p)
+        # Note [The wrapped optimizer's own methods]: a loop that still calls the torch
+        # optimizer's step() would skip every parameter (p.grad is None: the gradients are in
+        # the pool) and its zero_grad() would leave the pool's gradients to be added to; both
+        # are sent here until close().
+        self._orig_step = optimizer.step
+        self._orig_state_dict = optimizer.state_dict
+        self._patched = {k: optimizer.__dict__[k] for k in ("step", "zero_grad", "state_dict")
+                         if k in optimizer.__dict__}
+        optimizer.step = self.step
+        optimizer.zero_grad = self.zero_grad
+        optimizer.state_dict = self.state_dict
+        module._optimizers.append(self)
+
+    @property
+    def states(self):
+        return sum(len(d) for d in self._slots.values())
+
+    @property
+    def state_bytes(self):
+        return sum(s.nbytes for d in self._slots.values() for s in d.values())
+
+    @property
+    def param_groups(self):
+        return self.optimizer.param_groups
+
+    def _check_open(self, what):
+        if self.closed:
+            raise LogicError(f"tierpool.torch: {what} on a closed OffloadedOptimizer")
+
+    def _offload_new_states(self, p):
+        state = self.optimizer.state.get(p)
+        if not state:
+            return
+        slots = self._slots.setdefault(id(p), {})
+        rec = self.module.record(p)
+        for key, v in list(state.items()):
+            if key in slots or not isinstance(v, torch.Tensor) or v.dim() == 0 or v.layout != torch.strided:
+                continue
+            nbytes = v.numel() * v.element_size()
+            if nbytes == 0 or nbytes < self.min_bytes:
+                continue
+            slot = _Slot(f"{rec.name}.{key}", v.shape, v.dtype, v.device)
+            slot.nbytes = nbytes
+            slot.tensor = self.pool.allocate(nbytes, name=f"state.{rec.name}.{key}", priority=self.module.priority)
+            try:
+                _write(self.pool, slot.tensor, v)
+            except BaseException:
+                slot.free(self.pool)
+                raise
+            slots[key] = slot
+            slot.placeholder = _placeholder(v)
+            state[key] = slot.placeholder
+
+    def zero_grad(self, set_to_none=True):
+        """Frees the gradients (the pool's and torch's), as ``zero_grad(set_to_none=True)``."""
+        self._check_open("zero_grad")
+        self.module._check_open("zero_grad")
+        self.module._free_grads(self.module.record(p) for _, p in self._order)
+
+    def _prefetch(self, p):
+        if not self.module.prefetch or p is None:
+            return
+        rec = self.module.record(p)
+        for slot in [rec.slot, rec.grad] + list(self._slots.get(id(p), {}).values()):
+            if slot is not None and slot.tensor is not None and not slot.host:
+                self.pool.prefetch(slot.tensor, 0)
+                self.module.prefetches += 1
+
+    def step(self, closure=None):
+        """One optimizer step over every parameter with a gradient (see the class docstring)."""
+        self._check_open("step")
+        self.module._check_open("step")
+        if closure is not None:
+            raise LogicError("tierpool.torch.OffloadedOptimizer.step: a closure is not supported "
+                             "(the forward would run with the parameters leased for the step)")
+        groups = self.optimizer.param_groups
+        kept = [g["params"] for g in groups]
+        host = self.step_on == "host"
+        try:
+            todo = [(gi, p) for gi, p in self._order
+                    if self.module.record(p).grad is not None or p.grad is not None]
+            for i, (gi, p) in enumerate(todo):
+                self._prefetch(todo[i + 1][1] if i + 1 < len(todo) else None)
+                self._step_one(gi, p, groups, host)
+        finally:
+            for g, params in zip(groups, kept):
+                g["params"] = params
+        self.steps += 1
+
+    def _step_one(self, gi, p, groups, host):
+        # Note [One parameter at a time]: the optimizer steps each parameter alone (its groups
+        # narrowed to it) so that only one parameter's value, gradient and states are leased at
+        # once and the device tier can be far smaller than the model. torch's single-tensor
+        # optimizers (the CPU default) update each parameter independently, so the result is
+        # the same bits as one step over all; a foreach or fused implementation may round
+        # differently (the tests use the defaults).
+        rec = self.module.record(p)
+        state = self.optimizer.state
+        slots = self._slots.get(id(p), {})
+        opened = []
+        target = p
+        try:
+            if host:
+                # The host step runs on a stand-in parameter over host views: p's device
+                # cannot be changed by assigning .data.
+                if rec.slot.tensor is not None:
+                    value = rec.slot.open(self.pool, "read_write", host=True)
+                    opened.append(rec.slot)
+                else:
+                    value = p.data
+                target = torch.nn.Parameter(value, requires_grad=p.requires_grad)
+                if p in state:
+                    state[target] = state.pop(p)
+            elif rec.slot.tensor is not None:
+                p.data = rec.slot.open(self.pool, "read_write")
+                opened.append(rec.slot)
+            if rec.grad is not None:
+                g = rec.grad.open(self.pool, "read", host=host)
+                opened.append(rec.grad)
+                target.grad = g
+            elif host and p.grad is not None:
+                target.grad = p.grad.detach().cpu()
+            st = state.get(target)
+            for key, slot in slots.items():
+                st[key] = slot.open(self.pool, "read_write", host=host)
+                opened.append(slot)
+            for gj, g in enumerate(groups):
+                g["params"] = [target] if gj == gi else []
+            with torch.no_grad():
+                self._orig_step()
+            for gj, g in enumerate(groups):
+                g["params"] = []
+            if host and target in state:
+                state[p] = state.pop(target)
+            st = state.get(p)
+            if st:
+                for key, slot in slots.items():
+                    if slot.placeholder is None:
+                        slot.placeholder = _placeholder(slot.view)
+                    st[key] = slot.placeholder
+        finally:
+            if host and target is not p and target in state:
+                state[p] = state.pop(target)
+            if rec.grad is not None or host:
+                target.grad = None
+            if rec.slot.tensor is not None and not host:
+                p.data = rec.placeholder
+            for slot in opened:
+                slot.close()
+            del target
+        self._offload_new_states(p)
+
+    def state_dict(self):
+        """The optimizer's ``state_dict()`` with copies of the offloaded states."""
+        self._check_open("state_dict")
+        state = self.optimizer.state
+        swapped = []
+        try:
+            for _, p in self._order:
+                for key, slot in self._slots.get(id(p), {}).items():
+                    swapped.append((p, key, state[p][key]))
+                    state[p][key] = _read(self.pool, slot.tensor, slot.shape, slot.dtype, slot.device)
+            sd = self._orig_state_dict()
+            # state_dict() holds the optimizer's own per-parameter dicts: copies of them keep
+            # the values once the placeholders are back.
+            sd["state"] = {k: dict(v) for k, v in sd["state"].items()}
+            return sd
+        finally:
+            for p, key, old in swapped:
+                state[p][key] = old
+
+    def close(self):
+        """Gives the optimizer back its state tensors (and its own step, zero_grad and
+        state_dict) and frees the states' pool tensors. Idempotent."""
+        if self.closed:
+            return
+        for k in ("step", "zero_grad", "state_dict"):
+            if k in self._patched:
+                setattr(self.optimizer, k, self._patched[k])
+            else:
+                self.optimizer.__dict__.pop(k, None)
+        for _, p in self._order:
+            slots = self._slots.pop(id(p), {})
+            st = self.optimizer.state.get(p)
+            for key, slot in slots.items():
+                if st is not None and slot.tensor is not None:
+                    st[key] = _read(self.pool, slot.tensor, slot.shape, slot.dtype, slot.device)
+                slot.free(self.pool)
+        if self in self.module._optimizers:
+            self.module._optimizers.remove(self)
+        self.closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+        return False
+
+    def __repr__(self):
+        return (f"OffloadedOptimizer({type(self.optimizer).__name__}, step_on={self.step_on!r}, steps={self.steps}, "
+                f"states={self.states}, state_bytes={self.state_bytes}{', closed' if self.closed else ''})")
+
+
+def offload_optimizer(module, optimizer, *, step_on="device", min_bytes=0):
+    """Wraps `optimizer` (over `module`'s parameters, `module` an :class:`OffloadedModule`) so
+    that its state tensors live in the module's pool: an :class:`OffloadedOptimizer`. Call its
+    ``step()`` and ``zero_grad()`` instead of the optimizer's."""
+    return OffloadedOptimizer(module, optimizer, step_on=step_on, min_bytes=min_bytes)
+
+
+def mem_pool(pool):
+    """A ``torch.cuda.MemPool`` over `pool` through ``CUDAPluggableAllocator``: not available.
+
+    Raises LogicError naming what is missing: a CUDA build of torch with
+    ``torch.cuda.memory.CUDAPluggableAllocator`` and ``torch.cuda.MemPool`` (torch >= 2.x), and
+    C entry points (malloc / free) in the extension, which it does not have yet. See
+    docs/chapters/pytorch_offload.md.
+    """
+    missing = []
+    if not torch.cuda.is_available():
+        missing.append("torch.cuda is not available (a CPU build of torch or no GPU)")
+    if not hasattr(getattr(torch.cuda, "memory", None), "CUDAPluggableAllocator"):
+        missing.append(f"torch {torch.__version__} has no torch.cuda.memory.CUDAPluggableAllocator")
+    if not hasattr(torch.cuda, "MemPool"):
+        missing.append(f"torch {torch.__version__} has no torch.cuda.MemPool")
+    if getattr(pool, "backend", None) != "cuda":
+        missing.append(f"the pool's backend is {getattr(pool, 'backend', '?')!r}, not 'cuda'")
+    missing.append("tierpool's extension has no C malloc/free entry points for a pluggable allocator yet")
+    raise LogicError("tierpool.torch.mem_pool: not available: " + "; ".join(missing))

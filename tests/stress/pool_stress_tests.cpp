@@ -711,10 +711,11 @@ void trim_and_validate(pool& p, std::vector<std::unique_ptr<actor>>& actors, std
   EXPECT_TRUE(p.validate());
 }
 
-std::shared_ptr<sim_backend> make_backend(sim_clock_mode clock, std::size_t device)
+std::shared_ptr<sim_backend> make_backend(sim_clock_mode clock, std::size_t device, bool inline_idle_copies = true)
 {
   sim_options o;
   o.clock = clock;
+  o.inline_idle_copies = inline_idle_copies;
   o.device_bytes = device;
   o.memory = sim_memory_mode::real;
   return std::make_shared<sim_backend>(o);
@@ -749,6 +750,7 @@ struct integrity_variant {
   char const* prefetch{"none"};
   bool loop{false};    ///< workload_config::loop with turns (the planner can learn the sequence)
   bool oracle{false};  ///< prefetch is "oracle": loop_schedule, and the next uses given
+  bool async_copies{false};  ///< every copy on a stream worker (sim_options::inline_idle_copies off)
 };
 
 std::ostream& operator<<(std::ostream& os, integrity_variant const& v) { return os << v.name; }
@@ -762,7 +764,7 @@ void integrity_run(integrity_variant const& v)
   constexpr std::uint32_t kThreads = 8;
   // A loop step hands a turn to the next thread: fewer of them.
   int const ops = v.loop ? stress_ops(3'000, 480) : stress_ops(25'000, 1'500);
-  auto be = make_backend(sim_clock_mode::wall, 64_MiB);
+  auto be = make_backend(sim_clock_mode::wall, 64_MiB, !v.async_copies);
   turnstile turns{kThreads};
   auto schedule = std::make_shared<loop_schedule>(turns);
   pool_options o = small_tiers(be, 1_MiB, 2_MiB, 32_MiB);
@@ -903,6 +905,9 @@ void integrity_run(integrity_variant const& v)
 }
 
 TEST(PoolStress, IntegrityEightThreads) { integrity_run({}); }
+// Every copy truly asynchronous (none run inline on an idle stream): more copies in flight
+// while the other threads evict, the interleavings the inline path would take away.
+TEST(PoolStress, IntegrityEightThreadsAsyncCopies) { integrity_run({.name = "async", .async_copies = true}); }
 
 // The same with the transfer planner on a repeating schedule (a loop over each thread's
 // tensors, device acquires in thread order): it learns the loop (or reads it: the oracle),

@@ -213,6 +213,11 @@ struct sim_options {
   /// wall_timeline.cpp; on a virtual clock they run at enqueue under one lock). A host
   /// function that waits for work of another stream then hangs, as it can on CUDA.
   bool serialize_host_functions{false};
+  /// Wall clock: a copy on an unthrottled link, or an event record, enqueued on an idle
+  /// stream runs at once on the calling thread (Note [Idle streams run inline],
+  /// wall_timeline.cpp). False hands every op to the stream's worker, so that copies are
+  /// truly asynchronous (the stress tests run both ways). No effect on a virtual clock.
+  bool inline_idle_copies{true};
 };
 
 /// @brief The work captured on a sim stream (sim_backend::end_capture), to launch again

@@ -153,8 +153,10 @@ struct sim_backend::impl {
       caps(make_caps(opts)),
       mem(opts.memory, {opts.device_bytes, opts.pinned_host_bytes, opts.managed_bytes, 0}, opts.device_ordinal),
       timeline(opts.clock == sim_clock_mode::wall
-                 ? detail::make_wall_timeline(*opts.links, {opts.device_ordinal, opts.serialize_host_functions})
-                 : detail::make_virtual_timeline(*opts.links, {opts.device_ordinal, opts.serialize_host_functions})),
+                 ? detail::make_wall_timeline(*opts.links, {opts.device_ordinal, opts.serialize_host_functions,
+                                                            opts.inline_idle_copies})
+                 : detail::make_virtual_timeline(*opts.links, {opts.device_ordinal, opts.serialize_host_functions,
+                                                               opts.inline_idle_copies})),
       vt(dynamic_cast<detail::virtual_timeline_ops*>(timeline.get()))
   {
     faults.set(opts.faults);

@@ -94,6 +94,7 @@ class sim_timeline {
 struct timeline_options {
   int device{0};                          ///< sim_options::device_ordinal (in every handle)
   bool serialize_host_functions{false};   ///< sim_options::serialize_host_functions
+  bool inline_idle_copies{true};          ///< sim_options::inline_idle_copies (wall clock only)
 };
 
 /// Worker-thread engine (sim_clock_mode::wall). May throw std::system_error (a worker thread).

@@ -37,7 +37,9 @@
 //   async copy to be complete when the call returns. `posted` counts queued ops only, so
 //   the worker's idle spin is not fooled by ops that never reached it.
 //   Limitations: a copy on a throttled link, a kernel, a host function and a wait on an
-//   incomplete event always go to the worker; the calling thread pays the memcpy.
+//   incomplete event always go to the worker; the calling thread pays the memcpy. Fewer
+//   copies are in flight at once, so sim_options::inline_idle_copies = false keeps the
+//   old behaviour for tests that want every copy asynchronous (the stress tests run both).
 #include "sim_timeline.hpp"
 
 #include <algorithm>
@@ -191,7 +193,7 @@ std::atomic<std::uint64_t> next_handle_number{0};  // NOLINT(cppcoreguidelines-a
 class wall_timeline final : public sim_timeline {
  public:
   wall_timeline(sim_links const& links, timeline_options const& t)
-    : links_(links), device_(t.device), epoch_(steady::now())
+    : links_(links), device_(t.device), inline_(t.inline_idle_copies), epoch_(steady::now())
   {
     if (t.serialize_host_functions) { executor_ = std::make_unique<host_executor>(); }  // may throw
     auto def = start_stream();  // may throw std::system_error; the executor stops with this object
@@ -532,7 +534,8 @@ class wall_timeline final : public sim_timeline {
   // Note [Idle streams run inline]: what may run on the calling thread of an idle stream.
   bool runs_inline(wall_op const& op) const noexcept
   {
-    return op.kind == op_kind::record || (op.kind == op_kind::transfer && links_.get(op.link).unthrottled());
+    return inline_ &&
+           (op.kind == op_kind::record || (op.kind == op_kind::transfer && links_.get(op.link).unthrottled()));
   }
 
   // Note [Coalescing waits]
@@ -704,6 +707,7 @@ class wall_timeline final : public sim_timeline {
 
   sim_links const links_;
   int const device_;  // the simulated device, in every handle
+  bool const inline_;  // sim_options::inline_idle_copies (Note [Idle streams run inline])
   steady::time_point const epoch_;
   std::unique_ptr<host_executor> executor_;  // sim_options::serialize_host_functions; else null
 

@@ -209,6 +209,8 @@ int bench_hitpath_command(int argc, char** argv)
     ("tensor-bytes", po::value(&tensor_bytes_text)->default_value(tensor_bytes_text), "size of each tensor")
     ("backend", po::value(&backend_flag), "sim | cuda | auto (default: TIERPOOL_BACKEND, else sim)")
     ("device", po::value(&device_text)->default_value(device_text), kDeviceHelp)
+    ("fits", "ask pool::fits() once before timing: the device tier then keeps its register of pinned copies, "
+             "which every pin and unpin updates (Note [A register of pinned copies])")
     ("json", "print one JSON object instead of the table");
   po::variables_map vm;
   if (!parse_args("hitpath", desc, argc, argv, vm)) { return 2; }
@@ -253,6 +255,8 @@ int bench_hitpath_command(int argc, char** argv)
     p.synchronize(ctx[w].stream);
   }
 
+  bool const with_fits = vm.count("fits") != 0;
+  if (with_fits) { (void)p.fits(tensor_bytes, tier_id{0}); }
   // Warm-up (untimed): caches, branch predictors, the pool's first-query flags.
   std::size_t const warm = std::min<std::size_t>(ops, 20'000);
   (void)time_hit_loops(p, ctx, threads, warm);
@@ -308,6 +312,7 @@ int bench_hitpath_command(int argc, char** argv)
     j["ops"] = ops;
     j["tensors_per_thread"] = tensors_per_thread;
     j["tensor_bytes"] = tensor_bytes;
+    j["fits_register"] = with_fits;
     j["ns_per_pair"] = sn.median;
     j["ns_per_pair_spread"] = to_json(sn);
     j["ns_per_pair_1thread"] = s1.median;
@@ -325,8 +330,8 @@ int bench_hitpath_command(int argc, char** argv)
   } else {
     std::printf("pool hit path: acquire + release of a resident %s tensor, backend %s\n",
                 format_byte_size(tensor_bytes).c_str(), backend_line(p).c_str());
-    std::printf("  %zu pairs per thread per run, %zu tensor(s) per thread, %u runs\n", ops, tensors_per_thread,
-                runs);
+    std::printf("  %zu pairs per thread per run, %zu tensor(s) per thread, %u runs%s\n", ops, tensors_per_thread,
+                runs, with_fits ? ", register of pinned copies on (--fits)" : "");
     std::printf("  %-30s %10.1f   (min %.1f, max %.1f)\n", "ns per pair, 1 thread", s1.median, s1.min, s1.max);
     if (threads > 1) {
       char label[64];

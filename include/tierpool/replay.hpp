@@ -174,6 +174,8 @@ class TIERPOOL_EXPORT compiled_trace {
   [[nodiscard]] std::uint64_t objects() const noexcept;
   /// @brief Sum over distinct ids of the first size (the object count with ignore_size).
   [[nodiscard]] std::uint64_t working_set_bytes() const noexcept;
+  /// @brief SUM: host memory the compiled arrays take (what a replay holds for the trace).
+  [[nodiscard]] std::uint64_t compiled_bytes() const noexcept;
   /// @brief Highest sum of the sizes of live ids (alive from allocate or first access to free).
   [[nodiscard]] std::uint64_t peak_live_bytes() const noexcept;
   /// @brief Sum of compute durations over all streams, ns.

@@ -643,6 +643,12 @@ std::uint64_t compiled_trace::events() const noexcept { return data_->events; }
 std::uint64_t compiled_trace::requests() const noexcept { return data_->requests; }
 std::uint64_t compiled_trace::objects() const noexcept { return data_->objects; }
 std::uint64_t compiled_trace::working_set_bytes() const noexcept { return data_->working_set_bytes; }
+std::uint64_t compiled_trace::compiled_bytes() const noexcept
+{
+  detail::compiled_data const& d = *data_;
+  return d.cache.size() * sizeof(d.cache[0]) + d.ops.size() * sizeof(detail::pool_op) +
+         d.big_sizes.size() * sizeof(std::uint64_t);
+}
 std::uint64_t compiled_trace::peak_live_bytes() const noexcept { return data_->peak_live_bytes; }
 std::uint64_t compiled_trace::compute_ns() const noexcept { return data_->compute_ns; }
 std::uint32_t compiled_trace::streams() const noexcept { return data_->streams; }

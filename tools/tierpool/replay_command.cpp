@@ -344,9 +344,10 @@ int replay_command(int argc, char** argv)
                   g.uvm_fault_ns * 1e-3, g.uvm_drop_clean ? ", clean pages dropped" : "");
     uvm_text = buf;
   }
-  std::printf("mode %s, link %s, prefetch %s%s%s; read and compiled in %.2f s\n\n", mode.c_str(), link.c_str(),
+  std::printf("mode %s, link %s, prefetch %s%s%s; read and compiled in %.2f s (%s)\n\n", mode.c_str(), link.c_str(),
               prefetch.c_str(), tiers.empty() ? "" : (", tiers device," + tiers + ",host").c_str(), uvm_text.c_str(),
-              std::chrono::duration<double>(t1 - t0).count());
+              std::chrono::duration<double>(t1 - t0).count(),
+              tierpool::detail::format_byte_size(compiled.compiled_bytes()).c_str());
   std::fputs(tr::format_table(results).c_str(), stdout);
   std::fflush(stdout);
   // Unserved requests (objects larger than the capacity, or a device pinned full) moved no

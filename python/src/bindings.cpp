@@ -224,6 +224,43 @@ struct py_lease {
   void wait_for_host_bytes() const;
 };
 
+// Note [Python callables the pool calls]
+// --------------------------------------
+// Rationale: a low-memory callback runs on the requesting thread inside acquire (which
+// let go of the GIL), and a function given to enqueue_host on a backend worker thread;
+// both must take the GIL to call Python, and the C++ side must never copy or drop a
+// Python reference without it (std::function copies its target).
+// Approach: a low-memory callback's object lives in py_pool::low_memory_callbacks (the
+// GIL guards it); the C++ callback holds only the borrowed pointer and takes the GIL to
+// call it. enqueue_host moves one owned reference into a small holder that takes the GIL
+// to call and to drop it, whichever thread that is. An exception the Python function
+// raises leaves it as nb::python_error (whose copies and destruction take the GIL
+// themselves): out of the request for a low-memory callback, at the next synchronize of
+// the stream for enqueue_host, where it reaches Python as the original exception.
+// Limitations: a callable must not block waiting for another Python thread that waits on
+// the pool with the GIL held (no binding does: they all let go of it while waiting).
+struct py_host_call {
+  PyObject* fn{nullptr};  // owned
+  explicit py_host_call(nb::handle f) : fn(f.inc_ref().ptr()) {}
+  py_host_call(py_host_call&& o) noexcept : fn(std::exchange(o.fn, nullptr)) {}
+  py_host_call(py_host_call const&) = delete;
+  py_host_call& operator=(py_host_call const&) = delete;
+  py_host_call& operator=(py_host_call&&) = delete;
+  ~py_host_call()
+  {
+    if (fn != nullptr && Py_IsInitialized() != 0) {
+      nb::gil_scoped_acquire held;
+      Py_DECREF(fn);
+    }
+  }
+  void operator()()
+  {
+    nb::gil_scoped_acquire held;
+    nb::handle const callable{fn};
+    callable();
+  }
+};
+
 // A lease that Python views hold (py_pool::view_pins).
 struct view_pin {
   std::uint64_t tensor{0};
@@ -235,6 +272,9 @@ struct view_pin {
 struct py_pool {
   // Declared first, destroyed last: the pool's Python policies report here.
   std::shared_ptr<tierpool::python::policy_host> policies;
+  // Python low-memory callbacks by id (Note [Python callables the pool calls]): before
+  // the pool, so that they outlive it; changed with the GIL held.
+  std::map<std::uint64_t, nb::object> low_memory_callbacks;
   tierpool::pool pool;
   std::map<py_lease const*, view_pin> view_pins;  // changed with the GIL held
   py_pool(std::shared_ptr<tierpool::python::policy_host> h, tierpool::pool_options o)
@@ -772,12 +812,42 @@ NB_MODULE(_tierpool, m)
            "dies (release_pending is True until then).")
       .def(
           "numpy",
-          [](nb::handle self) {
+          [](nb::handle self, nb::handle dtype, nb::handle shape) {
             py_lease const* l = nb::inst_ptr<py_lease>(self);
             if (!l->host && l->cuda) { throw nb::buffer_error("a device lease on the CUDA backend is not host memory: use DLPack"); }
-            return lease_array<nb::ndarray<nb::numpy, std::uint8_t, nb::ndim<1>>>(self);
+            nb::object arr = nb::cast(lease_array<nb::ndarray<nb::numpy, std::uint8_t, nb::ndim<1>>>(self));
+            if (dtype.is_none() && shape.is_none()) { return arr; }
+            // A typed view of the first bytes: views of the uint8 array keep it (and so the lease) alive.
+            nb::object const np = nb::module_::import_("numpy");
+            nb::object const dt = np.attr("dtype")(dtype.is_none() ? nb::object(nb::str("uint8")) : nb::borrow(dtype));
+            std::size_t const item = nb::cast<std::size_t>(dt.attr("itemsize"));
+            std::size_t const nbytes = l->handle.bytes();
+            std::size_t count = nbytes / item;
+            nb::object shp;
+            if (shape.is_none()) {
+              shp = nb::make_tuple(count);
+            } else {
+              shp = nb::tuple(np.attr("atleast_1d")(shape).attr("tolist")());
+              count = 1;
+              for (nb::handle d : shp) {
+                long long const v = nb::cast<long long>(d);
+                if (v < 0) { throw nb::value_error("Lease.numpy: a negative dimension in shape"); }
+                count *= static_cast<std::size_t>(v);
+              }
+            }
+            if (count * item > nbytes) {
+              throw nb::value_error(("Lease.numpy: " + std::to_string(count) + " elements of " + std::to_string(item) +
+                                     " bytes need " + std::to_string(count * item) + " bytes; the lease has " +
+                                     std::to_string(nbytes))
+                                        .c_str());
+            }
+            nb::object head = arr.attr("__getitem__")(nb::slice(nb::int_(0), nb::int_(count * item), nb::int_(1)));
+            return head.attr("view")(dt).attr("reshape")(shp);
           },
-          "A numpy uint8 array over the lease's bytes (zero-copy, host memory only); it keeps the lease alive.")
+          "dtype"_a.none() = nb::none(), "shape"_a.none() = nb::none(),
+          "A numpy array over the lease's bytes (zero-copy, host memory only); it keeps the lease alive. Without "
+          "arguments a flat uint8 array of every byte; with dtype (and shape) a typed view of the first bytes "
+          "(ValueError when they are more than the lease has).")
       .def(
           "__dlpack__",
           [](nb::handle self, nb::kwargs kwargs) {
@@ -1130,6 +1200,54 @@ NB_MODULE(_tierpool, m)
           "lease"_a, "stream"_a,
           "The lease's bytes are also used by work on `stream` (torch's record_stream): the pool neither reuses "
           "nor evicts them before that work is done.")
+      .def(
+          "add_low_memory_callback",
+          [](py_pool& p, nb::callable fn) {
+            p.check();
+            PyObject* const obj = fn.ptr();  // borrowed: low_memory_callbacks holds it
+            std::uint64_t const id = p.pool.add_low_memory_callback([obj](tierpool::low_memory_event const& e) {
+              nb::gil_scoped_acquire held;  // Note [Python callables the pool calls]
+              nb::dict d;
+              d["tier"] = static_cast<std::uint32_t>(e.tier);
+              d["tier_name"] = std::string(e.tier_name);
+              d["bytes_needed"] = e.bytes_needed;
+              d["capacity_bytes"] = e.capacity_bytes;
+              d["pinned_bytes"] = e.pinned_bytes;
+              nb::handle const callback{obj};
+              callback(d);
+            });
+            p.low_memory_callbacks[id] = std::move(fn);
+            return id;
+          },
+          "fn"_a,
+          "Call fn(event) when a request cannot be placed after eviction (the step of the out-of-memory ladder "
+          "before OutOfMemory): event is a dict with tier, tier_name, bytes_needed, capacity_bytes, pinned_bytes. "
+          "fn may free, demote or release tensors (or drop caches of its own); the request then starts over once. "
+          "It runs on the requesting thread; an exception it raises leaves the request. Returns an id for "
+          "remove_low_memory_callback.")
+      .def(
+          "remove_low_memory_callback",
+          [](py_pool& p, std::uint64_t id) {
+            p.check();
+            {
+              nb::gil_scoped_release unlocked;
+              p.pool.remove_low_memory_callback(id);
+            }
+            p.low_memory_callbacks.erase(id);
+          },
+          "id"_a, "Unregister a callback (unknown ids are ignored).")
+      .def(
+          "enqueue_host",
+          [](py_pool& p, std::optional<std::uint64_t> stream, nb::callable fn) {
+            p.check();
+            py_host_call call(fn);
+            nb::gil_scoped_release unlocked;
+            p.pool.enqueue_host(tierpool::stream_handle{static_cast<std::uintptr_t>(stream.value_or(0))}, std::move(call));
+          },
+          "stream"_a.none(), "fn"_a,
+          "Run fn() on the host in stream order (after the work queued on `stream` so far, before what is queued "
+          "after; None: the default stream), on a backend thread that takes the GIL. fn must not call the pool. An "
+          "exception it raises is raised again by the next synchronize(stream).")
       .def(
           "set_capacity",
           [](py_pool& p, std::uint32_t tier, std::size_t nbytes) {

@@ -2,11 +2,7 @@
 tierpool's C++ core (nanobind bindings); use the package `tierpool`, which re-exports it.
 """
 
-from collections.abc import Mapping, Sequence
-from typing import Annotated
-
-import numpy
-from numpy.typing import NDArray
+from collections.abc import Callable, Mapping, Sequence
 
 
 class TensorView:
@@ -396,9 +392,9 @@ class Lease:
         End the lease (idempotent). While views of its bytes exist, the lease ends when the last of them dies (release_pending is True until then).
         """
 
-    def numpy(self) -> Annotated[NDArray[numpy.uint8], dict(shape=(None,))]:
+    def numpy(self, dtype: object | None = None, shape: object | None = None) -> object:
         """
-        A numpy uint8 array over the lease's bytes (zero-copy, host memory only); it keeps the lease alive.
+        A numpy array over the lease's bytes (zero-copy, host memory only); it keeps the lease alive. Without arguments a flat uint8 array of every byte; with dtype (and shape) a typed view of the first bytes (ValueError when they are more than the lease has).
         """
 
     def __dlpack__(self, **kwargs) -> object:
@@ -542,6 +538,19 @@ class Pool:
     def record_stream(self, lease: Lease, stream: int) -> None:
         """
         The lease's bytes are also used by work on `stream` (torch's record_stream): the pool neither reuses nor evicts them before that work is done.
+        """
+
+    def add_low_memory_callback(self, fn: Callable) -> int:
+        """
+        Call fn(event) when a request cannot be placed after eviction (the step of the out-of-memory ladder before OutOfMemory): event is a dict with tier, tier_name, bytes_needed, capacity_bytes, pinned_bytes. fn may free, demote or release tensors (or drop caches of its own); the request then starts over once. It runs on the requesting thread; an exception it raises leaves the request. Returns an id for remove_low_memory_callback.
+        """
+
+    def remove_low_memory_callback(self, id: int) -> None:
+        """Unregister a callback (unknown ids are ignored)."""
+
+    def enqueue_host(self, stream: int | None, fn: Callable) -> None:
+        """
+        Run fn() on the host in stream order (after the work queued on `stream` so far, before what is queued after; None: the default stream), on a backend thread that takes the GIL. fn must not call the pool. An exception it raises is raised again by the next synchronize(stream).
         """
 
     def set_capacity(self, tier: int, nbytes: int) -> dict:

@@ -35,6 +35,7 @@
 #include <tierpool/version.hpp>
 
 #include "py_policy.hpp"
+#include "torch_allocator.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -1400,6 +1401,34 @@ NB_MODULE(_tierpool, m)
       "Raises TraceError for a bad trace, LogicError for a bad policy or capacity, PolicyError when a Python "
       "policy failed (after the grid ran; its tier fell back to lru).");
 
+  m.def(
+      "_torch_allocator_attach",
+      [](nb::handle pool) {
+        if (pool.is_none()) {
+          tierpool::python::torch_allocator_attach(nullptr);
+          return;
+        }
+        py_pool& p = nb::cast<py_pool&>(pool);
+        p.check();
+        tierpool::python::torch_allocator_attach(&p.pool);
+      },
+      "pool"_a.none(),
+      "Make `pool` the one tierpool_torch_malloc / tierpool_torch_free (the C entry points of a "
+      "CUDAPluggableAllocator) take blocks from (None: none). Use tierpool.torch.mem_pool.");
+  m.def(
+      "_torch_allocator_stats",
+      []() {
+        auto const f = tierpool::python::torch_allocator_stats();
+        nb::dict d;
+        d["live_blocks"] = f.live_blocks;
+        d["live_bytes"] = f.live_bytes;
+        d["mallocs"] = f.mallocs;
+        d["frees"] = f.frees;
+        d["failures"] = f.failures;
+        d["foreign_frees"] = f.foreign_frees;
+        return d;
+      },
+      "The pluggable allocator's figures: live_blocks, live_bytes, mallocs, frees, failures, foreign_frees.");
   m.def(
       "trace_gen",
       [](std::string const& workload, std::string const& path, std::map<std::string, std::string> const& params,

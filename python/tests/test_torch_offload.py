@@ -378,8 +378,61 @@ def test_pool_closed_first_is_quiet_on_gc():
 
 def test_mem_pool_needs_a_cuda_torch_with_a_pluggable_allocator():
     with make_pool() as pool:
-        with pytest.raises(tierpool.LogicError, match="mem_pool: not available: .*pluggable allocator"):
+        with pytest.raises(tierpool.LogicError, match="mem_pool: not available: .*(CUDAPluggableAllocator|MemPool|'sim')"):
             tpt.mem_pool(pool)
+
+
+def test_the_pluggable_allocator_entry_points_through_ctypes():
+    """tierpool_torch_malloc / tierpool_torch_free, called as torch's CUDAPluggableAllocator
+    would call them (here through ctypes, on the simulated device): blocks are pool
+    tensors pinned in the device tier, the pool evicts its other tensors for them, a free
+    gives them back, and bad calls fail without harm."""
+    import ctypes
+
+    import numpy as np
+
+    pool = make_pool(device_bytes=64 * 1024)
+    path, malloc_name, free_name = tpt.allocator_entry_points(pool)
+    lib = ctypes.CDLL(path)
+    malloc = getattr(lib, malloc_name)
+    malloc.restype = ctypes.c_void_p
+    malloc.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+    free = getattr(lib, free_name)
+    free.restype = None
+    free.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+    before = tpt.allocator_stats()
+
+    other = pool.allocate(32 * 1024, name="other")  # resident on the device, evicted for the blocks
+    with pool.acquire_host(other, "write_discard") as lease:
+        lease.numpy()[:] = 5
+    with pool.acquire(other, "read"):
+        pass
+    a = malloc(24 * 1024, 0, None)
+    b = malloc(24 * 1024, 0, None)
+    assert a and b and a != b
+    ctypes.memset(a, 1, 24 * 1024)
+    ctypes.memset(b, 2, 24 * 1024)
+    st = pool.stats()
+    assert st["tiers"][0]["pinned_bytes"] >= 48 * 1024 and st["tiers"][0]["evictions"] >= 1  # other went down
+    assert tpt.allocator_stats()["live_blocks"] == before["live_blocks"] + 2
+    assert malloc(32 * 1024, 0, None) is None  # 48 of 64 KiB pinned: out of memory, a null pointer
+    assert malloc(1024, 3, None) is None       # another device
+    assert malloc(0, 0, None) is None
+    with pytest.raises(tierpool.LogicError, match="block.*live"):
+        tpt.allocator_entry_points(make_pool())  # another pool while blocks are live
+    assert bytes((ctypes.c_char * 8).from_address(a)) == b"\x01" * 8
+    free(a, 24 * 1024, 0, None)
+    free(b, 24 * 1024, 0, None)
+    free(b, 24 * 1024, 0, None)  # twice: not this allocator's any more, ignored
+    after = tpt.allocator_stats()
+    assert after["live_blocks"] == before["live_blocks"] and after["live_bytes"] == before["live_bytes"]
+    assert after["foreign_frees"] == before["foreign_frees"] + 1
+    assert after["failures"] == before["failures"] + 3
+    with pool.acquire_host(other, "read") as lease:
+        assert np.all(lease.numpy() == 5)  # evicted and back: its bytes are intact
+    assert pool.validate()
+    tpt.allocator_entry_points(None)
+    pool.close()
 
 
 def test_torch_trace_fixture_is_what_the_script_records(tmp_path):

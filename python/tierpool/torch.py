@@ -47,6 +47,8 @@ __all__ = [
     "offload_optimizer",
     "OffloadedOptimizer",
     "mem_pool",
+    "allocator_entry_points",
+    "allocator_stats",
 ]
 
 # The offload_activations contexts now active, innermost last. Note [Saved tensors under
@@ -1081,12 +1083,43 @@ def offload_optimizer(module, optimizer, *, step_on="device", min_bytes=0):
     return OffloadedOptimizer(module, optimizer, step_on=step_on, min_bytes=min_bytes)
 
 
-def mem_pool(pool):
-    """A ``torch.cuda.MemPool`` over `pool` through ``CUDAPluggableAllocator``: not available.
+ALLOCATOR_MALLOC = "tierpool_torch_malloc"
+ALLOCATOR_FREE = "tierpool_torch_free"
 
-    Raises LogicError naming what is missing: a CUDA build of torch with
-    ``torch.cuda.memory.CUDAPluggableAllocator`` and ``torch.cuda.MemPool`` (torch >= 2.x), and
-    C entry points (malloc / free) in the extension, which it does not have yet. See
+
+def allocator_entry_points(pool):
+    """Make `pool` the pool of the extension's C allocator entry points, and return
+    ``(path, malloc_name, free_name)`` for ``torch.cuda.memory.CUDAPluggableAllocator``.
+
+    ``tierpool_torch_malloc(size_t size, int device, cudaStream_t stream)`` allocates a
+    device-tier tensor of the pool and keeps a lease on it (ordered on `stream`) until
+    ``tierpool_torch_free(void* ptr, size_t size, int device, cudaStream_t stream)``: such
+    a block never moves (a pluggable allocator hands out raw pointers), but the pool counts
+    it and evicts its other tensors to make room. Pass ``None`` to detach. One pool at a
+    time; switching while blocks are live raises LogicError. Note [A pluggable allocator
+    pins its blocks] in python/src/torch_allocator.cpp.
+    """
+    from . import _tierpool
+
+    _tierpool._torch_allocator_attach(pool)
+    return (_tierpool.__file__, ALLOCATOR_MALLOC, ALLOCATOR_FREE)
+
+
+def allocator_stats():
+    """The C allocator's figures: live_blocks, live_bytes, mallocs, frees, failures, foreign_frees."""
+    from . import _tierpool
+
+    return _tierpool._torch_allocator_stats()
+
+
+def mem_pool(pool):
+    """A ``torch.cuda.MemPool`` whose blocks come from `pool` (through
+    ``CUDAPluggableAllocator`` and the extension's C entry points, allocator_entry_points).
+
+    Use it with ``torch.cuda.use_mem_pool(mp)``. Needs a CUDA build of torch with
+    ``torch.cuda.memory.CUDAPluggableAllocator`` and ``torch.cuda.MemPool`` (torch >= 2.x) and
+    a pool on the CUDA backend; otherwise raises LogicError naming what is missing. The
+    blocks are pinned for their whole life: see allocator_entry_points and
     docs/chapters/pytorch_offload.md.
     """
     missing = []
@@ -1098,5 +1131,8 @@ def mem_pool(pool):
         missing.append(f"torch {torch.__version__} has no torch.cuda.MemPool")
     if getattr(pool, "backend", None) != "cuda":
         missing.append(f"the pool's backend is {getattr(pool, 'backend', '?')!r}, not 'cuda'")
-    missing.append("tierpool's extension has no C malloc/free entry points for a pluggable allocator yet")
-    raise LogicError("tierpool.torch.mem_pool: not available: " + "; ".join(missing))
+    if missing:
+        raise LogicError("tierpool.torch.mem_pool: not available: " + "; ".join(missing))
+    path, malloc_name, free_name = allocator_entry_points(pool)
+    allocator = torch.cuda.memory.CUDAPluggableAllocator(path, malloc_name, free_name)
+    return torch.cuda.MemPool(allocator.allocator())

@@ -50,12 +50,20 @@ struct generator_param_info {
   std::string_view help;           ///< one line, with the unit
 };
 
+/// @brief A named set of parameter values (`preset=NAME`); explicit keys override it.
+struct generator_preset {
+  std::string_view name;     ///< e.g. "serving"
+  std::string_view summary;  ///< one line: what it models
+  std::string_view values;   ///< space-separated key=value pairs, e.g. "max_batch=4096 arrival=30"
+};
+
 /// @brief A workload the generators know.
 struct workload_info {
   std::string_view name;                            ///< e.g. "mlp-train"
   std::string_view summary;                         ///< one line
   std::span<generator_param_info const> params;     ///< accepted keys, with defaults
   bool random{false};                               ///< whether the seed changes the trace
+  std::span<generator_preset const> presets{};      ///< `preset=NAME` values (may be empty)
 };
 
 /// @brief Every workload, in the order docs/chapters/benchmarks.md lists them.

@@ -1461,9 +1461,13 @@ NB_MODULE(_tierpool, m)
           nb::dict params;
           for (auto const& prm : w.params) { params[nb::str(std::string(prm.key).c_str())] = std::string(prm.default_value); }
           d["params"] = params;
+          nb::dict presets;
+          for (auto const& pr : w.presets) { presets[nb::str(std::string(pr.name).c_str())] = std::string(pr.values); }
+          d["presets"] = presets;
           out.append(d);
         }
         return out;
       },
-      "The workloads trace_gen() knows: a list of dicts with name, summary, random and params (key: default).");
+      "The workloads trace_gen() knows: a list of dicts with name, summary, random, params (key: default) and "
+      "presets (name: 'key=value ...'; trace_gen(w, path, {'preset': name}) uses one, explicit keys override it).");
 }

@@ -4,6 +4,8 @@
 
 import pydoc
 
+import pytest
+
 import tierpool
 
 
@@ -30,6 +32,16 @@ def test_trace_gen_and_replay(tmp_path):
         assert r["makespan_seconds"] >= r["ideal_seconds"] > 0
     cache = tierpool.replay(str(path), ["lru"], "10%", mode="cache")
     assert cache[0]["mode"] == "cache"
+
+
+def test_generator_presets(tmp_path):
+    kv = next(w for w in tierpool.workloads() if w["name"] == "kv-paging")
+    assert "max_batch=4096" in kv["presets"]["serving"]
+    path = tmp_path / "kv.tpb"  # the serving preset, made small by explicit keys
+    n = tierpool.trace_gen("kv-paging", str(path), {"preset": "serving", "requests": "30", "max_batch": "8"})
+    assert n > 0
+    with pytest.raises(tierpool.LogicError, match="unknown preset 'x' \\(valid: serving\\)"):
+        tierpool.trace_gen("kv-paging", str(tmp_path / "x.tpb"), {"preset": "x"})
 
 
 def test_help_has_docstrings():

@@ -611,5 +611,5 @@ def trace_gen(workload: str, path: str, params: Mapping[str, str] = {}, seed: in
 
 def workloads() -> list:
     """
-    The workloads trace_gen() knows: a list of dicts with name, summary, random and params (key: default).
+    The workloads trace_gen() knows: a list of dicts with name, summary, random, params (key: default) and presets (name: 'key=value ...'; trace_gen(w, path, {'preset': name}) uses one, explicit keys override it).
     """

@@ -65,6 +65,14 @@ constexpr std::array<gp, 12> kKvParams{{
   {"prefill_token_ns", "20000", "compute per prompt token at admission, ns"},
 }};
 
+// About 90,000 live KV blocks at once, as a serving engine on one large GPU holds (issue
+// 19): 4,096 sequences decoded together, arrivals that keep the batch full, 16 KiB of KV
+// per token (a small GQA model), 256 KiB blocks: 22 GiB of KV live at the peak.
+constexpr std::array<generator_preset, 1> kKvPresets{{
+  {"serving", "about 90,000 live 256 KiB blocks: 4,096 sequences at once, arrivals keeping the batch full",
+   "requests=6000 arrival=30 max_batch=4096 token_bytes=16KiB"},
+}};
+
 constexpr std::array<gp, 7> kRandomParams{{
   {"tensors", "256", "tensors in the working set"},
   {"min_bytes", "64KiB", "smallest tensor"},
@@ -81,7 +89,8 @@ constexpr std::array<workload_info, 5> kWorkloads{{
    false},
   {"llm-infer-stream", "layer-streamed decoding: every layer's weights once per step, KV cache grows", kLlmParams,
    false},
-  {"kv-paging", "serving: requests arrive and finish, fixed-size KV blocks appended and freed", kKvParams, true},
+  {"kv-paging", "serving: requests arrive and finish, fixed-size KV blocks appended and freed", kKvParams, true,
+   kKvPresets},
   {"random-reuse", "Zipf accesses over a working set of random-sized tensors (no structure)", kRandomParams, true},
 }};
 
@@ -218,7 +227,40 @@ void generate(std::string_view workload, generator_params const& params, std::ui
     for (auto const& w : kWorkloads) { valid += (valid.empty() ? "" : ", ") + std::string(w.name); }
     throw logic_error("unknown workload '" + std::string(workload) + "' (valid: " + valid + ")");
   }
-  detail::param_reader const p(*info, params);
+  // preset=NAME: its values first, the explicit keys over them.
+  generator_params merged;
+  std::string_view preset;
+  for (auto const& [k, v] : params) {
+    if (k == "preset") {
+      preset = v;
+    } else {
+      merged.emplace_back(k, v);
+    }
+  }
+  if (!preset.empty()) {
+    generator_preset const* found = nullptr;
+    std::string names;
+    for (auto const& pr : info->presets) {
+      if (pr.name == preset) { found = &pr; }
+      names += (names.empty() ? "" : ", ") + std::string(pr.name);
+    }
+    if (found == nullptr) {
+      throw logic_error("workload '" + std::string(info->name) + "': unknown preset '" + std::string(preset) + "' (" +
+                        (names.empty() ? std::string("it has none") : "valid: " + names) + ")");
+    }
+    std::string_view rest = found->values;
+    while (!rest.empty()) {
+      std::size_t const sp = std::min(rest.find(' '), rest.size());
+      std::string_view const item = rest.substr(0, sp);
+      rest.remove_prefix(std::min(sp + 1, rest.size()));
+      std::size_t const eq = item.find('=');
+      std::string const key(item.substr(0, eq));
+      bool given = false;
+      for (auto const& [k, v] : merged) { given = given || k == key; }
+      if (!given) { merged.emplace_back(key, std::string(item.substr(eq + 1))); }
+    }
+  }
+  detail::param_reader const p(*info, merged);
   detail::emitter out(sink);
   if (info->name == "mlp-train") {
     detail::generate_mlp_train(p, out);

@@ -232,6 +232,54 @@ TEST(TraceGen, KvPagingServesEveryRequest)
   EXPECT_GE(steps, 16U);           // at least the shortest output (output_min)
 }
 
+// preset=serving (issue 19): about 90,000 KV blocks live at the peak, 256 KiB each (16
+// tokens of 16 KiB). Streamed: the trace has 19 M events.
+TEST(TraceGen, KvPagingServingPresetHoldsAbout90kLiveBlocks)
+{
+  std::uint64_t live = 0;
+  std::uint64_t peak = 0;
+  std::uint64_t blocks = 0;
+  tt::generate("kv-paging", {{"preset", "serving"}}, 1, [&](event const& e) {
+    if (e.kind == event_kind::allocate) {
+      EXPECT_EQ(e.bytes, 256U * 1024U);
+      ++blocks;
+      peak = std::max(peak, ++live);
+    } else if (e.kind == event_kind::free) {
+      --live;
+    }
+  });
+  EXPECT_GE(peak, 80'000U);
+  EXPECT_LE(peak, 120'000U);
+  EXPECT_EQ(live, 0U);
+  EXPECT_GT(blocks, peak);
+}
+
+// Explicit keys win over the preset's; unknown presets and presets of workloads that have
+// none are named.
+TEST(TraceGen, PresetsAreDefaultsThatKeysOverride)
+{
+  auto const small_serving =
+    tt::generate("kv-paging", {{"preset", "serving"}, {"requests", "20"}, {"max_batch", "4"}}, 2);
+  std::uint64_t allocs = 0;
+  for (auto const& e : small_serving) {
+    if (e.kind == event_kind::allocate) {
+      ++allocs;
+      EXPECT_EQ(e.bytes, 16U * 16U * 1024U);  // token_bytes=16KiB from the preset
+    }
+  }
+  EXPECT_GT(allocs, 20U);
+  auto message = [](std::string_view w, tt::generator_params const& p) -> std::string {
+    try {
+      (void)tt::generate(w, p, 1);
+    } catch (tierpool::logic_error const& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(message("kv-paging", {{"preset", "huge"}}), "workload 'kv-paging': unknown preset 'huge' (valid: serving)");
+  EXPECT_EQ(message("mlp-train", {{"preset", "serving"}}), "workload 'mlp-train': unknown preset 'serving' (it has none)");
+}
+
 TEST(TraceGen, RandomReuseFollowsItsParameters)
 {
   tt::generator_params const p{{"tensors", "40"}, {"accesses", "4000"}, {"min_bytes", "5000"}, {"max_bytes", "9000"},

@@ -213,6 +213,10 @@ void print_workloads()
       std::string const kv = std::string(p.key) + "=" + std::string(p.default_value);
       std::printf("    %-24s %s\n", kv.c_str(), std::string(p.help).c_str());
     }
+    for (auto const& pr : w.presets) {
+      std::printf("    preset=%-17s %s: %s\n", std::string(pr.name).c_str(), std::string(pr.summary).c_str(),
+                  std::string(pr.values).c_str());
+    }
   }
 }
 

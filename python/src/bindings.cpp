@@ -1308,14 +1308,15 @@ NB_MODULE(_tierpool, m)
           "__exit__",
           [](py_pool& p, nb::handle exc_type, nb::handle, nb::handle) {
             bool const unwinding = !exc_type.is_none();
-            {
+            try {
               nb::gil_scoped_release unlocked;
-              try {
-                p.pool.close();
-              } catch (tierpool::logic_error const&) {
-                // Leases still live while another exception leaves the block: do not hide that
-                // one; the pool closes when its last reference (and lease) goes.
-                if (!unwinding) { throw; }
+              p.pool.close();
+            } catch (tierpool::logic_error const& e) {
+              // Leases still live while another exception leaves the block: do not hide that
+              // one; the pool closes when its last reference (and lease) goes.
+              if (!unwinding) {
+                if (p.view_pins.empty()) { throw; }
+                throw tierpool::logic_error(std::string(e.what()) + "; Python views pin " + p.describe_view_pins());
               }
             }
             if (!unwinding) { p.check(); }  // a Python policy's failure, not over another exception

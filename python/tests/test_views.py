@@ -107,6 +107,9 @@ def test_close_names_the_leases_views_hold():
         view = np.asarray(lease)
     with pytest.raises(tierpool.LogicError, match="Python views pin 1 lease.*'held'"):
         p.close()
+    with pytest.raises(tierpool.LogicError, match="Python views pin 1 lease.*'held'"):
+        with p:  # the end of a with block says the same
+            pass
     del view
     p.close()
 

@@ -31,7 +31,7 @@
 // with the walk either sees the switch, or happened before the walk took its record lock).
 // Limitations: once on, every pin transition of the tier costs a shard spin lock and an
 // append or a removal (15-20 ns per acquire + release pair, bench hitpath --fits); the
-// first call walks every record (200 ms at a million); a copy being filled (not yet valid)
+// first call walks every record (125 ms at a million); a copy being filled (not yet valid)
 // counts as evictable, where the record walk skipped it; if an entry cannot be added (out
 // of host memory) the tier falls back to the record walk for good. The lowest tier (no
 // tier below: dirty copies cannot go) still walks the records.

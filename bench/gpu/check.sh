@@ -22,6 +22,9 @@
 #   bandwidth.json      per tensor size: the pool's copies (bench copy, pinned_host tier)
 #                       against cudaMemcpyAsync of pinned memory (bench/gpu/copy_bw.cu)
 #   demo_2x.json, demo_4x.json   examples/oversubscribe at 2x and 4x oversubscription
+# and, where pack.sh packed the Python extension (build-gpu/python), `python3 -m pytest
+# python/tests` with it (its result line in summary.json's tails: eight files is the most
+# the device tool brings back).
 #
 # Environment: BUILD_GPU (default build-gpu), CHECK_BACKEND (default cuda; `sim` runs the
 # whole script on a machine without a GPU, as a dry run), CHECK_BUDGET_S (default 330: no
@@ -173,6 +176,19 @@ run_gpu_tests() {
 }
 export -f run_gpu_tests
 step ctest_gpu 150 - run_gpu_tests
+
+# ---- 1b. the Python package's tests with the machine's Python 3.12 and its CUDA torch ---
+if [[ -d $B/python/tierpool ]]; then
+  python_tests() {
+    # The carried libraries (hwloc, TBB, Boost) for the extension alone; torch keeps the
+    # machine's own C++ runtime unless the check found it too old.
+    PYTHONPATH="$B/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 with_libs python3 -m pytest "$ROOT/python/tests" \
+      -q -p no:cacheprovider -x -o addopts="" 2>&1 | tail -n 25
+    return "${PIPESTATUS[0]}"
+  }
+  export -f python_tests
+  step python_tests 150 - python_tests
+fi
 
 # ---- 2. tierpool info and the two pool benchmarks ---------------------------------------
 export TIERPOOL_BACKEND=$BACKEND

@@ -14,6 +14,8 @@
 #                tree such as build-bench is reused as is)
 #   PACK_DEST    the folder to assemble (default build-gpu; check.sh reads BUILD_GPU)
 #   JOBS         parallel jobs (default 2)
+#   PACK_PYTHON  the interpreter to build the Python extension for: the GPU machine's is
+#                Python 3.12 (default: pyenv's 3.12 where it is installed; none: skipped)
 #
 # build-gpu/ keeps the work tree's layout for what it holds (bin/, tests/, examples/, the
 # CTestTestfile.cmake files and the files they include) with paths rewritten to build-gpu,
@@ -66,6 +68,30 @@ for t in "${GPU_TESTS[@]}"; do
 done
 copy_exe examples/oversubscribe/oversubscribe
 
+# The Python extension, built for the GPU machine's Python 3.12 with a 3.12 of this machine
+# (its headers; nanobind's CMake files from any interpreter here), with the CUDA backend:
+# build-gpu/python/tierpool/ holds it with the package's Python files; check.sh runs
+# python/tests with it on PYTHONPATH.
+PY=${PACK_PYTHON:-/root/.pyenv/versions/3.12.1/bin/python3}
+if [[ -x $PY ]]; then
+  NBDIR=$({ "$ROOT/build/pyenv/bin/python" -m nanobind --cmake_dir || python3 -m nanobind --cmake_dir; } 2>/dev/null | head -n1 || true)
+  if [[ -n $NBDIR ]]; then
+    cmake -S "$ROOT" -B "$WORK/python312" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIERPOOL_BUILD_PYTHON=ON \
+      -DTIERPOOL_ENABLE_CUDA=ON -DTIERPOOL_BUILD_TESTS=OFF -DTIERPOOL_BUILD_BENCH=OFF -DTIERPOOL_BUILD_EXAMPLES=OFF \
+      -DTIERPOOL_BUILD_TOOLS=OFF -DTIERPOOL_BUILD_DOCS=OFF -DTIERPOOL_ENABLE_INSTALL=OFF \
+      -DPython_EXECUTABLE="$PY" -Dnanobind_ROOT="$NBDIR" > /dev/null
+    cmake --build "$WORK/python312" -j "$JOBS" --target _tierpool
+    mkdir -p "$DEST/python/tierpool"
+    cp python/tierpool/*.py python/tierpool/*.pyi python/tierpool/py.typed "$DEST/python/tierpool/"
+    cp "$WORK"/python312/python/_tierpool*.so "$DEST/python/tierpool/"
+    strip --strip-debug "$DEST"/python/tierpool/_tierpool*.so 2>/dev/null || true
+  else
+    echo "pack.sh: no nanobind here (run scripts/run-tests.sh once): the Python extension is not packed" >&2
+  fi
+else
+  echo "pack.sh: no $PY: the Python extension is not packed (PACK_PYTHON names a Python 3.12)" >&2
+fi
+
 # The cudaMemcpyAsync baseline.
 if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
@@ -93,7 +119,7 @@ done
 find "$DEST" -name '*_tests.cmake' -exec touch {} +
 
 # Shared libraries the GPU machine lacks: everything ldd resolves except the C runtime.
-for exe in "$DEST"/bin/* "$DEST"/tests/* "$DEST"/examples/oversubscribe/oversubscribe; do
+for exe in "$DEST"/bin/* "$DEST"/tests/* "$DEST"/examples/oversubscribe/oversubscribe "$DEST"/python/tierpool/*.so; do
   [[ -f $exe && -x $exe ]] || continue
   ldd "$exe" 2>/dev/null | awk '/=> \// { print $3 }'
 done | sort -u | while read -r lib; do

@@ -1133,6 +1133,19 @@ NB_MODULE(_tierpool, m)
           },
           "priority"_a = 0, "Create a stream owned by the pool; returns its handle (an int) for acquire(stream=...).")
       .def(
+          "wrap_native_stream",
+          [](py_pool& p, std::uintptr_t native) {
+            p.check();
+            nb::gil_scoped_release unlocked;
+            return static_cast<std::uint64_t>(p.pool.wrap_native_stream(reinterpret_cast<void*>(native)).value);
+          },
+          "native"_a,
+          "Use a stream the program made (on CUDA a cudaStream_t as an int: torch.cuda.Stream().cuda_stream, "
+          "cupy's Stream.ptr) as a pool stream: acquire(stream=...) orders copies before its work, a lease's end "
+          "records its last use there. The program keeps ownership: destroy_stream() the returned handle before "
+          "destroying the stream. Wrapping it again returns the same handle. Raises LogicError for a null stream, "
+          "one of the pool's own, or one the backend cannot use.")
+      .def(
           "destroy_stream",
           [](py_pool& p, std::uint64_t s) {
             p.check();

@@ -177,3 +177,14 @@ def test_events_order_and_record_stream(pool):
         pool.order(t, a, 987654)
     assert "Event" in tierpool.__all__ and tierpool.Event.record.__doc__
     assert pool.validate()
+
+
+def test_wrap_native_stream_refuses_what_it_cannot_use(pool):
+    with pytest.raises(tierpool.LogicError, match="null"):
+        pool.wrap_native_stream(0)
+    own = pool.create_stream()
+    with pytest.raises(tierpool.LogicError, match="own|create_stream"):
+        pool.wrap_native_stream(own)  # one of the pool's own streams
+    with pytest.raises(tierpool.LogicError):
+        pool.wrap_native_stream(0xDEAD0000)  # not a stream of the backend
+    pool.destroy_stream(own)

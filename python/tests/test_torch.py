@@ -231,3 +231,30 @@ def test_pool_closed_before_the_graph_is_dropped():
     pool.close()
     del loss  # the handles' free is quiet once the pool is gone
     gc.collect()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU and a CUDA build of torch")
+def test_a_torch_stream_is_a_pool_stream_and_dlpack_orders_it():
+    """On a GPU: a torch stream wrapped as a pool stream, a device lease on it viewed by
+    torch.from_dlpack (kDLCUDA, __dlpack__(stream=) from torch's current stream), the bytes
+    read by a CUDA kernel on that stream."""
+    pool = tierpool.Pool(backend="cuda", read_environment=False, quiet=True, publish=False,
+                         tiers=[{"kind": "device", "capacity_bytes": 64 * KiB, "chunk_bytes": 64 * KiB},
+                                {"kind": "pinned_host", "capacity_bytes": 1024 * KiB, "chunk_bytes": 1024 * KiB}])
+    s = torch.cuda.Stream()
+    h = pool.wrap_native_stream(s.cuda_stream)
+    assert pool.wrap_native_stream(s.cuda_stream) == h
+    t = pool.allocate(16 * KiB, name="t")
+    with pool.acquire_host(t, "write_discard") as lease:
+        lease.numpy()[:] = 3
+    with torch.cuda.stream(s):
+        with pool.acquire(t, "read", stream=h) as lease:
+            x = torch.from_dlpack(lease)
+            assert x.is_cuda and x.numel() == 16 * KiB
+            total = x.to(torch.int64).sum()
+            del x
+    s.synchronize()
+    assert int(total) == 3 * 16 * KiB
+    pool.destroy_stream(h)
+    assert pool.validate()
+    pool.close()

@@ -509,6 +509,11 @@ class Pool:
         Create a stream owned by the pool; returns its handle (an int) for acquire(stream=...).
         """
 
+    def wrap_native_stream(self, native: int) -> int:
+        """
+        Use a stream the program made (on CUDA a cudaStream_t as an int: torch.cuda.Stream().cuda_stream, cupy's Stream.ptr) as a pool stream: acquire(stream=...) orders copies before its work, a lease's end records its last use there. The program keeps ownership: destroy_stream() the returned handle before destroying the stream. Wrapping it again returns the same handle. Raises LogicError for a null stream, one of the pool's own, or one the backend cannot use.
+        """
+
     def destroy_stream(self, stream: int) -> None:
         """Destroy a stream from create_stream() (after its queued work)."""
 

@@ -44,15 +44,40 @@ void belady_policy::note_forecast(node& n, bool has) noexcept
   n.forecast = has;
 }
 
+// Note [Pinned tensors leave Belady's order]
+// Rationale: propose() walks the order from the furthest next use and skips pinned
+// tensors. A replayed kernel leases all of its operands, so while a serving step holds
+// tens of thousands of KV blocks every propose passed all of them: O(pinned) per
+// eviction, over 90 s for a 19 M-request replay that lru runs in 20 s.
+// Approach: as lru_policy does with its side list, a pinned tensor is out of order_ (it
+// keeps its key); on_unpin puts it back where its forecast says. order_ holds exactly the
+// unpinned tracked tensors, so propose() costs O(victims).
+// Limitations: a pin or unpin is O(log n) instead of a flag.
 void belady_policy::update(node& n, tensor_view const& v) noexcept
 {
   ++clock_;
   n.bytes = v.bytes;
-  n.pinned = v.pinned;
   note_forecast(n, v.next_use.has_value());
-  order_.erase(order_.iterator_to(n));  // intrusive: unlink, re-key, relink in place
+  if (!n.pinned) { order_.erase(order_.iterator_to(n)); }  // intrusive: unlink, re-key, relink in place
   n.k = key{v.next_use.value_or(no_next_use), clock_, v.id};
-  order_.insert(n);
+  n.pinned = v.pinned;
+  if (!n.pinned) { order_.insert(n); }
+}
+
+void belady_policy::on_pin(tensor_id id) noexcept
+{
+  index_t const i = index_.find(id);
+  if (i == npos || nodes_[i].pinned) { return; }
+  nodes_[i].pinned = true;
+  order_.erase(order_.iterator_to(nodes_[i]));
+}
+
+void belady_policy::on_unpin(tensor_id id) noexcept
+{
+  index_t const i = index_.find(id);
+  if (i == npos || !nodes_[i].pinned) { return; }
+  nodes_[i].pinned = false;
+  order_.insert(nodes_[i]);
 }
 
 void belady_policy::on_insert(tensor_view const& v) noexcept
@@ -72,7 +97,7 @@ void belady_policy::on_insert(tensor_view const& v) noexcept
   n.forecast = true;  // not in missing_ yet; note_forecast links it when needed
   n.live = true;
   index_.insert(v.id, i);
-  order_.insert(n);
+  if (!n.pinned) { order_.insert(n); }
   note_forecast(n, v.next_use.has_value());
 }
 
@@ -86,7 +111,7 @@ void belady_policy::on_erase(tensor_id id) noexcept
   index_t const i = index_.find(id);
   if (i == npos) { return; }
   node& n = nodes_[i];
-  order_.erase(order_.iterator_to(n));
+  if (!n.pinned) { order_.erase(order_.iterator_to(n)); }
   if (!n.forecast) { missing_.erase(missing_.iterator_to(n)); }
   index_.erase(id);
   n.live = false;
@@ -114,7 +139,7 @@ bool belady_policy::validate() const noexcept
   // The order: every member a tracked node of this slab, in strictly increasing key order.
   key const* prev_key = nullptr;
   for (node const& n : order_) {
-    if (!tracked(n)) { return false; }
+    if (!tracked(n) || n.pinned) { return false; }
     if (prev_key != nullptr && !(*prev_key < n.k)) { return false; }
     prev_key = &n.k;
   }
@@ -126,15 +151,17 @@ bool belady_policy::validate() const noexcept
     prev_missing = &n;
   }
   std::size_t live = 0;
+  std::size_t pinned = 0;
   std::size_t without = 0;
   for (std::size_t i = 0; i < nodes_.size(); ++i) {  // checking only: slab order does not matter
     node const& n = nodes_[i];
     if (!n.live) { continue; }
     ++live;
+    if (n.pinned) { ++pinned; }
     if (index_.find(n.k.id) != i) { return false; }
     if (!n.forecast) { ++without; }
   }
-  if (order_.size() != live || index_.size() != live || without != missing_.size()) { return false; }
+  if (order_.size() + pinned != live || index_.size() != live || without != missing_.size()) { return false; }
   return policies::detail::slab_accounted(nodes_, free_head_, live);
 }
 

@@ -53,8 +53,8 @@ namespace tierpool {
  * @brief Belady's MIN over the tensors of one tier, from the driver's forecasts.
  *
  * Complexity: on_access O(log n); on_insert O(log n) (amortized: the slab grows by
- * doubling, see Note [Intrusive order over a growing slab]); on_erase O(log n); on_pin,
- * on_unpin O(1); propose O(victims + pinned passed). An event without a forecast links the
+ * doubling, see Note [Intrusive order over a growing slab]); on_erase, on_pin,
+ * on_unpin O(log n); propose O(victims). An event without a forecast links the
  * tensor into a second intrusive set, by id (the error path). No hook allocates in a
  * steady state: per-tensor state lives in a slab reused through a free list, found through
  * a detail::id_index, and both sets are intrusive.
@@ -108,6 +108,11 @@ class TIERPOOL_EXPORT belady_policy : public policies::detail::flag_pins<belady_
   void on_insert(tensor_view const& v) noexcept;
   void on_access(tensor_view const& v) noexcept;
   void on_erase(tensor_id id) noexcept;
+  /// @brief Pinned: out of the order until on_unpin (Note [Pinned tensors leave Belady's
+  ///        order], belady_policy.cpp). Idempotent; unknown id: no-op.
+  void on_pin(tensor_id id) noexcept;
+  /// @brief Back into the order at its forecast. Idempotent; unknown id: no-op.
+  void on_unpin(tensor_id id) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief Tracked tensors whose latest event carried no forecast.
@@ -171,7 +176,7 @@ class TIERPOOL_EXPORT belady_policy : public policies::detail::flag_pins<belady_
   std::vector<node> nodes_;           // slab; size() == tracked + free
   index_t free_head_{npos};           // free slots chained through node::next
   tierpool::detail::id_index index_;  // id -> slab position; never iterated
-  policies::detail::move_safe_set<order_set> order_;                 // every tensor, furthest next use first (intrusive)
+  policies::detail::move_safe_set<order_set> order_;                 // every unpinned tensor, furthest next use first (intrusive)
   policies::detail::move_safe_set<missing_set> missing_;             // tracked tensors without a forecast, by id (intrusive)
   std::uint64_t clock_{0};
 };

@@ -123,7 +123,7 @@ void repeat_policy::on_insert(tensor_view const& v) noexcept
   n.pinned = v.pinned;
   n.resident = true;
   n.k = predict(n);
-  order_.insert(n);
+  if (!n.pinned) { order_.insert(n); }  // a pinned tensor is out of the order until unpinned
 }
 
 void repeat_policy::on_access(tensor_view const& v) noexcept
@@ -133,10 +133,26 @@ void repeat_policy::on_access(tensor_view const& v) noexcept
   node& n = nodes_[i];
   observe(n, ++clock_);
   n.bytes = v.bytes;
-  n.pinned = v.pinned;
-  order_.erase(order_.iterator_to(n));  // intrusive: unlink, re-key, relink in place
+  if (!n.pinned) { order_.erase(order_.iterator_to(n)); }  // intrusive: unlink, re-key, relink in place
   n.k = predict(n);
-  order_.insert(n);
+  n.pinned = v.pinned;
+  if (!n.pinned) { order_.insert(n); }
+}
+
+void repeat_policy::on_pin(tensor_id id) noexcept
+{
+  index_t const i = pin_target(id);
+  if (i == policies::detail::no_slot || nodes_[i].pinned) { return; }
+  nodes_[i].pinned = true;
+  order_.erase(order_.iterator_to(nodes_[i]));
+}
+
+void repeat_policy::on_unpin(tensor_id id) noexcept
+{
+  index_t const i = pin_target(id);
+  if (i == policies::detail::no_slot || !nodes_[i].pinned) { return; }
+  nodes_[i].pinned = false;
+  order_.insert(nodes_[i]);
 }
 
 void repeat_policy::on_erase(tensor_id id) noexcept
@@ -144,7 +160,7 @@ void repeat_policy::on_erase(tensor_id id) noexcept
   index_t const i = lookup(id);
   if (i == npos || !nodes_[i].resident) { return; }
   node& n = nodes_[i];
-  order_.erase(order_.iterator_to(n));
+  if (!n.pinned) { order_.erase(order_.iterator_to(n)); }
   n.resident = false;
   n.pinned = false;
   policies::detail::link_front_via<&node::prev, &node::next>(nodes_, history_, i);
@@ -180,20 +196,25 @@ bool repeat_policy::validate() const noexcept
   // The order: every member a resident node of this slab, in strictly increasing key order.
   key const* prev_key = nullptr;
   for (node const& n : order_) {
-    if (&n < nodes_.data() || slot_of(n) >= nodes_.size() || !n.live || !n.resident) { return false; }
+    if (&n < nodes_.data() || slot_of(n) >= nodes_.size() || !n.live || !n.resident || n.pinned) { return false; }
     if (prev_key != nullptr && !(*prev_key < n.k)) { return false; }
     prev_key = &n.k;
   }
   std::size_t resident = 0;
+  std::size_t pinned = 0;
   std::size_t live = 0;
   bool const slots_ok = policies::detail::live_slots_ok(nodes_, index_, live, [&](node const& n) {
     if (!n.resident) { return !n.pinned; }
     ++resident;
+    if (n.pinned) {  // out of the order
+      ++pinned;
+      return n.k == predict(n);
+    }
     auto const it = order_.find(n.k);
     return it != order_.end() && &*it == &n && n.k == predict(n);
   });
   if (!slots_ok) { return false; }
-  if (resident != order_.size() || live != index_.size()) { return false; }
+  if (resident != order_.size() + pinned || live != index_.size()) { return false; }
   if (!policies::detail::slab_list_ok(nodes_, history_, index_, [](node const& n) { return !n.resident; })) { return false; }
   if (history_.count + resident != live || history_.count > cfg_.history) { return false; }
   return policies::detail::slab_accounted(nodes_, free_head_, live);

@@ -123,6 +123,11 @@ class TIERPOOL_EXPORT repeat_policy : public policies::detail::flag_pins<repeat_
   void on_insert(tensor_view const& v) noexcept;
   void on_access(tensor_view const& v) noexcept;
   void on_erase(tensor_id id) noexcept;
+  /// @brief Pinned: out of the order until on_unpin (as belady: Note [Pinned tensors leave
+  ///        Belady's order]). Idempotent; unknown or not resident: no-op.
+  void on_pin(tensor_id id) noexcept;
+  /// @brief Back into the order at its prediction. Idempotent; unknown: no-op.
+  void on_unpin(tensor_id id) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief Events seen so far (the current position).

@@ -1101,14 +1101,21 @@ NB_MODULE(_tierpool, m)
               nb::gil_scoped_release unlocked;
               s = p.pool.summary();
             }
-            if (!p.view_pins.empty()) {
-              if (!s.empty() && s.back() != '\n') { s += '\n'; }
-              s += "pinned by Python views: " + p.describe_view_pins() + "\n";
+            if (!s.empty() && s.back() != '\n') { s += '\n'; }
+            auto const fallbacks = p.policies->failures->fallbacks();
+            if (!fallbacks.empty()) {
+              tierpool::pool_stats const st = p.pool.stats();
+              for (auto const& [k, n] : fallbacks) {
+                if (k >= st.tiers.size() || n == 0) { continue; }
+                s += "policy of " + st.tiers[k].name + ": the Python policy failed, lru took over (" + std::to_string(n) +
+                     " fallback(s))\n";
+              }
             }
+            if (!p.view_pins.empty()) { s += "pinned by Python views: " + p.describe_view_pins() + "\n"; }
             return s;
           },
-          "A human-readable table of the statistics; its last line names the tensors that live Python views "
-          "pin, when there are any.")
+          "A human-readable table of the statistics. A tier whose Python policy failed gets a line saying that lru "
+          "took over; the last line names the tensors that live Python views pin, when there are any.")
       .def(
           "summary_json",
           [](py_pool const& p) {

@@ -199,6 +199,8 @@ def test_a_raising_policy_falls_back_to_lru_and_the_next_call_raises():
         stats = pool.stats()
         assert stats["policy_fallbacks"] == 1 and stats["tiers"][0]["policy_fallbacks"] == 1
         assert stats["tiers"][1]["policy_fallbacks"] == 0
+        lines = [ln for ln in pool.summary().splitlines() if "lru took over" in ln]
+        assert len(lines) == 1 and lines[0].startswith(f"policy of {stats['tiers'][0]['name']}:")
         assert pool.validate()
         for i, t in enumerate(ts):
             check_bytes(pool, t, i)

@@ -493,7 +493,7 @@ class Pool:
 
     def summary(self) -> str:
         """
-        A human-readable table of the statistics; its last line names the tensors that live Python views pin, when there are any.
+        A human-readable table of the statistics. A tier whose Python policy failed gets a line saying that lru took over; the last line names the tensors that live Python views pin, when there are any.
         """
 
     def summary_json(self) -> str:

@@ -115,7 +115,7 @@ scale_run run_once(std::size_t n, scale_setup const& c)
   r.alloc_ns = elapsed_ns(t0, t1) / static_cast<double>(n);
   r.meta_bytes = rss1 > rss0 ? static_cast<double>(rss1 - rss0) / static_cast<double>(n) : 0.0;
 
-  std::size_t const ops = std::min(n, c.ops);
+  std::size_t const ops = c.ops;  // cycling through the tensors as often as it takes
   auto pass = [&](std::size_t count) {
     for (std::size_t i = 0; i < count; ++i) {
       lease l = p.acquire(ts[i % n], access_mode::read, s);
@@ -194,7 +194,7 @@ int bench_scale_command(int argc, char** argv)
     ("tensor-bytes", po::value(&tensor_bytes_text)->default_value(tensor_bytes_text), "size of each tensor")
     ("device-bytes", po::value(&device_bytes_text)->default_value(device_bytes_text), "device tier capacity")
     ("fits-bytes", po::value(&fits_bytes_text)->default_value(fits_bytes_text), "the size pool::fits() is asked about")
-    ("ops", po::value(&ops_text)->default_value(ops_text), "timed acquires per run, at most (1..100000000)")
+    ("ops", po::value(&ops_text)->default_value(ops_text), "timed acquires per run, in tensor order, cycling (1..100000000)")
     ("runs,r", po::value(&runs_text)->default_value(runs_text), "runs per count (1..100); the median is reported")
     ("sim", po::value(&sim_text)->default_value(sim_text),
      "phantom-virtual (the pool's own cost) | real-wall (real bytes, wall clock, unthrottled links: the simulator's cost too)")

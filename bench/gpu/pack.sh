@@ -73,21 +73,27 @@ copy_exe examples/oversubscribe/oversubscribe
 # build-gpu/python/tierpool/ holds it with the package's Python files; check.sh runs
 # python/tests with it on PYTHONPATH.
 PY=${PACK_PYTHON:-/root/.pyenv/versions/3.12.1/bin/python3}
-if [[ -x $PY ]]; then
-  NBDIR=$({ "$ROOT/build/pyenv/bin/python" -m nanobind --cmake_dir || python3 -m nanobind --cmake_dir; } 2>/dev/null | head -n1 || true)
-  if [[ -n $NBDIR ]]; then
-    cmake -S "$ROOT" -B "$WORK/python312" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIERPOOL_BUILD_PYTHON=ON \
-      -DTIERPOOL_ENABLE_CUDA=ON -DTIERPOOL_BUILD_TESTS=OFF -DTIERPOOL_BUILD_BENCH=OFF -DTIERPOOL_BUILD_EXAMPLES=OFF \
-      -DTIERPOOL_BUILD_TOOLS=OFF -DTIERPOOL_BUILD_DOCS=OFF -DTIERPOOL_ENABLE_INSTALL=OFF \
-      -DPython_EXECUTABLE="$PY" -Dnanobind_ROOT="$NBDIR" > /dev/null
-    cmake --build "$WORK/python312" -j "$JOBS" --target _tierpool
-    mkdir -p "$DEST/python/tierpool"
-    cp python/tierpool/*.py python/tierpool/*.pyi python/tierpool/py.typed "$DEST/python/tierpool/"
-    cp "$WORK"/python312/python/_tierpool*.so "$DEST/python/tierpool/"
-    strip --strip-debug "$DEST"/python/tierpool/_tierpool*.so 2>/dev/null || true
-  else
+pack_python() {  # a failure here leaves the rest of the pack as it is
+  local nbdir pyver pyb
+  nbdir=$({ "$ROOT/build/pyenv/bin/python" -m nanobind --cmake_dir || python3 -m nanobind --cmake_dir; } 2>/dev/null | head -n1 || true)
+  if [[ -z $nbdir ]]; then
     echo "pack.sh: no nanobind here (run scripts/run-tests.sh once): the Python extension is not packed" >&2
+    return 1
   fi
+  pyver=$("$PY" -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
+  pyb=$WORK/python$pyver  # one build tree per interpreter (CMake caches the one it found)
+  cmake -S "$ROOT" -B "$pyb" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIERPOOL_BUILD_PYTHON=ON \
+    -DTIERPOOL_ENABLE_CUDA=ON -DTIERPOOL_BUILD_TESTS=OFF -DTIERPOOL_BUILD_BENCH=OFF -DTIERPOOL_BUILD_EXAMPLES=OFF \
+    -DTIERPOOL_BUILD_TOOLS=OFF -DTIERPOOL_BUILD_DOCS=OFF -DTIERPOOL_ENABLE_INSTALL=OFF \
+    -DPython_EXECUTABLE="$PY" -Dnanobind_ROOT="$nbdir" > /dev/null &&
+    cmake --build "$pyb" -j "$JOBS" --target _tierpool || return 1
+  mkdir -p "$DEST/python/tierpool"
+  cp python/tierpool/*.py python/tierpool/*.pyi python/tierpool/py.typed "$DEST/python/tierpool/"
+  cp "$pyb"/python/_tierpool*.so "$DEST/python/tierpool/"
+  strip --strip-debug "$DEST"/python/tierpool/_tierpool*.so 2>/dev/null || true
+}
+if [[ -x $PY ]]; then
+  pack_python || { echo "pack.sh: the Python extension could not be built for $PY: not packed" >&2; rm -rf "$DEST/python"; }
 else
   echo "pack.sh: no $PY: the Python extension is not packed (PACK_PYTHON names a Python 3.12)" >&2
 fi

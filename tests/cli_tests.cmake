@@ -627,12 +627,12 @@ set_tests_properties(cli.fixtures.torch_mlp_stat PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "\\(binary\\)\n +events +922\n +allocate +87\n +free +87\n +access +296\n +prefetch +156\n.*\n +release +296\n.*\n +tensors +87\n +working set +622104 .*\n +peak live +274188 .*\n +live at end +0\n.*well-formed +yes")
 add_test(NAME cli.fixtures.torch_mlp_replay
   COMMAND ${CMAKE_COMMAND} -DTIERPOOL_CLI=$<TARGET_FILE:tierpool_cli> -DTRACE=${_tp_fixture_torch} -DREQUESTS=296
-          -DWORKDIR=${CMAKE_CURRENT_BINARY_DIR} -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_torch_trace_check.cmake)
+          -DWORKDIR=${CMAKE_CURRENT_BINARY_DIR}/torch_trace_check -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_torch_trace_check.cmake)
 set_tests_properties(cli.fixtures.torch_mlp_replay PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "torch trace replay: sane")
 add_test(NAME cli.fixtures.torch_mlp_replay_check_fails
   COMMAND ${CMAKE_COMMAND} -DTIERPOOL_CLI=$<TARGET_FILE:tierpool_cli> -DTRACE=${_tp_replay_trace} -DREQUESTS=296
-          -DWORKDIR=${CMAKE_CURRENT_BINARY_DIR} -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_torch_trace_check.cmake)
+          -DWORKDIR=${CMAKE_CURRENT_BINARY_DIR}/torch_trace_check_fails -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_torch_trace_check.cmake)
 set_tests_properties(cli.fixtures.torch_mlp_replay_check_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
 # ---- end tierpool replay ----------------------------------------------------------
 

@@ -13,6 +13,11 @@
 # - pool mode (the real pool on the simulated device), lru, s3fifo and belady at 25% and
 #   50%: nothing unserved, bytes copied in at 25%, makespan at least the ideal time, and no
 #   more bytes copied in at 50% than at 25% for each policy.
+# WORKDIR is the test's own folder: two of these checks run at once under ctest -j (the
+# negative control replays another trace), and shared file names made them read each
+# other's JSON.
+file(MAKE_DIRECTORY "${WORKDIR}")
+
 function(replay_json out_var tag)
   set(json "${WORKDIR}/torch_trace_check_${tag}.json")
   execute_process(COMMAND "${TIERPOOL_CLI}" replay "${TRACE}" ${ARGN} -q --json "${json}"

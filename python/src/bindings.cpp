@@ -231,34 +231,36 @@ struct py_lease {
 // let go of the GIL), and a function given to enqueue_host on a backend worker thread;
 // both must take the GIL to call Python, and the C++ side must never copy or drop a
 // Python reference without it (std::function copies its target).
-// Approach: a low-memory callback's object lives in py_pool::low_memory_callbacks (the
-// GIL guards it); the C++ callback holds only the borrowed pointer and takes the GIL to
-// call it. enqueue_host moves one owned reference into a small holder that takes the GIL
-// to call and to drop it, whichever thread that is. An exception the Python function
+// Approach: the C++ side holds the Python function through py_callable, one owned
+// reference that takes the GIL to call it and to drop it, whichever thread that is:
+// enqueue_host moves one into the pool; a low-memory callback shares one (the pool's
+// std::function is copyable), so a callback removed while another thread is inside it
+// stays alive until that call returns. An exception the Python function
 // raises leaves it as nb::python_error (whose copies and destruction take the GIL
 // themselves): out of the request for a low-memory callback, at the next synchronize of
 // the stream for enqueue_host, where it reaches Python as the original exception.
 // Limitations: a callable must not block waiting for another Python thread that waits on
 // the pool with the GIL held (no binding does: they all let go of it while waiting).
-struct py_host_call {
+struct py_callable {
   PyObject* fn{nullptr};  // owned
-  explicit py_host_call(nb::handle f) : fn(f.inc_ref().ptr()) {}
-  py_host_call(py_host_call&& o) noexcept : fn(std::exchange(o.fn, nullptr)) {}
-  py_host_call(py_host_call const&) = delete;
-  py_host_call& operator=(py_host_call const&) = delete;
-  py_host_call& operator=(py_host_call&&) = delete;
-  ~py_host_call()
+  explicit py_callable(nb::handle f) : fn(f.inc_ref().ptr()) {}
+  py_callable(py_callable&& o) noexcept : fn(std::exchange(o.fn, nullptr)) {}
+  py_callable(py_callable const&) = delete;
+  py_callable& operator=(py_callable const&) = delete;
+  py_callable& operator=(py_callable&&) = delete;
+  ~py_callable()
   {
     if (fn != nullptr && Py_IsInitialized() != 0) {
       nb::gil_scoped_acquire held;
       Py_DECREF(fn);
     }
   }
-  void operator()()
+  template <class... Args>
+  void operator()(Args&&... args)
   {
     nb::gil_scoped_acquire held;
     nb::handle const callable{fn};
-    callable();
+    callable(std::forward<Args>(args)...);
   }
 };
 
@@ -273,9 +275,6 @@ struct view_pin {
 struct py_pool {
   // Declared first, destroyed last: the pool's Python policies report here.
   std::shared_ptr<tierpool::python::policy_host> policies;
-  // Python low-memory callbacks by id (Note [Python callables the pool calls]): before
-  // the pool, so that they outlive it; changed with the GIL held.
-  std::map<std::uint64_t, nb::object> low_memory_callbacks;
   tierpool::pool pool;
   std::map<py_lease const*, view_pin> view_pins;  // changed with the GIL held
   py_pool(std::shared_ptr<tierpool::python::policy_host> h, tierpool::pool_options o)
@@ -1225,20 +1224,17 @@ NB_MODULE(_tierpool, m)
           "add_low_memory_callback",
           [](py_pool& p, nb::callable fn) {
             p.check();
-            PyObject* const obj = fn.ptr();  // borrowed: low_memory_callbacks holds it
-            std::uint64_t const id = p.pool.add_low_memory_callback([obj](tierpool::low_memory_event const& e) {
-              nb::gil_scoped_acquire held;  // Note [Python callables the pool calls]
+            auto call = std::make_shared<py_callable>(fn);  // Note [Python callables the pool calls]
+            return p.pool.add_low_memory_callback([call](tierpool::low_memory_event const& e) {
+              nb::gil_scoped_acquire held;
               nb::dict d;
               d["tier"] = static_cast<std::uint32_t>(e.tier);
               d["tier_name"] = std::string(e.tier_name);
               d["bytes_needed"] = e.bytes_needed;
               d["capacity_bytes"] = e.capacity_bytes;
               d["pinned_bytes"] = e.pinned_bytes;
-              nb::handle const callback{obj};
-              callback(d);
+              (*call)(d);
             });
-            p.low_memory_callbacks[id] = std::move(fn);
-            return id;
           },
           "fn"_a,
           "Call fn(event) when a request cannot be placed after eviction (the step of the out-of-memory ladder "
@@ -1250,18 +1246,15 @@ NB_MODULE(_tierpool, m)
           "remove_low_memory_callback",
           [](py_pool& p, std::uint64_t id) {
             p.check();
-            {
-              nb::gil_scoped_release unlocked;
-              p.pool.remove_low_memory_callback(id);
-            }
-            p.low_memory_callbacks.erase(id);
+            nb::gil_scoped_release unlocked;
+            p.pool.remove_low_memory_callback(id);
           },
           "id"_a, "Unregister a callback (unknown ids are ignored).")
       .def(
           "enqueue_host",
           [](py_pool& p, std::optional<std::uint64_t> stream, nb::callable fn) {
             p.check();
-            py_host_call call(fn);
+            py_callable call(fn);
             nb::gil_scoped_release unlocked;
             p.pool.enqueue_host(tierpool::stream_handle{static_cast<std::uintptr_t>(stream.value_or(0))}, std::move(call));
           },

@@ -111,3 +111,33 @@ def test_typed_views_of_a_lease():
     with p.acquire_host(t, "read") as lease:
         assert np.array_equal(lease.numpy(dtype=np.float32)[:5], np.arange(5, dtype=np.float32))
     p.close()
+
+
+def test_a_callback_that_removes_itself_runs_to_its_end_and_not_again():
+    # The callback's only reference is the pool's: removing it from inside its own call
+    # must not free it under the running call (Note [Python callables the pool calls]).
+    p = make_pool(device_bytes=64 * KiB)
+    big = p.allocate(48 * KiB)
+    other = p.allocate(32 * KiB)
+    held = [p.acquire(big, "write_discard")]
+    calls = []
+    ids = []
+
+    def once(event, calls=calls, held=held, ids=ids, p=p):
+        p.remove_low_memory_callback(ids[0])
+        calls.append(event["bytes_needed"])
+        while held:
+            held.pop().release()
+
+    ids.append(p.add_low_memory_callback(once))
+    del once  # the pool's reference is the only one left
+    with p.acquire(other, "write_discard"):
+        pass
+    assert calls == [32 * KiB]
+    lease = p.acquire(big, "read")
+    with pytest.raises(tierpool.OutOfMemory):
+        p.acquire(other, "read")
+    assert calls == [32 * KiB]  # removed: not called again
+    lease.release()
+    assert p.validate()
+    p.close()

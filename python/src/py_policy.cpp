@@ -883,9 +883,11 @@ struct policy_driver {
   eviction_proposal out;
 };
 
-tensor_view make_view(std::uint64_t id, std::size_t bytes, std::uint32_t tier, tick last_access,
-                      std::uint32_t access_count, bool pinned, bool write_access, std::optional<tick> next_use,
-                      tick transfer_cost, std::optional<tick> recompute_cost)
+// PolicyDriver.on_insert / on_access: a TensorView from its fields, given to `Hook`.
+template <void (any_eviction_policy::*Hook)(tensor_view const&) noexcept>
+void drive_view(policy_driver& d, std::uint64_t id, std::size_t bytes, std::uint32_t tier, tick last_access,
+                std::uint32_t access_count, bool pinned, bool write_access, std::optional<tick> next_use,
+                tick transfer_cost, std::optional<tick> recompute_cost)
 {
   tensor_view v;
   v.id = tensor_id{id};
@@ -898,7 +900,16 @@ tensor_view make_view(std::uint64_t id, std::size_t bytes, std::uint32_t tier, t
   v.next_use = next_use;
   v.transfer_cost = transfer_cost;
   v.recompute_cost = recompute_cost;
-  return v;
+  ((*d.policy).*Hook)(v);
+}
+
+// One of those hooks on `cls`, with the TensorView fields as keyword arguments.
+template <class Class, class Fn>
+void def_view_hook(Class& cls, char const* name, Fn fn, char const* doc)
+{
+  cls.def(name, fn, "id"_a, "bytes"_a = 0, "tier"_a = 0, "last_access"_a = 0, "access_count"_a = 1,
+          "pinned"_a = false, "write_access"_a = false, "next_use"_a.none() = nb::none(), "transfer_cost"_a = 0,
+          "recompute_cost"_a.none() = nb::none(), doc);
 }
 
 }  // namespace
@@ -981,10 +992,14 @@ void bind_python_policies(nb::module_& m)
         "At interpreter exit: every pool's Python policies and predictors let go of their Python objects "
         "(lru decides from then on), breaking reference cycles the garbage collector cannot see.");
 
-  nb::class_<policy_driver>(m, "PolicyDriver",
+  nb::class_<policy_driver> driver(m, "PolicyDriver",
                             "One eviction policy driven by hand (tests, tierpool.conformance): a spec of the "
                             "registry ('lru', a registered Python policy) or a Python class, through the same "
-                            "adapter a Pool uses. Hooks take the TensorView fields as arguments.")
+                            "adapter a Pool uses. Hooks take the TensorView fields as arguments.");
+  def_view_hook(driver, "on_insert", &drive_view<&any_eviction_policy::on_insert>,
+                "Tell the policy a tensor became resident.");
+  def_view_hook(driver, "on_access", &drive_view<&any_eviction_policy::on_access>, "Tell the policy a tensor was used.");
+  driver
       .def(
           "__init__",
           [](policy_driver* self, nb::handle spec) {
@@ -994,28 +1009,6 @@ void bind_python_policies(nb::module_& m)
             self->policy.emplace(self->host->registry.create(s));
           },
           "policy"_a, "Build the policy (a spec or a class). Raises LogicError for an unknown spec.")
-      .def(
-          "on_insert",
-          [](policy_driver& d, std::uint64_t id, std::size_t bytes, std::uint32_t tier, tick last_access,
-             std::uint32_t access_count, bool pinned, bool write_access, std::optional<tick> next_use,
-             tick transfer_cost, std::optional<tick> recompute_cost) {
-            d.policy->on_insert(make_view(id, bytes, tier, last_access, access_count, pinned, write_access, next_use,
-                                          transfer_cost, recompute_cost));
-          },
-          "id"_a, "bytes"_a = 0, "tier"_a = 0, "last_access"_a = 0, "access_count"_a = 1, "pinned"_a = false,
-          "write_access"_a = false, "next_use"_a.none() = nb::none(), "transfer_cost"_a = 0,
-          "recompute_cost"_a.none() = nb::none(), "Tell the policy a tensor became resident.")
-      .def(
-          "on_access",
-          [](policy_driver& d, std::uint64_t id, std::size_t bytes, std::uint32_t tier, tick last_access,
-             std::uint32_t access_count, bool pinned, bool write_access, std::optional<tick> next_use,
-             tick transfer_cost, std::optional<tick> recompute_cost) {
-            d.policy->on_access(make_view(id, bytes, tier, last_access, access_count, pinned, write_access, next_use,
-                                          transfer_cost, recompute_cost));
-          },
-          "id"_a, "bytes"_a = 0, "tier"_a = 0, "last_access"_a = 0, "access_count"_a = 1, "pinned"_a = false,
-          "write_access"_a = false, "next_use"_a.none() = nb::none(), "transfer_cost"_a = 0,
-          "recompute_cost"_a.none() = nb::none(), "Tell the policy a tensor was used.")
       .def("on_erase", [](policy_driver& d, std::uint64_t id) { d.policy->on_erase(tensor_id{id}); }, "id"_a,
            "Tell the policy a tensor left the tier.")
       .def("on_pin", [](policy_driver& d, std::uint64_t id) { d.policy->on_pin(tensor_id{id}); }, "id"_a,

@@ -14,7 +14,9 @@
 // stream), until the matching free, which ends the lease on that stream and frees the
 // tensor (stream-ordered, so the block is reused only after the stream's work). The pool
 // still accounts for the blocks (stats, fits, summary) and evicts its other tensors to make
-// room for them. No Python object is touched: torch may call these without the GIL.
+// room for them. No Python object is touched: torch may call these without the GIL. The
+// allocator's lock guards its tables only, never a pool call: a malloc that waits in the
+// pool for other threads' leases must not keep those threads from freeing theirs.
 // Limitations: the blocks are pinned for their whole life (they count as pinned in an
 // OutOfMemory); a free of a pointer this allocator did not hand out is logged and ignored;
 // one pool at a time.
@@ -33,6 +35,7 @@ namespace tierpool::python {
 namespace {
 
 struct block {
+  tierpool::pool* pool{nullptr};  // the pool it came from
   tierpool::tensor tensor;
   tierpool::lease lease;
   std::size_t bytes{0};
@@ -99,7 +102,7 @@ extern "C" __attribute__((visibility("default"))) void* tierpool_torch_malloc(st
 {
   using namespace tierpool::python;
   state& s = the_state();
-  std::lock_guard g(s.mtx);
+  std::unique_lock g(s.mtx);
   ++s.figures.mallocs;
   auto fail = [&](std::string const& why) -> void* {
     ++s.figures.failures;
@@ -112,19 +115,23 @@ extern "C" __attribute__((visibility("default"))) void* tierpool_torch_malloc(st
     return fail("device " + std::to_string(device) + " is not the pool's (" +
                 std::to_string(s.pool->backend().caps().device_ordinal) + ")");
   }
+  block b;
+  b.pool = s.pool;
+  b.bytes = size;
   try {
     tierpool::stream_handle const h = stream_of(s, stream);
-    block b;
-    b.tensor = s.pool->allocate(size, {.name = "torch.MemPool", .preferred_tier = tierpool::tier_id{0}});
-    b.lease = s.pool->acquire(b.tensor, tierpool::access_mode::write_discard, h);
-    b.bytes = size;
+    g.unlock();  // the pool's calls may wait for other threads (Note [A pluggable allocator pins its blocks])
+    b.tensor = b.pool->allocate(size, {.name = "torch.MemPool", .preferred_tier = tierpool::tier_id{0}});
+    b.lease = b.pool->acquire(b.tensor, tierpool::access_mode::write_discard, h);
+    g.lock();
     void* const p = b.lease.data();
     s.blocks.emplace(p, std::move(b));
     ++s.figures.live_blocks;
     s.figures.live_bytes += size;
     return p;
   } catch (std::exception const& e) {
-    return fail(e.what());
+    if (!g.owns_lock()) { g.lock(); }
+    return fail(e.what());  // b's lease and tensor (if any) end with it
   }
 }
 
@@ -136,22 +143,25 @@ extern "C" __attribute__((visibility("default"))) void tierpool_torch_free(void*
   (void)device;
   (void)stream;  // the lease is ordered on its malloc's stream; the free follows that stream
   state& s = the_state();
-  std::lock_guard g(s.mtx);
-  auto it = s.blocks.find(ptr);
-  if (it == s.blocks.end()) {
-    ++s.figures.foreign_frees;
-    tierpool::log_message(tierpool::log_level::error,
-                          "tierpool_torch_free: a pointer this allocator did not hand out (ignored)");
-    return;
+  block b;
+  {
+    std::lock_guard g(s.mtx);
+    auto it = s.blocks.find(ptr);
+    if (it == s.blocks.end()) {
+      ++s.figures.foreign_frees;
+      tierpool::log_message(tierpool::log_level::error,
+                            "tierpool_torch_free: a pointer this allocator did not hand out (ignored)");
+      return;
+    }
+    b = std::move(it->second);
+    s.blocks.erase(it);
+    --s.figures.live_blocks;
+    s.figures.live_bytes -= b.bytes;
+    ++s.figures.frees;
   }
-  block b = std::move(it->second);
-  s.blocks.erase(it);
-  --s.figures.live_blocks;
-  s.figures.live_bytes -= b.bytes;
-  ++s.figures.frees;
   b.lease.release();
   try {
-    s.pool->free(b.tensor);
+    b.pool->free(b.tensor);
   } catch (std::exception const& e) {  // a closed pool: its memory went with it
     tierpool::log_message(tierpool::log_level::error, std::string("tierpool_torch_free: ") + e.what());
   }

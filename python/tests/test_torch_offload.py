@@ -667,3 +667,47 @@ def test_a_parameter_used_outside_its_unit_is_reported_not_trained_on_as_nan():
         with tpt.offload_module(pool, model, units=[model]) as handle:  # one unit: fine
             assert torch.equal(model(x), ref)
         assert pool.stats()["tensors"] == 0
+
+
+def test_a_pluggable_malloc_waiting_for_room_does_not_block_frees():
+    """Thread A's malloc finds the device tier pinned by thread B's block and waits in the
+    pool for B's lease; B's free must get through meanwhile (the allocator's lock is not
+    held across pool calls), and then A's malloc succeeds."""
+    import ctypes
+    import threading
+    import time
+
+    pool = make_pool(device_bytes=64 * 1024)
+    path, malloc_name, free_name = tpt.allocator_entry_points(pool)
+    lib = ctypes.CDLL(path)
+    malloc = getattr(lib, malloc_name)
+    malloc.restype = ctypes.c_void_p
+    malloc.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+    free = getattr(lib, free_name)
+    free.restype = None
+    free.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+    held = {}
+    got = {}
+    b_has_block = threading.Event()
+
+    def b():
+        held["p"] = malloc(48 * 1024, 0, None)
+        b_has_block.set()
+        time.sleep(0.3)  # A is waiting in the pool by now
+        free(held["p"], 48 * 1024, 0, None)
+
+    def a():
+        b_has_block.wait()
+        got["p"] = malloc(32 * 1024, 0, None)
+
+    ta, tb = threading.Thread(target=a), threading.Thread(target=b)
+    tb.start()
+    ta.start()
+    ta.join(30)
+    tb.join(30)
+    assert held["p"] and got.get("p"), "A's malloc failed: B's free could not get through while A waited"
+    free(got["p"], 32 * 1024, 0, None)
+    assert tpt.allocator_stats()["live_blocks"] == 0
+    assert pool.validate()
+    tpt.allocator_entry_points(None)
+    pool.close()

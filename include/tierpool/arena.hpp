@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include <tierpool/export.hpp>
@@ -146,6 +148,46 @@ class TIERPOOL_EXPORT arena {
    */
   [[nodiscard]] bool try_deallocate(allocation const& a) noexcept;
 
+  /// @brief Bytes of the free blocks right before and after an allocation (free_neighbours).
+  struct free_around {
+    std::uint64_t before{0};  ///< free bytes ending at the allocation's offset (0: a used block or the region's start)
+    std::uint64_t after{0};   ///< free bytes starting at its end (0: a used block or the region's end)
+  };
+  /**
+   * @brief The free blocks on both sides of a live allocation. O(1).
+   * @return Their sizes; both 0 when `a` is not live.
+   */
+  [[nodiscard]] free_around free_neighbours(allocation const& a) const noexcept;
+  /**
+   * @brief Merge live allocations and the free blocks between them into one allocation of
+   *        exactly `[offset, offset + bytes)`: `parts` are freed (coalescing), then that
+   *        range is taken out of the free block they formed. O(parts).
+   *
+   * For a caller that hands several allocations on as one (the tier's stream-ordered reuse
+   * of deferred blocks): the range must cover every part and lie inside the parts and the
+   * free blocks between and around them.
+   * @param parts  Live allocations in offset order, each separated from the next by at most
+   *               one free block, all in one region; at least one.
+   * @param offset First byte of the result (a multiple of min_alignment).
+   * @param bytes  Its size (a multiple of min_alignment).
+   * @throws tierpool::logic_error when a part is not live, the parts are not so laid out or
+   *         the range does not satisfy the above; nothing changes then.
+   */
+  allocation merge_into(std::span<allocation const> parts, std::uint64_t offset, std::uint64_t bytes);
+
+  /**
+   * @brief Split a live allocation in two live ones, `[offset, offset + at)` and the rest
+   *        (the first keeps `a`'s handle slot; `a` itself is stale afterwards). O(1).
+   * @throws tierpool::logic_error when `a` is not live or `at` is not a multiple of
+   *         min_alignment strictly inside it; std::bad_alloc when no node can be had.
+   *         Nothing changes then.
+   */
+  std::pair<allocation, allocation> split(allocation const& a, std::uint64_t at);
+
+  /// @brief Make sure the next `n` (at most 64) node-taking steps (split, merge_into and
+  ///        allocations) need no memory. @return false when the node storage cannot grow.
+  [[nodiscard]] bool reserve_nodes(std::size_t n) noexcept;
+
   /// @brief True when `a` is a live allocation of this arena. O(1).
   [[nodiscard]] bool owns(allocation const& a) const noexcept;
 
@@ -258,7 +300,7 @@ class TIERPOOL_EXPORT arena {
   std::optional<allocation> allocate_unchecked(std::uint64_t bytes, std::uint64_t alignment) noexcept;
   std::optional<allocation> allocate_aligned(std::uint64_t size, std::uint64_t alignment) noexcept;
   [[noreturn]] static void fail_allocate(std::uint64_t bytes, std::uint64_t alignment);
-  void free_block(std::uint32_t b) noexcept;
+  std::uint32_t free_block(std::uint32_t b) noexcept;
   [[nodiscard]] bool is_live(allocation const& a) const noexcept;
   allocation take_at(std::uint32_t b, std::uint64_t offset, std::uint64_t size) noexcept;
   allocation take_placed(std::uint32_t b, std::uint64_t size) noexcept;

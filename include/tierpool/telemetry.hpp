@@ -49,6 +49,10 @@ struct tier_stats {
   /// COUNT: blocks reused in stream order: vacated behind a copy still running, handed to
   /// the next tensor with that copy's event to wait on (no host wait)
   std::uint64_t reuses_in_order{0};
+  /// COUNT: of those, blocks made of several vacated blocks and the free space between
+  /// them, or of the head of a larger one (Note [Merging deferred blocks]): a request no
+  /// single vacated block held, placed without the host waiting
+  std::uint64_t merges_in_order{0};
 };
 
 /// @brief One tenant's share of a pool (tensor_options::tenant).

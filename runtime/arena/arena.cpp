@@ -590,7 +590,7 @@ bool arena::try_deallocate(allocation const& a) noexcept
   return true;
 }
 
-TIERPOOL_ARENA_HOT void arena::free_block(std::uint32_t b) noexcept
+TIERPOOL_ARENA_HOT std::uint32_t arena::free_block(std::uint32_t b) noexcept
 {
   used_ -= nodes_[b].size;
   --allocation_count_;
@@ -616,6 +616,92 @@ TIERPOOL_ARENA_HOT void arena::free_block(std::uint32_t b) noexcept
     release_node(next);
   }
   insert_free(b);
+  return b;
+}
+
+std::pair<arena::allocation, arena::allocation> arena::split(allocation const& a, std::uint64_t at)
+{
+  if (!is_live(a)) { throw_not_live(a.offset, a.size); }
+  if (at == 0 || at >= a.size || (at & gran_mask_) != 0) {
+    throw logic_error("arena: cannot split a block of " + std::to_string(a.size) + " bytes after " +
+                      std::to_string(at) + " bytes");
+  }
+  if (spare_nodes_ == 0 && !grow_nodes()) { throw std::bad_alloc(); }
+  std::uint32_t const n = split_at(a.node_, at);
+  node& second = nodes_[n];
+  second.state = node_state::used;
+  ++second.generation;
+  ++allocation_count_;
+  allocation first = a;
+  first.size = at;
+  allocation rest;
+  rest.offset = second.offset;
+  rest.size = second.size;
+  rest.region = second.region;
+  rest.node_ = n;
+  rest.generation_ = second.generation;
+  rest.owner_ = owner_;
+  return {first, rest};
+}
+
+bool arena::reserve_nodes(std::size_t n) noexcept
+{
+  while (spare_nodes_ < n) {
+    if (!grow_nodes()) { return false; }
+  }
+  return true;
+}
+
+arena::free_around arena::free_neighbours(allocation const& a) const noexcept
+{
+  free_around out;
+  if (!is_live(a)) { return out; }
+  node const& n = nodes_[a.node_];
+  if (n.prev_phys != none && nodes_[n.prev_phys].state == node_state::free) { out.before = nodes_[n.prev_phys].size; }
+  if (n.next_phys != none && nodes_[n.next_phys].state == node_state::free) { out.after = nodes_[n.next_phys].size; }
+  return out;
+}
+
+arena::allocation arena::merge_into(std::span<allocation const> parts, std::uint64_t offset, std::uint64_t bytes)
+{
+  // Check everything first: the parts live, in one region, each next to the one before or
+  // one free block away; the range aligned, covering every part, inside what they span.
+  if (parts.empty() || bytes == 0 || (offset & gran_mask_) != 0 || (bytes & gran_mask_) != 0) {
+    throw logic_error("arena: merge_into needs at least one part and a range aligned to min_alignment");
+  }
+  std::uint64_t lo = 0;
+  std::uint64_t hi = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    allocation const& a = parts[i];
+    if (!is_live(a)) { throw_not_live(a.offset, a.size); }
+    node const& n = nodes_[a.node_];
+    if (i == 0) {
+      lo = a.offset;
+      if (n.prev_phys != none && nodes_[n.prev_phys].state == node_state::free) { lo -= nodes_[n.prev_phys].size; }
+    } else {
+      allocation const& p = parts[i - 1];
+      std::uint32_t between = nodes_[p.node_].next_phys;
+      if (between != a.node_ && (between == none || nodes_[between].state != node_state::free ||
+                                 nodes_[between].next_phys != a.node_)) {
+        throw logic_error("arena: merge_into parts are not adjacent (at offset " + std::to_string(a.offset) + ")");
+      }
+    }
+    if (i + 1 == parts.size()) {
+      hi = a.offset + a.size;
+      if (n.next_phys != none && nodes_[n.next_phys].state == node_state::free) { hi += nodes_[n.next_phys].size; }
+    }
+  }
+  if (offset < lo || offset > parts.front().offset || offset + bytes > hi ||
+      offset + bytes < parts.back().offset + parts.back().size) {
+    throw logic_error("arena: merge_into range [" + std::to_string(offset) + ", +" + std::to_string(bytes) +
+                      ") does not cover its parts within their free neighbours");
+  }
+  if (spare_nodes_ < 2 && !grow_nodes()) { throw std::bad_alloc(); }  // take_at splits twice at most
+  std::uint32_t merged = none;
+  for (allocation const& a : parts) {
+    merged = free_block(a.node_);  // each part joins the free block the previous ones made
+  }
+  return take_at(merged, offset, bytes);
 }
 
 // ---- figures -------------------------------------------------------------------------

@@ -26,6 +26,10 @@ namespace tierpool::detail {
 
 namespace {
 
+// Join streams (migration_engine::join_events): two, so that a join waiting for a late
+// event does not hold up the next one where the backend says which is free sooner.
+constexpr std::uint32_t kJoinStreams = 2;
+
 // A tier figure whose writers all hold the tier's lock (tier_state::resident, bytes_freed,
 // bytes_allocated): a relaxed load and store, not a locked read-modify-write (no update
 // can be lost; stats() reads it without the lock, as before). The locked instruction cost
@@ -507,9 +511,11 @@ void migration_engine::make_copy_streams(std::uint32_t h2d, std::uint32_t d2h)
     for (std::uint32_t i = 0; i < h2d; ++i) { h2d_.push_back(make_stream("h2d copy")); }
     for (std::uint32_t i = 0; i < d2h; ++i) { d2h_.push_back(make_stream("d2h copy")); }
     retire_ = make_stream("retire");
+    for (std::uint32_t i = 0; i < kJoinStreams; ++i) { join_.push_back(make_stream("join")); }
     for (stream_handle s : h2d_) { (void)streams_->add(s, true); }
     for (stream_handle s : d2h_) { (void)streams_->add(s, true); }
     (void)streams_->add(retire_, true);
+    for (stream_handle s : join_) { (void)streams_->add(s, true); }
   } catch (...) {
     destroy_copy_streams();
     throw;
@@ -521,6 +527,7 @@ void migration_engine::synchronize_copy_streams() noexcept
   for (stream_handle s : h2d_) { (void)backend_->synchronize_stream(s); }
   for (stream_handle s : d2h_) { (void)backend_->synchronize_stream(s); }
   if (retire_.value != 0) { (void)backend_->synchronize_stream(retire_); }
+  for (stream_handle s : join_) { (void)backend_->synchronize_stream(s); }
 }
 
 void migration_engine::shutdown() noexcept
@@ -536,6 +543,8 @@ void migration_engine::destroy_copy_streams() noexcept
   for (stream_handle s : h2d_) { backend_->destroy_stream(s); }
   for (stream_handle s : d2h_) { backend_->destroy_stream(s); }
   if (retire_.value != 0) { backend_->destroy_stream(retire_); }
+  for (stream_handle s : join_) { backend_->destroy_stream(s); }
+  join_.clear();
   h2d_.clear();
   d2h_.clear();
   retire_ = stream_handle{};

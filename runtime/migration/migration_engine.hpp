@@ -215,6 +215,10 @@ class migration_engine {
                                                double waited_s = 0.0, bool busy_pins = false) const;
   [[noreturn]] void throw_place_failure(std::uint32_t k, std::size_t bytes, place_failure const& why) const;
   void give_back_now(std::uint32_t k, block const& b) noexcept;
+  /// One event that completes when every event of `sp` has (Note [Merging deferred blocks],
+  /// tier.cpp): the single event itself, or one recorded on a join stream after waiting for
+  /// all of them; `*on` receives its stream. Takes the events (released once waited for).
+  [[nodiscard]] event_handle join_events(tier::deferred_span& sp, stream_handle* on) noexcept;
 
   // ---- copies and slots (copy_engine.cpp); the record is locked ----
   fill_result ensure_valid_locked(tensor_record& rec, std::uint32_t k, access_mode access, place_mode mode);
@@ -283,6 +287,8 @@ class migration_engine {
   std::vector<stream_handle> h2d_;
   std::vector<stream_handle> d2h_;
   stream_handle retire_{};  // collects the last uses of vacated blocks (deferred frees)
+  std::vector<stream_handle> join_;  // join the events of merged deferred blocks (join_events)
+  std::atomic<std::uint32_t> join_rr_{0};
   std::atomic<std::uint32_t> rr_{0};
   std::atomic<std::uint32_t> keep_tier_{0};
   std::atomic<tick> keep_from_{0};

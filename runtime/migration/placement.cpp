@@ -13,7 +13,11 @@
 //   grow                  another backend chunk, within the tier's budget   }
 //   a block being written back    a deferred free behind one of our copy streams, taken
 //                         with its pending event (place_request::reuse_in_order)
-//   wait for vacated blocks       when they alone would make room (host stall)
+//   vacated blocks merged         (not for a prefetch) several deferred frees and the free
+//                         space between them, or the head of a larger one, their events
+//                         joined (Note [Merging deferred blocks], tier.cpp)
+//   wait for vacated blocks       when waiting could make room: a contiguous run of free and
+//                         deferred blocks holds the request (host stall)
 //   evict                 one round through the policy (evict_round, eviction.cpp): clean
 //                         victims are dropped, dirty ones written back a tier down
 //   wait for the oldest vacated block   when eviction made no progress
@@ -134,6 +138,19 @@ place_result migration_engine::place(place_request const& r)
           ts.reused_in_order.fetch_add(1, std::memory_order_relaxed);
           return took(*b);
         }
+        // Several deferred blocks and free ones between them (Note [Merging deferred
+        // blocks], tier.cpp). The whole ladder may wait behind any lane here, users' work
+        // included: the alternative below is the host waiting for the same events.
+        auto const any = [](stream_handle) { return true; };
+        tier::deferred_span sp;
+        std::optional<block> b;
+        if (ladder) { b = ts.mem->take_deferred_span(bytes, any, &sp); }
+        if (b) {
+          out.after = join_events(sp, &out.after_stream);
+          ts.reused_in_order.fetch_add(1, std::memory_order_relaxed);
+          ts.merged_in_order.fetch_add(1, std::memory_order_relaxed);
+          return took(*b);
+        }
       }
       ts.alloc_failures.fetch_add(1, std::memory_order_relaxed);
       if (rep.result == tier_alloc_result::backend_failed) { last_backend = rep.backend_status; }
@@ -141,7 +158,8 @@ place_result migration_engine::place(place_request const& r)
       // Wait for vacated blocks, when they alone would make room once their last uses
       // complete (rather than evict more); no_wait gives up (the caller queues).
       std::size_t const unreserved = ts.capacity - std::min(ts.capacity, ts.mem->reserved_bytes());
-      if (rep.deferred_bytes != 0 && rep.free_bytes + rep.deferred_bytes + unreserved >= bytes) {
+      if (rep.deferred_bytes != 0 && rep.free_bytes + rep.deferred_bytes + unreserved >= bytes &&
+          (unreserved >= bytes || ts.mem->deferred_run_fits(bytes))) {
         if (r.mode == place_mode::no_wait) { return give_up(); }
         if (wait_oldest()) { continue; }
       }
@@ -187,6 +205,49 @@ place_result migration_engine::place(place_request const& r)
     }
   }
   return out;
+}
+
+event_handle migration_engine::join_events(tier::deferred_span& sp, stream_handle* on) noexcept
+{
+  *on = stream_handle{};
+  if (sp.count == 0) { return event_handle{}; }
+  if (sp.count == 1 && !sp.borrowed[0]) {
+    *on = sp.streams[0];
+    return sp.events[0];
+  }
+  // The join stream: where the backend knows device times, the one that is free soonest
+  // without being later than the events (so the join adds no wait of its own); else in turn.
+  stream_handle j = join_[join_rr_.fetch_add(1, std::memory_order_relaxed) % join_.size()];
+  std::optional<tick> target;
+  for (std::size_t i = 0; i < sp.count; ++i) {
+    std::optional<tick> const t = backend_->known_completion(sp.events[i]);
+    if (!t) {
+      target.reset();
+      break;
+    }
+    target = std::max(target.value_or(0), *t);
+  }
+  if (target) {
+    std::optional<tick> best;
+    for (stream_handle s : join_) {
+      std::optional<tick> const t = backend_->known_stream_time(s);
+      if (!t) { break; }
+      bool const fits = *t <= *target;
+      bool const best_fits = best && *best <= *target;
+      if (!best || (fits && (!best_fits || *t > *best)) || (!fits && !best_fits && *t < *best)) {
+        best = t;
+        j = s;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < sp.count; ++i) {
+    streams_->wait_event_or_sync(j, sp.events[i]);
+    if (!sp.borrowed[i]) { streams_->release_event(sp.events[i]); }  // a borrowed one stays the tier's
+  }
+  sp.count = 0;
+  event_handle const e = streams_->record_or_sync(j);  // null: the host waited for all of them
+  if (e) { *on = j; }
+  return e;
 }
 
 void migration_engine::unplace(std::uint32_t k, block const& b, event_handle after, stream_handle after_stream) noexcept

@@ -320,6 +320,7 @@ struct tier_state {
   std::atomic<std::uint64_t> evictions_clean{0};
   std::atomic<std::uint64_t> alloc_failures{0};
   std::atomic<std::uint64_t> reused_in_order{0};  ///< blocks taken with a pending deferred free
+  std::atomic<std::uint64_t> merged_in_order{0};  ///< of those, made of several blocks (Note [Merging deferred blocks])
   std::atomic<std::int64_t> bytes_allocated{0};  ///< SUM of slot sizes placed here, over the pool's life
   std::atomic<std::int64_t> bytes_freed{0};      ///< SUM of slot sizes vacated here
 };

@@ -121,6 +121,7 @@ boost::json::object stats_json(pool_stats const& st)
     o["numa_node"] = t.numa_node;
     o["policy"] = t.policy;
     o["reuses_in_order"] = t.reuses_in_order;
+    o["merges_in_order"] = t.merges_in_order;
     o["capacity_bytes"] = t.capacity_bytes;
     o["reserved_bytes"] = t.reserved_bytes;
     o["used_bytes"] = {{"current", t.used_bytes.current},

@@ -11,6 +11,7 @@
  */
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -240,6 +241,52 @@ class TIERPOOL_EXPORT tier {
     return take_deferred_at(*best_lane, best_i, bytes, after);
   }
 
+  /// @brief The pending events a stream-ordered reuse of several blocks hands over
+  ///        (take_deferred_span): every use of the block must be ordered after all of them.
+  struct deferred_span {
+    static constexpr std::size_t kMaxParts = 16;  ///< deferred blocks merged at most
+    std::array<event_handle, kMaxParts> events{};  ///< owned by the caller (release to the tier's event pool)
+    std::array<stream_handle, kMaxParts> streams{};  ///< the stream each was recorded on
+    /// The event stays with the tier (a block split: its tail is still deferred behind it):
+    /// wait for it, never release it.
+    std::array<bool, kMaxParts> borrowed{};
+    std::size_t count{0};
+  };
+  /**
+   * @brief Stream-ordered reuse of any size: hand out one block made of deferred blocks
+   *        (recorded on streams `allowed` accepts) and the free blocks between and around
+   *        them, contiguous in one chunk, without waiting. See Note [Merging deferred blocks]
+   *        in tier.cpp.
+   *
+   * Among the windows of at most deferred_span::kMaxParts deferred blocks that hold `bytes`
+   * (every merged block wholly inside the result but the last, which may be split: its
+   * tail stays deferred behind the same event, borrowed by the caller), picks the one
+   * whose newest deferral is oldest (the one likely to complete first), then one without
+   * a split.
+   * @param[out] out The pending events (count 0 when nothing was taken).
+   * @return The block (`bytes` long inside its slot), or std::nullopt.
+   */
+  template <class Allowed>
+  [[nodiscard]] std::optional<block> take_deferred_span(std::size_t bytes, Allowed allowed, deferred_span* out) noexcept
+  {
+    out->count = 0;
+    if (deferred_count_ == 0 || bytes == 0) { return std::nullopt; }
+    try {
+      lane_allowed_.clear();
+      for (lane const& l : lanes_) { lane_allowed_.push_back(allowed(l.stream) ? 1 : 0); }
+    } catch (...) {  // bad_alloc: no reuse this time
+      return std::nullopt;
+    }
+    return take_deferred_span_impl(bytes, out);
+  }
+
+  /**
+   * @brief Whether waiting for deferred frees could place `bytes`: some run of free and
+   *        deferred blocks, contiguous in one chunk, is that large. O(blocks); the ladder
+   *        asks before it waits (a sum of scattered deferred bytes is no reason to).
+   */
+  [[nodiscard]] bool deferred_run_fits(std::size_t bytes) const noexcept;
+
   /// @brief "Completed frees" alone: return every deferred free whose event completed. @return bytes returned.
   std::size_t reclaim_completed() noexcept;
 
@@ -430,6 +477,7 @@ class TIERPOOL_EXPORT tier {
   bool revive_chunk(std::size_t need, std::size_t remaining, tier_alloc_report& report);
   void finish_deferred(deferred_free const& d) noexcept;
   std::optional<block> take_deferred_at(lane& l, std::size_t i, std::size_t bytes, event_handle* after) noexcept;
+  std::optional<block> take_deferred_span_impl(std::size_t bytes, deferred_span* out) noexcept;
   void drop_empty_lanes() noexcept;
   [[nodiscard]] std::byte* slot_base(arena::allocation const& a) const;
   void fill_report(tier_alloc_report& report) const noexcept;
@@ -446,6 +494,18 @@ class TIERPOOL_EXPORT tier {
   std::vector<lane> lanes_;
   std::vector<std::vector<deferred_free>> spare_fifos_;  // storage of dropped lanes, for new ones
   flat_u64_set deferred_offsets_;  // slot offsets of deferred blocks
+  // Scratch of take_deferred_span (under the owner's lock): lanes the caller allows, and
+  // the candidate blocks in offset order.
+  struct span_candidate {
+    arena::allocation slot;
+    std::uint64_t before;  // free bytes right before the block
+    std::uint64_t after;   // free bytes right after it
+    std::uint64_t seq;
+    std::uint32_t lane;
+    std::uint32_t index;   // in the lane's FIFO
+  };
+  std::vector<char> lane_allowed_;
+  std::vector<span_candidate> span_scratch_;
 
   // used_ + deferred_bytes_ + arena_.free_bytes() == reserved_ <= config_.capacity_bytes
   // arena_.capacity() == reserved_ + placeholder_bytes_

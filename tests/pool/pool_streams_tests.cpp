@@ -168,5 +168,44 @@ TEST(PoolStreamOrderedReuse, CopyInTakesTheVictimsBlockBehindItsWriteBack)
   EXPECT_TRUE(p.validate());
 }
 
+// Note [Merging deferred blocks]: tensors of three sizes on a tier that fits a few, so
+// that the room a copy-in needs is never one victim's block. Before, each such request
+// waited on the host for vacated blocks one by one (a stall each time on the virtual
+// clock, where nothing completes unless the host waits); now the copy-in takes several
+// vacated blocks (or the head of a larger one) with their events. Every byte survives.
+TEST(PoolStreamOrderedReuse, CopyInsMergeVacatedBlocksOfOtherSizesWithoutHostWaits)
+{
+  for (sim_clock_mode const clock : {sim_clock_mode::virtual_clock, sim_clock_mode::wall}) {
+    SCOPED_TRACE(clock == sim_clock_mode::virtual_clock ? "virtual clock" : "wall clock");
+    auto be = make_sim(clock);
+    pool p{small_tiers(be, 1_MiB, 8_MiB, 0)};
+    stream_handle s = p.create_stream();
+    std::vector<tensor> ts;
+    std::size_t const sizes[] = {96_KiB, 160_KiB, 320_KiB};
+    for (std::uint64_t i = 0; i < 12; ++i) {
+      ts.push_back(p.allocate(sizes[i % 3], {.preferred_tier = tier_id{1}}));
+      fill(p, ts.back(), i, 1);
+    }
+    tick const now0 = be->now();
+    std::vector<std::unique_ptr<modify_job>> jobs;
+    for (std::uint32_t round = 0; round < 4; ++round) {
+      for (std::uint64_t i = 0; i < ts.size(); ++i) {
+        std::uint64_t const j = (i * 5 + round) % ts.size();  // each tensor once a round, in another order
+        // Dirty on the device: the victims are written back.
+        ASSERT_EQ(modify_on_stream(p, ts[j], s, j, round + 2, jobs), status::ok);
+      }
+    }
+    pool_stats const st = p.stats();
+    EXPECT_GT(st.tiers[0].merges_in_order, 4U);
+    EXPECT_LE(st.tiers[0].merges_in_order, st.tiers[0].reuses_in_order);
+    if (clock == sim_clock_mode::virtual_clock) {
+      EXPECT_EQ(be->now(), now0) << "no host wait: the virtual clock never moved";
+    }
+    p.synchronize(s);
+    for (std::uint64_t j = 0; j < ts.size(); ++j) { EXPECT_TRUE(check(p, ts[j], j, 5)) << j; }
+    EXPECT_TRUE(p.validate());
+  }
+}
+
 }  // namespace
 }  // namespace tierpool::test

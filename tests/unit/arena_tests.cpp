@@ -14,6 +14,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -258,6 +259,78 @@ TEST(Arena, OwnBinHeadSizeFollowsRemovals)
   auto z = a.allocate(kMiB + 512);  // b1, found as the own bin's head
   ASSERT_TRUE(z);
   EXPECT_EQ(z->offset, b1->offset);
+  EXPECT_TRUE(a.validate());
+}
+
+// split, merge_into and free_neighbours: the pieces a tier uses to hand several deferred
+// blocks on as one (Note [Merging deferred blocks], tier.cpp).
+TEST(Arena, SplitMakesTwoLiveAllocationsAndMergeIntoJoinsPartsAndFreeGaps)
+{
+  arena a(16 * 256);
+  auto b0 = a.allocate(4 * 256);
+  auto b1 = a.allocate(2 * 256);
+  auto b2 = a.allocate(4 * 256);
+  auto b3 = a.allocate(6 * 256);
+  ASSERT_TRUE(b0 && b1 && b2 && b3);
+  ASSERT_EQ(a.free_bytes(), 0U);
+  // Offsets in order (the arena places against the larger neighbour: sort them).
+  std::vector<arena::allocation> v{*b0, *b1, *b2, *b3};
+  std::sort(v.begin(), v.end(), [](auto const& x, auto const& y) { return x.offset < y.offset; });
+  a.deallocate(v[1]);  // a free gap between v[0] and v[2]
+  auto const around = a.free_neighbours(v[0]);
+  EXPECT_EQ(around.before, 0U) << "the region's start";
+  EXPECT_EQ(around.after, v[1].size);
+  EXPECT_EQ(a.free_neighbours(v[2]).before, v[1].size);
+  EXPECT_EQ(a.free_neighbours(v[1]).before, 0U) << "not live: nothing";
+
+  // Split v[3] in two live blocks; the old handle is stale.
+  auto const [head, tail] = a.split(v[3], 2 * 256);
+  EXPECT_EQ(head.offset, v[3].offset);
+  EXPECT_EQ(head.size, 2U * 256);
+  EXPECT_EQ(tail.offset, v[3].offset + 2 * 256);
+  EXPECT_EQ(tail.size, 4U * 256);
+  EXPECT_TRUE(a.owns(head));
+  EXPECT_TRUE(a.owns(tail));
+  EXPECT_FALSE(a.owns(v[3]));
+  EXPECT_EQ(a.allocation_count(), 4U);
+  EXPECT_TRUE(a.validate());
+  EXPECT_THROW((void)a.split(head, 0), tierpool::logic_error);
+  EXPECT_THROW((void)a.split(head, 2 * 256), tierpool::logic_error);
+  EXPECT_THROW((void)a.split(head, 100), tierpool::logic_error) << "not a multiple of the granule";
+  EXPECT_THROW((void)a.split(v[3], 256), tierpool::logic_error) << "stale";
+
+  // merge_into: v[0], the gap, v[2] and the head of v[3] become one block; the range may
+  // not leave a part uncovered, nor reach past the parts and their free neighbours.
+  std::vector<arena::allocation> parts{v[0], v[2], head};
+  std::uint64_t const start = v[0].offset;
+  std::uint64_t const total = head.offset + head.size - start;
+  EXPECT_THROW((void)a.merge_into(parts, start + 256, total - 256), tierpool::logic_error) << "v[0] uncovered";
+  EXPECT_THROW((void)a.merge_into(parts, start, total + 256), tierpool::logic_error) << "into the tail";
+  std::vector<arena::allocation> apart{v[0], head};
+  EXPECT_THROW((void)a.merge_into(apart, start, total), tierpool::logic_error) << "v[2] lies between them";
+  EXPECT_TRUE(a.validate());
+  EXPECT_EQ(a.allocation_count(), 4U) << "failed merges change nothing";
+  arena::allocation const m = a.merge_into(parts, start, total);
+  EXPECT_EQ(m.offset, start);
+  EXPECT_EQ(m.size, total);
+  EXPECT_EQ(a.allocation_count(), 2U);  // m and the tail
+  EXPECT_TRUE(a.owns(tail));
+  EXPECT_FALSE(a.owns(v[0]));
+  EXPECT_EQ(a.free_bytes(), 0U);
+  EXPECT_TRUE(a.validate());
+
+  // A range shorter than what the parts and their gaps span leaves the rest free.
+  a.deallocate(m);
+  auto x = a.allocate(4 * 256);
+  auto y = a.allocate(4 * 256);
+  ASSERT_TRUE(x && y);
+  std::vector<arena::allocation> xy{*x, *y};
+  std::sort(xy.begin(), xy.end(), [](auto const& p, auto const& q) { return p.offset < q.offset; });
+  ASSERT_EQ(xy[0].offset + xy[0].size, xy[1].offset) << "adjacent";
+  a.deallocate(tail);
+  arena::allocation const n = a.merge_into(xy, xy[0].offset, xy[1].offset + xy[1].size - xy[0].offset);
+  EXPECT_TRUE(a.owns(n));
+  EXPECT_EQ(a.used_bytes(), n.size);
   EXPECT_TRUE(a.validate());
 }
 

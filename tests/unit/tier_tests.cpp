@@ -5,6 +5,7 @@
 // within the budget, pointer geometry, byte integrity under churn, deferred frees
 // ordered by events (virtual clock), injected faults, release of unused chunks, misuse.
 // validate() runs after every step.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -821,6 +822,273 @@ TEST(TierMisuse, InvalidConfigThrows)
   event_pool other_events{other};
   EXPECT_THROW((tier{r.be, other_events, config(tier_kind::device, 1_MiB, 256_KiB)}), tierpool::logic_error);
   EXPECT_EQ(r.be.live_allocations(), 0U);
+}
+
+// Note [Merging deferred blocks]: no single deferred block holds the request, but two of
+// them with the free block between them do. The tier hands them on as one block with both
+// pending events, without waiting; deferred_run_fits says so first.
+TEST(TierDeferred, TakeDeferredSpanMergesDeferredAndFreeBlocksWithoutWaiting)
+{
+  rig r{virtual_clock()};
+  stream_handle s1{};
+  stream_handle s2{};
+  ASSERT_EQ(r.be.create_stream(&s1), status::ok);
+  ASSERT_EQ(r.be.create_stream(&s2), status::ok);
+  tier t{r.be, r.events, config(tier_kind::device, 256_KiB, 256_KiB)};
+  std::vector<block> v;
+  for (int i = 0; i < 4; ++i) {
+    auto b = t.allocate(64_KiB);
+    ASSERT_TRUE(b);
+    v.push_back(*b);
+  }
+  std::sort(v.begin(), v.end(), [](block const& x, block const& y) { return addr(x.ptr) < addr(y.ptr); });
+  event_handle const e0 = busy_event(r, s1, 10'000);
+  t.deallocate_after(v[0], e0, s1);
+  t.deallocate(v[1]);  // free now
+  event_handle const e2 = busy_event(r, s2, 20'000);
+  t.deallocate_after(v[2], e2, s2);  // v[3] stays live
+  auto any = [](stream_handle) { return true; };
+  event_handle after{};
+  EXPECT_FALSE(t.allocate(192_KiB, 0, nullptr, tier_grow::allow));
+  EXPECT_FALSE(t.take_deferred(192_KiB, any, &after)) << "no single block is large enough";
+  EXPECT_TRUE(t.deferred_run_fits(192_KiB));
+  EXPECT_FALSE(t.deferred_run_fits(256_KiB)) << "v[3] is live";
+
+  tier::deferred_span sp;
+  auto const only_s1 = [&](stream_handle s) { return s == s1; };
+  EXPECT_FALSE(t.take_deferred_span(192_KiB, only_s1, &sp)) << "v[2] is on a lane not allowed";
+  EXPECT_EQ(sp.count, 0U);
+  EXPECT_FALSE(t.take_deferred_span(200_KiB, any, &sp)) << "more than the run holds";
+  auto got = t.take_deferred_span(192_KiB, any, &sp);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->ptr, v[0].ptr);
+  EXPECT_EQ(got->bytes, 192_KiB);
+  EXPECT_EQ(got->slot.size, 192_KiB);
+  ASSERT_EQ(sp.count, 2U);
+  std::vector<event_handle> evs{sp.events[0], sp.events[1]};
+  EXPECT_THAT(evs, ::testing::UnorderedElementsAre(e0, e2));
+  EXPECT_FALSE(sp.borrowed[0] || sp.borrowed[1]);
+  EXPECT_EQ(r.be.query_event(e2), status::not_ready) << "handed out without waiting";
+  EXPECT_EQ(r.be.now(), 0U) << "the host did not wait";
+  EXPECT_TRUE(t.owns(*got));
+  EXPECT_EQ(t.usage().deferred_bytes, 0U);
+  EXPECT_EQ(t.usage().used_bytes, 256_KiB);
+  EXPECT_EQ(t.usage().allocation_count, 2U);
+  ASSERT_TRUE(t.validate());
+  // The caller owns both events now.
+  r.events.release(e0);
+  r.events.release(e2);
+  t.deallocate(*got);
+  t.deallocate(v[3]);
+  EXPECT_EQ(r.events.stats().outstanding, 0U);
+  ASSERT_TRUE(t.validate());
+}
+
+// A deferred block larger than the request is split: the head is handed on, the tail stays
+// deferred behind the same event, which the caller only borrows (the tier still frees the
+// tail when it completes, and gives the event back then).
+TEST(TierDeferred, TakeDeferredSpanSplitsALargerBlockAndLendsItsEvent)
+{
+  rig r{virtual_clock()};
+  stream_handle s{};
+  ASSERT_EQ(r.be.create_stream(&s), status::ok);
+  tier t{r.be, r.events, config(tier_kind::device, 256_KiB, 256_KiB)};
+  auto big = t.allocate(256_KiB);
+  ASSERT_TRUE(big);
+  event_handle const e = busy_event(r, s, 10'000);
+  t.deallocate_after(*big, e, s);
+  auto any = [](stream_handle) { return true; };
+  event_handle after{};
+  EXPECT_FALSE(t.take_deferred(64_KiB, any, &after)) << "wastes more than a quarter";
+  tier::deferred_span sp;
+  auto got = t.take_deferred_span(64_KiB, any, &sp);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->ptr, big->ptr);
+  EXPECT_EQ(got->slot.size, 64_KiB) << "no waste";
+  ASSERT_EQ(sp.count, 1U);
+  EXPECT_EQ(sp.events[0], e);
+  EXPECT_TRUE(sp.borrowed[0]);
+  EXPECT_EQ(t.usage().deferred_bytes, 192_KiB);
+  EXPECT_EQ(t.usage().deferred_count, 1U);
+  ASSERT_TRUE(t.validate());
+  // Another head of the tail: the same event, borrowed again.
+  auto got2 = t.take_deferred_span(64_KiB, any, &sp);
+  ASSERT_TRUE(got2);
+  EXPECT_EQ(addr(got2->ptr), addr(big->ptr) + 64_KiB);
+  EXPECT_TRUE(sp.borrowed[0]);
+  EXPECT_EQ(t.usage().deferred_bytes, 128_KiB);
+  ASSERT_TRUE(t.validate());
+  EXPECT_EQ(t.reclaim_completed(), 0U) << "not complete yet";
+  ASSERT_EQ(r.be.synchronize_event(e), status::ok);
+  EXPECT_EQ(t.reclaim_completed(), 128_KiB) << "the tail, once its event completed";
+  EXPECT_EQ(r.events.stats().outstanding, 0U) << "the tier gave the event back with the tail";
+  t.deallocate(*got);
+  t.deallocate(*got2);
+  EXPECT_EQ(t.usage().used_bytes, 0U);
+  ASSERT_TRUE(t.validate());
+}
+
+// Scattered deferred bytes are no reason to wait: no run of them holds the request.
+TEST(TierDeferred, DeferredRunFitsNeedsContiguity)
+{
+  rig r{virtual_clock()};
+  stream_handle s{};
+  ASSERT_EQ(r.be.create_stream(&s), status::ok);
+  tier t{r.be, r.events, config(tier_kind::device, 256_KiB, 256_KiB)};
+  std::vector<block> v;
+  for (int i = 0; i < 4; ++i) {
+    auto b = t.allocate(64_KiB);
+    ASSERT_TRUE(b);
+    v.push_back(*b);
+  }
+  std::sort(v.begin(), v.end(), [](block const& x, block const& y) { return addr(x.ptr) < addr(y.ptr); });
+  EXPECT_FALSE(t.deferred_run_fits(64_KiB)) << "nothing deferred";
+  t.deallocate_after(v[0], busy_event(r, s, 1'000), s);
+  t.deallocate_after(v[2], busy_event(r, s, 1'000), s);
+  EXPECT_TRUE(t.deferred_run_fits(64_KiB));
+  EXPECT_FALSE(t.deferred_run_fits(128_KiB)) << "128 KiB deferred, in two places";
+  tier::deferred_span sp;
+  EXPECT_FALSE(t.take_deferred_span(128_KiB, [](stream_handle) { return true; }, &sp));
+  ASSERT_EQ(r.be.synchronize_stream(s), status::ok);
+  EXPECT_EQ(t.reclaim_completed(), 128_KiB);
+  t.deallocate(v[1]);
+  t.deallocate(v[3]);
+  ASSERT_TRUE(t.validate());
+}
+
+// A deferred block smaller than the request with enough free space after it: the block
+// starts at the deferred block (the window's low end), not before the chunk.
+TEST(TierDeferred, TakeDeferredSpanUsesTheFreeSpaceAfterASmallBlock)
+{
+  rig r{virtual_clock()};
+  stream_handle s{};
+  ASSERT_EQ(r.be.create_stream(&s), status::ok);
+  tier t{r.be, r.events, config(tier_kind::device, 256_KiB, 256_KiB)};
+  std::vector<block> v;
+  for (int i = 0; i < 4; ++i) {
+    auto b = t.allocate(64_KiB);
+    ASSERT_TRUE(b);
+    v.push_back(*b);
+  }
+  std::sort(v.begin(), v.end(), [](block const& x, block const& y) { return addr(x.ptr) < addr(y.ptr); });
+  event_handle const e = busy_event(r, s, 1'000);
+  t.deallocate_after(v[0], e, s);
+  t.deallocate(v[1]);
+  t.deallocate(v[2]);  // 128 KiB free after v[0]; v[3] live
+  tier::deferred_span sp;
+  auto got = t.take_deferred_span(192_KiB, [](stream_handle) { return true; }, &sp);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->ptr, v[0].ptr);
+  EXPECT_EQ(got->slot.size, 192_KiB);
+  ASSERT_EQ(sp.count, 1U);
+  EXPECT_EQ(sp.events[0], e);
+  EXPECT_FALSE(sp.borrowed[0]);
+  ASSERT_TRUE(t.validate());
+  r.events.release(e);
+  t.deallocate(*got);
+  t.deallocate(v[3]);
+  EXPECT_EQ(r.events.stats().outstanding, 0U);
+  ASSERT_TRUE(t.validate());
+}
+
+// Random allocations, frees, deferred frees on two streams, merged reuses of any size and
+// reclaims: after every step the tier validates, every block the test holds is live in the
+// tier's layout and overlaps no free or deferred block, and the events balance at the end.
+TEST(TierDeferred, TakeDeferredSpanKeepsTheLayoutSoundUnderRandomUse)
+{
+  rig r{virtual_clock()};
+  stream_handle s[2]{};
+  ASSERT_EQ(r.be.create_stream(&s[0]), status::ok);
+  ASSERT_EQ(r.be.create_stream(&s[1]), status::ok);
+  tier t{r.be, r.events, config(tier_kind::device, 1_MiB, 1_MiB)};
+  std::mt19937_64 rng{7};
+  struct held_block {
+    block b;
+    std::vector<event_handle> owned;  // events handed over with it (released when freed)
+  };
+  std::vector<held_block> held;
+  auto any = [](stream_handle) { return true; };
+  std::size_t merges = 0;
+  std::size_t splits = 0;
+  for (int step = 0; step < 4000; ++step) {
+    std::size_t const bytes = (1 + rng() % 48) * 4_KiB;
+    switch (rng() % 6) {
+      case 0:
+      case 1:
+        if (auto b = t.allocate(bytes)) { held.push_back({*b, {}}); }
+        break;
+      case 2:
+      case 3: {  // free one: at once (its events done) or behind new work on a stream
+        if (held.empty()) { break; }
+        std::size_t const i = rng() % held.size();
+        for (event_handle& e : held[i].owned) {
+          ASSERT_EQ(r.be.synchronize_event(e), status::ok);
+          r.events.release(e);
+        }
+        if (rng() % 3 == 0) {
+          t.deallocate(held[i].b);
+        } else {
+          stream_handle const on = s[rng() % 2];
+          t.deallocate_after(held[i].b, busy_event(r, on, 1 + rng() % 5'000), on);
+        }
+        held.erase(held.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+      case 4: {
+        tier::deferred_span sp;
+        if (auto b = t.take_deferred_span(bytes, any, &sp)) {
+          ASSERT_GE(sp.count, 1U);
+          ++merges;
+          held_block h{*b, {}};
+          for (std::size_t j = 0; j < sp.count; ++j) {
+            if (sp.borrowed[j]) {
+              ++splits;
+            } else {
+              h.owned.push_back(sp.events[j]);
+            }
+          }
+          held.push_back(std::move(h));
+        } else {
+          EXPECT_EQ(sp.count, 0U);
+        }
+        break;
+      }
+      default:
+        ASSERT_EQ(r.be.synchronize_stream(s[rng() % 2]), status::ok);
+        (void)t.reclaim_completed();
+        break;
+    }
+    ASSERT_TRUE(t.validate()) << "step " << step;
+    std::vector<tier::block_view> layout;
+    t.for_each_block([&](tier::block_view const& v) { layout.push_back(v); });
+    for (held_block const& h : held) {
+      std::uint64_t const lo = h.b.slot.offset;
+      std::uint64_t const hi = lo + h.b.slot.size;
+      bool live = false;
+      for (tier::block_view const& v : layout) {
+        if (v.offset + v.size <= lo || v.offset >= hi) { continue; }
+        ASSERT_EQ(v.use, tier::block_use::live) << "step " << step << ": a held block overlaps a free or deferred one";
+        live = live || (v.offset == lo && v.size == h.b.slot.size);
+      }
+      ASSERT_TRUE(live) << "step " << step;
+    }
+  }
+  EXPECT_GT(merges, 100U);
+  EXPECT_GT(splits, 10U);
+  for (held_block& h : held) {
+    for (event_handle& e : h.owned) {
+      ASSERT_EQ(r.be.synchronize_event(e), status::ok);
+      r.events.release(e);
+    }
+    t.deallocate(h.b);
+  }
+  ASSERT_EQ(r.be.synchronize_stream(s[0]), status::ok);
+  ASSERT_EQ(r.be.synchronize_stream(s[1]), status::ok);
+  (void)t.reclaim_completed();
+  EXPECT_EQ(t.usage().used_bytes, 0U);
+  EXPECT_EQ(t.usage().deferred_bytes, 0U);
+  EXPECT_EQ(r.events.stats().outstanding, 0U);
+  ASSERT_TRUE(t.validate());
 }
 
 }  // namespace

@@ -38,6 +38,7 @@ pool_stats pool_impl::stats() const
     t.numa_node = ts.mem->config().numa_node;
     t.policy = ts.policy_spec;
     t.reuses_in_order = ts.reused_in_order.load(std::memory_order_relaxed);
+    t.merges_in_order = ts.merged_in_order.load(std::memory_order_relaxed);
     tier_usage u{};
     {
       std::lock_guard tl(ts.mem->mutex());

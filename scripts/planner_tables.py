@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 tierpool contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The prefetch x policy x UVM tables of docs/chapters/replay.md ("Prefetch and the planner").
+
+Runs `tierpool replay` on the three generated training and inference traces and the two
+real-model fixtures, with every policy, prefetcher and UVM mode at 25 % and 50 %, and
+prints one markdown table per trace: the makespan and, in brackets, makespan / ideal.
+With --svg-dir, also writes each trace's makespan / ideal plot (--plot-ideal).
+
+    python3 scripts/planner_tables.py [--tierpool build/bin/tierpool] [--svg-dir DIR] [--date D]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+TRACES = [
+    ("tt", "transformer-train iterations=4 --seed 1", ["transformer-train", "iterations=4", "--seed", "1"]),
+    ("mlp", "mlp-train (defaults)", ["mlp-train"]),
+    ("llm", "llm-infer-stream (defaults)", ["llm-infer-stream"]),
+    ("gpt2", "tests/data/gpt2_small_train.tpt (GPT-2 small, by hand from its layer shapes)", None),
+    ("resnet", "tests/data/resnet18_train.tpt (ResNet-18, by hand from its layer shapes)", None),
+]
+POLICIES = "lru,belady,repeat"
+PREFETCH = "none,sequence,plan,oracle"
+MODES = "pool,uvm,uvm-hints"
+CAPACITIES = ["25%", "50%"]
+
+
+def ms(seconds):
+    return f"{seconds * 1e3:.1f} ms"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tierpool", default="build/bin/tierpool")
+    ap.add_argument("--svg-dir", default=None)
+    ap.add_argument("--date", default=None, help="in the SVG names (planner-ideal-KEY-DATE.svg)")
+    a = ap.parse_args()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with tempfile.TemporaryDirectory() as tmp:
+        for key, title, gen in TRACES:
+            if gen is None:
+                trace = os.path.join(root, "tests", "data", title.split(" ")[0].split("/")[-1])
+            else:
+                trace = os.path.join(tmp, key + ".tpb")
+                subprocess.run([a.tierpool, "trace", "gen", *gen, "-o", trace], check=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            out = os.path.join(tmp, key + ".json")
+            cmd = [a.tierpool, "replay", trace, "-p", POLICIES, "-c", ",".join(CAPACITIES), "--prefetch", PREFETCH,
+                   "--mode", MODES, "-q", "--json", out]
+            if a.svg_dir:
+                name = f"planner-ideal-{key}" + (f"-{a.date}" if a.date else "") + ".svg"
+                cmd += ["--plot-ideal", os.path.join(a.svg_dir, name)]
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            rows = json.load(open(out))
+            ideal = {}
+            cells = {}
+            order = []
+            for r in rows:
+                k = (r["policy"], r["mode"], r["prefetch"])
+                if k not in cells:
+                    cells[k] = {}
+                    order.append(k)
+                cap = r["capacity"]
+                cells[k][cap] = f"{ms(r['makespan_seconds'])} ({r['makespan_vs_ideal']:.2f}x)"
+                ideal[cap] = r["ideal_seconds"]
+            print(f"**{title}**: makespan and makespan / ideal (ideal: "
+                  + ", ".join(f"{c} {ms(ideal[c])}" for c in CAPACITIES if c in ideal) + ")\n")
+            print("| policy | mode | prefetch | " + " | ".join(CAPACITIES) + " |")
+            print("|---|---|---|" + "---|" * len(CAPACITIES))
+            for k in order:
+                print(f"| {k[0]} | {k[1]} | {k[2]} | " + " | ".join(cells[k].get(c, "-") for c in CAPACITIES) + " |")
+            print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -32,5 +32,9 @@ int replay_command(int argc, char** argv);
 int top_command(int argc, char** argv);
 /// `tierpool snapshot view FILE.json ... [--svg OUT.svg]`: pool snapshots per tier, or their layout plot.
 int snapshot_view_command(int argc, char** argv);
+/// `tierpool suite run ...`: the benchmark suite per device, one JSON bundle each (docs/chapters/suite.md).
+int suite_run_command(int argc, char** argv);
+/// `tierpool suite report A.json B.json ...`: bundles side by side: tables, CSV, HTML with plots.
+int suite_report_command(int argc, char** argv);
 
 }  // namespace tierpool::cli

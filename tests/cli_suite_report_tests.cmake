@@ -1,0 +1,1 @@
+# CLI tests of `tierpool suite report` (docs/chapters/suite.md).

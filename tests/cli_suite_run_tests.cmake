@@ -1,0 +1,1 @@
+# CLI tests of `tierpool suite run` (docs/chapters/suite.md).

@@ -1,1 +1,36 @@
 # CLI tests of `tierpool suite run` (docs/chapters/suite.md).
+set(_tp_suite_out ${CMAKE_CURRENT_BINARY_DIR}/suite_run_out)
+
+# A short run on two presets: one bundle each, with the schema's fields, the simulated
+# mark, figures with units and spreads, and the workloads that did not run named.
+add_test(NAME cli.suite_run.two_presets
+  COMMAND ${CMAKE_COMMAND} -DTIERPOOL=$<TARGET_FILE:tierpool_cli> -DOUT=${_tp_suite_out}
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_suite_run_check.cmake)
+set_tests_properties(cli.suite_run.two_presets PROPERTIES LABELS cpu)
+
+add_test(NAME cli.suite_run.list COMMAND $<TARGET_FILE:tierpool_cli> suite run --list)
+set_tests_properties(cli.suite_run.list PROPERTIES PASS_REGULAR_EXPRESSION "h200-sxm.*gh200.*h100-cxl")
+
+# Bad input: each a clear message and a failing exit, nothing run.
+foreach(_tp_case
+    "unknown_preset|--devices;sim:h999|unknown simulated preset 'h999' \\(presets: a100-pcie4"
+    "no_gpu|--devices;3|CUDA device 3 does not exist"
+    "bad_device|--devices;gpu0|'gpu0' is neither a CUDA ordinal nor sim:PRESET"
+    "twice|--devices;sim:gh200,sim:gh200|'sim:gh200' is named twice"
+    "empty_item|--devices;sim:gh200,,sim:h100-pcie|an empty item"
+    "short_budget|--devices;sim:gh200;--budget;0.5s|too short for any workload on 1 device"
+    "bad_budget|--budget;-3m|--budget must be a positive duration"
+    "bad_budget_unit|--budget;5y|--budget must be a positive duration"
+    "unknown_workload|--only;link,warp|unknown workload 'warp'"
+    "bad_preset|--preset;huge|--preset must be quick or full")
+  string(REPLACE "|" ";" _tp_parts "${_tp_case}")
+  list(GET _tp_parts 0 _tp_name)
+  list(GET _tp_parts -1 _tp_msg)
+  list(REMOVE_AT _tp_parts 0 -1)
+  add_test(NAME cli.suite_run.bad_${_tp_name}_message
+    COMMAND $<TARGET_FILE:tierpool_cli> suite run ${_tp_parts} --out ${_tp_suite_out}_bad -q)
+  set_tests_properties(cli.suite_run.bad_${_tp_name}_message PROPERTIES PASS_REGULAR_EXPRESSION "${_tp_msg}")
+  add_test(NAME cli.suite_run.bad_${_tp_name}_fails
+    COMMAND $<TARGET_FILE:tierpool_cli> suite run ${_tp_parts} --out ${_tp_suite_out}_bad -q)
+  set_tests_properties(cli.suite_run.bad_${_tp_name}_fails PROPERTIES WILL_FAIL TRUE)
+endforeach()

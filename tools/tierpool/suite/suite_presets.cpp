@@ -1,0 +1,106 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// suite_presets.cpp — the simulated presets and the --devices parser of `tierpool suite run`.
+// The figures are vendors' headline numbers rounded to what a copy engine reaches
+// (docs/chapters/suite.md cites them); `suite calibrate` is how a measured machine replaces them.
+#include "suite/suite_presets.hpp"
+
+#include <tierpool/backends/cuda_backend.hpp>
+#include <tierpool/error.hpp>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+
+namespace tierpool::cli::suite {
+namespace {
+
+constexpr std::uint64_t GiB = 1ULL << 30U;
+
+constexpr std::array<device_preset, 5> kPresets = {{
+  {"a100-pcie4", "NVIDIA A100 PCIe 80 GB on PCIe 4.0 x16 (simulated)", 80 * GiB, link_model::pcie4(),
+   link_model{1.9e12, 2'000}, "pcie4"},
+  {"h100-pcie", "NVIDIA H100 PCIe 80 GB on PCIe 5.0 x16 (simulated)", 80 * GiB, link_model::pcie5(),
+   link_model{2.0e12, 2'000}, "pcie5"},
+  {"h200-sxm", "NVIDIA H200 SXM 141 GB on PCIe 5.0 x16 to the host (simulated)", 141'000'000'000ULL,
+   link_model::pcie5(), link_model{4.8e12, 2'000}, "pcie5"},
+  {"gh200", "NVIDIA GH200 Grace Hopper 96 GB, NVLink-C2C to the host (simulated)", 96 * GiB,
+   link_model::nvlink_c2c(), link_model{4.0e12, 2'000}, "nvlink-c2c"},
+  {"h100-cxl", "NVIDIA H100 PCIe 80 GB, host tier on a CXL memory expander (simulated)", 80 * GiB,
+   link_model::cxl(), link_model{2.0e12, 2'000}, "cxl"},
+}};
+
+std::string names()
+{
+  std::string s;
+  for (device_preset const& p : kPresets) { s += (s.empty() ? "" : ", ") + std::string(p.name); }
+  return s;
+}
+
+}  // namespace
+
+std::span<device_preset const> presets() noexcept { return kPresets; }
+
+sim_options sim_options_for(device_preset const& p)
+{
+  sim_options o;
+  o.device_bytes = static_cast<std::size_t>(p.memory_bytes);
+  o.managed_bytes = 0;
+  o.memory = sim_memory_mode::phantom;
+  o.clock = sim_clock_mode::virtual_clock;
+  sim_links l = sim_links::from_host_link(p.host_link);
+  l.d2d = p.device_link;
+  o.links = l;
+  return o;
+}
+
+std::vector<device_spec> parse_devices(std::string_view text)
+{
+  std::vector<device_spec> out;
+  if (text == "all") {
+    int const n = cuda_device_count();
+    for (int i = 0; i < n; ++i) { out.push_back({"cuda:" + std::to_string(i), false, i, nullptr}); }
+    if (out.empty()) { return parse_devices("sim:h200-sxm,sim:gh200"); }
+    return out;
+  }
+  for (std::string_view rest = text; !rest.empty();) {
+    std::size_t const comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    if (item.empty()) { throw logic_error("--devices: an empty item in '" + std::string(text) + "'"); }
+    device_spec d;
+    if (item.substr(0, 4) == "sim:") {
+      std::string_view const name = item.substr(4);
+      auto const it = std::find_if(kPresets.begin(), kPresets.end(), [&](device_preset const& p) { return p.name == name; });
+      if (it == kPresets.end()) {
+        throw logic_error("--devices: unknown simulated preset '" + std::string(name) + "' (presets: " + names() + ")");
+      }
+      d = {std::string(item), true, -1, &*it};
+    } else {
+      std::string_view const num = item.substr(0, 5) == "cuda:" ? item.substr(5) : item;
+      int ord = -1;
+      auto const r = std::from_chars(num.data(), num.data() + num.size(), ord);
+      if (num.empty() || r.ec != std::errc{} || r.ptr != num.data() + num.size() || ord < 0) {
+        throw logic_error("--devices: '" + std::string(item) + "' is neither a CUDA ordinal nor sim:PRESET (presets: " +
+                          names() + ")");
+      }
+      std::string why;
+      int const n = cuda_device_count(&why);
+      if (ord >= n) {
+        throw logic_error("--devices: CUDA device " + std::to_string(ord) + " does not exist (" +
+                          (n > 0 ? std::to_string(n) + " CUDA devices" : "no CUDA device: " + why) +
+                          "); simulated presets: sim:" + names());
+      }
+      d = {"cuda:" + std::to_string(ord), false, ord, nullptr};
+    }
+    if (std::any_of(out.begin(), out.end(), [&](device_spec const& e) { return e.id == d.id; })) {
+      throw logic_error("--devices: '" + d.id + "' is named twice");
+    }
+    out.push_back(std::move(d));
+  }
+  if (out.empty()) { throw logic_error("--devices: no device given"); }
+  return out;
+}
+
+}  // namespace tierpool::cli::suite

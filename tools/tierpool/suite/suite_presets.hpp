@@ -1,0 +1,47 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// suite_presets.hpp — the devices `tierpool suite run` can run on: CUDA ordinals and the
+// simulated presets (docs/chapters/suite.md, "Simulated presets").
+#pragma once
+
+#include <tierpool/backends/sim_backend.hpp>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tierpool::cli::suite {
+
+/// A simulated machine: its device memory, its host link and its device's own copy speed.
+struct device_preset {
+  std::string_view name;        ///< as in --devices sim:NAME
+  std::string_view title;       ///< the device and what the preset models
+  std::uint64_t memory_bytes;   ///< device memory
+  link_model host_link;         ///< host <-> device, each direction
+  link_model device_link;       ///< device <-> device (HBM)
+  std::string_view link_name;   ///< the host link's kind (pcie4, pcie5, nvlink-c2c, cxl)
+};
+
+/// Every preset, in the order --list prints them.
+[[nodiscard]] std::span<device_preset const> presets() noexcept;
+
+/// The sim options of a preset: phantom memory, the virtual clock, its links.
+[[nodiscard]] sim_options sim_options_for(device_preset const& p);
+
+/// One device of a run.
+struct device_spec {
+  std::string id;                       ///< "sim:h200-sxm" or "cuda:0"
+  bool simulated{true};
+  int cuda_ordinal{-1};                 ///< CUDA devices
+  device_preset const* preset{nullptr}; ///< simulated devices
+};
+
+/// Parse --devices: `all`, or CUDA ordinals and sim:PRESET, comma-separated.
+/// @throws tierpool::logic_error naming an unknown preset, a bad or missing ordinal, a
+///         duplicate, or an empty list.
+[[nodiscard]] std::vector<device_spec> parse_devices(std::string_view text);
+
+}  // namespace tierpool::cli::suite

@@ -22,6 +22,7 @@
 #   bandwidth.json      per tensor size: the pool's copies (bench copy, pinned_host tier)
 #                       against cudaMemcpyAsync of pinned memory (bench/gpu/copy_bw.cu)
 #   demo_2x.json, demo_4x.json   examples/oversubscribe at 2x and 4x oversubscription
+#   suite/DEVICE.json   `tierpool suite run --devices all --preset quick --budget 120s` bundles
 # and, where pack.sh packed the Python extension (build-gpu/python), `python3 -m pytest
 # python/tests` with it (its result line in summary.json's tails: eight files is the most
 # the device tool brings back).
@@ -246,6 +247,11 @@ for x in 2 4; do
     echo "no $DEMO in the build" > "$SCRATCH/demo_${x}x.err"
   fi
 done
+
+# ---- 4b. the benchmark suite (docs/chapters/suite.md): one bundle per device ---------------
+# `all`: every CUDA device (on a sim dry run, the simulated presets). Quick preset, 2 min.
+step suite 150 - with_libs "$TP" suite run --devices all --preset quick --budget 120s --demo "$DEMO" \
+  --out "$OUT_DIR/suite"
 
 # ---- 5. summary.json and bandwidth.json ------------------------------------------------
 python3 - "$STEPS" "$SCRATCH" "$OUT_DIR" "$BACKEND" "$START" "$ROOT" <<'EOF' || cp "$STEPS" "$OUT_DIR/summary.tsv"

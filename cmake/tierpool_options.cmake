@@ -28,6 +28,9 @@ option(TIERPOOL_DEBUG_FULL
 option(TIERPOOL_BUILD_FUZZERS
   "Build the libFuzzer targets of the trace readers in fuzz/ (default: off; needs clang, see scripts/run-fuzzers.sh)"
   OFF)
+option(TIERPOOL_ENABLE_MPI
+  "Build `tierpool suite run --mpi` (one rank per device across nodes, bundles gathered to rank 0) against MPI (Open MPI: libopenmpi-dev); off by default"
+  OFF)
 option(TIERPOOL_BUILD_DOCS
   "Add the 'docs' target: the API reference and the book (docs/) with Doxygen, which fails on an undocumented public entity (default: off; needs doxygen)"
   OFF)

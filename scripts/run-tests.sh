@@ -13,7 +13,10 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
   ./scripts/install-deps.sh
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  # `tierpool suite run --mpi` and its test where Open MPI is installed (install-deps.sh does).
+  MPI_OPT=()
+  if command -v mpicxx >/dev/null 2>&1; then MPI_OPT=(-DTIERPOOL_ENABLE_MPI=ON); fi
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${MPI_OPT[@]}" >/dev/null
 fi
 cmake --build "$BUILD_DIR" -j"${JOBS:-2}"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j"${JOBS:-2}" "$@"

@@ -34,3 +34,16 @@ foreach(_tp_case
     COMMAND $<TARGET_FILE:tierpool_cli> suite run ${_tp_parts} --out ${_tp_suite_out}_bad -q)
   set_tests_properties(cli.suite_run.bad_${_tp_name}_fails PROPERTIES WILL_FAIL TRUE)
 endforeach()
+
+# --mpi without an MPI build: refused with the way to get one. With TIERPOOL_ENABLE_MPI:
+# two ranks on one machine, one preset each, both bundles written by rank 0.
+if(NOT TIERPOOL_ENABLE_MPI)
+  add_test(NAME cli.suite_run.mpi_not_built COMMAND $<TARGET_FILE:tierpool_cli> suite run --mpi --devices sim:gh200)
+  set_tests_properties(cli.suite_run.mpi_not_built PROPERTIES PASS_REGULAR_EXPRESSION "built without MPI.*TIERPOOL_ENABLE_MPI=ON")
+else()
+  find_package(MPI REQUIRED COMPONENTS CXX)
+  add_test(NAME cli.suite_run.mpi_two_ranks
+    COMMAND ${CMAKE_COMMAND} -DTIERPOOL=$<TARGET_FILE:tierpool_cli> -DMPIEXEC=${MPIEXEC_EXECUTABLE}
+            -DOUT=${CMAKE_CURRENT_BINARY_DIR}/suite_mpi_out -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_suite_mpi_check.cmake)
+  set_tests_properties(cli.suite_run.mpi_two_ranks PROPERTIES LABELS cpu RUN_SERIAL TRUE)
+endif()

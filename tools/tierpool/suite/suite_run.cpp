@@ -19,6 +19,7 @@
 //   time), and std::chrono::steady_clock otherwise. Limitations: host-side work between
 //   the reads (enqueueing) is not device time on a virtual clock, and is on a GPU.
 #include "commands.hpp"
+#include "suite/suite_mpi.hpp"
 #include "suite/suite_presets.hpp"
 
 #include "workloads/arena_workloads.hpp"
@@ -79,6 +80,8 @@ struct run_config {
   bool quiet{false};
   std::uint64_t seed{1};
   std::string demo_path;
+  bool mpi{false};
+  bool all_devices{false};  ///< --devices all (each rank then takes its node's local device)
 };
 
 // ---- figures -------------------------------------------------------------------------
@@ -761,6 +764,26 @@ std::string find_demo(char const* argv0)
   return {};
 }
 
+// The devices rank R runs under --mpi: R, R + N, ... of the list; with fewer devices than
+// ranks, device R mod count; with `all` (CUDA devices of the rank's node), the node-local
+// rank's device.
+std::vector<suite::device_spec> rank_devices(run_config const& cfg, suite::mpi_world const& w)
+{
+  std::vector<suite::device_spec> out;
+  std::size_t const n = cfg.devices.size();
+  if (cfg.all_devices && !cfg.devices.front().simulated) {
+    char const* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    std::size_t const lr = local != nullptr ? std::strtoul(local, nullptr, 10) : static_cast<std::size_t>(w.rank);
+    out.push_back(cfg.devices[lr % n]);
+    return out;
+  }
+  for (std::size_t i = static_cast<std::size_t>(w.rank); i < n; i += static_cast<std::size_t>(w.size)) {
+    out.push_back(cfg.devices[i]);
+  }
+  if (out.empty()) { out.push_back(cfg.devices[static_cast<std::size_t>(w.rank) % n]); }
+  return out;
+}
+
 void print_list()
 {
   std::printf("workloads (suite version %d):\n", kSuiteVersion);
@@ -794,9 +817,24 @@ int suite_run_command(int argc, char** argv)
     ("out", po::value(&cfg.out_dir), "folder for the bundles, one DEVICE.json each (default suite-out)")
     ("demo", po::value(&cfg.demo_path), "the oversubscription demo binary (default: found beside tierpool, or TIERPOOL_DEMO)")
     ("seed", po::value(&seed_text), "seed of the generated traces (default 1)")
+    ("mpi", "one rank per device under mpirun: rank R takes the devices R, R + N, ... of the list (with `all`, "
+     "its node's local device), and rank 0 writes every rank's bundle (needs a build with TIERPOOL_ENABLE_MPI)")
     ("list", "list the workloads and the simulated presets")
     ("quiet,q", "no progress on stderr");
   // clang-format on
+  suite::mpi_world world;
+  if (std::any_of(argv + 1, argv + argc, [](char const* a) { return std::string_view(a) == "--mpi"; })) {
+    try {
+      world = suite::mpi_start(&argc, &argv);
+      cfg.mpi = true;
+    } catch (std::exception const& e) {
+      std::fprintf(stderr, "tierpool suite run: %s\n", e.what());
+      return 2;
+    }
+  }
+  struct finish_guard {
+    ~finish_guard() { suite::mpi_finish(); }
+  } const finish;
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -821,6 +859,7 @@ int suite_run_command(int argc, char** argv)
     cfg.budget_s = parse_budget(budget);
     cfg.seed = std::strtoull(seed_text.c_str(), nullptr, 10);
     cfg.devices = suite::parse_devices(devices);
+    cfg.all_devices = devices == "all";
     for (std::string_view rest = only; !rest.empty();) {
       std::size_t const comma = rest.find(',');
       std::string name(rest.substr(0, comma));
@@ -848,27 +887,49 @@ int suite_run_command(int argc, char** argv)
     std::fprintf(stderr, "tierpool suite run: %s\n", e.what());
     return 2;
   }
+  std::vector<suite::device_spec> const mine = cfg.mpi ? rank_devices(cfg, world) : cfg.devices;
+  if (cfg.mpi) { cfg.quiet = cfg.quiet || world.rank != 0; }
   auto const t0 = clock_type::now();
   int rc = 0;
-  for (std::size_t i = 0; i < cfg.devices.size(); ++i) {
-    suite::device_spec const& dev = cfg.devices[i];
+  json::array written;  // {"file", "bundle"} per device of this rank
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    suite::device_spec const& dev = mine[i];
     double const used = std::chrono::duration<double>(clock_type::now() - t0).count();
-    double const share = (cfg.budget_s - used) / static_cast<double>(cfg.devices.size() - i);
-    if (!cfg.quiet) { std::fprintf(stderr, "%s (%zu of %zu, %.0f s):\n", dev.id.c_str(), i + 1, cfg.devices.size(), share); }
+    double const share = (cfg.budget_s - used) / static_cast<double>(mine.size() - i);
+    if (!cfg.quiet) { std::fprintf(stderr, "%s (%zu of %zu, %.0f s):\n", dev.id.c_str(), i + 1, mine.size(), share); }
     try {
       bool failed = false;
-      json::object const b = run_device(dev, cfg, share, &failed);
+      json::object b = run_device(dev, cfg, share, &failed);
       if (failed) { rc = 1; }
-      fs::path const out = fs::path(cfg.out_dir) / file_name(dev.id);
-      std::ofstream f(out);
-      f << json::serialize(b) << '\n';
-      if (!f) { throw logic_error("cannot write " + out.string()); }
-      std::printf("%s\n", out.string().c_str());
+      std::string name = file_name(dev.id);
+      if (cfg.mpi) {
+        b["mpi"] = json::object{{"rank", world.rank}, {"size", world.size}, {"host", world.host}};
+        name = "rank" + std::to_string(world.rank) + "-" + name;
+      }
+      written.push_back(json::object{{"file", name}, {"bundle", std::move(b)}});
     } catch (std::exception const& e) {
       std::fprintf(stderr, "tierpool suite run: %s: %s\n", dev.id.c_str(), e.what());
       rc = 1;
     }
   }
+  // Every rank's bundles to rank 0 (without --mpi: this process's), which writes them.
+  std::vector<std::string> const all = cfg.mpi ? suite::mpi_gather(json::serialize(written))
+                                               : std::vector<std::string>{json::serialize(written)};
+  for (std::string const& text : all) {
+    json::value const parsed = json::parse(text);
+    for (json::value const& v : parsed.as_array()) {
+      fs::path const out = fs::path(cfg.out_dir) / std::string(v.at("file").as_string());
+      std::ofstream f(out);
+      f << json::serialize(v.at("bundle")) << '\n';
+      if (!f) {
+        std::fprintf(stderr, "tierpool suite run: cannot write %s\n", out.string().c_str());
+        rc = 1;
+        continue;
+      }
+      std::printf("%s\n", out.string().c_str());
+    }
+  }
+  if (cfg.mpi) { rc = suite::mpi_max(rc); }
   return rc;
 }
 

@@ -14,6 +14,7 @@ packages=(
   doxygen                         # the API reference and book (TIERPOOL_BUILD_DOCS, target docs)
   python3-venv python3-dev        # the Python package (pyproject.toml): its virtual environment and headers
   python3-torch                   # tierpool.torch (activation offload) and its tests: PyTorch 1.13 (CPU) with Debian's numpy
+  chromium                        # headless browser for the suite report's rendering test (cli.suite_report.browser)
 )
 
 missing=()

@@ -53,7 +53,7 @@ constexpr double kTop = 34;       // the plot's title
 constexpr double kPlotW = 560;
 constexpr double kPlotH = 300;
 constexpr double kBottom = 56;    // x tick labels and the x axis label
-constexpr double kCharW = 6.8;    // about one character of 12px sans-serif
+constexpr double kCharW = 7.4;    // about one character of 12px DejaVu Sans (wide: labels never clip)
 constexpr double kLegendRow = 18;
 constexpr std::size_t kOpenRows = 40;  // a longer table is folded (<details>) under its plots
 
@@ -99,6 +99,23 @@ double nice_step(double span)
   double const mag = std::pow(10.0, std::floor(std::log10(raw)));
   double const f = raw / mag;
   return (f < 1.5 ? 1.0 : f < 3.5 ? 2.0 : f < 7.5 ? 5.0 : 10.0) * mag;
+}
+
+/// The nearest 1, 2 or 5 times a power of ten at or above (`up`) or at or below `v` > 0.
+double nice_125(double v, bool up)
+{
+  double const decade = std::pow(10.0, std::floor(std::log10(v)));
+  double const steps[] = {1.0, 2.0, 5.0, 10.0};
+  if (up) {
+    for (double m : steps) {
+      if (decade * m >= v * (1 - 1e-12)) { return decade * m; }
+    }
+  }
+  double out = decade;
+  for (double m : steps) {
+    if (decade * m <= v * (1 + 1e-12)) { out = decade * m; }
+  }
+  return out;
 }
 
 std::vector<tick> linear_ticks(double lo, double hi, bool bytes)
@@ -220,7 +237,7 @@ scale y_scale(std::vector<line> const& lines, std::vector<tick>& ticks)
     }
   }
   if (lo > 0 && hi / lo > 50) {
-    scale s{std::pow(10.0, std::floor(std::log10(lo))), std::pow(10.0, std::ceil(std::log10(hi))), true, kTop + kPlotH, kTop};
+    scale s{nice_125(lo, false), nice_125(hi, true), true, kTop + kPlotH, kTop};
     ticks = log_ticks(s.lo, s.hi, {});
     return s;
   }
@@ -332,6 +349,20 @@ std::string series_heading(plot_spec const& p, std::span<bundle const> bundles)
   return out;
 }
 
+// Each plot carries its own style: it reads the same when saved or copied on its own.
+char const* const kSvgStyle = R"(<style>
+text { font-family: "DejaVu Sans", Verdana, sans-serif; fill: #222; }
+.frame { fill: none; stroke: #999; }
+.grid { stroke: #e6e6e6; }
+.tick { font-size: 11px; fill: #444; }
+.axis { font-size: 12px; }
+.title { font-size: 13px; font-weight: bold; }
+.legend { font-size: 12px; }
+.legend-head { font-size: 11px; fill: #666; }
+</style>
+<rect width="100%" height="100%" fill="white"/>
+)";
+
 // ---- the page ------------------------------------------------------------------------------
 
 char const* const kStyle = R"(
@@ -352,14 +383,7 @@ tr:nth-child(even) td { background: #fafbfc; }
 .badge.sim { background: #fff1d6; color: #8a5a00; border: 1px solid #e8c27a; }
 .badge.real { background: #dff3e4; color: #1d6b34; border: 1px solid #9fd3ad; }
 figure.plot { margin: 12px 0; }
-svg { max-width: 100%; height: auto; background: white; }
-svg .frame { fill: none; stroke: #999; }
-svg .grid { stroke: #e6e6e6; }
-svg .tick { font-size: 11px; fill: #444; }
-svg .axis { font-size: 12px; fill: #222; }
-svg .title { font-size: 13px; font-weight: 600; fill: #222; }
-svg .legend { font-size: 12px; fill: #222; }
-svg .legend-head { font-size: 11px; fill: #666; }
+svg { max-width: 100%; height: auto; }
 ul.skipped li { margin: 2px 0; }
 )";
 
@@ -468,7 +492,7 @@ std::string to_svg(table const& t, std::span<bundle const> bundles, std::string 
   std::string const title = t.name + (split_key.empty() ? "" : ": " + split_key);
   std::string out = R"(<svg xmlns="http://www.w3.org/2000/svg" width=")" + px(width) + R"(" height=")" + px(height) +
                     R"(" viewBox="0 0 )" + px(width) + " " + px(height) + R"(" role="img">)" + "\n<title>" + esc(title) +
-                    "</title>\n";
+                    "</title>\n" + kSvgStyle;
   out += R"(<text class="title" x=")" + px(kLeft) + R"(" y="20">)" + esc(title) + "</text>\n";
   std::string const x_label = t.plot->x_label + (t.plot->x_log ? " (log scale)" : "");
   out += axes(x, xt, y, yt, x_label, y_label_of(t, lines) + (y.log ? " (log scale)" : ""));

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace tierpool::cli::suite {
@@ -56,7 +57,9 @@ public:
   [[nodiscard]] std::int64_t integer(char const* key) const
   {
     json::value const& v = required(key);
-    if (!v.is_int64() && !v.is_uint64()) { fail(key, "must be an integer"); }
+    if (!v.is_int64() && !(v.is_uint64() && v.get_uint64() <= std::numeric_limits<std::int64_t>::max())) {
+      fail(key, "must be an integer");
+    }
     return v.to_number<std::int64_t>();
   }
   [[nodiscard]] bool boolean(char const* key) const

@@ -396,7 +396,7 @@ std::string bundles_table(std::span<bundle const> bundles, std::size_t baseline)
     std::string const cells[] = {
       std::to_string(i) + (i == baseline ? " (baseline)" : ""),
       "<code>" + esc(b.device_id) + "</code>",
-      b.simulated ? R"(<span class="badge sim">simulated</span>)" : R"(<span class="badge real">measured</span>)",
+      badge(b),
       esc(b.device_name),
       b.memory_bytes ? format_bytes(static_cast<double>(*b.memory_bytes)) : std::string(),
       esc(b.link),

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """check_html.py REPORT.html — the suite report's page is balanced HTML: every element
 opened is closed in order (void elements aside; SVG's self-closed ones count as closed),
-nothing is left open, and no external resource is referenced. Exit 1 naming the first
+nothing is left open, no external resource is referenced, and it parses as XML. Exit 1 naming the first
 problem. Used by tests/data/suite/check_report.cmake."""
 import sys
+import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
@@ -45,6 +46,11 @@ def main():
         p.problems.append("left open: " + ", ".join(f"<{t}> of line {n}" for t, n in p.stack))
     if p.problems:
         print("\n".join(p.problems[:10]))
+        return 1
+    try:  # stricter still: the page is well-formed XML (attributes quoted, entities known)
+        ET.parse(sys.argv[1])
+    except ET.ParseError as e:
+        print(f"not well-formed XML: {e}")
         return 1
     print("balanced: " + ", ".join(f"{p.counts.get(t, 0)} <{t}>" for t in ("svg", "polyline", "table", "tr", "section")))
     return 0

@@ -300,13 +300,20 @@ std::string line_label(line const& l, std::span<bundle const> bundles, std::vect
   return bundles[l.bundle].label + (s.empty() ? "" : " · " + s);
 }
 
+/// A line's colour (its series) and dash (its bundle), for the plot and its legend alike.
+char const* color_of(line const& l) { return kColors[l.series % std::size(kColors)]; }
+std::string stroke_of(line const& l)
+{
+  return R"( fill="none" stroke=")" + std::string(color_of(l)) + R"(" stroke-width="1.8" stroke-dasharray=")" +
+         kDashes[l.bundle % std::size(kDashes)] + "\"";
+}
+
 std::string draw_line(line const& l, scale const& x, scale const& y, std::string const& label)
 {
-  char const* color = kColors[l.series % std::size(kColors)];
+  char const* color = color_of(l);
   std::string pts;
   for (point const& p : l.points) { pts += (pts.empty() ? "" : " ") + px(x(p.x)) + "," + px(y(p.y)); }
-  std::string out = R"(<g><polyline fill="none" stroke=")" + std::string(color) + R"(" stroke-width="1.8" stroke-dasharray=")" +
-                    kDashes[l.bundle % std::size(kDashes)] + R"(" points=")" + pts + R"("/>)";
+  std::string out = "<g><polyline" + stroke_of(l) + R"( points=")" + pts + R"("/>)";
   for (point const& p : l.points) {
     out += marker(l.bundle, x(p.x), y(p.y), color) + "<title>" + esc(label + ": " + format_cell(*p.f)) + "</title>" +
            marker_close(l.bundle);
@@ -320,10 +327,9 @@ std::string legend(std::vector<line> const& lines, std::vector<std::string> cons
   std::string out = R"(<text class="legend-head" x=")" + px(x0) + R"(" y=")" + px(kTop + 4) + R"(">)" + esc(heading) + "</text>\n";
   for (std::size_t i = 0; i < lines.size(); ++i) {
     double const y = kTop + 22 + static_cast<double>(i) * kLegendRow;
-    char const* color = kColors[lines[i].series % std::size(kColors)];
-    out += R"(<line x1=")" + px(x0) + R"(" x2=")" + px(x0 + 28) + R"(" y1=")" + px(y) + R"(" y2=")" + px(y) + R"(" stroke=")" +
-           color + R"(" stroke-width="1.8" stroke-dasharray=")" + kDashes[lines[i].bundle % std::size(kDashes)] + R"("/>)";
-    out += marker(lines[i].bundle, x0 + 14, y, color) + marker_close(lines[i].bundle);
+    out += R"(<line x1=")" + px(x0) + R"(" x2=")" + px(x0 + 28) + R"(" y1=")" + px(y) + R"(" y2=")" + px(y) + "\"" +
+           stroke_of(lines[i]) + "/>";
+    out += marker(lines[i].bundle, x0 + 14, y, color_of(lines[i])) + marker_close(lines[i].bundle);
     out += R"(<text class="legend" x=")" + px(x0 + 36) + R"(" y=")" + px(y) + R"(" dominant-baseline="middle">)" +
            esc(labels[i]) + "</text>\n";
   }

@@ -77,6 +77,13 @@ if(Python3_Interpreter_FOUND)
   endif()
 endif()
 
+# ---- what `tierpool suite run` writes --------------------------------------------------
+# The producer's bundles read as the schema says (a quick run of two short workloads).
+suite_report_check(from_suite_run roundtrip ARGS --html report.html --csv report.csv --quiet
+  VARS "-DRUN_ARGS=--devices|sim:h200-sxm,sim:gh200|--preset|quick|--only|link,allocator|--budget|2m"
+       -DEXPECT_DEVICE=sim:gh200)
+set_tests_properties(cli.suite_report.from_suite_run PROPERTIES TIMEOUT 120)
+
 # ---- errors: exit 2, a message, nothing written ------------------------------------------
 # suite_report_error(NAME REGEX ARGS...)
 function(suite_report_error name regex)

@@ -145,10 +145,17 @@ struct grid {
 [[nodiscard]] std::string to_text(std::span<bundle const> bundles, std::size_t baseline, std::span<table const> tables);
 [[nodiscard]] std::string to_csv(std::span<bundle const> bundles, std::span<table const> tables);
 [[nodiscard]] std::string to_html(std::span<bundle const> bundles, std::size_t baseline, std::span<table const> tables);
-/// One SVG plot of `t` for the rows whose split params read `split_key` (see plot_groups).
-[[nodiscard]] std::string to_svg(table const& t, std::span<bundle const> bundles, std::string const& split_key);
-/// The distinct values of `t.plot->split` over its rows, first-seen order ("pair=a;..." text).
-[[nodiscard]] std::vector<std::string> plot_groups(table const& t);
+/// What one plot shows: one figure name (one unit on the y axis) at one value of the
+/// plot's split parameters ("pair=a;..." text, join_params).
+struct plot_group {
+  std::string figure;
+  std::string split;
+  friend bool operator==(plot_group const&, plot_group const&) = default;
+};
+/// The distinct (figure name, split values) of `t`'s rows, first-seen order; none without a plot.
+[[nodiscard]] std::vector<plot_group> plot_groups(table const& t);
+/// One SVG plot of `t`'s rows in group `g`; empty when none has a numeric x.
+[[nodiscard]] std::string to_svg(table const& t, std::span<bundle const> bundles, plot_group const& g);
 /// The values of `keys` in `f` as "k=v;k=v" text (missing keys read "k=").
 [[nodiscard]] std::string join_params(figure const& f, std::span<std::string const> keys);
 

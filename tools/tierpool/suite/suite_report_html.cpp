@@ -118,13 +118,26 @@ double nice_125(double v, bool up)
   return out;
 }
 
+/// A tick label: short SI multiples from 10^4 on (5k, 2.5M, 4G), so labels stay narrow.
+std::string tick_label(double v)
+{
+  static char const* const suffix[] = {"", "k", "M", "G", "T", "P"};
+  std::size_t k = 0;
+  double m = v;
+  while (std::abs(v) >= 1e4 && std::abs(m) >= 1e3 && k + 1 < std::size(suffix)) {
+    m /= 1e3;
+    ++k;
+  }
+  return k == 0 ? format_number(v) : format_number(m) + suffix[k];
+}
+
 std::vector<tick> linear_ticks(double lo, double hi, bool bytes)
 {
   std::vector<tick> out;
   double const step = nice_step(hi - lo);
   for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) {
     double const clean = std::abs(v) < step * 1e-9 ? 0.0 : v;
-    out.push_back({clean, bytes ? format_bytes(clean) : format_number(clean)});
+    out.push_back({clean, bytes ? format_bytes(clean) : tick_label(clean)});
   }
   return out;
 }
@@ -154,7 +167,7 @@ std::vector<tick> log_ticks(double lo, double hi, std::vector<double> const& xs)
   }
   for (double d = std::pow(10.0, std::floor(std::log10(lo))); d <= hi; d *= 10.0) {
     for (double m : {1.0, 2.0, 5.0}) {
-      if (d * m >= lo && d * m <= hi) { out.push_back({d * m, format_number(d * m)}); }
+      if (d * m >= lo && d * m <= hi) { out.push_back({d * m, tick_label(d * m)}); }
     }
   }
   return out;
@@ -175,17 +188,15 @@ std::vector<tick> spaced(std::vector<tick> ticks, scale const& s)
 }
 
 /// The plot's lines: one per (bundle x series), points sorted by x; `series` gets the names.
-std::vector<line> collect_lines(table const& t, std::string const& split_key, std::size_t n_bundles,
-                                std::vector<std::string>& series)
+std::vector<line> collect_lines(table const& t, plot_group const& g, std::size_t n_bundles, std::vector<std::string>& series)
 {
   plot_spec const& p = *t.plot;
-  bool const several_names = std::any_of(t.rows.begin(), t.rows.end(), [&](row const& r) { return r.first->name != t.rows.front().first->name; });
   std::map<std::pair<std::size_t, std::size_t>, std::vector<point>> by_line;
   for (row const& r : t.rows) {
     param const* x = find_param(*r.first, p.x);
-    if (x == nullptr || !x->number || join_params(*r.first, p.split) != split_key) { continue; }
+    if (x == nullptr || !x->number || r.first->name != g.figure || join_params(*r.first, p.split) != g.split) { continue; }
     if (p.x_log && *x->number <= 0) { continue; }
-    std::string name = several_names ? r.first->name : std::string();
+    std::string name;
     for (std::string const& k : p.series) {
       param const* v = find_param(*r.first, k);
       name += (name.empty() ? "" : " ") + (v != nullptr ? format_param(*v) : std::string("?"));
@@ -443,8 +454,8 @@ std::string workload_section(table const& t, std::span<bundle const> bundles, st
 {
   std::string out = "<section id=\"w-" + esc(t.name) + "\">\n<h2>" + esc(t.title) + " <code>" + esc(t.name) + "</code></h2>\n";
   if (t.plot) {
-    for (std::string const& key : plot_groups(t)) {
-      std::string const svg = to_svg(t, bundles, key);
+    for (plot_group const& g : plot_groups(t)) {
+      std::string const svg = to_svg(t, bundles, g);
       if (!svg.empty()) { out += "<figure class=\"plot\">\n" + svg + "</figure>\n"; }
     }
   }
@@ -467,21 +478,21 @@ std::string skipped_list(std::span<bundle const> bundles)
 
 }  // namespace
 
-std::vector<std::string> plot_groups(table const& t)
+std::vector<plot_group> plot_groups(table const& t)
 {
-  std::vector<std::string> out;
+  std::vector<plot_group> out;
   if (!t.plot) { return out; }
   for (row const& r : t.rows) {
-    std::string const key = join_params(*r.first, t.plot->split);
-    if (std::find(out.begin(), out.end(), key) == out.end()) { out.push_back(key); }
+    plot_group g{r.first->name, join_params(*r.first, t.plot->split)};
+    if (std::find(out.begin(), out.end(), g) == out.end()) { out.push_back(std::move(g)); }
   }
   return out;
 }
 
-std::string to_svg(table const& t, std::span<bundle const> bundles, std::string const& split_key)
+std::string to_svg(table const& t, std::span<bundle const> bundles, plot_group const& g)
 {
   std::vector<std::string> series;
-  std::vector<line> const lines = collect_lines(t, split_key, bundles.size(), series);
+  std::vector<line> const lines = collect_lines(t, g, bundles.size(), series);
   if (lines.empty()) { return {}; }
   std::vector<tick> xt;
   std::vector<tick> yt;
@@ -495,7 +506,7 @@ std::string to_svg(table const& t, std::span<bundle const> bundles, std::string 
   }
   double const width = kLeft + kPlotW + 20 + 40 + static_cast<double>(longest) * kCharW + 10;
   double const height = std::max(kTop + kPlotH + kBottom, kTop + 22 + static_cast<double>(lines.size()) * kLegendRow);
-  std::string const title = t.name + (split_key.empty() ? "" : ": " + split_key);
+  std::string const title = t.name + ": " + g.figure + (g.split.empty() ? "" : ", " + g.split);
   std::string out = R"(<svg xmlns="http://www.w3.org/2000/svg" width=")" + px(width) + R"(" height=")" + px(height) +
                     R"(" viewBox="0 0 )" + px(width) + " " + px(height) + R"(" role="img">)" + "\n<title>" + esc(title) +
                     "</title>\n" + kSvgStyle;

@@ -127,7 +127,9 @@ struct grid {
 
 /// A number for people: 4 significant digits, whole numbers above 10^4 as they are.
 [[nodiscard]] std::string format_number(double v);
-/// "21.3 GB/s" or, with a spread, "21.3 GB/s (21.1..21.4)".
+/// A value with its unit: "21.3 GB/s"; unit "B" in binary units ("61.1 MiB"), "bool" as true/false.
+[[nodiscard]] std::string format_value(double v, std::string const& unit);
+/// format_value or, with a spread, "21.3 GB/s (21.1..21.4)".
 [[nodiscard]] std::string format_cell(figure const& f);
 /// A ratio: "1.234x"; empty without one.
 [[nodiscard]] std::string format_ratio(std::optional<double> r);

@@ -150,10 +150,21 @@ std::string format_number(double v)
   return buf;
 }
 
+std::string format_value(double v, std::string const& unit)
+{
+  if (unit == "B") { return format_bytes(v); }
+  if (unit == "bool") { return v != 0.0 ? "true" : "false"; }
+  return format_number(v) + (unit.empty() ? "" : " " + unit);
+}
+
 std::string format_cell(figure const& f)
 {
-  std::string out = format_number(f.value) + (f.unit.empty() ? "" : " " + f.unit);
-  if (f.min != f.max) { out += " (" + format_number(f.min) + ".." + format_number(f.max) + ")"; }
+  std::string out = format_value(f.value, f.unit);
+  if (f.min != f.max) {
+    bool const bytes = f.unit == "B";
+    out += " (" + (bytes ? format_bytes(f.min) : format_number(f.min)) + ".." +
+           (bytes ? format_bytes(f.max) : format_number(f.max)) + ")";
+  }
   return out;
 }
 

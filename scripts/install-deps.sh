@@ -15,6 +15,7 @@ packages=(
   python3-venv python3-dev        # the Python package (pyproject.toml): its virtual environment and headers
   python3-torch                   # tierpool.torch (activation offload) and its tests: PyTorch 1.13 (CPU) with Debian's numpy
   libopenmpi-dev openmpi-bin      # tierpool suite run --mpi (TIERPOOL_ENABLE_MPI; scripts/run-tests.sh turns it on)
+  chromium                        # headless browser for the suite report's rendering test (cli.suite_report.browser)
 )
 
 missing=()

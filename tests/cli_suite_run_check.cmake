@@ -31,7 +31,9 @@ for dev, bw in want.items():
         for f in w["figures"]:
             assert f["unit"] and f["reps"] >= 1 and f["min"] <= f["value"] <= f["max"], f
     link = {(f["params"]["pair"], f["params"]["direction"], f["params"]["mode"], f["params"]["path"], f["params"]["bytes"]): f["value"]
-            for f in b["workloads"][0]["figures"]}
+            for f in b["workloads"][0]["figures"] if f["name"] == "bandwidth"}
+    ratios = [f["value"] for f in b["workloads"][0]["figures"] if f["name"] == "tierpool_vs_baseline"]
+    assert len(ratios) == len(link) // 2 and min(ratios) >= 0.95, ratios
     big = link[("device-pinned_host", "h2d", "uni", "baseline", 256 << 20)]
     assert abs(big - bw * 1e-9) / (bw * 1e-9) < 0.02, (dev, big)                  # the preset's link, on the virtual clock
     small = link[("device-pinned_host", "h2d", "uni", "baseline", 4096)]

@@ -47,3 +47,33 @@ else()
             -DOUT=${CMAKE_CURRENT_BINARY_DIR}/suite_mpi_out -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_suite_mpi_check.cmake)
   set_tests_properties(cli.suite_run.mpi_two_ranks PROPERTIES LABELS cpu RUN_SERIAL TRUE)
 endif()
+
+# Calibration: a preset's own link recovered from its bundle, and the calibrated preset
+# reproducing every figure of the original run (simulated against "measured": 1.000x).
+add_test(NAME cli.suite_calibrate.round_trip
+  COMMAND ${CMAKE_COMMAND} -DTIERPOOL=$<TARGET_FILE:tierpool_cli> -DOUT=${CMAKE_CURRENT_BINARY_DIR}/suite_calibrate_out
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_suite_calibrate_check.cmake)
+set_tests_properties(cli.suite_calibrate.round_trip PROPERTIES LABELS cpu)
+
+set(_tp_preset_dir ${CMAKE_CURRENT_SOURCE_DIR}/data/suite)
+foreach(_tp_case
+    "missing|sim:/nonexistent/p.json|preset file /nonexistent/p.json: cannot be read"
+    "corrupt|sim:${_tp_preset_dir}/corrupt.json|not JSON"
+    "foreign|sim:${_tp_preset_dir}/h200-sxm.json|not a tierpool suite preset"
+    "bad_field|sim:${_tp_preset_dir}/preset-negative.json|'bandwidth_bytes_per_second' must be > 0")
+  string(REPLACE "|" ";" _tp_parts "${_tp_case}")
+  list(GET _tp_parts 0 _tp_name)
+  list(GET _tp_parts 1 _tp_dev)
+  list(GET _tp_parts 2 _tp_msg)
+  add_test(NAME cli.suite_run.preset_${_tp_name}_message
+    COMMAND $<TARGET_FILE:tierpool_cli> suite run --devices ${_tp_dev} --only link -q --out ${_tp_suite_out}_bad)
+  set_tests_properties(cli.suite_run.preset_${_tp_name}_message PROPERTIES PASS_REGULAR_EXPRESSION "${_tp_msg}")
+  add_test(NAME cli.suite_run.preset_${_tp_name}_fails
+    COMMAND $<TARGET_FILE:tierpool_cli> suite run --devices ${_tp_dev} --only link -q --out ${_tp_suite_out}_bad)
+  set_tests_properties(cli.suite_run.preset_${_tp_name}_fails PROPERTIES WILL_FAIL TRUE)
+endforeach()
+add_test(NAME cli.suite_calibrate.no_link_message
+  COMMAND $<TARGET_FILE:tierpool_cli> suite calibrate ${_tp_preset_dir}/missing-link.json -o ${_tp_suite_out}_bad/p.json)
+set_tests_properties(cli.suite_calibrate.no_link_message PROPERTIES PASS_REGULAR_EXPRESSION "calibration needs at least two sizes")
+add_test(NAME cli.suite_calibrate.foreign_fails COMMAND $<TARGET_FILE:tierpool_cli> suite calibrate ${_tp_preset_dir}/foreign.json)
+set_tests_properties(cli.suite_calibrate.foreign_fails PROPERTIES WILL_FAIL TRUE)

@@ -45,6 +45,8 @@ command const commands[] = {
    "the benchmark suite on each device (GPU or simulated preset): one JSON bundle per device"},
   {{"suite", "report"}, tierpool::cli::suite_report_command,
    "bundles side by side: tables, ratios to a baseline, CSV, one HTML page with plots"},
+  {{"suite", "calibrate"}, tierpool::cli::suite_calibrate_command,
+   "a bundle's measured link as a device preset for the simulator (suite run --devices sim:FILE.json)"},
 };
 
 void print_usage(std::FILE* out)

@@ -9,9 +9,15 @@
 #include <tierpool/backends/cuda_backend.hpp>
 #include <tierpool/error.hpp>
 
+#include <boost/json.hpp>
+
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
+#include <deque>
+#include <fstream>
+#include <sstream>
 
 namespace tierpool::cli::suite {
 namespace {
@@ -38,9 +44,76 @@ std::string names()
   return s;
 }
 
+// Presets read from files: their strings and the preset, kept for the process's life.
+struct loaded_preset {
+  std::string name;
+  std::string title;
+  std::string link_name;
+  device_preset preset{};
+};
+std::deque<loaded_preset>& loaded()
+{
+  static std::deque<loaded_preset> l;
+  return l;
+}
+
+double field(boost::json::object const& o, char const* key, std::string const& where)
+{
+  boost::json::value const* v = o.if_contains(key);
+  if (v == nullptr || !v->is_number()) { throw logic_error(where + ": '" + key + "' is missing or not a number"); }
+  double const d = v->to_number<double>();
+  if (!std::isfinite(d) || d < 0) { throw logic_error(where + ": '" + key + "' must be finite and >= 0"); }
+  return d;
+}
+
+link_model link_field(boost::json::object const& o, char const* key, std::string const& where)
+{
+  boost::json::value const* v = o.if_contains(key);
+  if (v == nullptr || !v->is_object()) { throw logic_error(where + ": '" + key + "' is missing"); }
+  std::string const at = where + ": " + key;
+  double const bw = field(v->as_object(), "bandwidth_bytes_per_second", at);
+  double const lat = field(v->as_object(), "latency_seconds", at);
+  if (bw <= 0) { throw logic_error(at + ": 'bandwidth_bytes_per_second' must be > 0"); }
+  return link_model{bw, static_cast<tick>(std::llround(lat * 1e9))};
+}
+
 }  // namespace
 
 std::span<device_preset const> presets() noexcept { return kPresets; }
+
+device_preset const& load_preset_file(std::string const& path)
+{
+  std::ifstream in(path);
+  if (!in) { throw logic_error("preset file " + path + ": cannot be read"); }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  boost::system::error_code ec;
+  boost::json::value const v = boost::json::parse(ss.str(), ec);
+  if (ec) { throw logic_error("preset file " + path + ": not JSON (" + ec.message() + ")"); }
+  boost::json::object const* o = v.if_object();
+  boost::json::value const* fmt = o != nullptr ? o->if_contains("format") : nullptr;
+  if (fmt == nullptr || !fmt->is_string() || fmt->as_string() != kPresetFormat) {
+    throw logic_error("preset file " + path + ": not a tierpool suite preset (no \"format\": \"" +
+                      std::string(kPresetFormat) + "\")");
+  }
+  loaded_preset lp;
+  boost::json::value const* name = o->if_contains("name");
+  lp.name = name != nullptr && name->is_string() ? std::string(name->as_string()) : path;
+  boost::json::value const* title = o->if_contains("title");
+  lp.title = title != nullptr && title->is_string() ? std::string(title->as_string()) : lp.name + " (calibrated)";
+  lp.link_name = "calibrated";
+  std::string const where = "preset file " + path;
+  double const mem = field(*o, "memory_bytes", where);
+  if (mem < 1 << 20) { throw logic_error(where + ": 'memory_bytes' must be at least 1 MiB"); }
+  link_model const h2d = link_field(*o, "h2d", where);
+  link_model const d2h = link_field(*o, "d2h", where);
+  link_model const dev = o->contains("device_link") ? link_field(*o, "device_link", where) : link_model::hbm();
+  std::deque<loaded_preset>& all = loaded();
+  all.push_back(std::move(lp));
+  loaded_preset& back = all.back();
+  back.preset = device_preset{back.name, back.title, static_cast<std::uint64_t>(mem), h2d, dev, back.link_name, d2h};
+  return back.preset;
+}
 
 sim_options sim_options_for(device_preset const& p)
 {
@@ -50,6 +123,7 @@ sim_options sim_options_for(device_preset const& p)
   o.memory = sim_memory_mode::phantom;
   o.clock = sim_clock_mode::virtual_clock;
   sim_links l = sim_links::from_host_link(p.host_link);
+  l.d2h = p.d2h();
   l.d2d = p.device_link;
   o.links = l;
   return o;
@@ -70,7 +144,10 @@ std::vector<device_spec> parse_devices(std::string_view text)
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     if (item.empty()) { throw logic_error("--devices: an empty item in '" + std::string(text) + "'"); }
     device_spec d;
-    if (item.substr(0, 4) == "sim:") {
+    if (item.substr(0, 4) == "sim:" && item.size() > 9 && item.substr(item.size() - 5) == ".json") {
+      device_preset const& p = load_preset_file(std::string(item.substr(4)));
+      d = {"sim:" + std::string(p.name), true, -1, &p};
+    } else if (item.substr(0, 4) == "sim:") {
       std::string_view const name = item.substr(4);
       auto const it = std::find_if(kPresets.begin(), kPresets.end(), [&](device_preset const& p) { return p.name == name; });
       if (it == kPresets.end()) {

@@ -20,10 +20,24 @@ struct device_preset {
   std::string_view name;        ///< as in --devices sim:NAME
   std::string_view title;       ///< the device and what the preset models
   std::uint64_t memory_bytes;   ///< device memory
-  link_model host_link;         ///< host <-> device, each direction
+  link_model host_link;         ///< host -> device (and both ways where `d2h_link` is not set)
   link_model device_link;       ///< device <-> device (HBM)
   std::string_view link_name;   ///< the host link's kind (pcie4, pcie5, nvlink-c2c, cxl)
+  link_model d2h_link{};        ///< device -> host, when it differs (a calibrated preset)
+  /// The device -> host link in effect.
+  [[nodiscard]] link_model const& d2h() const noexcept { return d2h_link.unthrottled() ? host_link : d2h_link; }
 };
+
+/// The format name of a preset file (`tierpool suite calibrate` writes one).
+inline constexpr std::string_view kPresetFormat = "tierpool-suite-preset";
+
+/**
+ * @brief Read a preset file (docs/chapters/suite.md, "Calibration"). The preset lives as
+ *        long as the process.
+ * @throws tierpool::logic_error naming the file: missing, unreadable, not JSON, not a
+ *         preset, or a field missing or out of range (bandwidth > 0, latency >= 0, finite).
+ */
+[[nodiscard]] device_preset const& load_preset_file(std::string const& path);
 
 /// Every preset, in the order --list prints them.
 [[nodiscard]] std::span<device_preset const> presets() noexcept;
@@ -39,7 +53,8 @@ struct device_spec {
   device_preset const* preset{nullptr}; ///< simulated devices
 };
 
-/// Parse --devices: `all`, or CUDA ordinals and sim:PRESET, comma-separated.
+/// Parse --devices: `all`, or CUDA ordinals and sim:PRESET, comma-separated; sim:FILE.json
+/// reads a preset file (load_preset_file).
 /// @throws tierpool::logic_error naming an unknown preset, a bad or missing ordinal, a
 ///         duplicate, or an empty list.
 [[nodiscard]] std::vector<device_spec> parse_devices(std::string_view text);

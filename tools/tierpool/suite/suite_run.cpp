@@ -311,8 +311,14 @@ workload_result run_link(device_under_test const& d, run_config const& cfg)
             fb.samples.push_back(tb_s > 0 ? static_cast<double>(bytes) / tb_s * 1e-9 : 0.0);
             ft.samples.push_back(tt_s > 0 ? static_cast<double>(bytes) / tt_s * 1e-9 : 0.0);
           }
+          figure ratio{"tierpool_vs_baseline", "x", {}, link_params(c, "tierpool", bytes)};
+          ratio.params.erase("path");
+          for (std::size_t r = 0; r < fb.samples.size(); ++r) {
+            ratio.samples.push_back(fb.samples[r] > 0 ? ft.samples[r] / fb.samples[r] : 0.0);
+          }
           w.figures.push_back(std::move(fb));
           w.figures.push_back(std::move(ft));
+          w.figures.push_back(std::move(ratio));
         }
       }
     }
@@ -635,8 +641,9 @@ json::object device_fingerprint(suite::device_spec const& d, backend& be)
     json::object l;
     l["name"] = d.preset->link_name;
     l["h2d_bytes_per_second"] = d.preset->host_link.bandwidth_bytes_per_s;
-    l["d2h_bytes_per_second"] = d.preset->host_link.bandwidth_bytes_per_s;
+    l["d2h_bytes_per_second"] = d.preset->d2h().bandwidth_bytes_per_s;
     l["latency_seconds"] = static_cast<double>(d.preset->host_link.latency_ns) * 1e-9;
+    l["d2h_latency_seconds"] = static_cast<double>(d.preset->d2h().latency_ns) * 1e-9;
     o["link"] = l;
     o["driver_version"] = nullptr;
     o["runtime_version"] = nullptr;
@@ -915,6 +922,7 @@ int suite_run_command(int argc, char** argv)
   // Every rank's bundles to rank 0 (without --mpi: this process's), which writes them.
   std::vector<std::string> const all = cfg.mpi ? suite::mpi_gather(json::serialize(written))
                                                : std::vector<std::string>{json::serialize(written)};
+  std::vector<std::string> files;
   for (std::string const& text : all) {
     json::value const parsed = json::parse(text);
     for (json::value const& v : parsed.as_array()) {
@@ -927,6 +935,23 @@ int suite_run_command(int argc, char** argv)
         continue;
       }
       std::printf("%s\n", out.string().c_str());
+      files.push_back(out.string());
+    }
+  }
+  // Under --mpi, rank 0 also writes the merged report of every rank's bundles.
+  if (cfg.mpi && world.rank == 0 && !files.empty()) {
+    std::string const html = (fs::path(cfg.out_dir) / "report.html").string();
+    std::string const csv = (fs::path(cfg.out_dir) / "report.csv").string();
+    std::vector<std::string> args = {"tierpool suite report"};
+    args.insert(args.end(), files.begin(), files.end());
+    args.insert(args.end(), {"--html", html, "--csv", csv, "--quiet"});
+    std::vector<char*> av;
+    for (std::string& a : args) { av.push_back(a.data()); }
+    av.push_back(nullptr);
+    if (suite_report_command(static_cast<int>(args.size()), av.data()) != 0) {
+      rc = 1;
+    } else {
+      std::printf("%s\n%s\n", html.c_str(), csv.c_str());
     }
   }
   if (cfg.mpi) { rc = suite::mpi_max(rc); }

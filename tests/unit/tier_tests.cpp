@@ -824,6 +824,19 @@ TEST(TierMisuse, InvalidConfigThrows)
   EXPECT_EQ(r.be.live_allocations(), 0U);
 }
 
+// Four 64 KiB blocks filling a 256 KiB tier, in address order (empty if the tier cannot).
+std::vector<block> four_blocks(tier& t)
+{
+  std::vector<block> v;
+  for (int i = 0; i < 4; ++i) {
+    auto b = t.allocate(64_KiB);
+    if (!b) { return {}; }
+    v.push_back(*b);
+  }
+  std::sort(v.begin(), v.end(), [](block const& x, block const& y) { return addr(x.ptr) < addr(y.ptr); });
+  return v;
+}
+
 // Note [Merging deferred blocks]: no single deferred block holds the request, but two of
 // them with the free block between them do. The tier hands them on as one block with both
 // pending events, without waiting; deferred_run_fits says so first.
@@ -835,13 +848,8 @@ TEST(TierDeferred, TakeDeferredSpanMergesDeferredAndFreeBlocksWithoutWaiting)
   ASSERT_EQ(r.be.create_stream(&s1), status::ok);
   ASSERT_EQ(r.be.create_stream(&s2), status::ok);
   tier t{r.be, r.events, config(tier_kind::device, 256_KiB, 256_KiB)};
-  std::vector<block> v;
-  for (int i = 0; i < 4; ++i) {
-    auto b = t.allocate(64_KiB);
-    ASSERT_TRUE(b);
-    v.push_back(*b);
-  }
-  std::sort(v.begin(), v.end(), [](block const& x, block const& y) { return addr(x.ptr) < addr(y.ptr); });
+  std::vector<block> const v = four_blocks(t);
+  ASSERT_EQ(v.size(), 4U);
   event_handle const e0 = busy_event(r, s1, 10'000);
   t.deallocate_after(v[0], e0, s1);
   t.deallocate(v[1]);  // free now
@@ -935,13 +943,8 @@ TEST(TierDeferred, DeferredRunFitsNeedsContiguity)
   stream_handle s{};
   ASSERT_EQ(r.be.create_stream(&s), status::ok);
   tier t{r.be, r.events, config(tier_kind::device, 256_KiB, 256_KiB)};
-  std::vector<block> v;
-  for (int i = 0; i < 4; ++i) {
-    auto b = t.allocate(64_KiB);
-    ASSERT_TRUE(b);
-    v.push_back(*b);
-  }
-  std::sort(v.begin(), v.end(), [](block const& x, block const& y) { return addr(x.ptr) < addr(y.ptr); });
+  std::vector<block> const v = four_blocks(t);
+  ASSERT_EQ(v.size(), 4U);
   EXPECT_FALSE(t.deferred_run_fits(64_KiB)) << "nothing deferred";
   t.deallocate_after(v[0], busy_event(r, s, 1'000), s);
   t.deallocate_after(v[2], busy_event(r, s, 1'000), s);
@@ -964,13 +967,8 @@ TEST(TierDeferred, TakeDeferredSpanUsesTheFreeSpaceAfterASmallBlock)
   stream_handle s{};
   ASSERT_EQ(r.be.create_stream(&s), status::ok);
   tier t{r.be, r.events, config(tier_kind::device, 256_KiB, 256_KiB)};
-  std::vector<block> v;
-  for (int i = 0; i < 4; ++i) {
-    auto b = t.allocate(64_KiB);
-    ASSERT_TRUE(b);
-    v.push_back(*b);
-  }
-  std::sort(v.begin(), v.end(), [](block const& x, block const& y) { return addr(x.ptr) < addr(y.ptr); });
+  std::vector<block> const v = four_blocks(t);
+  ASSERT_EQ(v.size(), 4U);
   event_handle const e = busy_event(r, s, 1'000);
   t.deallocate_after(v[0], e, s);
   t.deallocate(v[1]);

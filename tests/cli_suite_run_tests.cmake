@@ -77,3 +77,12 @@ add_test(NAME cli.suite_calibrate.no_link_message
 set_tests_properties(cli.suite_calibrate.no_link_message PROPERTIES PASS_REGULAR_EXPRESSION "calibration needs at least two sizes")
 add_test(NAME cli.suite_calibrate.foreign_fails COMMAND $<TARGET_FILE:tierpool_cli> suite calibrate ${_tp_preset_dir}/foreign.json)
 set_tests_properties(cli.suite_calibrate.foreign_fails PROPERTIES WILL_FAIL TRUE)
+
+# nvbandwidth's figures beside the link workload's (a stand-in printing its -j layout, fed to
+# a preset through the test hook): the three passed testcases for GPU column 0, the waived
+# one absent; a failing nvbandwidth is named in `skipped`.
+add_test(NAME cli.suite_run.nvbandwidth
+  COMMAND ${CMAKE_COMMAND} -E env TIERPOOL_SUITE_NVBANDWIDTH_ON_SIM=1
+          ${CMAKE_COMMAND} -DTIERPOOL=$<TARGET_FILE:tierpool_cli> -DOUT=${CMAKE_CURRENT_BINARY_DIR}/suite_nvbw_out
+          -DFAKE=${CMAKE_CURRENT_SOURCE_DIR}/data/suite/fake_nvbandwidth.sh -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_suite_nvbw_check.cmake)
+set_tests_properties(cli.suite_run.nvbandwidth PROPERTIES LABELS cpu)

@@ -102,6 +102,11 @@ fi
 if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   "$NVCC" -O2 -std=c++17 -o "$DEST/bin/copy_bw" bench/gpu/copy_bw.cu || echo "pack.sh: nvcc failed; check.sh compiles copy_bw there" >&2
+  # nvbandwidth, the reference tool, when its source is here (NVBANDWIDTH_SRC: a checkout of
+  # github.com/NVIDIA/nvbandwidth); tierpool suite run finds it beside tierpool.
+  if [[ -n ${NVBANDWIDTH_SRC:-} ]]; then
+    bash bench/gpu/build_nvbandwidth.sh "$NVBANDWIDTH_SRC" "$DEST/bin" || echo "pack.sh: nvbandwidth did not build" >&2
+  fi
 fi
 
 # CTest files (paths rewritten to build-gpu), so `ctest -L gpu` runs in build-gpu. Discover

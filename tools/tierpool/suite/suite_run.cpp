@@ -80,6 +80,7 @@ struct run_config {
   bool quiet{false};
   std::uint64_t seed{1};
   std::string demo_path;
+  std::string nvbandwidth_path;  ///< NVIDIA's nvbandwidth, run beside the link workload on a GPU
   bool mpi{false};
   bool all_devices{false};  ///< --devices all (each rank then takes its node's local device)
 };
@@ -98,6 +99,7 @@ struct workload_result {
   std::string title;
   json::object plot;
   std::vector<figure> figures;
+  std::string note;  ///< a part that did not run, and why (goes to `skipped`)
 };
 
 json::object to_json(figure const& f)
@@ -265,9 +267,77 @@ double pool_copy_seconds(device_under_test const& d, pool& p, link_case const& c
   });
 }
 
+// ---- nvbandwidth (NVIDIA's reference tool), beside the link workload on a GPU -------------
+
+// The testcases the link workload's pinned figures compare with: copy engines, pinned host
+// memory, uni- and bidirectional, at one buffer size.
+constexpr std::size_t kNvbandwidthMiB = 256;
+struct nvbw_case {
+  char const* name;
+  bool h2d;
+  bool bidi;
+};
+constexpr nvbw_case kNvbwCases[] = {
+  {"host_to_device_memcpy_ce", true, false},
+  {"device_to_host_memcpy_ce", false, false},
+  {"host_to_device_bidirectional_memcpy_ce", true, true},
+  {"device_to_host_bidirectional_memcpy_ce", false, true},
+};
+
+std::string run_capture(std::vector<std::string> args)
+{
+  std::string cmd;
+  for (std::string const& a : args) {
+    std::string q = "'";
+    for (char c : a) { q += c == '\'' ? std::string("'\\''") : std::string(1, c); }
+    cmd += q + "' ";
+  }
+  cmd += "2>/dev/null";
+  std::FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) { throw logic_error("cannot run " + args.front()); }
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) != 0;) { out.append(buf, n); }
+  int const st = pclose(p);
+  if (st != 0) { throw logic_error(args.front() + " exited with status " + std::to_string(st)); }
+  return out;
+}
+
+// nvbandwidth -j's figures for the GPU `column`: {"nvbandwidth": {"testcases": [{"name",
+// "status", "bandwidth_matrix": [[GB/s as text, ...]]}]}} (host rows, device columns).
+std::vector<figure> nvbandwidth_figures(std::string const& exe, int column)
+{
+  std::vector<std::string> args = {exe, "-j", "-i", "3", "-b", std::to_string(kNvbandwidthMiB)};
+  for (nvbw_case const& c : kNvbwCases) { args.insert(args.end(), {"-t", c.name}); }
+  std::string const text = run_capture(args);
+  boost::system::error_code ec;
+  json::value const v = json::parse(text, ec);
+  json::value const* cases = ec ? nullptr : v.is_object() && v.as_object().contains("nvbandwidth")
+                                               ? v.at("nvbandwidth").as_object().if_contains("testcases")
+                                               : nullptr;
+  if (cases == nullptr || !cases->is_array()) { throw logic_error(exe + " -j gave no testcases"); }
+  std::vector<figure> out;
+  for (json::value const& tc : cases->as_array()) {
+    json::object const* o = tc.if_object();
+    if (o == nullptr || !o->contains("name") || !o->contains("bandwidth_matrix")) { continue; }
+    auto const it = std::find_if(std::begin(kNvbwCases), std::end(kNvbwCases),
+                                 [&](nvbw_case const& c) { return o->at("name").as_string() == c.name; });
+    json::array const* m = o->at("bandwidth_matrix").if_array();
+    if (it == std::end(kNvbwCases) || m == nullptr || m->empty() || !m->front().is_array()) { continue; }
+    json::array const& row = m->front().as_array();
+    if (static_cast<std::size_t>(column) >= row.size() || !row[static_cast<std::size_t>(column)].is_string()) { continue; }
+    double const gbps = std::strtod(row[static_cast<std::size_t>(column)].as_string().c_str(), nullptr);
+    if (!(gbps > 0)) { continue; }
+    link_case const c{tier_kind::pinned_host, it->h2d, it->bidi};
+    out.push_back({"bandwidth", "GB/s", {gbps}, link_params(c, "nvbandwidth", kNvbandwidthMiB << 20U)});
+  }
+  if (out.empty()) { throw logic_error(exe + " -j gave none of the copy-engine testcases for device " + std::to_string(column)); }
+  return out;
+}
+
 workload_result run_link(device_under_test const& d, run_config const& cfg)
 {
-  workload_result w{"link", "Link bandwidth per tier pair and direction (tierpool against plain async copies)", {}, {}};
+  workload_result w{"link", "Link bandwidth per tier pair and direction (tierpool against plain async copies)", {}, {}, {}};
   w.plot["x"] = "bytes";
   w.plot["x_label"] = "transfer size";
   w.plot["x_log"] = true;
@@ -325,6 +395,20 @@ workload_result run_link(device_under_test const& d, run_config const& cfg)
   }
   be.destroy_stream(s1);
   be.destroy_stream(s2);
+  // nvbandwidth measures a GPU: on a CUDA device only (TIERPOOL_SUITE_NVBANDWIDTH_ON_SIM=1
+  // lets a test feed a fake one to a preset). Its absence or failure is said in `skipped`.
+  bool const want = !d.spec().simulated || std::getenv("TIERPOOL_SUITE_NVBANDWIDTH_ON_SIM") != nullptr;
+  if (want && !cfg.nvbandwidth_path.empty()) {
+    try {
+      for (figure& f : nvbandwidth_figures(cfg.nvbandwidth_path, std::max(0, d.spec().cuda_ordinal))) {
+        w.figures.push_back(std::move(f));
+      }
+    } catch (std::exception const& e) {
+      w.note = std::string("nvbandwidth: ") + e.what();
+    }
+  } else if (want) {
+    w.note = "nvbandwidth: not found (bench/gpu/build_nvbandwidth.sh builds it; --nvbandwidth PATH)";
+  }
   return w;
 }
 
@@ -377,7 +461,7 @@ workload_result run_replay_train(device_under_test const& d, run_config const& c
 {
   workload_result w{"replay-train",
                     "Oversubscribed training on the replay: iteration time against oversubscription (simulated)",
-                    {}, {}};
+                    {}, {}, {}};
   w.plot["x"] = "oversubscription";
   w.plot["x_label"] = "working set / device tier";
   w.plot["x_log"] = false;
@@ -423,7 +507,7 @@ workload_result run_replay_serving(device_under_test const& d, run_config const&
 {
   workload_result w{kv ? "kv-paging" : "infer-stream",
                     kv ? "Paged KV cache (the replay, simulated)" : "Layer-streamed inference, weights per step (the replay, simulated)",
-                    {}, {}};
+                    {}, {}, {}};
   std::vector<double> const ratios = cfg.quick ? std::vector<double>{2, 4} : std::vector<double>{1.5, 2, 4, 8};
   replay::compiled_trace const t =
     kv ? generated("kv-paging", {"requests=40"}, cfg.seed) : generated("llm-infer-stream", {}, cfg.seed);
@@ -486,7 +570,7 @@ double num(json::object const& o, char const* key)
 workload_result run_demo_train(device_under_test const& d, run_config const& cfg, fs::path const& scratch)
 {
   workload_result w{"oversub-train", "Oversubscribed training: the demo's MLP with Adam, iteration time against oversubscription",
-                    {}, {}};
+                    {}, {}, {}};
   w.plot["x"] = "oversubscription";
   w.plot["x_label"] = "working set / device tier";
   w.plot["x_log"] = false;
@@ -526,7 +610,7 @@ workload_result run_demo_train(device_under_test const& d, run_config const& cfg
       p["prefetch"] = c.prefetch ? "next-op" : "none";
       p["oversubscription"] = x;
       w.figures.push_back({"iteration_time", "s", {secs / iters}, p});
-      w.figures.push_back({"stall", "s", {num(*r, "stall_seconds") / iters}, p});
+      w.figures.push_back({"host_stall", "s", {num(*r, "stall_seconds") / iters}, p});  // the host's waits (wall clock)
       w.figures.push_back({"bytes_moved", "B", {(num(*r, "bytes_h2d") + num(*r, "bytes_d2h")) / iters}, p});
       if (ref > 0) { w.figures.push_back({"vs_unlimited", "x", {secs / ref}, p}); }
       json::value const* ok = r->if_contains("verified");
@@ -540,7 +624,7 @@ workload_result run_demo_train(device_under_test const& d, run_config const& cfg
 
 workload_result run_allocator(run_config const& cfg)
 {
-  workload_result w{"allocator", "The arena sub-allocator: time per allocate + free pair (host CPU)", {}, {}};
+  workload_result w{"allocator", "The arena sub-allocator: time per allocate + free pair (host CPU)", {}, {}, {}};
   for (auto const wl : {workloads::arena_workload::rand50, workloads::arena_workload::dnn_static}) {
     workloads::alloc_trace const t = workloads::generate_arena_workload(wl, 1000, cfg.quick ? 200'000 : 0);
     workloads::measure_options mo;
@@ -712,6 +796,7 @@ json::object run_device(suite::device_spec const& spec, run_config const& cfg, d
       *failed = true;
       continue;
     }
+    if (!r.note.empty()) { skip(wd.name, r.note); }
     double const took = std::chrono::duration<double>(clock_type::now() - w0).count();
     if (!cfg.quiet) { std::fprintf(stderr, " %zu figures in %.1f s\n", r.figures.size(), took); }
     json::object o;
@@ -791,6 +876,23 @@ std::vector<suite::device_spec> rank_devices(run_config const& cfg, suite::mpi_w
   return out;
 }
 
+std::string find_nvbandwidth()
+{
+  if (char const* e = std::getenv("TIERPOOL_NVBANDWIDTH"); e != nullptr && *e != '\0') { return e; }
+  std::error_code ec;
+  fs::path const self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec && fs::exists(self.parent_path() / "nvbandwidth", ec)) { return (self.parent_path() / "nvbandwidth").string(); }
+  if (char const* path = std::getenv("PATH"); path != nullptr) {
+    for (std::string_view rest = path; !rest.empty();) {
+      std::size_t const colon = rest.find(':');
+      fs::path const cand = fs::path(std::string(rest.substr(0, colon))) / "nvbandwidth";
+      rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
+      if (fs::exists(cand, ec)) { return cand.string(); }
+    }
+  }
+  return {};
+}
+
 void print_list()
 {
   std::printf("workloads (suite version %d):\n", kSuiteVersion);
@@ -823,6 +925,8 @@ int suite_run_command(int argc, char** argv)
     ("only", po::value(&only), "run only these workloads, comma-separated (--list names them)")
     ("out", po::value(&cfg.out_dir), "folder for the bundles, one DEVICE.json each (default suite-out)")
     ("demo", po::value(&cfg.demo_path), "the oversubscription demo binary (default: found beside tierpool, or TIERPOOL_DEMO)")
+    ("nvbandwidth", po::value(&cfg.nvbandwidth_path), "NVIDIA's nvbandwidth binary, run beside the link workload on a "
+     "GPU (default: beside tierpool, on PATH, or TIERPOOL_NVBANDWIDTH)")
     ("seed", po::value(&seed_text), "seed of the generated traces (default 1)")
     ("mpi", "one rank per device under mpirun: rank R takes the devices R, R + N, ... of the list (with `all`, "
      "its node's local device), and rank 0 writes every rank's bundle (needs a build with TIERPOOL_ENABLE_MPI)")
@@ -877,6 +981,7 @@ int suite_run_command(int argc, char** argv)
       cfg.only.push_back(name);
     }
     if (cfg.demo_path.empty()) { cfg.demo_path = find_demo(argv[0]); }
+    if (cfg.nvbandwidth_path.empty()) { cfg.nvbandwidth_path = find_nvbandwidth(); }
     double shortest = 1e30;
     for (workload_def const& w : kWorkloads) {
       if (cfg.only.empty() || std::find(cfg.only.begin(), cfg.only.end(), w.name) != cfg.only.end()) {

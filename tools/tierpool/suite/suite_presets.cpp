@@ -119,7 +119,7 @@ sim_options sim_options_for(device_preset const& p)
 {
   sim_options o;
   o.device_bytes = static_cast<std::size_t>(p.memory_bytes);
-  o.managed_bytes = 0;
+  o.managed_bytes = std::size_t{1} << 30U;  // phantom: the link workload's managed buffers
   o.memory = sim_memory_mode::phantom;
   o.clock = sim_clock_mode::virtual_clock;
   sim_links l = sim_links::from_host_link(p.host_link);

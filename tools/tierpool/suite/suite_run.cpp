@@ -351,7 +351,7 @@ workload_result run_link(device_under_test const& d, run_config const& cfg)
   check(be.create_stream(&s2), "creating a stream");
   std::vector<std::size_t> const sizes = link_sizes(cfg.quick);
   std::size_t const biggest = sizes.back();
-  for (tier_kind const host : {tier_kind::pinned_host, tier_kind::host}) {
+  for (tier_kind const host : {tier_kind::pinned_host, tier_kind::host, tier_kind::managed}) {
     raw_buffer dev(be, tier_kind::device, biggest);
     raw_buffer dev2(be, tier_kind::device, biggest);
     raw_buffer hb(be, host, biggest);
@@ -368,8 +368,10 @@ workload_result run_link(device_under_test const& d, run_config const& cfg)
       pool p(po);
       stream_handle const ps = p.create_stream();
       stream_handle const ps2 = p.create_stream();
-      tensor const ta = p.allocate(bytes, {.preferred_tier = tier_id{1}});
-      tensor const tb = p.allocate(bytes, {.preferred_tier = tier_id{1}});
+      // No preferred tier: a tensor placed in a managed tier on purpose would be used there
+      // in place (its pages steered), and the pair's copies are what is measured here.
+      tensor const ta = p.allocate(bytes);
+      tensor const tb = p.allocate(bytes);
       for (bool const h2d : {true, false}) {
         for (bool const bidi : {false, true}) {
           link_case const c{host, h2d, bidi};
@@ -622,9 +624,36 @@ workload_result run_demo_train(device_under_test const& d, run_config const& cfg
 
 // ---- workload: the allocator (host CPU figures) ----------------------------------------
 
-workload_result run_allocator(run_config const& cfg)
+// The pool's hit path on the device's backend: acquire + release of a resident tensor on a
+// stream, host time per pair (what every access of a tensor already on the device costs).
+figure hit_path(device_under_test const& d, run_config const& cfg)
 {
-  workload_result w{"allocator", "The arena sub-allocator: time per allocate + free pair (host CPU)", {}, {}, {}};
+  pool_options po;
+  po.backend_object = d.shared();
+  po.read_environment = false;
+  po.publish.enabled = false;
+  po.tiers = {tier_options{.kind = tier_kind::device, .capacity_bytes = 64U << 20U, .chunk_bytes = 64U << 20U},
+              tier_options{.kind = tier_kind::host, .capacity_bytes = 64U << 20U, .chunk_bytes = 64U << 20U}};
+  pool p(po);
+  stream_handle const s = p.create_stream();
+  tensor const t = p.allocate(4096);
+  { lease l = p.acquire(t, access_mode::read, s); }
+  p.synchronize(s);
+  int const n = cfg.quick ? 100'000 : 400'000;
+  figure f{"hit_path_ns_per_pair", "ns", {}, json::object{{"workload", "pool-hit"}, {"tensor_bytes", 4096}}};
+  for (int rep = 0; rep < (cfg.quick ? 3 : 5); ++rep) {
+    auto const t0 = clock_type::now();
+    for (int i = 0; i < n; ++i) { lease l = p.acquire(t, access_mode::read, s); }
+    f.samples.push_back(std::chrono::duration<double, std::nano>(clock_type::now() - t0).count() / n);
+  }
+  p.synchronize(s);
+  return f;
+}
+
+workload_result run_allocator(device_under_test const& d, run_config const& cfg)
+{
+  workload_result w{"allocator", "The arena sub-allocator and the pool's hit path: time per pair (host CPU)", {}, {}, {}};
+  w.figures.push_back(hit_path(d, cfg));
   for (auto const wl : {workloads::arena_workload::rand50, workloads::arena_workload::dnn_static}) {
     workloads::alloc_trace const t = workloads::generate_arena_workload(wl, 1000, cfg.quick ? 200'000 : 0);
     workloads::measure_options mo;
@@ -789,7 +818,7 @@ json::object run_device(suite::device_spec const& spec, run_config const& cfg, d
           : name == "replay-train"  ? run_replay_train(d, cfg)
           : name == "infer-stream"  ? run_replay_serving(d, cfg, false)
           : name == "kv-paging"     ? run_replay_serving(d, cfg, true)
-                                    : run_allocator(cfg);
+                                    : run_allocator(d, cfg);
     } catch (std::exception const& e) {  // the other workloads still run; the bundle says what failed
       if (!cfg.quiet) { std::fprintf(stderr, " failed\n"); }
       skip(wd.name, std::string("failed: ") + e.what());

@@ -88,7 +88,7 @@ add_test(NAME cli.suite_run.nvbandwidth
 set_tests_properties(cli.suite_run.nvbandwidth PROPERTIES LABELS cpu)
 
 # The budget: what no longer fits is skipped and the bundle says so (the demo's workload
-# needs about 20 s; 4 s leave room for the short ones only), and the run still succeeds.
+# needs about 20 s; 8 s leave room for the short ones only), and the run still succeeds.
 add_test(NAME cli.suite_run.budget_skips
   COMMAND ${CMAKE_COMMAND} -DTIERPOOL=$<TARGET_FILE:tierpool_cli> -DOUT=${CMAKE_CURRENT_BINARY_DIR}/suite_budget_out
           -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_suite_budget_check.cmake)

@@ -22,7 +22,8 @@ foreach(_tp_case
     "bad_budget|--budget;-3m|--budget must be a positive duration"
     "bad_budget_unit|--budget;5y|--budget must be a positive duration"
     "unknown_workload|--only;link,warp|unknown workload 'warp'"
-    "bad_preset|--preset;huge|--preset must be quick or full")
+    "bad_preset|--preset;huge|--preset must be quick or full"
+    "bad_seed|--seed;-1|--seed must be an integer in 0..18446744073709551615, got '-1'")
   string(REPLACE "|" ";" _tp_parts "${_tp_case}")
   list(GET _tp_parts 0 _tp_name)
   list(GET _tp_parts -1 _tp_msg)

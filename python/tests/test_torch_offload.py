@@ -382,6 +382,23 @@ def test_mem_pool_needs_a_cuda_torch_with_a_pluggable_allocator():
             tpt.mem_pool(pool)
 
 
+def allocator_functions(pool):
+    """The pluggable allocator's two C entry points for `pool`, through ctypes (what
+    torch.cuda.CUDAPluggableAllocator loads): malloc(size, device, stream), free(ptr, size,
+    device, stream)."""
+    import ctypes
+
+    path, malloc_name, free_name = tpt.allocator_entry_points(pool)
+    lib = ctypes.CDLL(path)
+    malloc = getattr(lib, malloc_name)
+    malloc.restype = ctypes.c_void_p
+    malloc.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+    free = getattr(lib, free_name)
+    free.restype = None
+    free.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+    return malloc, free
+
+
 def test_the_pluggable_allocator_entry_points_through_ctypes():
     """tierpool_torch_malloc / tierpool_torch_free, called as torch's CUDAPluggableAllocator
     would call them (here through ctypes, on the simulated device): blocks are pool
@@ -392,14 +409,7 @@ def test_the_pluggable_allocator_entry_points_through_ctypes():
     import numpy as np
 
     pool = make_pool(device_bytes=64 * 1024)
-    path, malloc_name, free_name = tpt.allocator_entry_points(pool)
-    lib = ctypes.CDLL(path)
-    malloc = getattr(lib, malloc_name)
-    malloc.restype = ctypes.c_void_p
-    malloc.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
-    free = getattr(lib, free_name)
-    free.restype = None
-    free.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+    malloc, free = allocator_functions(pool)
     before = tpt.allocator_stats()
 
     other = pool.allocate(32 * 1024, name="other")  # resident on the device, evicted for the blocks
@@ -673,19 +683,11 @@ def test_a_pluggable_malloc_waiting_for_room_does_not_block_frees():
     """Thread A's malloc finds the device tier pinned by thread B's block and waits in the
     pool for B's lease; B's free must get through meanwhile (the allocator's lock is not
     held across pool calls), and then A's malloc succeeds."""
-    import ctypes
     import threading
     import time
 
     pool = make_pool(device_bytes=64 * 1024)
-    path, malloc_name, free_name = tpt.allocator_entry_points(pool)
-    lib = ctypes.CDLL(path)
-    malloc = getattr(lib, malloc_name)
-    malloc.restype = ctypes.c_void_p
-    malloc.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
-    free = getattr(lib, free_name)
-    free.restype = None
-    free.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+    malloc, free = allocator_functions(pool)
     held = {}
     got = {}
     b_has_block = threading.Event()

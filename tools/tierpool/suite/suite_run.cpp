@@ -18,6 +18,7 @@
 //   synchronize when the backend is a virtual-clock sim (now() moves to the completion
 //   time), and std::chrono::steady_clock otherwise. Limitations: host-side work between
 //   the reads (enqueueing) is not device time on a virtual clock, and is on a GPU.
+#include "checked_options.hpp"
 #include "commands.hpp"
 #include "suite/suite_mpi.hpp"
 #include "suite/suite_presets.hpp"
@@ -997,7 +998,7 @@ int suite_run_command(int argc, char** argv)
     if (preset != "quick" && preset != "full") { throw logic_error("--preset must be quick or full, got '" + preset + "'"); }
     cfg.quick = preset == "quick";
     cfg.budget_s = parse_budget(budget);
-    cfg.seed = std::strtoull(seed_text.c_str(), nullptr, 10);
+    cfg.seed = parse_checked<std::uint64_t>("--seed", seed_text, 0, ~std::uint64_t{0});
     cfg.devices = suite::parse_devices(devices);
     cfg.all_devices = devices == "all";
     for (std::string_view rest = only; !rest.empty();) {

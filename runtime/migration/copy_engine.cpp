@@ -329,9 +329,8 @@ status migration_engine::copy_locked(tensor_record& rec, std::uint32_t from, std
 fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint32_t k, access_mode access,
                                                       place_mode mode)
 {
-  copy_slot& dst = rec.slots[k];
-  if (dst.state == copy_state::valid) { return fill_result::hit; }
-  bool const fresh = dst.state == copy_state::absent;
+  if (rec.slots[k].state == copy_state::valid) { return fill_result::hit; }
+  bool const fresh = rec.slots[k].state == copy_state::absent;
   if (fresh) {
     place_result got;
     if (rec.bytes <= tiers_[k]->capacity || mode == place_mode::ladder) {
@@ -341,9 +340,17 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
       if (mode != place_mode::ladder) { return fill_result::no_room; }
       throw_place_failure(k, rec.bytes, got.why);
     }
-    dst.blk = *got.blk;
-    dst.ready = got.after;  // reused in stream order: the copy (or the user) waits for it
+    copy_slot* slot = nullptr;
+    try {
+      slot = &rec.slots.materialize(k);  // storage for the copy (Note [Copy slots only where a copy is])
+    } catch (...) {  // bad_alloc: the block goes back with its pending event; nothing changed
+      unplace(k, *got.blk, got.after, got.after_stream);
+      throw;
+    }
+    slot->blk = *got.blk;
+    slot->ready = got.after;  // reused in stream order: the copy (or the user) waits for it
   }
+  copy_slot& dst = rec.slots[k];
   if (access != access_mode::write_discard) {
     std::uint32_t src = 0;
     while (src < rec.slots.size() && rec.slots[src].state != copy_state::valid) { ++src; }
@@ -352,7 +359,9 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
       if (fresh) {
         host_wait_slot(dst, false);  // a block reused in stream order: its previous copy first
         give_back_now(k, dst.blk);   // no queued work touches it: the copy was never enqueued
-        dst.blk = block{};
+        streams_->release_event(dst.ready);
+        dst = copy_slot{};
+        compact_slots_locked(rec);
       }
       throw backend_error(st, "pool: copying tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) +
                                 " from tier '" + tiers_[src]->name + "' to tier '" + tiers_[k]->name +
@@ -373,9 +382,8 @@ bool migration_engine::write_back_locked(tensor_record& rec, std::uint32_t k, pl
 {
   std::size_t busy = 0;  // busy victims that kept the lower tiers full
   for (auto j = static_cast<std::uint32_t>(k + 1); j < rec.slots.size(); ++j) {
-    copy_slot& dst = rec.slots[j];
-    if (dst.state == copy_state::valid) { return true; }
-    bool const fresh = dst.state == copy_state::absent;
+    if (rec.slots[j].state == copy_state::valid) { return true; }
+    bool const fresh = rec.slots[j].state == copy_state::absent;
     if (fresh) {
       if (rec.bytes > tiers_[j]->capacity) { continue; }
       place_result got;
@@ -390,14 +398,24 @@ bool migration_engine::write_back_locked(tensor_record& rec, std::uint32_t k, pl
         busy = busy + got.why.busy_bytes < busy ? busy : busy + got.why.busy_bytes;
         continue;
       }
-      dst.blk = *got.blk;
-      dst.ready = got.after;
+      copy_slot* slot = nullptr;
+      try {
+        slot = &rec.slots.materialize(j);  // Note [Copy slots only where a copy is]
+      } catch (...) {  // bad_alloc: the block goes back; the victim stays resident
+        unplace(j, *got.blk, got.after, got.after_stream);
+        return false;
+      }
+      slot->blk = *got.blk;
+      slot->ready = got.after;
     }
+    copy_slot& dst = rec.slots[j];
     if (status const st = copy_locked(rec, k, j); st != status::ok) {
       if (fresh) {
         host_wait_slot(dst, false);  // a block reused in stream order: its previous copy first
         give_back_now(j, dst.blk);
-        dst.blk = block{};
+        streams_->release_event(dst.ready);
+        dst = copy_slot{};
+        compact_slots_locked(rec);
       }
       if (copy_failed != nullptr) { *copy_failed = st; }
       return false;  // the victim keeps its copy and stays resident
@@ -481,6 +499,59 @@ void migration_engine::vacate_locked(tensor_record& rec, std::uint32_t k) noexce
   unregister_pin_locked(rec, k);
   rec.pins -= s.pins;
   s = copy_slot{};
+  compact_slots_locked(rec);
+}
+
+// Note [Copy slots only where a copy is]
+// --------------------------------------
+// Rationale: a copy slot (state, pins, fill event, block, the streams that used it) is
+// over 100 bytes, and a pool of many small tensors (a paged KV cache) holds most of them in
+// one tier at a time: a slot per tier in every record made the slots most of the pool's
+// metadata (issue 19).
+// Approach: slot_array keeps one slot inline, for its "home" tier, and a heap array of
+// one slot per tier only while a second tier holds a copy (a stale one included). A slot
+// gets storage just before a block is put in it (slot_array::materialize, after the
+// placement succeeded: on bad_alloc the block goes back); reading a tier without storage
+// gives absent_copy_slot, which is never written (validate() checks it). When a slot becomes
+// absent (vacate_locked, a failed first copy), compact_slots_locked gives the array up as
+// soon as at most one copy is left, moving that copy's slot inline (and its entry in the
+// register of pinned copies, whose owner pointer names the slot). Existing slots never
+// move otherwise, so a reference to a slot stays good across placement and copies; only a
+// reference to absent_copy_slot must be taken again after the slot is materialized.
+// Limitations: while spilled, a record pays its inline slot and a slot per tier (the home
+// tier's entry unused, for O(1) indexing); a tensor that keeps copies in two tiers for long
+// (a write-through tensor, or a read-mostly one whose host copy stays valid while it is on
+// the device) pays that the whole time. Spilling allocates on the miss path (one new[]).
+void migration_engine::compact_slots_locked(tensor_record& rec) noexcept
+{
+  if (!rec.slots.spilled()) { return; }
+  copy_slot* const extra = rec.slots.extra();
+  auto const n = static_cast<std::uint32_t>(rec.slots.size());
+  std::uint32_t const home = rec.slots.home();
+  bool const home_held = rec.slots[home].state != copy_state::absent;
+  std::uint32_t held = home_held ? 1U : 0U;
+  std::uint32_t other = home;
+  for (std::uint32_t j = 0; j < n && held < 2; ++j) {
+    if (j != home && extra[j].state != copy_state::absent) {
+      ++held;
+      other = j;
+    }
+  }
+  if (held >= 2) { return; }
+  if (home_held || other == home) {  // the inline slot holds the only copy, or none is left
+    (void)rec.slots.fold(home);
+    return;
+  }
+  // Tier `other` holds the only copy: its slot moves inline, with its register entry.
+  bool const registered = extra[other].pin_registered;
+  if (!registered) {
+    (void)rec.slots.fold(other);
+    return;
+  }
+  pin_register_shard& r = tiers_[other]->pin_reg[extra[other].pin_shard];
+  std::lock_guard g(r.mtx);
+  std::uint32_t const i = extra[other].pin_index;
+  r.entries[i].owner = &rec.slots.fold(other);
 }
 
 void migration_engine::vacate_all_locked(tensor_record& rec) noexcept
@@ -553,7 +624,7 @@ void migration_engine::destroy_copy_streams() noexcept
 [[noreturn]] void throw_held(tensor_record const& r)
 {
   throw logic_error("pool: tensor " + std::to_string(static_cast<std::uint64_t>(r.id)) +
-                    (r.opts.name.empty() ? std::string() : " '" + r.opts.name + "'") +
+                    r.quoted_name() +
                     " is already locked by this thread (a pool call re-entered from inside the pool)");
 }
 

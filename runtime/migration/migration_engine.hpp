@@ -229,6 +229,11 @@ class migration_engine {
   bool write_back_locked(tensor_record& rec, std::uint32_t k, place_mode mode, std::size_t* busy_bytes = nullptr,
                          status* copy_failed = nullptr) noexcept;
   void vacate_locked(tensor_record& rec, std::uint32_t k) noexcept;
+  /// Give up the record's heap array of copy slots once at most one copy is left (moving
+  /// that copy's slot inline, its register entry with it): Note [Copy slots only where a
+  /// copy is]. Called after a slot became absent; references to the record's slots taken
+  /// before it are stale after it.
+  void compact_slots_locked(tensor_record& rec) noexcept;
   void mark_others_stale_locked(tensor_record& rec, std::uint32_t k) noexcept;
   /// Vacate every slot of the (locked) record and mark it freed (the caller settles its accounts).
   void vacate_all_locked(tensor_record& rec) noexcept;

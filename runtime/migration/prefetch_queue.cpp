@@ -68,7 +68,7 @@ bool migration_engine::enqueue_prefetch(std::shared_ptr<tensor_record> const& re
     counters_->prefetch_dropped.fetch_add(1, std::memory_order_relaxed);  // full: the newest request is dropped
     return false;
   }
-  pq_.push_back(prefetch_request{recp, k, rec.opts.priority, pq_seq_++});
+  pq_.push_back(prefetch_request{recp, k, rec.priority, pq_seq_++});
   rec.prefetch_queued = true;
   counters_->prefetch_queued.fetch_add(1, std::memory_order_relaxed);
   pq_size_.store(pq_.size(), std::memory_order_relaxed);

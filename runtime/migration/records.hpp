@@ -21,6 +21,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -31,6 +32,7 @@
 
 #include "streams/stream_registry.hpp"
 #include "tiers/tier.hpp"
+#include "util/record_mutex.hpp"
 #include "util/record_slab.hpp"
 #include "util/spin_mutex.hpp"
 #include "util/thread_shard.hpp"
@@ -89,45 +91,80 @@ struct copy_slot {
   use_list users;
 };
 
+/// @brief The slot every absent copy reads as (slot_array::operator[] of a tier with no
+///        storage): all fields default. Never written (Note [Copy slots only where a copy is]).
+inline constinit copy_slot const absent_copy_slot{};
+
 /**
- * @brief A record's copy slots, one per tier: up to kInline of them inside the record
- *        (no allocation, and on the record's own cache lines), more in one heap array.
+ * @brief A record's copy slots, one per tier, stored only where a copy is (Note [Copy
+ *        slots only where a copy is]): one slot inline (the "home" tier's), the others in
+ *        one heap array while the tensor has a copy in a second tier.
  *
- * Sized once by resize() at allocate; never copied or moved (the record is not either).
- * Not synchronized (the record's mutex guards the slots).
+ * operator[] of a tier with no storage returns absent_copy_slot (read-only in fact: only
+ * materialize()d slots are written). Existing slots never move except in
+ * migration_engine::compact_slots_locked. Not synchronized (the record's mutex guards it).
  */
 class slot_array {
  public:
-  static constexpr std::size_t kInline = 3;  ///< device, pinned host, host: the default pool
-
-  slot_array() noexcept { data_ = inline_.data(); }
+  slot_array() noexcept = default;
   slot_array(slot_array const&) = delete;
   slot_array& operator=(slot_array const&) = delete;
   ~slot_array() = default;
 
-  /// @brief Make `n` default slots. Precondition: empty. @throws std::bad_alloc (unchanged).
-  void resize(std::size_t n)
-  {
-    if (n > kInline) {
-      heap_ = std::make_unique<copy_slot[]>(n);
-      data_ = heap_.get();
-    }
-    size_ = n;
-  }
+  /// @brief Say how many tiers the pool has (at most 64). Precondition: fresh.
+  void resize(std::size_t n) noexcept { size_ = static_cast<std::uint8_t>(n); }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
-  [[nodiscard]] copy_slot& operator[](std::size_t k) noexcept { return data_[k]; }
-  [[nodiscard]] copy_slot const& operator[](std::size_t k) const noexcept { return data_[k]; }
-  [[nodiscard]] copy_slot* begin() noexcept { return data_; }
-  [[nodiscard]] copy_slot* end() noexcept { return data_ + size_; }
-  [[nodiscard]] copy_slot const* begin() const noexcept { return data_; }
-  [[nodiscard]] copy_slot const* end() const noexcept { return data_ + size_; }
+  /// @brief Tier `k`'s slot, or absent_copy_slot when it has no storage (then: not to be
+  ///        written; materialize() it first).
+  [[nodiscard]] copy_slot& operator[](std::size_t k) noexcept
+  {
+    if (k == home_) { return inline_; }
+    if (extra_ != nullptr) { return extra_[k]; }
+    return const_cast<copy_slot&>(absent_copy_slot);  // NOLINT: read-only by contract
+  }
+  [[nodiscard]] copy_slot const& operator[](std::size_t k) const noexcept
+  {
+    return const_cast<slot_array&>(*this)[k];  // NOLINT
+  }
+  /// @brief Tier `k`'s slot with storage, to place a block in. Slots that exist stay where
+  ///        they are. @throws std::bad_alloc (nothing changed)
+  copy_slot& materialize(std::size_t k)
+  {
+    if (k == home_) { return inline_; }
+    if (extra_ != nullptr) { return extra_[k]; }
+    if (inline_.state == copy_state::absent) {  // no copy anywhere: the inline slot moves to k
+      home_ = static_cast<std::uint8_t>(k);
+      return inline_;
+    }
+    extra_ = std::make_unique<copy_slot[]>(size_);
+    return extra_[k];
+  }
+  /// @brief Whether tier `k`'s slot has storage (tests, validate()).
+  [[nodiscard]] bool has_storage(std::size_t k) const noexcept { return k == home_ || extra_ != nullptr; }
+  /// @brief The tier of the inline slot.
+  [[nodiscard]] std::uint32_t home() const noexcept { return home_; }
+  /// @brief Whether the heap array exists.
+  [[nodiscard]] bool spilled() const noexcept { return extra_ != nullptr; }
+  /// @brief The heap array (null when not spilled); compact_slots_locked only.
+  [[nodiscard]] copy_slot* extra() noexcept { return extra_.get(); }
+  /// @brief Give the heap array up, first moving tier `j`'s slot inline (`j` == home()
+  ///        keeps the inline slot); compact_slots_locked only. Returns the inline slot.
+  copy_slot& fold(std::uint32_t j) noexcept
+  {
+    if (j != home_ && extra_ != nullptr) {
+      inline_ = std::move(extra_[j]);
+      home_ = static_cast<std::uint8_t>(j);
+    }
+    extra_.reset();
+    return inline_;
+  }
 
  private:
-  // The pointer and size before the inline slots: slot 0 follows them on the same line.
-  copy_slot* data_{nullptr};           ///< inline_ or heap_ (set by the constructor)
-  std::size_t size_{0};
-  std::array<copy_slot, kInline> inline_{};
-  std::unique_ptr<copy_slot[]> heap_;  ///< set when size() > kInline
+  // The inline slot first: slot 0's hot fields sit on the record's second cache line.
+  copy_slot inline_{};                   ///< tier home_'s slot
+  std::unique_ptr<copy_slot[]> extra_;   ///< size_ slots (index home_ unused) while spilled
+  std::uint8_t home_{0};
+  std::uint8_t size_{0};
 };
 
 /// @brief tensor_record::next_use value meaning "no forecast" (tensor_view::next_use empty).
@@ -183,22 +220,24 @@ struct alignas(128) pinned_shard {
   std::atomic<std::int64_t> bytes{0};
 };
 
+/// @brief tensor_record::preferred for a tensor with no preferred tier.
+inline constexpr std::uint8_t kNoPreferredTier = 0xFF;  // pools have at most 64 tiers (pool_config.cpp)
+
 /// @brief What the pool knows about one tensor. Guarded by `mtx` except the constants.
 /// Aligned so that records of tensors used by different threads share no cache lines.
-struct alignas(128) tensor_record {
-  std::mutex mtx;
-  record_owner* owner{nullptr};   ///< constant: the pool
-  tensor_id id{};                 ///< constant
-  std::size_t bytes{0};           ///< constant
+/// What each byte is for: Note [What one tensor costs] in record_slab.cpp.
+struct alignas(64) tensor_record {
+  record_mutex mtx;               ///< Note [A one-word record lock]
   // Hot fields first (Note [Record layout] in record_slab.cpp): the scalars and the first
-  // slots share the record's first cache lines; the options (read on misses) come after.
+  // slots share the record's first cache lines; the name (read on rare paths) is out of line.
   std::uint32_t pins{0};          ///< == SUM(slots[k].pins)
   std::uint32_t write_pins{0};    ///< live leases that may write (no copy may read it meanwhile)
   std::uint32_t access_count{0};
   /// Requests of this tensor waiting on low-memory callbacks, with the lock dropped (Note
   /// [Low-memory callbacks run unlocked], pool_impl.cpp): a free waits for them as for leases
   std::uint32_t paused{0};
-  std::atomic<tick> next_use{kNoForecast};  ///< pool::set_next_use (any thread, relaxed)
+  std::uint32_t tenant{0};        ///< constant: tensor_options::tenant
+  float priority{0.0F};           ///< constant: tensor_options::priority
   bool freed{false};              ///< freed (or the pool closed): every slot absent
   /// The handle died while leased or while a request of it waited on low-memory callbacks:
   /// the last release frees it (or record_lock's unlock when no lease or request holds it)
@@ -206,22 +245,50 @@ struct alignas(128) tensor_record {
   bool prefetched{false};         ///< a prefetch copied it in and no acquire used it yet
   bool prefetch_queued{false};    ///< a request for it waits in the prefetch queue
   bool lost{false};               ///< the device was lost with its only valid copy there (device_lost)
-  /// Constant: opts.preferred_tier names a device-accessible tier (acquire may use it in
-  /// place of the device tier). Lets a miss skip the options' cache line.
+  /// Constant: the preferred tier is device-accessible (acquire may use it in place of the
+  /// device tier).
   bool prefers_device_accessible{false};
+  bool write_through{false};      ///< constant: tensor_options::write_through
+  std::uint8_t preferred{kNoPreferredTier};  ///< constant: tensor_options::preferred_tier's index
+  record_owner* owner{nullptr};   ///< constant: the pool
+  tensor_id id{};                 ///< constant
+  std::size_t bytes{0};           ///< constant
+  std::atomic<tick> next_use{kNoForecast};  ///< pool::set_next_use (any thread, relaxed)
+  /// Tick of the last acquire (at first, of the allocation), for pool::residency and
+  /// snapshots: the shard's clock, read on each miss and every 64th hit (Note [Last use]
+  /// in core/detail/pool_snapshot.cpp). Guarded by `mtx`.
+  tick last_use{0};
+  /// Constant: tensor_options::name, out of line (most tensors of a large pool have none).
+  std::unique_ptr<std::string const> name_;
   slot_array slots;               ///< one per tier; invariant: >= 1 valid while live
-  tensor_options opts{};          ///< constant
   /// Set when the handle dies while leased or paused (the record stays in the table until
   /// the deferred free): keep the pool and this record alive for the leases, which hold raw
   /// pointers (no shared refcount on the hit path); the deferred free drops both, after
   /// unlocking.
   std::shared_ptr<record_owner> keep_alive;
   std::shared_ptr<tensor_record> keep_self;
-  /// Tick of the last acquire (at first, of the allocation), for pool::residency and
-  /// snapshots: the shard's clock, read on each miss and every 64th hit (Note [Last use]
-  /// in core/detail/pool_snapshot.cpp). Last: it sits in the record's tail padding, so no
-  /// hot line moves (Note [Record layout]). Guarded by `mtx`.
-  tick last_use{0};
+
+  /// @brief tensor_options::name ("" when none).
+  [[nodiscard]] std::string_view name() const noexcept { return name_ ? std::string_view(*name_) : std::string_view(); }
+  /// @brief " 'NAME'" for messages, or "" for an unnamed tensor.
+  [[nodiscard]] std::string quoted_name() const
+  {
+    return name_ ? " '" + *name_ + "'" : std::string();
+  }
+  /// @brief tensor_options::preferred_tier.
+  [[nodiscard]] std::optional<tier_id> preferred_tier() const noexcept
+  {
+    return preferred == kNoPreferredTier ? std::nullopt : std::optional<tier_id>{tier_id{preferred}};
+  }
+  /// @brief Take the constant options (allocate). @throws std::bad_alloc (copying the name)
+  void set_options(tensor_options const& o)
+  {
+    if (!o.name.empty()) { name_ = std::make_unique<std::string const>(o.name); }
+    tenant = o.tenant;
+    priority = o.priority;
+    write_through = o.write_through;
+    preferred = o.preferred_tier ? static_cast<std::uint8_t>(*o.preferred_tier) : kNoPreferredTier;
+  }
 };
 
 /**

@@ -12,7 +12,9 @@
 
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include <tierpool/detail/big_array.hpp>
@@ -120,7 +122,9 @@ struct slab_deleter {
     // ThreadSanitizer would give the next record at this address the dead record's mutex
     // (its lock-order history: validate() locks records in id order, and the new record
     // has a larger id, so TSan reported a false inversion). Tell it the mutex is gone.
-    if constexpr (requires { p->mtx; }) { __tsan_mutex_destroy(&p->mtx, 0); }
+    if constexpr (requires { p->mtx; } && std::is_same_v<std::remove_cvref_t<decltype(p->mtx)>, std::mutex>) {
+      __tsan_mutex_destroy(&p->mtx, 0);
+    }
 #endif
     p->~T();
     slab->deallocate(p);

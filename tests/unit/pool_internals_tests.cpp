@@ -369,24 +369,56 @@ TEST(UseList, CopiesAndMovesInlineAndHeapLists)
   }
 }
 
-TEST(SlotArray, InlineAndHeapSlotsStartAbsentAndHoldTheirState)
+TEST(SlotArray, AbsentTiersShareTheReadOnlyAbsentSlotUntilMaterialized)
 {
+  using tierpool::detail::absent_copy_slot;
+  using tierpool::detail::copy_state;
   for (std::size_t n : {1UL, 3UL, 4UL, 7UL}) {
     slot_array a;
     EXPECT_EQ(a.size(), 0U);
     a.resize(n);
     ASSERT_EQ(a.size(), n);
-    std::size_t count = 0;
-    for (copy_slot const& s : a) {
-      EXPECT_EQ(s.state, tierpool::detail::copy_state::absent);
-      EXPECT_EQ(s.pins, 0U);
-      EXPECT_TRUE(s.users.empty());
-      ++count;
+    for (std::size_t k = 0; k < n; ++k) {
+      EXPECT_EQ(a[k].state, copy_state::absent);
+      EXPECT_EQ(a[k].pins, 0U);
+      EXPECT_TRUE(a[k].users.empty());
     }
-    EXPECT_EQ(count, n);
-    for (std::size_t k = 0; k < n; ++k) { a[k].pins = static_cast<std::uint32_t>(10 + k); }
-    for (std::size_t k = 0; k < n; ++k) { EXPECT_EQ(a[k].pins, 10 + k); }
+    // The first copy takes the inline slot, in whatever tier it lands: no heap array.
+    std::size_t const first = n - 1;
+    copy_slot& f = a.materialize(first);
+    f.state = copy_state::valid;
+    f.pins = 7;
+    EXPECT_EQ(a.home(), first);
+    EXPECT_FALSE(a.spilled());
+    EXPECT_EQ(&a[first], &f);
+    for (std::size_t k = 0; k + 1 < n; ++k) {
+      EXPECT_EQ(&a[k], &absent_copy_slot) << k;  // no storage: the shared absent slot
+      EXPECT_FALSE(a.has_storage(k));
+    }
+    if (n == 1) { continue; }
+    // A second tier's copy spills the others to one heap array; the inline slot stays put.
+    copy_slot& g = a.materialize(0);
+    EXPECT_TRUE(a.spilled());
+    EXPECT_NE(&g, &absent_copy_slot);
+    EXPECT_EQ(&a[first], &f);
+    EXPECT_EQ(a[first].pins, 7U);
+    g.state = copy_state::stale;
+    g.pins = 3;
+    for (std::size_t k = 0; k < n; ++k) { EXPECT_TRUE(a.has_storage(k)); }
+    EXPECT_EQ(&a.materialize(0), &g);  // again: the same slot
+    // Folding onto tier 0 moves its slot inline and gives the array up.
+    f = copy_slot{};
+    copy_slot& h = a.fold(0);
+    EXPECT_FALSE(a.spilled());
+    EXPECT_EQ(a.home(), 0U);
+    EXPECT_EQ(&a[0], &h);
+    EXPECT_EQ(h.state, copy_state::stale);
+    EXPECT_EQ(h.pins, 3U);
+    EXPECT_EQ(&a[first], &absent_copy_slot);
   }
+  // Nothing above wrote the shared slot.
+  EXPECT_EQ(absent_copy_slot.state, tierpool::detail::copy_state::absent);
+  EXPECT_EQ(absent_copy_slot.pins, 0U);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -231,7 +231,8 @@ void pool_impl::order(tensor const& t, stream_handle from, stream_handle to)
   record_lock rl(rec);
   TIERPOOL_EXPECTS(!rec.freed, "pool::order: the tensor was freed");
   // Note [Ordering two streams on one tensor]
-  for (copy_slot& slot : rec.slots) {
+  for (std::size_t k = 0; k < rec.slots.size(); ++k) {
+    copy_slot const& slot = rec.slots[k];
     for (stream_use const& u : slot.users) {
       if (u.stream == &f) { (void)streams_->order_after_use(to, u, slot.pins == 0); }
     }

@@ -566,7 +566,7 @@ void pool_impl::close()
   // Every record stays locked from the lease check to its free (in id order):
   // an acquire racing with close() either pinned before the check (close throws) or sees
   // the record freed afterwards (it throws), never a lease on freed memory.
-  std::vector<std::unique_lock<std::mutex>> rlocks;
+  std::vector<std::unique_lock<record_mutex>> rlocks;
   rlocks.reserve(recs.size());
   for (auto const& rec : recs) { rlocks.emplace_back(rec->mtx); }
   std::string leased;
@@ -576,7 +576,7 @@ void pool_impl::close()
       n_leases += rec->pins;
       if (leased.size() < 400) {
         leased += (leased.empty() ? "" : ", ") + std::to_string(static_cast<std::uint64_t>(rec->id));
-        if (!rec->opts.name.empty()) { leased += " '" + rec->opts.name + "'"; }
+        leased += rec->quoted_name();
         leased += " (" + std::to_string(rec->pins) + ")";
       }
     }

@@ -55,7 +55,7 @@ void pool_impl::note_backend_error(backend_error const& e)
       if (!survives) {
         rec.lost = true;
         ids.push_back(rec.id);
-        names.push_back(rec.opts.name);
+        names.emplace_back(rec.name());
       }
     }
     bool first = false;

@@ -222,7 +222,20 @@ bool pool_impl::validate() const
       }
     }
     if (!any_valid) { fail(name + ": no valid copy"); }
+    // Note [Copy slots only where a copy is]: a record is spilled only while two tiers hold
+    // a copy; unspilled, its inline slot holds it.
+    if (r->slots.spilled()) {
+      std::size_t held = 0;
+      for (std::size_t k = 0; k < n; ++k) { held += r->slots[k].state != copy_state::absent ? 1U : 0U; }
+      if (held < 2) { fail(name + ": copy slots spilled to the heap for " + std::to_string(held) + " copy"); }
+    } else if (r->slots[r->slots.home()].state == copy_state::absent) {
+      fail(name + ": inline copy slot empty");
+    }
     if (pins != r->pins) { fail(name + ": pin count " + std::to_string(r->pins) + " != sum over tiers"); }
+  }
+  if (absent_copy_slot.state != copy_state::absent || absent_copy_slot.pins != 0 || absent_copy_slot.ready ||
+      absent_copy_slot.blk.ptr != nullptr || !absent_copy_slot.users.empty() || absent_copy_slot.pin_registered) {
+    fail("the shared absent copy slot was written (a slot used before materialize)");
   }
   for (std::size_t k = 0; k < n; ++k) {
     tier_state const& ts = *engine_.tiers()[k];

@@ -143,9 +143,9 @@ pool_snapshot pool_impl::snapshot() const
       if (rec->freed) { continue; }
       tensor_snapshot ts;
       fill_residency(*rec, *backend_, ts);
-      ts.name = rec->opts.name;
-      ts.tenant = rec->opts.tenant;
-      ts.priority = rec->opts.priority;
+      ts.name = std::string(rec->name());
+      ts.tenant = rec->tenant;
+      ts.priority = rec->priority;
       ts.free_pending = rec->free_when_unpinned;
       for (tensor_copy const& c : ts.copies) {
         owners[static_cast<std::uint32_t>(c.tier)].emplace_back(c.offset, ts.id);

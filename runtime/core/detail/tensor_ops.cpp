@@ -60,7 +60,7 @@ namespace {
 {
   throw logic_error("pool::acquire: stream " + std::to_string(s.value) + " is being captured (a CUDA graph) and tensor " +
                     std::to_string(static_cast<std::uint64_t>(rec.id)) +
-                    (rec.opts.name.empty() ? std::string() : " '" + rec.opts.name + "'") + " " + why +
+                    rec.quoted_name() + " " + why +
                     ": make the tensor resident before capture (acquire it on this stream, then synchronize the "
                     "stream); during a capture an acquire makes no copy, host wait or event query");
 }
@@ -92,7 +92,7 @@ void pool_impl::free_slots_locked(tensor_record& rec) noexcept
   engine_.vacate_all_locked(rec);
   counters_.live_tensors.fetch_sub(1, std::memory_order_relaxed);
   counters_.live_tensor_bytes.fetch_sub(rec.bytes, std::memory_order_relaxed);
-  tenants_.credit(rec.opts.tenant, rec.bytes);
+  tenants_.credit(rec.tenant, rec.bytes);
   if (prediction_.active) {
     std::lock_guard lock(prediction_.mtx);
     prediction_.predictor->on_free(rec.id);
@@ -144,9 +144,9 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
   } else if (prediction_.planner != nullptr && !prediction_.planner->options().oracle) {
     rec->next_use.store(kNoForecast - 1, std::memory_order_relaxed);  // no forecast yet: beyond every one (Note [The planner's step])
   }
-  rec->opts = std::move(options);
+  rec->set_options(options);
   rec->prefers_device_accessible =
-    rec->opts.preferred_tier && is_device_accessible(engine_.tiers()[static_cast<std::uint32_t>(*rec->opts.preferred_tier)]->kind);
+    options.preferred_tier && is_device_accessible(engine_.tiers()[static_cast<std::uint32_t>(*options.preferred_tier)]->kind);
   rec->slots.resize(n);
 
   // Placement (see docs/chapters/tiers.md): the preferred tier with the whole ladder; else
@@ -156,8 +156,8 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
   std::uint32_t where = 0;
   with_low_memory_step(nullptr, nullptr, [&](bool) {
     got = place_result{};
-    if (rec->opts.preferred_tier) {
-      where = static_cast<std::uint32_t>(*rec->opts.preferred_tier);
+    if (options.preferred_tier) {
+      where = static_cast<std::uint32_t>(*options.preferred_tier);
       got = engine_.place({.tier = where, .bytes = bytes, .mode = place_mode::ladder});
     } else {
       for (std::uint32_t k = 0; k < n && !got.blk; ++k) {
@@ -189,7 +189,7 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
   }
   {
     std::lock_guard rl(rec->mtx);
-    copy_slot& s = rec->slots[where];
+    copy_slot& s = rec->slots.materialize(where);  // the first copy: inline, never allocates
     s.state = copy_state::valid;
     s.blk = *got.blk;
     s.ready = got.after;  // a reused block: its previous occupant's write-back, if still running
@@ -206,8 +206,8 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
     e.kind = trace::event_kind::allocate;
     e.tensor = static_cast<std::uint64_t>(id);
     e.bytes = bytes;
-    e.name = rec->opts.name;
-    if (rec->opts.preferred_tier) { e.tier = static_cast<std::uint32_t>(*rec->opts.preferred_tier); }
+    e.name = std::string(rec->name());
+    if (auto const pt = rec->preferred_tier()) { e.tier = static_cast<std::uint32_t>(*pt); }
     trace_record(std::move(e));
   }
   return tensor(shared_from_this(), std::move(rec), id, bytes);
@@ -273,13 +273,13 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
     // it is when its copy there is valid: the lease gets the managed pointer and the pages
     // are steered to the device (no copy into the device tier). Other tensors come back
     // into the device tier, whose budget is what the program sized.
-    auto const k = static_cast<std::uint32_t>(*rec.opts.preferred_tier);
+    auto const k = static_cast<std::uint32_t>(rec.preferred);
     if (k > d && k < rec.slots.size() && is_device_accessible(engine_.tiers()[k]->kind) &&
         rec.slots[k].state == copy_state::valid) {
       d = k;
     }
   }
-  copy_slot& slot = rec.slots[d];
+  copy_slot* slot = &rec.slots[d];
   bool const write = access != access_mode::read;
 
   // Note [Acquire during stream capture]: asked only before a backend call; a refusal
@@ -289,19 +289,19 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
     if (!cap) { cap = capturing(stream); }
     return *cap;
   };
-  if (slot.state != copy_state::valid) [[unlikely]] {
+  if (slot->state != copy_state::valid) [[unlikely]] {
     if (captured()) { refuse_in_capture(rec, stream, "is not resident in the device tier (it needs a copy)"); }
-  } else if (slot.ready && captured()) [[unlikely]] {
-    bool const waited = std::any_of(slot.users.begin(), slot.users.end(), [&](stream_use const& u) { return u.stream == &se; });
+  } else if (slot->ready && captured()) [[unlikely]] {
+    bool const waited = std::any_of(slot->users.begin(), slot->users.end(), [&](stream_use const& u) { return u.stream == &se; });
     if (!waited) { refuse_in_capture(rec, stream, "has a copy-in this stream never waited for (an event query)"); }
   }
-  if (write && std::any_of(slot.users.begin(), slot.users.end(), [&](stream_use const& u) { return u.stream != &se; }) &&
+  if (write && std::any_of(slot->users.begin(), slot->users.end(), [&](stream_use const& u) { return u.stream != &se; }) &&
       captured()) [[unlikely]] {
     refuse_in_capture(rec, stream, "was used by another stream, which a write must wait for");
   }
   bool const in_capture = cap.value_or(false);  // then the copy-in is known complete for this stream
 
-  if (slot.state == copy_state::valid) {
+  if (slot->state == copy_state::valid) {
     // Hit: no backend call when the copy-in is known complete.
     std::size_t const sh = thread_shard();
     counter_shard& cs = counters_.shards[sh];
@@ -309,10 +309,10 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
     counted = true;
     if (rec.prefetched) {
       rec.prefetched = false;
-      bump(in_capture || engine_.ready_complete(slot) ? cs.prefetch_hits : cs.prefetch_late, std::uint64_t{1}, sh);
-      note_prefetch_timing(slot, stream);
+      bump(in_capture || engine_.ready_complete(*slot) ? cs.prefetch_hits : cs.prefetch_late, std::uint64_t{1}, sh);
+      note_prefetch_timing(*slot, stream);
     }
-    if (slot.ready && !in_capture && !engine_.ready_complete(slot)) { streams_->wait_event_or_sync(stream, slot.ready); }
+    if (slot->ready && !in_capture && !engine_.ready_complete(*slot)) { streams_->wait_event_or_sync(stream, slot->ready); }
     engine_.note_access(rec, d, write);
     rec.last_use = shard_clock(*backend_, cs, false);
   } else {
@@ -321,17 +321,18 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
     rec.prefetched = false;
     rec.last_use = shard_clock(*backend_, counters_.shards[thread_shard()], true);
     (void)engine_.ensure_valid_locked(rec, d, access, place_mode::ladder);
-    if (slot.ready) { streams_->wait_event_or_sync(stream, slot.ready); }
+    slot = &rec.slots[d];  // the copy's slot got storage (Note [Copy slots only where a copy is])
+    if (slot->ready) { streams_->wait_event_or_sync(stream, slot->ready); }
   }
   if (write) {
     // Work already queued that reads this copy (a write-back, another stream) runs first.
-    for (stream_use const& u : slot.users) { (void)streams_->order_after_use(stream, u, slot.pins == 0); }
+    for (stream_use const& u : slot->users) { (void)streams_->order_after_use(stream, u, slot->pins == 0); }
     engine_.mark_others_stale_locked(rec, d);
   }
-  if (engine_.tiers()[d]->kind == tier_kind::managed && !slot.pages_on_device) [[unlikely]] {
-    if (!captured()) { engine_.steer_to_device(rec, slot, stream); }  // a hint: skipped in a capture
+  if (engine_.tiers()[d]->kind == tier_kind::managed && !slot->pages_on_device) [[unlikely]] {
+    if (!captured()) { engine_.steer_to_device(rec, *slot, stream); }  // a hint: skipped in a capture
   }
-  add_use(slot.users, se, se.gen.load(std::memory_order_relaxed));  // settled at release
+  add_use(slot->users, se, se.gen.load(std::memory_order_relaxed));  // settled at release
   return make_lease(rec, d, access, stream, false);
 }
 
@@ -472,7 +473,7 @@ void pool_impl::free(tensor& t)
     TIERPOOL_EXPECTS(!rec.freed, "pool::free: the tensor was already freed");
     if (rec.pins != 0) {
       throw logic_error("pool::free: tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) +
-                        (rec.opts.name.empty() ? std::string() : " '" + rec.opts.name + "'") + " has " +
+                        rec.quoted_name() + " has " +
                         std::to_string(rec.pins) + " live lease(s); release them first");
     }
     if (rec.paused != 0) [[unlikely]] {
@@ -625,7 +626,7 @@ void pool_impl::release(lease& l) noexcept
     --thread_leases();
     if (l.access_ != access_mode::read) {
       --rec.write_pins;
-      if (rec.opts.write_through && !l.host_ && rec.write_pins == 0 && !rec.freed) [[unlikely]] {
+      if (rec.write_through && !l.host_ && rec.write_pins == 0 && !rec.freed) [[unlikely]] {
         write_through_locked(rec, l.tier_, l.stream_);
       }
     }

@@ -70,7 +70,7 @@ class record_lock {
     if (rec_ == nullptr) { return; }
     auto& h = held_records();
     if (auto it = std::find(h.begin(), h.end(), rec_); it != h.end()) { h.erase(it); }
-    if (rec_->free_when_unpinned && rec_->pins == 0 && rec_->paused == 0 && rec_->keep_self != nullptr) [[unlikely]] {
+    if (rec_->free_when_unpinned && rec_->pins == 0 && rec_->paused == 0 && rec_->drop_held) [[unlikely]] {
       // The handle died and no lease or paused request holds the record any more (Note
       // [Low-memory callbacks run unlocked], pool_impl.cpp): free it now; the references
       // that kept it and the pool alive are dropped after the unlock (the record first,

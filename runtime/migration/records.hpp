@@ -26,7 +26,6 @@
 #include <vector>
 
 #include <tierpool/backend.hpp>
-#include <tierpool/detail/flat_table.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/pool_options.hpp>
 
@@ -47,10 +46,11 @@ struct tensor_record;
  */
 class record_owner {
  public:
-  /// The record is locked by this thread, its handle is gone (free_when_unpinned, keep_self
-  /// set) and no lease or paused request holds it: free its slots (recording the free when
-  /// tracing) and move the references that kept it and the pool alive into the
-  /// out-parameters (the caller drops them after unlocking).
+  /// The record is locked by this thread, its handle is gone (free_when_unpinned and
+  /// drop_held set) and no lease or paused request holds it: free its slots (recording the
+  /// free when tracing) and move the references that kept it and the pool alive into the
+  /// out-parameters (the caller drops them after unlocking): Note [A dropped record's
+  /// references].
   virtual void finish_dropped_locked(tensor_record& rec, std::shared_ptr<record_owner>& keep_alive,
                                      std::shared_ptr<tensor_record>& keep_self) noexcept = 0;
 
@@ -249,6 +249,9 @@ struct alignas(64) tensor_record {
   /// device tier).
   bool prefers_device_accessible{false};
   bool write_through{false};      ///< constant: tensor_options::write_through
+  /// With free_when_unpinned: the table's reference keeps this record, and the pool's hold
+  /// keeps the pool, until the deferred free (Note [A dropped record's references]).
+  bool drop_held{false};
   std::uint8_t preferred{kNoPreferredTier};  ///< constant: tensor_options::preferred_tier's index
   record_owner* owner{nullptr};   ///< constant: the pool
   tensor_id id{};                 ///< constant
@@ -261,12 +264,6 @@ struct alignas(64) tensor_record {
   /// Constant: tensor_options::name, out of line (most tensors of a large pool have none).
   std::unique_ptr<std::string const> name_;
   slot_array slots;               ///< one per tier; invariant: >= 1 valid while live
-  /// Set when the handle dies while leased or paused (the record stays in the table until
-  /// the deferred free): keep the pool and this record alive for the leases, which hold raw
-  /// pointers (no shared refcount on the hit path); the deferred free drops both, after
-  /// unlocking.
-  std::shared_ptr<record_owner> keep_alive;
-  std::shared_ptr<tensor_record> keep_self;
 
   /// @brief tensor_options::name ("" when none).
   [[nodiscard]] std::string_view name() const noexcept { return name_ ? std::string_view(*name_) : std::string_view(); }
@@ -291,65 +288,113 @@ struct alignas(64) tensor_record {
   }
 };
 
+// Note [Records indexed by id]
+// ----------------------------
+// Rationale: the pool finds a record by id once per eviction victim (and for prefetches,
+// predictions, loss). A flat hash table of (id, reference) cells at load <= 0.5 took 48-96
+// bytes a tensor at a million tensors (issue 19), for ids that are dense by construction:
+// the pool hands them out in order from 1 and never reuses one.
+// Approach: a two-level array indexed by the id: a directory of pages of 256 references
+// (4 KiB, one OS page), a page made when its first id is inserted and freed when its last
+// live id is erased. A lookup is two dependent loads, no probing; 16 bytes a live tensor
+// where the ids of live tensors are dense; for_each visits records in id order (validate()
+// and snapshot() need that order and no longer sort).
+// Limitations: the directory keeps 8 bytes for every 256 ids ever handed out (a pool that
+// made 10^9 tensors over its life holds a 31 MiB directory); a page lives while any of its
+// 256 ids does, so long-lived tensors scattered among short-lived ones (one survivor per
+// 256 allocations, at worst) cost up to a page each.
+
 /**
- * @brief The pool's live records by id: detail::flat_table (Note [A flat index instead of
- *        std::unordered_map]) of (id, record) cells, so that a lookup (eviction, once per
- *        victim) touches one cell, not a bucket and a node as std::unordered_map did.
- *        Runs of 8 consecutive ids share consecutive cells (ids are handed out in order:
- *        a burst of allocations or frees writes a few cache lines, not one random line
- *        per tensor). Ids are never 0 (0 marks an empty cell). Externally synchronized
- *        (table_mtx_).
+ * @brief The pool's live records by id, in pages indexed by the id itself (Note [Records
+ *        indexed by id]). Externally synchronized (table_mtx_).
  */
 class record_table {
  public:
+  static constexpr unsigned kPageBits = 8;  ///< 256 ids a page: 4 KiB of references
+  static constexpr std::size_t kPageIds = std::size_t{1} << kPageBits;
+
   /// @brief The record of `id`, or null.
   [[nodiscard]] std::shared_ptr<tensor_record> const* find(std::uint64_t id) const noexcept
   {
-    cell const* c = table_.find(id);
-    return c == nullptr ? nullptr : &c->rec;
+    auto const p = static_cast<std::size_t>(id >> kPageBits);
+    if (p >= pages_.size() || pages_[p] == nullptr) { return nullptr; }
+    std::shared_ptr<tensor_record> const& c = (*pages_[p])[id & (kPageIds - 1)];
+    return c == nullptr ? nullptr : &c;
   }
-  /// @brief Add `rec` under `id` (absent, != 0). @throws std::bad_alloc when growing fails (unchanged).
+  /// @brief Remove `id` and return its reference (null when absent): erase() that hands
+  ///        the reference over instead of dropping it.
+  [[nodiscard]] std::shared_ptr<tensor_record> take(std::uint64_t id) noexcept
+  {
+    std::shared_ptr<tensor_record> out;
+    auto const p = static_cast<std::size_t>(id >> kPageBits);
+    if (p >= pages_.size() || pages_[p] == nullptr) { return out; }
+    out = std::move((*pages_[p])[id & (kPageIds - 1)]);
+    if (out != nullptr) { drop_one(p); }
+    return out;
+  }
+  /**
+   * @brief Add `rec` (not null) under `id` (absent, != 0; the pool's ids are dense).
+   * @throws std::bad_alloc when a page or the page directory cannot grow (unchanged).
+   */
   void insert(std::uint64_t id, std::shared_ptr<tensor_record> rec)
   {
-    cell* c = table_.find_or_claim(id).first;
-    c->id = id;
-    c->rec = std::move(rec);
+    auto const p = static_cast<std::size_t>(id >> kPageBits);
+    if (p >= pages_.size()) {
+      std::size_t const n = std::max(p + 1, pages_.size() * 2);
+      live_.resize(n);   // first: a longer live_ than pages_ is harmless
+      pages_.resize(n);
+    }
+    if (pages_[p] == nullptr) { pages_[p] = std::make_unique<page>(); }
+    (*pages_[p])[id & (kPageIds - 1)] = std::move(rec);
+    ++live_[p];
+    ++size_;
   }
-  /// @brief Remove `id`. @return false when absent.
-  bool erase(std::uint64_t id) noexcept { return table_.erase(id); }
-  /// @brief Remove every record (keeps the memory).
-  void clear() noexcept { table_.clear(); }
-  [[nodiscard]] std::size_t size() const noexcept { return table_.size(); }
-  /// @brief Call `f(record)` for every record, in no meaningful order.
+  /// @brief Remove `id` (its page goes when it was the page's last). @return false when absent.
+  bool erase(std::uint64_t id) noexcept
+  {
+    auto const p = static_cast<std::size_t>(id >> kPageBits);
+    if (p >= pages_.size() || pages_[p] == nullptr) { return false; }
+    std::shared_ptr<tensor_record>& c = (*pages_[p])[id & (kPageIds - 1)];
+    if (c == nullptr) { return false; }
+    c.reset();
+    drop_one(p);
+    return true;
+  }
+  /// @brief Remove every record (keeps the page directory).
+  void clear() noexcept
+  {
+    for (auto& pg : pages_) { pg.reset(); }
+    std::fill(live_.begin(), live_.end(), std::uint16_t{0});
+    size_ = 0;
+  }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  /// @brief Pages that exist (tests).
+  [[nodiscard]] std::size_t pages() const noexcept
+  {
+    return static_cast<std::size_t>(std::count_if(pages_.begin(), pages_.end(), [](auto const& pg) { return pg != nullptr; }));
+  }
+  /// @brief Call `f(record)` for every record, in id order.
   template <class F>
   void for_each(F&& f) const
   {
-    table_.for_each([&f](cell const& c) { f(c.rec); });
-  }
-  /// @brief The home cell of `id` in a table of `cells` cells (tests build collisions).
-  [[nodiscard]] static std::size_t home_in(std::uint64_t id, std::size_t cells) noexcept
-  {
-    return flat_table<traits>::home_in(id, cells);
+    for (auto const& pg : pages_) {
+      if (pg == nullptr) { continue; }
+      for (auto const& c : *pg) {
+        if (c != nullptr) { f(c); }
+      }
+    }
   }
 
  private:
-  struct cell {
-    std::uint64_t id{0};  ///< 0: empty
-    std::shared_ptr<tensor_record> rec;
-  };
-  struct traits {
-    using cell = record_table::cell;
-    static constexpr unsigned run_bits = 3;
-    static constexpr std::size_t min_cells = 64;
-    static bool empty(cell const& c) noexcept { return c.id == 0; }
-    static std::uint64_t key(cell const& c) noexcept { return c.id; }
-    static void clear(cell& c) noexcept
-    {
-      c.id = 0;
-      c.rec.reset();
-    }
-  };
-  flat_table<traits> table_;
+  void drop_one(std::size_t p) noexcept
+  {
+    --size_;
+    if (--live_[p] == 0) { pages_[p].reset(); }
+  }
+  using page = std::array<std::shared_ptr<tensor_record>, kPageIds>;
+  std::vector<std::unique_ptr<page>> pages_;  ///< by id >> kPageBits; null: no live id there
+  std::vector<std::uint16_t> live_;           ///< live ids per page (at least pages_.size() entries)
+  std::size_t size_{0};
 };
 
 /// @brief One tier of the pool: memory, policy, figures.

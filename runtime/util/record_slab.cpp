@@ -17,11 +17,15 @@
 // mapped 2 MiB-aligned with MADV_HUGEPAGE, so where transparent huge pages are enabled
 // ("madvise" or "always") one fault maps 2 MiB. (Chunks used to double from 64 KiB to
 // 2 MiB: the ~2 MiB between, faulted 4 KiB at a time, cost more than a huge page — a
-// 4 KiB fault is ~14 us on the development VM, a whole huge page ~0.1-1.5 ms.) Blocks return to the system only with
-// the slab, which every record's control block keeps alive (record_allocator holds it).
-// Limitations: memory of freed records stays with the slab until the pool and all its
-// records are gone (a pool's peak, as glibc would mostly keep it too); without THP the
-// big chunks fault page by page like any memory.
+// 4 KiB fault is ~14 us on the development VM, a whole huge page ~0.1-1.5 ms.) The pools'
+// records and their shared_ptr control blocks come from two slabs of the process
+// (process_slab<T>(), made on first use, never destroyed), so that the record's deleter and
+// the control block's allocator are stateless: the control block is then three words (32
+// bytes in its slab), where a deleter and an allocator each holding the slab made it 64
+// (issue 19: a million tensors paid 32 MB for it).
+// Limitations: memory of freed records stays with the process's slab for later records
+// (of any pool), never returned to the system (a process's peak of live tensors, as glibc
+// would mostly keep it too); without THP the big chunks fault page by page like any memory.
 //
 // Note [Record layout]
 // --------------------

@@ -10,6 +10,7 @@
  */
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -177,6 +178,83 @@ class record_allocator {
     return n == 1 && sizeof(T) <= slab_->block_bytes() && alignof(T) <= slab_->block_align();
   }
   std::shared_ptr<record_slab> slab_;
+};
+
+/**
+ * @brief The process's slab for objects of type T (blocks of sizeof(T), alignof(T)): made
+ *        on first use and never destroyed, so that a deleter or allocator naming it needs
+ *        no state (Note [Tensor records come from a slab]).
+ */
+template <class T>
+[[nodiscard]] record_slab& process_slab()
+{
+  static record_slab* const slab = new record_slab(sizeof(T), alignof(T));  // NOLINT: immortal on purpose
+  return *slab;
+}
+
+/// @brief 32-byte blocks: the control blocks of records' shared_ptrs (3 words).
+struct control_block_storage {
+  alignas(16) std::array<std::byte, 32> bytes;
+};
+
+/**
+ * @brief Stateless deleter of an object of the process's slab for T (process_slab<T>()):
+ *        destroys it and returns the block. Empty, so a shared_ptr's control block does
+ *        not store it.
+ */
+template <class T>
+struct process_slab_deleter {
+  void operator()(T* p) const noexcept
+  {
+#if TIERPOOL_DETAIL_TSAN
+    if constexpr (requires { p->mtx; } && std::is_same_v<std::remove_cvref_t<decltype(p->mtx)>, std::mutex>) {
+      __tsan_mutex_destroy(&p->mtx, 0);
+    }
+#endif
+    p->~T();
+    process_slab<T>().deallocate(p);
+  }
+};
+
+/**
+ * @brief Stateless allocator for shared_ptr control blocks: single objects of at most 32
+ *        bytes come from the process's slab of control_block_storage, anything else from
+ *        aligned operator new. All instances are equal.
+ */
+template <class T>
+class process_control_allocator {
+ public:
+  using value_type = T;
+  process_control_allocator() noexcept = default;
+  template <class U>
+  process_control_allocator(process_control_allocator<U> const& /*o*/) noexcept  // NOLINT(google-explicit-constructor): rebinding
+  {
+  }
+  /// @throws std::bad_alloc
+  [[nodiscard]] T* allocate(std::size_t n)
+  {
+    if (from_slab(n)) { return static_cast<T*>(process_slab<control_block_storage>().allocate()); }
+    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{alignof(T)}));
+  }
+  void deallocate(T* p, std::size_t n) noexcept
+  {
+    if (from_slab(n)) {
+      process_slab<control_block_storage>().deallocate(p);
+    } else {
+      ::operator delete(p, std::align_val_t{alignof(T)});
+    }
+  }
+  template <class U>
+  friend bool operator==(process_control_allocator const& /*a*/, process_control_allocator<U> const& /*b*/) noexcept
+  {
+    return true;
+  }
+
+ private:
+  [[nodiscard]] static constexpr bool from_slab(std::size_t n) noexcept
+  {
+    return n == 1 && sizeof(T) <= sizeof(control_block_storage) && alignof(T) <= alignof(control_block_storage);
+  }
 };
 
 }  // namespace tierpool::detail

@@ -3,7 +3,7 @@
 //
 // pool_alloc_fault_tests.cpp — pool::allocate under a host allocation failure after its
 // block was placed: this executable replaces the global operator new so that a test can
-// make one allocation of a given size throw std::bad_alloc (the growth of the pool's
+// make one allocation of a given size throw std::bad_alloc (a new page of the pool's
 // record table), then checks that nothing leaked: the block is back in its tier — behind
 // its pending copy, with its event, when it was a stream-ordered reuse — the tenant
 // charge is undone, and the pool stays valid and usable.
@@ -52,9 +52,10 @@ void operator delete(void* p, std::size_t /*n*/) noexcept { std::free(p); }
 namespace tierpool::test {
 namespace {
 
-// The record table starts with 64 cells and doubles when an insert would make it more
-// than half full: the 33rd live tensor's insert allocates 128 cells of (id, shared_ptr).
-constexpr std::size_t kTableGrowthBytes = 128 * (sizeof(std::uint64_t) + sizeof(std::shared_ptr<int>));
+// The record table keeps pages of 256 references by id (Note [Records indexed by id]): the
+// insert of id 256 allocates the second page, 256 shared_ptrs.
+constexpr std::size_t kTableGrowthBytes = 256 * sizeof(std::shared_ptr<int>);
+constexpr int kFirstIdOfPage1 = 256;
 
 // Regression: an allocate that took a block still awaiting its copy stream's deferred free
 // (tier::take_deferred: the block and the pending event) and then failed with bad_alloc
@@ -76,10 +77,10 @@ TEST(PoolAllocFault, BadAllocAfterAStreamOrderedReuseReturnsTheBlockAndItsEvent)
   p.synchronize(s);   // ... which completes: x's last use on s is settled
   p.demote(x, tier_id{1});  // write-back on a d2h copy stream; x's device block waits behind it
   tensor w = p.allocate(256_KiB);  // takes y's old block
-  std::vector<tensor> fillers;     // live tensors: 4 + 28 = 32, the record table is half full
-  for (int i = 0; i < 28; ++i) { fillers.push_back(p.allocate(4_KiB, {.preferred_tier = tier_id{1}})); }
+  std::vector<tensor> fillers;     // ids 6 .. 255: the next id starts the table's second page
+  for (int i = 6; i < kFirstIdOfPage1; ++i) { fillers.push_back(p.allocate(4_KiB, {.preferred_tier = tier_id{1}})); }
   pool_stats const before = p.stats();
-  ASSERT_EQ(before.tensors, 32U);
+  ASSERT_EQ(before.tensors, kFirstIdOfPage1 - 2U);  // y was freed
   ASSERT_EQ(before.tiers[0].resident_tensors, 3U);  // w, z1, z2; x's block is in flight
 
   g_failed.store(0);
@@ -90,7 +91,7 @@ TEST(PoolAllocFault, BadAllocAfterAStreamOrderedReuseReturnsTheBlockAndItsEvent)
 
   pool_stats const after = p.stats();
   EXPECT_EQ(after.tiers[0].reuses_in_order, before.tiers[0].reuses_in_order + 1) << "the failed allocate took x's block in order";
-  EXPECT_EQ(after.tensors, 32U);
+  EXPECT_EQ(after.tensors, kFirstIdOfPage1 - 2U);
   EXPECT_EQ(after.tiers[0].used_bytes.current, before.tiers[0].used_bytes.current) << "the block went back";
   for (auto const& t : after.tenants) {
     if (t.tenant == 3) { EXPECT_EQ(t.live_bytes, 0U) << "the charge was undone"; }
@@ -116,7 +117,7 @@ TEST(PoolAllocFault, BadAllocAfterPlacementReturnsTheBlock)
   auto be = make_sim();
   pool p{small_tiers(be)};
   std::vector<tensor> ts;
-  for (int i = 0; i < 32; ++i) { ts.push_back(p.allocate(4_KiB)); }
+  for (int i = 1; i < kFirstIdOfPage1; ++i) { ts.push_back(p.allocate(4_KiB)); }
   pool_stats const before = p.stats();
   g_failed.store(0);
   g_fail_size.store(kTableGrowthBytes);
@@ -124,7 +125,7 @@ TEST(PoolAllocFault, BadAllocAfterPlacementReturnsTheBlock)
   g_fail_size.store(0);
   ASSERT_EQ(g_failed.load(), 1);
   pool_stats const after = p.stats();
-  EXPECT_EQ(after.tensors, 32U);
+  EXPECT_EQ(after.tensors, kFirstIdOfPage1 - 1U);
   EXPECT_EQ(after.tiers[0].used_bytes.current, before.tiers[0].used_bytes.current);
   for (auto const& t : after.tenants) {
     if (t.tenant == 5) { EXPECT_EQ(t.live_bytes, 0U); }

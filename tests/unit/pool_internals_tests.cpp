@@ -217,32 +217,52 @@ TEST(RecordTable, FindInsertEraseClearAndReferenceCounts)
   EXPECT_EQ(t.find(9)->get(), b.get());
 }
 
-// Erasing the head of a wrapped probe run moves the later records (and their references)
-// back: every id must still find its own record.
-TEST(RecordTable, EraseShiftsAWrappedRunWithItsRecords)
+// Pages exist while one of their ids is live (Note [Records indexed by id]): the last erase
+// of a page frees it, and its references with it; ids across page boundaries stay apart.
+TEST(RecordTable, PagesComeAndGoWithTheirLiveIds)
 {
-  // First table: 64 cells; runs of 8 consecutive ids share 8 cells.
-  std::vector<std::uint64_t> ids = keys_with_home(63, 64, 3, record_table::home_in);
-  for (std::uint64_t k : keys_with_home(0, 64, 2, record_table::home_in)) { ids.push_back(k); }
-  for (std::size_t victim = 0; victim < ids.size(); ++victim) {
-    record_table t;
-    std::vector<std::shared_ptr<tensor_record>> recs;
-    for (std::uint64_t id : ids) {
-      recs.push_back(std::make_shared<tensor_record>());
-      t.insert(id, recs.back());
-    }
-    ASSERT_TRUE(t.erase(ids[victim]));
-    EXPECT_EQ(recs[victim].use_count(), 1);
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      if (i == victim) {
-        EXPECT_EQ(t.find(ids[i]), nullptr);
-      } else {
-        ASSERT_NE(t.find(ids[i]), nullptr) << "victim " << victim << " id " << i;
-        EXPECT_EQ(t.find(ids[i])->get(), recs[i].get()) << "victim " << victim << " id " << i;
-        EXPECT_EQ(recs[i].use_count(), 2) << "exactly one reference in the table";
-      }
-    }
+  constexpr std::uint64_t P = record_table::kPageIds;
+  record_table t;
+  std::vector<std::shared_ptr<tensor_record>> recs;
+  std::vector<std::uint64_t> const ids = {1, P - 1, P, P + 1, 3 * P + 5, 3 * P + 6};
+  for (std::uint64_t id : ids) {
+    recs.push_back(std::make_shared<tensor_record>());
+    t.insert(id, recs.back());
   }
+  EXPECT_EQ(t.size(), ids.size());
+  EXPECT_EQ(t.pages(), 3U);  // pages 0, 1 and 3
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    ASSERT_NE(t.find(ids[i]), nullptr) << ids[i];
+    EXPECT_EQ(t.find(ids[i])->get(), recs[i].get());
+  }
+  EXPECT_EQ(t.find(2 * P + 5), nullptr);   // a page that never existed
+  EXPECT_EQ(t.find(100 * P), nullptr);     // beyond the directory
+  std::vector<std::uint64_t> order;
+  t.for_each([&](std::shared_ptr<tensor_record> const& r) {
+    for (std::size_t i = 0; i < recs.size(); ++i) {
+      if (recs[i] == r) { order.push_back(ids[i]); }
+    }
+  });
+  EXPECT_EQ(order, ids) << "for_each visits records in id order";
+  ASSERT_TRUE(t.erase(P));
+  EXPECT_EQ(t.pages(), 3U);
+  ASSERT_TRUE(t.erase(P + 1));
+  EXPECT_EQ(t.pages(), 2U) << "the page's last live id took it";
+  EXPECT_EQ(recs[2].use_count(), 1);
+  EXPECT_EQ(recs[3].use_count(), 1);
+  EXPECT_EQ(t.find(P + 1), nullptr);
+  t.insert(P + 1, recs[3]);  // the page comes back
+  EXPECT_EQ(t.pages(), 3U);
+  EXPECT_EQ(t.find(P + 1)->get(), recs[3].get());
+  std::shared_ptr<tensor_record> taken = t.take(3 * P + 5);  // what a dropped record's free does
+  EXPECT_EQ(taken.get(), recs[4].get());
+  EXPECT_EQ(recs[4].use_count(), 2) << "handed over, not dropped";
+  EXPECT_EQ(t.find(3 * P + 5), nullptr);
+  EXPECT_EQ(t.take(3 * P + 5), nullptr);
+  EXPECT_EQ(t.size(), ids.size() - 2);  // P erased, P + 1 back, 3P + 5 taken
+  ASSERT_TRUE(t.erase(3 * P + 6));
+  EXPECT_EQ(t.pages(), 2U) << "a take counts like an erase";
+  EXPECT_EQ(t.size(), ids.size() - 3);
 }
 
 TEST(RecordTable, MatchesStdUnorderedMapUnderManyOps)

@@ -104,7 +104,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   void demote(tensor const& t, tier_id to);
   void free(tensor& t);
   void free_handle(tensor& t) noexcept;  ///< the handle's destructor
-  /// The record is locked by this thread, its handle is gone (free_when_unpinned, keep_self
+  /// The record is locked by this thread, its handle is gone (free_when_unpinned, drop_held
   /// set) and no lease or paused request holds it: free its slots (recording the free when
   /// tracing) and move the references that kept it and the pool alive into the
   /// out-parameters (the caller drops them after unlocking).
@@ -202,7 +202,13 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   /// Write a write-through tensor's device copy in tier k back (Note [Write-through tensors]).
   void write_through_locked(tensor_record& rec, std::uint32_t k, stream_handle used_on) noexcept;
   /// A deferred free happens (the handle died earlier): free the slots, record the free.
-  void free_dropped_locked(tensor_record& rec) noexcept;
+  void free_dropped_locked(tensor_record& rec, std::shared_ptr<tensor_record>& keep_self) noexcept;
+  /// A handle died while its record is leased or paused: mark the record dropped and hold
+  /// the pool for it (Note [A dropped record's references]). Record locked.
+  void hold_dropped_locked(tensor_record& rec, std::shared_ptr<pool_impl> const& self) noexcept;
+  spin_mutex drop_mtx_;                        // leaf: guards the two below
+  std::size_t dropped_{0};                     // records with drop_held set
+  std::shared_ptr<record_owner> drop_keep_;    // this pool, while dropped_ != 0
 
   /// Busy retries of one request (Note [Busy victims are waited for, not failed on]).
   contention_options contention_{};
@@ -218,11 +224,8 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   /// The tiers, the copies between them, eviction, placement, the prefetch queue.
   migration_engine engine_;
 
-  // Blocks of the records and of their shared_ptr control blocks (Note [Tensor records
-  // come from a slab]); each record's control block holds both, so they outlive the pool
-  // if a record does.
-  std::shared_ptr<record_slab> record_blocks_ = std::make_shared<record_slab>(sizeof(tensor_record), alignof(tensor_record));
-  std::shared_ptr<record_slab> control_blocks_ = std::make_shared<record_slab>(64, 16);
+  // Records and their shared_ptr control blocks come from the process's slabs (Note
+  // [Tensor records come from a slab]).
   /// A new default record, its memory and control block from the slabs. @throws std::bad_alloc
   [[nodiscard]] std::shared_ptr<tensor_record> make_record();
   mutable spin_mutex table_mtx_;  // leaf (short sections: a lookup, insert or erase)

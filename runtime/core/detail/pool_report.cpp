@@ -136,31 +136,8 @@ std::vector<std::shared_ptr<tensor_record>> pool_impl::records_by_id() const
     recs.reserve(table_.size());
     table_.for_each([&recs](std::shared_ptr<tensor_record> const& rec) { recs.push_back(rec); });
   }
-  // Ids are handed out in order, so they are dense: place each record at id - min (one
-  // pass, linear) when the ids span at most 4x the records; else sort. validate() and
-  // snapshot() then stay linear in the tensors (issue 19).
-  if (recs.size() < 2) { return recs; }
-  std::uint64_t lo = ~std::uint64_t{0};
-  std::uint64_t hi = 0;
-  for (auto const& r : recs) {
-    auto const id = static_cast<std::uint64_t>(r->id);
-    lo = std::min(lo, id);
-    hi = std::max(hi, id);
-  }
-  std::uint64_t const span = hi - lo + 1;
-  if (span / 4 > recs.size()) {
-    std::sort(recs.begin(), recs.end(), [](auto const& a, auto const& b) { return a->id < b->id; });
-    return recs;
-  }
-  std::vector<std::shared_ptr<tensor_record>> slots(static_cast<std::size_t>(span));
-  for (auto& r : recs) {
-    auto const i = static_cast<std::size_t>(static_cast<std::uint64_t>(r->id) - lo);
-    slots[i] = std::move(r);
-  }
-  recs.clear();
-  for (auto& r : slots) {
-    if (r != nullptr) { recs.push_back(std::move(r)); }
-  }
+  // In id order (Note [Records indexed by id]): validate() and snapshot() stay linear in
+  // the tensors (issue 19).
   return recs;
 }
 

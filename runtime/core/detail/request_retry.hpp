@@ -125,7 +125,7 @@ auto pool_impl::with_low_memory_step(tensor_record* rec, std::shared_ptr<tensor_
       if (rec == nullptr) { return; }
       rec->mtx.lock();  // not record_lock: it may throw; the unlock below does what its would
       --rec->paused;
-      bool const dropped = rec->free_when_unpinned && rec->pins == 0 && rec->paused == 0 && rec->keep_self != nullptr;
+      bool const dropped = rec->free_when_unpinned && rec->pins == 0 && rec->paused == 0 && rec->drop_held;
       std::shared_ptr<record_owner> keep_alive;
       std::shared_ptr<tensor_record> keep_self;
       if (dropped) { rec->owner->finish_dropped_locked(*rec, keep_alive, keep_self); }

@@ -79,11 +79,12 @@ bool pool_impl::capturing(stream_handle s) const noexcept
 
 std::shared_ptr<tensor_record> pool_impl::make_record()
 {
-  void* const mem = record_blocks_->allocate();
+  void* const mem = process_slab<tensor_record>().allocate();
   auto* const raw = new (mem) tensor_record();  // no member throws on default construction
   // On failure to get a control block the constructor calls the deleter: nothing leaks.
-  return std::shared_ptr<tensor_record>(raw, slab_deleter<tensor_record>{record_blocks_},
-                                        record_allocator<tensor_record>(control_blocks_));
+  // Both are stateless (the process's slabs): the control block is 3 words.
+  return std::shared_ptr<tensor_record>(raw, process_slab_deleter<tensor_record>{},
+                                        process_control_allocator<tensor_record>{});
 }
 
 void pool_impl::free_slots_locked(tensor_record& rec) noexcept
@@ -479,9 +480,7 @@ void pool_impl::free(tensor& t)
     if (rec.paused != 0) [[unlikely]] {
       // A low-memory callback freeing the tensor whose request called it: freed when that
       // request ends (Note [Low-memory callbacks run unlocked]).
-      rec.free_when_unpinned = true;
-      rec.keep_alive = t.impl_;
-      rec.keep_self = t.rec_;
+      hold_dropped_locked(rec, t.impl_);
       deferred = true;
     } else {
       free_slots_locked(rec);
@@ -516,9 +515,7 @@ void pool_impl::free_handle(tensor& t) noexcept
         // pointer: this record (which they hold) now keeps the pool alive until then (a
         // cycle the deferred free breaks). It stays in the table meanwhile: validate() and
         // close() see it, and eviction finds its unleased copies.
-        rec.free_when_unpinned = true;
-        rec.keep_alive = t.impl_;
-        rec.keep_self = t.rec_;
+        hold_dropped_locked(rec, t.impl_);
       } else {
         free_slots_locked(rec);
         erase = true;
@@ -536,13 +533,36 @@ void pool_impl::free_handle(tensor& t) noexcept
   }
 }
 
-void pool_impl::free_dropped_locked(tensor_record& rec) noexcept
+// Note [A dropped record's references]
+// -------------------------------------
+// Rationale: a handle may die while its tensor is leased (or while a request of it waits on
+// low-memory callbacks). The leases hold raw record and pool pointers (no refcount on the
+// hit path), so the record and the pool must outlive the handle until the last lease ends.
+// Two shared_ptrs in every record did that, 32 bytes a tensor that almost no tensor uses.
+// Approach: the record stays in the pool's table until its deferred free, so the table's
+// reference keeps it: free_dropped_locked takes that reference out of the table (instead of
+// erasing it) and hands it to the caller, who drops it after unlocking. The pool is held
+// once for all dropped records: the first hold copies the dying handle's pool reference
+// into drop_keep_, the last finish moves it out to the caller (dropped last: it may end the
+// pool). drop_held marks a record whose hold is still to be given back (exactly once).
+// Limitations: none known; close() refuses while a lease is live and waits for paused
+// requests at its gate, so it never frees a dropped record under its holds.
+void pool_impl::hold_dropped_locked(tensor_record& rec, std::shared_ptr<pool_impl> const& self) noexcept
+{
+  rec.free_when_unpinned = true;
+  if (rec.drop_held) { return; }
+  rec.drop_held = true;
+  std::lock_guard g(drop_mtx_);
+  if (dropped_++ == 0) { drop_keep_ = self; }
+}
+
+void pool_impl::free_dropped_locked(tensor_record& rec, std::shared_ptr<tensor_record>& keep_self) noexcept
 {
   if (rec.freed) { return; }  // close() freed it
   free_slots_locked(rec);
   {
     std::lock_guard lock(table_mtx_);  // a leaf lock
-    table_.erase(static_cast<std::uint64_t>(rec.id));
+    keep_self = table_.take(static_cast<std::uint64_t>(rec.id));
   }
   if (tracer_.active()) [[unlikely]] {
     trace_record({.kind = trace::event_kind::free, .tensor = static_cast<std::uint64_t>(rec.id)});
@@ -552,9 +572,11 @@ void pool_impl::free_dropped_locked(tensor_record& rec) noexcept
 void pool_impl::finish_dropped_locked(tensor_record& rec, std::shared_ptr<record_owner>& keep_alive,
                                       std::shared_ptr<tensor_record>& keep_self) noexcept
 {
-  free_dropped_locked(rec);
-  keep_alive = std::move(rec.keep_alive);
-  keep_self = std::move(rec.keep_self);
+  free_dropped_locked(rec, keep_self);
+  if (!rec.drop_held) { return; }
+  rec.drop_held = false;
+  std::lock_guard g(drop_mtx_);
+  if (--dropped_ == 0) { keep_alive = std::move(drop_keep_); }
 }
 
 // Note [Write-through tensors]
@@ -630,7 +652,7 @@ void pool_impl::release(lease& l) noexcept
         write_through_locked(rec, l.tier_, l.stream_);
       }
     }
-    if (rec.pins == 0 && rec.paused == 0 && rec.free_when_unpinned) {
+    if (rec.pins == 0 && rec.paused == 0 && rec.free_when_unpinned && rec.drop_held) {
       // The handle died while leased: the last release frees it (a paused request's end
       // does when one waits on low-memory callbacks).
       finish_dropped_locked(rec, keep_alive, keep_self);

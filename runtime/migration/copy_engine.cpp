@@ -358,7 +358,7 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
     if (status const st = copy_locked(rec, src, k); st != status::ok) {
       if (fresh) {
         host_wait_slot(dst, false);  // a block reused in stream order: its previous copy first
-        give_back_now(k, dst.blk);   // no queued work touches it: the copy was never enqueued
+        give_back_now(k, dst.blk.whole(rec.bytes));   // no queued work touches it: the copy was never enqueued
         streams_->release_event(dst.ready);
         dst = copy_slot{};
         compact_slots_locked(rec);
@@ -412,7 +412,7 @@ bool migration_engine::write_back_locked(tensor_record& rec, std::uint32_t k, pl
     if (status const st = copy_locked(rec, k, j); st != status::ok) {
       if (fresh) {
         host_wait_slot(dst, false);  // a block reused in stream order: its previous copy first
-        give_back_now(j, dst.blk);
+        give_back_now(j, dst.blk.whole(rec.bytes));
         streams_->release_event(dst.ready);
         dst = copy_slot{};
         compact_slots_locked(rec);
@@ -474,9 +474,9 @@ void migration_engine::vacate_locked(tensor_record& rec, std::uint32_t k) noexce
     ts.policy->on_erase(rec.id);
     try {
       if (e) {
-        ts.mem->deallocate_after(s.blk, e, lane);
+        ts.mem->deallocate_after(s.blk.whole(rec.bytes), e, lane);
       } else {
-        ts.mem->deallocate(s.blk);
+        ts.mem->deallocate(s.blk.whole(rec.bytes));
       }
     } catch (...) {
       // Bookkeeping could not grow (bad_alloc): wait here instead, then free at once.
@@ -485,7 +485,7 @@ void migration_engine::vacate_locked(tensor_record& rec, std::uint32_t k) noexce
         streams_->release_event(e);
       }
       try {
-        ts.mem->deallocate(s.blk);
+        ts.mem->deallocate(s.blk.whole(rec.bytes));
       } catch (...) {  // not a live block: nothing more to do
       }
     }
@@ -521,7 +521,9 @@ void migration_engine::vacate_locked(tensor_record& rec, std::uint32_t k) noexce
 // Limitations: while spilled, a record pays its inline slot and a slot per tier (the home
 // tier's entry unused, for O(1) indexing); a tensor that keeps copies in two tiers for long
 // (a write-through tensor, or a read-mostly one whose host copy stays valid while it is on
-// the device) pays that the whole time. Spilling allocates on the miss path (one new[]).
+// the device) pays that the whole time. Spilling takes a block from the process's slab of
+// slot arrays on the miss path (a spin lock and a free-list pop), and gives it back at the
+// eviction.
 void migration_engine::compact_slots_locked(tensor_record& rec) noexcept
 {
   if (!rec.slots.spilled()) { return; }

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -68,6 +69,21 @@ enum class copy_state : std::uint8_t {
   stale,   ///< holds a block whose bytes are outdated (kept: a later copy or write-back reuses it)
 };
 
+/// @brief A copy's block: tiers::block less its size, which is the record's (8 bytes a
+///        copy: issue 19). whole() makes the block the tier's calls take.
+struct slot_block {
+  arena::allocation slot{};  ///< arena handle (offset is global; size is the reservation)
+  void* ptr{nullptr};        ///< first byte
+  slot_block& operator=(block const& b) noexcept
+  {
+    slot = b.slot;
+    ptr = b.ptr;
+    return *this;
+  }
+  /// @brief The tier's block of a tensor of `bytes` bytes.
+  [[nodiscard]] block whole(std::size_t bytes) const noexcept { return block{slot, ptr, bytes}; }
+};
+
 /// @brief One tier's copy of a tensor. Guarded by the record's mutex.
 struct copy_slot {
   // Read on every acquire, copy and eviction first (Note [Record layout], record_slab.cpp).
@@ -85,7 +101,7 @@ struct copy_slot {
   /// another record's entry and rewrites its index).
   std::uint32_t pin_index{0};
   event_handle ready{};              ///< completes when the copy that filled blk is done; null = done
-  block blk{};                       ///< the tier's block (absent: empty)
+  slot_block blk{};                  ///< the tier's block (absent: empty); its size is the record's
   /// Streams that used blk since `ready` (leases, copies reading it). A lease's stamp is
   /// settled at its release; while `pins != 0` stamps of lease streams may be early.
   use_list users;
@@ -94,6 +110,18 @@ struct copy_slot {
 /// @brief The slot every absent copy reads as (slot_array::operator[] of a tier with no
 ///        storage): all fields default. Never written (Note [Copy slots only where a copy is]).
 inline constinit copy_slot const absent_copy_slot{};
+
+/// @brief The process's slab of heap slot arrays of `n` slots (1 <= n <= 64): made on first
+///        use, never destroyed (a spilled record takes and returns one per miss).
+[[nodiscard]] inline record_slab& slot_array_slab(std::size_t n)
+{
+  static std::array<std::atomic<record_slab*>, 65> slabs{};
+  record_slab* s = slabs[n].load(std::memory_order_acquire);
+  if (s != nullptr) [[likely]] { return *s; }
+  auto made = std::make_unique<record_slab>(n * sizeof(copy_slot), alignof(copy_slot));
+  if (slabs[n].compare_exchange_strong(s, made.get(), std::memory_order_acq_rel)) { return *made.release(); }
+  return *s;  // another thread made it first
+}
 
 /**
  * @brief A record's copy slots, one per tier, stored only where a copy is (Note [Copy
@@ -109,7 +137,7 @@ class slot_array {
   slot_array() noexcept = default;
   slot_array(slot_array const&) = delete;
   slot_array& operator=(slot_array const&) = delete;
-  ~slot_array() = default;
+  ~slot_array() { drop_extra(); }
 
   /// @brief Say how many tiers the pool has (at most 64). Precondition: fresh.
   void resize(std::size_t n) noexcept { size_ = static_cast<std::uint8_t>(n); }
@@ -136,7 +164,10 @@ class slot_array {
       home_ = static_cast<std::uint8_t>(k);
       return inline_;
     }
-    extra_ = std::make_unique<copy_slot[]>(size_);
+    void* const mem = slot_array_slab(size_).allocate();  // may throw: unchanged
+    auto* const slots = static_cast<copy_slot*>(mem);
+    for (std::size_t j = 0; j < size_; ++j) { new (slots + j) copy_slot(); }  // noexcept
+    extra_ = slots;
     return extra_[k];
   }
   /// @brief Whether tier `k`'s slot has storage (tests, validate()).
@@ -146,7 +177,7 @@ class slot_array {
   /// @brief Whether the heap array exists.
   [[nodiscard]] bool spilled() const noexcept { return extra_ != nullptr; }
   /// @brief The heap array (null when not spilled); compact_slots_locked only.
-  [[nodiscard]] copy_slot* extra() noexcept { return extra_.get(); }
+  [[nodiscard]] copy_slot* extra() noexcept { return extra_; }
   /// @brief Give the heap array up, first moving tier `j`'s slot inline (`j` == home()
   ///        keeps the inline slot); compact_slots_locked only. Returns the inline slot.
   copy_slot& fold(std::uint32_t j) noexcept
@@ -155,14 +186,22 @@ class slot_array {
       inline_ = std::move(extra_[j]);
       home_ = static_cast<std::uint8_t>(j);
     }
-    extra_.reset();
+    drop_extra();
     return inline_;
   }
 
  private:
   // The inline slot first: slot 0's hot fields sit on the record's second cache line.
+  void drop_extra() noexcept
+  {
+    if (extra_ == nullptr) { return; }
+    for (std::size_t j = 0; j < size_; ++j) { extra_[j].~copy_slot(); }
+    slot_array_slab(size_).deallocate(extra_);
+    extra_ = nullptr;
+  }
+
   copy_slot inline_{};                   ///< tier home_'s slot
-  std::unique_ptr<copy_slot[]> extra_;   ///< size_ slots (index home_ unused) while spilled
+  copy_slot* extra_{nullptr};            ///< size_ slots from slot_array_slab (index home_ unused) while spilled
   std::uint8_t home_{0};
   std::uint8_t size_{0};
 };
@@ -223,10 +262,9 @@ struct alignas(128) pinned_shard {
 /// @brief tensor_record::preferred for a tensor with no preferred tier.
 inline constexpr std::uint8_t kNoPreferredTier = 0xFF;  // pools have at most 64 tiers (pool_config.cpp)
 
-/// @brief What the pool knows about one tensor. Guarded by `mtx` except the constants.
-/// Aligned so that records of tensors used by different threads share no cache lines.
-/// What each byte is for: Note [What one tensor costs] in record_slab.cpp.
-struct alignas(64) tensor_record {
+/// @brief What the pool knows about one tensor (208 bytes). Guarded by `mtx` except the
+///        constants. Layout: Note [Record layout] in record_slab.cpp.
+struct alignas(16) tensor_record {
   record_mutex mtx;               ///< Note [A one-word record lock]
   // Hot fields first (Note [Record layout] in record_slab.cpp): the scalars and the first
   // slots share the record's first cache lines; the name (read on rare paths) is out of line.

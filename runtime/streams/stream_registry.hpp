@@ -79,14 +79,15 @@ inline constexpr std::uint64_t kStampAtUnpin = ~std::uint64_t{0};
  *
  * A slot is used by its copy stream and its user's stream, and a miss-heavy run fills a
  * fresh slot per miss: a std::vector allocated on each. Holds at most kInline entries
- * without allocating; more go to one heap array (doubling). clear() keeps the storage.
+ * without allocating; more go to one heap array (doubling), whose pointer shares the
+ * inline entries' storage (40 bytes in all: issue 19). clear() keeps the storage.
  * Not synchronized (the record's mutex guards it).
  */
 class use_list {
  public:
   static constexpr std::uint32_t kInline = 2;
 
-  use_list() noexcept = default;
+  constexpr use_list() noexcept = default;
   use_list(use_list const& o) { assign(o); }
   use_list(use_list&& o) noexcept { take(o); }
   use_list& operator=(use_list const& o)
@@ -100,12 +101,12 @@ class use_list {
   use_list& operator=(use_list&& o) noexcept
   {
     if (this != &o) {
-      heap_.reset();
+      release();
       take(o);
     }
     return *this;
   }
-  ~use_list() = default;
+  ~use_list() { release(); }
 
   [[nodiscard]] stream_use* begin() noexcept { return data(); }
   [[nodiscard]] stream_use* end() noexcept { return data() + size_; }
@@ -123,14 +124,23 @@ class use_list {
   }
 
  private:
-  [[nodiscard]] stream_use* data() noexcept { return heap_ ? heap_.get() : inline_.data(); }
-  [[nodiscard]] stream_use const* data() const noexcept { return heap_ ? heap_.get() : inline_.data(); }
+  [[nodiscard]] bool on_heap() const noexcept { return cap_ > kInline; }
+  [[nodiscard]] stream_use* data() noexcept { return on_heap() ? store_.heap : store_.inline_entries.data(); }
+  [[nodiscard]] stream_use const* data() const noexcept { return on_heap() ? store_.heap : store_.inline_entries.data(); }
+  void release() noexcept
+  {
+    if (on_heap()) { delete[] store_.heap; }
+    store_.inline_entries = {};
+    cap_ = kInline;
+    size_ = 0;
+  }
   void grow()
   {
     std::uint32_t const cap = cap_ * 2;
-    auto next = std::make_unique<stream_use[]>(cap);
-    std::copy(begin(), end(), next.get());
-    heap_ = std::move(next);
+    auto* const next = new stream_use[cap];  // may throw: unchanged
+    std::copy(begin(), end(), next);
+    if (on_heap()) { delete[] store_.heap; }
+    store_.heap = next;
     cap_ = cap;
   }
   void assign(use_list const& o)  // *this is empty
@@ -139,21 +149,23 @@ class use_list {
     std::copy(o.begin(), o.end(), data());
     size_ = o.size_;
   }
-  void take(use_list& o) noexcept
+  void take(use_list& o) noexcept  // *this holds no heap array
   {
-    inline_ = o.inline_;
-    heap_ = std::move(o.heap_);
+    store_ = o.store_;
     size_ = o.size_;
-    cap_ = heap_ ? o.cap_ : kInline;
+    cap_ = o.cap_;
+    o.store_.inline_entries = {};
     o.size_ = 0;
     o.cap_ = kInline;
   }
 
   // Size first, then the first entry: an empty or one-entry list reads one cache line.
   std::uint32_t size_{0};
-  std::uint32_t cap_{kInline};
-  std::unique_ptr<stream_use[]> heap_;  ///< null: the entries are inline
-  std::array<stream_use, kInline> inline_{};
+  std::uint32_t cap_{kInline};  ///< kInline: the entries are inline; more: on the heap
+  union storage {
+    std::array<stream_use, kInline> inline_entries{};
+    stream_use* heap;
+  } store_{};
 };
 
 /// @brief Record that stream `s` used a copy at generation `gen` (one entry per stream:

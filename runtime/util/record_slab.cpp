@@ -32,19 +32,19 @@
 // Rationale: a miss-heavy replay touches each accessed record and each victim's record
 // once, cold: every cache line of it read is a miss (~150-250 ns on the development VM,
 // whose effective last-level cache is a few MiB), and the lines were taken one after
-// another, behind the locks in between.
-// Approach: tensor_record puts what a request reads first: the mutex and the constants
-// (line 0), then the counters and flags, the slot array's pointer and size and slot 0
-// (line 1 on), slot 1 next; the options and the handle-dropped references (read on rare
-// paths) come last. copy_slot starts with its state, pins and `ready` event, use_list
-// with its size: an empty or one-entry list reads one line. An acquire miss then reads
-// lines 0-4 (kRecordHotLines), where it used to read lines 0-5, 7 and 8; and those lines
-// are prefetched together as soon as the record's address is known (checked_record for
-// the tensor of a request, Note [Prefetching a victim] in eviction.cpp for a victim),
-// so their misses overlap. A miss reads `prefers_device_accessible` instead of the
-// options' preferred tier.
-// Limitations: the layout is tuned for pools of up to three tiers (slots inline); with
-// more tiers the slots are on the heap and only the record's own lines are prefetched.
+// another, behind the locks in between. And a pool of a million small tensors pays for
+// every byte a million times (issue 19).
+// Approach: tensor_record is 208 bytes, aligned to 16, so it spans at most four cache
+// lines: the one-word lock, the counters and flags and the constants (88 bytes), then one
+// inline copy slot (state, pins and `ready` first; the block; the streams that used it,
+// size first) and the pointer to the heap slots of a tensor in two tiers (Note [Copy slots
+// only where a copy is]). The name is behind a pointer. Those lines are prefetched together
+// as soon as the record's address is known (checked_record for the tensor of a request,
+// Note [Prefetching a victim] in eviction.cpp for a victim), so their misses overlap. A miss
+// reads `prefers_device_accessible` and `preferred`, never the options.
+// Limitations: records are no longer cache-line aligned: two records used by different
+// threads may share a line at their ends (the price of 48 bytes a tensor; the contention
+// tests show no loss). A tensor's second copy lives in the heap array, one more line.
 #include "util/record_slab.hpp"
 
 #include <algorithm>

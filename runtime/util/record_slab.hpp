@@ -38,10 +38,10 @@
 
 namespace tierpool::detail {
 
-/// Cache lines of a tensor_record that an acquire miss (and an eviction) reads: the mutex
-/// and constants, the counters and flags, slot 0 and slot 1 up to its first user (Note
-/// [Record layout] in record_slab.cpp).
-inline constexpr std::size_t kRecordHotLines = 5;
+/// Cache lines of a tensor_record that an acquire miss (and an eviction) reads: all of it,
+/// 208 bytes at 16-byte alignment, so at most four lines (Note [Record layout] in
+/// record_slab.cpp).
+inline constexpr std::size_t kRecordHotLines = 4;
 
 /**
  * @brief Ask for the first `lines` 64-byte cache lines at `p` (a hint: no effect on

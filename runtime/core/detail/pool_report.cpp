@@ -181,7 +181,7 @@ bool pool_impl::validate() const
         continue;
       }
       any_valid = any_valid || s.state == copy_state::valid;
-      if (s.blk.ptr == nullptr || s.blk.bytes != r->bytes) { fail(name + ": bad block in tier " + std::to_string(k)); }
+      if (s.blk.ptr == nullptr || s.blk.slot.size < r->bytes) { fail(name + ": bad block in tier " + std::to_string(k)); }
       bytes[k] += static_cast<std::size_t>(s.blk.slot.size);
       ++resident[k];
       if (s.pins != 0) {

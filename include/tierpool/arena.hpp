@@ -96,7 +96,7 @@ class TIERPOOL_EXPORT arena {
    private:
     friend class arena;
     std::uint32_t node_{0xFFFF'FFFFU};  ///< index into the arena's node storage
-    std::uint32_t generation_{0};       ///< node generation when allocated
+    std::uint32_t generation_{0};       ///< the arena's allocation count when allocated
     std::uint32_t owner_{0};            ///< id of the arena that made it
   };
 
@@ -259,7 +259,7 @@ class TIERPOOL_EXPORT arena {
     for (std::uint32_t r = 0; r < regions_.size(); ++r) {
       for (std::uint32_t b = regions_[r].first_node; b != none; b = nodes_[b].next_phys) {
         node const& n = nodes_[b];
-        f(block_info{.offset = n.offset, .size = n.size, .region = r, .free = n.state == node_state::free});
+        f(block_info{.offset = n.offset(), .size = n.size, .region = r, .free = n.state() == node_state::free});
       }
     }
   }
@@ -273,23 +273,37 @@ class TIERPOOL_EXPORT arena {
 
  private:
   static constexpr std::uint32_t none = 0xFFFF'FFFFU;
-  enum class node_state : std::uint8_t { unused, free, used };
+  enum class node_state : std::uint8_t { unused = 0, free = 1, used = 2 };
 
-  // One block (or an unused slot). Physical neighbours link blocks of one region in
-  // offset order; free blocks are also on their bin's free list. Unused nodes form a
-  // singly linked list through next_free.
+  // The low bits of node::offset_state that hold the node's state: offsets are multiples
+  // of min_alignment, which is at least 8 (checked by the constructor).
+  static constexpr std::uint64_t state_mask = 3;
+  static_assert(state_mask < 8, "node states must fit below the smallest min_alignment (8)");
+
+  // One block (or an unused slot), 32 bytes (Note [A 32-byte node] in arena.cpp).
+  // Physical neighbours link blocks of one region in offset order; free blocks are also on
+  // their bin's free list (the bin is bin_of(size)). Unused nodes form a singly linked list
+  // through next_free. The free-list links are needed only while free, the generation and
+  // the region only while used, so they share storage; a free block's region is its used
+  // neighbours' (region_of_free).
   struct node {
-    std::uint64_t offset;     // global offset of the block
-    std::uint64_t size;       // bytes, multiple of min_alignment, > 0
-    std::uint32_t prev_phys;  // none at the start of a region
-    std::uint32_t next_phys;  // none at the end of a region
-    std::uint32_t prev_free;  // free list of the block's bin
-    std::uint32_t next_free;
-    std::uint32_t generation; // incremented each time the node becomes an allocation
-    std::uint32_t region;
-    std::uint16_t bin;        // while free: the bin whose list holds it (bins < 2^16)
-    node_state state;
+    std::uint64_t offset_state;  // global offset of the block | node_state (low 2 bits)
+    std::uint64_t size;          // bytes, multiple of min_alignment, > 0
+    std::uint32_t prev_phys;     // none at the start of a region
+    std::uint32_t next_phys;     // none at the end of a region
+    union {
+      std::uint32_t prev_free;   // free: the previous block on its bin's list
+      std::uint32_t generation;  // used: the arena's allocation count when it was handed out
+    };
+    union {
+      std::uint32_t next_free;   // free: the next block on its bin's list; unused: next unused node
+      std::uint32_t region;      // used: the region holding the block
+    };
+
+    [[nodiscard]] std::uint64_t offset() const noexcept { return offset_state & ~state_mask; }
+    [[nodiscard]] node_state state() const noexcept { return static_cast<node_state>(offset_state & state_mask); }
   };
+  static_assert(sizeof(node) == 32, "arena::node is 32 bytes (Note [A 32-byte node])");
 
   struct region_info {
     std::uint64_t base;
@@ -304,7 +318,9 @@ class TIERPOOL_EXPORT arena {
   [[nodiscard]] bool is_live(allocation const& a) const noexcept;
   allocation take_at(std::uint32_t b, std::uint64_t offset, std::uint64_t size) noexcept;
   allocation take_placed(std::uint32_t b, std::uint64_t size) noexcept;
-  allocation mark_used(std::uint32_t b) noexcept;
+  allocation mark_used(std::uint32_t b, std::uint32_t region) noexcept;
+  [[nodiscard]] std::uint32_t region_of_free(std::uint32_t b) const noexcept;
+  [[nodiscard]] std::uint32_t region_at(std::uint64_t offset) const noexcept;
   std::uint32_t split_at(std::uint32_t b, std::uint64_t at) noexcept;
   void split_free_left(std::uint32_t b, std::uint64_t left) noexcept;
   void split_free_right(std::uint32_t b, std::uint64_t keep) noexcept;
@@ -326,6 +342,7 @@ class TIERPOOL_EXPORT arena {
   std::uint32_t sl_log2_{0};
   std::uint32_t fl_count_{0};
   std::uint32_t owner_{0};
+  std::uint32_t generation_{0};     // allocations handed out (wraps); a used node's generation
 
   std::vector<node> nodes_;
   std::uint32_t unused_head_{none};

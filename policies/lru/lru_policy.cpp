@@ -25,7 +25,7 @@ void lru_policy::on_insert(tensor_view const& v) noexcept
     // Hooks are noexcept: if the host cannot grow the slab or the index, std::terminate
     // runs (the process is out of host memory; there is no sane ordering to keep).
     i = admit(v);
-    nodes_[i].promoted_at = v.last_access;
+    nodes_[i].promote_at(v.last_access);
     if (!v.pinned) { order_enter(i); }
     return;
   }
@@ -38,7 +38,7 @@ void lru_policy::on_insert(tensor_view const& v) noexcept
     order_leave(i);
     order_enter(i);
   }
-  n.promoted_at = v.last_access;
+  n.promote_at(v.last_access);
 }
 
 void lru_policy::access(slot i, tensor_view const& v) noexcept
@@ -47,7 +47,7 @@ void lru_policy::access(slot i, tensor_view const& v) noexcept
   set_bytes(i, v.bytes);
   if (n.pinned != v.pinned) {  // the view is the truth at this event
     set_pinned(i, v.pinned);
-    n.promoted_at = v.last_access;
+    n.promote_at(v.last_access);
     return;
   }
   if (n.pinned) { return; }  // pinned tensors are out of the order
@@ -55,7 +55,7 @@ void lru_policy::access(slot i, tensor_view const& v) noexcept
   // Saturating difference: a clock that went backwards counts as "no time passed".
   tick const since = v.last_access >= n.promoted_at ? v.last_access - n.promoted_at : 0;
   if (cfg_.refresh_interval != 0 && since < cfg_.refresh_interval) { return; }
-  n.promoted_at = v.last_access;
+  n.promote_at(v.last_access);
   if (lru_.front == i) { return; }
   order_leave(i);
   order_enter(i);

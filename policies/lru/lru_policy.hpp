@@ -42,16 +42,25 @@
 
 namespace tierpool {
 namespace policies::detail {
-/// @brief lru_policy's slab node (outside the class: the CRTP base needs it complete).
+/// @brief lru_policy's slab node (outside the class: the CRTP base needs it complete):
+///        32 bytes, the two flags sharing a word with the promotion tick.
 struct lru_node {
+  /// The largest promotion tick kept: later ticks are stored as this one (2^62 ns of the
+  /// backend clock is 146 years).
+  static constexpr tick max_promoted_at = (tick{1} << 62) - 1;
+
   tensor_id id{};
   std::size_t bytes{0};
-  tick promoted_at{0};       // tick of the last move to the MRU end
-  slab_slot prev{no_slot};   // towards MRU (front)
-  slab_slot next{no_slot};   // towards LRU (back); free-list link for free slots
-  bool pinned{false};
-  bool live{false};
+  tick promoted_at : 62 {0};  // tick of the last move to the MRU end, at most max_promoted_at
+  bool pinned : 1 {false};
+  bool live : 1 {false};
+  slab_slot prev{no_slot};    // towards MRU (front)
+  slab_slot next{no_slot};    // towards LRU (back); free-list link for free slots
+
+  /// @brief Record a promotion at tick `t` (saturated at max_promoted_at).
+  void promote_at(tick t) noexcept { promoted_at = (t < max_promoted_at ? t : max_promoted_at) & max_promoted_at; }
 };
+static_assert(sizeof(lru_node) == 32, "lru_node is 32 bytes (id, bytes, tick and flags, two links)");
 }  // namespace policies::detail
 
 /**

@@ -13,7 +13,8 @@
 //   no two physically adjacent blocks are both free
 //   block free <=> block on the free list of bin_of(block.size)
 //   bit (fl, sl) of the bitmaps set <=> that bin's list is non-empty
-//   free block: node.bin == its bin; head_size_[bin] == size of the bin's head (0: empty)
+//   head_size_[bin] == size of the bin's head (0: empty)
+//   a used block's node holds its region; a free block's is its used neighbours' region
 //   used_ == SUM(size of used blocks); allocation_count_ == COUNT(used blocks)
 #include <tierpool/arena.hpp>
 #include <tierpool/error.hpp>
@@ -138,6 +139,7 @@ arena::arena(arena&& other) noexcept
     sl_log2_(other.sl_log2_),
     fl_count_(other.fl_count_),
     owner_(other.owner_),
+    generation_(other.generation_),
     nodes_(std::move(other.nodes_)),
     unused_head_(std::exchange(other.unused_head_, none)),
     spare_nodes_(std::exchange(other.spare_nodes_, 0)),
@@ -189,11 +191,10 @@ void arena::init_region_block(std::uint32_t r)
   region_info& reg = regions_[r];
   std::uint32_t const n = new_node();
   node& blk = nodes_[n];
-  blk.offset = reg.base;
+  blk.offset_state = reg.base;
   blk.size = reg.capacity;
   blk.prev_phys = none;
   blk.next_phys = none;
-  blk.region = r;
   reg.first_node = n;
   insert_free(n);
 }
@@ -228,7 +229,7 @@ TIERPOOL_ARENA_HOT std::uint32_t arena::new_node() noexcept
 TIERPOOL_ARENA_HOT void arena::release_node(std::uint32_t n) noexcept
 {
   node& x = nodes_[n];
-  x.state = node_state::unused;
+  x.offset_state = static_cast<std::uint64_t>(node_state::unused);
   x.next_free = unused_head_;
   unused_head_ = n;
   ++spare_nodes_;
@@ -241,7 +242,7 @@ bool arena::grow_nodes() noexcept
   if (old >= limit) { return false; }
   std::size_t const grown = std::min(limit, std::max<std::size_t>(kInitialNodes, old * 2));
   try {
-    nodes_.resize(grown, node{0, 0, none, none, none, none, 0, 0, 0, node_state::unused});
+    nodes_.resize(grown, node{});  // zero: unused; release_node links them below
   } catch (...) {
     return false;  // metadata could not grow: report as a failed allocation
   }
@@ -261,8 +262,7 @@ TIERPOOL_ARENA_HOT void arena::insert_free(std::uint32_t b) noexcept
   std::uint32_t const bin = bin_of(n.size);
   std::uint32_t const head = heads_[bin];
   nd[pick(head != none, head, b)].prev_free = b;  // empty list: hits b, reset just below
-  n.bin = static_cast<std::uint16_t>(bin);
-  n.state = node_state::free;
+  n.offset_state = (n.offset_state & ~state_mask) | static_cast<std::uint64_t>(node_state::free);
   n.prev_free = none;
   n.next_free = head;
   std::uint32_t const fl = bin >> sl_log2_;
@@ -283,7 +283,7 @@ TIERPOOL_ARENA_HOT void arena::remove_free(std::uint32_t b) noexcept
   if (prev != none) {
     nd[prev].next_free = next;
   } else {
-    std::uint32_t const bin = nd[b].bin;
+    std::uint32_t const bin = bin_of(nd[b].size);  // the node keeps no bin: Note [A 32-byte node]
     heads_[bin] = next;
     head_size_[bin] = pick(has_next, nd[pick(has_next, next, b)].size, std::uint64_t{0});
     std::uint32_t const fl = bin >> sl_log2_;
@@ -333,7 +333,7 @@ TIERPOOL_ARENA_HOT std::uint32_t arena::find_fit(std::uint64_t size) const noexc
   auto better = [this](std::uint32_t x, std::uint32_t y) noexcept {  // x tighter, or as tight and lower
     node const& a = nodes_[x];
     node const& b = nodes_[y];
-    return a.size < b.size || (a.size == b.size && a.offset < b.offset);
+    return a.size < b.size || (a.size == b.size && a.offset() < b.offset());
   };
   // own = bin_of(size), want = bin_round_up(size), with one bit scan: bins are numbered
   // consecutively, so rounding up is "own + 1" unless size is a bin's lower bound.
@@ -349,15 +349,15 @@ TIERPOOL_ARENA_HOT std::uint32_t arena::find_fit(std::uint64_t size) const noexc
     std::uint32_t best = head_size_[own] >= size ? heads_[own] : none;
     std::uint64_t best_size = head_size_[own];
     if (limit > 1 && heads_[own] != none) [[unlikely]] {
-      std::uint64_t best_offset = best != none ? nodes_[best].offset : 0;
+      std::uint64_t best_offset = best != none ? nodes_[best].offset() : 0;
       std::uint32_t budget = limit - 1;
       for (std::uint32_t b = nodes_[heads_[own]].next_free; b != none && budget != 0; b = nodes_[b].next_free, --budget) {
         node const& n = nodes_[b];
         if (n.size >= size &&
-            (best == none || n.size < best_size || (n.size == best_size && n.offset < best_offset))) {
+            (best == none || n.size < best_size || (n.size == best_size && n.offset() < best_offset))) {
           best = b;
           best_size = n.size;
-          best_offset = n.offset;
+          best_offset = n.offset();
         }
       }
     }
@@ -413,11 +413,11 @@ std::optional<arena::allocation> arena::allocate_aligned(std::uint64_t size, std
 {
   auto aligned_fit = [&](std::uint32_t b, std::uint64_t& out) noexcept {
     node const& n = nodes_[b];
-    std::uint64_t const local = n.offset - regions_[n.region].base;
+    std::uint64_t const local = n.offset() - regions_[region_of_free(b)].base;
     std::uint64_t const rem = local & (alignment - 1);
     std::uint64_t const pad = rem == 0 ? 0 : alignment - rem;
     if (pad > n.size || n.size - pad < size) { return false; }
-    out = n.offset + pad;
+    out = n.offset() + pad;
     return true;
   };
   std::uint64_t const extra = alignment - (gran_mask_ + 1);
@@ -443,13 +443,14 @@ std::optional<arena::allocation> arena::allocate_aligned(std::uint64_t size, std
 // neighbours are used: b was free, so its neighbours were not).
 arena::allocation arena::take_at(std::uint32_t b, std::uint64_t offset, std::uint64_t size) noexcept
 {
+  std::uint32_t const region = region_of_free(b);  // before b's pieces have free neighbours
   remove_free(b);
-  if (offset != nodes_[b].offset) {
-    split_free_left(b, offset - nodes_[b].offset);
+  if (offset != nodes_[b].offset()) {
+    split_free_left(b, offset - nodes_[b].offset());
     b = nodes_[b].next_phys;
   }
   if (nodes_[b].size != size) { split_free_right(b, size); }
-  return mark_used(b);
+  return mark_used(b, region);
 }
 
 // Take `size` bytes from free block b at the end next to its larger neighbour (Note
@@ -460,10 +461,11 @@ TIERPOOL_ARENA_HOT arena::allocation arena::take_placed(std::uint32_t b, std::ui
 {
   remove_free(b);
   node& blk = nodes_[b];
-  if (blk.size == size) { return mark_used(b); }
+  if (blk.size == size) { return mark_used(b, region_of_free(b)); }
   // b is free and coalesced, so its neighbours are used blocks (or none: size 0).
   std::uint32_t const prev = blk.prev_phys;
   std::uint32_t const next = blk.next_phys;
+  std::uint32_t const region = region_of_free(b);
   // The choice is a coin flip: select, don't branch (Note [Coin-flip branches]).
   std::uint64_t const left_nb = prev != none ? nodes_[prev].size : 0;
   std::uint64_t const right_nb = next != none ? nodes_[next].size : 0;
@@ -471,33 +473,74 @@ TIERPOOL_ARENA_HOT arena::allocation arena::take_placed(std::uint32_t b, std::ui
   std::uint64_t const left_size = pick(high, blk.size - size, size);
   std::uint32_t const n = new_node();
   node& r = nodes_[n];
-  r.offset = blk.offset + left_size;
+  r.offset_state = blk.offset() + left_size;
   r.size = blk.size - left_size;
-  r.region = blk.region;
   r.prev_phys = b;
   r.next_phys = next;
   if (next != none) { nodes_[next].prev_phys = n; }
   blk.next_phys = n;
   blk.size = left_size;
   insert_free(pick(high, b, n));
-  return mark_used(pick(high, n, b));
+  return mark_used(pick(high, n, b), region);
 }
 
-TIERPOOL_ARENA_HOT arena::allocation arena::mark_used(std::uint32_t b) noexcept
+// b (off the free lists) becomes an allocation in `region`.
+TIERPOOL_ARENA_HOT arena::allocation arena::mark_used(std::uint32_t b, std::uint32_t region) noexcept
 {
   node& blk = nodes_[b];
-  blk.state = node_state::used;
-  ++blk.generation;
+  std::uint64_t const offset = blk.offset();
+  blk.offset_state = offset | static_cast<std::uint64_t>(node_state::used);
+  blk.generation = ++generation_;
+  blk.region = region;
   used_ += blk.size;
   ++allocation_count_;
   allocation a;
-  a.offset = blk.offset;
+  a.offset = offset;
   a.size = blk.size;
-  a.region = blk.region;
+  a.region = region;
   a.node_ = b;
   a.generation_ = blk.generation;
   a.owner_ = owner_;
   return a;
+}
+
+// Note [A 32-byte node]
+// ~~~~~~~~~~~~~~~~~~~~~
+// Rationale: a tier's arena holds a node per block, so a pool of a million tensors pays a
+// million nodes; at 48 bytes the node was the second largest per-tensor cost after the
+// tensor record (issue 19).
+// Approach: each field is stored only while it means something. The free-list links
+// matter only while a block is free, the generation and the region only while it is used:
+// they share two words. The state (2 bits) sits in the low bits of the offset, which is a
+// multiple of min_alignment (>= 8). The bin is not stored: remove_free recomputes
+// bin_of(size) (a bit scan and two shifts) where the free block is its list's head. The
+// generation is the arena's allocation count at the time (generation_), not a per-node
+// counter that would have to survive the free period: a stale handle still fails is_live
+// unless exactly a multiple of 2^32 allocations happened in between and the node holds a
+// block of the same offset and size again, as with the per-node counter before.
+// A free block's region is found from its physical neighbours (region_of_free): a free
+// block is coalesced, so they are used blocks of the same region; with neither, the block
+// spans its region, found by a binary search over the region bases. An arena of one region
+// (the common case, and the benchmark's) answers 0 at once.
+// Limitations: min_alignment below 4 would not leave room for the state (the options
+// require 8); a whole-region free block costs O(log regions) to hand out.
+
+// The region of free block b (Note [A 32-byte node]). b must be coalesced.
+TIERPOOL_ARENA_HOT std::uint32_t arena::region_of_free(std::uint32_t b) const noexcept
+{
+  if (regions_.size() == 1) [[likely]] { return 0; }
+  node const& n = nodes_[b];
+  if (n.prev_phys != none) { return nodes_[n.prev_phys].region; }
+  if (n.next_phys != none) { return nodes_[n.next_phys].region; }
+  return region_at(n.offset());
+}
+
+// The region holding global offset `offset` (< capacity_): O(log regions).
+std::uint32_t arena::region_at(std::uint64_t offset) const noexcept
+{
+  auto const it = std::upper_bound(regions_.begin(), regions_.end(), offset,
+                                   [](std::uint64_t o, region_info const& r) { return o < r.base; });
+  return static_cast<std::uint32_t>(it - regions_.begin()) - 1U;
 }
 
 // Note [Place against the larger neighbour]
@@ -540,9 +583,8 @@ TIERPOOL_ARENA_HOT std::uint32_t arena::split_at(std::uint32_t b, std::uint64_t 
   std::uint32_t const n = new_node();
   node& l = nodes_[b];
   node& r = nodes_[n];
-  r.offset = l.offset + at;
+  r.offset_state = l.offset() + at;  // unused until the caller frees or uses it
   r.size = l.size - at;
-  r.region = l.region;
   r.prev_phys = b;
   r.next_phys = l.next_phys;
   if (l.next_phys != none) { nodes_[l.next_phys].prev_phys = n; }
@@ -569,8 +611,9 @@ TIERPOOL_ARENA_HOT bool arena::is_live(allocation const& a) const noexcept
 {
   if (a.owner_ != owner_ || a.node_ >= nodes_.size()) { return false; }
   node const& n = nodes_[a.node_];
-  return n.state == node_state::used && n.generation == a.generation_ && n.offset == a.offset &&
-         n.size == a.size;
+  // A used node's offset_state is its offset + 2 (used): equal exactly when the offsets are.
+  return n.state() == node_state::used && n.offset_state == a.offset + static_cast<std::uint64_t>(node_state::used) &&
+         n.generation == a.generation_ && n.size == a.size;
 }
 
 bool arena::owns(allocation const& a) const noexcept { return is_live(a); }
@@ -595,7 +638,7 @@ TIERPOOL_ARENA_HOT std::uint32_t arena::free_block(std::uint32_t b) noexcept
   used_ -= nodes_[b].size;
   --allocation_count_;
   std::uint32_t const prev = nodes_[b].prev_phys;
-  if (prev != none && nodes_[prev].state == node_state::free) {
+  if (prev != none && nodes_[prev].state() == node_state::free) {
     remove_free(prev);
     node& left = nodes_[prev];
     node const& mid = nodes_[b];
@@ -607,7 +650,7 @@ TIERPOOL_ARENA_HOT std::uint32_t arena::free_block(std::uint32_t b) noexcept
   }
   node& blk = nodes_[b];
   std::uint32_t const next = blk.next_phys;
-  if (next != none && nodes_[next].state == node_state::free) {
+  if (next != none && nodes_[next].state() == node_state::free) {
     remove_free(next);
     node const& right = nodes_[next];
     blk.size += right.size;
@@ -627,17 +670,19 @@ std::pair<arena::allocation, arena::allocation> arena::split(allocation const& a
                       std::to_string(at) + " bytes");
   }
   if (spare_nodes_ == 0 && !grow_nodes()) { throw std::bad_alloc(); }
+  std::uint32_t const region = nodes_[a.node_].region;
   std::uint32_t const n = split_at(a.node_, at);
   node& second = nodes_[n];
-  second.state = node_state::used;
-  ++second.generation;
+  second.offset_state |= static_cast<std::uint64_t>(node_state::used);
+  second.generation = ++generation_;
+  second.region = region;
   ++allocation_count_;
   allocation first = a;
   first.size = at;
   allocation rest;
-  rest.offset = second.offset;
+  rest.offset = second.offset();
   rest.size = second.size;
-  rest.region = second.region;
+  rest.region = region;
   rest.node_ = n;
   rest.generation_ = second.generation;
   rest.owner_ = owner_;
@@ -657,8 +702,8 @@ arena::free_around arena::free_neighbours(allocation const& a) const noexcept
   free_around out;
   if (!is_live(a)) { return out; }
   node const& n = nodes_[a.node_];
-  if (n.prev_phys != none && nodes_[n.prev_phys].state == node_state::free) { out.before = nodes_[n.prev_phys].size; }
-  if (n.next_phys != none && nodes_[n.next_phys].state == node_state::free) { out.after = nodes_[n.next_phys].size; }
+  if (n.prev_phys != none && nodes_[n.prev_phys].state() == node_state::free) { out.before = nodes_[n.prev_phys].size; }
+  if (n.next_phys != none && nodes_[n.next_phys].state() == node_state::free) { out.after = nodes_[n.next_phys].size; }
   return out;
 }
 
@@ -677,18 +722,18 @@ arena::allocation arena::merge_into(std::span<allocation const> parts, std::uint
     node const& n = nodes_[a.node_];
     if (i == 0) {
       lo = a.offset;
-      if (n.prev_phys != none && nodes_[n.prev_phys].state == node_state::free) { lo -= nodes_[n.prev_phys].size; }
+      if (n.prev_phys != none && nodes_[n.prev_phys].state() == node_state::free) { lo -= nodes_[n.prev_phys].size; }
     } else {
       allocation const& p = parts[i - 1];
       std::uint32_t between = nodes_[p.node_].next_phys;
-      if (between != a.node_ && (between == none || nodes_[between].state != node_state::free ||
+      if (between != a.node_ && (between == none || nodes_[between].state() != node_state::free ||
                                  nodes_[between].next_phys != a.node_)) {
         throw logic_error("arena: merge_into parts are not adjacent (at offset " + std::to_string(a.offset) + ")");
       }
     }
     if (i + 1 == parts.size()) {
       hi = a.offset + a.size;
-      if (n.next_phys != none && nodes_[n.next_phys].state == node_state::free) { hi += nodes_[n.next_phys].size; }
+      if (n.next_phys != none && nodes_[n.next_phys].state() == node_state::free) { hi += nodes_[n.next_phys].size; }
     }
   }
   if (offset < lo || offset > parts.front().offset || offset + bytes > hi ||
@@ -779,12 +824,16 @@ bool arena::validate() const
     for (std::uint32_t b = reg.first_node; b != none; b = nodes_[b].next_phys) {
       if (b >= n_nodes || ++steps > n_nodes) { return false; }
       node const& n = nodes_[b];
-      if (n.state == node_state::unused || n.region != r || n.prev_phys != prev) { return false; }
-      if (n.offset != expect || n.size == 0 || (n.size & gran_mask_) != 0) { return false; }
-      if (n.state == node_state::free) {
-        if (prev != none && nodes_[prev].state == node_state::free) { return false; }  // uncoalesced
+      node_state const st = n.state();
+      if (st != node_state::free && st != node_state::used) { return false; }  // unused, or a bad state
+      if (n.prev_phys != prev) { return false; }
+      if (n.offset() != expect || n.size == 0 || (n.size & gran_mask_) != 0) { return false; }
+      if (st == node_state::free) {
+        if (prev != none && nodes_[prev].state() == node_state::free) { return false; }  // uncoalesced
+        // It stores no region: its neighbours are used blocks of r (region_of_free).
         ++free_blocks;
       } else {
+        if (n.region != r) { return false; }
         used += n.size;
         ++used_blocks;
       }
@@ -809,7 +858,7 @@ bool arena::validate() const
       for (std::uint32_t b = heads_[bin]; b != none; b = nodes_[b].next_free) {
         if (b >= n_nodes || ++steps > n_nodes) { return false; }
         node const& n = nodes_[b];
-        if (n.state != node_state::free || n.prev_free != prev || bin_of(n.size) != bin || n.bin != bin) {
+        if (n.state() != node_state::free || n.prev_free != prev || bin_of(n.size) != bin) {
           return false;
         }
         if (n.size < bin_lower_bound(bin)) { return false; }
@@ -827,7 +876,7 @@ bool arena::validate() const
   // 3. Node storage: every node is a block or on the unused list, nothing lost.
   std::size_t unused = 0;
   for (std::uint32_t b = unused_head_; b != none; b = nodes_[b].next_free) {
-    if (b >= n_nodes || ++unused > n_nodes || nodes_[b].state != node_state::unused) { return false; }
+    if (b >= n_nodes || ++unused > n_nodes || nodes_[b].state() != node_state::unused) { return false; }
   }
   return unused == spare_nodes_ && unused + used_blocks + free_blocks == n_nodes;
 }

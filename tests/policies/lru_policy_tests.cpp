@@ -139,6 +139,34 @@ TEST(LruPolicy, RefreshIntervalDelaysPromotion)
   EXPECT_EQ(order(p), ids({1, 2}));
 }
 
+TEST(LruPolicy, LargeTicksKeepTheRefreshIntervalAndSaturateAt2To62)
+{
+  // The promotion tick shares a word with the node's flags (62 bits): ticks below 2^62
+  // behave as before, later ones are kept as 2^62 - 1.
+  static_assert(sizeof(tierpool::policies::detail::lru_node) == 32);
+  tick const big = tierpool::policies::detail::lru_node::max_promoted_at - 20;
+  lru_policy p{{.refresh_interval = 10}};
+  p.on_insert(view(1, 10, big));
+  p.on_insert(view(2, 10, big + 1, true));  // pinned: its flag survives the tick beside it
+  p.on_unpin(tid(2));                       // back at the MRU end; order: 1 2
+  p.on_access(view(1, 10, big + 9));        // 9 < 10: stays
+  EXPECT_EQ(order(p), ids({1, 2}));
+  p.on_access(view(1, 10, big + 10));       // promoted at big + 10
+  EXPECT_EQ(order(p), ids({2, 1}));
+  EXPECT_TRUE(p.validate());
+  // Past 2^62 the tick is stored as 2^62 - 1: an access 10 ticks after that promotes.
+  p.on_access(view(2, 10, tick{1} << 63U));  // promoted, kept as 2^62 - 1
+  EXPECT_EQ(order(p), ids({1, 2}));
+  p.on_access(view(1, 10, (tick{1} << 63U) + 1));  // 2^63 + 1 - (big + 10) >= 10
+  EXPECT_EQ(order(p), ids({2, 1}));
+  p.on_access(view(2, 10, tierpool::policies::detail::lru_node::max_promoted_at + 9));  // 9 after the kept tick
+  EXPECT_EQ(order(p), ids({2, 1}));
+  p.on_access(view(2, 10, tierpool::policies::detail::lru_node::max_promoted_at + 10));  // 10 after it: promoted
+  EXPECT_EQ(order(p), ids({1, 2}));
+  EXPECT_EQ(p.pinned_count(), 0U);
+  EXPECT_TRUE(p.validate());
+}
+
 TEST(LruPolicy, PromoteOnWriteAndOnReadAreSeparate)
 {
   lru_policy no_write{{.promote_on_read = true, .promote_on_write = false}};

@@ -48,6 +48,34 @@ TEST(IdIndex, MatchesAReferenceMapUnderRandomChurn)
   }
 }
 
+struct default_load_traits {
+  struct cell {
+    std::uint64_t key{0};
+  };
+  static constexpr unsigned run_bits = 0;
+  static constexpr std::size_t min_cells = 16;
+  static bool empty(cell const& c) noexcept { return c.key == 0; }
+  static std::uint64_t key(cell const& c) noexcept { return c.key; }
+  static void clear(cell& c) noexcept { c.key = 0; }
+};
+// Other users of flat_table (the record table, flat_u64_set) keep growing at half full.
+static_assert(flat_table<default_load_traits>::max_load_num == 1 && flat_table<default_load_traits>::max_load_den == 2);
+
+TEST(IdIndex, ManyConsecutiveIdsAtThreeQuartersLoad)
+{
+  // Pool ids come in order; up to 3/4 of the cells are full before the index grows.
+  id_index idx;
+  constexpr std::uint64_t n = 100'000;
+  for (std::uint64_t k = 1; k <= n; ++k) { idx.insert(tensor_id{k}, static_cast<std::uint32_t>(k * 3)); }
+  ASSERT_EQ(idx.size(), n);
+  for (std::uint64_t k = 1; k <= n; k += 2) { ASSERT_TRUE(idx.erase(tensor_id{k})); }
+  for (std::uint64_t k = 1; k <= n; ++k) {
+    ASSERT_EQ(idx.find(tensor_id{k}), k % 2 == 1 ? id_index::npos : k * 3) << k;
+  }
+  EXPECT_EQ(idx.find(tensor_id{n + 1}), id_index::npos);
+  EXPECT_EQ(idx.size(), n / 2);
+}
+
 TEST(IdIndex, EmptyAndClear)
 {
   id_index idx;

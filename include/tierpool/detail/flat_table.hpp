@@ -15,7 +15,8 @@
  * inserts the missed tensor, each a lookup of a cold id.
  * Approach: open addressing with linear probing over one array of cells, so a lookup
  * reads one cache line (two parallel arrays of keys and values, as the policies' index
- * first was, missed twice); at most half full; deletion by backward shift (no tombstones,
+ * first was, missed twice); at most half full unless the traits allow more (the policies'
+ * id_index: three quarters); deletion by backward shift (no tombstones,
  * so lookups never slow down with churn). Ids are handed out in order by the pool, so the
  * hash can keep runs of 2^run_bits consecutive keys in adjacent cells (Fibonacci hashing
  * of key >> run_bits picks the run's place): a burst of inserts (a trace's first pass)
@@ -51,12 +52,34 @@ namespace tierpool::detail {
  * - `static constexpr std::size_t min_cells`: the first capacity, a power of two of at
  *   least 2 << run_bits;
  * - `static bool empty(cell const&) noexcept`, `static std::uint64_t key(cell const&) noexcept`;
- * - `static void clear(cell&) noexcept`: make it empty and drop what it holds.
+ * - `static void clear(cell&) noexcept`: make it empty and drop what it holds;
+ * - optionally `static constexpr std::size_t max_load_num, max_load_den`: the table grows
+ *   before more than max_load_num / max_load_den of its cells would be full (default 1/2;
+ *   below 1, so that a probe always reaches an empty cell).
  */
 template <class Traits>
 class flat_table {
  public:
   using cell = typename Traits::cell;  ///< one slot of the table
+
+  /// @brief The largest fraction of full cells: max_load_num / max_load_den of the traits,
+  ///        or 1 / 2.
+  static constexpr std::size_t max_load_num = [] {
+    if constexpr (requires { Traits::max_load_num; }) {
+      return std::size_t{Traits::max_load_num};
+    } else {
+      return std::size_t{1};
+    }
+  }();
+  /// @copydoc max_load_num
+  static constexpr std::size_t max_load_den = [] {
+    if constexpr (requires { Traits::max_load_den; }) {
+      return std::size_t{Traits::max_load_den};
+    } else {
+      return std::size_t{2};
+    }
+  }();
+  static_assert(max_load_num > 0 && max_load_num < max_load_den, "flat_table: the maximum load must be in (0, 1)");
 
   /// @brief The home cell of `key` in a table of `cells` cells (a power of two >=
   ///        min_cells): tests build colliding keys with it.
@@ -89,7 +112,7 @@ class flat_table {
    */
   [[nodiscard]] std::pair<cell*, bool> find_or_claim(std::uint64_t key)
   {
-    if ((size_ + 1) * 2 > cells_.size()) { grow(); }
+    if ((size_ + 1) * max_load_den > cells_.size() * max_load_num) { grow(); }
     std::size_t i = home(key);
     while (!Traits::empty(cells_[i])) {
       if (Traits::key(cells_[i]) == key) { return {&cells_[i], false}; }

@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include <tierpool/backend.hpp>
+#include <tierpool/detail/record_ref.hpp>
 #include <tierpool/error.hpp>
 #include <tierpool/event.hpp>
 #include <tierpool/export.hpp>
@@ -71,12 +72,12 @@ class TIERPOOL_EXPORT tensor {
  private:
   friend class pool;
   friend class detail::pool_impl;
-  tensor(std::shared_ptr<detail::pool_impl> impl, std::shared_ptr<detail::tensor_record> rec, tensor_id id,
+  tensor(std::shared_ptr<detail::pool_impl> impl, detail::record_ref rec, tensor_id id,
          std::size_t bytes) noexcept;
   void reset() noexcept;
 
   std::shared_ptr<detail::pool_impl> impl_{};
-  std::shared_ptr<detail::tensor_record> rec_{};  // the pool's record: no table lookup on the hit path
+  detail::record_ref rec_{};  // the pool's record: no table lookup on the hit path
   tensor_id id_{};
   std::size_t bytes_{0};
 };

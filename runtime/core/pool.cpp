@@ -38,7 +38,7 @@ decltype(auto) noting_loss(detail::pool_impl& impl, F&& f)
 
 // ---- tensor ----
 
-tensor::tensor(std::shared_ptr<detail::pool_impl> impl, std::shared_ptr<detail::tensor_record> rec, tensor_id id,
+tensor::tensor(std::shared_ptr<detail::pool_impl> impl, detail::record_ref rec, tensor_id id,
                std::size_t bytes) noexcept
   : impl_(std::move(impl)), rec_(std::move(rec)), id_(id), bytes_(bytes)
 {

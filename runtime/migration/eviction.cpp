@@ -37,7 +37,7 @@ std::size_t sat_add(std::size_t a, std::size_t b) noexcept
   return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max() : a + b;
 }
 
-using claim = std::pair<std::shared_ptr<tensor_record>, record_lock>;
+using claim = std::pair<record_ref, record_lock>;
 
 // Note [Prefetching a victim]
 // A victim is usually cold: its table cell, its shared_ptr control block and the record's
@@ -125,7 +125,7 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
         if (std::any_of(claimed.begin(), claimed.end(), [&](auto const& c) { return c.first->id == id; })) {
           continue;
         }
-        std::shared_ptr<tensor_record> rec;
+        record_ref rec;
         {
           std::lock_guard lock(*table_mtx_);
           if (auto const* r = table_->find(static_cast<std::uint64_t>(id))) {

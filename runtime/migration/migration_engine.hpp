@@ -254,17 +254,17 @@ class migration_engine {
   // ---- prefetches and the prefetch queue (prefetch_queue.cpp) ----
   void serve_prefetches() noexcept;
   /// Queue a prefetch of the (locked) record. @return false when the queue was full (dropped).
-  bool enqueue_prefetch(std::shared_ptr<tensor_record> const& recp, std::uint32_t k);
+  bool enqueue_prefetch(record_ref const& recp, std::uint32_t k);
   /// pool::prefetch of a record (`predicted`: from the predictor; a freed tensor is skipped).
-  void prefetch_record(std::shared_ptr<tensor_record> const& recp, std::uint32_t k, bool predicted);
+  void prefetch_record(record_ref const& recp, std::uint32_t k, bool predicted);
 
   // ---- the transfer planner's mechanisms (transfer_planner.cpp); records unlocked ----
   /// Prefetch into tier k for a use at `use` (Note [Planned prefetches], transfer_planner.cpp).
-  plan_outcome plan_prefetch(std::shared_ptr<tensor_record> const& recp, std::uint32_t k, tick use, tick now,
+  plan_outcome plan_prefetch(record_ref const& recp, std::uint32_t k, tick use, tick now,
                              bool stream_reuse);
   /// Write the dirty copy in tier k back now, behind its last use, and keep it resident:
   /// its eviction later drops it without a write-back. @return true when a copy was issued
-  bool write_back_early(std::shared_ptr<tensor_record> const& recp, std::uint32_t k) noexcept;
+  bool write_back_early(record_ref const& recp, std::uint32_t k) noexcept;
   /// Clean ahead of the policy: write back early the dirty ones among the victims tier k's
   /// policy would give for `bytes` now (Note [Cleaning ahead of eviction]). @return copies issued
   std::size_t clean_ahead(std::uint32_t k, std::size_t bytes) noexcept;
@@ -302,7 +302,7 @@ class migration_engine {
   // Prefetch queue: leaf lock; pq_size_ lets the hit path skip it with one load.
   static constexpr std::size_t kPrefetchQueueCap = 64;
   struct prefetch_request {
-    std::weak_ptr<tensor_record> rec;
+    tensor_id id{};  ///< looked up in the table when served (gone: freed meanwhile)
     std::uint32_t tier{0};
     float priority{0.0F};
     std::uint64_t seq{0};

@@ -28,7 +28,7 @@ void migration_engine::steer_to_device(tensor_record& rec, copy_slot& slot, stre
   }
 }
 
-void migration_engine::prefetch_record(std::shared_ptr<tensor_record> const& recp, std::uint32_t k, bool predicted)
+void migration_engine::prefetch_record(record_ref const& recp, std::uint32_t k, bool predicted)
 {
   tensor_record& rec = *recp;
   record_lock rl(rec);
@@ -60,7 +60,7 @@ void migration_engine::prefetch_record(std::shared_ptr<tensor_record> const& rec
   }
 }
 
-bool migration_engine::enqueue_prefetch(std::shared_ptr<tensor_record> const& recp, std::uint32_t k)
+bool migration_engine::enqueue_prefetch(record_ref const& recp, std::uint32_t k)
 {
   tensor_record& rec = *recp;  // locked by the caller
   std::lock_guard lock(pq_mtx_);
@@ -68,7 +68,7 @@ bool migration_engine::enqueue_prefetch(std::shared_ptr<tensor_record> const& re
     counters_->prefetch_dropped.fetch_add(1, std::memory_order_relaxed);  // full: the newest request is dropped
     return false;
   }
-  pq_.push_back(prefetch_request{recp, k, rec.priority, pq_seq_++});
+  pq_.push_back(prefetch_request{rec.id, k, rec.priority, pq_seq_++});
   rec.prefetch_queued = true;
   counters_->prefetch_queued.fetch_add(1, std::memory_order_relaxed);
   pq_size_.store(pq_.size(), std::memory_order_relaxed);
@@ -99,7 +99,11 @@ void migration_engine::serve_prefetches() noexcept
       });
       req = *best;
     }
-    std::shared_ptr<tensor_record> const rec = req.rec.lock();
+    record_ref rec;  // Note [Records count their references]: the table holds live tensors
+    {
+      std::lock_guard lock(*table_mtx_);  // a leaf
+      if (auto const* r = table_->find(static_cast<std::uint64_t>(req.id))) { rec = *r; }
+    }
     if (rec == nullptr || closed_.load(std::memory_order_acquire)) {  // freed and gone
       remove(req.seq);
       counters_->prefetch_dropped.fetch_add(1, std::memory_order_relaxed);

@@ -76,7 +76,7 @@ class record_lock {
       // that kept it and the pool alive are dropped after the unlock (the record first,
       // then the pool).
       std::shared_ptr<record_owner> keep_alive;
-      std::shared_ptr<tensor_record> keep_self;
+      record_ref keep_self;
       rec_->owner->finish_dropped_locked(*rec_, keep_alive, keep_self);
       rec_->mtx.unlock();
       rec_ = nullptr;

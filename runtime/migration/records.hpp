@@ -27,6 +27,7 @@
 #include <vector>
 
 #include <tierpool/backend.hpp>
+#include <tierpool/detail/record_ref.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/pool_options.hpp>
 
@@ -53,7 +54,7 @@ class record_owner {
   /// out-parameters (the caller drops them after unlocking): Note [A dropped record's
   /// references].
   virtual void finish_dropped_locked(tensor_record& rec, std::shared_ptr<record_owner>& keep_alive,
-                                     std::shared_ptr<tensor_record>& keep_self) noexcept = 0;
+                                     record_ref& keep_self) noexcept = 0;
 
  protected:
   record_owner() = default;
@@ -271,9 +272,9 @@ struct alignas(16) tensor_record {
   std::uint32_t pins{0};          ///< == SUM(slots[k].pins)
   std::uint32_t write_pins{0};    ///< live leases that may write (no copy may read it meanwhile)
   std::uint32_t access_count{0};
-  /// Requests of this tensor waiting on low-memory callbacks, with the lock dropped (Note
-  /// [Low-memory callbacks run unlocked], pool_impl.cpp): a free waits for them as for leases
-  std::uint32_t paused{0};
+  /// References (record_ref): the handle, the table, work in flight (Note [Records count
+  /// their references], records.cpp). Atomic; the only field not guarded by `mtx`.
+  std::atomic<std::uint32_t> refs{0};
   std::uint32_t tenant{0};        ///< constant: tensor_options::tenant
   float priority{0.0F};           ///< constant: tensor_options::priority
   bool freed{false};              ///< freed (or the pool closed): every slot absent
@@ -291,6 +292,10 @@ struct alignas(16) tensor_record {
   /// keeps the pool, until the deferred free (Note [A dropped record's references]).
   bool drop_held{false};
   std::uint8_t preferred{kNoPreferredTier};  ///< constant: tensor_options::preferred_tier's index
+  /// Requests of this tensor waiting on low-memory callbacks, with the lock dropped (Note
+  /// [Low-memory callbacks run unlocked], pool_impl.cpp): a free waits for them as for
+  /// leases. At most one per thread.
+  std::uint16_t paused{0};
   record_owner* owner{nullptr};   ///< constant: the pool
   tensor_id id{};                 ///< constant
   std::size_t bytes{0};           ///< constant
@@ -352,18 +357,18 @@ class record_table {
   static constexpr std::size_t kPageIds = std::size_t{1} << kPageBits;
 
   /// @brief The record of `id`, or null.
-  [[nodiscard]] std::shared_ptr<tensor_record> const* find(std::uint64_t id) const noexcept
+  [[nodiscard]] record_ref const* find(std::uint64_t id) const noexcept
   {
     auto const p = static_cast<std::size_t>(id >> kPageBits);
     if (p >= pages_.size() || pages_[p] == nullptr) { return nullptr; }
-    std::shared_ptr<tensor_record> const& c = (*pages_[p])[id & (kPageIds - 1)];
+    record_ref const& c = (*pages_[p])[id & (kPageIds - 1)];
     return c == nullptr ? nullptr : &c;
   }
   /// @brief Remove `id` and return its reference (null when absent): erase() that hands
   ///        the reference over instead of dropping it.
-  [[nodiscard]] std::shared_ptr<tensor_record> take(std::uint64_t id) noexcept
+  [[nodiscard]] record_ref take(std::uint64_t id) noexcept
   {
-    std::shared_ptr<tensor_record> out;
+    record_ref out;
     auto const p = static_cast<std::size_t>(id >> kPageBits);
     if (p >= pages_.size() || pages_[p] == nullptr) { return out; }
     out = std::move((*pages_[p])[id & (kPageIds - 1)]);
@@ -374,7 +379,7 @@ class record_table {
    * @brief Add `rec` (not null) under `id` (absent, != 0; the pool's ids are dense).
    * @throws std::bad_alloc when a page or the page directory cannot grow (unchanged).
    */
-  void insert(std::uint64_t id, std::shared_ptr<tensor_record> rec)
+  void insert(std::uint64_t id, record_ref rec)
   {
     auto const p = static_cast<std::size_t>(id >> kPageBits);
     if (p >= pages_.size()) {
@@ -392,7 +397,7 @@ class record_table {
   {
     auto const p = static_cast<std::size_t>(id >> kPageBits);
     if (p >= pages_.size() || pages_[p] == nullptr) { return false; }
-    std::shared_ptr<tensor_record>& c = (*pages_[p])[id & (kPageIds - 1)];
+    record_ref& c = (*pages_[p])[id & (kPageIds - 1)];
     if (c == nullptr) { return false; }
     c.reset();
     drop_one(p);
@@ -429,11 +434,15 @@ class record_table {
     --size_;
     if (--live_[p] == 0) { pages_[p].reset(); }
   }
-  using page = std::array<std::shared_ptr<tensor_record>, kPageIds>;
+  using page = std::array<record_ref, kPageIds>;
   std::vector<std::unique_ptr<page>> pages_;  ///< by id >> kPageBits; null: no live id there
   std::vector<std::uint16_t> live_;           ///< live ids per page (at least pages_.size() entries)
   std::size_t size_{0};
 };
+
+/// @brief A new default record with one reference (the caller's), from the process's slab
+///        of records. @throws std::bad_alloc
+[[nodiscard]] record_ref make_record_ref();
 
 /// @brief One tier of the pool: memory, policy, figures.
 struct tier_state {

@@ -81,7 +81,7 @@ class planning_scope {
 
 }  // namespace
 
-plan_outcome migration_engine::plan_prefetch(std::shared_ptr<tensor_record> const& recp, std::uint32_t k, tick use,
+plan_outcome migration_engine::plan_prefetch(record_ref const& recp, std::uint32_t k, tick use,
                                              tick now, bool stream_reuse)
 {
   tensor_record& rec = *recp;
@@ -115,7 +115,7 @@ plan_outcome migration_engine::plan_prefetch(std::shared_ptr<tensor_record> cons
   return plan_outcome::issued;
 }
 
-bool migration_engine::write_back_early(std::shared_ptr<tensor_record> const& recp, std::uint32_t k) noexcept
+bool migration_engine::write_back_early(record_ref const& recp, std::uint32_t k) noexcept
 {
   tensor_record& rec = *recp;
   if (holds_record(rec)) { return false; }
@@ -151,7 +151,7 @@ std::size_t migration_engine::clean_ahead(std::uint32_t k, std::size_t bytes) no
   }
   std::size_t issued = 0;
   for (tensor_id const id : ids) {
-    std::shared_ptr<tensor_record> rec;
+    record_ref rec;
     {
       std::lock_guard lock(*table_mtx_);
       if (auto const* r = table_->find(static_cast<std::uint64_t>(id))) { rec = *r; }

@@ -18,11 +18,10 @@
 // ("madvise" or "always") one fault maps 2 MiB. (Chunks used to double from 64 KiB to
 // 2 MiB: the ~2 MiB between, faulted 4 KiB at a time, cost more than a huge page — a
 // 4 KiB fault is ~14 us on the development VM, a whole huge page ~0.1-1.5 ms.) The pools'
-// records and their shared_ptr control blocks come from two slabs of the process
-// (process_slab<T>(), made on first use, never destroyed), so that the record's deleter and
-// the control block's allocator are stateless: the control block is then three words (32
-// bytes in its slab), where a deleter and an allocator each holding the slab made it 64
-// (issue 19: a million tensors paid 32 MB for it).
+// records come from one slab of the process (process_slab<T>(), made on first use, never
+// destroyed), so that the last reference's release (Note [Records count their references],
+// records.cpp) returns a record without holding the slab: a record costs its 208 bytes and
+// nothing beside (issue 19; a shared_ptr's control block holding the slab was 64 more).
 // Limitations: memory of freed records stays with the process's slab for later records
 // (of any pool), never returned to the system (a process's peak of live tensors, as glibc
 // would mostly keep it too); without THP the big chunks fault page by page like any memory.

@@ -53,8 +53,8 @@ namespace tierpool::test {
 namespace {
 
 // The record table keeps pages of 256 references by id (Note [Records indexed by id]): the
-// insert of id 256 allocates the second page, 256 shared_ptrs.
-constexpr std::size_t kTableGrowthBytes = 256 * sizeof(std::shared_ptr<int>);
+// insert of id 256 allocates the second page, 256 references of one pointer each.
+constexpr std::size_t kTableGrowthBytes = 256 * sizeof(void*);  // record_ref: one pointer
 constexpr int kFirstIdOfPage1 = 256;
 
 // Regression: an allocate that took a block still awaiting its copy stream's deferred free

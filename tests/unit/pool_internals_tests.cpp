@@ -36,10 +36,9 @@ namespace {
 
 using tierpool::detail::copy_slot;
 using tierpool::detail::flat_u64_set;
-using tierpool::detail::record_allocator;
 using tierpool::detail::record_slab;
 using tierpool::detail::record_table;
-using tierpool::detail::slab_deleter;
+using tierpool::detail::record_ref;
 using tierpool::detail::slot_array;
 using tierpool::detail::spin_mutex;
 using tierpool::detail::stream_entry;
@@ -189,8 +188,8 @@ TEST(RecordTable, FindInsertEraseClearAndReferenceCounts)
   record_table t;
   EXPECT_EQ(t.find(1), nullptr);
   EXPECT_FALSE(t.erase(1));
-  auto a = std::make_shared<tensor_record>();
-  auto b = std::make_shared<tensor_record>();
+  auto a = tierpool::detail::make_record_ref();
+  auto b = tierpool::detail::make_record_ref();
   t.insert(7, a);
   t.insert(9, b);
   EXPECT_EQ(t.size(), 2U);
@@ -198,20 +197,20 @@ TEST(RecordTable, FindInsertEraseClearAndReferenceCounts)
   EXPECT_EQ(t.find(7)->get(), a.get());
   EXPECT_EQ(t.find(9)->get(), b.get());
   EXPECT_EQ(t.find(8), nullptr);
-  EXPECT_EQ(a.use_count(), 2);
+  EXPECT_EQ(a->refs.load(), 2U);
   EXPECT_TRUE(t.erase(7));
-  EXPECT_EQ(a.use_count(), 1) << "an erased cell keeps no reference";
+  EXPECT_EQ(a->refs.load(), 1U) << "an erased cell keeps no reference";
   EXPECT_EQ(t.find(7), nullptr);
   EXPECT_FALSE(t.erase(7));
   std::size_t seen = 0;
-  t.for_each([&](std::shared_ptr<tensor_record> const& r) {
+  t.for_each([&](record_ref const& r) {
     EXPECT_EQ(r.get(), b.get());
     ++seen;
   });
   EXPECT_EQ(seen, 1U);
   t.clear();
   EXPECT_EQ(t.size(), 0U);
-  EXPECT_EQ(b.use_count(), 1) << "clear() drops every reference";
+  EXPECT_EQ(b->refs.load(), 1U) << "clear() drops every reference";
   EXPECT_EQ(t.find(9), nullptr);
   t.insert(9, b);  // reusable after clear
   EXPECT_EQ(t.find(9)->get(), b.get());
@@ -223,10 +222,10 @@ TEST(RecordTable, PagesComeAndGoWithTheirLiveIds)
 {
   constexpr std::uint64_t P = record_table::kPageIds;
   record_table t;
-  std::vector<std::shared_ptr<tensor_record>> recs;
+  std::vector<record_ref> recs;
   std::vector<std::uint64_t> const ids = {1, P - 1, P, P + 1, 3 * P + 5, 3 * P + 6};
   for (std::uint64_t id : ids) {
-    recs.push_back(std::make_shared<tensor_record>());
+    recs.push_back(tierpool::detail::make_record_ref());
     t.insert(id, recs.back());
   }
   EXPECT_EQ(t.size(), ids.size());
@@ -238,7 +237,7 @@ TEST(RecordTable, PagesComeAndGoWithTheirLiveIds)
   EXPECT_EQ(t.find(2 * P + 5), nullptr);   // a page that never existed
   EXPECT_EQ(t.find(100 * P), nullptr);     // beyond the directory
   std::vector<std::uint64_t> order;
-  t.for_each([&](std::shared_ptr<tensor_record> const& r) {
+  t.for_each([&](record_ref const& r) {
     for (std::size_t i = 0; i < recs.size(); ++i) {
       if (recs[i] == r) { order.push_back(ids[i]); }
     }
@@ -248,15 +247,15 @@ TEST(RecordTable, PagesComeAndGoWithTheirLiveIds)
   EXPECT_EQ(t.pages(), 3U);
   ASSERT_TRUE(t.erase(P + 1));
   EXPECT_EQ(t.pages(), 2U) << "the page's last live id took it";
-  EXPECT_EQ(recs[2].use_count(), 1);
-  EXPECT_EQ(recs[3].use_count(), 1);
+  EXPECT_EQ(recs[2]->refs.load(), 1U);
+  EXPECT_EQ(recs[3]->refs.load(), 1U);
   EXPECT_EQ(t.find(P + 1), nullptr);
   t.insert(P + 1, recs[3]);  // the page comes back
   EXPECT_EQ(t.pages(), 3U);
   EXPECT_EQ(t.find(P + 1)->get(), recs[3].get());
-  std::shared_ptr<tensor_record> taken = t.take(3 * P + 5);  // what a dropped record's free does
+  record_ref taken = t.take(3 * P + 5);  // what a dropped record's free does
   EXPECT_EQ(taken.get(), recs[4].get());
-  EXPECT_EQ(recs[4].use_count(), 2) << "handed over, not dropped";
+  EXPECT_EQ(recs[4]->refs.load(), 2U) << "handed over, not dropped";
   EXPECT_EQ(t.find(3 * P + 5), nullptr);
   EXPECT_EQ(t.take(3 * P + 5), nullptr);
   EXPECT_EQ(t.size(), ids.size() - 2);  // P erased, P + 1 back, 3P + 5 taken
@@ -269,9 +268,9 @@ TEST(RecordTable, MatchesStdUnorderedMapUnderManyOps)
 {
   std::mt19937_64 rng(0xDEC0DEULL);
   record_table t;
-  std::unordered_map<std::uint64_t, std::shared_ptr<tensor_record>> ref;
-  std::vector<std::shared_ptr<tensor_record>> pool_of_recs;
-  for (int i = 0; i < 64; ++i) { pool_of_recs.push_back(std::make_shared<tensor_record>()); }
+  std::unordered_map<std::uint64_t, record_ref> ref;
+  std::vector<record_ref> pool_of_recs;
+  for (int i = 0; i < 64; ++i) { pool_of_recs.push_back(tierpool::detail::make_record_ref()); }
   std::uint64_t next_id = 1;
   std::vector<std::uint64_t> live;
   for (int op = 0; op < 60000; ++op) {
@@ -300,18 +299,18 @@ TEST(RecordTable, MatchesStdUnorderedMapUnderManyOps)
     if (got != nullptr) { ASSERT_EQ(got->get(), it->second.get()) << "op " << op; }
   }
   std::size_t n = 0;
-  t.for_each([&](std::shared_ptr<tensor_record> const& r) {
+  t.for_each([&](record_ref const& r) {
     ++n;
     EXPECT_NE(r, nullptr);
   });
   EXPECT_EQ(n, ref.size());
   // References: each record is held by the vector, the reference map and the table.
   long total = 0;
-  for (auto const& r : pool_of_recs) { total += r.use_count() - 1; }
+  for (auto const& r : pool_of_recs) { total += static_cast<long>(r->refs.load()) - 1; }
   EXPECT_EQ(total, static_cast<long>(2 * ref.size()));
   t.clear();
   ref.clear();
-  for (auto const& r : pool_of_recs) { EXPECT_EQ(r.use_count(), 1); }
+  for (auto const& r : pool_of_recs) { EXPECT_EQ(r->refs.load(), 1U); }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -454,7 +453,7 @@ TEST(SlotArray, AbsentTiersShareTheReadOnlyAbsentSlotUntilMaterialized)
 }
 
 // ---------------------------------------------------------------------------------------
-// record_slab, slab_deleter, record_allocator
+// record_slab, record_ref
 // ---------------------------------------------------------------------------------------
 
 TEST(RecordSlab, RoundsBlocksToTheAlignmentAndRejectsBadArguments)
@@ -525,80 +524,54 @@ TEST(RecordSlab, FreedBlocksAreReusedLastInFirstOut)
   EXPECT_NE(d, c);
 }
 
-struct counted {
-  static inline std::atomic<int> live{0};
-  std::array<std::uint64_t, 12> payload{};
-  counted() { live.fetch_add(1); }
-  counted(counted const&) = delete;
-  counted& operator=(counted const&) = delete;
-  ~counted() { live.fetch_sub(1); }
-};
-
-// As pool_impl::make_record: the object and its control block from two slabs, whose only
-// owners after the pool is gone are the deleter and the allocator inside the control block.
-std::shared_ptr<counted> make_from(std::shared_ptr<record_slab> const& objects, std::shared_ptr<record_slab> const& controls)
+// Note [Records count their references]: copies add, drops subtract, the last drop
+// returns the record to the process's slab (the next record may take the same block).
+TEST(RecordRef, CountsInTheRecordAndTheLastDropFreesIt)
 {
-  auto* const raw = new (objects->allocate()) counted();
-  return std::shared_ptr<counted>(raw, slab_deleter<counted>{objects}, record_allocator<counted>(controls));
-}
-
-TEST(RecordSlab, RecordsAndWeakReferencesOutliveTheSlabsOwner)
-{
-  std::vector<std::shared_ptr<counted>> keep;
-  std::vector<std::weak_ptr<counted>> weak;
-  std::weak_ptr<record_slab> objects_alive;
-  std::weak_ptr<record_slab> controls_alive;
+  record_ref a = tierpool::detail::make_record_ref();
+  tensor_record* const raw = a.get();
+  ASSERT_NE(raw, nullptr);
+  EXPECT_EQ(raw->refs.load(), 1U);
   {
-    auto objects = std::make_shared<record_slab>(sizeof(counted), alignof(counted));
-    auto controls = std::make_shared<record_slab>(64, 16);
-    objects_alive = objects;
-    controls_alive = controls;
-    for (int i = 0; i < 300; ++i) {
-      auto r = make_from(objects, controls);
-      r->payload[0] = static_cast<std::uint64_t>(i);
-      weak.push_back(r);
-      if (i % 3 != 0) { keep.push_back(std::move(r)); }  // a third die at once (blocks recycled)
-    }
-    EXPECT_GT(controls->reserved_bytes(), 0U) << "the control blocks came from the slab";
-  }  // the "pool" and its slab references are gone
-  EXPECT_FALSE(objects_alive.expired()) << "live records keep their slab";
-  EXPECT_FALSE(controls_alive.expired());
-  EXPECT_EQ(counted::live.load(), 200);
-  for (std::size_t i = 0; i < keep.size(); ++i) {
-    EXPECT_EQ(keep[i]->payload[0] % 3, i % 2 == 0 ? 1U : 2U);
+    record_ref b = a;          // copy: +1
+    record_ref c = std::move(b);  // move: unchanged
+    EXPECT_EQ(b, nullptr);
+    EXPECT_EQ(raw->refs.load(), 2U);
+    record_ref d;
+    d = c;                     // copy-assign: +1
+    EXPECT_EQ(raw->refs.load(), 3U);
+    d = nullptr;
+    EXPECT_EQ(raw->refs.load(), 2U);
   }
-  // Drop the records in an order unrelated to allocation; the weak references outlive them
-  // all (each holds a control block, from the slab, which holds the slab).
-  std::mt19937 rng(7);
-  std::shuffle(keep.begin(), keep.end(), rng);
-  keep.clear();
-  EXPECT_EQ(counted::live.load(), 0);
-  EXPECT_FALSE(controls_alive.expired()) << "weak references keep the control-block slab";
-  for (auto const& w : weak) { EXPECT_EQ(w.lock(), nullptr); }
-  weak.clear();
-  EXPECT_TRUE(objects_alive.expired());
-  EXPECT_TRUE(controls_alive.expired());
+  EXPECT_EQ(raw->refs.load(), 1U);
+  std::vector<record_ref> many(1000, a);
+  EXPECT_EQ(raw->refs.load(), 1001U);
+  many.clear();
+  a.reset();
+  EXPECT_EQ(a, nullptr);
+  record_ref again = tierpool::detail::make_record_ref();
+  EXPECT_EQ(again.get(), raw) << "the freed block is the slab's next (LIFO)";
+  EXPECT_EQ(again->refs.load(), 1U);
+  EXPECT_EQ(again->pins, 0U) << "a fresh record";
 }
 
-TEST(RecordSlab, AllocatorFallsBackToOperatorNewForWhatTheSlabCannotHold)
+// References taken and dropped from many threads at once (more threads than cores): the
+// count ends exact, and the record dies once (ASan/TSan see a double free or a race).
+TEST(RecordRef, ConcurrentCopiesAndDropsKeepTheCountExact)
 {
-  auto slab = std::make_shared<record_slab>(64, 16);
-  record_allocator<std::array<char, 200>> big{slab};
-  record_allocator<std::array<char, 32>> small{slab};
-  auto* const p = big.allocate(1);  // larger than a block
-  auto* const q = small.allocate(3);  // several objects
-  auto* const r = small.allocate(1);  // from the slab
-  EXPECT_GT(slab->reserved_bytes(), 0U);
-  std::memset(p, 1, sizeof(*p));
-  std::memset(q, 2, 3 * sizeof(*q));
-  std::memset(r, 3, sizeof(*r));
-  big.deallocate(p, 1);
-  small.deallocate(q, 3);
-  small.deallocate(r, 1);
-  EXPECT_EQ(slab->allocate(), static_cast<void*>(r)) << "the slab block came back to the slab";
-  record_allocator<int> rebound{small};
-  EXPECT_TRUE(rebound == small);
-  EXPECT_FALSE(rebound == record_allocator<int>{std::make_shared<record_slab>(64, 16)});
+  record_ref root = tierpool::detail::make_record_ref();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&root] {
+      for (int i = 0; i < 20000; ++i) {
+        record_ref x = root;
+        record_ref y = x;
+        x.reset();
+      }
+    });
+  }
+  for (auto& t : threads) { t.join(); }
+  EXPECT_EQ(root->refs.load(), 1U);
 }
 
 // allocate / deallocate from several threads: every block handed out is unique while held

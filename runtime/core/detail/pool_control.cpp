@@ -139,7 +139,7 @@ capacity_report pool_impl::set_capacity(tier_id tier_index, std::size_t bytes)
     bool held{false};  // a leased copy or a paused record: cannot be emptied now
   };
   std::vector<chunk_load> load(chunks.size());
-  std::vector<std::shared_ptr<tensor_record>> const recs = records_by_id();
+  std::vector<record_ref> const recs = records_by_id();
   for (auto const& rp : recs) {
     record_lock rl(*rp);
     copy_slot const& s = rp->slots[k];

@@ -54,7 +54,7 @@ namespace tierpool::detail {
 std::vector<std::uint64_t> pool_impl::evictable_copies(std::uint32_t k, bool has_below) const
 {
   std::vector<std::uint64_t> evictable;
-  for (std::shared_ptr<tensor_record> const& rec : records_by_id()) {
+  for (record_ref const& rec : records_by_id()) {
     record_lock const lock(*rec);
     if (rec->freed || k >= rec->slots.size()) { continue; }
     copy_slot const& s = rec->slots[k];
@@ -78,7 +78,7 @@ bool pool_impl::pinned_copies(std::uint32_t k, std::vector<std::uint64_t>& out) 
     std::lock_guard g(ts.track_start);
     if (!ts.track_pins.load(std::memory_order_relaxed)) {
       ts.track_pins.store(true, std::memory_order_seq_cst);  // before any record lock below
-      for (std::shared_ptr<tensor_record> const& rec : records_by_id()) {
+      for (record_ref const& rec : records_by_id()) {
         record_lock const lock(*rec);
         if (rec->freed || k >= rec->slots.size() || rec->slots[k].pins == 0) { continue; }
         engine_.register_pin_locked(*rec, k, kShards);

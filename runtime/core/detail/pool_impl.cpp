@@ -237,7 +237,7 @@ pool_impl::~pool_impl()
   // Every handle is gone (they hold shared_ptrs to us): free what is left.
   {
     std::lock_guard lock(table_mtx_);
-    table_.for_each([this](std::shared_ptr<tensor_record> const& rec) {
+    table_.for_each([this](record_ref const& rec) {
       std::lock_guard rl(rec->mtx);
       free_slots_locked(*rec);
     });
@@ -358,7 +358,7 @@ void pool_impl::predict_after(tensor_id id, std::size_t bytes, access_mode acces
   }
   auto const d = static_cast<std::uint32_t>(device_tier());
   for (tensor_id const next : plan_ids_) {
-    std::shared_ptr<tensor_record> rec;
+    record_ref rec;
     {
       std::lock_guard lock(table_mtx_);
       if (auto const* r = table_.find(static_cast<std::uint64_t>(next))) { rec = *r; }
@@ -394,13 +394,13 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
   constexpr std::size_t kCleanPerStep = 8;
   constexpr std::uint64_t kCleanLag = 8;  // accesses after a write before its write-back is tried (the lease ends)
   thread_local std::vector<planned_access> ahead(kAhead);
-  thread_local std::vector<std::shared_ptr<tensor_record>> to_clean;
+  thread_local std::vector<record_ref> to_clean;
   plan_predictor& planner = *prediction_.planner;
   bool const oracle = planner.options().oracle;
   std::size_t n = 0;
   tick now = 0;
   std::optional<tick> next;
-  std::shared_ptr<tensor_record> rec;
+  record_ref rec;
   {
     std::lock_guard lock(table_mtx_);
     if (auto const* r = table_.find(static_cast<std::uint64_t>(id))) { rec = *r; }
@@ -418,12 +418,16 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
       next = planner.next_use_of_last();
       if (!next) { next = kNoForecast - 1 - std::min<tick>(now, kNoForecast / 2); }  // least recently used first
     }
-    if (write && rec != nullptr && planner.options().write_back) { prediction_.written.emplace_back(rec, a.sequence); }
+    if (write && rec != nullptr && planner.options().write_back) { prediction_.written.emplace_back(id, a.sequence); }
     // Written tensors whose leases are likely released by now (kCleanLag accesses later), oldest first.
     auto& w = prediction_.written;
     while (prediction_.written_head < w.size() && to_clean.size() < kCleanPerStep &&
            w[prediction_.written_head].second + kCleanLag <= a.sequence) {
-      std::shared_ptr<tensor_record> r = w[prediction_.written_head].first.lock();
+      record_ref r;  // Note [Records count their references]: the table holds live tensors
+      {
+        std::lock_guard tl(table_mtx_);  // a leaf
+        if (auto const* f = table_.find(static_cast<std::uint64_t>(w[prediction_.written_head].first))) { r = *f; }
+      }
       ++prediction_.written_head;
       if (r != nullptr) { to_clean.push_back(std::move(r)); }
     }
@@ -480,7 +484,7 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
     sum += pa.bytes;
     if (sum > cap) { break; }
     if (pa.discard || (static_cast<std::uint64_t>(pa.id) & kUnbornTensor) != 0) { continue; }  // room only
-    std::shared_ptr<tensor_record> r;
+    record_ref r;
     {
       std::lock_guard lock(table_mtx_);
       if (auto const* x = table_.find(static_cast<std::uint64_t>(pa.id))) { r = *x; }
@@ -562,7 +566,7 @@ void pool_impl::close()
   op_gate::scope const op(gate_, thread_shard());
   std::lock_guard cl(close_mtx_);
   if (closed_.load(std::memory_order_acquire)) { return; }
-  std::vector<std::shared_ptr<tensor_record>> const recs = records_by_id();
+  std::vector<record_ref> const recs = records_by_id();
   // Every record stays locked from the lease check to its free (in id order):
   // an acquire racing with close() either pinned before the check (close throws) or sees
   // the record freed afterwards (it throws), never a lease on freed memory.

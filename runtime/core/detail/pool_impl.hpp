@@ -99,7 +99,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   /// request's tensor and its handle's pointer (null for allocate): the record is paused
   /// and kept alive meanwhile (Note [Low-memory callbacks run unlocked]).
   template <class Body>
-  auto with_low_memory_step(tensor_record* rec, std::shared_ptr<tensor_record> const* handle, Body&& body)
+  auto with_low_memory_step(tensor_record* rec, record_ref const* handle, Body&& body)
     -> decltype(body(false));
   void demote(tensor const& t, tier_id to);
   void free(tensor& t);
@@ -109,7 +109,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   /// tracing) and move the references that kept it and the pool alive into the
   /// out-parameters (the caller drops them after unlocking).
   void finish_dropped_locked(tensor_record& rec, std::shared_ptr<record_owner>& keep_alive,
-                             std::shared_ptr<tensor_record>& keep_self) noexcept override;
+                             record_ref& keep_self) noexcept override;
   void release(lease& l) noexcept;
 
   stream_handle create_stream(int priority);
@@ -168,7 +168,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   [[nodiscard]] std::string publishing_error() const;
   /// Every live record, in id order (the order in which several records may be locked;
   /// see Note [Lock order of the pool]).
-  [[nodiscard]] std::vector<std::shared_ptr<tensor_record>> records_by_id() const;
+  [[nodiscard]] std::vector<record_ref> records_by_id() const;
 
   [[nodiscard]] tierpool::backend& get_backend() const noexcept { return *backend_; }
   /// True when `s` is being captured into a graph (backend::is_capturing; false when the
@@ -202,7 +202,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   /// Write a write-through tensor's device copy in tier k back (Note [Write-through tensors]).
   void write_through_locked(tensor_record& rec, std::uint32_t k, stream_handle used_on) noexcept;
   /// A deferred free happens (the handle died earlier): free the slots, record the free.
-  void free_dropped_locked(tensor_record& rec, std::shared_ptr<tensor_record>& keep_self) noexcept;
+  void free_dropped_locked(tensor_record& rec, record_ref& keep_self) noexcept;
   /// A handle died while its record is leased or paused: mark the record dropped and hold
   /// the pool for it (Note [A dropped record's references]). Record locked.
   void hold_dropped_locked(tensor_record& rec, std::shared_ptr<pool_impl> const& self) noexcept;
@@ -227,7 +227,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   // Records and their shared_ptr control blocks come from the process's slabs (Note
   // [Tensor records come from a slab]).
   /// A new default record, its memory and control block from the slabs. @throws std::bad_alloc
-  [[nodiscard]] std::shared_ptr<tensor_record> make_record();
+  [[nodiscard]] record_ref make_record();
   mutable spin_mutex table_mtx_;  // leaf (short sections: a lookup, insert or erase)
   record_table table_;
   std::uint64_t next_id_{1};
@@ -262,7 +262,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
     std::shared_ptr<schedule_source> schedule;        ///< pool_options::schedule (oracle)
     std::uint64_t budget{0};                          ///< bytes prefetched and unused at most
     /// Under mtx: tensors written lately and the access count then, to clean early (FIFO).
-    std::vector<std::pair<std::weak_ptr<tensor_record>, std::uint64_t>> written;
+    std::vector<std::pair<tensor_id, std::uint64_t>> written;  // looked up in the table when due
     std::size_t written_head{0};                        ///< under mtx: first entry of `written` still pending
   } prediction_;
   pool_tracer tracer_;  ///< trace recording (TIERPOOL_TRACE)

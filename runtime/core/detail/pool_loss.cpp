@@ -95,7 +95,7 @@ void pool_impl::flush_write_throughs() noexcept
     ids.swap(wt_pending_);
   }
   for (std::uint64_t const id : ids) {
-    std::shared_ptr<tensor_record> rec;
+    record_ref rec;
     {
       std::lock_guard lock(table_mtx_);
       if (auto const* r = table_.find(id)) { rec = *r; }

@@ -128,13 +128,13 @@ std::string pool_impl::summary() const { return format_summary(stats(), backend_
 
 std::string pool_impl::summary_json() const { return format_summary_json(stats(), backend_->caps().name); }
 
-std::vector<std::shared_ptr<tensor_record>> pool_impl::records_by_id() const
+std::vector<record_ref> pool_impl::records_by_id() const
 {
-  std::vector<std::shared_ptr<tensor_record>> recs;
+  std::vector<record_ref> recs;
   {
     std::lock_guard lock(table_mtx_);
     recs.reserve(table_.size());
-    table_.for_each([&recs](std::shared_ptr<tensor_record> const& rec) { recs.push_back(rec); });
+    table_.for_each([&recs](record_ref const& rec) { recs.push_back(rec); });
   }
   // In id order (Note [Records indexed by id]): validate() and snapshot() stay linear in
   // the tensors (issue 19).
@@ -152,7 +152,7 @@ bool pool_impl::validate() const
                       "callback of a nested call); call it from outside the pool's calls");
   }
   std::optional<op_gate::closed> quiet(std::in_place, gate_);
-  std::vector<std::shared_ptr<tensor_record>> const recs = records_by_id();
+  std::vector<record_ref> const recs = records_by_id();
 
   bool ok = true;
   std::vector<std::string> violations;  // logged once the gate is open again: the sink is the program's code

@@ -137,9 +137,9 @@ pool_snapshot pool_impl::snapshot() const
   {
     op_gate::closed const quiet(gate_);  // Note [A snapshot is one moment]
     snap.time = backend_->now();
-    std::vector<std::shared_ptr<tensor_record>> const recs = records_by_id();
+    std::vector<record_ref> const recs = records_by_id();
     snap.tensors.reserve(recs.size());
-    for (std::shared_ptr<tensor_record> const& rec : recs) {
+    for (record_ref const& rec : recs) {
       if (rec->freed) { continue; }
       tensor_snapshot ts;
       fill_residency(*rec, *backend_, ts);

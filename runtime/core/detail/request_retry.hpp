@@ -40,7 +40,7 @@ namespace tierpool::detail {
 // again), the unpause does (record_lock's unlock). The free is recorded in a trace when it
 // happens, after the request's access. pool::free on a paused tensor defers alike.
 template <class Body>
-auto pool_impl::with_low_memory_step(tensor_record* rec, std::shared_ptr<tensor_record> const* handle, Body&& body)
+auto pool_impl::with_low_memory_step(tensor_record* rec, record_ref const* handle, Body&& body)
   -> decltype(body(false))
 {
   // Busy retries (Note [Busy victims are waited for, not failed on], placement.cpp): an
@@ -109,7 +109,7 @@ auto pool_impl::with_low_memory_step(tensor_record* rec, std::shared_ptr<tensor_
     bytes = e.requested();
   }
   // The handle is still alive here (no callback ran yet); it may not be after.
-  std::shared_ptr<tensor_record> const keep = handle != nullptr ? *handle : nullptr;
+  record_ref const keep = handle != nullptr ? *handle : nullptr;
   struct pause {
     tensor_record* rec;
     explicit pause(tensor_record* r) : rec(r)
@@ -127,7 +127,7 @@ auto pool_impl::with_low_memory_step(tensor_record* rec, std::shared_ptr<tensor_
       --rec->paused;
       bool const dropped = rec->free_when_unpinned && rec->pins == 0 && rec->paused == 0 && rec->drop_held;
       std::shared_ptr<record_owner> keep_alive;
-      std::shared_ptr<tensor_record> keep_self;
+      record_ref keep_self;
       if (dropped) { rec->owner->finish_dropped_locked(*rec, keep_alive, keep_self); }
       rec->mtx.unlock();
     }

@@ -77,14 +77,9 @@ bool pool_impl::capturing(stream_handle s) const noexcept
 // allocate
 // ---------------------------------------------------------------------------------------
 
-std::shared_ptr<tensor_record> pool_impl::make_record()
+record_ref pool_impl::make_record()
 {
-  void* const mem = process_slab<tensor_record>().allocate();
-  auto* const raw = new (mem) tensor_record();  // no member throws on default construction
-  // On failure to get a control block the constructor calls the deleter: nothing leaks.
-  // Both are stateless (the process's slabs): the control block is 3 words.
-  return std::shared_ptr<tensor_record>(raw, process_slab_deleter<tensor_record>{},
-                                        process_control_allocator<tensor_record>{});
+  return make_record_ref();
 }
 
 void pool_impl::free_slots_locked(tensor_record& rec) noexcept
@@ -137,7 +132,7 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
       if (armed) { self->tenants_.credit(tenant, bytes); }
     }
   } guard{this, options.tenant, bytes};
-  std::shared_ptr<tensor_record> rec = make_record();
+  record_ref rec = make_record();
   rec->owner = this;
   rec->bytes = bytes;
   if (options.next_use) {
@@ -556,7 +551,7 @@ void pool_impl::hold_dropped_locked(tensor_record& rec, std::shared_ptr<pool_imp
   if (dropped_++ == 0) { drop_keep_ = self; }
 }
 
-void pool_impl::free_dropped_locked(tensor_record& rec, std::shared_ptr<tensor_record>& keep_self) noexcept
+void pool_impl::free_dropped_locked(tensor_record& rec, record_ref& keep_self) noexcept
 {
   if (rec.freed) { return; }  // close() freed it
   free_slots_locked(rec);
@@ -570,7 +565,7 @@ void pool_impl::free_dropped_locked(tensor_record& rec, std::shared_ptr<tensor_r
 }
 
 void pool_impl::finish_dropped_locked(tensor_record& rec, std::shared_ptr<record_owner>& keep_alive,
-                                      std::shared_ptr<tensor_record>& keep_self) noexcept
+                                      record_ref& keep_self) noexcept
 {
   free_dropped_locked(rec, keep_self);
   if (!rec.drop_held) { return; }
@@ -616,7 +611,7 @@ void pool_impl::release(lease& l) noexcept
 {
   if (l.rec_ == nullptr) { return; }
   std::shared_ptr<record_owner> keep_alive;     // dropped last: it may end this pool (after the gate's scope)
-  std::shared_ptr<tensor_record> keep_self;  // dropped after the unlock: it may end the record
+  record_ref keep_self;  // dropped after the unlock: it may end the record
   op_gate::scope const op(gate_, thread_shard());
   if (tracer_.active()) [[unlikely]] {
     trace::event e{};

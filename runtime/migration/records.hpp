@@ -55,6 +55,9 @@ class record_owner {
   /// references].
   virtual void finish_dropped_locked(tensor_record& rec, std::shared_ptr<record_owner>& keep_alive,
                                      record_ref& keep_self) noexcept = 0;
+  /// The name of a live tensor made with one (tensor_record::named): the pool keeps names
+  /// beside the records (Note [Names beside the records], core/detail/tensor_ops.cpp). "" when none.
+  [[nodiscard]] virtual std::string name_of(tensor_id id) const = 0;
 
  protected:
   record_owner() = default;
@@ -87,17 +90,39 @@ struct slot_block {
 
 /// @brief One tier's copy of a tensor. Guarded by the record's mutex.
 struct copy_slot {
+  constexpr copy_slot() noexcept = default;
+  copy_slot(copy_slot const&) = default;
+  copy_slot(copy_slot&&) noexcept = default;
+  /// Assignment copies the copy's state, not the two bytes its container owns (owner_bytes).
+  copy_slot& operator=(copy_slot const& o)
+  {
+    assign_state(o);
+    users = o.users;
+    return *this;
+  }
+  copy_slot& operator=(copy_slot&& o) noexcept
+  {
+    assign_state(o);
+    users = std::move(o.users);
+    return *this;
+  }
+  ~copy_slot() = default;
+
   // Read on every acquire, copy and eviction first (Note [Record layout], record_slab.cpp).
   copy_state state{copy_state::absent};
   bool policy_pinned{false};         ///< this tier's policy was told on_pin (told on_unpin at pins 0)
   /// Managed tiers: the pages were last steered to the device (prefetch_async); false
   /// after placement, a copy into the block, or a host access.
   bool pages_on_device{false};
-  std::uint32_t pins{0};             ///< live leases on this copy
   /// In its tier's register of pinned copies (Note [A register of pinned copies],
   /// pool_fit.cpp); pin_shard names the shard. Both guarded by the record's mutex.
   bool pin_registered{false};
   std::uint8_t pin_shard{0};
+  /// Bytes of whatever holds the slot (slot_array keeps its home tier and size in its
+  /// inline slot's): kept by assignment, so resetting a slot (`s = copy_slot{}`) or moving
+  /// another copy into it leaves them.
+  std::array<std::uint8_t, 3> owner_bytes{};
+  std::uint32_t pins{0};             ///< live leases on this copy
   /// Position in that shard's entries; guarded by the shard's lock (a removal moves
   /// another record's entry and rewrites its index).
   std::uint32_t pin_index{0};
@@ -106,7 +131,23 @@ struct copy_slot {
   /// Streams that used blk since `ready` (leases, copies reading it). A lease's stamp is
   /// settled at its release; while `pins != 0` stamps of lease streams may be early.
   use_list users;
+
+ private:
+  void assign_state(copy_slot const& o) noexcept
+  {
+    static_assert(sizeof(slot_block) == 40 && sizeof(use_list) == 40, "copy_slot's assignment names every field");
+    state = o.state;
+    policy_pinned = o.policy_pinned;
+    pages_on_device = o.pages_on_device;
+    pin_registered = o.pin_registered;
+    pin_shard = o.pin_shard;
+    pins = o.pins;
+    pin_index = o.pin_index;
+    ready = o.ready;
+    blk = o.blk;
+  }
 };
+static_assert(sizeof(copy_slot) == 104, "copy_slot: update assign_state with the new field");
 
 /// @brief The slot every absent copy reads as (slot_array::operator[] of a tier with no
 ///        storage): all fields default. Never written (Note [Copy slots only where a copy is]).
@@ -141,13 +182,13 @@ class slot_array {
   ~slot_array() { drop_extra(); }
 
   /// @brief Say how many tiers the pool has (at most 64). Precondition: fresh.
-  void resize(std::size_t n) noexcept { size_ = static_cast<std::uint8_t>(n); }
-  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  void resize(std::size_t n) noexcept { size_ref() = static_cast<std::uint8_t>(n); }
+  [[nodiscard]] std::size_t size() const noexcept { return inline_.owner_bytes[1]; }
   /// @brief Tier `k`'s slot, or absent_copy_slot when it has no storage (then: not to be
   ///        written; materialize() it first).
   [[nodiscard]] copy_slot& operator[](std::size_t k) noexcept
   {
-    if (k == home_) { return inline_; }
+    if (k == home()) { return inline_; }
     if (extra_ != nullptr) { return extra_[k]; }
     return const_cast<copy_slot&>(absent_copy_slot);  // NOLINT: read-only by contract
   }
@@ -159,22 +200,23 @@ class slot_array {
   ///        they are. @throws std::bad_alloc (nothing changed)
   copy_slot& materialize(std::size_t k)
   {
-    if (k == home_) { return inline_; }
+    if (k == home()) { return inline_; }
     if (extra_ != nullptr) { return extra_[k]; }
     if (inline_.state == copy_state::absent) {  // no copy anywhere: the inline slot moves to k
-      home_ = static_cast<std::uint8_t>(k);
+      home_ref() = static_cast<std::uint8_t>(k);
       return inline_;
     }
-    void* const mem = slot_array_slab(size_).allocate();  // may throw: unchanged
+    std::size_t const n = size();
+    void* const mem = slot_array_slab(n).allocate();  // may throw: unchanged
     auto* const slots = static_cast<copy_slot*>(mem);
-    for (std::size_t j = 0; j < size_; ++j) { new (slots + j) copy_slot(); }  // noexcept
+    for (std::size_t j = 0; j < n; ++j) { new (slots + j) copy_slot(); }  // noexcept
     extra_ = slots;
     return extra_[k];
   }
   /// @brief Whether tier `k`'s slot has storage (tests, validate()).
-  [[nodiscard]] bool has_storage(std::size_t k) const noexcept { return k == home_ || extra_ != nullptr; }
+  [[nodiscard]] bool has_storage(std::size_t k) const noexcept { return k == home() || extra_ != nullptr; }
   /// @brief The tier of the inline slot.
-  [[nodiscard]] std::uint32_t home() const noexcept { return home_; }
+  [[nodiscard]] std::uint32_t home() const noexcept { return inline_.owner_bytes[0]; }
   /// @brief Whether the heap array exists.
   [[nodiscard]] bool spilled() const noexcept { return extra_ != nullptr; }
   /// @brief The heap array (null when not spilled); compact_slots_locked only.
@@ -183,28 +225,29 @@ class slot_array {
   ///        keeps the inline slot); compact_slots_locked only. Returns the inline slot.
   copy_slot& fold(std::uint32_t j) noexcept
   {
-    if (j != home_ && extra_ != nullptr) {
-      inline_ = std::move(extra_[j]);
-      home_ = static_cast<std::uint8_t>(j);
+    if (j != home() && extra_ != nullptr) {
+      inline_ = std::move(extra_[j]);  // keeps inline_'s owner bytes (home, size)
+      home_ref() = static_cast<std::uint8_t>(j);
     }
     drop_extra();
     return inline_;
   }
 
  private:
-  // The inline slot first: slot 0's hot fields sit on the record's second cache line.
+  // The home tier and the size live in the inline slot's owner bytes (8 bytes a record).
+  [[nodiscard]] std::uint8_t& home_ref() noexcept { return inline_.owner_bytes[0]; }
+  [[nodiscard]] std::uint8_t& size_ref() noexcept { return inline_.owner_bytes[1]; }
   void drop_extra() noexcept
   {
     if (extra_ == nullptr) { return; }
-    for (std::size_t j = 0; j < size_; ++j) { extra_[j].~copy_slot(); }
-    slot_array_slab(size_).deallocate(extra_);
+    std::size_t const n = size();
+    for (std::size_t j = 0; j < n; ++j) { extra_[j].~copy_slot(); }
+    slot_array_slab(n).deallocate(extra_);
     extra_ = nullptr;
   }
 
-  copy_slot inline_{};                   ///< tier home_'s slot
-  copy_slot* extra_{nullptr};            ///< size_ slots from slot_array_slab (index home_ unused) while spilled
-  std::uint8_t home_{0};
-  std::uint8_t size_{0};
+  copy_slot inline_{};                   ///< tier home()'s slot
+  copy_slot* extra_{nullptr};            ///< size() slots from slot_array_slab (index home() unused) while spilled
 };
 
 /// @brief tensor_record::next_use value meaning "no forecast" (tensor_view::next_use empty).
@@ -263,9 +306,9 @@ struct alignas(128) pinned_shard {
 /// @brief tensor_record::preferred for a tensor with no preferred tier.
 inline constexpr std::uint8_t kNoPreferredTier = 0xFF;  // pools have at most 64 tiers (pool_config.cpp)
 
-/// @brief What the pool knows about one tensor (208 bytes). Guarded by `mtx` except the
+/// @brief What the pool knows about one tensor (192 bytes). Guarded by `mtx` except the
 ///        constants. Layout: Note [Record layout] in record_slab.cpp.
-struct alignas(16) tensor_record {
+struct alignas(8) tensor_record {
   record_mutex mtx;               ///< Note [A one-word record lock]
   // Hot fields first (Note [Record layout] in record_slab.cpp): the scalars and the first
   // slots share the record's first cache lines; the name (read on rare paths) is out of line.
@@ -291,6 +334,7 @@ struct alignas(16) tensor_record {
   /// With free_when_unpinned: the table's reference keeps this record, and the pool's hold
   /// keeps the pool, until the deferred free (Note [A dropped record's references]).
   bool drop_held{false};
+  bool named{false};              ///< constant: made with a name (its owner keeps it: name_of)
   std::uint8_t preferred{kNoPreferredTier};  ///< constant: tensor_options::preferred_tier's index
   /// Requests of this tensor waiting on low-memory callbacks, with the lock dropped (Note
   /// [Low-memory callbacks run unlocked], pool_impl.cpp): a free waits for them as for
@@ -304,26 +348,24 @@ struct alignas(16) tensor_record {
   /// snapshots: the shard's clock, read on each miss and every 64th hit (Note [Last use]
   /// in core/detail/pool_snapshot.cpp). Guarded by `mtx`.
   tick last_use{0};
-  /// Constant: tensor_options::name, out of line (most tensors of a large pool have none).
-  std::unique_ptr<std::string const> name_;
   slot_array slots;               ///< one per tier; invariant: >= 1 valid while live
 
-  /// @brief tensor_options::name ("" when none).
-  [[nodiscard]] std::string_view name() const noexcept { return name_ ? std::string_view(*name_) : std::string_view(); }
+  /// @brief tensor_options::name ("" when none; asks the owner for a named tensor).
+  [[nodiscard]] std::string name() const { return named && owner != nullptr ? owner->name_of(id) : std::string(); }
   /// @brief " 'NAME'" for messages, or "" for an unnamed tensor.
   [[nodiscard]] std::string quoted_name() const
   {
-    return name_ ? " '" + *name_ + "'" : std::string();
+    return named && owner != nullptr ? " '" + owner->name_of(id) + "'" : std::string();
   }
   /// @brief tensor_options::preferred_tier.
   [[nodiscard]] std::optional<tier_id> preferred_tier() const noexcept
   {
     return preferred == kNoPreferredTier ? std::nullopt : std::optional<tier_id>{tier_id{preferred}};
   }
-  /// @brief Take the constant options (allocate). @throws std::bad_alloc (copying the name)
-  void set_options(tensor_options const& o)
+  /// @brief Take the constant options but the name (allocate: the owner keeps the name).
+  void set_options(tensor_options const& o) noexcept
   {
-    if (!o.name.empty()) { name_ = std::make_unique<std::string const>(o.name); }
+    named = !o.name.empty();
     tenant = o.tenant;
     priority = o.priority;
     write_through = o.write_through;

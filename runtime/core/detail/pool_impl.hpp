@@ -26,6 +26,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <tierpool/backend.hpp>
@@ -110,6 +111,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   /// out-parameters (the caller drops them after unlocking).
   void finish_dropped_locked(tensor_record& rec, std::shared_ptr<record_owner>& keep_alive,
                              record_ref& keep_self) noexcept override;
+  [[nodiscard]] std::string name_of(tensor_id id) const override;
   void release(lease& l) noexcept;
 
   stream_handle create_stream(int priority);
@@ -203,6 +205,11 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   void write_through_locked(tensor_record& rec, std::uint32_t k, stream_handle used_on) noexcept;
   /// A deferred free happens (the handle died earlier): free the slots, record the free.
   void free_dropped_locked(tensor_record& rec, record_ref& keep_self) noexcept;
+  // Names of named tensors by id (Note [Names beside the records], tensor_ops.cpp).
+  void add_name(std::uint64_t id, std::string const& name);  // @throws std::bad_alloc (unchanged)
+  void drop_name(std::uint64_t id) noexcept;
+  mutable spin_mutex names_mtx_;                            // leaf (taken inside table_mtx_)
+  std::unordered_map<std::uint64_t, std::string> names_;    // guarded by names_mtx_
   /// A handle died while its record is leased or paused: mark the record dropped and hold
   /// the pool for it (Note [A dropped record's references]). Record locked.
   void hold_dropped_locked(tensor_record& rec, std::shared_ptr<pool_impl> const& self) noexcept;

@@ -143,7 +143,7 @@ pool_snapshot pool_impl::snapshot() const
       if (rec->freed) { continue; }
       tensor_snapshot ts;
       fill_residency(*rec, *backend_, ts);
-      ts.name = std::string(rec->name());
+      ts.name = rec->name();
       ts.tenant = rec->tenant;
       ts.priority = rec->priority;
       ts.free_pending = rec->free_when_unpinned;

@@ -82,6 +82,35 @@ record_ref pool_impl::make_record()
   return make_record_ref();
 }
 
+// Note [Names beside the records]
+// -------------------------------
+// Rationale: tensor_options::name is for messages, snapshots and traces, read on rare
+// paths; a pool of a million KV blocks names none of them, and a pointer to the name in
+// every record cost 8 bytes a tensor (issue 19).
+// Approach: the pool keeps the names of named tensors in a map by id (its own leaf lock,
+// taken inside table_mtx_ at allocate), added with the tensor's id and dropped at its free;
+// a record only says that it has one (tensor_record::named), and record_owner::name_of
+// looks it up.
+// Limitations: a named tensor pays a map node (~60 bytes beside its name) instead of 8.
+void pool_impl::add_name(std::uint64_t id, std::string const& name)
+{
+  std::lock_guard g(names_mtx_);
+  names_.emplace(id, name);
+}
+
+void pool_impl::drop_name(std::uint64_t id) noexcept
+{
+  std::lock_guard g(names_mtx_);
+  names_.erase(id);
+}
+
+std::string pool_impl::name_of(tensor_id id) const
+{
+  std::lock_guard g(names_mtx_);
+  auto const it = names_.find(static_cast<std::uint64_t>(id));
+  return it == names_.end() ? std::string() : it->second;
+}
+
 void pool_impl::free_slots_locked(tensor_record& rec) noexcept
 {
   if (rec.freed) { return; }
@@ -89,6 +118,7 @@ void pool_impl::free_slots_locked(tensor_record& rec) noexcept
   counters_.live_tensors.fetch_sub(1, std::memory_order_relaxed);
   counters_.live_tensor_bytes.fetch_sub(rec.bytes, std::memory_order_relaxed);
   tenants_.credit(rec.tenant, rec.bytes);
+  if (rec.named) { drop_name(static_cast<std::uint64_t>(rec.id)); }
   if (prediction_.active) {
     std::lock_guard lock(prediction_.mtx);
     prediction_.predictor->on_free(rec.id);
@@ -177,7 +207,13 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
   // the block back to the tier, and a stream-ordered reuse's pending event with it.
   try {
     std::lock_guard lock(table_mtx_);
-    table_.insert(next_id_, rec);  // unchanged if it throws
+    if (!options.name.empty()) { add_name(next_id_, options.name); }  // unchanged if it throws
+    try {
+      table_.insert(next_id_, rec);  // unchanged if it throws
+    } catch (...) {
+      if (!options.name.empty()) { drop_name(next_id_); }
+      throw;
+    }
     rec->id = tensor_id{next_id_++};
   } catch (...) {
     engine_.unplace(where, *got.blk, got.after, got.after_stream);
@@ -202,7 +238,7 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
     e.kind = trace::event_kind::allocate;
     e.tensor = static_cast<std::uint64_t>(id);
     e.bytes = bytes;
-    e.name = std::string(rec->name());
+    e.name = options.name;
     if (auto const pt = rec->preferred_tier()) { e.tier = static_cast<std::uint32_t>(*pt); }
     trace_record(std::move(e));
   }

@@ -77,7 +77,7 @@ class record_lock {
       // then the pool).
       std::shared_ptr<record_owner> keep_alive;
       record_ref keep_self;
-      rec_->owner->finish_dropped_locked(*rec_, keep_alive, keep_self);
+      rec_->owner()->finish_dropped_locked(*rec_, keep_alive, keep_self);
       rec_->mtx.unlock();
       rec_ = nullptr;
       return;

@@ -66,6 +66,31 @@ class record_owner {
   ~record_owner() = default;
 };
 
+/**
+ * @brief Make `o` known to its records by a 16-bit index (Note [A record names its pool in
+ *        two bytes], records.cpp). @return the index (never 0).
+ * @throws tierpool::logic_error when 65,535 pools are alive in the process.
+ */
+[[nodiscard]] std::uint16_t register_owner(record_owner* o);
+/// @brief Forget the owner of index `i` (the pool is going: its records are gone).
+void unregister_owner(std::uint16_t i) noexcept;
+/// @brief The owner registered under `i` (null for 0 or a free index).
+[[nodiscard]] record_owner* owner_at(std::uint16_t i) noexcept;
+
+/// @brief A registration of a record owner for as long as the object lives (register_owner,
+///        unregister_owner). @throws tierpool::logic_error (construction: the registry is full)
+class owner_registration {
+ public:
+  explicit owner_registration(record_owner* o) : index_(register_owner(o)) {}
+  owner_registration(owner_registration const&) = delete;
+  owner_registration& operator=(owner_registration const&) = delete;
+  ~owner_registration() { unregister_owner(index_); }
+  [[nodiscard]] std::uint16_t index() const noexcept { return index_; }
+
+ private:
+  std::uint16_t index_;
+};
+
 /// @brief State of a tensor's copy in one tier.
 enum class copy_state : std::uint8_t {
   absent,  ///< no block in the tier
@@ -306,14 +331,13 @@ struct alignas(128) pinned_shard {
 /// @brief tensor_record::preferred for a tensor with no preferred tier.
 inline constexpr std::uint8_t kNoPreferredTier = 0xFF;  // pools have at most 64 tiers (pool_config.cpp)
 
-/// @brief What the pool knows about one tensor (192 bytes). Guarded by `mtx` except the
+/// @brief What the pool knows about one tensor (184 bytes). Guarded by `mtx` except the
 ///        constants. Layout: Note [Record layout] in record_slab.cpp.
 struct alignas(8) tensor_record {
   record_mutex mtx;               ///< Note [A one-word record lock]
   // Hot fields first (Note [Record layout] in record_slab.cpp): the scalars and the first
   // slots share the record's first cache lines; the name (read on rare paths) is out of line.
   std::uint32_t pins{0};          ///< == SUM(slots[k].pins)
-  std::uint32_t write_pins{0};    ///< live leases that may write (no copy may read it meanwhile)
   std::uint32_t access_count{0};
   /// References (record_ref): the handle, the table, work in flight (Note [Records count
   /// their references], records.cpp). Atomic; the only field not guarded by `mtx`.
@@ -336,11 +360,15 @@ struct alignas(8) tensor_record {
   bool drop_held{false};
   bool named{false};              ///< constant: made with a name (its owner keeps it: name_of)
   std::uint8_t preferred{kNoPreferredTier};  ///< constant: tensor_options::preferred_tier's index
+  /// Constant: the pool, as its index in the process's registry (owner()).
+  std::uint16_t owner_index{0};
+  /// Live leases that may write (no copy may read it meanwhile); at most 65,535 (make_lease
+  /// refuses more).
+  std::uint16_t write_pins{0};
   /// Requests of this tensor waiting on low-memory callbacks, with the lock dropped (Note
   /// [Low-memory callbacks run unlocked], pool_impl.cpp): a free waits for them as for
   /// leases. At most one per thread.
   std::uint16_t paused{0};
-  record_owner* owner{nullptr};   ///< constant: the pool
   tensor_id id{};                 ///< constant
   std::size_t bytes{0};           ///< constant
   std::atomic<tick> next_use{kNoForecast};  ///< pool::set_next_use (any thread, relaxed)
@@ -351,11 +379,13 @@ struct alignas(8) tensor_record {
   slot_array slots;               ///< one per tier; invariant: >= 1 valid while live
 
   /// @brief tensor_options::name ("" when none; asks the owner for a named tensor).
-  [[nodiscard]] std::string name() const { return named && owner != nullptr ? owner->name_of(id) : std::string(); }
+  /// @brief The pool (null before allocate sets owner_index).
+  [[nodiscard]] record_owner* owner() const noexcept { return owner_at(owner_index); }
+  [[nodiscard]] std::string name() const { return named && owner() != nullptr ? owner()->name_of(id) : std::string(); }
   /// @brief " 'NAME'" for messages, or "" for an unnamed tensor.
   [[nodiscard]] std::string quoted_name() const
   {
-    return named && owner != nullptr ? " '" + owner->name_of(id) + "'" : std::string();
+    return named && owner() != nullptr ? " '" + owner()->name_of(id) + "'" : std::string();
   }
   /// @brief tensor_options::preferred_tier.
   [[nodiscard]] std::optional<tier_id> preferred_tier() const noexcept

@@ -206,6 +206,34 @@ TEST(PoolMisuse, HandleDestroyedWhileLeasedFreesAtRelease)
 // A tensor whose handle died while leased is a live tensor of the pool until the last
 // release: validate() counts its copies (it reported a used-bytes mismatch before), and
 // close() refuses while its lease lives (it used to free the memory under the lease).
+// A record counts leases that may write in 16 bits (Note [Record layout]): the 65,536th
+// is refused with a typed error before anything changes; the tensor's bytes and the pool
+// stay valid, and releasing one makes room again.
+TEST(PoolMisuse, TheWriteLeaseBoundIsATypedError)
+{
+  auto be = make_sim();
+  pool p{small_tiers(be)};
+  tensor t = p.allocate(4_KiB, {.name = "busy"});
+  fill(p, t, 9, 1);
+  std::vector<lease> ls;
+  ls.reserve(65535);
+  for (int i = 0; i < 65535; ++i) { ls.push_back(p.acquire_host(t, access_mode::read_write)); }
+  try {
+    (void)p.acquire_host(t, access_mode::read_write);
+    FAIL() << "expected logic_error";
+  } catch (logic_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("'busy' already has 65535 live leases that may write"), std::string::npos) << e.what();
+  }
+  lease r = p.acquire_host(t, access_mode::read);  // reads are not bounded by it
+  EXPECT_TRUE(has_pattern(r.data(), r.bytes(), 9, 1));
+  r.release();
+  ls.pop_back();
+  ls.push_back(p.acquire_host(t, access_mode::read_write));
+  ls.clear();
+  EXPECT_TRUE(check(p, t, 9, 1));
+  EXPECT_TRUE(p.validate());
+}
+
 TEST(PoolMisuse, HandleDroppedWhileLeasedIsStillALiveTensor)
 {
   auto be = make_sim();

@@ -265,7 +265,7 @@ tensor_record& pool_impl::checked_record(tensor const& t, char const* what) cons
     throw logic_error(std::string("pool::") + what + ": empty tensor handle (moved from or freed)");
   }
   prefetch_lines(t.rec_.get(), kRecordHotLines);  // Note [Record layout] (record_slab.cpp)
-  if (t.rec_->owner != this) [[unlikely]] {
+  if (t.rec_->owner_index != owner_index_) [[unlikely]] {
     throw logic_error(std::string("pool::") + what + ": the tensor belongs to another pool");
   }
   check_open(what);

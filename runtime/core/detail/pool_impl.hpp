@@ -186,11 +186,6 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   [[nodiscard]] std::size_t device_tier() const;
   /// Free the (locked) record's slots and settle its accounts: live figures, tenant, predictor.
   void free_slots_locked(tensor_record& rec) noexcept;
-
-
-
-
-
   lease make_lease(tensor_record& rec, std::uint32_t k, access_mode access, stream_handle s,
                    bool host);
   /// The locked part of acquire / acquire_host / demote; `retry`: the second attempt after
@@ -205,14 +200,21 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   void write_through_locked(tensor_record& rec, std::uint32_t k, stream_handle used_on) noexcept;
   /// A deferred free happens (the handle died earlier): free the slots, record the free.
   void free_dropped_locked(tensor_record& rec, record_ref& keep_self) noexcept;
+  /// Refuse a lease that may write beyond tensor_record::write_pins' bound (record locked).
+  void check_write_leases(tensor_record const& rec, access_mode access, char const* what) const;
   // Names of named tensors by id (Note [Names beside the records], tensor_ops.cpp).
   void add_name(std::uint64_t id, std::string const& name);  // @throws std::bad_alloc (unchanged)
   void drop_name(std::uint64_t id) noexcept;
-  mutable spin_mutex names_mtx_;                            // leaf (taken inside table_mtx_)
-  std::unordered_map<std::uint64_t, std::string> names_;    // guarded by names_mtx_
   /// A handle died while its record is leased or paused: mark the record dropped and hold
   /// the pool for it (Note [A dropped record's references]). Record locked.
   void hold_dropped_locked(tensor_record& rec, std::shared_ptr<pool_impl> const& self) noexcept;
+
+  /// This pool in the process's registry of record owners (Note [A record names its pool in
+  /// two bytes], records.cpp): the first member, so registered first and given back last.
+  owner_registration const owner_reg_{this};
+  std::uint16_t const owner_index_{owner_reg_.index()};
+  mutable spin_mutex names_mtx_;                            // leaf (taken inside table_mtx_)
+  std::unordered_map<std::uint64_t, std::string> names_;    // guarded by names_mtx_
   spin_mutex drop_mtx_;                        // leaf: guards the two below
   std::size_t dropped_{0};                     // records with drop_held set
   std::shared_ptr<record_owner> drop_keep_;    // this pool, while dropped_ != 0

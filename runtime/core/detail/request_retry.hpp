@@ -128,7 +128,7 @@ auto pool_impl::with_low_memory_step(tensor_record* rec, record_ref const* handl
       bool const dropped = rec->free_when_unpinned && rec->pins == 0 && rec->paused == 0 && rec->drop_held;
       std::shared_ptr<record_owner> keep_alive;
       record_ref keep_self;
-      if (dropped) { rec->owner->finish_dropped_locked(*rec, keep_alive, keep_self); }
+      if (dropped) { rec->owner()->finish_dropped_locked(*rec, keep_alive, keep_self); }
       rec->mtx.unlock();
     }
   } const paused{rec};

@@ -10,6 +10,7 @@
 #include <tierpool/error.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -163,7 +164,7 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
     }
   } guard{this, options.tenant, bytes};
   record_ref rec = make_record();
-  rec->owner = this;
+  rec->owner_index = owner_index_;
   rec->bytes = bytes;
   if (options.next_use) {
     rec->next_use.store(std::min(*options.next_use, kNoForecast - 1), std::memory_order_relaxed);
@@ -250,11 +251,21 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
 // ---------------------------------------------------------------------------------------
 
 
+void pool_impl::check_write_leases(tensor_record const& rec, access_mode access, char const* what) const
+{
+  if (access != access_mode::read && rec.write_pins == std::numeric_limits<decltype(rec.write_pins)>::max()) [[unlikely]] {
+    throw logic_error(std::string("pool::") + what + ": tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) +
+                      rec.quoted_name() + " already has " + std::to_string(rec.write_pins) +
+                      " live leases that may write, the most one tensor can hold; release some first");
+  }
+}
+
 lease pool_impl::make_lease(tensor_record& rec, std::uint32_t k, access_mode access, stream_handle s, bool host)
 {
   lease l;
   // Raw pointers: no shared refcount on the hit path. The tensor handle keeps both alive;
-  // once it is gone, tensor_record::keep_alive / keep_self do until the last release.
+  // once it is gone, the table's reference and the pool's hold do until the last release
+  // (Note [A dropped record's references]).
   l.impl_ = this;
   l.rec_ = &rec;
   l.data_ = rec.slots[k].blk.ptr;
@@ -265,7 +276,7 @@ lease pool_impl::make_lease(tensor_record& rec, std::uint32_t k, access_mode acc
   l.host_ = host;
   l.tier_ = k;
   engine_.pin_locked(rec, k);
-  if (access != access_mode::read) { ++rec.write_pins; }
+  if (access != access_mode::read) { ++rec.write_pins; }  // make_lease's callers checked the bound
   ++thread_leases();
   return l;
 }
@@ -300,6 +311,7 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
 {
   record_lock rl(rec);
   TIERPOOL_EXPECTS(!rec.freed, "pool::acquire: the tensor was freed");
+  check_write_leases(rec, access, "acquire");
   if (rec.slots[d].state != copy_state::valid && rec.prefers_device_accessible) [[unlikely]] {
     // A tensor placed in a slower device-accessible tier (managed) on purpose is used where
     // it is when its copy there is valid: the lease gets the managed pointer and the pages
@@ -390,6 +402,7 @@ lease pool_impl::acquire_host_locked(tensor_record& rec, access_mode access, boo
   auto const n = static_cast<std::uint32_t>(engine_.tiers().size());
   record_lock rl(rec);
   TIERPOOL_EXPECTS(!rec.freed, "pool::acquire_host: the tensor was freed");
+  check_write_leases(rec, access, "acquire_host");
   if (rec.lost) [[unlikely]] { throw_lost("acquire_host"); }
   bool const write = access != access_mode::read;
 

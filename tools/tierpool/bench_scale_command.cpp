@@ -15,7 +15,8 @@
 // - acquire + release through all of them in order, once untimed then timed (--ops at
 //   most): a miss that evicts when the device tier cannot hold them, a hit when it can;
 // - pool::fits(--fits-bytes) on the device tier, and validate(), each timed.
-// The median over --runs runs is printed with its spread. Figures of one build alone say
+// Each run is a child process of its own (fresh memory); the median over --runs runs is
+// printed with its spread. Figures of one build alone say
 // little: run two builds side by side (bench/results/ holds such tables).
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -33,6 +34,7 @@
 #include <boost/json.hpp>
 #include <boost/program_options.hpp>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -160,6 +162,47 @@ scale_run run_once(std::size_t n, scale_setup const& c)
   return r;
 }
 
+// One run in a child process of its own (fork, the result back through a pipe): this
+// process makes no pool, so every run starts from the same fresh memory. In one process
+// a later run would find the records, slot arrays and the tiers' nodes an earlier pool left
+// in the process's slabs and allocator, and the metadata figure would count almost nothing.
+// @throws tierpool::logic_error when the child cannot be made or fails.
+scale_run run_isolated(std::size_t n, scale_setup const& c)
+{
+  int fds[2];
+  if (::pipe(fds) != 0) { throw logic_error("bench scale: pipe failed"); }
+  std::cout.flush();
+  std::fflush(nullptr);
+  pid_t const pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw logic_error("bench scale: fork failed");
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    int code = 0;
+    try {
+      scale_run const r = run_once(n, c);
+      code = ::write(fds[1], &r, sizeof r) == static_cast<ssize_t>(sizeof r) ? 0 : 3;
+    } catch (std::exception const& e) {
+      std::fprintf(stderr, "tierpool bench scale: %s\n", e.what());
+      code = 4;
+    }
+    ::_exit(code);
+  }
+  ::close(fds[1]);
+  scale_run r;
+  ssize_t const got = ::read(fds[0], &r, sizeof r);
+  ::close(fds[0]);
+  int status = 0;
+  (void)::waitpid(pid, &status, 0);
+  if (got != static_cast<ssize_t>(sizeof r) || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    throw logic_error("bench scale: the run of " + std::to_string(n) + " tensors failed in its child process");
+  }
+  return r;
+}
+
 std::vector<std::size_t> parse_counts(std::string const& text)
 {
   std::vector<std::size_t> out;
@@ -253,7 +296,7 @@ int bench_scale_command(int argc, char** argv)
   for (std::size_t n : counts) {
     std::vector<double> meta, alloc, acq, miss, fits, first, val, freed;
     for (unsigned r = 0; r < runs; ++r) {
-      scale_run const x = run_once(n, c);
+      scale_run const x = run_isolated(n, c);
       meta.push_back(x.meta_bytes);
       alloc.push_back(x.alloc_ns);
       acq.push_back(x.acquire_ns);

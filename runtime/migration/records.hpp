@@ -160,7 +160,7 @@ struct copy_slot {
  private:
   void assign_state(copy_slot const& o) noexcept
   {
-    static_assert(sizeof(slot_block) == 40 && sizeof(use_list) == 40, "copy_slot's assignment names every field");
+    static_assert(sizeof(slot_block) == 40 && sizeof(use_list) == 24, "copy_slot's assignment names every field");
     state = o.state;
     policy_pinned = o.policy_pinned;
     pages_on_device = o.pages_on_device;
@@ -172,7 +172,7 @@ struct copy_slot {
     blk = o.blk;
   }
 };
-static_assert(sizeof(copy_slot) == 104, "copy_slot: update assign_state with the new field");
+static_assert(sizeof(copy_slot) == 88, "copy_slot: update assign_state with the new field");
 
 /// @brief The slot every absent copy reads as (slot_array::operator[] of a tier with no
 ///        storage): all fields default. Never written (Note [Copy slots only where a copy is]).
@@ -331,7 +331,7 @@ struct alignas(128) pinned_shard {
 /// @brief tensor_record::preferred for a tensor with no preferred tier.
 inline constexpr std::uint8_t kNoPreferredTier = 0xFF;  // pools have at most 64 tiers (pool_config.cpp)
 
-/// @brief What the pool knows about one tensor (184 bytes). Guarded by `mtx` except the
+/// @brief What the pool knows about one tensor (168 bytes). Guarded by `mtx` except the
 ///        constants. Layout: Note [Record layout] in record_slab.cpp.
 struct alignas(8) tensor_record {
   record_mutex mtx;               ///< Note [A one-word record lock]

@@ -74,18 +74,19 @@ struct stream_use {
 inline constexpr std::uint64_t kStampAtUnpin = ~std::uint64_t{0};
 
 /**
- * @brief The streams that used a copy (copy_slot::users): a vector with room for two
- *        entries inline.
+ * @brief The streams that used a copy (copy_slot::users): a vector with room for one
+ *        entry inline.
  *
- * A slot is used by its copy stream and its user's stream, and a miss-heavy run fills a
- * fresh slot per miss: a std::vector allocated on each. Holds at most kInline entries
- * without allocating; more go to one heap array (doubling), whose pointer shares the
- * inline entries' storage (40 bytes in all: issue 19). clear() keeps the storage.
- * Not synchronized (the record's mutex guards it).
+ * A miss-heavy run fills a fresh slot per miss: a std::vector allocated on each. A copy
+ * read by a copy stream, or a device copy used by its lease's stream, has one user; holds
+ * kInline entries without allocating, more go to one heap array (doubling), whose pointer
+ * shares the inline entry's storage (24 bytes in all: issue 19). A second user (a dirty
+ * device copy written back while its lease's use is still listed) costs one allocation.
+ * clear() keeps the storage. Not synchronized (the record's mutex guards it).
  */
 class use_list {
  public:
-  static constexpr std::uint32_t kInline = 2;
+  static constexpr std::uint32_t kInline = 1;
 
   constexpr use_list() noexcept = default;
   use_list(use_list const& o) { assign(o); }

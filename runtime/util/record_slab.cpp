@@ -20,7 +20,7 @@
 // 4 KiB fault is ~14 us on the development VM, a whole huge page ~0.1-1.5 ms.) The pools'
 // records come from one slab of the process (process_slab<T>(), made on first use, never
 // destroyed), so that the last reference's release (Note [Records count their references],
-// records.cpp) returns a record without holding the slab: a record costs its 184 bytes and
+// records.cpp) returns a record without holding the slab: a record costs its 168 bytes and
 // nothing beside (issue 19; a shared_ptr's control block holding the slab was 64 more).
 // Limitations: memory of freed records stays with the process's slab for later records
 // (of any pool), never returned to the system (a process's peak of live tensors, as glibc
@@ -33,7 +33,7 @@
 // whose effective last-level cache is a few MiB), and the lines were taken one after
 // another, behind the locks in between. And a pool of a million small tensors pays for
 // every byte a million times (issue 19).
-// Approach: tensor_record is 184 bytes, aligned to 8, so it spans at most four cache
+// Approach: tensor_record is 168 bytes, aligned to 8, so it spans at most four cache
 // lines: the one-word lock, the reference count, the counters and flags and the constants
 // (72 bytes; the pool is a 16-bit index, Note [A record names its pool in two bytes]),
 // then one inline copy slot (state, pins and `ready` first; the block; the streams that
@@ -45,7 +45,7 @@
 // their misses overlap. A miss reads `prefers_device_accessible` and `preferred`, never
 // the options.
 // Limitations: records are no longer cache-line aligned: two records used by different
-// threads may share a line at their ends (the price of 8 bytes a tensor against 64-byte
+// threads may share a line at their ends (the price of 24 bytes a tensor against 64-byte
 // alignment). A tensor's second copy lives in the heap array, one more line.
 #include "util/record_slab.hpp"
 

@@ -22,7 +22,7 @@
 namespace tierpool::detail {
 
 /// Cache lines of a tensor_record that an acquire miss (and an eviction) reads: all of it,
-/// 184 bytes at 8-byte alignment, so at most four lines (Note [Record layout] in
+/// 168 bytes at 8-byte alignment, so at most four lines (Note [Record layout] in
 /// record_slab.cpp).
 inline constexpr std::size_t kRecordHotLines = 4;
 

@@ -389,13 +389,13 @@ TEST(UseList, CopiesAndMovesInlineAndHeapLists)
 }
 
 // What a tensor costs the pool (issue 19; docs/chapters/architecture.md): a record is at
-// most 184 bytes (four cache lines at 8-byte alignment), its copy slot at most 104.
+// most 168 bytes (four cache lines at 8-byte alignment), its copy slot at most 88.
 TEST(RecordLayout, ARecordAndItsSlotStayWithinTheirBudget)
 {
-  EXPECT_LE(sizeof(tensor_record), 184U);
+  EXPECT_LE(sizeof(tensor_record), 168U);
   EXPECT_LE(alignof(tensor_record), 8U);
-  EXPECT_LE(sizeof(copy_slot), 104U);
-  EXPECT_LE(sizeof(use_list), 40U);
+  EXPECT_LE(sizeof(copy_slot), 88U);
+  EXPECT_LE(sizeof(use_list), 24U);
   record_slab const s{sizeof(tensor_record), alignof(tensor_record)};
   EXPECT_EQ(s.block_bytes(), sizeof(tensor_record)) << "no padding between a slab's records";
 }

@@ -16,7 +16,7 @@
  * Approach: open addressing with linear probing over one array of cells, so a lookup
  * reads one cache line (two parallel arrays of keys and values, as the policies' index
  * first was, missed twice); at most half full unless the traits allow more (the policies'
- * id_index: three quarters); deletion by backward shift (no tombstones,
+ * id_index: 0.85); deletion by backward shift (no tombstones,
  * so lookups never slow down with churn). Ids are handed out in order by the pool, so the
  * hash can keep runs of 2^run_bits consecutive keys in adjacent cells (Fibonacci hashing
  * of key >> run_bits picks the run's place): a burst of inserts (a trace's first pass)

@@ -8,12 +8,15 @@
  * The table itself, and why it is flat: Note [A flat index instead of std::unordered_map]
  * in flat_table.hpp. Here a cell is an id and a 32-bit slot in one 12-byte cell (the id in
  * two 32-bit halves, so that the cell needs no padding), runs of four consecutive ids
- * share 48 bytes (one cache line or two), and the table grows at three quarters full
- * rather than half: 16-32 bytes an entry instead of 32-64 (25 at a million ids, was 34).
- * For random keys, linear probing at 3/4 full reads 2.5 cells on average to find an id and
- * 8.5 to miss one (at 1/2: 1.5 and 2.5); ids the pool hands out in order fill whole runs
- * and probe less. prefetch(id) asks for a cell's line ahead of use (lru_policy's propose
- * does it for the victims the engine erases next).
+ * share 48 bytes (one cache line or two). The capacity is not a power of two (Note
+ * [Non-power-of-two capacity] in flat_table.hpp): the table grows by 9/8 when it would be
+ * more than 0.85 full, so it stays between 0.75 and 0.85 full, 14-16 bytes an entry
+ * (issue 19; a power of two grown at 3/4 full held 16-32, 25 at a million ids), apart
+ * from the rounding of a big array to whole 2 MiB pages, whose cells it uses (a million
+ * ids: 14 MiB, 14.7 bytes an id). For random keys, linear probing at 0.85 full reads 3.8
+ * cells on average to find an id and 23 to miss one (at 3/4: 2.5 and 8.5); ids the pool
+ * hands out in order fill whole runs and probe less. prefetch(id) asks for a cell's line
+ * ahead of use (lru_policy's propose does it for the victims the engine erases next).
  * Limitations: values must be below 2^32 - 1 (the empty marker); iteration order is not
  * meaningful (policies never iterate the index, so determinism is unaffected).
  */
@@ -71,6 +74,8 @@ class id_index {
 
   /// @brief Number of ids stored.
   [[nodiscard]] std::size_t size() const noexcept { return table_.size(); }
+  /// @brief Bytes of the table's cells (its memory, less any rounding of the allocation).
+  [[nodiscard]] std::size_t table_bytes() const noexcept { return table_.capacity() * sizeof(cell); }
   /// @brief Remove everything (keeps the memory).
   void clear() noexcept { table_.clear(); }
 
@@ -92,8 +97,11 @@ class id_index {
     using cell = id_index::cell;
     static constexpr unsigned run_bits = 2;  // 4 cells of 12 bytes: a line, or two
     static constexpr std::size_t min_cells = 16;
-    static constexpr std::size_t max_load_num = 3;  // grow at 3/4 full (flat_table's default: 1/2)
-    static constexpr std::size_t max_load_den = 4;
+    static constexpr bool power_of_two = false;       // Note [Non-power-of-two capacity]
+    static constexpr std::size_t max_load_num = 17;  // grow at 0.85 full (flat_table's default: 1/2)
+    static constexpr std::size_t max_load_den = 20;
+    static constexpr std::size_t grow_num = 9;  // by 9/8: 0.75-0.85 full
+    static constexpr std::size_t grow_den = 8;
     static bool empty(cell const& c) noexcept { return c.value == npos; }
     static std::uint64_t key(cell const& c) noexcept { return c.id(); }
     static void clear(cell& c) noexcept { c.value = npos; }

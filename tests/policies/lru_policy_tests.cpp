@@ -141,9 +141,9 @@ TEST(LruPolicy, RefreshIntervalDelaysPromotion)
 
 TEST(LruPolicy, LargeTicksKeepTheRefreshIntervalAndSaturateAt2To62)
 {
-  // The promotion tick shares a word with the node's flags (62 bits): ticks below 2^62
+  // The promotion tick is kept in 62 bits (beside the 24-byte node): ticks below 2^62
   // behave as before, later ones are kept as 2^62 - 1.
-  static_assert(sizeof(tierpool::policies::detail::lru_node) == 32);
+  static_assert(sizeof(tierpool::policies::detail::lru_node) == 24);
   tick const big = tierpool::policies::detail::lru_node::max_promoted_at - 20;
   lru_policy p{{.refresh_interval = 10}};
   p.on_insert(view(1, 10, big));

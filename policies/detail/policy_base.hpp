@@ -184,7 +184,7 @@ class slab_policy {
     Node& n = nodes_[i];
     n = Node{};
     n.id = v.id;
-    n.bytes = v.bytes;
+    put_bytes(n, v.bytes);
     n.pinned = v.pinned;
     n.live = true;
     index_.insert(v.id, i);
@@ -245,7 +245,7 @@ class slab_policy {
     if constexpr (requires(Derived& d) { d.order_resize(i, bytes, bytes); }) {
       if (!n.pinned || keeps_pinned()) { derived().order_resize(i, n.bytes, bytes); }
     }
-    n.bytes = bytes;
+    put_bytes(n, bytes);
   }
 
   /// @brief order_ok() of a policy whose order is the one list `l` of its unpinned tensors.
@@ -296,6 +296,16 @@ class slab_policy {
       return Derived::is_ghost_node(n);
     } else {
       return false;
+    }
+  }
+  /// Store `bytes` in `n`: a node whose size is a narrower bit-field (lru_node: 62 bits,
+  /// `Node::max_bytes`) is handed sizes that fit it, kept_bytes(); the mask only says so.
+  static void put_bytes(Node& n, std::size_t bytes) noexcept
+  {
+    if constexpr (requires { Node::max_bytes; }) {
+      n.bytes = bytes & Node::max_bytes;
+    } else {
+      n.bytes = bytes;
     }
   }
   void pin_add(std::size_t bytes) noexcept

@@ -33,6 +33,8 @@
 
 #include <cstddef>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <tierpool/detail/big_array.hpp>
 #include <tierpool/export.hpp>
@@ -43,24 +45,31 @@
 namespace tierpool {
 namespace policies::detail {
 /// @brief lru_policy's slab node (outside the class: the CRTP base needs it complete):
-///        32 bytes, the two flags sharing a word with the promotion tick.
+///        24 bytes, the two flags sharing a word with the size. The promotion tick lives
+///        beside the slab (lru_policy::ticks_), and only when `refresh_interval != 0`.
 struct lru_node {
   /// The largest promotion tick kept: later ticks are stored as this one (2^62 ns of the
   /// backend clock is 146 years).
   static constexpr tick max_promoted_at = (tick{1} << 62) - 1;
+  /// The largest size kept in the node (62 bits). No tier holds a tensor of 2^62 bytes (4
+  /// EiB); should a view carry a larger size (tests do), the node keeps this value and the
+  /// policy keeps the exact size beside it (lru_policy::huge_), so proposals and sums stay
+  /// exact.
+  static constexpr std::size_t max_bytes = (std::size_t{1} << 62) - 1;
 
   tensor_id id{};
-  std::size_t bytes{0};
-  tick promoted_at : 62 {0};  // tick of the last move to the MRU end, at most max_promoted_at
+  std::size_t bytes : 62 {0};  // the tensor's size, at most max_bytes (see there)
   bool pinned : 1 {false};
   bool live : 1 {false};
   slab_slot prev{no_slot};    // towards MRU (front)
   slab_slot next{no_slot};    // towards LRU (back); free-list link for free slots
 
-  /// @brief Record a promotion at tick `t` (saturated at max_promoted_at).
-  void promote_at(tick t) noexcept { promoted_at = (t < max_promoted_at ? t : max_promoted_at) & max_promoted_at; }
+  /// @brief Tick `t` as kept for a promotion (saturated at max_promoted_at).
+  [[nodiscard]] static constexpr tick kept_tick(tick t) noexcept { return t < max_promoted_at ? t : max_promoted_at; }
+  /// @brief Size `b` as kept in the node (saturated at max_bytes).
+  [[nodiscard]] static constexpr std::size_t kept_bytes(std::size_t b) noexcept { return b < max_bytes ? b : max_bytes; }
 };
-static_assert(sizeof(lru_node) == 32, "lru_node is 32 bytes (id, bytes, tick and flags, two links)");
+static_assert(sizeof(lru_node) == 24, "lru_node is 24 bytes (id, size and flags, two links)");
 }  // namespace policies::detail
 
 /**
@@ -117,15 +126,26 @@ class TIERPOOL_EXPORT lru_policy
   void on_insert(tensor_view const& v) noexcept;
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
-
   /// @brief Sum of the evictable tensors' bytes (saturating at SIZE_MAX).
-  [[nodiscard]] std::size_t evictable_bytes() const noexcept { return lru_.bytes(); }
+  [[nodiscard]] std::size_t evictable_bytes() const noexcept;
+
+  /// @brief slab_policy::validate(), and the side arrays: one promotion tick per slot when
+  ///        `refresh_interval != 0` (none otherwise), one exact size per live node kept at
+  ///        lru_node::max_bytes with a larger size. O(slab); for tests.
+  [[nodiscard]] bool validate() const noexcept;
 
  private:
   friend slab_policy;
   static constexpr std::string_view policy_name = "lru";  // name()
 
   void access(slot i, tensor_view const& v) noexcept;  // on_access of a resident tensor
+  void erase(slot i) noexcept;                          // on_erase of a resident tensor
+  void resize(slot i, std::size_t bytes) noexcept;      // set_bytes(), the exact size of a huge one beside
+  void promote_at(slot i, tick t) noexcept
+  {
+    if (cfg_.refresh_interval != 0) { ticks_[i] = node::kept_tick(t); }
+  }
+  [[nodiscard]] std::size_t bytes_of(slot i) const noexcept;  // the exact size of live slot i
 
   // The order (Note [One base for the slab policies]): evictable tensors, MRU at front.
   void order_leave(slot i) noexcept { policies::detail::unlink(nodes_, lru_, i); }
@@ -136,6 +156,12 @@ class TIERPOOL_EXPORT lru_policy
 
   config cfg_;
   policies::detail::slab_list lru_;  // evictable, MRU at front, LRU at back
+  // Tick of each slot's last move to the MRU end (lru_node::kept_tick), indexed by slot and
+  // as long as nodes_ when refresh_interval != 0; empty (nothing per tensor) otherwise.
+  std::vector<tick, tierpool::detail::big_array_allocator<tick>> ticks_;
+  // (slot, exact size) of each live node whose size exceeds lru_node::max_bytes (the node
+  // keeps max_bytes); empty on any real machine.
+  std::vector<std::pair<slot, std::size_t>> huge_;
 };
 
 namespace policies {

@@ -6,8 +6,12 @@
 // any_eviction_policy's value semantics.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <list>
+#include <map>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -141,9 +145,9 @@ TEST(LruPolicy, RefreshIntervalDelaysPromotion)
 
 TEST(LruPolicy, LargeTicksKeepTheRefreshIntervalAndSaturateAt2To62)
 {
-  // The promotion tick shares a word with the node's flags (62 bits): ticks below 2^62
+  // The promotion tick is kept in 62 bits (beside the 24-byte node): ticks below 2^62
   // behave as before, later ones are kept as 2^62 - 1.
-  static_assert(sizeof(tierpool::policies::detail::lru_node) == 32);
+  static_assert(sizeof(tierpool::policies::detail::lru_node) == 24);
   tick const big = tierpool::policies::detail::lru_node::max_promoted_at - 20;
   lru_policy p{{.refresh_interval = 10}};
   p.on_insert(view(1, 10, big));
@@ -165,6 +169,175 @@ TEST(LruPolicy, LargeTicksKeepTheRefreshIntervalAndSaturateAt2To62)
   EXPECT_EQ(order(p), ids({1, 2}));
   EXPECT_EQ(p.pinned_count(), 0U);
   EXPECT_TRUE(p.validate());
+}
+
+TEST(LruPolicy, NodeIs24BytesAndKeepsNoTickWithoutARefreshInterval)
+{
+  using node = tierpool::policies::detail::lru_node;
+  static_assert(sizeof(node) == 24);
+  static_assert(node::max_bytes == (std::size_t{1} << 62) - 1);
+  static_assert(node::kept_bytes(node::max_bytes + 1) == node::max_bytes);
+  static_assert(node::kept_bytes(SIZE_MAX) == node::max_bytes);
+  static_assert(node::kept_bytes(node::max_bytes - 1) == node::max_bytes - 1);
+  // refresh_interval == 0: promotion on every access, no tick kept anywhere (validate()
+  // checks that the side array is empty; with an interval, one tick per slot).
+  lru_policy p;
+  lru_policy q{{.refresh_interval = 1}};
+  for (lru_policy* x : {&p, &q}) {
+    for (std::uint64_t i = 1; i <= 100; ++i) { x->on_insert(view(i, 10, i)); }
+    for (std::uint64_t i = 1; i <= 100; i += 3) { x->on_erase(tid(i)); }
+    for (std::uint64_t i = 101; i <= 120; ++i) { x->on_insert(view(i, 10, i)); }
+    EXPECT_TRUE(x->validate());
+  }
+}
+
+TEST(LruPolicy, SizesNearThe62BitBoundStayExactWithTheirFlags)
+{
+  using node = tierpool::policies::detail::lru_node;
+  constexpr std::size_t m = node::max_bytes;
+  lru_policy p;
+  p.on_insert(view(1, m - 1, 1));
+  p.on_insert(view(2, m, 2, /*pinned=*/true));
+  p.on_insert(view(3, m + 1, 3, /*pinned=*/true));
+  p.on_insert(view(4, SIZE_MAX, 4));
+  EXPECT_TRUE(p.validate());
+  EXPECT_EQ(p.pinned_count(), 2U);
+  EXPECT_EQ(p.evictable_count(), 2U);
+  EXPECT_TRUE(p.contains(tid(3)));
+  EXPECT_EQ(p.evictable_bytes(), SIZE_MAX);  // (m - 1) + SIZE_MAX saturates
+  eviction_proposal out;
+  p.propose(eviction_request{tierpool::tier_id{0}, 1, 0, 0}, out);
+  ASSERT_EQ(out.victims, ids({1}));
+  EXPECT_EQ(out.bytes, m - 1);
+  p.on_erase(tid(4));
+  EXPECT_EQ(p.evictable_bytes(), m - 1);
+  p.on_unpin(tid(3));  // exact size back in the order: order 1 3
+  p.on_unpin(tid(2));  // order 1 3 2
+  EXPECT_EQ(p.pinned_count(), 0U);
+  EXPECT_TRUE(p.validate());
+  out.clear();
+  p.propose(eviction_request{tierpool::tier_id{0}, SIZE_MAX, 0, 0}, out);
+  EXPECT_EQ(out.victims, ids({1, 3, 2}));
+  EXPECT_EQ(out.bytes, 3 * m);  // (m - 1) + (m + 1) + m, exact
+  out.clear();
+  p.propose(eviction_request{tierpool::tier_id{0}, m + 1, 0, 0}, out);  // 1 then 3
+  EXPECT_EQ(out.victims, ids({1, 3}));
+  EXPECT_EQ(out.bytes, (m - 1) + (m + 1));
+  // Sizes that cross the bound on access, with the pinned flag beside them.
+  p.on_access(view(3, 5, 10));                   // small now; order 1 2 3
+  p.on_access(view(1, m + 7, 11, /*pinned=*/true));  // huge and pinned
+  EXPECT_TRUE(p.validate());
+  EXPECT_EQ(p.evictable_bytes(), m + 5);
+  p.on_access(view(1, m + 9, 12, /*pinned=*/false));  // unpinned, resized: order 2 3 1
+  EXPECT_EQ(order(p), ids({2, 3, 1}));
+  EXPECT_EQ(p.evictable_bytes(), m + 5 + (m + 9));
+  p.on_insert(view(2, 1, 13));  // known: resized, promoted; order 3 1 2
+  out.clear();
+  p.propose(eviction_request{tierpool::tier_id{0}, 6, 0, 0}, out);
+  EXPECT_EQ(out.victims, ids({3, 1}));
+  EXPECT_EQ(out.bytes, 5 + m + 9);
+  p.on_erase(tid(1));
+  p.on_insert(view(5, m + 2, 14));  // reuses slot of 1: its old exact size must be gone
+  EXPECT_TRUE(p.validate());
+  EXPECT_EQ(p.evictable_bytes(), 5 + 1 + m + 2);
+}
+
+// The behaviour before the tick left the node: a plain model of the policy's rules.
+struct reference_lru {
+  struct entry {
+    std::size_t bytes;
+    tick at;
+    bool pinned;
+  };
+  tick interval;
+  std::map<std::uint64_t, entry> known;
+  std::list<std::uint64_t> order;  // MRU first, unpinned only
+
+  static tick kept(tick t) { return std::min(t, tierpool::policies::detail::lru_node::max_promoted_at); }
+  void front(std::uint64_t id)
+  {
+    order.remove(id);
+    order.push_front(id);
+  }
+  void set_pinned(std::uint64_t id, bool pinned)
+  {
+    entry& e = known.at(id);
+    if (e.pinned == pinned) { return; }
+    e.pinned = pinned;
+    if (pinned) { order.remove(id); } else { order.push_front(id); }
+  }
+  void insert(tensor_view const& v)
+  {
+    auto const id = static_cast<std::uint64_t>(v.id);
+    auto it = known.find(id);
+    if (it == known.end()) {
+      known[id] = entry{v.bytes, kept(v.last_access), v.pinned};
+      if (!v.pinned) { order.push_front(id); }
+      return;
+    }
+    it->second.bytes = v.bytes;
+    if (it->second.pinned != v.pinned) {
+      set_pinned(id, v.pinned);
+    } else if (!v.pinned) {
+      front(id);
+    }
+    it->second.at = kept(v.last_access);
+  }
+  void access(tensor_view const& v)
+  {
+    auto const id = static_cast<std::uint64_t>(v.id);
+    auto it = known.find(id);
+    if (it == known.end()) { return; }
+    entry& e = it->second;
+    e.bytes = v.bytes;
+    if (e.pinned != v.pinned) {
+      set_pinned(id, v.pinned);
+      e.at = kept(v.last_access);
+      return;
+    }
+    if (e.pinned) { return; }
+    tick const since = v.last_access >= e.at ? v.last_access - e.at : 0;
+    if (interval != 0 && since < interval) { return; }
+    e.at = kept(v.last_access);
+    front(id);
+  }
+  void erase(std::uint64_t id)
+  {
+    if (known.erase(id) != 0) { order.remove(id); }
+  }
+  [[nodiscard]] std::vector<tierpool::tensor_id> coldest_first() const
+  {
+    std::vector<tierpool::tensor_id> out;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) { out.push_back(tid(*it)); }
+    return out;
+  }
+};
+
+TEST(LruPolicy, RefreshIntervalRateLimitsAsTheReferenceModel)
+{
+  for (tick const interval : {tick{0}, tick{1}, tick{5}, tick{37}}) {
+    lru_policy p{{.refresh_interval = interval}};
+    reference_lru r{interval, {}, {}};
+    std::mt19937_64 rng(1234 + interval);
+    tick now = 0;
+    for (int step = 0; step < 20000; ++step) {
+      now += rng() % 4;  // often the same tick
+      if (rng() % 50 == 0 && now > 10) { now -= rng() % 10; }  // a clock that goes back
+      std::uint64_t const id = 1 + rng() % 64;
+      bool const pinned = rng() % 8 == 0;
+      tensor_view const v = view(id, 1 + rng() % 1000, now, pinned, rng() % 2 == 0);
+      switch (rng() % 10) {
+        case 0: case 1: p.on_insert(v); r.insert(v); break;
+        case 2: p.on_erase(tid(id)); r.erase(id); break;
+        case 3: p.on_pin(tid(id)); if (r.known.count(id) != 0) { r.set_pinned(id, true); } break;
+        case 4: p.on_unpin(tid(id)); if (r.known.count(id) != 0) { r.set_pinned(id, false); } break;
+        default: p.on_access(v); r.access(v); break;
+      }
+      ASSERT_EQ(order(p), r.coldest_first()) << "interval " << interval << ", step " << step;
+      if (step % 97 == 0) { ASSERT_TRUE(p.validate()); }
+    }
+    EXPECT_TRUE(p.validate());
+  }
 }
 
 TEST(LruPolicy, PromoteOnWriteAndOnReadAreSeparate)

@@ -334,7 +334,10 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
   if (fresh) {
     place_result got;
     if (rec.bytes <= tiers_[k]->capacity || mode == place_mode::ladder) {
-      got = place({.tier = k, .bytes = rec.bytes, .mode = mode, .incoming = rec.id});
+      // A copy follows at once: a block evicted for it may come with its previous
+      // occupant's uses (Note [The evicted block goes to the request that evicted it]).
+      got = place({.tier = k, .bytes = rec.bytes, .mode = mode, .incoming = rec.id,
+                   .take_uses = access != access_mode::write_discard});
     }
     if (!got.blk) {
       if (mode != place_mode::ladder) { return fill_result::no_room; }
@@ -344,11 +347,12 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
     try {
       slot = &rec.slots.materialize(k);  // storage for the copy (Note [Copy slots only where a copy is])
     } catch (...) {  // bad_alloc: the block goes back with its pending event; nothing changed
-      unplace(k, *got.blk, got.after, got.after_stream);
+      unplace(k, *got.blk, got.after, got.after_stream, &got.after_users);
       throw;
     }
     slot->blk = *got.blk;
     slot->ready = got.after;  // reused in stream order: the copy (or the user) waits for it
+    slot->users = std::move(got.after_users);  // and for the previous occupant's uses (copy_locked)
   }
   copy_slot& dst = rec.slots[k];
   if (access != access_mode::write_discard) {
@@ -357,7 +361,7 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
     TIERPOOL_ASSERT(src < rec.slots.size());
     if (status const st = copy_locked(rec, src, k); st != status::ok) {
       if (fresh) {
-        host_wait_slot(dst, false);  // a block reused in stream order: its previous copy first
+        host_wait_slot(dst, true);  // a block reused in stream order: its previous copy and uses first
         give_back_now(k, dst.blk.whole(rec.bytes));   // no queued work touches it: the copy was never enqueued
         streams_->release_event(dst.ready);
         dst = copy_slot{};
@@ -498,6 +502,29 @@ void migration_engine::vacate_locked(tensor_record& rec, std::uint32_t k) noexce
   }
   unregister_pin_locked(rec, k);
   rec.pins -= s.pins;
+  s = copy_slot{};
+  compact_slots_locked(rec);
+}
+
+void migration_engine::hand_off_locked(tensor_record& rec, std::uint32_t k, evict_handoff& h) noexcept
+{
+  // Note [The evicted block goes to the request that evicted it], eviction.cpp: the block
+  // stays live in the tier and changes hands with what its next use must wait for.
+  copy_slot& s = rec.slots[k];
+  TIERPOOL_ASSERT(s.state != copy_state::absent && s.pins == 0 && !h.blk);
+  tier_state& ts = *tiers_[k];
+  h.blk = s.blk.whole(h.bytes);
+  h.ready = s.ready;
+  s.ready = event_handle{};
+  h.users = std::move(s.users);
+  {
+    std::lock_guard tl(ts.mem->mutex());
+    drain_accesses_locked(ts);
+    ts.policy->on_erase(rec.id);
+    add_under_tier_lock(ts.bytes_freed, static_cast<std::int64_t>(s.blk.slot.size));
+    add_under_tier_lock(ts.resident, ~std::uint64_t{0});  // - 1 (modulo 2^64)
+  }
+  unregister_pin_locked(rec, k);
   s = copy_slot{};
   compact_slots_locked(rec);
 }

@@ -86,8 +86,36 @@ class claim_scope {
 
 }  // namespace
 
+// Note [The evicted block goes to the request that evicted it]
+// -------------------------------------------------------------
+// Rationale: a miss that evicts used to vacate the victim into a deferred free (an event
+// recorded on the retire stream after waiting for the victim's fill and its last use), then
+// climb the ladder a second time to find that block again: the arena, the completed frees,
+// take_deferred, take_deferred_span's window search and merge, and the copy-in waited for
+// the retire stream's event. Each miss paid a fifth tier lock, two extra backend event calls
+// and an event from the pool, and the deferred-free bookkeeping both ways (issue 19: the
+// miss path of `tierpool bench scale`).
+// Approach: place() in ladder mode, for a caller that copies into the block at once
+// (place_request::take_uses: ensure_valid_locked's copy-in), passes an evict_handoff to the
+// round. When the round claims a single victim, whose block has the request's slot size and
+// no free block beside it, and the tier holds no other vacated block, the ladder's second
+// climb would have taken exactly that block (the arena had no room, the victim's block
+// neither merges nor splits, and it is the only deferred block): so it is not freed but
+// handed over (the same block the ladder took, so placements and evictions are unchanged;
+// the replay goldens hold). hand_off_locked tells the
+// policy and the tier's figures as vacate_locked does, and gives the block (still a live
+// block of the tier) with the victim copy's `ready` event and `users` to the request, which
+// makes them its new slot's `ready` and `users`. copy_locked already orders the copy after
+// both (a stream wait on `ready`, order_after_use for each use, as the retire stream did),
+// so the block's reuse still waits for its last use, in stream order, and no byte still in
+// use is written. The other victims of the round are vacated as before.
+// Limitations: only that case; other sizes, several victims, free space beside the
+// victim, other vacated blocks, a prefetch (no_wait: it must not wait behind user work) or a placement whose
+// caller does not copy at once (tensor allocation, write_discard, write-backs) take the
+// ladder's second climb as before. Between eviction and copy the block belongs to no
+// record, as a block placed by the ladder always did.
 evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming,
-                                            bool keep)
+                                            bool keep, evict_handoff* handoff)
 {
   // The planner's protections (transfer_planner.cpp): a planned prefetch does no harm; any
   // other eviction in the planner's tier keeps what is needed before the horizon.
@@ -105,6 +133,7 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
   evict_outcome out;
   claim_scope scope;
   std::vector<claim>& claimed = scope.list();
+  bool handoff_ok = false;
   {
     std::lock_guard tl(ts.mem->mutex());
     drain_accesses_locked(ts);
@@ -181,6 +210,13 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
       }
       if (!learned) { break; }
     }
+    // The one victim may go to the request (Note [The evicted block goes to the request that
+    // evicted it]) when the ladder's next climb would take that very block: of the request's
+    // slot size, no free block beside it, and no other vacated block in the tier.
+    if (handoff != nullptr && claimed.size() == 1 && ts.mem->deferred_bytes() == 0) {
+      copy_slot const& s = claimed.front().first->slots[k];
+      handoff_ok = s.pins == 0 && s.blk.slot.size == ts.mem->slot_bytes(bytes) && ts.mem->walled_in(s.blk.slot);
+    }
   }
 
   std::size_t wb_busy = 0;
@@ -205,7 +241,11 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
       counters_->prefetch_wasted_bytes.fetch_add(rec->bytes, std::memory_order_relaxed);
       rec->prefetched = false;
     }
-    vacate_locked(*rec, k);
+    if (handoff_ok) {
+      hand_off_locked(*rec, k, *handoff);  // Note [The evicted block goes to the request that evicted it]
+    } else {
+      vacate_locked(*rec, k);
+    }
     ts.evictions.fetch_add(1, std::memory_order_relaxed);
     if (!dirty) { ts.evictions_clean.fetch_add(1, std::memory_order_relaxed); }
     out.progress = true;

@@ -57,6 +57,12 @@ struct place_request {
   /// use must wait for (tier::take_deferred).
   bool reuse_in_order{true};
   tensor_id incoming{};                  ///< the tensor the room is for, if known (eviction_request::incoming)
+  /// The caller copies into the block at once (copy_locked), ordering the copy after the
+  /// slot's `ready` and `users`: a block this request's own eviction round vacated may then
+  /// come with its previous occupant's fill event and uses as they are
+  /// (place_result::after_users), not joined into one event (Note [The evicted block goes
+  /// to the request that evicted it], eviction.cpp). Ladder mode only.
+  bool take_uses{false};
 };
 
 /// @brief Why place() returned no block.
@@ -81,8 +87,20 @@ struct place_failure {
 struct place_result {
   std::optional<block> blk;      ///< the block; empty: none (see why)
   event_handle after{};          ///< a reused block's pending event (null: none); the caller owns it
-  stream_handle after_stream{};  ///< the stream `after` was recorded on
+  stream_handle after_stream{};  ///< the stream `after` was recorded on (default: not known)
+  /// Only when place_request::take_uses: the uses of the block's previous occupant, which
+  /// the block's first use must also be ordered after (the slot's `users`).
+  use_list after_users{};
   place_failure why{};           ///< when blk is empty; busy bytes in ladder mode only
+};
+
+/// @brief A block an eviction round hands to the request that made it (Note [The evicted
+///        block goes to the request that evicted it], eviction.cpp).
+struct evict_handoff {
+  std::size_t bytes{0};      ///< the request (a victim block of its slot size is taken)
+  std::optional<block> blk;  ///< the block (a live block of the tier, `bytes` long); empty: none
+  event_handle ready{};      ///< the previous occupant's fill event (null: done); owned
+  use_list users{};          ///< the previous occupant's uses
 };
 
 /// @brief Leases the calling thread holds, in every pool (made here minus released here;
@@ -190,14 +208,20 @@ class migration_engine {
   /// Undo a place() whose block the caller cannot use (it threw before the block reached a
   /// record): the block goes back to tier k, behind `after` (recorded on `after_stream`)
   /// when place() handed one over, the event with it.
-  void unplace(std::uint32_t k, block const& b, event_handle after, stream_handle after_stream) noexcept;
+  /// `users` (place_result::after_users, may be null): the host waits for them and for
+  /// `after`, then the block is freed at once.
+  void unplace(std::uint32_t k, block const& b, event_handle after, stream_handle after_stream,
+               use_list* users = nullptr) noexcept;
   /// True for the pool's own copy streams (h2d, d2h), whose deferred frees may be reused
   /// in stream order.
   [[nodiscard]] bool is_copy_stream(stream_handle s) const noexcept;
   /// `keep`: honour the planner's keep window (set_keep_window); placement retries a round
   /// that made no progress with it off.
+  /// `handoff` (ladder mode): the round may vacate one victim block of the request's size
+  /// straight into it instead of the tier (Note [The evicted block goes to the request that
+  /// evicted it], eviction.cpp).
   evict_outcome evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming = {},
-                            bool keep = true);
+                            bool keep = true, evict_handoff* handoff = nullptr);
   /// The transfer planner's keep window: evictions in tier k pass over tensors whose
   /// forecast next use lies in [from, until] (needed before the horizon) while others can
   /// go (Note [The keep window], transfer_planner.cpp). until == 0: none.
@@ -229,6 +253,9 @@ class migration_engine {
   bool write_back_locked(tensor_record& rec, std::uint32_t k, place_mode mode, std::size_t* busy_bytes = nullptr,
                          status* copy_failed = nullptr) noexcept;
   void vacate_locked(tensor_record& rec, std::uint32_t k) noexcept;
+  /// As vacate_locked, for an unpinned copy whose block goes to `h` (it stays a live block
+  /// of the tier) with the copy's `ready` and `users`, instead of a deferred free.
+  void hand_off_locked(tensor_record& rec, std::uint32_t k, evict_handoff& h) noexcept;
   /// Give up the record's heap array of copy slots once at most one copy is left (moving
   /// that copy's slot inline, its register entry with it): Note [Copy slots only where a
   /// copy is]. Called after a slot became absent; references to the record's slots taken

@@ -20,7 +20,9 @@
 //   wait for vacated blocks       when waiting could make room: a contiguous run of free and
 //                         deferred blocks holds the request (host stall)
 //   evict                 one round through the policy (evict_round, eviction.cpp): clean
-//                         victims are dropped, dirty ones written back a tier down
+//                         victims are dropped, dirty ones written back a tier down; for a
+//                         copy-in, a victim block of the request's size is taken at once
+//                         (Note [The evicted block goes to the request that evicted it])
 //   wait for the oldest vacated block   when eviction made no progress
 //   other threads in the way      busy victims or others' leases: the request lets go of
 //                         every lock and retries (core: request_retry.hpp, the Note below)
@@ -168,10 +170,20 @@ place_result migration_engine::place(place_request const& r)
         if (wait_oldest()) { continue; }
       }
     }
-    // Evict.
-    evict_outcome ev = evict_round(r.tier, bytes, r.mode, r.incoming);
+    // Evict. A victim block of the request's size may come straight back (Note [The
+    // evicted block goes to the request that evicted it], eviction.cpp).
+    evict_handoff ho;
+    ho.bytes = bytes;
+    evict_handoff* const hand = ladder && r.take_uses && r.reuse_in_order ? &ho : nullptr;
+    evict_outcome ev = evict_round(r.tier, bytes, r.mode, r.incoming, true, hand);
     if (!ev.progress && ev.kept && !planning().active) {  // the planner's keep window left nothing: evict anyway
-      ev = evict_round(r.tier, bytes, r.mode, r.incoming, false);
+      ev = evict_round(r.tier, bytes, r.mode, r.incoming, false, hand);
+    }
+    if (ho.blk) {
+      out.after = ho.ready;
+      out.after_users = std::move(ho.users);
+      ts.reused_in_order.fetch_add(1, std::memory_order_relaxed);
+      return took(*ho.blk);
     }
     if (ev.progress) {
       evicted = true;
@@ -254,9 +266,21 @@ event_handle migration_engine::join_events(tier::deferred_span& sp, stream_handl
   return e;
 }
 
-void migration_engine::unplace(std::uint32_t k, block const& b, event_handle after, stream_handle after_stream) noexcept
+void migration_engine::unplace(std::uint32_t k, block const& b, event_handle after, stream_handle after_stream,
+                               use_list* users) noexcept
 {
   tier_state& ts = *tiers_[k];
+  if (users != nullptr && !users->empty()) {
+    // A block handed over by eviction with its previous occupant's uses (Note [The evicted
+    // block goes to the request that evicted it], eviction.cpp): no single event covers
+    // them; the host waits for them and the fill event (a bad_alloc path), then frees it.
+    auto const t0 = std::chrono::steady_clock::now();
+    for (stream_use const& u : *users) { streams_->host_wait_use(u); }
+    users->clear();
+    if (after) { (void)backend_->synchronize_event(after); }
+    streams_->add_stall(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    streams_->release_event(after);
+  }
   if (after) {
     // Back behind the copy it was taken behind (the tier owns the event again), as if
     // never taken; if even that bookkeeping cannot grow, wait for the copy instead.

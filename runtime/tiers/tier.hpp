@@ -287,6 +287,17 @@ class TIERPOOL_EXPORT tier {
    */
   [[nodiscard]] bool deferred_run_fits(std::size_t bytes) const noexcept;
 
+  /// @brief True when no free block lies right before or after block `a` (a live block of
+  ///        the tier): freeing it or deferring it would not merge with free space. O(1).
+  [[nodiscard]] bool walled_in(arena::allocation const& a) const noexcept
+  {
+    arena::free_around const fa = arena_.free_neighbours(a);
+    return fa.before == 0 && fa.after == 0;
+  }
+
+  /// @brief The slot size a request of `bytes` gets (rounded up to the alignment).
+  [[nodiscard]] std::size_t slot_bytes(std::size_t bytes) const noexcept { return (bytes + gran_ - 1) / gran_ * gran_; }
+
   /// @brief "Completed frees" alone: return every deferred free whose event completed. @return bytes returned.
   std::size_t reclaim_completed() noexcept;
 

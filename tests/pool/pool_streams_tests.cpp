@@ -207,5 +207,49 @@ TEST(PoolStreamOrderedReuse, CopyInsMergeVacatedBlocksOfOtherSizesWithoutHostWai
   }
 }
 
+
+// Note [The evicted block goes to the request that evicted it]: a copy-in that evicts one
+// victim of its size takes the victim's block with the victim's own fill event and last
+// uses, and waits for those alone. Before, the block was vacated behind the retire stream,
+// whose queue follows every earlier vacate: a copy-in whose victim was used on a fast
+// stream waited behind an unrelated victim's slow stream (1 s here). The bytes and the
+// order after the victim's last use still hold.
+TEST(PoolStreamOrderedReuse, ACopyInWaitsForItsVictimsUsesOnlyNotAnEarlierVictimsStream)
+{
+  auto be = make_sim(sim_clock_mode::virtual_clock);
+  pool p{small_tiers(be, 512_KiB, 0, 8_MiB)};  // the device tier holds two of them
+  stream_handle const slow = p.create_stream();
+  stream_handle const fast = p.create_stream();
+  stream_handle const s3 = p.create_stream();
+  stream_handle const s4 = p.create_stream();
+  std::vector<tensor> ts;
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{1}}));
+    fill(p, ts.back(), i, 1);
+  }
+  p.synchronize(slow);
+  tick const t0 = be->now();
+  {
+    lease l = p.acquire(ts[0], access_mode::read, slow);
+    ASSERT_EQ(be->compute_async(slow, 1'000'000'000), status::ok);  // 1 s reading ts[0]
+  }
+  {
+    lease l = p.acquire(ts[1], access_mode::read, fast);
+    ASSERT_EQ(be->compute_async(fast, 1'000), status::ok);  // 1 us reading ts[1]
+  }
+  { lease l = p.acquire(ts[2], access_mode::read, s3); }  // evicts ts[0]: waits for `slow`
+  tick const end3 = be->stream_tail(s3).value_or(0);
+  EXPECT_GE(end3, t0 + 1'000'000'000) << "the copy-in must wait for its victim's last use";
+  { lease l = p.acquire(ts[3], access_mode::read, s4); }  // evicts ts[1]: waits for `fast` only
+  tick const end4 = be->stream_tail(s4).value_or(0);
+  EXPECT_GE(end4, be->stream_tail(fast).value_or(0)) << "the copy-in must wait for its victim's last use";
+  EXPECT_LT(end4, t0 + 100'000'000) << "the copy-in waited for another victim's stream";
+  EXPECT_EQ(p.stats().tiers[0].evictions, 2U);
+  p.synchronize(s3);
+  p.synchronize(s4);
+  for (std::uint64_t i = 0; i < 4; ++i) { EXPECT_TRUE(check(p, ts[i], i, 1)) << i; }
+  EXPECT_TRUE(p.validate());
+}
+
 }  // namespace
 }  // namespace tierpool::test

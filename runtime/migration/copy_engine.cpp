@@ -30,16 +30,6 @@ namespace {
 // event does not hold up the next one where the backend says which is free sooner.
 constexpr std::uint32_t kJoinStreams = 2;
 
-// A tier figure whose writers all hold the tier's lock (tier_state::resident, bytes_freed,
-// bytes_allocated): a relaxed load and store, not a locked read-modify-write (no update
-// can be lost; stats() reads it without the lock, as before). The locked instruction cost
-// a full barrier per eviction, waiting on the victim's cache misses.
-template <class T>
-void add_under_tier_lock(std::atomic<T>& figure, T d) noexcept
-{
-  figure.store(static_cast<T>(figure.load(std::memory_order_relaxed) + d), std::memory_order_relaxed);
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
@@ -506,6 +496,16 @@ void migration_engine::vacate_locked(tensor_record& rec, std::uint32_t k) noexce
   compact_slots_locked(rec);
 }
 
+void migration_engine::hand_off_told_locked(tier_state& ts, tensor_record& rec, std::uint32_t k) noexcept
+{
+  ts.policy->on_erase(rec.id);
+  auto const size = static_cast<std::int64_t>(rec.slots[k].blk.slot.size);
+  add_under_tier_lock(ts.bytes_freed, size);           // vacated here
+  add_under_tier_lock(ts.bytes_allocated, size);       // and placed here again
+  add_under_tier_lock(ts.reused_in_order, std::uint64_t{1});
+  add_under_tier_lock(ts.resident, ~std::uint64_t{0});  // - 1 (modulo 2^64)
+}
+
 void migration_engine::hand_off_locked(tensor_record& rec, std::uint32_t k, evict_handoff& h) noexcept
 {
   // Note [The evicted block goes to the request that evicted it], eviction.cpp: the block
@@ -517,12 +517,11 @@ void migration_engine::hand_off_locked(tensor_record& rec, std::uint32_t k, evic
   h.ready = s.ready;
   s.ready = event_handle{};
   h.users = std::move(s.users);
-  {
+  if (!h.told) {  // a dirty victim, written back since the round's first phase
     std::lock_guard tl(ts.mem->mutex());
     drain_accesses_locked(ts);
-    ts.policy->on_erase(rec.id);
-    add_under_tier_lock(ts.bytes_freed, static_cast<std::int64_t>(s.blk.slot.size));
-    add_under_tier_lock(ts.resident, ~std::uint64_t{0});  // - 1 (modulo 2^64)
+    hand_off_told_locked(ts, rec, k);
+    h.told = true;
   }
   unregister_pin_locked(rec, k);
   s = copy_slot{};

@@ -115,7 +115,7 @@ class claim_scope {
 // ladder's second climb as before. Between eviction and copy the block belongs to no
 // record, as a block placed by the ladder always did.
 evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming,
-                                            bool keep, evict_handoff* handoff)
+                                            bool keep, evict_handoff* handoff, std::unique_lock<std::mutex>* held)
 {
   // The planner's protections (transfer_planner.cpp): a planned prefetch does no harm; any
   // other eviction in the planner's tier keeps what is needed before the horizon.
@@ -135,7 +135,8 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
   std::vector<claim>& claimed = scope.list();
   bool handoff_ok = false;
   {
-    std::lock_guard tl(ts.mem->mutex());
+    std::unique_lock<std::mutex> own;
+    if (held == nullptr || !held->owns_lock()) { own = std::unique_lock(ts.mem->mutex()); }
     drain_accesses_locked(ts);
     std::size_t extra = 0;
     std::size_t got = 0;
@@ -214,9 +215,19 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
     // evicted it]) when the ladder's next climb would take that very block: of the request's
     // slot size, no free block beside it, and no other vacated block in the tier.
     if (handoff != nullptr && claimed.size() == 1 && ts.mem->deferred_bytes() == 0) {
-      copy_slot const& s = claimed.front().first->slots[k];
+      tensor_record& v = *claimed.front().first;
+      copy_slot const& s = v.slots[k];
       handoff_ok = s.pins == 0 && s.blk.slot.size == ts.mem->slot_bytes(bytes) && ts.mem->walled_in(s.blk.slot);
+      bool clean = false;  // another valid copy: dropped, nothing can keep it resident
+      for (std::uint32_t j = 0; j < v.slots.size() && !clean; ++j) {
+        clean = j != k && v.slots[j].state == copy_state::valid;
+      }
+      if (handoff_ok && clean) {  // tell the policy and the figures now, under this lock
+        hand_off_told_locked(ts, v, k);
+        handoff->told = true;
+      }
     }
+    if (held != nullptr && held->owns_lock()) { held->unlock(); }
   }
 
   std::size_t wb_busy = 0;

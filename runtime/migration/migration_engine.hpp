@@ -94,6 +94,17 @@ struct place_result {
   place_failure why{};           ///< when blk is empty; busy bytes in ladder mode only
 };
 
+/// @brief Add `d` to a tier figure whose writers all hold the tier's lock (tier_state::
+///        resident, bytes_freed, bytes_allocated, alloc_failures, reused_in_order,
+///        merged_in_order): a relaxed load and store, not a locked read-modify-write (no
+///        update can be lost; stats() reads it without the lock, as before). The locked
+///        instruction cost a full barrier per eviction, waiting on the victim's cache misses.
+template <class T>
+void add_under_tier_lock(std::atomic<T>& figure, T d) noexcept
+{
+  figure.store(static_cast<T>(figure.load(std::memory_order_relaxed) + d), std::memory_order_relaxed);
+}
+
 /// @brief A block an eviction round hands to the request that made it (Note [The evicted
 ///        block goes to the request that evicted it], eviction.cpp).
 struct evict_handoff {
@@ -101,6 +112,9 @@ struct evict_handoff {
   std::optional<block> blk;  ///< the block (a live block of the tier, `bytes` long); empty: none
   event_handle ready{};      ///< the previous occupant's fill event (null: done); owned
   use_list users{};          ///< the previous occupant's uses
+  /// The policy and the tier's figures know (the victim left the policy, the block counts
+  /// as freed and placed again): done under the round's first tier lock for a clean victim.
+  bool told{false};
 };
 
 /// @brief Leases the calling thread holds, in every pool (made here minus released here;
@@ -220,8 +234,11 @@ class migration_engine {
   /// `handoff` (ladder mode): the round may vacate one victim block of the request's size
   /// straight into it instead of the tier (Note [The evicted block goes to the request that
   /// evicted it], eviction.cpp).
+  /// `held`: the caller's lock of tier k, when it holds it (placement's climb, so that the
+  /// round's first phase takes no second lock); the round releases it after that phase.
   evict_outcome evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming = {},
-                            bool keep = true, evict_handoff* handoff = nullptr);
+                            bool keep = true, evict_handoff* handoff = nullptr,
+                            std::unique_lock<std::mutex>* held = nullptr);
   /// The transfer planner's keep window: evictions in tier k pass over tensors whose
   /// forecast next use lies in [from, until] (needed before the horizon) while others can
   /// go (Note [The keep window], transfer_planner.cpp). until == 0: none.
@@ -256,6 +273,9 @@ class migration_engine {
   /// As vacate_locked, for an unpinned copy whose block goes to `h` (it stays a live block
   /// of the tier) with the copy's `ready` and `users`, instead of a deferred free.
   void hand_off_locked(tensor_record& rec, std::uint32_t k, evict_handoff& h) noexcept;
+  /// hand_off_locked's part under the tier lock (held): the policy forgets the victim, the
+  /// figures count the block freed and placed again.
+  void hand_off_told_locked(tier_state& ts, tensor_record& rec, std::uint32_t k) noexcept;
   /// Give up the record's heap array of copy slots once at most one copy is left (moving
   /// that copy's slot inline, its register entry with it): Note [Copy slots only where a
   /// copy is]. Called after a slot became absent; references to the record's slots taken

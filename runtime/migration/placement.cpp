@@ -100,8 +100,8 @@ place_result migration_engine::place(place_request const& r)
   bool const ladder = r.mode == place_mode::ladder;
   place_result out;
   status last_backend = status::ok;
-  auto took = [&](block const& b) -> place_result& {
-    ts.bytes_allocated.fetch_add(static_cast<std::int64_t>(b.slot.size), std::memory_order_relaxed);
+  auto took = [&](block const& b) -> place_result& {  // under the tier lock
+    add_under_tier_lock(ts.bytes_allocated, static_cast<std::int64_t>(b.slot.size));
     out.blk = b;
     return out;
   };
@@ -124,8 +124,8 @@ place_result migration_engine::place(place_request const& r)
   bool evicted = false;
   std::size_t busy = 0;  // busy victims of the last round that made no progress
   for (int round = 0; round < kMaxLadderRounds; ++round) {
+    std::unique_lock tl(ts.mem->mutex());  // handed to the eviction round below, which unlocks it
     {
-      std::lock_guard tl(ts.mem->mutex());
       drain_accesses_locked(ts);
       // Completed frees, the arena, grow.
       tier_alloc_report rep;
@@ -138,7 +138,7 @@ place_result migration_engine::place(place_request const& r)
         bool const planned = planning().active && planning().stream_reuse;
         auto const own = [this, planned](stream_handle s) { return planned || is_copy_stream(s); };
         if (auto b = ts.mem->take_deferred(bytes, own, &out.after, &out.after_stream)) {
-          ts.reused_in_order.fetch_add(1, std::memory_order_relaxed);
+          add_under_tier_lock(ts.reused_in_order, std::uint64_t{1});
           return took(*b);
         }
         // Several deferred blocks and free ones between them (Note [Merging deferred
@@ -153,12 +153,12 @@ place_result migration_engine::place(place_request const& r)
         b = ladder ? ts.mem->take_deferred_span(bytes, any, &sp) : ts.mem->take_deferred_span(bytes, copies, &sp);
         if (b) {
           out.after = join_events(sp, &out.after_stream);
-          ts.reused_in_order.fetch_add(1, std::memory_order_relaxed);
-          ts.merged_in_order.fetch_add(1, std::memory_order_relaxed);
+          add_under_tier_lock(ts.reused_in_order, std::uint64_t{1});
+          add_under_tier_lock(ts.merged_in_order, std::uint64_t{1});
           return took(*b);
         }
       }
-      ts.alloc_failures.fetch_add(1, std::memory_order_relaxed);
+      add_under_tier_lock(ts.alloc_failures, std::uint64_t{1});
       if (rep.result == tier_alloc_result::backend_failed) { last_backend = rep.backend_status; }
       if (r.mode == place_mode::try_only || (r.mode == place_mode::no_wait && evicted)) { return give_up(); }
       // Wait for vacated blocks, when they alone would make room once their last uses
@@ -175,15 +175,16 @@ place_result migration_engine::place(place_request const& r)
     evict_handoff ho;
     ho.bytes = bytes;
     evict_handoff* const hand = ladder && r.take_uses && r.reuse_in_order ? &ho : nullptr;
-    evict_outcome ev = evict_round(r.tier, bytes, r.mode, r.incoming, true, hand);
+    evict_outcome ev = evict_round(r.tier, bytes, r.mode, r.incoming, true, hand, &tl);
+    TIERPOOL_ASSERT(!tl.owns_lock());
     if (!ev.progress && ev.kept && !planning().active) {  // the planner's keep window left nothing: evict anyway
       ev = evict_round(r.tier, bytes, r.mode, r.incoming, false, hand);
     }
-    if (ho.blk) {
+    if (ho.blk) {  // counted by the round (hand_off_told_locked)
+      out.blk = ho.blk;
       out.after = ho.ready;
       out.after_users = std::move(ho.users);
-      ts.reused_in_order.fetch_add(1, std::memory_order_relaxed);
-      return took(*ho.blk);
+      return out;
     }
     if (ev.progress) {
       evicted = true;
@@ -199,10 +200,10 @@ place_result migration_engine::place(place_request const& r)
     busy = ev.busy_bytes;
     if (r.mode == place_mode::no_wait) { break; }
     // Wait for the oldest vacated block.
-    {
-      std::lock_guard tl(ts.mem->mutex());
-      if (ts.mem->deferred_bytes() != 0 && wait_oldest()) { continue; }
-    }
+    tl.lock();
+    bool const waited = ts.mem->deferred_bytes() != 0 && wait_oldest();
+    tl.unlock();
+    if (waited) { continue; }
     break;
   }
   give_up();

@@ -267,6 +267,23 @@ void migration_engine::mark_others_stale_locked(tensor_record& rec, std::uint32_
   }
 }
 
+// Note [A copy-in records its block's previous event again]
+// ----------------------------------------------------------
+// Rationale: a copy into a slot whose `ready` is still pending (a block reused in stream
+// order: a write-back's event, or the fill event of the victim whose block it took) made
+// the copy stream wait for that event, then took a fresh event from the event pool for the
+// copy and gave the old one back: two trips through the pool's lock and its set of
+// outstanding events, whose cells (thousands of events on a miss-heavy run, one per
+// resident copy on a virtual clock) miss the cache on every insert and erase.
+// Approach: once the copy stream's wait on it is enqueued, nothing needs the old record:
+// a stream wait captures the record it waits for when it is enqueued (as
+// cudaStreamWaitEvent does), the slot owns the event (place() hands over owned events
+// only; a borrowed one is joined into a new event, join_events), and the record lock keeps
+// everyone else off the slot. So the same event is recorded again on the copy stream after
+// the copy and stays the slot's `ready`. A failed record gives it back to the pool and the
+// host waits for the copy stream, as record_or_sync does.
+// Limitations: only when `ready` was pending; a completed one was already given back
+// (ready_complete), and the copy takes a fresh event.
 status migration_engine::copy_locked(tensor_record& rec, std::uint32_t from, std::uint32_t to)
 {
   copy_slot& src = rec.slots[from];
@@ -284,9 +301,9 @@ status migration_engine::copy_locked(tensor_record& rec, std::uint32_t from, std
   d.dst_kind = tiers_[to]->kind;
   d.src_kind = tiers_[from]->kind;
   if (status const st = backend_->copy_async(d, c); st != status::ok) { return st; }
-  event_handle const e = streams_->record_or_sync(c);
-  streams_->release_event(dst.ready);
-  dst.ready = e;
+  // The copy's event: dst's previous `ready`, when there is one, recorded again (Note [A
+  // copy-in records its block's previous event again]); else one from the pool.
+  dst.ready = streams_->rerecord_or_sync(c, dst.ready);
   dst.users.clear();  // covered by `ready`: the copy waited for them
   dst.pages_on_device = false;  // managed: where a copy leaves the pages is not ours to assume
   if (stream_entry* ce = streams_->find(c)) {

@@ -269,6 +269,17 @@ event_handle stream_registry::record_or_sync(stream_handle s) noexcept
   return event_handle{};
 }
 
+event_handle stream_registry::rerecord_or_sync(stream_handle s, event_handle e) noexcept
+{
+  if (!e) { return record_or_sync(s); }
+  if (be_.record_event(e, s) == status::ok) { return e; }
+  release_event(e);
+  auto const t0 = std::chrono::steady_clock::now();
+  (void)be_.synchronize_stream(s);
+  add_stall(seconds_since(t0));
+  return event_handle{};
+}
+
 bool stream_registry::order_after_use(stream_handle waiter, stream_use const& use, bool settled) noexcept
 {
   stream_entry& se = *use.stream;

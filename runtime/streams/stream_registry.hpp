@@ -249,6 +249,10 @@ class stream_registry {
   void wait_event_or_sync(stream_handle waiter, event_handle e) noexcept;
   /// @brief An event recorded on `s` now, or null after the host waited for `s` instead.
   [[nodiscard]] event_handle record_or_sync(stream_handle s) noexcept;
+  /// @brief As record_or_sync, recording `e` (an event of the pool the caller owns; null:
+  ///        one from the pool) again: its previous record must not be needed any more (every
+  ///        wait on it already enqueued). On failure `e` goes back to the pool.
+  [[nodiscard]] event_handle rerecord_or_sync(stream_handle s, event_handle e) noexcept;
   /// @brief The host waits until the work of `use` on its stream is done (a destroyed
   ///        stream: its last mark).
   void host_wait_use(stream_use const& use) noexcept;

@@ -14,6 +14,7 @@
 #include <tierpool/error.hpp>
 
 #include "backends/event_pool.hpp"
+#include "streams/stream_registry.hpp"
 
 namespace {
 
@@ -52,6 +53,58 @@ TEST(EventPool, ReusesReleasedEvents)
   EXPECT_EQ(be.call_count(sim_call::event), 2U);  // one create, one record: no second create
   pool.release(b);
   expect_balanced(pool);
+}
+
+// Note [A copy-in records its block's previous event again] (copy_engine.cpp): the
+// registry's rerecord_or_sync records the caller's event again, taking none from the pool,
+// and the event then completes with the new record (a wait enqueued before keeps the old
+// one); when the record fails the event goes back to the pool and the host waits instead.
+TEST(StreamRegistry, RerecordKeepsTheEventAndTakesNoneFromThePool)
+{
+  tierpool::sim_options o;
+  o.clock = tierpool::sim_clock_mode::virtual_clock;
+  sim_backend be{o};
+  event_pool pool{be, 4};
+  tierpool::detail::stream_registry reg{be, pool};
+  tierpool::stream_handle a{};
+  tierpool::stream_handle b{};
+  tierpool::stream_handle w{};
+  ASSERT_EQ(be.create_stream(&a, 0), status::ok);
+  ASSERT_EQ(be.create_stream(&b, 0), status::ok);
+  ASSERT_EQ(be.create_stream(&w, 0), status::ok);
+  ASSERT_EQ(be.compute_async(a, 1'000), status::ok);
+  event_handle const e = reg.record_or_sync(a);  // completes at 1 us
+  ASSERT_TRUE(e);
+  ASSERT_EQ(be.stream_wait_event(w, e), status::ok);  // captures the record at 1 us
+  ASSERT_EQ(be.stream_wait_event(b, e), status::ok);
+  ASSERT_EQ(be.compute_async(b, 1'000'000), status::ok);  // b: until 1.001 ms
+  auto const before = pool.stats();
+  event_handle const again = reg.rerecord_or_sync(b, e);
+  EXPECT_EQ(again, e);
+  auto const after = pool.stats();
+  EXPECT_EQ(after.created, before.created);
+  EXPECT_EQ(after.reused, before.reused);
+  EXPECT_EQ(after.outstanding, before.outstanding);
+  EXPECT_TRUE(pool.owns(again));
+  EXPECT_EQ(be.stream_tail(w).value_or(0), 1'000U) << "a wait enqueued before keeps the old record";
+  ASSERT_EQ(be.advance_to(1'000), status::ok);
+  EXPECT_EQ(be.query_event(again), status::not_ready) << "the event follows its new record";
+  ASSERT_EQ(be.advance_to(1'001'000), status::ok);
+  EXPECT_EQ(be.query_event(again), status::ok);
+
+  // A failed record: the event goes back to the pool, the host waits for the stream.
+  ASSERT_EQ(be.compute_async(b, 1'000'000), status::ok);  // b: until 2.001 ms
+  be.set_faults(tierpool::sim_fault_options{.seed = 0, .rules = {tierpool::sim_fault_rule{.kind = sim_call::event, .nth = 1}}});
+  event_handle const none = reg.rerecord_or_sync(b, again);
+  be.set_faults({});
+  EXPECT_FALSE(none);
+  EXPECT_FALSE(pool.owns(again));
+  EXPECT_EQ(pool.stats().outstanding, before.outstanding - 1);
+  EXPECT_GE(be.now(), 2'001'000U);
+  expect_balanced(pool);
+  be.destroy_stream(a);
+  be.destroy_stream(b);
+  be.destroy_stream(w);
 }
 
 TEST(EventPool, CacheIsBounded)

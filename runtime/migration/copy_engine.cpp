@@ -67,7 +67,9 @@ void migration_engine::host_wait_slot(copy_slot& slot, bool include_users) noexc
 
 stream_handle migration_engine::copy_stream(std::uint32_t to, std::uint32_t from) noexcept
 {
-  std::uint32_t const i = rr_.fetch_add(1, std::memory_order_relaxed);
+  // Round robin without a locked add: threads racing here may pick the same stream.
+  std::uint32_t const i = rr_.load(std::memory_order_relaxed);
+  rr_.store(i + 1, std::memory_order_relaxed);
   return to < from ? h2d_[i % h2d_.size()] : d2h_[i % d2h_.size()];
 }
 
@@ -314,21 +316,25 @@ status migration_engine::copy_locked(tensor_record& rec, std::uint32_t from, std
     }
   }
   // Figures (see telemetry.hpp): up/down by tier index; h2d/d2h across the device boundary.
+  // Per-shard figures (Note [The hit path takes no shared lock]): no locked add per copy.
+  std::size_t const sh = thread_shard();
+  counter_shard& cs = counters_->shards[sh];
+  std::uint64_t const n = rec.bytes;
   if (to < from) {
-    counters_->bytes_up.fetch_add(rec.bytes, std::memory_order_relaxed);
-    counters_->copies_up.fetch_add(1, std::memory_order_relaxed);
+    bump(cs.bytes_up, n, sh);
+    bump(cs.copies_up, std::uint64_t{1}, sh);
   } else {
-    counters_->bytes_down.fetch_add(rec.bytes, std::memory_order_relaxed);
-    counters_->copies_down.fetch_add(1, std::memory_order_relaxed);
+    bump(cs.bytes_down, n, sh);
+    bump(cs.copies_down, std::uint64_t{1}, sh);
   }
   bool const dev_to = is_device_accessible(tiers_[to]->kind);
   bool const dev_from = is_device_accessible(tiers_[from]->kind);
   if (dev_to && !dev_from) {
-    counters_->bytes_h2d.fetch_add(rec.bytes, std::memory_order_relaxed);
-    counters_->copies_h2d.fetch_add(1, std::memory_order_relaxed);
+    bump(cs.bytes_h2d, n, sh);
+    bump(cs.copies_h2d, std::uint64_t{1}, sh);
   } else if (dev_from && !dev_to) {
-    counters_->bytes_d2h.fetch_add(rec.bytes, std::memory_order_relaxed);
-    counters_->copies_d2h.fetch_add(1, std::memory_order_relaxed);
+    bump(cs.bytes_d2h, n, sh);
+    bump(cs.copies_d2h, std::uint64_t{1}, sh);
   }
   return status::ok;
 }

@@ -6,7 +6,8 @@
  *        moved, prefetches, retries), read without locks by pool::stats().
  *
  * Owns: the counters. Written by core and migration with relaxed atomics; the per-shard
- * ones (hits, misses, prefetch hits and late) by one writer each (util/thread_shard.hpp).
+ * ones (hits, misses, prefetch hits and late, bytes and copies moved) by one writer each
+ * (util/thread_shard.hpp).
  * The per-tier figures live with each tier (tier_state); the tenants' with the tenant ledger.
  */
 #pragma once
@@ -23,14 +24,16 @@ namespace tierpool::detail {
 struct alignas(128) counter_shard {
   std::atomic<std::uint64_t> hits{0}, misses{0}, prefetch_hits{0}, prefetch_late{0};  // acquires + failures = hits + misses
   std::atomic<std::uint64_t> clock{0};  // backend clock (ticks) as last read by this shard's acquires (Note [Last use], pool_snapshot.cpp)
+  // Bytes and copies across the device boundary (h2d, d2h) and between tiers (up, down):
+  // counted per copy, on the miss path (four locked adds a copy when they were shared).
+  std::atomic<std::uint64_t> bytes_h2d{0}, bytes_d2h{0}, copies_h2d{0}, copies_d2h{0};
+  std::atomic<std::uint64_t> bytes_up{0}, bytes_down{0}, copies_up{0}, copies_down{0};
 };
+static_assert(sizeof(counter_shard) == 128, "a shard is one 128-byte pair of cache lines");
 
 /// @brief The counted figures of one pool (pool_stats, telemetry.hpp, says what each means).
 struct pool_counters {
-  std::array<counter_shard, kShards + 1> shards{};  ///< hits, misses, prefetch hits / late
-  // Bytes and copies across the device boundary (h2d, d2h) and between tiers (up, down).
-  std::atomic<std::uint64_t> bytes_h2d{0}, bytes_d2h{0}, copies_h2d{0}, copies_d2h{0};
-  std::atomic<std::uint64_t> bytes_up{0}, bytes_down{0}, copies_up{0}, copies_down{0};
+  std::array<counter_shard, kShards + 1> shards{};  ///< hits, misses, prefetch hits / late, copies
   std::atomic<std::uint64_t> prefetches{0}, prefetch_wasted{0};
   std::atomic<std::uint64_t> prefetch_queued{0}, prefetch_dropped{0};
   std::atomic<std::uint64_t> predicted_prefetches{0};

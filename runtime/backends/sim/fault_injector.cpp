@@ -76,9 +76,11 @@ void fault_injector::clear() noexcept
 
 bool fault_injector::check_armed(sim_call kind, std::string* why) noexcept
 {
-  auto& counter = counts_[static_cast<std::size_t>(kind)];
+  auto const k = static_cast<std::size_t>(kind);
+  std::size_t const sh = thread_shard();
   std::lock_guard lock(mtx_);
-  std::uint64_t const call_index = counter.fetch_add(1, std::memory_order_relaxed) + 1;
+  bump(counts_[sh].n[k], std::uint64_t{1}, sh);
+  std::uint64_t const call_index = total(k);
   bool fail = false;
   std::size_t fired = 0;
   std::uint64_t fired_index = 0;
@@ -109,19 +111,30 @@ bool fault_injector::check_armed(sim_call kind, std::string* why) noexcept
   return fail;
 }
 
+std::uint64_t fault_injector::total(std::size_t kind) const noexcept
+{
+  std::uint64_t n = 0;
+  for (count_shard const& c : counts_) { n += c.n[kind].load(std::memory_order_relaxed); }
+  return n - base_[kind].load(std::memory_order_relaxed);
+}
+
 std::uint64_t fault_injector::count(sim_call kind) const noexcept
 {
   if (kind == sim_call::any) {
     std::uint64_t n = 0;
-    for (auto const& c : counts_) { n += c.load(std::memory_order_relaxed); }
+    for (std::size_t k = 0; k < sim_call_count; ++k) { n += total(k); }
     return n;
   }
-  return counts_[static_cast<std::size_t>(kind)].load(std::memory_order_relaxed);
+  return total(static_cast<std::size_t>(kind));
 }
 
 void fault_injector::reset_counts() noexcept
 {
-  for (auto& c : counts_) { c.store(0, std::memory_order_relaxed); }
+  for (std::size_t k = 0; k < sim_call_count; ++k) {
+    std::uint64_t n = 0;
+    for (count_shard const& c : counts_) { n += c.n[k].load(std::memory_order_relaxed); }
+    base_[k].store(n, std::memory_order_relaxed);
+  }
 }
 
 std::uint64_t fault_injector::injected() const noexcept

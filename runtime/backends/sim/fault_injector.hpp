@@ -15,13 +15,15 @@
 
 #include <tierpool/backends/sim_backend.hpp>
 
+#include "util/thread_shard.hpp"
+
 namespace tierpool::detail {
 
 /**
  * @brief Counts fallible calls per kind and decides which fail.
  *
  * Thread safety: every member is safe to call concurrently (one mutex; with no rule
- * installed, check() only counts, with an atomic add and no lock).
+ * installed, check() only counts, in the calling thread's shard, with no lock).
  * Determinism: for a rule with probability p, the decision for its i-th matching call is
  * hash(seed, rule index, i) < p, independent of other rules and of timing.
  */
@@ -42,7 +44,8 @@ class fault_injector {
   [[nodiscard]] bool check(sim_call kind, std::string* why) noexcept
   {
     if (!armed_.load(std::memory_order_acquire)) [[likely]] {  // no rule: count only (inline, no lock)
-      counts_[static_cast<std::size_t>(kind)].fetch_add(1, std::memory_order_relaxed);
+      std::size_t const sh = thread_shard();
+      bump(counts_[sh].n[static_cast<std::size_t>(kind)], std::uint64_t{1}, sh);
       return false;
     }
     return check_armed(kind, why);
@@ -67,7 +70,16 @@ class fault_injector {
   std::uint64_t seed_{0};
   std::vector<rule_state> rules_;
   std::atomic<bool> armed_{false};  // !rules_.empty(), readable without mtx_
-  std::array<std::atomic<std::uint64_t>, sim_call_count> counts_{};
+  // Calls per kind, counted per thread shard (util/thread_shard.hpp: one writer per shard
+  // but the last, so a count is a plain load and store, not a locked add, on every call of
+  // the backend); count() sums them less `base_`, the sums at reset_counts() (which never
+  // writes a shard, so it cannot lose a concurrent call's count).
+  struct alignas(128) count_shard {
+    std::array<std::atomic<std::uint64_t>, sim_call_count> n{};
+  };
+  std::array<count_shard, kShards + 1> counts_{};
+  std::array<std::atomic<std::uint64_t>, sim_call_count> base_{};
+  [[nodiscard]] std::uint64_t total(std::size_t kind) const noexcept;
   std::uint64_t injected_{0};
 };
 

@@ -68,20 +68,20 @@ pool_stats pool_impl::stats() const
     st.misses += c.misses.load(std::memory_order_relaxed);
     st.prefetch_hits += c.prefetch_hits.load(std::memory_order_relaxed);
     st.prefetch_late += c.prefetch_late.load(std::memory_order_relaxed);
+    st.bytes_h2d += c.bytes_h2d.load(std::memory_order_relaxed);
+    st.bytes_d2h += c.bytes_d2h.load(std::memory_order_relaxed);
+    st.copies_h2d += c.copies_h2d.load(std::memory_order_relaxed);
+    st.copies_d2h += c.copies_d2h.load(std::memory_order_relaxed);
+    st.bytes_up += c.bytes_up.load(std::memory_order_relaxed);
+    st.bytes_down += c.bytes_down.load(std::memory_order_relaxed);
+    st.copies_up += c.copies_up.load(std::memory_order_relaxed);
+    st.copies_down += c.copies_down.load(std::memory_order_relaxed);
   }
   // Every counted acquire is one hit or miss, and a lease or a failure (the hit path counts
   // nothing more). Read without a lock, the figures may be a moment apart: never below 0.
   st.acquire_failures = counters_.acquire_failures.load(std::memory_order_relaxed);
   st.acquires = st.hits + st.misses - std::min(st.acquire_failures, st.hits + st.misses);
   st.busy_retries = counters_.busy_retries.load(std::memory_order_relaxed);
-  st.bytes_h2d = counters_.bytes_h2d.load(std::memory_order_relaxed);
-  st.bytes_d2h = counters_.bytes_d2h.load(std::memory_order_relaxed);
-  st.copies_h2d = counters_.copies_h2d.load(std::memory_order_relaxed);
-  st.copies_d2h = counters_.copies_d2h.load(std::memory_order_relaxed);
-  st.bytes_up = counters_.bytes_up.load(std::memory_order_relaxed);
-  st.bytes_down = counters_.bytes_down.load(std::memory_order_relaxed);
-  st.copies_up = counters_.copies_up.load(std::memory_order_relaxed);
-  st.copies_down = counters_.copies_down.load(std::memory_order_relaxed);
   st.prefetch_queued = counters_.prefetch_queued.load(std::memory_order_relaxed);
   st.prefetch_dropped = counters_.prefetch_dropped.load(std::memory_order_relaxed);
   st.managed_prefetches = counters_.managed_prefetches.load(std::memory_order_relaxed);

@@ -12,6 +12,7 @@
 //   3. the effect (allocate / enqueue)         -> ok / out_of_memory
 #include <tierpool/backends/sim_backend.hpp>
 
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <mutex>
@@ -272,7 +273,8 @@ struct sim_backend::impl {
   status counted(status s) noexcept
   {
     if (s == status::ok) {
-      enqueued.fetch_add(1, std::memory_order_relaxed);
+      std::size_t const sh = detail::thread_shard();
+      detail::bump(enqueued[sh].n, std::uint64_t{1}, sh);
     }
     return s;
   }
@@ -312,7 +314,12 @@ struct sim_backend::impl {
   std::unique_ptr<detail::sim_timeline> timeline;
   detail::virtual_timeline_ops* vt;  // non-null on a virtual clock
   std::atomic<std::uint64_t> invalid_deallocs{0};
-  std::atomic<std::uint64_t> enqueued{0};
+  // Operations enqueued, counted per thread shard as the fault injector counts calls (no
+  // locked add per call); enqueued_operations() sums them.
+  struct alignas(128) op_count {
+    std::atomic<std::uint64_t> n{0};
+  };
+  std::array<op_count, detail::kShards + 1> enqueued{};
 
   // Captures (Note [Simulated capture]); cap_mtx is a leaf.
   mutable std::mutex cap_mtx;
@@ -825,7 +832,9 @@ std::uint64_t sim_backend::invalid_deallocations() const noexcept
 
 std::uint64_t sim_backend::enqueued_operations() const noexcept
 {
-  return impl_->enqueued.load(std::memory_order_relaxed);
+  std::uint64_t n = 0;
+  for (auto const& c : impl_->enqueued) { n += c.n.load(std::memory_order_relaxed); }
+  return n;
 }
 
 sim_link_stats sim_backend::link_stats(sim_link link) const noexcept

@@ -134,6 +134,14 @@ void migration_engine::drain_accesses_locked(tier_state& ts) noexcept
 void migration_engine::insert_into_policy(tensor_record& rec, std::uint32_t k, bool write) noexcept
 {
   tier_state& ts = *tiers_[k];
+  std::lock_guard tl(ts.mem->mutex());
+  drain_accesses_locked(ts);
+  insert_into_policy_locked(ts, rec, k, write);
+}
+
+void migration_engine::insert_into_policy_locked(tier_state& ts, tensor_record& rec, std::uint32_t k,
+                                                 bool write) noexcept
+{
   tensor_view v{};
   v.id = rec.id;
   v.tier = tier_id{k};
@@ -143,10 +151,17 @@ void migration_engine::insert_into_policy(tensor_record& rec, std::uint32_t k, b
   v.pinned = rec.slots[k].pins != 0;
   v.write_access = write;
   v.next_use = forecast_of(rec.next_use.load(std::memory_order_relaxed));
-  std::lock_guard tl(ts.mem->mutex());
-  drain_accesses_locked(ts);
   ts.policy->on_insert(v);
   add_under_tier_lock(ts.resident, std::uint64_t{1});
+}
+
+void migration_engine::forget_in_policy(tensor_record& rec, std::uint32_t k) noexcept
+{
+  tier_state& ts = *tiers_[k];
+  std::lock_guard tl(ts.mem->mutex());
+  drain_accesses_locked(ts);
+  ts.policy->on_erase(rec.id);
+  add_under_tier_lock(ts.resident, ~std::uint64_t{0});  // - 1 (modulo 2^64)
 }
 
 void migration_engine::note_access(tensor_record& rec, std::uint32_t k, bool write) noexcept
@@ -344,13 +359,15 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
 {
   if (rec.slots[k].state == copy_state::valid) { return fill_result::hit; }
   bool const fresh = rec.slots[k].state == copy_state::absent;
+  bool inserted = false;  // the eviction that made room put the tensor in the policy (place_result::inserted)
   if (fresh) {
     place_result got;
     if (rec.bytes <= tiers_[k]->capacity || mode == place_mode::ladder) {
       // A copy follows at once: a block evicted for it may come with its previous
       // occupant's uses (Note [The evicted block goes to the request that evicted it]).
       got = place({.tier = k, .bytes = rec.bytes, .mode = mode, .incoming = rec.id,
-                   .take_uses = access != access_mode::write_discard});
+                   .take_uses = access != access_mode::write_discard, .incoming_rec = &rec,
+                   .incoming_write = access != access_mode::read});
     }
     if (!got.blk) {
       if (mode != place_mode::ladder) { return fill_result::no_room; }
@@ -361,11 +378,13 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
       slot = &rec.slots.materialize(k);  // storage for the copy (Note [Copy slots only where a copy is])
     } catch (...) {  // bad_alloc: the block goes back with its pending event; nothing changed
       unplace(k, *got.blk, got.after, got.after_stream, &got.after_users);
+      if (got.inserted) { forget_in_policy(rec, k); }
       throw;
     }
     slot->blk = *got.blk;
     slot->ready = got.after;  // reused in stream order: the copy (or the user) waits for it
     slot->users = std::move(got.after_users);  // and for the previous occupant's uses (copy_locked)
+    inserted = got.inserted;
   }
   copy_slot& dst = rec.slots[k];
   if (access != access_mode::write_discard) {
@@ -379,6 +398,7 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
         streams_->release_event(dst.ready);
         dst = copy_slot{};
         compact_slots_locked(rec);
+        if (inserted) { forget_in_policy(rec, k); }
       }
       throw backend_error(st, "pool: copying tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) +
                                 " from tier '" + tiers_[src]->name + "' to tier '" + tiers_[k]->name +
@@ -387,7 +407,7 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
   }
   dst.state = copy_state::valid;
   if (fresh) {
-    insert_into_policy(rec, k, access != access_mode::read);
+    if (!inserted) { insert_into_policy(rec, k, access != access_mode::read); }
   } else {
     note_access(rec, k, access != access_mode::read);  // a stale copy refreshed: the policy knows it, this is a use
   }

@@ -108,7 +108,12 @@ class claim_scope {
 // makes them its new slot's `ready` and `users`. copy_locked already orders the copy after
 // both (a stream wait on `ready`, order_after_use for each use, as the retire stream did),
 // so the block's reuse still waits for its last use, in stream order, and no byte still in
-// use is written. The other victims of the round are vacated as before.
+// use is written. The other victims of the round are vacated as before. A clean victim's
+// hand-off is told to the policy and the figures under the round's first tier lock (which
+// place() hands over from its failed climb), and the tensor the block is for enters the
+// policy there too (place_request::incoming_rec: on_erase of the victim, then on_insert,
+// the order the copy-in used to give them in two later locks); if its copy-in then fails,
+// forget_in_policy takes it out again. A miss so takes two tier locks, not five.
 // Limitations: only that case; other sizes, several victims, free space beside the
 // victim, other vacated blocks, a prefetch (no_wait: it must not wait behind user work) or a placement whose
 // caller does not copy at once (tensor allocation, write_discard, write-backs) take the
@@ -225,6 +230,10 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
       if (handoff_ok && clean) {  // tell the policy and the figures now, under this lock
         hand_off_told_locked(ts, v, k);
         handoff->told = true;
+        if (handoff->incoming != nullptr) {  // and the tensor the block is for: no lock of its own later
+          insert_into_policy_locked(ts, *handoff->incoming, k, handoff->incoming_write);
+          handoff->inserted = true;
+        }
       }
     }
     if (held != nullptr && held->owns_lock()) { held->unlock(); }

@@ -63,6 +63,12 @@ struct place_request {
   /// (place_result::after_users), not joined into one event (Note [The evicted block goes
   /// to the request that evicted it], eviction.cpp). Ladder mode only.
   bool take_uses{false};
+  /// With take_uses: the tensor the block is for (locked by the caller) and whether its
+  /// access writes. When the block comes from the round's hand-off, the tensor enters the
+  /// tier's policy under the round's tier lock (place_result::inserted), not in a lock of
+  /// its own after the copy.
+  tensor_record* incoming_rec{nullptr};
+  bool incoming_write{false};
 };
 
 /// @brief Why place() returned no block.
@@ -91,6 +97,10 @@ struct place_result {
   /// Only when place_request::take_uses: the uses of the block's previous occupant, which
   /// the block's first use must also be ordered after (the slot's `users`).
   use_list after_users{};
+  /// The tensor of place_request::incoming_rec is in the tier's policy already (and counted
+  /// resident): the caller must not insert it again, and must take it out (forget_in_policy)
+  /// if it cannot use the block.
+  bool inserted{false};
   place_failure why{};           ///< when blk is empty; busy bytes in ladder mode only
 };
 
@@ -112,6 +122,9 @@ struct evict_handoff {
   std::optional<block> blk;  ///< the block (a live block of the tier, `bytes` long); empty: none
   event_handle ready{};      ///< the previous occupant's fill event (null: done); owned
   use_list users{};          ///< the previous occupant's uses
+  tensor_record* incoming{nullptr};  ///< place_request::incoming_rec: inserted into the policy with the hand-off
+  bool incoming_write{false};
+  bool inserted{false};              ///< it was
   /// The policy and the tier's figures know (the victim left the policy, the block counts
   /// as freed and placed again): done under the round's first tier lock for a clean victim.
   bool told{false};
@@ -285,6 +298,10 @@ class migration_engine {
   /// Vacate every slot of the (locked) record and mark it freed (the caller settles its accounts).
   void vacate_all_locked(tensor_record& rec) noexcept;
   void insert_into_policy(tensor_record& rec, std::uint32_t k, bool write) noexcept;
+  /// insert_into_policy with tier k's lock held (and its accesses drained).
+  void insert_into_policy_locked(tier_state& ts, tensor_record& rec, std::uint32_t k, bool write) noexcept;
+  /// Undo insert_into_policy of a copy that never came to be: the policy forgets the tensor.
+  void forget_in_policy(tensor_record& rec, std::uint32_t k) noexcept;
   void note_access(tensor_record& rec, std::uint32_t k, bool write) noexcept;
   void drain_accesses_locked(tier_state& ts) noexcept;
   void pin_locked(tensor_record& rec, std::uint32_t k) noexcept;

@@ -174,6 +174,8 @@ place_result migration_engine::place(place_request const& r)
     // evicted block goes to the request that evicted it], eviction.cpp).
     evict_handoff ho;
     ho.bytes = bytes;
+    ho.incoming = r.incoming_rec;
+    ho.incoming_write = r.incoming_write;
     evict_handoff* const hand = ladder && r.take_uses && r.reuse_in_order ? &ho : nullptr;
     evict_outcome ev = evict_round(r.tier, bytes, r.mode, r.incoming, true, hand, &tl);
     TIERPOOL_ASSERT(!tl.owns_lock());
@@ -184,6 +186,7 @@ place_result migration_engine::place(place_request const& r)
       out.blk = ho.blk;
       out.after = ho.ready;
       out.after_users = std::move(ho.users);
+      out.inserted = ho.inserted;
       return out;
     }
     if (ev.progress) {

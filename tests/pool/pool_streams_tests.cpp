@@ -251,5 +251,37 @@ TEST(PoolStreamOrderedReuse, ACopyInWaitsForItsVictimsUsesOnlyNotAnEarlierVictim
   EXPECT_TRUE(p.validate());
 }
 
+
+// The tensor a hand-off was for enters the policy with the eviction (Note [The evicted block
+// goes to the request that evicted it]); when its copy-in then fails in the backend, it
+// leaves the policy again and the tier's figures stay true: the acquire throws, nothing is
+// lost, validate() holds, and the next acquire works.
+TEST(PoolStreamOrderedReuse, AFailedCopyIntoAHandedOffBlockLeavesThePolicyAndTheFiguresRight)
+{
+  auto be = make_sim(sim_clock_mode::virtual_clock);
+  pool p{small_tiers(be, 512_KiB, 0, 8_MiB)};  // the device tier holds two of them
+  stream_handle const s = p.create_stream();
+  std::vector<tensor> ts;
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{1}}));
+    fill(p, ts.back(), i, 1);
+  }
+  { lease l = p.acquire(ts[0], access_mode::read, s); }
+  { lease l = p.acquire(ts[1], access_mode::read, s); }
+  be->set_faults({.seed = 0, .rules = {{.kind = sim_call::copy, .nth = 1}}});
+  EXPECT_THROW({ lease l = p.acquire(ts[2], access_mode::read, s); }, backend_error);  // evicts ts[0], the copy fails
+  be->set_faults({});
+  EXPECT_TRUE(p.validate());
+  pool_stats const st = p.stats();
+  EXPECT_EQ(st.tiers[0].resident_tensors, 1U);
+  EXPECT_EQ(st.tiers[0].evictions, 1U);
+  { lease l = p.acquire(ts[2], access_mode::read, s); }
+  { lease l = p.acquire(ts[0], access_mode::read, s); }  // evicts ts[1], LRU order intact
+  EXPECT_EQ(p.stats().tiers[0].resident_tensors, 2U);
+  p.synchronize(s);
+  for (std::uint64_t i = 0; i < 3; ++i) { EXPECT_TRUE(check(p, ts[i], i, 1)) << i; }
+  EXPECT_TRUE(p.validate());
+}
+
 }  // namespace
 }  // namespace tierpool::test

@@ -92,7 +92,7 @@ class claim_scope {
 // recorded on the retire stream after waiting for the victim's fill and its last use), then
 // climb the ladder a second time to find that block again: the arena, the completed frees,
 // take_deferred, take_deferred_span's window search and merge, and the copy-in waited for
-// the retire stream's event. Each miss paid a fifth tier lock, two extra backend event calls
+// the retire stream's event. Each miss paid two more tier locks, two extra backend event calls
 // and an event from the pool, and the deferred-free bookkeeping both ways (issue 19: the
 // miss path of `tierpool bench scale`).
 // Approach: place() in ladder mode, for a caller that copies into the block at once
@@ -113,7 +113,7 @@ class claim_scope {
 // place() hands over from its failed climb), and the tensor the block is for enters the
 // policy there too (place_request::incoming_rec: on_erase of the victim, then on_insert,
 // the order the copy-in used to give them in two later locks); if its copy-in then fails,
-// forget_in_policy takes it out again. A miss so takes two tier locks, not five.
+// forget_in_policy takes it out again. Such a miss takes one tier lock, not five.
 // Limitations: only that case; other sizes, several victims, free space beside the
 // victim, other vacated blocks, a prefetch (no_wait: it must not wait behind user work) or a placement whose
 // caller does not copy at once (tensor allocation, write_discard, write-backs) take the

@@ -235,6 +235,13 @@ struct replay_result {
   /// (bytes_h2d + bytes_d2h) / the reference policy's on the same capacity; set by run_grid
   /// when grid_options::reference is among the policies (the CLI's reference is belady).
   std::optional<double> moved_vs_belady{};
+  /// Pool mode with run_options::record_timeline: where the device's time went (exposed
+  /// copies, copies hidden behind kernels, idle); absent otherwise.
+  std::optional<sim_activity> activity{};
+  /// Pool mode with run_options::record_timeline: every copy and kernel of the run (to_chrome_trace).
+  std::shared_ptr<std::vector<sim_span> const> timeline{};
+  /// With `timeline`: the sim stream handle value of each trace stream, by trace stream index.
+  std::vector<std::uint64_t> timeline_streams{};
   double wall_seconds{0.0};            ///< host time the run took
   double requests_per_second{0.0};     ///< requests / wall_seconds
   double events_per_second{0.0};       ///< events / wall_seconds
@@ -325,6 +332,9 @@ struct run_options {
   /// ones, as if a host copy were kept. Off (default): every page leaving the device is
   /// copied, as the driver does (a managed page has one copy).
   bool uvm_drop_clean{false};
+  /// Pool mode: record every copy and kernel on the virtual clock (sim_options::record_spans)
+  /// into replay_result::timeline and ::activity. Memory: 40 bytes per copy and kernel.
+  bool record_timeline{false};
 };
 
 /**
@@ -356,6 +366,7 @@ struct grid_options {
   std::uint64_t uvm_page_bytes{kUvmDefaultPageBytes};  ///< as run_options::uvm_page_bytes
   double uvm_fault_ns{kUvmDefaultFaultNs};             ///< as run_options::uvm_fault_ns
   bool uvm_drop_clean{false};                          ///< as run_options::uvm_drop_clean
+  bool record_timeline{false};                         ///< as run_options::record_timeline
   unsigned threads{0};                       ///< worker threads; 0 = all hardware threads
   /// The policy spec `moved_vs_belady` divides by: when one of `policies` is exactly this
   /// spec, every result gets its bytes moved relative to that policy's on the same
@@ -385,6 +396,21 @@ struct grid_options {
 [[nodiscard]] TIERPOOL_EXPORT std::string format_table(std::span<replay_result const> results);
 /// @brief A JSON array with one object per result (keys: docs/chapters/replay.md).
 [[nodiscard]] TIERPOOL_EXPORT std::string to_json(std::span<replay_result const> results);
+/**
+ * @brief The recorded timelines (replay_result::timeline) as one Chrome trace-event JSON
+ *        file, for Perfetto (ui.perfetto.dev) or chrome://tracing: a process per result
+ *        that has a timeline (named "policy · prefetch · capacity"), a lane per trace
+ *        stream (its kernels) and per link (its copies, each with its bytes). Times are
+ *        virtual microseconds.
+ * @param results The runs; those without a timeline are left out.
+ */
+[[nodiscard]] TIERPOOL_EXPORT std::string to_chrome_trace(std::span<replay_result const> results);
+/**
+ * @brief Where each run's device time went, a line per result that has an activity
+ *        summary (replay_result::activity): kernels alone, kernels with copies (hidden),
+ *        copies alone by link (exposed), idle; seconds and shares of the makespan.
+ */
+[[nodiscard]] TIERPOOL_EXPORT std::string format_activity(std::span<replay_result const> results);
 /// @brief CSV with a header line, one line per result (the JSON keys as columns).
 [[nodiscard]] TIERPOOL_EXPORT std::string to_csv(std::span<replay_result const> results);
 /**

@@ -94,6 +94,7 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
   so.memory = sim_memory_mode::phantom;
   so.clock = sim_clock_mode::virtual_clock;
   so.links = sim_links::from_host_link(o.link);
+  so.record_spans = o.record_timeline;
   auto backend = std::make_shared<sim_backend>(so);
 
   std::uint64_t const host_cap = 2 * d.peak_live_bytes + (1ULL << 30U);
@@ -251,6 +252,13 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
       stall_ns += static_cast<double>(tail - std::min(tail, stream_compute[s]));
     }
     out.stall_seconds = stall_ns * 1e-9;
+    if (o.record_timeline) {
+      auto spans = std::make_shared<std::vector<sim_span>>(backend->spans());
+      out.activity = summarize_activity(*spans, makespan);
+      out.timeline = std::move(spans);
+      out.timeline_streams.clear();
+      for (stream_handle const s : streams) { out.timeline_streams.push_back(s.value); }
+    }
     st = p.stats();
     tensors.clear();
     p.close();

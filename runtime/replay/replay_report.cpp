@@ -72,6 +72,12 @@ void append_csv_string(std::string& out, std::string_view s)
 
 enum class kind : std::uint8_t { text, count, real, optional_real };
 
+// Seconds a run spent in activity state `mask` (sim_activity::ns), NaN without a timeline.
+double activity_seconds(replay_result const& r, std::size_t mask)
+{
+  return r.activity ? static_cast<double>(r.activity->ns[mask]) * 1e-9 : std::nan("");
+}
+
 struct field {
   char const* key;
   kind k;
@@ -119,6 +125,19 @@ field const kFields[] = {
   TP_REAL("makespan_vs_ideal", r.makespan_vs_ideal()),
   field{"moved_vs_belady", kind::optional_real, nullptr, nullptr,
         [](replay_result const& r) -> double { return r.moved_vs_belady.value_or(std::nan("")); }},
+  // With a recorded timeline (run_options::record_timeline): where the device time went.
+  field{"idle_seconds", kind::optional_real, nullptr, nullptr,
+        [](replay_result const& r) -> double { return activity_seconds(r, 0); }},
+  field{"compute_only_seconds", kind::optional_real, nullptr, nullptr,
+        [](replay_result const& r) -> double { return activity_seconds(r, 1); }},
+  field{"overlapped_seconds", kind::optional_real, nullptr, nullptr,
+        [](replay_result const& r) -> double { return activity_seconds(r, 3) + activity_seconds(r, 5) + activity_seconds(r, 7); }},
+  field{"exposed_h2d_seconds", kind::optional_real, nullptr, nullptr,
+        [](replay_result const& r) -> double { return activity_seconds(r, 2); }},
+  field{"exposed_d2h_seconds", kind::optional_real, nullptr, nullptr,
+        [](replay_result const& r) -> double { return activity_seconds(r, 4); }},
+  field{"exposed_both_seconds", kind::optional_real, nullptr, nullptr,
+        [](replay_result const& r) -> double { return activity_seconds(r, 6); }},
   TP_REAL("wall_seconds", r.wall_seconds),
   TP_REAL("requests_per_second", r.requests_per_second),
   TP_REAL("events_per_second", r.events_per_second),
@@ -247,6 +266,128 @@ std::string to_json(std::span<replay_result const> results)
     out += '}';
   }
   out += results.empty() ? "]\n" : "\n]\n";
+  return out;
+}
+
+std::string to_chrome_trace(std::span<replay_result const> results)
+{
+  // Trace-event format: "X" (complete) events with microsecond ts/dur, "M" metadata events
+  // naming processes and threads. Each lane holds spans that do not overlap (a stream runs
+  // one kernel at a time, a link carries one copy at a time), as the viewers expect.
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
+  bool first = true;
+  auto begin_event = [&] {
+    out += first ? "\n" : ",\n";
+    first = false;
+  };
+  auto us = [](tick ns) { return static_cast<double>(ns) * 1e-3; };
+  constexpr std::uint64_t kLinkLane = 1000;  // lanes kLinkLane + link; trace streams 1..n
+  std::uint64_t pid = 0;
+  for (replay_result const& r : results) {
+    if (!r.timeline) { continue; }
+    ++pid;
+    begin_event();
+    out += "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":";
+    append_u64(out, pid);
+    out += ",\"args\":{\"name\":";
+    append_json_string(out, r.policy + " \u00b7 " + r.prefetch + " \u00b7 " + r.capacity_label);
+    out += "}}";
+    // Lanes: trace stream i is tid i + 1; a kernel on another stream gets a lane of its own.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> lane_of;  // stream handle value -> tid
+    for (std::size_t i = 0; i < r.timeline_streams.size(); ++i) { lane_of.emplace_back(r.timeline_streams[i], i + 1); }
+    auto lane = [&](std::uint64_t stream) {
+      for (auto const& [s, tid] : lane_of) {
+        if (s == stream) { return tid; }
+      }
+      lane_of.emplace_back(stream, lane_of.size() + 1);
+      return lane_of.back().second;
+    };
+    bool link_used[sim_link_count] = {};
+    for (sim_span const& sp : *r.timeline) {
+      begin_event();
+      out += "{\"ph\":\"X\",\"pid\":";
+      append_u64(out, pid);
+      out += ",\"tid\":";
+      if (sp.kind == sim_span_kind::compute) {
+        append_u64(out, lane(sp.stream));
+        out += ",\"name\":\"kernel\"";
+      } else {
+        auto const l = static_cast<std::size_t>(sp.link);
+        link_used[l] = true;
+        append_u64(out, kLinkLane + l);
+        out += ",\"name\":";
+        append_json_string(out, std::string(to_string(sp.link)) + " " + tierpool::detail::format_byte_size(sp.bytes));
+      }
+      out += ",\"ts\":";
+      append_double(out, us(sp.start));
+      out += ",\"dur\":";
+      append_double(out, us(sp.end - sp.start));
+      if (sp.kind == sim_span_kind::copy) {
+        out += ",\"args\":{\"bytes\":";
+        append_u64(out, sp.bytes);
+        out += '}';
+      }
+      out += '}';
+    }
+    auto thread_name = [&](std::uint64_t tid, std::string const& name) {
+      begin_event();
+      out += "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":";
+      append_u64(out, pid);
+      out += ",\"tid\":";
+      append_u64(out, tid);
+      out += ",\"args\":{\"name\":";
+      append_json_string(out, name);
+      out += "}}";
+    };
+    for (auto const& [s, tid] : lane_of) {
+      thread_name(tid, tid <= r.timeline_streams.size() ? "stream " + std::to_string(tid - 1) : "other stream");
+    }
+    for (std::size_t l = 0; l < sim_link_count; ++l) {
+      if (link_used[l]) { thread_name(kLinkLane + l, std::string(to_string(static_cast<sim_link>(l))) + " link"); }
+    }
+  }
+  out += "\n]}\n";
+  return out;
+}
+
+std::string format_activity(std::span<replay_result const> results)
+{
+  static constexpr std::array<char const*, 9> head = {"policy", "prefetch", "capacity", "kernels only",
+                                                      "kernels + copies", "h2d only", "d2h only", "h2d + d2h",
+                                                      "idle"};
+  std::vector<std::array<std::string, head.size()>> rows;
+  for (replay_result const& r : results) {
+    if (!r.activity) { continue; }
+    sim_activity const& a = *r.activity;
+    double const total = static_cast<double>(std::max<tick>(1, a.total_ns()));
+    auto cell = [&](tick ns) {
+      return seconds(static_cast<double>(ns) * 1e-9) + " (" + fixed(100.0 * static_cast<double>(ns) / total, 0) + " %)";
+    };
+    rows.push_back({r.policy, r.prefetch, r.capacity_label, cell(a.ns[1]), cell(a.overlapped_ns()), cell(a.ns[2]),
+                    cell(a.ns[4]), cell(a.ns[6]), cell(a.ns[0])});
+  }
+  if (rows.empty()) { return {}; }
+  std::array<std::size_t, head.size()> width{};
+  for (std::size_t c = 0; c < head.size(); ++c) {
+    width[c] = std::string_view(head[c]).size();
+    for (auto const& row : rows) { width[c] = std::max(width[c], row[c].size()); }
+  }
+  std::string out;
+  auto emit = [&](auto const& cells) {
+    for (std::size_t c = 0; c < head.size(); ++c) {
+      std::string_view const cell = cells[c];
+      std::size_t const pad = width[c] - cell.size();
+      if (c != 0) { out += "  "; }
+      if (c >= 3) { out.append(pad, ' '); }
+      out += cell;
+      if (c < 3) { out.append(pad, ' '); }
+    }
+    out += '\n';
+  };
+  std::array<std::string_view, head.size()> hv{};
+  for (std::size_t c = 0; c < head.size(); ++c) { hv[c] = head[c]; }
+  emit(hv);
+  for (auto const& row : rows) { emit(row); }
   return out;
 }
 

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <list>
@@ -628,6 +629,57 @@ TEST(ReplayPoolMode, CacheTraceFirstReadsAreCopiedIn)
   double const copy_s = 2 * 2e-6 + 12288.0 / 25e9;
   EXPECT_NEAR(r.ideal_seconds, copy_s, 1e-9);
   EXPECT_GE(r.makespan_seconds, r.ideal_seconds - 1e-9);
+}
+
+TEST(ReplayPoolMode, RecordedTimelineAccountsForTheMakespanAndTheBytes)
+{
+  tt::generator_params const params = {{"layers", "4"}, {"width", "512"}, {"batch", "64"}, {"iterations", "2"}};
+  auto const t = tr::compiled_trace::compile(tt::generate("mlp-train", params, 7));
+  tr::run_options o;
+  o.capacity_bytes = t.resolve(tr::parse_capacity("40%"), tr::replay_mode::pool);
+  o.capacity_label = "40%";
+  tr::replay_result const plain = tr::run(t, o);
+  EXPECT_FALSE(plain.activity);
+  EXPECT_FALSE(plain.timeline);
+  o.record_timeline = true;
+  tr::replay_result const r = tr::run(t, o);
+  ASSERT_TRUE(r.activity);
+  ASSERT_TRUE(r.timeline);
+  EXPECT_DOUBLE_EQ(r.makespan_seconds, plain.makespan_seconds) << "recording changes nothing it records";
+  EXPECT_EQ(r.bytes_h2d, plain.bytes_h2d);
+  // The states partition the makespan; the kernels are the trace's compute.
+  EXPECT_NEAR(static_cast<double>(r.activity->total_ns()) * 1e-9, r.makespan_seconds, 1e-9);
+  EXPECT_NEAR(static_cast<double>(r.activity->compute_ns()) * 1e-9, r.compute_seconds, 1e-9);  // one stream
+  // The copies on the timeline are the bytes the run reports.
+  std::uint64_t h2d = 0;
+  std::uint64_t d2h = 0;
+  for (tierpool::sim_span const& sp : *r.timeline) {
+    EXPECT_LE(sp.start, sp.end);
+    if (sp.kind != tierpool::sim_span_kind::copy) { continue; }
+    (sp.link == tierpool::sim_link::h2d ? h2d : d2h) += sp.bytes;
+  }
+  EXPECT_EQ(h2d, r.bytes_h2d);
+  EXPECT_EQ(d2h, r.bytes_d2h);
+  ASSERT_EQ(r.timeline_streams.size(), 1U);
+
+  // Reports: the JSON row has the activity keys (null without a timeline), the Chrome trace
+  // one process with a stream lane and both link lanes, the activity table a row.
+  std::vector<tr::replay_result> const rows = {plain, r};
+  std::string const json = tr::to_json(rows);
+  EXPECT_NE(json.find("\"exposed_d2h_seconds\":null"), std::string::npos) << json;
+  std::size_t const at = json.rfind("\"overlapped_seconds\":");
+  ASSERT_NE(at, std::string::npos) << json;
+  EXPECT_NEAR(std::strtod(json.c_str() + at + 21, nullptr), static_cast<double>(r.activity->overlapped_ns()) * 1e-9, 1e-12);
+  EXPECT_GT(r.activity->overlapped_ns(), 0U);
+  std::string const chrome = tr::to_chrome_trace(rows);
+  EXPECT_EQ(chrome.rfind("{\"displayTimeUnit\"", 0), 0U);
+  EXPECT_NE(chrome.find("\"name\":\"stream 0\""), std::string::npos);
+  EXPECT_NE(chrome.find("\"name\":\"h2d link\""), std::string::npos);
+  EXPECT_NE(chrome.find("\"name\":\"d2h link\""), std::string::npos);
+  EXPECT_EQ(chrome.find("\"pid\":2"), std::string::npos) << "the row without a timeline is left out";
+  std::string const table = tr::format_activity(rows);
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 2) << table;
+  EXPECT_TRUE(tr::format_activity(std::vector<tr::replay_result>{plain}).empty());
 }
 
 TEST(ReplayPoolMode, IgnoreSizeRejected)

@@ -242,6 +242,14 @@ struct replay_result {
   std::shared_ptr<std::vector<sim_span> const> timeline{};
   /// With `timeline`: the sim stream handle value of each trace stream, by trace stream index.
   std::vector<std::uint64_t> timeline_streams{};
+  /// With `timeline`: the trace's phase markers (`phase LABEL` events) in order, each with
+  /// the device time at which it falls: when every kernel and copy its trace streams had
+  /// been given before it completes. A phase runs from its marker to the next one.
+  struct phase_time {
+    std::string name;  ///< the marker's label
+    tick at{0};        ///< ns of virtual time
+  };
+  std::vector<phase_time> phases{};
   double wall_seconds{0.0};            ///< host time the run took
   double requests_per_second{0.0};     ///< requests / wall_seconds
   double events_per_second{0.0};       ///< events / wall_seconds

@@ -11,7 +11,8 @@
 //               first sight: its bytes start there, so its first read copies it in)
 //   access   -> pool::set_next_use(t, position of t's next access) then pool::acquire
 //   compute  -> sim_backend::compute_async on the stream
-//   prefetch -> pool::prefetch; free -> pool::free; phase markers are skipped.
+//   prefetch -> pool::prefetch; free -> pool::free; a phase marker is timed when the run
+//               records a timeline (run_options::record_timeline), else skipped.
 //
 // Note [Leases live until the stream's next compute]
 //   Rationale: in a DNN trace the accesses before a `compute` are its operands; releasing
@@ -160,9 +161,20 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
     };
 
     std::size_t const n = d.ops.size();
+    // Phase markers are timed only when a timeline is recorded.
+    std::size_t next_mark = o.record_timeline ? 0 : d.phase_marks.size();
+    auto time_marks = [&](std::size_t i) {
+      while (next_mark < d.phase_marks.size() && d.phase_marks[next_mark].op <= i) {
+        tick at = backend->now();
+        for (stream_handle const s : streams) { at = std::max(at, backend->stream_tail(s).value_or(0)); }
+        out.phases.push_back({d.phase_names[d.phase_marks[next_mark].name], at});
+        ++next_mark;
+      }
+    };
     for (std::size_t begin = 0; begin < n; begin += kProgressStride) {
       std::size_t const end = std::min<std::size_t>(n, begin + kProgressStride);
       for (std::size_t i = begin; i < end; ++i) {
+        if (next_mark < d.phase_marks.size()) [[unlikely]] { time_marks(i); }
         pool_op const& op = d.ops[i];
         // The handle of a later event's tensor (a random object of a large trace misses the
         // cache); a hint only. Everything the pool itself reads is the pool's business.
@@ -243,6 +255,7 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
       }
       if (o.progress) { o.progress(end, n); }
     }
+    if (next_mark < d.phase_marks.size()) { time_marks(n); }  // markers after the last op
     release_all();
     makespan = backend->now();
     double stall_ns = 0.0;

@@ -329,6 +329,16 @@ std::string to_chrome_trace(std::span<replay_result const> results)
       }
       out += '}';
     }
+    for (replay_result::phase_time const& ph : r.phases) {  // a marker across the process's lanes
+      begin_event();
+      out += "{\"ph\":\"i\",\"s\":\"p\",\"pid\":";
+      append_u64(out, pid);
+      out += ",\"tid\":1,\"name\":";
+      append_json_string(out, ph.name);
+      out += ",\"ts\":";
+      append_double(out, us(ph.at));
+      out += '}';
+    }
     auto thread_name = [&](std::uint64_t tid, std::string const& name) {
       begin_event();
       out += "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":";
@@ -365,6 +375,31 @@ std::string format_activity(std::span<replay_result const> results)
     };
     rows.push_back({r.policy, r.prefetch, r.capacity_label, cell(a.ns[1]), cell(a.overlapped_ns()), cell(a.ns[2]),
                     cell(a.ns[4]), cell(a.ns[6]), cell(a.ns[0])});
+    if (r.phases.empty() || !r.timeline) { continue; }
+    // The same per phase label, summed over the label's windows (a phase runs from its
+    // marker to the next; time before the first marker is "(start)"); shares are of the
+    // makespan. Windows of no length (a marker right before another) are left out.
+    std::vector<std::pair<std::string, sim_activity>> by_name;
+    auto add = [&](std::string const& name, tick from, tick to) {
+      if (to <= from) { return; }
+      sim_activity const w = summarize_activity(*r.timeline, from, to);
+      for (auto& [n, acc] : by_name) {
+        if (n == name) {
+          for (std::size_t k = 0; k < acc.ns.size(); ++k) { acc.ns[k] += w.ns[k]; }
+          return;
+        }
+      }
+      by_name.emplace_back(name, w);
+    };
+    tick const end = a.total_ns();
+    add("(start)", 0, r.phases.front().at);
+    for (std::size_t k = 0; k < r.phases.size(); ++k) {
+      add(r.phases[k].name, r.phases[k].at, k + 1 < r.phases.size() ? r.phases[k + 1].at : end);
+    }
+    for (auto const& [name, w] : by_name) {
+      rows.push_back({"  phase " + name, "", "", cell(w.ns[1]), cell(w.overlapped_ns()), cell(w.ns[2]), cell(w.ns[4]),
+                      cell(w.ns[6]), cell(w.ns[0])});
+    }
   }
   if (rows.empty()) { return {}; }
   std::array<std::size_t, head.size()> width{};

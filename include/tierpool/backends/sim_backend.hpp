@@ -285,6 +285,11 @@ struct sim_activity {
  * @throws std::bad_alloc
  */
 [[nodiscard]] TIERPOOL_EXPORT sim_activity summarize_activity(std::span<sim_span const> spans, tick end);
+/**
+ * @brief summarize_activity over the window [begin, end) only (a phase of a run).
+ * @throws std::bad_alloc
+ */
+[[nodiscard]] TIERPOOL_EXPORT sim_activity summarize_activity(std::span<sim_span const> spans, tick begin, tick end);
 
 /**
  * @brief The simulated backend.

@@ -847,8 +847,11 @@ tick sim_activity::overlapped_ns() const noexcept { return ns[3] + ns[5] + ns[7]
 
 tick sim_activity::exposed_copy_ns() const noexcept { return ns[2] + ns[4] + ns[6]; }
 
-sim_activity summarize_activity(std::span<sim_span const> spans, tick end)
+sim_activity summarize_activity(std::span<sim_span const> spans, tick end) { return summarize_activity(spans, 0, end); }
+
+sim_activity summarize_activity(std::span<sim_span const> spans, tick begin, tick end)
 {
+  end = std::max(begin, end);
   // A sweep over the spans' ends: +1 at a start, -1 at an end, per kind of activity (a
   // count, since kernels of several streams overlap); between two boundaries the state is
   // the mask of kinds whose count is positive.
@@ -870,8 +873,8 @@ sim_activity summarize_activity(std::span<sim_span const> spans, tick end)
     } else {
       continue;  // d2d, h2h: not counted
     }
-    tick const a = std::min(sp.start, end);
-    tick const b = std::min(sp.end, end);
+    tick const a = std::clamp(sp.start, begin, end);
+    tick const b = std::clamp(sp.end, begin, end);
     if (b <= a) { continue; }
     edges.push_back(edge{a, +1, bit});
     edges.push_back(edge{b, -1, bit});
@@ -879,7 +882,7 @@ sim_activity summarize_activity(std::span<sim_span const> spans, tick end)
   std::sort(edges.begin(), edges.end(), [](edge const& x, edge const& y) { return x.at < y.at; });
   sim_activity out;
   std::array<int, 3> count{};
-  tick t = 0;
+  tick t = begin;
   for (edge const& e : edges) {
     unsigned mask = 0;
     for (unsigned b = 0; b < 3; ++b) {

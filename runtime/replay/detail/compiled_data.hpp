@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace tierpool::replay::detail {
@@ -107,6 +108,14 @@ struct compiled_data {
   std::uint32_t streams{0};             ///< dense stream count (at least 1)
   bool discards{false};                 ///< some request carries kDiscardFlag (write_discard)
   bool flagged{false};                  ///< some entry of `cache` carries a flag (a free, a write, born on the device)
+  /// Pool mode: the trace's phase markers, each before the op at index `op` (looped
+  /// passes repeat them), naming `phase_names[name]`. Runs that record a timeline time them.
+  struct phase_mark {
+    std::uint32_t op{0};
+    std::uint32_t name{0};
+  };
+  std::vector<phase_mark> phase_marks;
+  std::vector<std::string> phase_names;  ///< distinct labels, in first-seen order
 };
 
 /// The ideal time's byte floors at one capacity (docs/chapters/replay.md, "The ideal time").

@@ -392,9 +392,17 @@ std::string format_activity(std::span<replay_result const> results)
       by_name.emplace_back(name, w);
     };
     tick const end = a.total_ns();
+    // Labels that differ only in a trailing number ("step 0", "step 1", ...) are one row,
+    // "step #": a generated label per step would make a row per step.
+    auto label = [](std::string const& name) {
+      std::size_t k = name.size();
+      while (k > 0 && name[k - 1] >= '0' && name[k - 1] <= '9') { --k; }
+      if (k == name.size() || k == 0) { return name; }
+      return name.substr(0, k) + "#";
+    };
     add("(start)", 0, r.phases.front().at);
     for (std::size_t k = 0; k < r.phases.size(); ++k) {
-      add(r.phases[k].name, r.phases[k].at, k + 1 < r.phases.size() ? r.phases[k + 1].at : end);
+      add(label(r.phases[k].name), r.phases[k].at, k + 1 < r.phases.size() ? r.phases[k + 1].at : end);
     }
     for (auto const& [name, w] : by_name) {
       rows.push_back({"  phase " + name, "", "", cell(w.ns[1]), cell(w.overlapped_ns()), cell(w.ns[2]), cell(w.ns[4]),

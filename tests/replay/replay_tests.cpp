@@ -702,7 +702,8 @@ TEST(ReplayPoolMode, PhaseMarkersAreTimedAndSplitTheActivity)
   // Everything fits and the tensor is born on the device: kernels only, back to back.
   std::vector<tt::event> const ev = {phase("one"), born(1, 1U << 20U), discard(1, 1U << 20U), compute(1'000'000),
                                      phase("two"), read(1, 1U << 20U), compute(500'000),
-                                     phase("one"), compute(100'000), phase("end")};
+                                     phase("one"), compute(100'000), phase("step 1"), compute(10'000),
+                                     phase("step 2"), compute(20'000), phase("end")};
   auto const t = tr::compiled_trace::compile(ev);
   tr::run_options o;
   o.capacity_bytes = 4U << 20U;
@@ -711,32 +712,38 @@ TEST(ReplayPoolMode, PhaseMarkersAreTimedAndSplitTheActivity)
   o.record_timeline = true;
   tr::replay_result const r = tr::run(t, o);
   EXPECT_EQ(r.bytes_h2d + r.bytes_d2h, 0U);
-  ASSERT_EQ(r.phases.size(), 4U);
+  ASSERT_EQ(r.phases.size(), 6U);
   EXPECT_EQ(r.phases[0].name, "one");
   EXPECT_EQ(r.phases[0].at, 0U);
   EXPECT_EQ(r.phases[1].name, "two");
   EXPECT_EQ(r.phases[1].at, 1'000'000U);
   EXPECT_EQ(r.phases[2].name, "one");
   EXPECT_EQ(r.phases[2].at, 1'500'000U);
-  EXPECT_EQ(r.phases[3].name, "end");
+  EXPECT_EQ(r.phases[3].name, "step 1");
   EXPECT_EQ(r.phases[3].at, 1'600'000U);
+  EXPECT_EQ(r.phases[5].name, "end");
+  EXPECT_EQ(r.phases[5].at, 1'630'000U);
   std::vector<tr::replay_result> const rows = {r};
   std::string const table = tr::format_activity(rows);
-  // "one" sums its two windows (1 ms + 0.1 ms), "two" has 0.5 ms; "end" has no length.
+  // "one" sums its two windows (1 ms + 0.1 ms), "two" has 0.5 ms, "step 1" and "step 2"
+  // are one row "step #" (30 us); "end" has no length.
   EXPECT_NE(table.find("phase one"), std::string::npos) << table;
-  EXPECT_NE(table.find("1.1 ms (69 %)"), std::string::npos) << table;
+  EXPECT_NE(table.find("1.1 ms (67 %)"), std::string::npos) << table;
   EXPECT_NE(table.find("phase two"), std::string::npos) << table;
   EXPECT_NE(table.find("500 us (31 %)"), std::string::npos) << table;
+  EXPECT_NE(table.find("phase step #"), std::string::npos) << table;
+  EXPECT_NE(table.find("30 us (2 %)"), std::string::npos) << table;
+  EXPECT_EQ(table.find("phase step 1"), std::string::npos) << table;
   EXPECT_EQ(table.find("phase end"), std::string::npos) << table;
   std::string const chrome = tr::to_chrome_trace(rows);
   std::size_t marks = 0;
   for (std::size_t at = chrome.find("\"ph\":\"i\""); at != std::string::npos; at = chrome.find("\"ph\":\"i\"", at + 1)) {
     ++marks;
   }
-  EXPECT_EQ(marks, 4U);
+  EXPECT_EQ(marks, 6U);
   // Looped passes repeat the markers.
   auto const looped = tr::compiled_trace::compile(ev, {.loop = 2});
-  EXPECT_EQ(tr::run(looped, o).phases.size(), 8U);
+  EXPECT_EQ(tr::run(looped, o).phases.size(), 12U);
 }
 
 TEST(ReplayPoolMode, IgnoreSizeRejected)

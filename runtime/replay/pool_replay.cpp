@@ -12,7 +12,7 @@
 //   access   -> pool::set_next_use(t, position of t's next access) then pool::acquire
 //   compute  -> sim_backend::compute_async on the stream
 //   prefetch -> pool::prefetch; free -> pool::free; a phase marker is timed when the run
-//               records a timeline (run_options::record_timeline), else skipped.
+//               records its activity (run_options::record_activity), else skipped.
 //
 // Note [Leases live until the stream's next compute]
 //   Rationale: in a DNN trace the accesses before a `compute` are its operands; releasing
@@ -79,6 +79,38 @@ class trace_schedule final : public schedule_source {
   std::size_t cur_{0};
 };
 
+// replay_result::phase_activities: each marker's window [its time, the next marker's) summed
+// per label, labels that differ only in a trailing number merged ("step 0", "step 1" ->
+// "step #"; a generated label per step would make a row per step).
+std::vector<replay_result::phase_activity> phase_activities(std::span<sim_span const> spans,
+                                                            std::span<replay_result::phase_time const> marks, tick end)
+{
+  std::vector<replay_result::phase_activity> out;
+  if (marks.empty()) { return out; }
+  auto label = [](std::string const& name) {
+    std::size_t k = name.size();
+    while (k > 0 && name[k - 1] >= '0' && name[k - 1] <= '9') { --k; }
+    if (k == name.size() || k == 0) { return name; }
+    return name.substr(0, k) + "#";
+  };
+  auto add = [&](std::string const& name, tick from, tick to) {
+    if (to <= from) { return; }
+    sim_activity const w = summarize_activity(spans, from, to);
+    for (auto& pa : out) {
+      if (pa.name == name) {
+        for (std::size_t k = 0; k < pa.activity.ns.size(); ++k) { pa.activity.ns[k] += w.ns[k]; }
+        return;
+      }
+    }
+    out.push_back({name, w});
+  };
+  add("(start)", 0, marks.front().at);
+  for (std::size_t k = 0; k < marks.size(); ++k) {
+    add(label(marks[k].name), marks[k].at, k + 1 < marks.size() ? marks[k + 1].at : end);
+  }
+  return out;
+}
+
 }  // namespace
 
 void run_pool(compiled_data const& d, policy_registry const& registry, run_options const& o, replay_result& out)
@@ -95,7 +127,8 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
   so.memory = sim_memory_mode::phantom;
   so.clock = sim_clock_mode::virtual_clock;
   so.links = sim_links::from_host_link(o.link);
-  so.record_spans = o.record_timeline;
+  bool const record = o.record_activity || o.record_timeline;
+  so.record_spans = record;
   auto backend = std::make_shared<sim_backend>(so);
 
   std::uint64_t const host_cap = 2 * d.peak_live_bytes + (1ULL << 30U);
@@ -162,7 +195,7 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
 
     std::size_t const n = d.ops.size();
     // Phase markers are timed only when a timeline is recorded.
-    std::size_t next_mark = o.record_timeline ? 0 : d.phase_marks.size();
+    std::size_t next_mark = record ? 0 : d.phase_marks.size();
     auto time_marks = [&](std::size_t i) {
       while (next_mark < d.phase_marks.size() && d.phase_marks[next_mark].op <= i) {
         tick at = backend->now();
@@ -265,12 +298,14 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
       stall_ns += static_cast<double>(tail - std::min(tail, stream_compute[s]));
     }
     out.stall_seconds = stall_ns * 1e-9;
-    if (o.record_timeline) {
+    if (record) {
       auto spans = std::make_shared<std::vector<sim_span>>(backend->spans());
       out.activity = summarize_activity(*spans, makespan);
-      out.timeline = std::move(spans);
-      out.timeline_streams.clear();
-      for (stream_handle const s : streams) { out.timeline_streams.push_back(s.value); }
+      out.phase_activities = phase_activities(*spans, out.phases, makespan);
+      if (o.record_timeline) {
+        out.timeline = std::move(spans);
+        for (stream_handle const s : streams) { out.timeline_streams.push_back(s.value); }
+      }
     }
     st = p.stats();
     tensors.clear();

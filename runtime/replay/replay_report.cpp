@@ -125,7 +125,7 @@ field const kFields[] = {
   TP_REAL("makespan_vs_ideal", r.makespan_vs_ideal()),
   field{"moved_vs_belady", kind::optional_real, nullptr, nullptr,
         [](replay_result const& r) -> double { return r.moved_vs_belady.value_or(std::nan("")); }},
-  // With a recorded timeline (run_options::record_timeline): where the device time went.
+  // With a recorded activity (run_options::record_activity): where the device time went.
   field{"idle_seconds", kind::optional_real, nullptr, nullptr,
         [](replay_result const& r) -> double { return activity_seconds(r, 0); }},
   field{"compute_only_seconds", kind::optional_real, nullptr, nullptr,
@@ -375,36 +375,7 @@ std::string format_activity(std::span<replay_result const> results)
     };
     rows.push_back({r.policy, r.prefetch, r.capacity_label, cell(a.ns[1]), cell(a.overlapped_ns()), cell(a.ns[2]),
                     cell(a.ns[4]), cell(a.ns[6]), cell(a.ns[0])});
-    if (r.phases.empty() || !r.timeline) { continue; }
-    // The same per phase label, summed over the label's windows (a phase runs from its
-    // marker to the next; time before the first marker is "(start)"); shares are of the
-    // makespan. Windows of no length (a marker right before another) are left out.
-    std::vector<std::pair<std::string, sim_activity>> by_name;
-    auto add = [&](std::string const& name, tick from, tick to) {
-      if (to <= from) { return; }
-      sim_activity const w = summarize_activity(*r.timeline, from, to);
-      for (auto& [n, acc] : by_name) {
-        if (n == name) {
-          for (std::size_t k = 0; k < acc.ns.size(); ++k) { acc.ns[k] += w.ns[k]; }
-          return;
-        }
-      }
-      by_name.emplace_back(name, w);
-    };
-    tick const end = a.total_ns();
-    // Labels that differ only in a trailing number ("step 0", "step 1", ...) are one row,
-    // "step #": a generated label per step would make a row per step.
-    auto label = [](std::string const& name) {
-      std::size_t k = name.size();
-      while (k > 0 && name[k - 1] >= '0' && name[k - 1] <= '9') { --k; }
-      if (k == name.size() || k == 0) { return name; }
-      return name.substr(0, k) + "#";
-    };
-    add("(start)", 0, r.phases.front().at);
-    for (std::size_t k = 0; k < r.phases.size(); ++k) {
-      add(label(r.phases[k].name), r.phases[k].at, k + 1 < r.phases.size() ? r.phases[k + 1].at : end);
-    }
-    for (auto const& [name, w] : by_name) {
+    for (auto const& [name, w] : r.phase_activities) {
       rows.push_back({"  phase " + name, "", "", cell(w.ns[1]), cell(w.overlapped_ns()), cell(w.ns[2]), cell(w.ns[4]),
                       cell(w.ns[6]), cell(w.ns[0])});
     }

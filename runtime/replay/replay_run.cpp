@@ -208,6 +208,7 @@ std::vector<replay_result> run_grid(compiled_trace const& trace, grid_options co
     o.uvm_page_bytes = options.uvm_page_bytes;
     o.uvm_fault_ns = options.uvm_fault_ns;
     o.uvm_drop_clean = options.uvm_drop_clean;
+    o.record_activity = options.record_activity;
     o.record_timeline = options.record_timeline;
     o.registry = registry;
     if (options.on_progress) {

@@ -709,8 +709,19 @@ TEST(ReplayPoolMode, PhaseMarkersAreTimedAndSplitTheActivity)
   o.capacity_bytes = 4U << 20U;
   o.capacity_label = "4MiB";
   EXPECT_TRUE(tr::run(t, o).phases.empty()) << "markers are timed only with a timeline";
+  o.record_activity = true;
+  tr::replay_result const figures_only = tr::run(t, o);
+  EXPECT_FALSE(figures_only.timeline) << "the spans are kept only with record_timeline";
+  o.record_activity = false;
   o.record_timeline = true;
   tr::replay_result const r = tr::run(t, o);
+  ASSERT_TRUE(r.timeline);
+  ASSERT_EQ(figures_only.phase_activities.size(), r.phase_activities.size());
+  for (std::size_t k = 0; k < r.phase_activities.size(); ++k) {
+    EXPECT_EQ(figures_only.phase_activities[k].name, r.phase_activities[k].name);
+    EXPECT_EQ(figures_only.phase_activities[k].activity.ns, r.phase_activities[k].activity.ns);
+  }
+  EXPECT_EQ(figures_only.phases.size(), r.phases.size());
   EXPECT_EQ(r.bytes_h2d + r.bytes_d2h, 0U);
   ASSERT_EQ(r.phases.size(), 6U);
   EXPECT_EQ(r.phases[0].name, "one");

@@ -252,7 +252,8 @@ int replay_command(int argc, char** argv)
     std::fprintf(stderr, "tierpool replay: --activity and --timeline need --mode pool (a run on the simulated device)\n");
     return 2;
   }
-  g.record_timeline = activity;
+  g.record_activity = activity;
+  g.record_timeline = !timeline_path.empty();  // the spans kept only to be written
   if (prefetch != "none" && !has_pool) {
     std::fprintf(stderr, "tierpool replay: --prefetch needs --mode pool (uvm-hints models the user's prefetches)\n");
     return 2;

@@ -189,6 +189,38 @@ std::string rate(double per_s)
 
 }  // namespace
 
+// The rows under their header, each column as wide as its widest cell: the first `left`
+// columns left-aligned (names), the others right-aligned (figures); a column for which
+// skip(c) is true is left out.
+template <std::size_t N, class Skip>
+std::string aligned_table(std::array<char const*, N> const& head, std::vector<std::array<std::string, N>> const& rows,
+                          std::size_t left, Skip skip)
+{
+  std::array<std::size_t, N> width{};
+  for (std::size_t c = 0; c < N; ++c) {
+    width[c] = std::string_view(head[c]).size();
+    for (auto const& row : rows) { width[c] = std::max(width[c], row[c].size()); }
+  }
+  std::string out;
+  auto emit = [&](auto const& cells) {
+    for (std::size_t c = 0; c < N; ++c) {
+      if (skip(c)) { continue; }
+      std::string_view const cell = cells[c];
+      std::size_t const pad = width[c] - cell.size();
+      if (c != 0) { out += "  "; }
+      if (c >= left) { out.append(pad, ' '); }
+      out += cell;
+      if (c < left && c + 1 != N) { out.append(pad, ' '); }
+    }
+    out += '\n';
+  };
+  std::array<std::string_view, N> hv{};
+  for (std::size_t c = 0; c < N; ++c) { hv[c] = head[c]; }
+  emit(hv);
+  for (auto const& row : rows) { emit(row); }
+  return out;
+}
+
 std::string format_table(std::span<replay_result const> results)
 {
   // A mode column only when the rows are of more than one mode (`--mode pool,uvm`).
@@ -217,30 +249,7 @@ std::string format_table(std::span<replay_result const> results)
                     seconds(r.ideal_seconds), fixed(r.makespan_vs_ideal(), 2), r.moved_vs_belady ? fixed(*r.moved_vs_belady, 3) : "-",
                     rate(r.requests_per_second)});
   }
-  std::array<std::size_t, head.size()> width{};
-  for (std::size_t c = 0; c < head.size(); ++c) {
-    width[c] = std::string_view(head[c]).size();
-    for (auto const& row : rows) { width[c] = std::max(width[c], row[c].size()); }
-  }
-  std::string out;
-  auto emit = [&](auto const& cells) {
-    for (std::size_t c = 0; c < head.size(); ++c) {
-      if ((c == 1 && !show_mode) || (c == 2 && !show_prefetch)) { continue; }
-      std::string_view const cell = cells[c];
-      bool const left = c < 4;  // names left-aligned, figures right-aligned
-      std::size_t const pad = width[c] - cell.size();
-      if (c != 0) { out += "  "; }
-      if (!left) { out.append(pad, ' '); }
-      out += cell;
-      if (left && c + 1 != head.size()) { out.append(pad, ' '); }
-    }
-    out += '\n';
-  };
-  std::array<std::string_view, head.size()> hv{};
-  for (std::size_t c = 0; c < head.size(); ++c) { hv[c] = head[c]; }
-  emit(hv);
-  for (auto const& row : rows) { emit(row); }
-  return out;
+  return aligned_table(head, rows, 4, [&](std::size_t c) { return (c == 1 && !show_mode) || (c == 2 && !show_prefetch); });
 }
 
 std::string to_json(std::span<replay_result const> results)
@@ -262,6 +271,29 @@ std::string to_json(std::span<replay_result const> results)
         case kind::real:
         case kind::optional_real: append_double(out, f.real(r)); break;
       }
+    }
+    if (!r.phase_activities.empty()) {  // JSON only (a CSV row is flat)
+      out += ",\"phases\":[";
+      for (std::size_t k = 0; k < r.phase_activities.size(); ++k) {
+        sim_activity const& a = r.phase_activities[k].activity;
+        auto sec = [](tick ns) { return static_cast<double>(ns) * 1e-9; };
+        out += k == 0 ? "{\"name\":" : ",{\"name\":";
+        append_json_string(out, r.phase_activities[k].name);
+        out += ",\"idle_seconds\":";
+        append_double(out, sec(a.ns[0]));
+        out += ",\"compute_only_seconds\":";
+        append_double(out, sec(a.ns[1]));
+        out += ",\"overlapped_seconds\":";
+        append_double(out, sec(a.overlapped_ns()));
+        out += ",\"exposed_h2d_seconds\":";
+        append_double(out, sec(a.ns[2]));
+        out += ",\"exposed_d2h_seconds\":";
+        append_double(out, sec(a.ns[4]));
+        out += ",\"exposed_both_seconds\":";
+        append_double(out, sec(a.ns[6]));
+        out += '}';
+      }
+      out += ']';
     }
     out += '}';
   }
@@ -381,28 +413,7 @@ std::string format_activity(std::span<replay_result const> results)
     }
   }
   if (rows.empty()) { return {}; }
-  std::array<std::size_t, head.size()> width{};
-  for (std::size_t c = 0; c < head.size(); ++c) {
-    width[c] = std::string_view(head[c]).size();
-    for (auto const& row : rows) { width[c] = std::max(width[c], row[c].size()); }
-  }
-  std::string out;
-  auto emit = [&](auto const& cells) {
-    for (std::size_t c = 0; c < head.size(); ++c) {
-      std::string_view const cell = cells[c];
-      std::size_t const pad = width[c] - cell.size();
-      if (c != 0) { out += "  "; }
-      if (c >= 3) { out.append(pad, ' '); }
-      out += cell;
-      if (c < 3) { out.append(pad, ' '); }
-    }
-    out += '\n';
-  };
-  std::array<std::string_view, head.size()> hv{};
-  for (std::size_t c = 0; c < head.size(); ++c) { hv[c] = head[c]; }
-  emit(hv);
-  for (auto const& row : rows) { emit(row); }
-  return out;
+  return aligned_table(head, rows, 3, [](std::size_t) { return false; });
 }
 
 std::string to_csv(std::span<replay_result const> results)

@@ -230,6 +230,11 @@ struct replay_result {
   /// stream's compute, must_move_h2d on the h2d link, must_move_d2h on the d2h link); cache
   /// mode (one blocking timeline) their sum (docs/chapters/replay.md, "The ideal time").
   double ideal_seconds{0.0};
+  /// Pool and UVM modes: a floor on any schedule's makespan from the trace's phase markers,
+  /// which the ideal time does not see: write-backs wait for their data to be written and
+  /// copy-ins for room (docs/chapters/replay.md, "The phase floor"); 0 where it does not
+  /// apply (no markers, kernels on several streams). Never above the makespan.
+  double phase_floor_seconds{0.0};
   std::uint64_t must_move_h2d{0};      ///< SUM: bytes any policy must copy in at this capacity (fractional Belady MIN)
   std::uint64_t must_move_d2h{0};      ///< SUM: bytes any policy must write back at this capacity
   /// (bytes_h2d + bytes_d2h) / the reference policy's on the same capacity; set by run_grid

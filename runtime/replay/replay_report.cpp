@@ -123,6 +123,7 @@ field const kFields[] = {
   TP_REAL("makespan_seconds", r.makespan_seconds),
   TP_REAL("ideal_seconds", r.ideal_seconds),
   TP_REAL("makespan_vs_ideal", r.makespan_vs_ideal()),
+  TP_REAL("phase_floor_seconds", r.phase_floor_seconds),
   field{"moved_vs_belady", kind::optional_real, nullptr, nullptr,
         [](replay_result const& r) -> double { return r.moved_vs_belady.value_or(std::nan("")); }},
   // With a recorded activity (run_options::record_activity): where the device time went.
@@ -229,10 +230,13 @@ std::string format_table(std::span<replay_result const> results)
   // A prefetch column only when the rows are of more than one predictor (`--prefetch none,plan`).
   bool const show_prefetch = std::any_of(results.begin(), results.end(),
                                          [&](replay_result const& r) { return r.prefetch != results.front().prefetch; });
-  static constexpr std::array<char const*, 17> head = {"policy",    "mode", "prefetch", "capacity", "requests", "hit",
+  // A phase floor column only when some row has one (a trace with phase markers).
+  bool const show_floor = std::any_of(results.begin(), results.end(),
+                                      [](replay_result const& r) { return r.phase_floor_seconds > 0.0; });
+  static constexpr std::array<char const*, 18> head = {"policy",    "mode", "prefetch", "capacity", "requests", "hit",
                                                        "miss",      "unserved", "byte miss", "h2d",
                                                        "d2h",       "stall",    "makespan", "ideal",      "x ideal",
-                                                       "vs belady", "req/s"};
+                                                       "phase floor", "vs belady", "req/s"};
   std::vector<std::array<std::string, head.size()>> rows;
   rows.reserve(results.size());
   for (replay_result const& r : results) {
@@ -246,10 +250,13 @@ std::string format_table(std::span<replay_result const> results)
     rows.push_back({r.policy, std::string(to_string(r.mode)), r.prefetch, cap, std::to_string(r.requests), fixed(r.hit_ratio(), 4), fixed(r.miss_ratio(), 4),
                     std::to_string(r.unserved), fixed(r.byte_miss_ratio(), 4), amount(r.bytes_h2d, r.ignore_size),
                     amount(r.bytes_d2h, r.ignore_size), seconds(r.stall_seconds), seconds(r.makespan_seconds),
-                    seconds(r.ideal_seconds), fixed(r.makespan_vs_ideal(), 2), r.moved_vs_belady ? fixed(*r.moved_vs_belady, 3) : "-",
-                    rate(r.requests_per_second)});
+                    seconds(r.ideal_seconds), fixed(r.makespan_vs_ideal(), 2),
+                    r.phase_floor_seconds > 0.0 ? seconds(r.phase_floor_seconds) : "-",
+                    r.moved_vs_belady ? fixed(*r.moved_vs_belady, 3) : "-", rate(r.requests_per_second)});
   }
-  return aligned_table(head, rows, 4, [&](std::size_t c) { return (c == 1 && !show_mode) || (c == 2 && !show_prefetch); });
+  return aligned_table(head, rows, 4, [&](std::size_t c) {
+    return (c == 1 && !show_mode) || (c == 2 && !show_prefetch) || (c == 15 && !show_floor);
+  });
 }
 
 std::string to_json(std::span<replay_result const> results)

@@ -128,4 +128,9 @@ struct must_move {
 /// Bytes any policy must move at `capacity` (one pass over the cache array).
 [[nodiscard]] must_move compute_must_move(compiled_data const& d, std::uint64_t capacity);
 
+/// The phase floor on any schedule's makespan at `capacity` with links of `bytes_per_s`
+/// (Note [A floor from the phases], window_bound.cpp), seconds; 0 where it does not apply
+/// (no phase markers, kernels on more than one stream, too many markers).
+[[nodiscard]] double window_bound_seconds(compiled_data const& d, std::uint64_t capacity, double bytes_per_s);
+
 }  // namespace tierpool::replay::detail

@@ -58,6 +58,7 @@ def main():
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             rows = json.load(open(out))
             ideal = {}
+            floor = {}
             cells = {}
             order = []
             for r in rows:
@@ -68,8 +69,13 @@ def main():
                 cap = r["capacity"]
                 cells[k][cap] = f"{ms(r['makespan_seconds'])} ({r['makespan_vs_ideal']:.2f}x)"
                 ideal[cap] = r["ideal_seconds"]
+                if r.get("phase_floor_seconds", 0) > 0:
+                    floor[cap] = r["phase_floor_seconds"]
             print(f"**{title}**: makespan and makespan / ideal (ideal: "
-                  + ", ".join(f"{c} {ms(ideal[c])}" for c in CAPACITIES if c in ideal) + ")\n")
+                  + ", ".join(f"{c} {ms(ideal[c])}" for c in CAPACITIES if c in ideal)
+                  + ("; phase floor: " + ", ".join(f"{c} {ms(floor[c])} ({floor[c] / ideal[c]:.2f}x)"
+                                                    for c in CAPACITIES if c in floor) if floor else "")
+                  + ")\n")
             print("| policy | mode | prefetch | " + " | ".join(CAPACITIES) + " |")
             print("|---|---|---|" + "---|" * len(CAPACITIES))
             for k in order:

@@ -463,6 +463,20 @@ if(Python3_Interpreter_FOUND)
   set_tests_properties(cli.replay.plot_ideal_xml PROPERTIES LABELS cpu
     PASS_REGULAR_EXPRESSION "^series 5 5 refs 1 1\\.25 points \\[2\\]\nplot polylines 10\n$")
 endif()
+# --timeline: every run's copies and kernels as Chrome trace-event JSON (one process per row,
+# lanes for the trace's stream and both links), and the activity table on stdout.
+if(Python3_Interpreter_FOUND)
+  add_test(NAME cli.replay.timeline
+    COMMAND sh -c "\"$0\" replay \"$1\" --policy lru --capacity 25%,50% -q --timeline \"$2.json\" | grep -c '^lru  ' && \"$3\" -c \"import json,sys; d=json.load(open(sys.argv[1]))['traceEvents']; print(len({e['pid'] for e in d}), sorted({e['args']['name'] for e in d if e.get('name')=='thread_name'}), all(e['dur']>=0 for e in d if e['ph']=='X'))\" \"$2.json\""
+            $<TARGET_FILE:tierpool_cli> ${_tp_replay_mlp} ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_timeline ${Python3_EXECUTABLE})
+  set_tests_properties(cli.replay.timeline PROPERTIES LABELS cpu
+    PASS_REGULAR_EXPRESSION "^4\n2 \\['d2h link', 'h2d link', 'stream 0'\\] True\n$")
+endif()
+add_test(NAME cli.replay.activity_needs_pool_mode
+  COMMAND sh -c "\"$0\" replay \"$1\" --mode cache --activity -q; echo \"exit $?\""
+          $<TARGET_FILE:tierpool_cli> ${_tp_replay_trace})
+set_tests_properties(cli.replay.activity_needs_pool_mode PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "--activity and --timeline need --mode pool.*exit 2")
 add_test(NAME cli.replay.unknown_policy_fails COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --policy bogus -q)
 set_tests_properties(cli.replay.unknown_policy_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
 add_test(NAME cli.replay.unknown_policy_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --policy bogus -q)

@@ -230,11 +230,40 @@ struct replay_result {
   /// stream's compute, must_move_h2d on the h2d link, must_move_d2h on the d2h link); cache
   /// mode (one blocking timeline) their sum (docs/chapters/replay.md, "The ideal time").
   double ideal_seconds{0.0};
+  /// Pool and UVM modes: a floor on any schedule's makespan from the trace's phase markers,
+  /// which the ideal time does not see: write-backs wait for their data to be written and
+  /// copy-ins for room (docs/chapters/replay.md, "The phase floor"); 0 where it does not
+  /// apply (no markers, kernels on several streams). Never above the makespan.
+  double phase_floor_seconds{0.0};
   std::uint64_t must_move_h2d{0};      ///< SUM: bytes any policy must copy in at this capacity (fractional Belady MIN)
   std::uint64_t must_move_d2h{0};      ///< SUM: bytes any policy must write back at this capacity
   /// (bytes_h2d + bytes_d2h) / the reference policy's on the same capacity; set by run_grid
   /// when grid_options::reference is among the policies (the CLI's reference is belady).
   std::optional<double> moved_vs_belady{};
+  /// Pool mode with run_options::record_activity (or record_timeline): where the device's
+  /// time went (exposed copies, copies hidden behind kernels, idle); absent otherwise.
+  std::optional<sim_activity> activity{};
+  /// With `activity`: the same per phase label (the trace's `phase LABEL` markers; labels
+  /// that differ only in a trailing number are one, "step #"), summed over the label's
+  /// windows, in first-seen order; "(start)" is the time before the first marker. Windows
+  /// of no length are left out.
+  struct phase_activity {
+    std::string name;       ///< the label ("forward", "step #")
+    sim_activity activity;  ///< its windows' states
+  };
+  std::vector<phase_activity> phase_activities{};
+  /// Pool mode with run_options::record_timeline: every copy and kernel of the run (to_chrome_trace).
+  std::shared_ptr<std::vector<sim_span> const> timeline{};
+  /// With `timeline`: the sim stream handle value of each trace stream, by trace stream index.
+  std::vector<std::uint64_t> timeline_streams{};
+  /// With `activity`: the trace's phase markers (`phase LABEL` events) in order, each with
+  /// the device time at which it falls: when every kernel and copy its trace streams had
+  /// been given before it completes. A phase runs from its marker to the next one.
+  struct phase_time {
+    std::string name;  ///< the marker's label
+    tick at{0};        ///< ns of virtual time
+  };
+  std::vector<phase_time> phases{};
   double wall_seconds{0.0};            ///< host time the run took
   double requests_per_second{0.0};     ///< requests / wall_seconds
   double events_per_second{0.0};       ///< events / wall_seconds
@@ -325,6 +354,13 @@ struct run_options {
   /// ones, as if a host copy were kept. Off (default): every page leaving the device is
   /// copied, as the driver does (a managed page has one copy).
   bool uvm_drop_clean{false};
+  /// Pool mode: record every copy and kernel on the virtual clock (sim_options::record_spans,
+  /// 40 bytes each while the run lasts) and sum them up into replay_result::activity,
+  /// ::phase_activities and ::phases.
+  bool record_activity{false};
+  /// Pool mode: as record_activity, and keep the copies and kernels in
+  /// replay_result::timeline (40 bytes each, for as long as the result lives).
+  bool record_timeline{false};
 };
 
 /**
@@ -356,6 +392,8 @@ struct grid_options {
   std::uint64_t uvm_page_bytes{kUvmDefaultPageBytes};  ///< as run_options::uvm_page_bytes
   double uvm_fault_ns{kUvmDefaultFaultNs};             ///< as run_options::uvm_fault_ns
   bool uvm_drop_clean{false};                          ///< as run_options::uvm_drop_clean
+  bool record_activity{false};                         ///< as run_options::record_activity
+  bool record_timeline{false};                         ///< as run_options::record_timeline
   unsigned threads{0};                       ///< worker threads; 0 = all hardware threads
   /// The policy spec `moved_vs_belady` divides by: when one of `policies` is exactly this
   /// spec, every result gets its bytes moved relative to that policy's on the same
@@ -385,6 +423,22 @@ struct grid_options {
 [[nodiscard]] TIERPOOL_EXPORT std::string format_table(std::span<replay_result const> results);
 /// @brief A JSON array with one object per result (keys: docs/chapters/replay.md).
 [[nodiscard]] TIERPOOL_EXPORT std::string to_json(std::span<replay_result const> results);
+/**
+ * @brief The recorded timelines (replay_result::timeline) as one Chrome trace-event JSON
+ *        file, for Perfetto (ui.perfetto.dev) or chrome://tracing: a process per result
+ *        that has a timeline (named "policy · prefetch · capacity"), a lane per trace
+ *        stream (its kernels) and per link (its copies, each with its bytes). Times are
+ *        virtual microseconds.
+ * @param results The runs; those without a timeline are left out.
+ */
+[[nodiscard]] TIERPOOL_EXPORT std::string to_chrome_trace(std::span<replay_result const> results);
+/**
+ * @brief Where each run's device time went, a line per result that has an activity
+ *        summary (replay_result::activity), then a line per phase
+ *        (replay_result::phase_activities): kernels alone, kernels with copies (hidden),
+ *        copies alone by link (exposed), idle; seconds and shares of the makespan.
+ */
+[[nodiscard]] TIERPOOL_EXPORT std::string format_activity(std::span<replay_result const> results);
 /// @brief CSV with a header line, one line per result (the JSON keys as columns).
 [[nodiscard]] TIERPOOL_EXPORT std::string to_csv(std::span<replay_result const> results);
 /**

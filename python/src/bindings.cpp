@@ -1368,7 +1368,7 @@ NB_MODULE(_tierpool, m)
   m.def(
       "replay",
       [](std::string const& trace_path, std::vector<nb::object> const& policy_objects, std::string const& capacities,
-         std::string const& mode, nb::handle prefetch_object, std::uint32_t loop, unsigned threads) {
+         std::string const& mode, nb::handle prefetch_object, std::uint32_t loop, unsigned threads, bool activity) {
         tierpool::replay::replay_mode const md = tierpool::replay::parse_replay_mode(mode);
         // Specs for the registry: Python classes are registered in this call's own host.
         auto const host = tierpool::python::make_policy_host();
@@ -1388,6 +1388,7 @@ NB_MODULE(_tierpool, m)
           g.capacities = tierpool::replay::parse_capacities(capacities);
           g.prefetch = prefetch;
           g.threads = threads;
+          g.record_activity = activity && md == tierpool::replay::replay_mode::pool;
           g.registry = &host->registry;  // the worker threads take the GIL per Python hook
           // Python hooks run one at a time (the GIL), and threads that hand the GIL to each
           // other on every hook are ten times slower than one thread: by default, a grid
@@ -1405,7 +1406,7 @@ NB_MODULE(_tierpool, m)
         return json_loads(rows);
       },
       "trace"_a, "policies"_a = std::vector<std::string>{"lru"}, "capacities"_a = "10%", "mode"_a = "pool",
-      "prefetch"_a = nb::str("none"), "loop"_a = 1, "threads"_a = 0,
+      "prefetch"_a = nb::str("none"), "loop"_a = 1, "threads"_a = 0, "activity"_a = false,
       "Replay a trace file (any format tierpool reads) for every policy x capacity, as `tierpool replay` "
       "does. capacities: comma-separated, '10%' of the working set or byte sizes ('64MiB'); threads: 0 = every "
       "hardware thread, or 1 when a Python policy or predictor is in the grid; mode: 'pool', "
@@ -1413,7 +1414,10 @@ NB_MODULE(_tierpool, m)
       "Python Predictor class. Returns one dict per run, policy-major (keys as `tierpool replay "
       "--json`: policy, capacity, hits, misses, hit_ratio, makespan_seconds, ideal_seconds, bytes_h2d, ...). "
       "Raises TraceError for a bad trace, LogicError for a bad policy or capacity, PolicyError when a Python "
-      "policy failed (after the grid ran; its tier fell back to lru).");
+      "policy failed (after the grid ran; its tier fell back to lru). activity=True (pool mode): each row also says "
+      "where the device time went, as `tierpool replay --activity`: compute_only_seconds, overlapped_seconds, "
+      "exposed_h2d_seconds, exposed_d2h_seconds, exposed_both_seconds, idle_seconds, and 'phases', a list of dicts "
+      "with the same keys and 'name' per phase label of the trace.");
 
   m.def(
       "_torch_allocator_attach",

@@ -32,6 +32,25 @@ def test_trace_gen_and_replay(tmp_path):
         assert r["makespan_seconds"] >= r["ideal_seconds"] > 0
     cache = tierpool.replay(str(path), ["lru"], "10%", mode="cache")
     assert cache[0]["mode"] == "cache"
+    assert cache[0]["overlapped_seconds"] is None and "phases" not in cache[0]
+
+
+def test_replay_activity(tmp_path):
+    # Where the device time went: the states partition the makespan, and the per-phase
+    # rows (the generator's init, forward, backward, optimizer) partition it too.
+    path = tmp_path / "mlp.tpb"
+    tierpool.trace_gen("mlp-train", str(path), {"layers": "3", "width": "256"}, seed=1)
+    (r,) = tierpool.replay(str(path), ["lru"], "40%", activity=True)
+    keys = ["idle_seconds", "compute_only_seconds", "overlapped_seconds", "exposed_h2d_seconds",
+            "exposed_d2h_seconds", "exposed_both_seconds"]
+    assert abs(sum(r[k] for k in keys) - r["makespan_seconds"]) < 1e-9
+    assert r["exposed_h2d_seconds"] + r["exposed_d2h_seconds"] + r["exposed_both_seconds"] > 0
+    names = [p["name"] for p in r["phases"]]
+    assert {"forward", "backward", "optimizer"} <= set(names), names
+    assert abs(sum(p[k] for p in r["phases"] for k in keys) - r["makespan_seconds"]) < 1e-9
+    (plain,) = tierpool.replay(str(path), ["lru"], "40%")
+    assert plain["overlapped_seconds"] is None and "phases" not in plain
+    assert plain["makespan_seconds"] == r["makespan_seconds"]
 
 
 def test_generator_presets(tmp_path):

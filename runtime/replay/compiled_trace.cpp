@@ -269,8 +269,8 @@ class compiler {
       case trace::event_kind::free:
       case trace::event_kind::release:
       case trace::event_kind::prefetch: obj = ids_.find(e.tensor); break;
-      case trace::event_kind::compute:
-      case trace::event_kind::phase: break;
+      case trace::event_kind::compute: break;
+      case trace::event_kind::phase: obj = phase_of(e.name); break;
     }
     return true;
   }
@@ -372,7 +372,11 @@ class compiler {
         if (options_.pool) { push_op({.kind = detail::pool_op_kind::compute, .stream = s, .arg = e.value}); }
         break;
       }
-      case trace::event_kind::phase: break;
+      case trace::event_kind::phase:
+        if (options_.pool && e.obj != detail::kNoNext) {
+          d_->phase_marks.push_back({static_cast<std::uint32_t>(d_->ops.size()), e.obj});
+        }
+        break;
       case trace::event_kind::release: {
         ++d_->release_events;
         if (options_.pool && e.obj != detail::kNoNext) {
@@ -409,6 +413,19 @@ class compiler {
   {
     return !options_.ignore_size && bytes > detail::kMaxBytes;
   }
+  // The index of phase label `name` (interned; a trace has a handful). kNoNext past 2^20
+  // distinct labels (a generated label per step): such markers are not timed.
+  std::uint32_t phase_of(std::string const& name)
+  {
+    auto const it = phase_index_.find(name);
+    if (it != phase_index_.end()) { return it->second; }
+    if (d_->phase_names.size() >= (1U << 20U)) { return detail::kNoNext; }
+    auto const k = static_cast<std::uint32_t>(d_->phase_names.size());
+    d_->phase_names.push_back(name);
+    phase_index_.emplace(name, k);
+    return k;
+  }
+
   std::uint32_t obj_of(std::uint64_t id)
   {
     bool fresh = false;
@@ -463,6 +480,7 @@ class compiler {
 
   compile_options options_;
   std::shared_ptr<detail::compiled_data> d_;
+  std::unordered_map<std::string, std::uint32_t> phase_index_;  // phase label -> index in phase_names
   id_table ids_;
   std::vector<std::uint64_t> id_of_;  // dense index -> id (messages)
   std::vector<object_state> objs_;

@@ -195,8 +195,11 @@ char const* mode_dash(replay_mode m)
 // bytes apart: whole pages against 256-byte units). The y axis spans at least [1, 1.25] so
 // that the two reference lines, the floor (1.0) and the project's target (1.25), are always
 // drawn; a row left with unserved requests can lie under 1.0 (its makespan leaves them out),
-// and the axis then reaches down to it. Series carry class="series" and data-series, the
-// reference lines class="reference" and data-y, so that tests (and scripts) find them.
+// and the axis then reaches down to it. A column whose rows have a phase floor gets a grey
+// bar at phase floor / ideal (the axis reaches up to it): no row of it can lie under that.
+// Series carry class="series" and data-series, the reference lines class="reference" and
+// data-y, the floors class="phase-floor", data-column and data-y, so that tests (and
+// scripts) find them.
 std::string to_ideal_svg(std::span<replay_result const> results, std::string_view title)
 {
   // capacity columns: label -> resolved bytes of its first row
@@ -240,6 +243,16 @@ std::string to_ideal_svg(std::span<replay_result const> results, std::string_vie
   }
   for (ideal_series& s : all) {
     std::stable_sort(s.points.begin(), s.points.end(), [](auto const& a, auto const& b) { return a.first < b.first; });
+  }
+  // The phase floor of each column (replay_result::phase_floor_seconds / ideal_seconds of
+  // its first row that has one): no row of the column can lie under it.
+  std::vector<double> floor_of(columns.size(), 0.0);
+  for (replay_result const& r : results) {
+    std::size_t const c = column_of(r.capacity_label);
+    if (floor_of[c] == 0.0 && r.phase_floor_seconds > 0.0 && r.ideal_seconds > 0.0) {
+      floor_of[c] = r.phase_floor_seconds / r.ideal_seconds;
+      hi = std::max(hi, floor_of[c]);
+    }
   }
 
   auto const yt = ticks_between(lo, hi);
@@ -311,6 +324,26 @@ std::string to_ideal_svg(std::span<replay_result const> results, std::string_vie
     bool const under = ref.left && py(ref.y) + 16 <= y0 + kPanelH;
     out += "<text x=\"" + num(ref.left ? x0 + 4 : x0 + kPanelW - 4) + "\" y=\"" + num(py(ref.y) + (under ? 14 : -4)) +
            "\" text-anchor=\"" + (ref.left ? "start" : "end") + "\" fill=\"#333333\">" + ref.text + "</text>\n";
+  }
+  // phase floors: a short bar per column that has one
+  auto precise = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+    return std::string(buf);
+  };
+  bool floor_labelled = false;
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    if (floor_of[c] <= 0.0) { continue; }
+    double const half = std::min(30.0, kPanelW / ncol / 3.0);
+    out += "<line class=\"phase-floor\" data-column=\"" + xml_escape(columns[c].second) + "\" data-y=\"" +
+           precise(floor_of[c]) + "\" x1=\"" + num(px(c) - half) + "\" y1=\"" + num(py(floor_of[c])) + "\" x2=\"" +
+           num(px(c) + half) + "\" y2=\"" + num(py(floor_of[c])) + "\" stroke=\"#777777\" stroke-width=\"4\"><title>phase floor @ " +
+           xml_escape(columns[c].second) + ": " + ratio_text(floor_of[c]) + " of the ideal time</title></line>\n";
+    if (!floor_labelled) {
+      out += "<text x=\"" + num(px(c) + half + 4) + "\" y=\"" + num(py(floor_of[c]) + 4) +
+             "\" fill=\"#555555\">phase floor</text>\n";
+      floor_labelled = true;
+    }
   }
   // series
   for (std::size_t i = 0; i < all.size(); ++i) {

@@ -167,6 +167,7 @@ replay_result run(compiled_trace const& trace, run_options const& o)
     // Streams run in parallel and each link direction is its own.
     r.compute_seconds = static_cast<double>(d.max_stream_compute_ns) * 1e-9;
     r.ideal_seconds = std::max({r.compute_seconds, floor_h2d, floor_d2h});
+    r.phase_floor_seconds = detail::window_bound_seconds(d, o.capacity_bytes, o.link.bandwidth_bytes_per_s);
     if (!(r.makespan_seconds < kClockRangeSeconds)) {
       throw logic_error("replay: " + r.policy + " at " + r.capacity_label + " ran the simulated clock to " +
                         seconds_text(r.makespan_seconds) + ", past its range (" + seconds_text(kClockRangeSeconds) +
@@ -208,6 +209,8 @@ std::vector<replay_result> run_grid(compiled_trace const& trace, grid_options co
     o.uvm_page_bytes = options.uvm_page_bytes;
     o.uvm_fault_ns = options.uvm_fault_ns;
     o.uvm_drop_clean = options.uvm_drop_clean;
+    o.record_activity = options.record_activity;
+    o.record_timeline = options.record_timeline;
     o.registry = registry;
     if (options.on_progress) {
       o.progress = [&, k](std::uint64_t a, std::uint64_t b) {

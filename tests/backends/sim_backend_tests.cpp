@@ -39,6 +39,10 @@ using tierpool::sim_clock_mode;
 using tierpool::sim_link;
 using tierpool::sim_links;
 using tierpool::sim_memory_mode;
+using tierpool::sim_activity;
+using tierpool::sim_span;
+using tierpool::sim_span_kind;
+using tierpool::summarize_activity;
 using tierpool::sim_options;
 using tierpool::status;
 using tierpool::stream_handle;
@@ -217,6 +221,86 @@ TEST(SimVirtualClock, CopiesOnTwoLinksOverlap)
   EXPECT_EQ(be.stream_tail(s3), std::optional<tick>{1000});
   ASSERT_EQ(be.compute_async(s3, 500), status::ok);
   EXPECT_EQ(be.stream_tail(s3), std::optional<tick>{1500});
+}
+
+TEST(SimVirtualClock, RecordedSpansAreTheCopiesAndKernelsWithTheirTimes)
+{
+  sim_options o = virtual_options({1e9, 1000}, {1e9, 1000});
+  o.record_spans = true;
+  sim_backend be{o};
+  buffers b(be, 64_KiB);
+  stream_handle const s1 = new_stream(be);
+  stream_handle const s2 = new_stream(be);
+  ASSERT_EQ(be.compute_async(s1, 10'000), status::ok);  // [0, 10000) kernel on s1
+  ASSERT_EQ(be.copy_async(b.h2d(4096), s2), status::ok);  // [0, 5096) h2d, hidden behind the kernel
+  ASSERT_EQ(be.copy_async(b.d2h(4096), s1), status::ok);  // [10000, 15096) d2h after the kernel: exposed
+  ASSERT_EQ(be.compute_async(s1, 0), status::ok);         // an empty kernel is not a span
+  std::vector<sim_span> const sp = be.spans();
+  ASSERT_EQ(sp.size(), 3U);
+  EXPECT_EQ(sp[0].kind, sim_span_kind::compute);
+  EXPECT_EQ(sp[0].stream, s1.value);
+  EXPECT_EQ(sp[0].start, 0U);
+  EXPECT_EQ(sp[0].end, 10'000U);
+  EXPECT_EQ(sp[1].kind, sim_span_kind::copy);
+  EXPECT_EQ(sp[1].link, sim_link::h2d);
+  EXPECT_EQ(sp[1].stream, s2.value);
+  EXPECT_EQ(sp[1].bytes, 4096U);
+  EXPECT_EQ(sp[1].end, 5096U);
+  EXPECT_EQ(sp[2].link, sim_link::d2h);
+  EXPECT_EQ(sp[2].start, 10'000U);
+  EXPECT_EQ(sp[2].end, 15'096U);
+
+  sim_activity const a = summarize_activity(sp, 20'000);
+  EXPECT_EQ(a.total_ns(), 20'000U);
+  EXPECT_EQ(a.ns[1 | 2], 5096U) << "kernel with a copy-in";
+  EXPECT_EQ(a.ns[1], 10'000U - 5096U) << "kernel alone";
+  EXPECT_EQ(a.ns[4], 5096U) << "write-back alone: exposed";
+  EXPECT_EQ(a.ns[0], 20'000U - 15'096U) << "idle to the end";
+  EXPECT_EQ(a.overlapped_ns(), 5096U);
+  EXPECT_EQ(a.exposed_copy_ns(), 5096U);
+  EXPECT_EQ(a.compute_ns(), 10'000U);
+  // Cut at an end inside a span.
+  sim_activity const cut = summarize_activity(sp, 12'000);
+  EXPECT_EQ(cut.total_ns(), 12'000U);
+  EXPECT_EQ(cut.ns[4], 2000U);
+}
+
+TEST(SimVirtualClock, OverlappingKernelsAndBothLinksCountOnce)
+{
+  // Kernels of two streams at once count as one "a kernel runs"; both links at once is
+  // its own state.
+  std::vector<sim_span> const sp = {
+    {sim_span_kind::compute, sim_link::h2d, 1, 0, 100, 0},
+    {sim_span_kind::compute, sim_link::h2d, 2, 50, 150, 0},
+    {sim_span_kind::copy, sim_link::h2d, 3, 120, 300, 10},
+    {sim_span_kind::copy, sim_link::d2h, 4, 200, 400, 10},
+    {sim_span_kind::copy, sim_link::d2d, 5, 0, 1000, 10},  // not counted
+  };
+  sim_activity const a = summarize_activity(sp, 500);
+  EXPECT_EQ(a.ns[1], 120U);      // [0, 120)
+  EXPECT_EQ(a.ns[1 | 2], 30U);   // [120, 150)
+  EXPECT_EQ(a.ns[2], 50U);       // [150, 200)
+  EXPECT_EQ(a.ns[2 | 4], 100U);  // [200, 300)
+  EXPECT_EQ(a.ns[4], 100U);      // [300, 400)
+  EXPECT_EQ(a.ns[0], 100U);      // [400, 500)
+  EXPECT_EQ(a.total_ns(), 500U);
+}
+
+TEST(SimVirtualClock, NoSpansUnlessAskedAndNoneOnAWallClock)
+{
+  sim_backend be{virtual_options()};
+  buffers b(be, 64_KiB);
+  stream_handle const s = new_stream(be);
+  ASSERT_EQ(be.copy_async(b.h2d(4096), s), status::ok);
+  EXPECT_TRUE(be.spans().empty());
+  sim_options w;
+  w.record_spans = true;  // no effect on a wall clock
+  sim_backend wall{w};
+  buffers bw(wall, 64_KiB);
+  stream_handle const ws = new_stream(wall);
+  ASSERT_EQ(wall.copy_async(bw.h2d(4096), ws), status::ok);
+  ASSERT_EQ(wall.synchronize_stream(ws), status::ok);
+  EXPECT_TRUE(wall.spans().empty());
 }
 
 TEST(SimVirtualClock, StreamWaitOnEventDelaysStart)

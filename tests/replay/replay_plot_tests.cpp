@@ -269,6 +269,25 @@ TEST(ReplayPlotIdeal, ReferenceLinesAtOneAndTheTargetOnTheValueScale)
   EXPECT_LT(std::stod(m[1].str()), *y125);
 }
 
+TEST(ReplayPlotIdeal, APhaseFloorIsABarInItsColumnBetweenTheLines)
+{
+  auto res = grid();
+  EXPECT_EQ(count(tr::to_ideal_svg(res, "t"), "class=\"phase-floor\""), 0U) << "no floor, no bar";
+  for (tr::replay_result& r : res) {
+    if (r.capacity_label == "50%") { r.phase_floor_seconds = 1.5 * r.ideal_seconds; }
+  }
+  std::string const svg = tr::to_ideal_svg(res, "t");
+  EXPECT_EQ(xml_problem(svg), "");
+  EXPECT_EQ(count(svg, "class=\"phase-floor\""), 1U);
+  EXPECT_EQ(count(svg, "data-column=\"50%\" data-y=\"1.5\""), 1U);
+  EXPECT_EQ(count(svg, ">phase floor</text>"), 1U);
+  // on the value scale: between the 1.25 line and uvm's 4.0x at 25 %
+  auto const bar = attribute_after(svg, "class=\"phase-floor\"", "y1");
+  auto const y125 = attribute_after(svg, "data-y=\"1.25\"", "y1");
+  ASSERT_TRUE(bar && y125);
+  EXPECT_LT(*bar, *y125) << "1.5 is drawn above 1.25";
+}
+
 TEST(ReplayPlotIdeal, RowsUnderTheFloorStretchTheAxisAndUnservedRunsAreHollow)
 {
   // One mode, one prefetcher: labels are the policy alone. lru at 10% left requests

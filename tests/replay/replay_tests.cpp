@@ -19,8 +19,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <iterator>
 #include <list>
 #include <string>
 #include <unordered_map>
@@ -475,6 +478,126 @@ TEST(ReplayIdeal, NoPolicyMovesFewerBytesThanTheFloorsOnRandomTrainingLikeTraces
   EXPECT_GT(written_back, 10) << "the d2h floor is exercised";
 }
 
+tt::event phase_marker(char const* name)
+{
+  tt::event e{};
+  e.kind = tt::event_kind::phase;
+  e.name = name;
+  return e;
+}
+
+tt::event kernel(std::uint64_t ns, std::uint32_t stream = 0)
+{
+  tt::event e{};
+  e.kind = tt::event_kind::compute;
+  e.duration_ns = ns;
+  e.stream = stream;
+  return e;
+}
+
+TEST(ReplayPhaseFloor, WriteBacksBeforeTheCutAndCopyInsAfterItDoNotOverlap)
+{
+  // "opt" writes A and B (6 MiB each, born on the device), "fwd" writes X; "bwd" reads all
+  // three. 12 MiB of room: at the start of "bwd" 18 MiB of values written since the start
+  // are still to be read, so 6 MiB were written back before it, and 6 MiB are copied in
+  // after it. The ideal time lets the two overlap (max of the floors, 6 MiB on each link);
+  // the phase floor does not: 2 x 6 MiB / 25 GB/s.
+  constexpr std::uint64_t kMiB = 1U << 20U;
+  std::vector<tt::event> const ev = {phase_marker("opt"), born(1, 6 * kMiB), discard(1, 6 * kMiB),
+                                     born(2, 6 * kMiB), discard(2, 6 * kMiB), kernel(1000),
+                                     phase_marker("fwd"), born(3, 6 * kMiB), discard(3, 6 * kMiB), kernel(100'000),
+                                     phase_marker("bwd"), read(1, 6 * kMiB), read(2, 6 * kMiB), read(3, 6 * kMiB),
+                                     kernel(100'000)};
+  auto const t = tr::compiled_trace::compile(ev);
+  tr::run_options o;
+  o.capacity_bytes = 12 * kMiB;
+  double const copy = 6.0 * kMiB / 25e9;
+  for (char const* policy : {"lru", "belady"}) {
+    o.policy = policy;
+    tr::replay_result const r = tr::run(t, o);
+    SCOPED_TRACE(policy);
+    EXPECT_NEAR(r.ideal_seconds, copy, 1e-9) << "6 MiB on either link";
+    EXPECT_NEAR(r.phase_floor_seconds, 2 * copy, 1e-9);
+    EXPECT_GE(r.makespan_seconds, r.phase_floor_seconds);
+  }
+  // A value overwritten (wd) before anything reads it needs no write-back: D, written in
+  // "opt" and discarded in "bwd", changes nothing. Nor does a read whose kernel comes after
+  // the last marker... of a value written by a kernel after the cut (E, written in "bwd").
+  std::vector<tt::event> dead = ev;
+  dead.insert(dead.begin() + 5, {born(4, 6 * kMiB), discard(4, 6 * kMiB)});
+  dead.insert(dead.end() - 1, {born(5, 6 * kMiB), discard(5, 6 * kMiB), discard(4, 6 * kMiB)});
+  o.capacity_bytes = 12 * kMiB;
+  o.policy = "lru";
+  EXPECT_NEAR(tr::run(tr::compiled_trace::compile(dead), o).phase_floor_seconds, 2 * copy, 1e-9);
+  // Without markers, or with kernels on two streams, there is no phase floor.
+  std::vector<tt::event> plain;
+  std::copy_if(ev.begin(), ev.end(), std::back_inserter(plain), [](tt::event const& e) { return e.kind != tt::event_kind::phase; });
+  EXPECT_EQ(tr::run(tr::compiled_trace::compile(plain), o).phase_floor_seconds, 0.0);
+  std::vector<tt::event> two = ev;
+  two.push_back(kernel(10, 1));
+  EXPECT_EQ(tr::run(tr::compiled_trace::compile(two), o).phase_floor_seconds, 0.0);
+}
+
+TEST(ReplayPhaseFloor, NoScheduleBeatsItOnRandomPhasedTrainingLikeTraces)
+{
+  // Random traces of MiB tensors born on the device or in host memory, read, rewritten and
+  // freed, with kernels after each few accesses and phase markers between them: no policy
+  // and no prefetcher finishes under the phase floor, and the floor is often above the
+  // ideal time (it sees what the ideal time cannot).
+  small_rng rnd{4242};
+  int above_ideal = 0;
+  int runs = 0;
+  for (int round = 0; round < 30; ++round) {
+    std::vector<tt::event> ev;
+    std::uint64_t const n = 3 + rnd(6);
+    std::vector<std::uint64_t> size(n + 1);
+    for (std::uint64_t id = 1; id <= n; ++id) {
+      size[id] = (1U << 20U) * (1 + rnd(4));
+      if (rnd(2) == 0) { ev.push_back(born(id, size[id])); }
+    }
+    std::vector<bool> alive(n + 1, true);
+    for (int k = 0; k < 60; ++k) {
+      if (rnd(6) == 0) { ev.push_back(phase_marker(rnd(2) == 0 ? "a" : "b")); }
+      std::uint64_t const id = 1 + rnd(n);
+      if (alive[id]) {
+        tt::event e = read(id, size[id]);
+        std::uint64_t const what = rnd(10);
+        if (what < 3) { e.mode = tt::access_kind::read_write; }
+        if (what == 3) { e.mode = tt::access_kind::write_discard; }
+        ev.push_back(e);
+        if (what == 9 && k > 40) {
+          tt::event f{};
+          f.kind = tt::event_kind::free;
+          f.tensor = id;
+          ev.push_back(f);
+          alive[id] = false;
+        }
+      }
+      if (rnd(3) == 0) { ev.push_back(kernel(1000 * (1 + rnd(200)))); }
+    }
+    ev.push_back(kernel(1000));
+    auto const t = tr::compiled_trace::compile(ev);
+    std::uint64_t const cap = (1U << 20U) * (4 + rnd(8));
+    for (char const* policy : {"lru", "belady", "fifo"}) {
+      for (char const* prefetch : {"none", "plan", "oracle"}) {
+        tr::run_options o;
+        o.policy = policy;
+        o.prefetch = prefetch;
+        o.capacity_bytes = cap;
+        tr::replay_result const r = tr::run(t, o);
+        if (r.unserved != 0) { continue; }
+        SCOPED_TRACE(std::string(policy) + " " + prefetch + " round " + std::to_string(round));
+        EXPECT_GE(r.makespan_seconds * (1 + 1e-12), r.phase_floor_seconds);
+        ++runs;
+        above_ideal += r.phase_floor_seconds > r.ideal_seconds * 1.01 ? 1 : 0;
+      }
+    }
+  }
+  EXPECT_GT(runs, 200);
+  EXPECT_GT(above_ideal, 20) << "the phase floor is exercised (" << above_ideal << " of " << runs << " runs)";
+  std::printf("phase floor above the ideal time in %d of %d runs\n", above_ideal, runs);
+}
+
 TEST(ReplayIdeal, EveryRewriteOfDeviceOnlyBytesTheRoomCannotHoldIsAWriteBack)
 {
   // 1 and 2 (150 bytes each) are rewritten (rw) in turn, 1 2 1 2 1 2 after their births,
@@ -628,6 +751,133 @@ TEST(ReplayPoolMode, CacheTraceFirstReadsAreCopiedIn)
   double const copy_s = 2 * 2e-6 + 12288.0 / 25e9;
   EXPECT_NEAR(r.ideal_seconds, copy_s, 1e-9);
   EXPECT_GE(r.makespan_seconds, r.ideal_seconds - 1e-9);
+}
+
+TEST(ReplayPoolMode, RecordedTimelineAccountsForTheMakespanAndTheBytes)
+{
+  tt::generator_params const params = {{"layers", "4"}, {"width", "512"}, {"batch", "64"}, {"iterations", "2"}};
+  auto const t = tr::compiled_trace::compile(tt::generate("mlp-train", params, 7));
+  tr::run_options o;
+  o.capacity_bytes = t.resolve(tr::parse_capacity("40%"), tr::replay_mode::pool);
+  o.capacity_label = "40%";
+  tr::replay_result const plain = tr::run(t, o);
+  EXPECT_FALSE(plain.activity);
+  EXPECT_FALSE(plain.timeline);
+  o.record_timeline = true;
+  tr::replay_result const r = tr::run(t, o);
+  ASSERT_TRUE(r.activity);
+  ASSERT_TRUE(r.timeline);
+  EXPECT_DOUBLE_EQ(r.makespan_seconds, plain.makespan_seconds) << "recording changes nothing it records";
+  EXPECT_EQ(r.bytes_h2d, plain.bytes_h2d);
+  // The states partition the makespan; the kernels are the trace's compute.
+  EXPECT_NEAR(static_cast<double>(r.activity->total_ns()) * 1e-9, r.makespan_seconds, 1e-9);
+  EXPECT_NEAR(static_cast<double>(r.activity->compute_ns()) * 1e-9, r.compute_seconds, 1e-9);  // one stream
+  // The copies on the timeline are the bytes the run reports.
+  std::uint64_t h2d = 0;
+  std::uint64_t d2h = 0;
+  for (tierpool::sim_span const& sp : *r.timeline) {
+    EXPECT_LE(sp.start, sp.end);
+    if (sp.kind != tierpool::sim_span_kind::copy) { continue; }
+    (sp.link == tierpool::sim_link::h2d ? h2d : d2h) += sp.bytes;
+  }
+  EXPECT_EQ(h2d, r.bytes_h2d);
+  EXPECT_EQ(d2h, r.bytes_d2h);
+  ASSERT_EQ(r.timeline_streams.size(), 1U);
+
+  // Reports: the JSON row has the activity keys (null without a timeline), the Chrome trace
+  // one process with a stream lane and both link lanes, the activity table a row.
+  std::vector<tr::replay_result> const rows = {plain, r};
+  std::string const json = tr::to_json(rows);
+  EXPECT_NE(json.find("\"exposed_d2h_seconds\":null"), std::string::npos) << json;
+  std::size_t const at = json.find("\"overlapped_seconds\":", json.find("},\n  {"));  // the second row's
+  ASSERT_NE(at, std::string::npos) << json;
+  EXPECT_NEAR(std::strtod(json.c_str() + at + 21, nullptr), static_cast<double>(r.activity->overlapped_ns()) * 1e-9, 1e-12);
+  EXPECT_GT(r.activity->overlapped_ns(), 0U);
+  EXPECT_NE(json.find("\"phases\":[{\"name\":\"init\",\"idle_seconds\":"), std::string::npos) << json;
+  std::string const chrome = tr::to_chrome_trace(rows);
+  EXPECT_EQ(chrome.rfind("{\"displayTimeUnit\"", 0), 0U);
+  EXPECT_NE(chrome.find("\"name\":\"stream 0\""), std::string::npos);
+  EXPECT_NE(chrome.find("\"name\":\"h2d link\""), std::string::npos);
+  EXPECT_NE(chrome.find("\"name\":\"d2h link\""), std::string::npos);
+  EXPECT_EQ(chrome.find("\"pid\":2"), std::string::npos) << "the row without a timeline is left out";
+  std::string const table = tr::format_activity(rows);
+  // A header and the run's row, then a row per phase of the generator (init, forward, backward, optimizer).
+  EXPECT_EQ(table.rfind("policy", 0), 0U) << table;
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 2 + 4) << table;
+  EXPECT_NE(table.find("\n  phase forward "), std::string::npos) << table;
+  EXPECT_TRUE(tr::format_activity(std::vector<tr::replay_result>{plain}).empty());
+}
+
+TEST(ReplayPoolMode, PhaseMarkersAreTimedAndSplitTheActivity)
+{
+  auto phase = [](char const* name) {
+    tt::event e{};
+    e.kind = tt::event_kind::phase;
+    e.name = name;
+    return e;
+  };
+  auto compute = [](std::uint64_t ns) {
+    tt::event e{};
+    e.kind = tt::event_kind::compute;
+    e.duration_ns = ns;
+    return e;
+  };
+  // Everything fits and the tensor is born on the device: kernels only, back to back.
+  std::vector<tt::event> const ev = {phase("one"), born(1, 1U << 20U), discard(1, 1U << 20U), compute(1'000'000),
+                                     phase("two"), read(1, 1U << 20U), compute(500'000),
+                                     phase("one"), compute(100'000), phase("step 1"), compute(10'000),
+                                     phase("step 2"), compute(20'000), phase("end")};
+  auto const t = tr::compiled_trace::compile(ev);
+  tr::run_options o;
+  o.capacity_bytes = 4U << 20U;
+  o.capacity_label = "4MiB";
+  EXPECT_TRUE(tr::run(t, o).phases.empty()) << "markers are timed only with a timeline";
+  o.record_activity = true;
+  tr::replay_result const figures_only = tr::run(t, o);
+  EXPECT_FALSE(figures_only.timeline) << "the spans are kept only with record_timeline";
+  o.record_activity = false;
+  o.record_timeline = true;
+  tr::replay_result const r = tr::run(t, o);
+  ASSERT_TRUE(r.timeline);
+  ASSERT_EQ(figures_only.phase_activities.size(), r.phase_activities.size());
+  for (std::size_t k = 0; k < r.phase_activities.size(); ++k) {
+    EXPECT_EQ(figures_only.phase_activities[k].name, r.phase_activities[k].name);
+    EXPECT_EQ(figures_only.phase_activities[k].activity.ns, r.phase_activities[k].activity.ns);
+  }
+  EXPECT_EQ(figures_only.phases.size(), r.phases.size());
+  EXPECT_EQ(r.bytes_h2d + r.bytes_d2h, 0U);
+  ASSERT_EQ(r.phases.size(), 6U);
+  EXPECT_EQ(r.phases[0].name, "one");
+  EXPECT_EQ(r.phases[0].at, 0U);
+  EXPECT_EQ(r.phases[1].name, "two");
+  EXPECT_EQ(r.phases[1].at, 1'000'000U);
+  EXPECT_EQ(r.phases[2].name, "one");
+  EXPECT_EQ(r.phases[2].at, 1'500'000U);
+  EXPECT_EQ(r.phases[3].name, "step 1");
+  EXPECT_EQ(r.phases[3].at, 1'600'000U);
+  EXPECT_EQ(r.phases[5].name, "end");
+  EXPECT_EQ(r.phases[5].at, 1'630'000U);
+  std::vector<tr::replay_result> const rows = {r};
+  std::string const table = tr::format_activity(rows);
+  // "one" sums its two windows (1 ms + 0.1 ms), "two" has 0.5 ms, "step 1" and "step 2"
+  // are one row "step #" (30 us); "end" has no length.
+  EXPECT_NE(table.find("phase one"), std::string::npos) << table;
+  EXPECT_NE(table.find("1.1 ms (67 %)"), std::string::npos) << table;
+  EXPECT_NE(table.find("phase two"), std::string::npos) << table;
+  EXPECT_NE(table.find("500 us (31 %)"), std::string::npos) << table;
+  EXPECT_NE(table.find("phase step #"), std::string::npos) << table;
+  EXPECT_NE(table.find("30 us (2 %)"), std::string::npos) << table;
+  EXPECT_EQ(table.find("phase step 1"), std::string::npos) << table;
+  EXPECT_EQ(table.find("phase end"), std::string::npos) << table;
+  std::string const chrome = tr::to_chrome_trace(rows);
+  std::size_t marks = 0;
+  for (std::size_t at = chrome.find("\"ph\":\"i\""); at != std::string::npos; at = chrome.find("\"ph\":\"i\"", at + 1)) {
+    ++marks;
+  }
+  EXPECT_EQ(marks, 6U);
+  // Looped passes repeat the markers.
+  auto const looped = tr::compiled_trace::compile(ev, {.loop = 2});
+  EXPECT_EQ(tr::run(looped, o).phases.size(), 12U);
 }
 
 TEST(ReplayPoolMode, IgnoreSizeRejected)

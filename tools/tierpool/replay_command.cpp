@@ -138,6 +138,7 @@ int replay_command(int argc, char** argv)
   std::string csv_path;
   std::string plot_path;
   std::string plot_ideal_path;
+  std::string timeline_path;
   std::string loop_text = "1";
   std::string threads_text;
   std::string uvm_page_text = "64KiB";
@@ -172,6 +173,10 @@ int replay_command(int argc, char** argv)
     ("plot", po::value(&plot_path), "write an SVG plot (miss ratio and bytes moved vs capacity) to FILE")
     ("plot-ideal", po::value(&plot_ideal_path),
      "write an SVG plot of makespan / ideal vs capacity, one line per mode, prefetch and policy, to FILE")
+    ("activity", "pool mode: record each run's copies and kernels and print where the device time went "
+     "(kernels alone, copies hidden behind kernels, copies alone per link, idle); the JSON and CSV get the same figures")
+    ("timeline", po::value(&timeline_path), "pool mode: as --activity, and write every run's copies and kernels to "
+     "FILE as Chrome trace-event JSON (open it in ui.perfetto.dev or chrome://tracing)")
     ("threads", po::value(&threads_text), "runs in parallel, 1..1024 (default: all hardware threads)")
     ("quiet,q", "no progress on stderr")
     ("trace", po::value(&trace_path), "the trace file (positional)");
@@ -242,6 +247,13 @@ int replay_command(int argc, char** argv)
     std::fprintf(stderr, "tierpool replay: --tiers needs --mode pool\n");
     return 2;
   }
+  bool const activity = vm.count("activity") != 0 || !timeline_path.empty();
+  if (activity && !has_pool) {
+    std::fprintf(stderr, "tierpool replay: --activity and --timeline need --mode pool (a run on the simulated device)\n");
+    return 2;
+  }
+  g.record_activity = activity;
+  g.record_timeline = !timeline_path.empty();  // the spans kept only to be written
   if (prefetch != "none" && !has_pool) {
     std::fprintf(stderr, "tierpool replay: --prefetch needs --mode pool (uvm-hints models the user's prefetches)\n");
     return 2;
@@ -362,6 +374,12 @@ int replay_command(int argc, char** argv)
                  static_cast<unsigned long long>(r.requests));
   }
 
+  if (activity) {
+    std::printf("\nwhere the device time went (kernels on any stream; copies on the h2d and d2h links):\n");
+    std::fputs(tr::format_activity(results).c_str(), stdout);
+    std::fflush(stdout);
+  }
+  if (!timeline_path.empty()) { write_file(timeline_path, tr::to_chrome_trace(results)); }
   if (!json_path.empty()) { write_file(json_path, tr::to_json(results)); }
   if (!csv_path.empty()) { write_file(csv_path, tr::to_csv(results)); }
   std::string const name = trace_path.substr(trace_path.find_last_of('/') + 1);

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -218,6 +219,10 @@ struct sim_options {
   /// wall_timeline.cpp). False hands every op to the stream's worker, so that copies are
   /// truly asynchronous (the stress tests run both ways). No effect on a virtual clock.
   bool inline_idle_copies{true};
+  /// Virtual clock: keep every copy's and kernel's span of device time, for
+  /// sim_backend::spans() (a timeline to draw, or summarize_activity). Off by default: a
+  /// long run keeps one 40-byte span per copy and kernel. No effect on a wall clock.
+  bool record_spans{false};
 };
 
 /// @brief The work captured on a sim stream (sim_backend::end_capture), to launch again
@@ -235,6 +240,56 @@ struct sim_link_stats {
   std::uint64_t bytes{0};    ///< bytes carried
   tick busy_ns{0};           ///< modelled occupancy, ns (sum of transfer_ns)
 };
+
+/// @brief What a span of simulated device time was spent on.
+enum class sim_span_kind : std::uint8_t {
+  copy,     ///< a copy on a link
+  compute,  ///< a kernel (sim_backend::compute_async)
+};
+
+/// @brief One copy or kernel on the virtual clock (sim_options::record_spans).
+struct sim_span {
+  sim_span_kind kind{sim_span_kind::copy};  ///< copy or kernel
+  sim_link link{sim_link::h2d};             ///< a copy's link (h2d for a kernel: unused)
+  std::uint64_t stream{0};                  ///< the stream's handle value (0: the default stream)
+  tick start{0};                            ///< when it started, ns of virtual time
+  tick end{0};                              ///< when it completed
+  std::uint64_t bytes{0};                   ///< a copy's bytes (0 for a kernel)
+};
+
+/**
+ * @brief How device time was spent, from spans (summarize_activity): every instant of
+ *        [0, end) is in exactly one state, a mask of what was busy then.
+ *
+ * State bits: 1 = some stream runs a kernel, 2 = the h2d link carries a copy, 4 = the d2h
+ * link carries a copy (d2d and h2h copies are not counted). `ns[0]` is time when nothing
+ * ran, `ns[2]` time when only a copy-in ran: a copy nothing hid.
+ */
+struct sim_activity {
+  std::array<tick, 8> ns{};  ///< ns spent in each state (index: the mask)
+
+  /// @brief Total time: `end`.
+  [[nodiscard]] tick total_ns() const noexcept;
+  /// @brief Time some kernel ran, with or without copies.
+  [[nodiscard]] tick compute_ns() const noexcept;
+  /// @brief Time a kernel ran while a link carried a copy: copies hidden behind compute.
+  [[nodiscard]] tick overlapped_ns() const noexcept;
+  /// @brief Time copies ran with no kernel: the copies' exposed (not hidden) time.
+  [[nodiscard]] tick exposed_copy_ns() const noexcept;
+};
+
+/**
+ * @brief Sum up where the time of [0, end) went, given the spans of one run.
+ * @param spans Copies and kernels (sim_backend::spans()); any order; parts past `end` are cut.
+ * @param end   The end of the run (its makespan).
+ * @throws std::bad_alloc
+ */
+[[nodiscard]] TIERPOOL_EXPORT sim_activity summarize_activity(std::span<sim_span const> spans, tick end);
+/**
+ * @brief summarize_activity over the window [begin, end) only (a phase of a run).
+ * @throws std::bad_alloc
+ */
+[[nodiscard]] TIERPOOL_EXPORT sim_activity summarize_activity(std::span<sim_span const> spans, tick begin, tick end);
 
 /**
  * @brief The simulated backend.
@@ -400,6 +455,12 @@ class TIERPOOL_EXPORT sim_backend final : public backend {
   [[nodiscard]] sim_link_stats link_stats(sim_link link) const noexcept;
   /// @brief The options this backend was built with (links resolved, faults as at construction).
   [[nodiscard]] sim_options const& options() const noexcept;
+  /**
+   * @brief Virtual clock with sim_options::record_spans: every copy and kernel so far, in
+   *        enqueue order. Empty otherwise (a wall clock records none).
+   * @throws std::bad_alloc
+   */
+  [[nodiscard]] std::vector<sim_span> spans() const;
 
  private:
   struct impl;  // runtime/backends/sim/sim_backend.cpp

@@ -12,6 +12,7 @@
 //   3. the effect (allocate / enqueue)         -> ok / out_of_memory
 #include <tierpool/backends/sim_backend.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cmath>
@@ -157,7 +158,7 @@ struct sim_backend::impl {
                  ? detail::make_wall_timeline(*opts.links, {opts.device_ordinal, opts.serialize_host_functions,
                                                             opts.inline_idle_copies})
                  : detail::make_virtual_timeline(*opts.links, {opts.device_ordinal, opts.serialize_host_functions,
-                                                               opts.inline_idle_copies})),
+                                                               opts.inline_idle_copies, opts.record_spans})),
       vt(dynamic_cast<detail::virtual_timeline_ops*>(timeline.get()))
   {
     faults.set(opts.faults);
@@ -835,6 +836,73 @@ std::uint64_t sim_backend::enqueued_operations() const noexcept
   std::uint64_t n = 0;
   for (auto const& c : impl_->enqueued) { n += c.n.load(std::memory_order_relaxed); }
   return n;
+}
+
+std::vector<sim_span> sim_backend::spans() const
+{
+  return impl_->vt == nullptr ? std::vector<sim_span>{} : impl_->vt->spans();
+}
+
+tick sim_activity::total_ns() const noexcept
+{
+  tick t = 0;
+  for (tick const v : ns) { t += v; }
+  return t;
+}
+
+tick sim_activity::compute_ns() const noexcept { return ns[1] + ns[3] + ns[5] + ns[7]; }
+
+tick sim_activity::overlapped_ns() const noexcept { return ns[3] + ns[5] + ns[7]; }
+
+tick sim_activity::exposed_copy_ns() const noexcept { return ns[2] + ns[4] + ns[6]; }
+
+sim_activity summarize_activity(std::span<sim_span const> spans, tick end) { return summarize_activity(spans, 0, end); }
+
+sim_activity summarize_activity(std::span<sim_span const> spans, tick begin, tick end)
+{
+  end = std::max(begin, end);
+  // A sweep over the spans' ends: +1 at a start, -1 at an end, per kind of activity (a
+  // count, since kernels of several streams overlap); between two boundaries the state is
+  // the mask of kinds whose count is positive.
+  struct edge {
+    tick at;
+    int delta;
+    unsigned bit;
+  };
+  std::vector<edge> edges;
+  edges.reserve(spans.size() * 2);
+  for (sim_span const& sp : spans) {
+    unsigned bit = 0;
+    if (sp.kind == sim_span_kind::compute) {
+      bit = 0;
+    } else if (sp.link == sim_link::h2d) {
+      bit = 1;
+    } else if (sp.link == sim_link::d2h) {
+      bit = 2;
+    } else {
+      continue;  // d2d, h2h: not counted
+    }
+    tick const a = std::clamp(sp.start, begin, end);
+    tick const b = std::clamp(sp.end, begin, end);
+    if (b <= a) { continue; }
+    edges.push_back(edge{a, +1, bit});
+    edges.push_back(edge{b, -1, bit});
+  }
+  std::sort(edges.begin(), edges.end(), [](edge const& x, edge const& y) { return x.at < y.at; });
+  sim_activity out;
+  std::array<int, 3> count{};
+  tick t = begin;
+  for (edge const& e : edges) {
+    unsigned mask = 0;
+    for (unsigned b = 0; b < 3; ++b) {
+      if (count[b] > 0) { mask |= 1U << b; }
+    }
+    out.ns[mask] += e.at - t;
+    t = e.at;
+    count[e.bit] += e.delta;
+  }
+  out.ns[0] += end - std::min(end, t);
+  return out;
 }
 
 sim_link_stats sim_backend::link_stats(sim_link link) const noexcept

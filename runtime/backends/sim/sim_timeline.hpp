@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include <tierpool/backend.hpp>
 #include <tierpool/backends/sim_backend.hpp>
@@ -95,6 +96,7 @@ struct timeline_options {
   int device{0};                          ///< sim_options::device_ordinal (in every handle)
   bool serialize_host_functions{false};   ///< sim_options::serialize_host_functions
   bool inline_idle_copies{true};          ///< sim_options::inline_idle_copies (wall clock only)
+  bool record_spans{false};               ///< sim_options::record_spans (virtual clock only)
 };
 
 /// Worker-thread engine (sim_clock_mode::wall). May throw std::system_error (a worker thread).
@@ -110,6 +112,8 @@ class virtual_timeline_ops {
   virtual void advance_to(tick t) noexcept = 0;
   [[nodiscard]] virtual std::optional<tick> event_time(event_handle e) const noexcept = 0;
   [[nodiscard]] virtual std::optional<tick> stream_tail(stream_handle s) const noexcept = 0;
+  /// The copies and kernels so far, when timeline_options::record_spans. @throws std::bad_alloc
+  [[nodiscard]] virtual std::vector<sim_span> spans() const = 0;
 };
 
 }  // namespace tierpool::detail

@@ -188,7 +188,8 @@ using event_table = slot_table<24, 12>;   // many events (deferred frees): 32 Ki
 class virtual_timeline final : public sim_timeline, public virtual_timeline_ops {
  public:
   virtual_timeline(sim_links const& links, timeline_options const& t)
-    : links_(links), serialize_(t.serialize_host_functions), streams_{kStreamTag, t.device}, events_{kEventTag, t.device}
+    : links_(links), serialize_(t.serialize_host_functions), record_(t.record_spans),
+      streams_{kStreamTag, t.device}, events_{kEventTag, t.device}
   {
   }
 
@@ -322,6 +323,7 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
     }
     tick const end = start + cost;
     tail->store(end, std::memory_order_relaxed);
+    if (record_) { keep_span(sim_span{sim_span_kind::copy, link, s.value, start, end, bytes}); }
     // Link figures: a sequence counter lets link_stats read them without the mutex (writers
     // hold it). No fences (see slot_table::read): each figure is a release store, which
     // orders the odd counter before it, and the even counter is a release store after
@@ -345,8 +347,11 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
     if (tail == nullptr) {
       return status::invalid_value;
     }
-    tail->store(std::max(now_.load(std::memory_order_relaxed), tail->load(std::memory_order_relaxed)) + duration,
-                std::memory_order_relaxed);
+    tick const start = std::max(now_.load(std::memory_order_relaxed), tail->load(std::memory_order_relaxed));
+    tail->store(start + duration, std::memory_order_relaxed);
+    if (record_ && duration != 0) {
+      keep_span(sim_span{sim_span_kind::compute, sim_link::h2d, s.value, start, start + duration, 0});
+    }
     return status::ok;
   }
 
@@ -416,7 +421,23 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
     return tail->load(std::memory_order_relaxed);
   }
 
+  std::vector<sim_span> spans() const override
+  {
+    std::lock_guard lock(mtx_);
+    return spans_;
+  }
+
  private:
+  // Under mtx_. A span that cannot be kept (no memory) is dropped: the timeline is a record
+  // of the run, never a reason for a copy to fail.
+  void keep_span(sim_span const& sp) noexcept
+  {
+    try {
+      spans_.push_back(sp);
+    } catch (std::bad_alloc const&) {
+    }
+  }
+
   struct link_counters {
     std::atomic<std::uint64_t> copies{0};
     std::atomic<std::uint64_t> bytes{0};
@@ -438,6 +459,8 @@ class virtual_timeline final : public sim_timeline, public virtual_timeline_ops 
 
   sim_links const links_;
   bool const serialize_;   // host functions one at a time (sim_options::serialize_host_functions)
+  bool const record_;      // sim_options::record_spans
+  std::vector<sim_span> spans_;  // under mtx_, when record_
   std::mutex host_fn_mtx_;  // held while a host function runs, when serialize_
   mutable spin_mutex mtx_;  // serializes every change (short sections); checks, queries and figures read without it
   std::atomic<tick> now_{0};

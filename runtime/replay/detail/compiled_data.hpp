@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace tierpool::replay::detail {
@@ -107,6 +108,14 @@ struct compiled_data {
   std::uint32_t streams{0};             ///< dense stream count (at least 1)
   bool discards{false};                 ///< some request carries kDiscardFlag (write_discard)
   bool flagged{false};                  ///< some entry of `cache` carries a flag (a free, a write, born on the device)
+  /// Pool mode: the trace's phase markers, each before the op at index `op` (looped
+  /// passes repeat them), naming `phase_names[name]`. Runs that record a timeline time them.
+  struct phase_mark {
+    std::uint32_t op{0};
+    std::uint32_t name{0};
+  };
+  std::vector<phase_mark> phase_marks;
+  std::vector<std::string> phase_names;  ///< distinct labels, in first-seen order
 };
 
 /// The ideal time's byte floors at one capacity (docs/chapters/replay.md, "The ideal time").
@@ -118,5 +127,10 @@ struct must_move {
 
 /// Bytes any policy must move at `capacity` (one pass over the cache array).
 [[nodiscard]] must_move compute_must_move(compiled_data const& d, std::uint64_t capacity);
+
+/// The phase floor on any schedule's makespan at `capacity` with links of `bytes_per_s`
+/// (Note [A floor from the phases], window_bound.cpp), seconds; 0 where it does not apply
+/// (no phase markers, kernels on more than one stream, too many markers).
+[[nodiscard]] double window_bound_seconds(compiled_data const& d, std::uint64_t capacity, double bytes_per_s);
 
 }  // namespace tierpool::replay::detail

@@ -431,53 +431,6 @@ TEST(ReplayIdeal, TensorsBornOnTheDeviceOweNoCopyAndTheirBytesMayHaveToBeWritten
   }
 }
 
-TEST(ReplayIdeal, NoPolicyMovesFewerBytesThanTheFloorsOnRandomTrainingLikeTraces)
-{
-  // Random traces of tensors born on the device or in host memory, read, rewritten (rw, wd)
-  // and freed: every policy's copies in and write-backs in pool mode are at least the floors.
-  small_rng rnd{777};
-  int written_back = 0;
-  for (int round = 0; round < 40; ++round) {
-    std::vector<tt::event> ev;
-    std::uint64_t const n = 3 + rnd(6);
-    std::vector<std::uint64_t> size(n + 1);
-    for (std::uint64_t id = 1; id <= n; ++id) {
-      size[id] = 256 * (1 + rnd(8));
-      if (rnd(2) == 0) { ev.push_back(born(id, size[id])); }
-    }
-    std::vector<bool> alive(n + 1, true);
-    for (int k = 0; k < 60; ++k) {
-      std::uint64_t const id = 1 + rnd(n);
-      if (!alive[id]) { continue; }
-      tt::event e = read(id, size[id]);
-      std::uint64_t const what = rnd(10);
-      if (what < 3) { e.mode = tt::access_kind::read_write; }
-      if (what == 3) { e.mode = tt::access_kind::write_discard; }
-      ev.push_back(e);
-      if (what == 9 && k > 40) {
-        tt::event f{};
-        f.kind = tt::event_kind::free;
-        f.tensor = id;
-        ev.push_back(f);
-        alive[id] = false;
-      }
-    }
-    auto const t = tr::compiled_trace::compile(ev, {.pool = true});
-    for (char const* policy : {"lru", "fifo", "belady", "arc"}) {
-      tr::run_options o;
-      o.policy = policy;
-      o.capacity_bytes = 256 * (2 + rnd(10));
-      tr::replay_result const r = tr::run(t, o);
-      SCOPED_TRACE(std::string(policy) + " round " + std::to_string(round));
-      EXPECT_GE(r.bytes_h2d, r.must_move_h2d);
-      EXPECT_GE(r.bytes_d2h, r.must_move_d2h);
-      EXPECT_GE(r.makespan_seconds + 1e-12, r.ideal_seconds);
-      written_back += r.must_move_d2h != 0 ? 1 : 0;
-    }
-  }
-  EXPECT_GT(written_back, 10) << "the d2h floor is exercised";
-}
-
 tt::event phase_marker(char const* name)
 {
   tt::event e{};
@@ -493,6 +446,66 @@ tt::event kernel(std::uint64_t ns, std::uint32_t stream = 0)
   e.duration_ns = ns;
   e.stream = stream;
   return e;
+}
+
+// A random trace of 3-8 tensors (sizes `unit` x 1..`sizes`), some born on the device, read,
+// rewritten (rw, wd) and freed, 60 steps. `phased`: also phase markers between steps and
+// kernels after some of them (a training step's shape, for the phase floor).
+std::vector<tt::event> random_rewrites(small_rng& rnd, std::uint64_t unit, std::uint64_t sizes, bool phased)
+{
+  std::vector<tt::event> ev;
+  std::uint64_t const n = 3 + rnd(6);
+  std::vector<std::uint64_t> size(n + 1);
+  for (std::uint64_t id = 1; id <= n; ++id) {
+    size[id] = unit * (1 + rnd(sizes));
+    if (rnd(2) == 0) { ev.push_back(born(id, size[id])); }
+  }
+  std::vector<bool> alive(n + 1, true);
+  for (int k = 0; k < 60; ++k) {
+    if (phased && rnd(6) == 0) { ev.push_back(phase_marker(rnd(2) == 0 ? "a" : "b")); }
+    std::uint64_t const id = 1 + rnd(n);
+    if (alive[id]) {
+      tt::event e = read(id, size[id]);
+      std::uint64_t const what = rnd(10);
+      if (what < 3) { e.mode = tt::access_kind::read_write; }
+      if (what == 3) { e.mode = tt::access_kind::write_discard; }
+      ev.push_back(e);
+      if (what == 9 && k > 40) {
+        tt::event f{};
+        f.kind = tt::event_kind::free;
+        f.tensor = id;
+        ev.push_back(f);
+        alive[id] = false;
+      }
+    }
+    if (phased && rnd(3) == 0) { ev.push_back(kernel(1000 * (1 + rnd(200)))); }
+  }
+  if (phased) { ev.push_back(kernel(1000)); }
+  return ev;
+}
+
+TEST(ReplayIdeal, NoPolicyMovesFewerBytesThanTheFloorsOnRandomTrainingLikeTraces)
+{
+  // Random traces of tensors born on the device or in host memory, read, rewritten (rw, wd)
+  // and freed: every policy's copies in and write-backs in pool mode are at least the floors.
+  small_rng rnd{777};
+  int written_back = 0;
+  for (int round = 0; round < 40; ++round) {
+    std::vector<tt::event> const ev = random_rewrites(rnd, 256, 8, false);
+    auto const t = tr::compiled_trace::compile(ev, {.pool = true});
+    for (char const* policy : {"lru", "fifo", "belady", "arc"}) {
+      tr::run_options o;
+      o.policy = policy;
+      o.capacity_bytes = 256 * (2 + rnd(10));
+      tr::replay_result const r = tr::run(t, o);
+      SCOPED_TRACE(std::string(policy) + " round " + std::to_string(round));
+      EXPECT_GE(r.bytes_h2d, r.must_move_h2d);
+      EXPECT_GE(r.bytes_d2h, r.must_move_d2h);
+      EXPECT_GE(r.makespan_seconds + 1e-12, r.ideal_seconds);
+      written_back += r.must_move_d2h != 0 ? 1 : 0;
+    }
+  }
+  EXPECT_GT(written_back, 10) << "the d2h floor is exercised";
 }
 
 TEST(ReplayPhaseFloor, WriteBacksBeforeTheCutAndCopyInsAfterItDoNotOverlap)
@@ -548,34 +561,7 @@ TEST(ReplayPhaseFloor, NoScheduleBeatsItOnRandomPhasedTrainingLikeTraces)
   int above_ideal = 0;
   int runs = 0;
   for (int round = 0; round < 30; ++round) {
-    std::vector<tt::event> ev;
-    std::uint64_t const n = 3 + rnd(6);
-    std::vector<std::uint64_t> size(n + 1);
-    for (std::uint64_t id = 1; id <= n; ++id) {
-      size[id] = (1U << 20U) * (1 + rnd(4));
-      if (rnd(2) == 0) { ev.push_back(born(id, size[id])); }
-    }
-    std::vector<bool> alive(n + 1, true);
-    for (int k = 0; k < 60; ++k) {
-      if (rnd(6) == 0) { ev.push_back(phase_marker(rnd(2) == 0 ? "a" : "b")); }
-      std::uint64_t const id = 1 + rnd(n);
-      if (alive[id]) {
-        tt::event e = read(id, size[id]);
-        std::uint64_t const what = rnd(10);
-        if (what < 3) { e.mode = tt::access_kind::read_write; }
-        if (what == 3) { e.mode = tt::access_kind::write_discard; }
-        ev.push_back(e);
-        if (what == 9 && k > 40) {
-          tt::event f{};
-          f.kind = tt::event_kind::free;
-          f.tensor = id;
-          ev.push_back(f);
-          alive[id] = false;
-        }
-      }
-      if (rnd(3) == 0) { ev.push_back(kernel(1000 * (1 + rnd(200)))); }
-    }
-    ev.push_back(kernel(1000));
+    std::vector<tt::event> const ev = random_rewrites(rnd, 1U << 20U, 4, true);
     auto const t = tr::compiled_trace::compile(ev);
     std::uint64_t const cap = (1U << 20U) * (4 + rnd(8));
     for (char const* policy : {"lru", "belady", "fifo"}) {

@@ -251,7 +251,7 @@ struct replay_result {
     std::string name;       ///< the label ("forward", "step #")
     sim_activity activity;  ///< its windows' states
   };
-  std::vector<phase_activity> phase_activities{};
+  std::vector<phase_activity> phase_activities{};  ///< per phase label (see phase_activity)
   /// Pool mode with run_options::record_timeline: every copy and kernel of the run (to_chrome_trace).
   std::shared_ptr<std::vector<sim_span> const> timeline{};
   /// With `timeline`: the sim stream handle value of each trace stream, by trace stream index.
@@ -263,7 +263,7 @@ struct replay_result {
     std::string name;  ///< the marker's label
     tick at{0};        ///< ns of virtual time
   };
-  std::vector<phase_time> phases{};
+  std::vector<phase_time> phases{};  ///< the markers and their device times (see phase_time)
   double wall_seconds{0.0};            ///< host time the run took
   double requests_per_second{0.0};     ///< requests / wall_seconds
   double events_per_second{0.0};       ///< events / wall_seconds
@@ -356,7 +356,7 @@ struct run_options {
   bool uvm_drop_clean{false};
   /// Pool mode: record every copy and kernel on the virtual clock (sim_options::record_spans,
   /// 40 bytes each while the run lasts) and sum them up into replay_result::activity,
-  /// ::phase_activities and ::phases.
+  /// replay_result::phase_activities and replay_result::phases.
   bool record_activity{false};
   /// Pool mode: as record_activity, and keep the copies and kernels in
   /// replay_result::timeline (40 bytes each, for as long as the result lives).

@@ -146,7 +146,7 @@ double window_bound_seconds(compiled_data const& d, std::uint64_t capacity, doub
           if (kd == ev_kind::rw || kd == ev_kind::wd) {
             if (kernel_cut(e[j].at) > p) { break; }
             auto const a = static_cast<std::size_t>(std::upper_bound(cut.begin(), cut.end(), e[j].at) - cut.begin()) - 1;
-            for (std::size_t x = 0; x <= a; ++x) { need_d2h[p][x] += bytes; }  // windows starting at or before it
+            need_d2h[p][a] += bytes;  // for windows starting at or before cut a (summed below)
             break;
           }
         }
@@ -158,12 +158,19 @@ double window_bound_seconds(compiled_data const& d, std::uint64_t capacity, doub
         if (kd == ev_kind::read || kd == ev_kind::rw) {
           if (j != 0) {
             std::size_t const b = kernel_cut(e[j].at);
-            for (std::size_t y = b; y < m; ++y) { need_h2d[p][y] += bytes; }
+            if (b < m) { need_h2d[p][b] += bytes; }  // for windows ending at or after cut b (summed below)
           }
           break;
         }
       }
     }
+  }
+
+  // Each byte was counted once, at the latest window start (d2h) or the earliest window end
+  // (h2d) it belongs to: sum over the windows that contain it.
+  for (std::size_t p = 0; p < m; ++p) {
+    for (std::size_t x = m - 1; x-- > 0;) { need_d2h[p][x] += need_d2h[p][x + 1]; }
+    for (std::size_t y = 1; y < m; ++y) { need_h2d[p][y] += need_h2d[p][y - 1]; }
   }
 
   // LB(a, b) and the chain: best[b] = max over a < b of best[a] + LB(a, b).

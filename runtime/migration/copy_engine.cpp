@@ -299,8 +299,10 @@ void migration_engine::mark_others_stale_locked(tensor_record& rec, std::uint32_
 // everyone else off the slot. So the same event is recorded again on the copy stream after
 // the copy and stays the slot's `ready`. A failed record gives it back to the pool and the
 // host waits for the copy stream, as record_or_sync does.
-// Limitations: only when `ready` was pending; a completed one was already given back
-// (ready_complete), and the copy takes a fresh event.
+// A completed `ready` is kept and recorded again too (on a wall clock most are complete by
+// the time their block is reused: giving each back and taking a fresh one was two trips
+// through the pool's lock per miss). The copy takes a fresh event only where the slot had
+// none.
 status migration_engine::copy_locked(tensor_record& rec, std::uint32_t from, std::uint32_t to)
 {
   copy_slot& src = rec.slots[from];
@@ -309,7 +311,8 @@ status migration_engine::copy_locked(tensor_record& rec, std::uint32_t from, std
   // The copy reads src after whatever wrote it, and overwrites dst after whatever used it.
   if (!ready_complete(src)) { streams_->wait_event_or_sync(c, src.ready); }
   for (stream_use const& u : src.users) { (void)streams_->order_after_use(c, u, src.pins == 0); }
-  if (!ready_complete(dst)) { streams_->wait_event_or_sync(c, dst.ready); }
+  // dst's `ready` is kept even when complete: the copy records it again below.
+  if (dst.ready && backend_->query_event(dst.ready) != status::ok) { streams_->wait_event_or_sync(c, dst.ready); }
   for (stream_use const& u : dst.users) { (void)streams_->order_after_use(c, u, dst.pins == 0); }
   copy_desc d{};
   d.dst = dst.blk.ptr;

@@ -1071,6 +1071,47 @@ TEST(SimDevices, StreamsAndEventsOfAnotherDeviceAreRefused)
   b.destroy_stream(sb);
 }
 
+// Events live in slots that are reused (Note [Event slots] in wall_timeline.cpp, Note
+// [Handles index a slot table] in virtual_timeline.cpp): a destroyed event's handle is
+// refused by every call, also once a new event took its slot, and the new event works.
+TEST(SimEvents, ADestroyedEventsHandleIsRefusedAfterItsSlotIsReused)
+{
+  for (sim_clock_mode clock : {sim_clock_mode::wall, sim_clock_mode::virtual_clock}) {
+    SCOPED_TRACE(clock == sim_clock_mode::wall ? "wall" : "virtual");
+    sim_options o;
+    o.clock = clock;
+    sim_backend be{o};
+    stream_handle const s = new_stream(be);
+    event_handle const old = new_event(be);
+    ASSERT_EQ(be.record_event(old, s), status::ok);
+    be.destroy_event(old);
+    event_handle const reused = new_event(be);  // takes the freed slot
+    EXPECT_NE(reused, old);
+    EXPECT_EQ(be.query_event(old), status::invalid_value);
+    EXPECT_EQ(be.record_event(old, s), status::invalid_value);
+    EXPECT_NE(be.last_error().find("record_event: unknown event handle"), std::string::npos) << be.last_error();
+    EXPECT_EQ(be.stream_wait_event(s, old), status::invalid_value);
+    EXPECT_EQ(be.synchronize_event(old), status::invalid_value);
+    EXPECT_EQ(be.query_event(reused), status::ok) << "never recorded: complete";
+    ASSERT_EQ(be.compute_async(s, 1000), status::ok);
+    ASSERT_EQ(be.record_event(reused, s), status::ok);
+    EXPECT_EQ(be.synchronize_event(reused), status::ok);
+    EXPECT_EQ(be.query_event(reused), status::ok);
+    // Many events at once, all distinct, all destroyed: none of the handles works afterwards.
+    std::vector<event_handle> many;
+    for (int i = 0; i < 1000; ++i) { many.push_back(new_event(be)); }
+    std::vector<event_handle> sorted = many;
+    std::ranges::sort(sorted, {}, &event_handle::value);
+    EXPECT_EQ(std::ranges::adjacent_find(sorted), sorted.end());
+    for (event_handle e : many) { be.destroy_event(e); }
+    for (event_handle e : many) { EXPECT_EQ(be.query_event(e), status::invalid_value); }
+    be.destroy_event(reused);
+    be.destroy_event(reused);  // a second destroy is ignored
+    EXPECT_EQ(be.query_event(reused), status::invalid_value);
+    be.destroy_stream(s);
+  }
+}
+
 // Phantom addresses carry their device: a device pointer of simulated device 1 is never
 // inside an allocation of device 0, and the refusal says whose it is.
 TEST(SimDevices, PhantomPointersOfAnotherDeviceAreRefused)

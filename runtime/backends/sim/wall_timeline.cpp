@@ -207,12 +207,16 @@ class wall_timeline final : public sim_timeline {
 
   ~wall_timeline() override { shutdown(); }
 
-  bool has_stream(stream_handle s) const noexcept override { return find_stream(s) != nullptr; }
+  bool has_stream(stream_handle s) const noexcept override
+  {
+    std::shared_lock lock(streams_mtx_);
+    return streams_.contains(s.value);  // no reference taken (find_stream's costs two locked adds)
+  }
 
   bool has_event(event_handle e) const noexcept override
   {
     std::lock_guard lock(ev_mtx_);
-    return events_.contains(e.value);
+    return find_event(e.value) != nullptr;
   }
 
   status create_stream(stream_handle* out) noexcept override
@@ -290,9 +294,23 @@ class wall_timeline final : public sim_timeline {
   {
     std::lock_guard lock(ev_mtx_);
     try {
-      std::uintptr_t const h = make_handle(next_handle_number.fetch_add(1, std::memory_order_relaxed) + 1, device_, kEventTag);
-      events_.emplace(h, nullptr);
-      *out = event_handle{h};
+      std::uint32_t slot = 0;
+      if (!ev_free_.empty()) {
+        slot = ev_free_.back();
+        ev_free_.pop_back();
+      } else {
+        if (ev_slots_.size() >= kEventSlots) { return status::out_of_memory; }
+        // A new slot's first generation comes from the process-wide counter, so that two
+        // timelines of one device ordinal rarely hand out the same handle (a foreign
+        // handle is then still refused).
+        auto const first = static_cast<std::uint32_t>(next_handle_number.fetch_add(1, std::memory_order_relaxed) & kGenMask);
+        ev_free_.reserve(ev_slots_.size() + 1);  // destroy_event's push_back never allocates
+        ev_slots_.push_back(event_slot{first, false, nullptr});
+        slot = static_cast<std::uint32_t>(ev_slots_.size() - 1);
+      }
+      event_slot& es = ev_slots_[slot];
+      es.live = true;
+      *out = event_handle{make_handle((std::uint64_t{es.gen} << kEventSlotBits) | slot, device_, kEventTag)};
       return status::ok;
     } catch (...) {
       return status::out_of_memory;
@@ -303,7 +321,15 @@ class wall_timeline final : public sim_timeline {
   {
     // Records in flight keep their record_state alive through the queued op.
     std::lock_guard lock(ev_mtx_);
-    return events_.erase(e.value) != 0;
+    event_slot* const es = find_event(e.value);
+    if (es == nullptr) { return false; }
+    es->live = false;
+    es->rec.reset();
+    es->gen = (es->gen + 1) & kGenMask;
+    if (es->gen != 0) {  // else the slot's generations are spent: retired
+      ev_free_.push_back(static_cast<std::uint32_t>(es - ev_slots_.data()));  // capacity: see create_event
+    }
+    return true;
   }
 
   status record_event(event_handle e, stream_handle s) noexcept override
@@ -314,9 +340,8 @@ class wall_timeline final : public sim_timeline {
     } catch (...) {
       return status::out_of_memory;
     }
-    if (!has_event(e)) {
-      return status::invalid_value;
-    }
+    // The event is checked once, after the enqueue (sim_backend checked it before the call):
+    // a record queued for an event destroyed meanwhile completes harmlessly.
     wall_op op;
     op.kind = op_kind::record;
     op.rec = rec;
@@ -324,32 +349,31 @@ class wall_timeline final : public sim_timeline {
       return r;
     }
     std::lock_guard lock(ev_mtx_);
-    auto const it = events_.find(e.value);
-    if (it == events_.end()) {
+    event_slot* const es = find_event(e.value);
+    if (es == nullptr) {
       return status::invalid_value;  // destroyed meanwhile; the queued record completes harmlessly
     }
-    it->second = std::move(rec);
+    es->rec = std::move(rec);
     return status::ok;
   }
 
   status query_event(event_handle e) noexcept override
   {
     std::lock_guard lock(ev_mtx_);
-    auto const it = events_.find(e.value);
-    if (it == events_.end()) {
+    event_slot const* const es = find_event(e.value);
+    if (es == nullptr) {
       return status::invalid_value;
     }
-    return it->second == nullptr || it->second->done.load(std::memory_order_acquire) != 0 ? status::ok
-                                                                                          : status::not_ready;
+    return es->rec == nullptr || es->rec->done.load(std::memory_order_acquire) != 0 ? status::ok : status::not_ready;
   }
 
   // The record `e` last captured (null: never recorded) in `out`. @return false for an unknown event.
   bool last_record(event_handle e, std::shared_ptr<record_state>& out) noexcept
   {
     std::lock_guard lock(ev_mtx_);
-    auto const it = events_.find(e.value);
-    if (it == events_.end()) { return false; }
-    out = it->second;
+    event_slot const* const es = find_event(e.value);
+    if (es == nullptr) { return false; }
+    out = es->rec;
     return true;
   }
 
@@ -717,8 +741,36 @@ class wall_timeline final : public sim_timeline {
   std::vector<std::shared_ptr<wall_stream>> retired_;  // destroyed, their workers not joined yet
   std::atomic<std::uint64_t> next_serial_{0};  // wall_stream::serial
 
-  mutable std::mutex ev_mtx_;       // guards events_
-  std::unordered_map<std::uintptr_t, std::shared_ptr<record_state>> events_;  // null: never recorded
+  // Note [Event slots]
+  //   An event handle carries its slot in ev_slots_ and the slot's generation
+  //   (n = gen << kEventSlotBits | slot, then make_handle), so a lookup is an index and a
+  //   compare, not a hash table's probe (the pool keeps an event per copy slot: 100,000
+  //   tensors, 100,000 events, and a lookup per record, wait and query). A destroyed
+  //   slot's generation moves on, so a stale handle is refused; a slot whose generations
+  //   are spent is never reused. As before, all of it is guarded by ev_mtx_.
+  struct event_slot {
+    std::uint32_t gen{0};
+    bool live{false};
+    std::shared_ptr<record_state> rec{};  // null: never recorded
+  };
+  static constexpr unsigned kEventSlotBits = 24;
+  static constexpr std::size_t kEventSlots = std::size_t{1} << kEventSlotBits;
+  static constexpr std::uint32_t kGenMask = (std::uint32_t{1} << 24U) - 1U;  // 48-bit numbers
+
+  // The live slot `h` names, or null (unknown, destroyed, another device's or not an event). Under ev_mtx_.
+  [[nodiscard]] event_slot* find_event(std::uintptr_t h) const noexcept
+  {
+    if (handle_tag(h) != kEventTag || handle_device(h) != (device_ & 0xFF)) { return nullptr; }
+    std::uint64_t const n = handle_number(h);
+    std::uint64_t const slot = n & (kEventSlots - 1);
+    if (slot >= ev_slots_.size()) { return nullptr; }
+    event_slot& es = ev_slots_[static_cast<std::size_t>(slot)];
+    return es.live && es.gen == (n >> kEventSlotBits) ? &es : nullptr;
+  }
+
+  mutable std::mutex ev_mtx_;        // guards ev_slots_ and ev_free_
+  mutable std::vector<event_slot> ev_slots_;  // Note [Event slots]
+  std::vector<std::uint32_t> ev_free_;  // destroyed slots to reuse, most recent last
 
   mutable std::mutex link_mtx_;  // guards link_free_ and stats_
   std::array<tick, sim_link_count> link_free_{};  // ns since epoch_ when the link is free

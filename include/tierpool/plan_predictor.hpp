@@ -65,6 +65,9 @@ class TIERPOOL_EXPORT plan_predictor {
     bool write_back{true};          ///< write dirty tensors back early
     bool clean_ahead{false};        ///< also write back the dirty ones among the policy's next victims
     bool stream_reuse{true};        ///< a planned copy may reuse room vacated behind user work, in stream order
+    /// A prefetch evicts only what the demand schedule would evict anyway (Note [Conservative
+    /// prefetches], pool_impl.cpp): no more bytes moved than without prefetching.
+    bool conservative{false};
   };
 
   /// @brief @throws tierpool::logic_error for a window of 0 or a history under 64

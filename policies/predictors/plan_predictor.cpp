@@ -214,6 +214,7 @@ void register_plan_predictors(policy_registry& registry)
     c.write_back = p.get<bool>("writeback");
     c.clean_ahead = p.get<bool>("clean_ahead");
     c.stream_reuse = p.get<bool>("stream_reuse");
+    c.conservative = p.get<bool>("conservative");
     if (!oracle) {
       auto const history = p.get<std::uint64_t>("history");
       TIERPOOL_EXPECTS(history >= 64 && history <= (1ULL << 26), "plan predictor: history must be in 64..67108864");
@@ -229,7 +230,10 @@ void register_plan_predictors(policy_registry& registry)
     {"clean_ahead", parameter_type::boolean, "off",
      "also write back the dirty ones among the victims the policy would give next (an eighth of the tier)"},
     {"stream_reuse", parameter_type::boolean, "on",
-     "a planned copy may take room vacated behind user work, waiting for it in stream order"}};
+     "a planned copy may take room vacated behind user work, waiting for it in stream order"},
+    {"conservative", parameter_type::boolean, "off",
+     "evict for a prefetch only what the demand schedule would evict anyway: never more bytes moved than without "
+     "prefetching (for runs the link bounds)"}};
   std::vector<policy_parameter> learned = common;
   learned.push_back({"history", parameter_type::unsigned_integer, "65536",
                      "accesses remembered; a longer iteration is never learned"});

@@ -940,3 +940,42 @@ TEST(ReplayReport, TheTableShowsUnservedRequests)
   EXPECT_THAT(table, ::testing::ContainsRegex("miss +unserved +byte miss"));
   EXPECT_THAT(table, ::testing::ContainsRegex("\n(lru|1024).* 0\\.7500 +2 +0\\.9881 "));
 }
+
+// Note [Conservative prefetches] (pool_impl.cpp): on a loop of 20 MiB of weights read in
+// turn at 10 MiB of device room, with kernels too short to hide a copy (the link bounds
+// the run, as in llm-infer-stream), a prefetch that evicts a weight read again before the
+// weights ahead of it are used again moves bytes that demand fetching would not. With
+// `conservative`, a prefetch evicts only past the reuse of everything used before it: it
+// moves fewer bytes than the aggressive rule, and about what no prefetching moves.
+TEST(ReplayPlanner, ConservativePrefetchesMoveFewerBytesThanAggressiveOnesOnALinkBoundLoop)
+{
+  constexpr std::uint64_t kMiB = 1U << 20U;
+  std::vector<tt::event> ev;
+  for (int pass = 0; pass < 30; ++pass) {
+    for (std::uint64_t i = 1; i <= 20; ++i) {
+      ev.push_back(read(i, kMiB));
+      ev.push_back(kernel(2000));
+    }
+  }
+  auto const t = tr::compiled_trace::compile(ev);
+  tr::run_options o;
+  o.capacity_bytes = 10 * kMiB;
+  for (char const* policy : {"belady", "repeat"}) {
+    SCOPED_TRACE(policy);
+    o.policy = policy;
+    auto const bytes = [&](char const* prefetch) {
+      o.prefetch = prefetch;
+      tr::replay_result const r = tr::run(t, o);
+      EXPECT_EQ(r.unserved, 0U) << prefetch;
+      return r.bytes_h2d;
+    };
+    std::uint64_t const none = bytes("none");
+    std::uint64_t const aggressive = bytes("oracle");
+    std::uint64_t const conservative = bytes("oracle:conservative=on");
+    std::printf("%s: h2d MiB none %llu, oracle %llu, oracle:conservative=on %llu\n", policy,
+                static_cast<unsigned long long>(none / kMiB), static_cast<unsigned long long>(aggressive / kMiB),
+                static_cast<unsigned long long>(conservative / kMiB));
+    EXPECT_LT(conservative, aggressive);
+    EXPECT_LE(conservative, none + none / 10);
+  }
+}

@@ -35,6 +35,7 @@
 #include <tierpool/topology.hpp>
 
 #include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
 #include <array>
 #include <chrono>
@@ -382,10 +383,27 @@ void pool_impl::predict_after(tensor_id id, std::size_t bytes, access_mode acces
 //      whose next use lies past the horizon are written back now, on the d2h stream behind
 //      their last use, so that their eviction later drops them and the copy-in that takes
 //      their room does not wait for a write-back;
-//   3. planned prefetches, nearest use first, while the bytes prefetched and not yet used
+//   3. planned prefetches, nearest use first, passing over victims needed before the
+//      horizon too (Note [Conservative prefetches] for the stricter option), while the bytes prefetched and not yet used
 //      stay within the budget and the accesses ahead fit the device tier
 //      (migration_engine::plan_prefetch, Note [Planned prefetches]); the first that finds
 //      no harmless room ends the walk.
+// Note [Conservative prefetches]
+//   Rationale: "do no harm" lets a prefetch of X evict Y whenever Y's next use comes after
+//   X's. On a loop larger than the device that still evicts tensors the demand schedule
+//   keeps: the weights read early in each pass (their next use is after X's), while the
+//   tensors used between now and X, which Belady's MIN would evict at X's use (their reuse
+//   lies a pass later), are still needed and protected. The demand path then fetches Y
+//   again: more bytes in, which costs time wherever the link bounds the run. Approach
+//   (plan_predictor::config::conservative; Cao, Felten, Karlin & Li's conservative
+//   strategy): the accesses ahead give each tensor's second use in the window (its reuse;
+//   a tensor used once there: the window's end); a prefetch of X also protects every
+//   victim whose next use comes before the latest reuse of the tensors used ahead of X. So
+//   the first access ahead may take the room of what was just used, as demand fetching
+//   would, and later ones only room nothing ahead competes for. Limitations: the reuse is
+//   the second use in the window, a lower bound when a tensor is used twice before X; the
+//   policy's order still picks among the victims left, so with a policy other than
+//   belady the replacements are not MIN's.
 void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream)
 {
   bool const write = access != access_mode::read;
@@ -463,7 +481,8 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
       }
     }
   }
-  if (n != 0) { engine_.set_keep_window(d, now, horizon == no_next_use ? ahead[n - 1].when : horizon); }
+  tick const keep_until = n == 0 ? 0 : horizon == no_next_use ? ahead[n - 1].when : horizon;
+  if (n != 0) { engine_.set_keep_window(d, now, keep_until); }
   // 2. Early write-backs.
   for (auto const& r : to_clean) {
     tick const nu = r->next_use.load(std::memory_order_relaxed);
@@ -476,10 +495,27 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
   // 3. Planned prefetches.
   seen.clear();
   if (!planner.options().prefetch) { return; }
+  bool const conservative = planner.options().conservative;
+  thread_local std::unordered_map<std::uint64_t, tick> reuse;  // conservative: a tensor's second use ahead
+  if (conservative) {
+    reuse.clear();
+    for (std::size_t i = 0; i < n; ++i) {
+      auto const [it, first] = reuse.try_emplace(static_cast<std::uint64_t>(ahead[i].id), no_next_use);
+      if (!first && it->second == no_next_use) { it->second = ahead[i].when; }
+    }
+  }
+  tick const window_end = n == 0 ? 0 : ahead[n - 1].when;
+  tick guard = 0;  // conservative: the latest next use, after their use, of the tensors used before this one
   std::uint64_t outstanding = 0;
   sum = 0;
   for (std::size_t i = 0; i < n; ++i) {
     planned_access const& pa = ahead[i];
+    tick const before = guard;
+    if (conservative) {
+      auto const it = reuse.find(static_cast<std::uint64_t>(pa.id));
+      // Used once in the window: its next use after it is past the window's end (or never).
+      guard = std::max(guard, it == reuse.end() || it->second == no_next_use ? window_end : it->second);
+    }
     if (!seen.insert(static_cast<std::uint64_t>(pa.id)).second) { continue; }
     sum += pa.bytes;
     if (sum > cap) { break; }
@@ -502,7 +538,7 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
       }
     }
     if (outstanding + r->bytes > prediction_.budget) { break; }
-    plan_outcome const o = engine_.plan_prefetch(r, d, pa.when, now, planner.options().stream_reuse);
+    plan_outcome const o = engine_.plan_prefetch(r, d, std::max({pa.when, keep_until, before}), now, planner.options().stream_reuse);
     if (o == plan_outcome::issued) { outstanding += r->bytes; }
     if (o == plan_outcome::no_room) { break; }
   }

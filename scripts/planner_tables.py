@@ -25,7 +25,7 @@ TRACES = [
     ("resnet", "tests/data/resnet18_train.tpt (ResNet-18, by hand from its layer shapes)", None),
 ]
 POLICIES = "lru,belady,repeat"
-PREFETCH = "none,sequence,plan,oracle"
+PREFETCH = "none,sequence,plan,plan:conservative=on,oracle"
 MODES = "pool,uvm,uvm-hints"
 CAPACITIES = ["25%", "50%"]
 

@@ -308,6 +308,15 @@ class TIERPOOL_EXPORT pool {
    * Thread safety: safe concurrently with any other call.
    */
   void set_quota(std::uint32_t tenant, std::size_t bytes);
+  /**
+   * @brief Set (or, with 0, remove) a tenant's share of a tier: evictions there take from
+   *        the tenants over their share first and pass over the tensors of those within it
+   *        (tier_options::tenant_shares; docs/chapters/tiers.md, "Tenants and quotas").
+   *        Copies already in the tier stay; later evictions follow the new share.
+   * @throws tierpool::logic_error for an unknown tier
+   * Thread safety: safe concurrently with any other call.
+   */
+  void set_tenant_share(std::uint32_t tenant, tier_id tier, std::size_t bytes);
 
   /// @brief Create a stream owned by the pool.
   [[nodiscard]] stream_handle create_stream(int priority = 0);

@@ -38,6 +38,13 @@ struct tier_options {
   /// Eviction policy spec for this tier ("lru", "s3fifo:small_ratio=0.1"); empty = pool_options::policy.
   std::string policy{};
   std::string name{};  ///< for messages and statistics; empty = the kind's name
+  /// Tenants' shares of this tier in bytes (tensor_options::tenant -> share; 0: none): an
+  /// eviction here takes from the tenants over their share first and passes over the
+  /// tensors of those within it (docs/chapters/tiers.md, "Tenants and quotas"). In a device
+  /// tier a tenant without a share has an equal split of the capacity among the tenants
+  /// with copies there. Shares are soft: no request is refused for one. Changeable later
+  /// with pool::set_tenant_share.
+  std::map<std::uint32_t, std::size_t> tenant_shares{};
 };
 
 /// @brief How a lease uses a tensor's bytes.

@@ -28,6 +28,15 @@ struct stat {
 };
 
 /// @brief Figures of one tier.
+/// @brief One tenant in one tier (tier_stats::tenants).
+struct tier_tenant_stats {
+  std::uint32_t tenant{0};         ///< the tenant (tensor_options::tenant)
+  std::size_t resident_bytes{0};   ///< SUM: bytes of its tensors with a copy in the tier
+  /// Its share of the tier (tier_options::tenant_shares; in a device tier without one, an
+  /// equal split among the tenants with copies there); the capacity when shares do not apply
+  std::size_t share_bytes{0};
+};
+
 struct tier_stats {
   std::string name;                  ///< tier name
   tier_kind kind{tier_kind::device};  ///< memory behind the tier
@@ -53,6 +62,11 @@ struct tier_stats {
   /// them, or of the head of a larger one (Note [Merging deferred blocks]): a request no
   /// single vacated block held, placed without the host waiting
   std::uint64_t merges_in_order{0};
+  /// COUNT: victims an eviction passed over because their tenant was within its share while
+  /// another was over its own (docs/chapters/tiers.md, "Tenants and quotas")
+  std::uint64_t share_skips{0};
+  /// Every tenant with copies in the tier or a share of it, by id
+  std::vector<tier_tenant_stats> tenants{};
 };
 
 /// @brief One tenant's share of a pool (tensor_options::tenant).

@@ -173,6 +173,10 @@ void pool::remove_low_memory_callback(std::uint64_t id)
   checked(impl_, "remove_low_memory_callback").remove_low_memory_callback(id);
 }
 void pool::set_quota(std::uint32_t tenant, std::size_t bytes) { checked(impl_, "set_quota").set_quota(tenant, bytes); }
+void pool::set_tenant_share(std::uint32_t tenant, tier_id tier, std::size_t bytes)
+{
+  checked(impl_, "set_tenant_share").set_tenant_share(tenant, tier, bytes);
+}
 void pool::set_next_use(tensor const& t, std::optional<tick> next_use)
 {
   checked(impl_, "set_next_use").set_next_use(t, next_use);

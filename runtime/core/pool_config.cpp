@@ -213,6 +213,7 @@ pool_config resolve_pool_config(pool_options const& options, backend_caps const&
     plan.config.alignment = std::min<std::size_t>(256, caps.allocation_alignment);
     plan.config.name = to.name.empty() ? std::string(to_string(to.kind)) : to.name;
     plan.policy_spec = to.policy.empty() ? options.policy : to.policy;
+    plan.tenant_shares = to.tenant_shares;
     cfg.tiers.push_back(std::move(plan));
   }
 

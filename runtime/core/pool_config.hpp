@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,7 @@ struct platform_facts {
 struct tier_plan {
   tier_config config;       ///< kind, NUMA node, capacity, chunk, alignment, name
   std::string policy_spec;  ///< for the policy registry
+  std::map<std::uint32_t, std::size_t> tenant_shares;  ///< tier_options::tenant_shares
 };
 
 /// @brief A pool's configuration.

@@ -153,6 +153,7 @@ void migration_engine::insert_into_policy_locked(tier_state& ts, tensor_record& 
   v.next_use = forecast_of(rec.next_use.load(std::memory_order_relaxed));
   ts.policy->on_insert(v);
   add_under_tier_lock(ts.resident, std::uint64_t{1});
+  ts.add_tenant_bytes(rec.tenant, static_cast<std::int64_t>(rec.bytes));
 }
 
 void migration_engine::forget_in_policy(tensor_record& rec, std::uint32_t k) noexcept
@@ -162,6 +163,7 @@ void migration_engine::forget_in_policy(tensor_record& rec, std::uint32_t k) noe
   drain_accesses_locked(ts);
   ts.policy->on_erase(rec.id);
   add_under_tier_lock(ts.resident, ~std::uint64_t{0});  // - 1 (modulo 2^64)
+  ts.add_tenant_bytes(rec.tenant, -static_cast<std::int64_t>(rec.bytes));
 }
 
 void migration_engine::note_access(tensor_record& rec, std::uint32_t k, bool write) noexcept
@@ -368,7 +370,7 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
     if (rec.bytes <= tiers_[k]->capacity || mode == place_mode::ladder) {
       // A copy follows at once: a block evicted for it may come with its previous
       // occupant's uses (Note [The evicted block goes to the request that evicted it]).
-      got = place({.tier = k, .bytes = rec.bytes, .mode = mode, .incoming = rec.id,
+      got = place({.tier = k, .bytes = rec.bytes, .mode = mode, .incoming = rec.id, .tenant = rec.tenant,
                    .take_uses = access != access_mode::write_discard, .incoming_rec = &rec,
                    .incoming_write = access != access_mode::read});
     }
@@ -430,7 +432,7 @@ bool migration_engine::write_back_locked(tensor_record& rec, std::uint32_t k, pl
       bool const ladder = mode == place_mode::ladder;
       try {
         got = place({.tier = j, .bytes = rec.bytes, .mode = ladder ? place_mode::ladder : place_mode::no_wait,
-                     .incoming = rec.id});
+                     .incoming = rec.id, .tenant = rec.tenant});
       } catch (...) {
         got = place_result{};
       }
@@ -531,6 +533,7 @@ void migration_engine::vacate_locked(tensor_record& rec, std::uint32_t k) noexce
     }
     add_under_tier_lock(ts.bytes_freed, static_cast<std::int64_t>(s.blk.slot.size));
     add_under_tier_lock(ts.resident, ~std::uint64_t{0});  // - 1 (modulo 2^64)
+    ts.add_tenant_bytes(rec.tenant, -static_cast<std::int64_t>(rec.bytes));
   }
   if (s.pins != 0) {
     std::size_t const sh = thread_shard();
@@ -550,6 +553,7 @@ void migration_engine::hand_off_told_locked(tier_state& ts, tensor_record& rec, 
   add_under_tier_lock(ts.bytes_allocated, size);       // and placed here again
   add_under_tier_lock(ts.reused_in_order, std::uint64_t{1});
   add_under_tier_lock(ts.resident, ~std::uint64_t{0});  // - 1 (modulo 2^64)
+  ts.add_tenant_bytes(rec.tenant, -static_cast<std::int64_t>(rec.bytes));
 }
 
 void migration_engine::hand_off_locked(tensor_record& rec, std::uint32_t k, evict_handoff& h) noexcept

@@ -119,8 +119,52 @@ class claim_scope {
 // caller does not copy at once (tensor allocation, write_discard, write-backs) take the
 // ladder's second climb as before. Between eviction and copy the block belongs to no
 // record, as a block placed by the ladder always did.
+// Note [Tenants' shares of a tier]
+// ---------------------------------
+// Rationale: with one policy order over every tenant's tensors, a tenant that streams
+// through more than the tier holds (a greedy one) pushes out the tensors of a tenant that
+// reuses a small working set, whose hit rate then falls to the greedy one's. A quota on
+// live bytes does not help: the greedy tenant may be within it, and the room that matters
+// is the fast tier's. Approach: each tier counts the bytes of every tenant's copies (where
+// it counts resident tensors) and has a share per tenant: the one set
+// (tier_options::tenant_shares, pool::set_tenant_share), else, in device tiers, an equal
+// split of the capacity among the tenants with copies there and the one asking. An
+// eviction round for tenant T, when some tenant is over its share or T would pass its own,
+// takes victims only from the tenants over their share and from T itself if it would pass
+// its share; the others' tensors are passed over (tier_stats::share_skips). So a tenant over
+// its share is evicted from first, and one within its share keeps its tensors while others
+// need room. Shares are soft: a round that finds nothing that way (everything left is
+// pinned, or the tenants over their share have nothing to give) runs again without them,
+// as it does without the planner's keep window, and the request is never refused for a
+// share. A tier with one tenant skips all of it (one entry in the tenant list).
+// Limitations: the victims' order among the tenants that may give is the policy's; there
+// are no hard shares and no priorities between tenants.
+namespace {
+
+// The tenants a round may take from (Note [Tenants' shares of a tier]); empty: any.
+// Under the tier's lock.
+void tenants_that_give(tier_state const& ts, std::uint32_t tenant, std::size_t bytes, std::vector<std::uint32_t>& out)
+{
+  out.clear();
+  if (ts.tenant_bytes.size() < 2) { return; }
+  bool any = false;
+  for (auto const& [t, b] : ts.tenant_bytes) {
+    std::size_t const share = ts.share_of(t);
+    bool const over = b > 0 && static_cast<std::size_t>(b) + (t == tenant ? bytes : 0) > share;
+    if (over) {
+      out.push_back(t);  // a thread's own vector: it grows with the tenant count, rarely
+      any = true;
+    }
+  }
+  if (!any) { return; }
+  if (ts.bytes_of_tenant(tenant) <= 0 && bytes > ts.share_of(tenant)) { out.push_back(tenant); }
+}
+
+}  // namespace
+
 evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming,
-                                            bool keep, evict_handoff* handoff, std::unique_lock<std::mutex>* held)
+                                            std::uint32_t tenant, bool keep, evict_handoff* handoff,
+                                            std::unique_lock<std::mutex>* held)
 {
   // The planner's protections (transfer_planner.cpp): a planned prefetch does no harm; any
   // other eviction in the planner's tier keeps what is needed before the horizon.
@@ -143,6 +187,9 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
     std::unique_lock<std::mutex> own;
     if (held == nullptr || !held->owns_lock()) { own = std::unique_lock(ts.mem->mutex()); }
     drain_accesses_locked(ts);
+    thread_local std::vector<std::uint32_t> givers;  // Note [Tenants' shares of a tier]
+    givers.clear();
+    if (keep && ts.tenant_bytes.size() > 1) { tenants_that_give(ts, tenant, bytes, givers); }
     std::size_t extra = 0;
     std::size_t got = 0;
     eviction_request req{};
@@ -170,6 +217,13 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
         }
         if (rec == nullptr) {  // freed meanwhile and not yet erased, or unknown to us
           ts.policy->on_erase(id);
+          learned = true;
+          continue;
+        }
+        if (!givers.empty() && std::find(givers.begin(), givers.end(), rec->tenant) == givers.end()) {
+          extra = sat_add(extra, rec->bytes);  // within its tenant's share (a constant field: no lock)
+          out.kept = true;
+          add_under_tier_lock(ts.share_skips, std::uint64_t{1});
           learned = true;
           continue;
         }
@@ -272,6 +326,44 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
   }
   out.busy_bytes = sat_add(out.busy_bytes, wb_busy);  // a lower tier full of busy victims: busy too
   return out;  // `scope` unlocks the victims
+}
+
+}  // namespace tierpool::detail
+
+namespace tierpool::detail {
+
+void migration_engine::add_tenant(std::uint32_t tenant)
+{
+  {
+    std::lock_guard g(tenants_mtx_);
+    if (std::find(known_tenants_.begin(), known_tenants_.end(), tenant) != known_tenants_.end()) { return; }
+  }
+  for (auto const& tp : tiers_) {
+    tier_state& ts = *tp;
+    std::lock_guard tl(ts.mem->mutex());
+    if (std::any_of(ts.tenant_bytes.begin(), ts.tenant_bytes.end(), [&](auto const& e) { return e.first == tenant; })) {
+      continue;
+    }
+    ts.tenant_bytes.reserve(ts.tenant_bytes.size() + 1);
+    ts.tenant_bytes.emplace_back(tenant, 0);  // may throw bad_alloc: nothing else changed
+  }
+  std::lock_guard g(tenants_mtx_);
+  known_tenants_.push_back(tenant);  // may throw bad_alloc: the next call adds nothing twice
+}
+
+void migration_engine::set_tenant_share(std::uint32_t k, std::uint32_t tenant, std::size_t bytes)
+{
+  add_tenant(tenant);
+  tier_state& ts = *tiers_.at(k);
+  std::lock_guard tl(ts.mem->mutex());
+  auto it = std::find_if(ts.tenant_shares.begin(), ts.tenant_shares.end(), [&](auto const& e) { return e.first == tenant; });
+  if (bytes == 0) {
+    if (it != ts.tenant_shares.end()) { ts.tenant_shares.erase(it); }
+  } else if (it != ts.tenant_shares.end()) {
+    it->second = bytes;
+  } else {
+    ts.tenant_shares.emplace_back(tenant, bytes);
+  }
 }
 
 }  // namespace tierpool::detail

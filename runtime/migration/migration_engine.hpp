@@ -57,6 +57,9 @@ struct place_request {
   /// use must wait for (tier::take_deferred).
   bool reuse_in_order{true};
   tensor_id incoming{};                  ///< the tensor the room is for, if known (eviction_request::incoming)
+  /// The tenant the room is for (tensor_options::tenant): eviction takes from tenants over
+  /// their share of the tier first (Note [Tenants' shares of a tier], eviction.cpp).
+  std::uint32_t tenant{0};
   /// The caller copies into the block at once (copy_locked), ordering the copy after the
   /// slot's `ready` and `users`: a block this request's own eviction round vacated may then
   /// come with its previous occupant's fill event and uses as they are
@@ -186,7 +189,7 @@ enum class plan_outcome : std::uint8_t {
 struct evict_outcome {
   bool progress{false};     ///< at least one victim was vacated
   std::size_t busy_bytes{0};  ///< bytes of proposed victims another thread held (skipped)
-  bool kept{false};           ///< the planner's keep window passed over a victim
+  bool kept{false};           ///< the planner's keep window, or a tenant's share, passed over a victim
   status write_back_status{status::ok};  ///< a victim's write-back failed in the backend (it stays resident)
   tensor_id write_back_victim{};         ///< that victim
 };
@@ -242,16 +245,24 @@ class migration_engine {
   /// True for the pool's own copy streams (h2d, d2h), whose deferred frees may be reused
   /// in stream order.
   [[nodiscard]] bool is_copy_stream(stream_handle s) const noexcept;
-  /// `keep`: honour the planner's keep window (set_keep_window); placement retries a round
-  /// that made no progress with it off.
+  /// `keep`: honour the planner's keep window (set_keep_window) and the tenants' shares
+  /// (`tenant`: whom the room is for); placement retries a round that made no progress with
+  /// it off.
   /// `handoff` (ladder mode): the round may vacate one victim block of the request's size
   /// straight into it instead of the tier (Note [The evicted block goes to the request that
   /// evicted it], eviction.cpp).
   /// `held`: the caller's lock of tier k, when it holds it (placement's climb, so that the
   /// round's first phase takes no second lock); the round releases it after that phase.
   evict_outcome evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming = {},
-                            bool keep = true, evict_handoff* handoff = nullptr,
+                            std::uint32_t tenant = 0, bool keep = true, evict_handoff* handoff = nullptr,
                             std::unique_lock<std::mutex>* held = nullptr);
+  /// Give `tenant` an entry in every tier's tenant list (Note [Tenants' shares of a tier],
+  /// eviction.cpp) before its first tensor, so that counting its bytes never allocates.
+  /// @throws std::bad_alloc (the tiers that got an entry keep it)
+  void add_tenant(std::uint32_t tenant);
+  /// Set (bytes > 0) or remove (0) `tenant`'s share of tier k. @throws std::out_of_range for
+  /// an unknown tier, std::bad_alloc
+  void set_tenant_share(std::uint32_t k, std::uint32_t tenant, std::size_t bytes);
   /// The transfer planner's keep window: evictions in tier k pass over tensors whose
   /// forecast next use lies in [from, until] (needed before the horizon) while others can
   /// go (Note [The keep window], transfer_planner.cpp). until == 0: none.
@@ -362,6 +373,8 @@ class migration_engine {
   std::atomic<std::uint32_t> keep_tier_{0};
   std::atomic<tick> keep_from_{0};
   std::atomic<tick> keep_until_{0};  ///< 0: no keep window
+  spin_mutex tenants_mtx_;                   ///< guards known_tenants_ (a leaf)
+  std::vector<std::uint32_t> known_tenants_;  ///< tenants with an entry in every tier (add_tenant)
 
   // Prefetch queue: leaf lock; pq_size_ lets the hit path skip it with one load.
   static constexpr std::size_t kPrefetchQueueCap = 64;

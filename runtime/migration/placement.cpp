@@ -177,10 +177,10 @@ place_result migration_engine::place(place_request const& r)
     ho.incoming = r.incoming_rec;
     ho.incoming_write = r.incoming_write;
     evict_handoff* const hand = ladder && r.take_uses && r.reuse_in_order ? &ho : nullptr;
-    evict_outcome ev = evict_round(r.tier, bytes, r.mode, r.incoming, true, hand, &tl);
+    evict_outcome ev = evict_round(r.tier, bytes, r.mode, r.incoming, r.tenant, true, hand, &tl);
     TIERPOOL_ASSERT(!tl.owns_lock());
-    if (!ev.progress && ev.kept && !planning().active) {  // the planner's keep window left nothing: evict anyway
-      ev = evict_round(r.tier, bytes, r.mode, r.incoming, false, hand);
+    if (!ev.progress && ev.kept && !planning().active) {  // the keep window or the shares left nothing: evict anyway
+      ev = evict_round(r.tier, bytes, r.mode, r.incoming, r.tenant, false, hand);
     }
     if (ho.blk) {  // counted by the round (hand_off_told_locked)
       out.blk = ho.blk;

@@ -547,6 +547,53 @@ struct tier_state {
     return n > 0 ? static_cast<std::size_t>(n) : 0;
   }
   std::atomic<std::uint64_t> resident{0};     ///< COUNT of slots not absent
+  // Tenants' shares (Note [Tenants' shares of a tier], eviction.cpp), under mem->mutex():
+  // bytes of each tenant's copies here (tensor sizes, counted where `resident` is), and
+  // the shares set for this tier (tier_options::tenant_shares, pool::set_tenant_share).
+  std::vector<std::pair<std::uint32_t, std::int64_t>> tenant_bytes;
+  std::vector<std::pair<std::uint32_t, std::size_t>> tenant_shares;
+  bool split_by_default{false};  ///< constant: no share set means an equal split (device tiers)
+  std::atomic<std::uint64_t> share_skips{0};  ///< COUNT: victims passed over as within their tenant's share
+  /// Add `delta` to `tenant`'s bytes here. Under mem->mutex(); never allocates: the entry
+  /// is made when the tenant's first tensor is (migration_engine::add_tenant).
+  void add_tenant_bytes(std::uint32_t tenant, std::int64_t delta) noexcept
+  {
+    for (auto& e : tenant_bytes) {
+      if (e.first == tenant) {
+        e.second += delta;
+        return;
+      }
+    }
+    // Every tenant has an entry before its first tensor (migration_engine::add_tenant);
+    // validate() would report the mismatch.
+  }
+  /// `tenant`'s bytes here (0 if none). Under mem->mutex().
+  [[nodiscard]] std::int64_t bytes_of_tenant(std::uint32_t tenant) const noexcept
+  {
+    for (auto const& e : tenant_bytes) {
+      if (e.first == tenant) { return e.second; }
+    }
+    return 0;
+  }
+  /// `tenant`'s share here: the share set for it, else (device tiers) an equal split of the
+  /// capacity among the tenants with bytes here and `tenant`, else the whole capacity.
+  [[nodiscard]] std::size_t share_of(std::uint32_t tenant) const noexcept
+  {
+    for (auto const& e : tenant_shares) {
+      if (e.first == tenant) { return e.second; }
+    }
+    if (!split_by_default) { return capacity; }
+    std::size_t n = 0;
+    bool self = false;
+    for (auto const& e : tenant_bytes) {
+      if (e.second > 0) {
+        ++n;
+        self = self || e.first == tenant;
+      }
+    }
+    n += self ? 0 : 1;
+    return capacity / n;
+  }
   std::atomic<std::uint64_t> evictions{0};
   std::atomic<std::uint64_t> evictions_clean{0};
   std::atomic<std::uint64_t> alloc_failures{0};

@@ -122,6 +122,14 @@ boost::json::object stats_json(pool_stats const& st)
     o["policy"] = t.policy;
     o["reuses_in_order"] = t.reuses_in_order;
     o["merges_in_order"] = t.merges_in_order;
+    o["share_skips"] = t.share_skips;
+    if (!t.tenants.empty()) {
+      boost::json::array tt;
+      for (tier_tenant_stats const& x : t.tenants) {
+        tt.push_back({{"tenant", x.tenant}, {"resident_bytes", x.resident_bytes}, {"share_bytes", x.share_bytes}});
+      }
+      o["tenants"] = std::move(tt);
+    }
     o["capacity_bytes"] = t.capacity_bytes;
     o["reserved_bytes"] = t.reserved_bytes;
     o["used_bytes"] = {{"current", t.used_bytes.current},

@@ -156,6 +156,13 @@ pool_impl::pool_impl(pool_options options)
     ts->capacity = ts->mem->config().capacity_bytes;
     ts->index = static_cast<std::uint32_t>(i);
     ts->acc_drain.reserve((kShards + 1) * access_shard::kCap);
+    ts->split_by_default = ts->kind == tier_kind::device;  // Note [Tenants' shares of a tier]
+    ts->tenant_bytes.emplace_back(0, 0);                  // tenant 0's entry: the default tenant
+    for (auto const& [tenant, share] : plan.tenant_shares) {
+      if (share == 0) { continue; }
+      if (tenant != 0) { ts->tenant_bytes.emplace_back(tenant, 0); }
+      ts->tenant_shares.emplace_back(tenant, share);
+    }
     engine_.add_tier(std::move(ts));
   }
 
@@ -303,6 +310,15 @@ bool pool_impl::run_low_memory_callbacks(std::uint32_t k, std::size_t bytes)
 }
 
 void pool_impl::set_quota(std::uint32_t tenant, std::size_t bytes) { tenants_.set_quota(tenant, bytes); }
+
+void pool_impl::set_tenant_share(std::uint32_t tenant, tier_id tier, std::size_t bytes)
+{
+  check_open("set_tenant_share");
+  auto const k = static_cast<std::size_t>(tier);
+  TIERPOOL_EXPECTS(k < engine_.tiers().size(), "set_tenant_share: tier " + std::to_string(k) + " does not exist (the pool has " +
+                                                  std::to_string(engine_.tiers().size()) + ")");
+  engine_.set_tenant_share(static_cast<std::uint32_t>(k), tenant, bytes);
+}
 
 void pool_impl::trace_record(trace::event e) noexcept
 {

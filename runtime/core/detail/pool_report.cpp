@@ -16,6 +16,7 @@
 #include <tierpool/monitor.hpp>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -43,7 +44,15 @@ pool_stats pool_impl::stats() const
     {
       std::lock_guard tl(ts.mem->mutex());
       u = ts.mem->usage();
+      for (auto const& [tenant, b] : ts.tenant_bytes) {
+        bool const shared = std::any_of(ts.tenant_shares.begin(), ts.tenant_shares.end(),
+                                        [t = tenant](auto const& e) { return e.first == t; });
+        if (b <= 0 && !shared) { continue; }
+        t.tenants.push_back({tenant, static_cast<std::size_t>(std::max<std::int64_t>(b, 0)), ts.share_of(tenant)});
+      }
     }
+    std::sort(t.tenants.begin(), t.tenants.end(), [](auto const& a, auto const& b) { return a.tenant < b.tenant; });
+    t.share_skips = ts.share_skips.load(std::memory_order_relaxed);
     t.capacity_bytes = u.capacity_bytes;
     t.reserved_bytes = u.reserved_bytes;
     t.used_bytes.current = static_cast<std::int64_t>(u.used_bytes);
@@ -165,6 +174,7 @@ bool pool_impl::validate() const
   std::vector<std::size_t> pinned(n, 0);
   std::vector<std::uint64_t> resident(n, 0);
   std::vector<std::uint64_t> registered(n, 0);  // copies in their tier's register of pinned copies
+  std::vector<std::map<std::uint32_t, std::int64_t>> by_tenant(n);  // Note [Tenants' shares of a tier]
   for (auto const& r : recs) {
     std::string const name = "tensor " + std::to_string(static_cast<std::uint64_t>(r->id));
     if (r->freed) {
@@ -184,6 +194,7 @@ bool pool_impl::validate() const
       if (s.blk.ptr == nullptr || s.blk.slot.size < r->bytes) { fail(name + ": bad block in tier " + std::to_string(k)); }
       bytes[k] += static_cast<std::size_t>(s.blk.slot.size);
       ++resident[k];
+      by_tenant[k][r->tenant] += static_cast<std::int64_t>(r->bytes);
       if (s.pins != 0) {
         pinned[k] += r->bytes;
         if (s.state != copy_state::valid) { fail(name + ": leased copy in tier " + std::to_string(k) + " is stale"); }
@@ -224,6 +235,18 @@ bool pool_impl::validate() const
       fail("tier " + ts.name + ": used " + std::to_string(u.used_bytes) + " != copies " + std::to_string(bytes[k]));
     }
     if (ts.resident.load() != resident[k]) { fail("tier " + ts.name + ": resident count mismatch"); }
+    for (auto const& [tenant, b] : ts.tenant_bytes) {
+      auto const it = by_tenant[k].find(tenant);
+      std::int64_t const want = it == by_tenant[k].end() ? 0 : it->second;
+      if (b != want) {
+        fail("tier " + ts.name + ": tenant " + std::to_string(tenant) + " counted " + std::to_string(b) + " bytes, its copies hold " +
+             std::to_string(want));
+      }
+      by_tenant[k].erase(tenant);
+    }
+    if (!by_tenant[k].empty()) {
+      fail("tier " + ts.name + ": tenant " + std::to_string(by_tenant[k].begin()->first) + " has copies but no entry");
+    }
     if (ts.pinned_bytes() != pinned[k]) { fail("tier " + ts.name + ": pinned bytes mismatch"); }
     std::uint64_t entries = 0;
     for (pin_register_shard& reg : ts.pin_reg) {

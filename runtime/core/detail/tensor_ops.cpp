@@ -152,6 +152,7 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
     throw out_of_memory(msg, tier_id{n - 1}, bytes);
   }
 
+  if (options.tenant != 0) { engine_.add_tenant(options.tenant); }  // Note [Tenants' shares of a tier]
   tenants_.charge(options.tenant, bytes, options.name);
   struct uncharge_on_throw {
     pool_impl* self;
@@ -185,18 +186,18 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
     got = place_result{};
     if (options.preferred_tier) {
       where = static_cast<std::uint32_t>(*options.preferred_tier);
-      got = engine_.place({.tier = where, .bytes = bytes, .mode = place_mode::ladder});
+      got = engine_.place({.tier = where, .bytes = bytes, .mode = place_mode::ladder, .tenant = options.tenant});
     } else {
       for (std::uint32_t k = 0; k < n && !got.blk; ++k) {
         if (bytes <= engine_.tiers()[k]->capacity) {
-          got = engine_.place({.tier = k, .bytes = bytes, .mode = place_mode::try_only});
+          got = engine_.place({.tier = k, .bytes = bytes, .mode = place_mode::try_only, .tenant = options.tenant});
           where = k;
         }
       }
       for (std::uint32_t k = n; k-- > 0 && !got.blk;) {
         if (bytes <= engine_.tiers()[k]->capacity) {
           where = k;
-          got = engine_.place({.tier = k, .bytes = bytes, .mode = place_mode::ladder});
+          got = engine_.place({.tier = k, .bytes = bytes, .mode = place_mode::ladder, .tenant = options.tenant});
           break;
         }
       }

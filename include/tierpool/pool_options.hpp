@@ -18,6 +18,7 @@
 #include <tierpool/backend.hpp>
 #include <tierpool/backend_factory.hpp>
 #include <tierpool/backends/sim_backend.hpp>
+#include <tierpool/storage.hpp>
 #include <tierpool/tier.hpp>
 #include <tierpool/prefetch.hpp>
 #include <tierpool/types.hpp>
@@ -38,6 +39,9 @@ struct tier_options {
   /// Eviction policy spec for this tier ("lru", "s3fifo:small_ratio=0.1"); empty = pool_options::policy.
   std::string policy{};
   std::string name{};  ///< for messages and statistics; empty = the kind's name
+  /// tier_kind::storage only: the file, engine and checks (include/tierpool/storage.hpp).
+  /// A storage tier needs capacity_bytes, and sits below every host tier.
+  storage_options storage{};
 };
 
 /// @brief How a lease uses a tensor's bytes.

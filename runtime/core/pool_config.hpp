@@ -63,6 +63,7 @@ struct platform_facts {
 struct tier_plan {
   tier_config config;       ///< kind, NUMA node, capacity, chunk, alignment, name
   std::string policy_spec;  ///< for the policy registry
+  storage_options storage{};  ///< a storage tier's file and engine (kind storage only)
 };
 
 /// @brief A pool's configuration.

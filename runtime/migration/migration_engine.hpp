@@ -277,6 +277,22 @@ class migration_engine {
   // ---- copies and slots (copy_engine.cpp); the record is locked ----
   fill_result ensure_valid_locked(tensor_record& rec, std::uint32_t k, access_mode access, place_mode mode);
   status copy_locked(tensor_record& rec, std::uint32_t from, std::uint32_t to);
+  // ---- storage copies (storage_copy.cpp); the record is locked ----
+  /// A copy between a storage tier's file and a host-accessible tier: file I/O on the
+  /// calling thread (Note [Storage copies are synchronous]). io_error on failure, the
+  /// details in take_storage_failure(); the destination's bytes are then undefined.
+  status storage_copy_locked(tensor_record& rec, std::uint32_t from, std::uint32_t to);
+  /// True when a copy from tier `from` to tier `to` may be made directly: storage is
+  /// reached only from and into host-accessible tiers (device <-> storage is staged).
+  [[nodiscard]] bool direct_copy(std::uint32_t from, std::uint32_t to) const noexcept;
+  /// The host-accessible tier a copy between `a` and `b` goes through when it may not be
+  /// direct (the fastest that can hold `bytes`); throws out_of_memory when none can.
+  [[nodiscard]] std::uint32_t staging_tier(std::uint32_t a, std::uint32_t b, std::size_t bytes) const;
+  /// The details of the calling thread's last failed storage copy, as a storage_error
+  /// whose message names `what` (the tensor and the tiers).
+  [[noreturn]] static void throw_storage_failure(std::string const& what);
+  /// Count a copy of `n` bytes from tier `from` to tier `to` in the pool's figures.
+  void count_copy(std::uint64_t n, std::uint32_t from, std::uint32_t to) noexcept;
   /// Write the dirty copy in tier k back to a lower tier. @return false when it stays the
   /// only valid copy; then `*busy_bytes` (when given) grows by the busy victims that kept
   /// the lower tiers full.

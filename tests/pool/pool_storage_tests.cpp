@@ -14,6 +14,7 @@
 
 #include <tierpool/error.hpp>
 #include <tierpool/pool.hpp>
+#include <tierpool/replay.hpp>
 #include <tierpool/storage.hpp>
 #include <tierpool/trace_gen.hpp>
 
@@ -557,6 +558,51 @@ TEST(PoolStorageFaultUnverified, TornWriteIsFoundAtRead)
   EXPECT_TRUE(p.validate());
 }
 
+// The storage copy throughput of this machine's disk (TIERPOOL_STORAGE_BENCH=1; skipped
+// otherwise): 16 MiB tensors through 1 MiB pieces, each engine, O_DIRECT on, writes verified
+// and not. The figures in docs/chapters/tiers.md come from here.
+TEST(PoolStorageThroughput, Measure)
+{
+  char const* on = std::getenv("TIERPOOL_STORAGE_BENCH");
+  if (on == nullptr || std::string(on) != "1") { GTEST_SKIP() << "set TIERPOOL_STORAGE_BENCH=1 to measure"; }
+  char const* dir_env = std::getenv("TIERPOOL_STORAGE_BENCH_DIR");
+  temp_dir d;
+  std::string const dir = dir_env != nullptr ? std::string(dir_env) : d.path();
+  for (storage_engine const eng : {storage_engine::pread, storage_engine::io_uring}) {
+    for (bool const verify : {true, false}) {
+      pool_options o;
+      o.backend_object = make_sim();
+      o.read_environment = false;
+      o.publish.enabled = false;
+      o.tiers = {{.kind = tier_kind::host, .capacity_bytes = 64_MiB, .chunk_bytes = 64_MiB}};
+      tier_options st{.kind = tier_kind::storage, .capacity_bytes = 1_GiB, .chunk_bytes = 1_GiB};
+      st.storage.path = dir;
+      st.storage.engine = eng;
+      st.storage.direct = storage_direct::on;
+      st.storage.verify_writes = verify;
+      o.tiers.push_back(st);
+      std::optional<pool> p = make_pool(o);
+      if (!p) { continue; }
+      std::vector<tensor> ts;
+      for (int i = 0; i < 32; ++i) {
+        ts.push_back(p->allocate(16_MiB, {.preferred_tier = tier_id{0}}));
+        fill(*p, ts.back(), static_cast<std::uint64_t>(i), 1);
+        p->demote(ts.back(), tier_id{1});
+      }
+      for (int i = 0; i < 32; ++i) {
+        ASSERT_TRUE(check(*p, ts[static_cast<std::size_t>(i)], static_cast<std::uint64_t>(i), 1));
+        p->demote(ts[static_cast<std::size_t>(i)], tier_id{1});  // clean: drops the host copy
+      }
+      tier_stats const t = p->stats().tiers.back();
+      std::printf("[ storage ] %-8s O_DIRECT %d verify %d: write %.0f MB/s (%.0f MiB), read %.0f MB/s (%.0f MiB)\n",
+                  std::string(to_string(eng)).c_str(), t.storage_direct ? 1 : 0, verify ? 1 : 0,
+                  static_cast<double>(t.bytes_written) / t.write_seconds / 1e6,
+                  static_cast<double>(t.bytes_written) / 1048576.0,
+                  static_cast<double>(t.bytes_read) / t.read_seconds / 1e6, static_cast<double>(t.bytes_read) / 1048576.0);
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // Issue 17's target at small scale: transformer-train on real memory, the device tier at
 // 25 % of the working set, host tiers too small for the rest, the storage tier below
@@ -685,6 +731,34 @@ TEST(PoolStoragePhantom, CopiesAreTimedOnTheStorageLinks)
   EXPECT_EQ(t.storage_engine, "phantom");
   EXPECT_EQ(t.bytes_written, w.bytes);
   EXPECT_EQ(t.bytes_read, r.bytes);
+}
+
+// Replay (phantom, virtual clock): transformer-train at 25 % of the working set, the host
+// tier too small for the rest and a storage tier below it, against a host tier with room
+// for everything. Deterministic: the storage run is slower, and its copies use the file's links.
+TEST(PoolStorageReplay, TransformerTrainWithAndWithoutStorage)
+{
+  namespace tr = tierpool::replay;
+  std::vector<trace::event> const events = trace::generate("transformer-train", {{"blocks", "4"}}, 1);
+  tr::compiled_trace const ct = tr::compiled_trace::compile(events);
+  tr::run_options o;
+  o.capacity_bytes = ct.resolve(tr::parse_capacity("25%"), tr::replay_mode::pool);
+  tr::replay_result const base = tr::run(ct, o);
+  o.host_capacity_bytes = ct.resolve(tr::parse_capacity("25%"), tr::replay_mode::pool);
+  EXPECT_THROW((void)tr::run(ct, o), out_of_memory);  // nowhere for the rest to go
+  o.storage_bytes = std::size_t{1} << 40U;
+  tr::replay_result const with = tr::run(ct, o);
+  EXPECT_EQ(with.requests, base.requests);
+  EXPECT_EQ(with.unserved, 0U);
+  EXPECT_GT(with.makespan_seconds, base.makespan_seconds);
+  std::printf("[ storage ] replay transformer-train blocks=4 at 25%%: makespan %.1f ms with room on the host, %.1f ms "
+              "with a 25%% host tier and storage\n",
+              base.makespan_seconds * 1e3, with.makespan_seconds * 1e3);
+  tr::run_options cache;
+  cache.mode = tr::replay_mode::cache;
+  cache.capacity_bytes = o.capacity_bytes;
+  cache.storage_bytes = 1_GiB;
+  EXPECT_THROW((void)tr::run(ct, cache), logic_error);
 }
 
 TEST(PoolStoragePhantom, LinkPresets)

@@ -93,6 +93,8 @@ class TIERPOOL_EXPORT storage_file final : public chunk_source {
 
   /// @brief The engine in use (io_uring or pread; never automatic).
   [[nodiscard]] storage_engine engine() const noexcept { return engine_; }
+  /// @brief The file's size: the capacity given, rounded down to the alignment.
+  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
   /// @brief Whether the file is open with O_DIRECT.
   [[nodiscard]] bool direct() const noexcept { return direct_; }
   /// @brief What the file is: the path, and "(unlinked)" for a temporary file.

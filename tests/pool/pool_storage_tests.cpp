@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <tierpool/error.hpp>
+#include <tierpool/monitor.hpp>
 #include <tierpool/pool.hpp>
 #include <tierpool/replay.hpp>
 #include <tierpool/storage.hpp>
@@ -399,6 +400,44 @@ INSTANTIATE_TEST_SUITE_P(Engines, PoolStorage,
                                            storage_case{"uring_buffered", storage_engine::io_uring, storage_direct::off},
                                            storage_case{"uring_direct", storage_engine::io_uring, storage_direct::on}),
                          [](auto const& ti) { return std::string(ti.param.name); });
+
+// The storage tier's figures reach the published segment (what `tierpool top` reads).
+TEST(PoolStorageStats, PublishedLikeAnyTier)
+{
+  temp_dir d;
+  pool_options o = storage_pool(make_sim(), d.path(), kPread);
+  o.publish.enabled = true;
+  o.publish.interval_ms = 0;  // only on publish()
+  pool p(o);
+  if (p.stats_segment().empty()) { GTEST_SKIP() << "no shared memory to publish in here"; }
+  tensor t = p.allocate(256_KiB);
+  fill(p, t, 9, 1);
+  p.demote(t, tier_id{3});
+  ASSERT_TRUE(check(p, t, 9, 1));
+  p.publish();
+  published_pool const pp = read_published_pool(p.stats_segment());
+  ASSERT_EQ(pp.stats.tiers.size(), 4U);
+  tier_stats const& s = pp.stats.tiers[3];
+  EXPECT_EQ(s.kind, tier_kind::storage);
+  EXPECT_EQ(s.name, "storage");
+  EXPECT_EQ(s.bytes_written, 256_KiB);
+  EXPECT_EQ(s.bytes_read, 256_KiB);
+}
+
+// A storage tier shrinks and grows back like any tier, never beyond its file.
+TEST(PoolStorageStats, SetCapacityWithinTheFile)
+{
+  temp_dir d;
+  pool p(storage_pool(make_sim(), d.path(), kPread, {}, true, 32_MiB));
+  model m;
+  m.make(p, 24);
+  capacity_report const r = p.set_capacity(tier_id{3}, 16_MiB);
+  EXPECT_EQ(r.tier, "storage");
+  ASSERT_NO_FATAL_FAILURE(m.check_all(p));
+  (void)p.set_capacity(tier_id{3}, 32_MiB);
+  EXPECT_THROW((void)p.set_capacity(tier_id{3}, 64_MiB), logic_error);
+  ASSERT_NO_FATAL_FAILURE(m.check_all(p));
+}
 
 // ---------------------------------------------------------------------------------------
 // Faults: every kind, both engines; bytes and validate() after each

@@ -369,7 +369,9 @@ storage_file::storage_file(storage_options options, std::size_t capacity, std::s
   if (!is_block) {
     bool sized = false;
     if (opts_.preallocate) {
-      int const r = ::posix_fallocate(fd_, 0, static_cast<off_t>(capacity_));
+      // fallocate, not posix_fallocate: where the file system cannot reserve blocks, glibc's
+      // fallback writes every block of the capacity (hours for a TiB); the file is sparse then.
+      int const r = ::fallocate(fd_, 0, 0, static_cast<off_t>(capacity_)) == 0 ? 0 : errno;
       if (r == 0) {
         sized = true;
       } else if (r == ENOSPC) {

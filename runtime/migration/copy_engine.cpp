@@ -303,7 +303,7 @@ void migration_engine::mark_others_stale_locked(tensor_record& rec, std::uint32_
 // (ready_complete), and the copy takes a fresh event.
 status migration_engine::copy_locked(tensor_record& rec, std::uint32_t from, std::uint32_t to)
 {
-  if (tiers_[from]->file || tiers_[to]->file) { return storage_copy_locked(rec, from, to); }  // file I/O
+  if (has_storage_ && (tiers_[from]->file || tiers_[to]->file)) { return storage_copy_locked(rec, from, to); }  // file I/O
   copy_slot& src = rec.slots[from];
   copy_slot& dst = rec.slots[to];
   stream_handle const c = copy_stream(to, from);
@@ -342,8 +342,10 @@ void migration_engine::count_copy(std::uint64_t n, std::uint32_t from, std::uint
   std::size_t const sh = thread_shard();
   counter_shard& cs = counters_->shards[sh];
   // A storage tier's bytes written and read (tier_stats): a locked add, on storage copies only.
-  if (is_storage(tiers_[to]->kind)) { tiers_[to]->storage_written.fetch_add(n, std::memory_order_relaxed); }
-  if (is_storage(tiers_[from]->kind)) { tiers_[from]->storage_read.fetch_add(n, std::memory_order_relaxed); }
+  if (has_storage_) {
+    if (is_storage(tiers_[to]->kind)) { tiers_[to]->storage_written.fetch_add(n, std::memory_order_relaxed); }
+    if (is_storage(tiers_[from]->kind)) { tiers_[from]->storage_read.fetch_add(n, std::memory_order_relaxed); }
+  }
   if (to < from) {
     bump(cs.bytes_up, n, sh);
     bump(cs.copies_up, std::uint64_t{1}, sh);
@@ -366,7 +368,7 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
                                                       place_mode mode)
 {
   if (rec.slots[k].state == copy_state::valid) { return fill_result::hit; }
-  if (access != access_mode::write_discard) {
+  if (has_storage_ && access != access_mode::write_discard) {
     // Device <-> storage goes through a host tier: when no valid copy may be copied here
     // directly, fill one in the staging tier first (it stays valid: copies are inclusive).
     bool direct = false;
@@ -412,7 +414,10 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
   copy_slot& dst = rec.slots[k];
   if (access != access_mode::write_discard) {
     std::uint32_t src = 0;
-    while (src < rec.slots.size() && (rec.slots[src].state != copy_state::valid || !direct_copy(src, k))) { ++src; }
+    while (src < rec.slots.size() &&
+           (rec.slots[src].state != copy_state::valid || (has_storage_ && !direct_copy(src, k)))) {
+      ++src;
+    }
     TIERPOOL_ASSERT(src < rec.slots.size());  // staged above when only a storage copy was valid
     if (status const st = copy_locked(rec, src, k); st != status::ok) {
       if (fresh) {
@@ -445,7 +450,7 @@ bool migration_engine::write_back_locked(tensor_record& rec, std::uint32_t k, pl
   std::size_t busy = 0;  // busy victims that kept the lower tiers full
   for (auto j = static_cast<std::uint32_t>(k + 1); j < rec.slots.size(); ++j) {
     if (rec.slots[j].state == copy_state::valid) { return true; }
-    if (!direct_copy(k, j)) { continue; }  // a device copy reaches storage through a host tier above it
+    if (has_storage_ && !direct_copy(k, j)) { continue; }  // a device copy reaches storage through a host tier above it
     bool const fresh = rec.slots[j].state == copy_state::absent;
     if (fresh) {
       if (rec.bytes > tiers_[j]->capacity) { continue; }

@@ -214,7 +214,11 @@ class migration_engine {
     table_ = &table;
   }
   /// @brief Add the next tier (in order, fastest first).
-  void add_tier(std::unique_ptr<tier_state> ts) { tiers_.push_back(std::move(ts)); }
+  void add_tier(std::unique_ptr<tier_state> ts)
+  {
+    has_storage_ = has_storage_ || is_storage(ts->kind);
+    tiers_.push_back(std::move(ts));
+  }
   /// @brief Make `h2d` + `d2h` copy streams and the retire stream, registered as internal.
   /// @throws backend_error when the backend cannot make one (none is left behind)
   void make_copy_streams(std::uint32_t h2d, std::uint32_t d2h);
@@ -369,6 +373,7 @@ class migration_engine {
   spin_mutex* table_mtx_{nullptr};
   record_table* table_{nullptr};
   std::vector<std::unique_ptr<tier_state>> tiers_;
+  bool has_storage_{false};  // a storage tier is among tiers_: copies may need staging (storage_copy.cpp)
   std::vector<stream_handle> h2d_;
   std::vector<stream_handle> d2h_;
   stream_handle retire_{};  // collects the last uses of vacated blocks (deferred frees)

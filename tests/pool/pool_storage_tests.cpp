@@ -517,17 +517,27 @@ TEST_P(PoolStorageFault, EveryTensorKeepsItsBytes)
     faults->clear();
     ASSERT_NO_FATAL_FAILURE(m.check_all(*p));
     EXPECT_GT(p->stats().tiers[3].write_failures, 0U);
-    // 2. Single faults, one at each of several later writes.
+    // 2. Single faults, one at each of several later writes; every tensor's bytes are
+    //    checked right after the operation the fault hit.
     for (std::uint64_t skip = 0; skip < 6; ++skip) {
+      std::uint64_t const before = faults->injected();
       faults->arm(c.fault, skip, 1);
-      for (std::size_t i = 0; i < m.ts.size(); i += 3) {
+      for (std::size_t n = 0; n < 4 * m.ts.size() && faults->injected() == before; ++n) {
+        std::size_t const i = (n * 5 + skip) % m.ts.size();
         try {
-          p->demote(m.ts[i], tier_id{3});
+          if (n % 2 == 0) {
+            p->demote(m.ts[i], tier_id{3});
+          } else {  // a new version on the host: evicts others into the file
+            lease h = p->acquire_host(m.ts[i], access_mode::read_write);
+            write_pattern(h.data(), h.bytes(), i, m.ver[i] + 1);
+            ++m.ver[i];
+          }
         } catch (backend_error const& e) {
           EXPECT_EQ(e.code(), status::io_error) << e.what();
         }
         ASSERT_TRUE(p->validate());
       }
+      EXPECT_EQ(faults->injected(), before + 1) << "skip " << skip;
       faults->clear();
       ASSERT_NO_FATAL_FAILURE(m.check_all(*p));
     }

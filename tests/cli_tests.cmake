@@ -441,6 +441,15 @@ set_tests_properties(cli.replay.pool_files PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "^\\[\n  {\"policy\":\"lru\",\"mode\":\"pool\",\"prefetch\":\"none\",\"capacity\":\"50%\".*\npolicy,mode,prefetch,capacity,capacity_bytes,.*requests_per_second,events_per_second\n2\n$")
 # --plot with several prefetchers: one line per policy and prefetcher in each panel (the rows
 # of one policy made a single zigzag line across prefetchers).
+# The storage tier below a host tier too small for the rest (docs/chapters/tiers.md, "The storage tier").
+add_test(NAME cli.replay.storage COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp} --capacity 25%
+  --host-capacity 25% --storage 1TiB --quiet)
+set_tests_properties(cli.replay.storage PROPERTIES LABELS cpu PASS_REGULAR_EXPRESSION "\nlru +25% ")
+add_test(NAME cli.replay.storage_needs_pool COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --mode cache
+  --storage 1GiB --quiet)
+set_tests_properties(cli.replay.storage_needs_pool PROPERTIES LABELS cpu WILL_FAIL TRUE)
+add_test(NAME cli.replay.storage_bad_size COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp} --storage 0 --quiet)
+set_tests_properties(cli.replay.storage_bad_size PROPERTIES LABELS cpu WILL_FAIL TRUE)
 add_test(NAME cli.replay.plot_per_prefetcher
   COMMAND sh -c "\"$0\" replay \"$1\" --policy lru --prefetch none,plan --capacity 25%,50% -q --plot \"$2.svg\" > /dev/null && grep -c '<polyline' \"$2.svg\" && grep -c '>lru (prefetch plan)</text>' \"$2.svg\""
           $<TARGET_FILE:tierpool_cli> ${_tp_replay_mlp} ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_plot_pf)

@@ -42,6 +42,9 @@ enum class status : std::uint8_t {
   /// The device is gone: a sticky error (on CUDA an illegal address, a launch failure, an
   /// uncorrectable ECC error, ...). Its memory is lost and every later call fails.
   device_lost,
+  /// A storage tier's file I/O failed (a failed, short or torn write, no space, a failed
+  /// read, a checksum mismatch); the pool throws tierpool::storage_error with the details.
+  io_error,
 };
 
 /// @brief Lower-case name of a status ("ok", "out_of_memory", ...).
@@ -120,6 +123,52 @@ class TIERPOOL_EXPORT device_lost : public backend_error {
  private:
   std::vector<tensor_id> lost_;
   std::vector<std::string> names_;
+};
+
+/// @brief What went wrong with a storage tier (storage_error::failure()).
+enum class storage_failure : std::uint8_t {
+  bad_capacity,        ///< the capacity is 0 or below the file's block size
+  bad_path,            ///< no path, or a path that is neither a directory, a block device nor a new file
+  missing_path,        ///< the directory (or a new file's directory) does not exist
+  permission,          ///< the directory or device may not be written (or the file system is read-only)
+  no_space,            ///< not enough free space for the capacity (statvfs), or ENOSPC on a write
+  direct_unsupported,  ///< O_DIRECT was required (storage_direct::on) and the file system refuses it
+  engine_unavailable,  ///< io_uring was required and is not built in or the kernel refuses it
+  write_failed,        ///< a write returned an error
+  short_write,         ///< a write wrote fewer bytes than asked
+  torn_write,          ///< a write reported every byte but the read-back's checksum differs
+  read_failed,         ///< a read returned an error or fewer bytes than asked
+  corrupt,             ///< a read's checksum differs from the one the write recorded
+};
+
+/// @brief Lower-case name of a storage failure ("no_space", "torn_write", ...).
+[[nodiscard]] TIERPOOL_EXPORT std::string_view to_string(storage_failure f) noexcept;
+
+/**
+ * @brief A storage tier failed: bad configuration at pool construction, or a file I/O
+ *        error later (docs/chapters/tiers.md, "The storage tier"). code() is
+ *        status::io_error; failure() says what went wrong, errno_value() the system's
+ *        errno when one was involved (0 otherwise).
+ *
+ * A failed write never loses a tensor: its copy above stays (the eviction fails). A failed
+ * read leaves the tensor's storage copy as it was.
+ */
+class TIERPOOL_EXPORT storage_error : public backend_error {
+ public:
+  /**
+   * @param failure What went wrong.
+   * @param what_arg The diagnosis (the path, the operation, what would help).
+   * @param errno_value The errno involved, 0 if none.
+   */
+  storage_error(storage_failure failure, std::string const& what_arg, int errno_value = 0);
+  /// @brief What went wrong.
+  [[nodiscard]] storage_failure failure() const noexcept { return failure_; }
+  /// @brief The errno involved (0 if none).
+  [[nodiscard]] int errno_value() const noexcept { return errno_; }
+
+ private:
+  storage_failure failure_;
+  int errno_;
 };
 
 /// @brief Could not allocate. Carries a full message (std::bad_alloc's is fixed).

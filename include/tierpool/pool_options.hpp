@@ -18,6 +18,7 @@
 #include <tierpool/backend.hpp>
 #include <tierpool/backend_factory.hpp>
 #include <tierpool/backends/sim_backend.hpp>
+#include <tierpool/storage.hpp>
 #include <tierpool/tier.hpp>
 #include <tierpool/prefetch.hpp>
 #include <tierpool/types.hpp>
@@ -45,6 +46,9 @@ struct tier_options {
   /// with copies there. Shares are soft: no request is refused for one. Changeable later
   /// with pool::set_tenant_share.
   std::map<std::uint32_t, std::size_t> tenant_shares{};
+  /// tier_kind::storage only: the file, engine and checks (include/tierpool/storage.hpp).
+  /// A storage tier needs capacity_bytes, and sits below every host tier.
+  storage_options storage{};
 };
 
 /// @brief How a lease uses a tensor's bytes.

@@ -341,6 +341,14 @@ struct run_options {
   std::string prefetch{"none"};
   /// Pool mode: tiers between the device tier and the backing host tier (parse_staging_tiers).
   std::vector<staging_tier> staging{};
+  /// Pool mode: the capacity of the backing host tier, bytes. 0 (default): room to spare
+  /// (4 x the trace's peak live bytes + 1 GiB), so that it never evicts. Smaller, it evicts
+  /// into the storage tier (storage_bytes), or the run ends in out_of_memory without one.
+  std::uint64_t host_capacity_bytes{0};
+  /// Pool mode: a storage tier of this capacity below the backing host tier (phantom: no
+  /// file; its copies are timed on the sim's s2h and h2s links, a PCIe 4 NVMe drive:
+  /// link_model::nvme4_read(), nvme4_write()). 0 (default): none.
+  std::uint64_t storage_bytes{0};
   policy_registry const* registry{nullptr};  ///< null: the built-in policies
   progress_fn progress{};                    ///< called about every 2^20 events (may be empty)
   /// Cache mode, tests: when non-null, receives 1 (hit) or 0 (miss) per request, in order.
@@ -389,6 +397,10 @@ struct grid_options {
   link_model link{link_model::pcie4()};      ///< as run_options::link
   std::string prefetch{"none"};              ///< as run_options::prefetch
   std::vector<staging_tier> staging{};       ///< as run_options::staging
+  /// As run_options::host_capacity_bytes, resolved per trace (P% of its working set, or
+  /// bytes); empty: room to spare.
+  std::optional<capacity_spec> host_capacity{};
+  std::uint64_t storage_bytes{0};            ///< as run_options::storage_bytes
   std::uint64_t uvm_page_bytes{kUvmDefaultPageBytes};  ///< as run_options::uvm_page_bytes
   double uvm_fault_ns{kUvmDefaultFaultNs};             ///< as run_options::uvm_fault_ns
   bool uvm_drop_clean{false};                          ///< as run_options::uvm_drop_clean

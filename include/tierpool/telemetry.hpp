@@ -67,6 +67,18 @@ struct tier_stats {
   std::uint64_t share_skips{0};
   /// Every tenant with copies in the tier or a share of it, by id
   std::vector<tier_tenant_stats> tenants{};
+  // ---- storage tiers (tier_kind::storage) only; empty or zero for the others ----
+  /// What holds the bytes: the file ("/tmp (unlinked temporary file)", a device), or
+  /// "phantom" on a phantom-memory backend (no file; the backend times the copies).
+  std::string storage_file{};
+  std::string storage_engine{};  ///< "io_uring", "pread", or "phantom"
+  bool storage_direct{false};    ///< the file is open with O_DIRECT
+  std::uint64_t bytes_written{0};   ///< SUM: bytes copied into the tier (written to the file)
+  std::uint64_t bytes_read{0};      ///< SUM: bytes copied out of the tier (read from the file)
+  std::uint64_t write_failures{0};  ///< COUNT: writes that failed (the copy above stayed)
+  std::uint64_t read_failures{0};   ///< COUNT: reads that failed (storage_error thrown)
+  double write_seconds{0.0};        ///< SUM: time in writes (their verification included); 0 on phantom
+  double read_seconds{0.0};         ///< SUM: time in reads; 0 on phantom
 };
 
 /// @brief One tenant's share of a pool (tensor_options::tenant).

@@ -171,6 +171,10 @@ pool_config resolve_pool_config(pool_options const& options, backend_caps const&
           break;
         case tier_kind::managed: break;  // below
         case tier_kind::host: cap = facts.host_memory_share; break;
+        case tier_kind::storage:  // no default: the disk is the user's to give
+          throw storage_error(storage_failure::bad_capacity,
+                              "pool_options::tiers[" + std::to_string(i) +
+                                "] (storage): capacity_bytes is 0; a storage tier needs a capacity");
       }
     }
     // A device tier never exceeds the device: past it the backend fails every allocation.
@@ -204,6 +208,21 @@ pool_config resolve_pool_config(pool_options const& options, backend_caps const&
                        "' has no concurrent managed access (backend_caps::concurrent_managed_access is false): the "
                        "host may not touch managed memory while any kernel runs, so the pool refuses a managed "
                        "tier there; use a pinned_host tier instead");
+    // A storage tier sits below the host tiers, and a host tier above it stages its copies
+    // (device <-> storage goes through host memory).
+    if (to.kind == tier_kind::storage) {
+      bool host_above = false;
+      for (std::size_t j = 0; j < i; ++j) { host_above = host_above || is_host_accessible(tiers[j].kind); }
+      TIERPOOL_EXPECTS(host_above, "pool_options::tiers[" + std::to_string(i) +
+                                     "] (storage): a storage tier needs a host tier (pinned_host, host or managed) "
+                                     "above it, through which its copies go");
+    } else {
+      for (std::size_t j = 0; j < i; ++j) {
+        TIERPOOL_EXPECTS(tiers[j].kind != tier_kind::storage,
+                         "pool_options::tiers[" + std::to_string(i) + "] (" + std::string(to_string(to.kind)) +
+                           "): comes after a storage tier; storage tiers go last, below every memory tier");
+      }
+    }
     tier_plan plan;
     plan.config.kind = to.kind;
     plan.config.numa_node = to.numa_node;
@@ -214,6 +233,7 @@ pool_config resolve_pool_config(pool_options const& options, backend_caps const&
     plan.config.name = to.name.empty() ? std::string(to_string(to.kind)) : to.name;
     plan.policy_spec = to.policy.empty() ? options.policy : to.policy;
     plan.tenant_shares = to.tenant_shares;
+    if (to.kind == tier_kind::storage) { plan.storage = to.storage; }
     cfg.tiers.push_back(std::move(plan));
   }
 

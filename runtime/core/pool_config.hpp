@@ -65,6 +65,7 @@ struct tier_plan {
   tier_config config;       ///< kind, NUMA node, capacity, chunk, alignment, name
   std::string policy_spec;  ///< for the policy registry
   std::map<std::uint32_t, std::size_t> tenant_shares;  ///< tier_options::tenant_shares
+  storage_options storage{};  ///< a storage tier's file and engine (kind storage only)
 };
 
 /// @brief A pool's configuration.

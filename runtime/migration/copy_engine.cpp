@@ -307,6 +307,7 @@ void migration_engine::mark_others_stale_locked(tensor_record& rec, std::uint32_
 // none.
 status migration_engine::copy_locked(tensor_record& rec, std::uint32_t from, std::uint32_t to)
 {
+  if (has_storage_ && (tiers_[from]->file || tiers_[to]->file)) { return storage_copy_locked(rec, from, to); }  // file I/O
   copy_slot& src = rec.slots[from];
   copy_slot& dst = rec.slots[to];
   stream_handle const c = copy_stream(to, from);
@@ -335,11 +336,21 @@ status migration_engine::copy_locked(tensor_record& rec, std::uint32_t from, std
       host_wait_slot(dst, false);
     }
   }
+  count_copy(rec.bytes, from, to);
+  return status::ok;
+}
+
+void migration_engine::count_copy(std::uint64_t n, std::uint32_t from, std::uint32_t to) noexcept
+{
   // Figures (see telemetry.hpp): up/down by tier index; h2d/d2h across the device boundary.
   // Per-shard figures (Note [The hit path takes no shared lock]): no locked add per copy.
   std::size_t const sh = thread_shard();
   counter_shard& cs = counters_->shards[sh];
-  std::uint64_t const n = rec.bytes;
+  // A storage tier's bytes written and read (tier_stats): a locked add, on storage copies only.
+  if (has_storage_) {
+    if (is_storage(tiers_[to]->kind)) { tiers_[to]->storage_written.fetch_add(n, std::memory_order_relaxed); }
+    if (is_storage(tiers_[from]->kind)) { tiers_[from]->storage_read.fetch_add(n, std::memory_order_relaxed); }
+  }
   if (to < from) {
     bump(cs.bytes_up, n, sh);
     bump(cs.copies_up, std::uint64_t{1}, sh);
@@ -356,13 +367,27 @@ status migration_engine::copy_locked(tensor_record& rec, std::uint32_t from, std
     bump(cs.bytes_d2h, n, sh);
     bump(cs.copies_d2h, std::uint64_t{1}, sh);
   }
-  return status::ok;
 }
 
 fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint32_t k, access_mode access,
                                                       place_mode mode)
 {
   if (rec.slots[k].state == copy_state::valid) { return fill_result::hit; }
+  if (has_storage_ && access != access_mode::write_discard) {
+    // Device <-> storage goes through a host tier: when no valid copy may be copied here
+    // directly, fill one in the staging tier first (it stays valid: copies are inclusive).
+    bool direct = false;
+    std::uint32_t any = 0;
+    for (std::uint32_t j = 0; j < rec.slots.size(); ++j) {
+      if (rec.slots[j].state != copy_state::valid) { continue; }
+      any = j;
+      direct = direct || direct_copy(j, k);
+    }
+    if (!direct) {
+      std::uint32_t const h = staging_tier(any, k, rec.bytes);
+      if (ensure_valid_locked(rec, h, access_mode::read, mode) == fill_result::no_room) { return fill_result::no_room; }
+    }
+  }
   bool const fresh = rec.slots[k].state == copy_state::absent;
   bool inserted = false;  // the eviction that made room put the tensor in the policy (place_result::inserted)
   if (fresh) {
@@ -394,8 +419,11 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
   copy_slot& dst = rec.slots[k];
   if (access != access_mode::write_discard) {
     std::uint32_t src = 0;
-    while (src < rec.slots.size() && rec.slots[src].state != copy_state::valid) { ++src; }
-    TIERPOOL_ASSERT(src < rec.slots.size());
+    while (src < rec.slots.size() &&
+           (rec.slots[src].state != copy_state::valid || (has_storage_ && !direct_copy(src, k)))) {
+      ++src;
+    }
+    TIERPOOL_ASSERT(src < rec.slots.size());  // staged above when only a storage copy was valid
     if (status const st = copy_locked(rec, src, k); st != status::ok) {
       if (fresh) {
         host_wait_slot(dst, true);  // a block reused in stream order: its previous copy and uses first
@@ -405,9 +433,11 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
         compact_slots_locked(rec);
         if (inserted) { forget_in_policy(rec, k); }
       }
-      throw backend_error(st, "pool: copying tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) +
-                                " from tier '" + tiers_[src]->name + "' to tier '" + tiers_[k]->name +
-                                "' (the tensor's bytes are unchanged)");
+      std::string const what = "pool: copying tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) +
+                               " from tier '" + tiers_[src]->name + "' to tier '" + tiers_[k]->name +
+                               "' (the tensor's bytes are unchanged)";
+      if (st == status::io_error) { throw_storage_failure(what); }
+      throw backend_error(st, what);
     }
   }
   dst.state = copy_state::valid;
@@ -425,6 +455,7 @@ bool migration_engine::write_back_locked(tensor_record& rec, std::uint32_t k, pl
   std::size_t busy = 0;  // busy victims that kept the lower tiers full
   for (auto j = static_cast<std::uint32_t>(k + 1); j < rec.slots.size(); ++j) {
     if (rec.slots[j].state == copy_state::valid) { return true; }
+    if (has_storage_ && !direct_copy(k, j)) { continue; }  // a device copy reaches storage through a host tier above it
     bool const fresh = rec.slots[j].state == copy_state::absent;
     if (fresh) {
       if (rec.bytes > tiers_[j]->capacity) { continue; }
@@ -510,6 +541,7 @@ void migration_engine::vacate_locked(tensor_record& rec, std::uint32_t k) noexce
     if (pending) { e = streams_->record_or_sync(retire_); }
   }
   streams_->release_event(s.ready);
+  if (ts.file) { ts.file->forget(s.blk.ptr); }  // the range holds no copy now: its checksum goes
   {
     std::lock_guard tl(ts.mem->mutex());
     drain_accesses_locked(ts);

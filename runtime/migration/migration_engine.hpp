@@ -217,7 +217,11 @@ class migration_engine {
     table_ = &table;
   }
   /// @brief Add the next tier (in order, fastest first).
-  void add_tier(std::unique_ptr<tier_state> ts) { tiers_.push_back(std::move(ts)); }
+  void add_tier(std::unique_ptr<tier_state> ts)
+  {
+    has_storage_ = has_storage_ || is_storage(ts->kind);
+    tiers_.push_back(std::move(ts));
+  }
   /// @brief Make `h2d` + `d2h` copy streams and the retire stream, registered as internal.
   /// @throws backend_error when the backend cannot make one (none is left behind)
   void make_copy_streams(std::uint32_t h2d, std::uint32_t d2h);
@@ -288,6 +292,22 @@ class migration_engine {
   // ---- copies and slots (copy_engine.cpp); the record is locked ----
   fill_result ensure_valid_locked(tensor_record& rec, std::uint32_t k, access_mode access, place_mode mode);
   status copy_locked(tensor_record& rec, std::uint32_t from, std::uint32_t to);
+  // ---- storage copies (storage_copy.cpp); the record is locked ----
+  /// A copy between a storage tier's file and a host-accessible tier: file I/O on the
+  /// calling thread (Note [Storage copies are synchronous]). io_error on failure, the
+  /// details in take_storage_failure(); the destination's bytes are then undefined.
+  status storage_copy_locked(tensor_record& rec, std::uint32_t from, std::uint32_t to);
+  /// True when a copy from tier `from` to tier `to` may be made directly: storage is
+  /// reached only from and into host-accessible tiers (device <-> storage is staged).
+  [[nodiscard]] bool direct_copy(std::uint32_t from, std::uint32_t to) const noexcept;
+  /// The host-accessible tier a copy between `a` and `b` goes through when it may not be
+  /// direct (the fastest that can hold `bytes`); throws out_of_memory when none can.
+  [[nodiscard]] std::uint32_t staging_tier(std::uint32_t a, std::uint32_t b, std::size_t bytes) const;
+  /// The details of the calling thread's last failed storage copy, as a storage_error
+  /// whose message names `what` (the tensor and the tiers).
+  [[noreturn]] static void throw_storage_failure(std::string const& what);
+  /// Count a copy of `n` bytes from tier `from` to tier `to` in the pool's figures.
+  void count_copy(std::uint64_t n, std::uint32_t from, std::uint32_t to) noexcept;
   /// Write the dirty copy in tier k back to a lower tier. @return false when it stays the
   /// only valid copy; then `*busy_bytes` (when given) grows by the busy victims that kept
   /// the lower tiers full.
@@ -364,6 +384,7 @@ class migration_engine {
   spin_mutex* table_mtx_{nullptr};
   record_table* table_{nullptr};
   std::vector<std::unique_ptr<tier_state>> tiers_;
+  bool has_storage_{false};  // a storage tier is among tiers_: copies may need staging (storage_copy.cpp)
   std::vector<stream_handle> h2d_;
   std::vector<stream_handle> d2h_;
   stream_handle retire_{};  // collects the last uses of vacated blocks (deferred frees)

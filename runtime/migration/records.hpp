@@ -32,6 +32,7 @@
 #include <tierpool/pool_options.hpp>
 
 #include "streams/stream_registry.hpp"
+#include "tiers/storage_file.hpp"
 #include "tiers/tier.hpp"
 #include "util/record_mutex.hpp"
 #include "util/record_slab.hpp"
@@ -518,6 +519,9 @@ class record_table {
 
 /// @brief One tier of the pool: memory, policy, figures.
 struct tier_state {
+  /// A storage tier's file with real memory (Note [Where a storage tier's bytes are]):
+  /// the chunk source of `mem` and the I/O of its copies; declared first, destroyed last.
+  std::unique_ptr<storage_file> file;
   std::unique_ptr<tier> mem;                 ///< guarded by mem->mutex()
   std::optional<any_eviction_policy> policy; ///< guarded by mem->mutex()
   std::string policy_spec;  ///< the policy with all its parameters (tier_stats::policy); constant
@@ -601,6 +605,9 @@ struct tier_state {
   std::atomic<std::uint64_t> merged_in_order{0};  ///< of those, made of several blocks (Note [Merging deferred blocks])
   std::atomic<std::int64_t> bytes_allocated{0};  ///< SUM of slot sizes placed here, over the pool's life
   std::atomic<std::int64_t> bytes_freed{0};      ///< SUM of slot sizes vacated here
+  /// Storage tiers only (count_copy): bytes copied into the tier (written) and out of it (read).
+  std::atomic<std::uint64_t> storage_written{0};
+  std::atomic<std::uint64_t> storage_read{0};
 };
 
 }  // namespace tierpool::detail

@@ -133,7 +133,10 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
 
   // Room to spare: the backing tier never evicts, so a fragmented one would fail the run
   // (GPT-2 small at 75 % with the oracle and belady did at twice the peak).
-  std::uint64_t const host_cap = 4 * d.peak_live_bytes + (1ULL << 30U);
+  // --host-capacity: a host tier that evicts, into the storage tier below it (--storage).
+  std::uint64_t const host_cap =
+    o.host_capacity_bytes != 0 ? std::max<std::uint64_t>(o.host_capacity_bytes / kAlign * kAlign, kAlign)
+                               : 4 * d.peak_live_bytes + (1ULL << 30U);
   pool_options po;
   // The backing host tier holds every tensor (it never evicts): it keeps the pool's default
   // policy (pool_options::policy as constructed), whatever policy is replayed.
@@ -151,6 +154,12 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
     po.tiers.insert(po.tiers.end() - 1,
                     tier_options{.kind = st.kind, .capacity_bytes = bytes, .chunk_bytes = bytes, .policy = o.policy,
                                  .name = std::string(to_string(st.kind)) + "_" + std::to_string(i)});
+  }
+  if (o.storage_bytes != 0) {  // phantom: no file; the backend times its copies (s2h, h2s)
+    std::uint64_t const sb = std::max<std::uint64_t>(o.storage_bytes / kAlign * kAlign, kAlign);
+    po.tiers.push_back(tier_options{.kind = tier_kind::storage, .capacity_bytes = sb,
+                                    .chunk_bytes = std::min<std::uint64_t>(sb, 1ULL << 30U), .policy = backing_policy,
+                                    .name = "storage"});
   }
   po.policy = o.policy;
   po.prefetch = o.prefetch;  // the pool builds the predictor from the registry (unknown: a typed error)

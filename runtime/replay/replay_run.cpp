@@ -127,6 +127,9 @@ replay_result run(compiled_trace const& trace, run_options const& o)
       throw logic_error("replay: --prefetch is a pool-mode option (cache mode has no prefetch)");
     }
     if (!o.staging.empty()) { throw logic_error("replay: --tiers is a pool-mode option (cache mode has one tier)"); }
+    if (o.host_capacity_bytes != 0 || o.storage_bytes != 0) {
+      throw logic_error("replay: --host-capacity and --storage are pool-mode options (cache mode has one tier)");
+    }
     any_eviction_policy policy = registry->create(o.policy);
     detail::run_cache(d, policy, o, r);
   } else if (is_uvm(o.mode)) {
@@ -135,6 +138,9 @@ replay_result run(compiled_trace const& trace, run_options const& o)
       throw logic_error("replay: --prefetch is a pool-mode option (uvm-hints models the user's prefetches)");
     }
     if (!o.staging.empty()) { throw logic_error("replay: --tiers is a pool-mode option (UVM has device and host)"); }
+    if (o.host_capacity_bytes != 0 || o.storage_bytes != 0) {
+      throw logic_error("replay: --host-capacity and --storage are pool-mode options (UVM has device and host)");
+    }
     if (o.policy != "lru") {
       throw logic_error("replay: " + std::string(to_string(o.mode)) +
                         " evicts LRU pages as the driver does: give the policy lru (got '" + o.policy + "')");
@@ -206,6 +212,8 @@ std::vector<replay_result> run_grid(compiled_trace const& trace, grid_options co
     o.link = options.link;
     o.prefetch = options.prefetch;
     o.staging = options.staging;
+    o.host_capacity_bytes = options.host_capacity ? trace.resolve(*options.host_capacity, options.mode) : 0;
+    o.storage_bytes = options.storage_bytes;
     o.uvm_page_bytes = options.uvm_page_bytes;
     o.uvm_fault_ns = options.uvm_fault_ns;
     o.uvm_drop_clean = options.uvm_drop_clean;

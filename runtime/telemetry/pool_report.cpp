@@ -36,6 +36,15 @@ std::string format_summary(pool_stats const& st, std::string_view backend)
                       format_byte_size(t.pinned_bytes).c_str(), static_cast<unsigned long long>(t.resident_tensors),
                       static_cast<unsigned long long>(t.evictions), t.fragmentation * 100.0));
   }
+  for (tier_stats const& t : st.tiers) {  // a storage tier: its file and I/O
+    if (t.kind != tier_kind::storage) { continue; }
+    add(std::snprintf(line, sizeof line, "storage %s: %s, engine %s%s\n", t.name.c_str(), t.storage_file.c_str(),
+                      t.storage_engine.c_str(), t.storage_direct ? ", O_DIRECT" : ""));
+    add(std::snprintf(line, sizeof line, "storage %s: written %s (%.6f s, %llu failed), read %s (%.6f s, %llu failed)\n",
+                      t.name.c_str(), format_byte_size(t.bytes_written).c_str(), t.write_seconds,
+                      static_cast<unsigned long long>(t.write_failures), format_byte_size(t.bytes_read).c_str(),
+                      t.read_seconds, static_cast<unsigned long long>(t.read_failures)));
+  }
   for (tier_stats const& t : st.tiers) {  // policies can be long: a line each
     add(std::snprintf(line, sizeof line, "policy of %s: %s\n", t.name.c_str(), t.policy.empty() ? "?" : t.policy.c_str()));
   }
@@ -144,6 +153,13 @@ boost::json::object stats_json(pool_stats const& st)
     o["evictions"] = t.evictions;
     o["evictions_clean"] = t.evictions_clean;
     o["allocation_failures"] = t.allocation_failures;
+    if (t.kind == tier_kind::storage) {
+      o["storage"] = {{"file", t.storage_file},         {"engine", t.storage_engine},
+                      {"direct", t.storage_direct},     {"bytes_written", t.bytes_written},
+                      {"bytes_read", t.bytes_read},     {"write_failures", t.write_failures},
+                      {"read_failures", t.read_failures}, {"write_seconds", t.write_seconds},
+                      {"read_seconds", t.read_seconds}};
+    }
     tiers.push_back(std::move(o));
   }
   boost::json::object root;

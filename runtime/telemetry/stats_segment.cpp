@@ -272,6 +272,8 @@ void fill_payload(seg_payload& p, pool_stats const& st)
     s.evictions_clean = t.evictions_clean;
     s.alloc_failures = t.allocation_failures;
     s.reuses_in_order = t.reuses_in_order;
+    s.bytes_written = t.bytes_written;
+    s.bytes_read = t.bytes_read;
     put_string(s.policy, t.policy);
   }
   p.tenants = {};
@@ -346,6 +348,8 @@ pool_stats stats_of(seg_payload const& p)
     t.evictions_clean = s.evictions_clean;
     t.allocation_failures = s.alloc_failures;
     t.reuses_in_order = s.reuses_in_order;
+    t.bytes_written = s.bytes_written;
+    t.bytes_read = s.bytes_read;
     t.policy = get_string(s.policy);
     st.tiers.push_back(std::move(t));
   }

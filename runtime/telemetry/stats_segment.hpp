@@ -38,7 +38,7 @@
 namespace tierpool::telemetry {
 
 inline constexpr std::uint64_t kMagic = 0x5354415453505054ULL;  // "TPPSTATS" little-endian
-inline constexpr std::uint32_t kVersion = 3;  // 2: the transfer planner and device-time lateness; 3: policies, pressure
+inline constexpr std::uint32_t kVersion = 4;  // 2: the transfer planner and device-time lateness; 3: policies, pressure; 4: storage bytes
 inline constexpr std::size_t kMaxTiers = 16;
 inline constexpr std::size_t kMaxTenants = 16;
 inline constexpr char kPrefix[] = "tierpool.";  // segment names: tierpool.<pid>.<n>
@@ -51,6 +51,7 @@ struct seg_tier {
   std::uint64_t pinned{0}, in_flight{0}, largest_free{0};
   double fragmentation{0.0};
   std::uint64_t resident{0}, evictions{0}, evictions_clean{0}, alloc_failures{0}, reuses_in_order{0};
+  std::uint64_t bytes_written{0}, bytes_read{0};  ///< storage tiers: bytes written to and read from the file
   std::array<char, 128> policy{};  ///< the policy spec, all parameters (cut to fit)
 };
 

@@ -56,7 +56,7 @@ constexpr std::size_t round_down(std::size_t v, std::size_t a) noexcept { return
 
 tier_config checked(backend const& be, event_pool const& events, tier_config c)
 {
-  std::size_t const base = be.caps().allocation_alignment;
+  std::size_t const base = c.source != nullptr ? c.source->alignment() : be.caps().allocation_alignment;
   TIERPOOL_EXPECTS(&events.get_backend() == &be, "tier: the event pool belongs to another backend");
   TIERPOOL_EXPECTS(std::has_single_bit(c.alignment) && c.alignment >= 8,
                    "tier: alignment must be a power of two >= 8");
@@ -93,7 +93,7 @@ tier::tier(backend& be, event_pool& events, tier_config config)
     events_{&events},
     config_{checked(be, events, std::move(config))},
     gran_{config_.alignment},
-    base_align_{be.caps().allocation_alignment},
+    base_align_{config_.source != nullptr ? config_.source->alignment() : be.caps().allocation_alignment},
     arena_{0, arena_options{.min_alignment = config_.alignment}}
 {
   if (config_.initial_bytes > 0) {
@@ -116,8 +116,23 @@ tier::~tier()
   }
   for (chunk const& c : chunks_) {
     if (c.base != nullptr) {
-      backend_->deallocate(config_.kind, c.base, c.bytes);
+      deallocate_chunk(c.base, c.bytes);
     }
+  }
+}
+
+status tier::allocate_chunk(std::size_t bytes, void** out) noexcept
+{
+  if (config_.source != nullptr) { return config_.source->allocate_chunk(bytes, out); }
+  return backend_->allocate(config_.kind, bytes, out, config_.numa_node);
+}
+
+void tier::deallocate_chunk(void* base, std::size_t bytes) noexcept
+{
+  if (config_.source != nullptr) {
+    config_.source->deallocate_chunk(base, bytes);
+  } else {
+    backend_->deallocate(config_.kind, base, bytes);
   }
 }
 
@@ -207,11 +222,11 @@ void tier::grow(std::size_t need, tier_alloc_report& report)
   std::size_t size = std::min(std::max(config_.chunk_bytes, need), remaining);
   chunks_.reserve(chunks_.size() + 1);  // may throw bad_alloc: nothing changed yet
   void* p = nullptr;
-  status s = backend_->allocate(config_.kind, size, &p, config_.numa_node);
+  status s = allocate_chunk(size, &p);
   if (s == status::out_of_memory && size > need) {
     ++grow_failures_;
     size = need;  // the device may still have room for the request alone
-    s = backend_->allocate(config_.kind, size, &p, config_.numa_node);
+    s = allocate_chunk(size, &p);
   }
   if (s != status::ok) {
     ++grow_failures_;
@@ -232,7 +247,7 @@ void tier::grow(std::size_t need, tier_alloc_report& report)
     [[maybe_unused]] std::uint32_t const r = arena_.add_region(size);
     TIERPOOL_ASSERT(r == chunks_.size());
   } catch (...) {
-    backend_->deallocate(config_.kind, p, size);
+    deallocate_chunk(p, size);
     throw;
   }
   chunks_.push_back(chunk{p, size, 0, std::nullopt});  // capacity reserved above
@@ -256,7 +271,7 @@ bool tier::revive_chunk(std::size_t need, std::size_t remaining, tier_alloc_repo
     return false;
   }
   void* p = nullptr;
-  status const s = backend_->allocate(config_.kind, best->bytes, &p, config_.numa_node);
+  status const s = allocate_chunk(best->bytes, &p);
   if (s != status::ok) {
     ++grow_failures_;
     report.result = tier_alloc_result::backend_failed;
@@ -633,7 +648,7 @@ std::size_t tier::release_unused_chunks() noexcept
     if (!whole) {
       continue;
     }
-    backend_->deallocate(config_.kind, c.base, c.bytes);
+    deallocate_chunk(c.base, c.bytes);
     c.base = nullptr;
     c.placeholder = whole;
     reserved_ -= c.bytes;

@@ -33,6 +33,27 @@ namespace tierpool::detail {
 
 class event_pool;
 
+/**
+ * @brief Where a tier's chunks come from when not from the backend: a storage tier's
+ *        file gives address ranges that stand for file offsets (Note [Where a storage
+ *        tier's bytes are], runtime/tiers/storage_file.cpp).
+ *
+ * Thread safety: called under the tier's lock only; one source serves one tier.
+ */
+class chunk_source {
+ public:
+  chunk_source() = default;
+  chunk_source(chunk_source const&) = delete;
+  chunk_source& operator=(chunk_source const&) = delete;
+  virtual ~chunk_source() = default;
+  /// @brief A range of `bytes` (a multiple of alignment()), aligned to alignment(); out_of_memory when none is left.
+  [[nodiscard]] virtual status allocate_chunk(std::size_t bytes, void** out) noexcept = 0;
+  /// @brief Give back a range from allocate_chunk.
+  virtual void deallocate_chunk(void* base, std::size_t bytes) noexcept = 0;
+  /// @brief Alignment of every range (a power of two).
+  [[nodiscard]] virtual std::size_t alignment() const noexcept = 0;
+};
+
 /// @brief Construction options of a @ref tier (create-info aggregate).
 struct tier_config {
   tier_kind kind{tier_kind::device};  ///< memory kind of every chunk
@@ -42,6 +63,9 @@ struct tier_config {
   std::size_t initial_bytes{0};       ///< reserved eagerly at construction (one chunk); <= capacity
   std::size_t alignment{256};         ///< granularity and default alignment (power of two, 8..backend alignment)
   std::string name{};                 ///< for messages; empty: the kind's name
+  /// Chunks come from here instead of the backend (a storage tier's file); must outlive the
+  /// tier. Null: from the backend. With a source, alignment may go up to the source's.
+  chunk_source* source{nullptr};
 };
 
 /// @brief A live block of a tier: the arena slot, the pointer and the requested size.
@@ -492,6 +516,8 @@ class TIERPOOL_EXPORT tier {
   void drop_empty_lanes() noexcept;
   [[nodiscard]] std::byte* slot_base(arena::allocation const& a) const;
   void fill_report(tier_alloc_report& report) const noexcept;
+  [[nodiscard]] status allocate_chunk(std::size_t bytes, void** out) noexcept;
+  void deallocate_chunk(void* base, std::size_t bytes) noexcept;
 
   backend* backend_;
   event_pool* events_;

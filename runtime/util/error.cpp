@@ -24,8 +24,34 @@ std::string_view to_string(status s) noexcept
     case status::device_error: return "device_error";
     case status::injected_fault: return "injected_fault";
     case status::device_lost: return "device_lost";
+    case status::io_error: return "io_error";
   }
   return "unknown";
+}
+
+std::string_view to_string(storage_failure f) noexcept
+{
+  switch (f) {
+    case storage_failure::bad_capacity: return "bad_capacity";
+    case storage_failure::bad_path: return "bad_path";
+    case storage_failure::missing_path: return "missing_path";
+    case storage_failure::permission: return "permission";
+    case storage_failure::no_space: return "no_space";
+    case storage_failure::direct_unsupported: return "direct_unsupported";
+    case storage_failure::engine_unavailable: return "engine_unavailable";
+    case storage_failure::write_failed: return "write_failed";
+    case storage_failure::short_write: return "short_write";
+    case storage_failure::torn_write: return "torn_write";
+    case storage_failure::read_failed: return "read_failed";
+    case storage_failure::corrupt: return "corrupt";
+  }
+  return "unknown";
+}
+
+storage_error::storage_error(storage_failure failure, std::string const& what_arg, int errno_value)
+  : backend_error(status::io_error, "storage (" + std::string(to_string(failure)) + "): " + what_arg),
+    failure_(failure), errno_(errno_value)
+{
 }
 
 std::string_view to_string(tier_kind kind) noexcept
@@ -35,6 +61,7 @@ std::string_view to_string(tier_kind kind) noexcept
     case tier_kind::pinned_host: return "pinned_host";
     case tier_kind::managed: return "managed";
     case tier_kind::host: return "host";
+    case tier_kind::storage: return "storage";
   }
   return "unknown";
 }

@@ -104,6 +104,12 @@ void print_pool(published_pool const& p, published_pool const* prev)
                 bytes(t.in_flight_bytes).c_str(), bytes(t.largest_free_block).c_str(), 100.0 * t.fragmentation,
                 static_cast<unsigned long long>(t.evictions), t.policy.c_str());
   }
+  for (tier_stats const& t : s.tiers) {
+    if (t.kind == tier_kind::storage) {
+      std::printf("  storage %s: written %s, read %s\n", t.name.c_str(), bytes(t.bytes_written).c_str(),
+                  bytes(t.bytes_read).c_str());
+    }
+  }
   std::printf("  prefetch predictor: %s\n", s.prefetch.c_str());
   if (s.pressure_shrinks != 0) {
     std::printf("  device pressure: %llu shrinks, %s given back\n", static_cast<unsigned long long>(s.pressure_shrinks),

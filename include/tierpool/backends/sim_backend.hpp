@@ -79,6 +79,13 @@ struct link_model {
   [[nodiscard]] static constexpr link_model hbm() noexcept { return {2e12, 2'000}; }
   /// @brief Host memcpy between host buffers: about 10 GB/s, 500 ns per copy.
   [[nodiscard]] static constexpr link_model host_memcpy() noexcept { return {10e9, 500}; }
+  /// @brief Reads from a PCIe 4.0 x4 NVMe drive: about 7 GB/s, 80 us per copy (sequential
+  ///        read of the Samsung 980 PRO's datasheet, 7,000 MB/s; 80 us is a flash read at
+  ///        queue depth 1). docs/chapters/tiers.md, "The storage tier".
+  [[nodiscard]] static constexpr link_model nvme4_read() noexcept { return {7e9, 80'000}; }
+  /// @brief Writes to a PCIe 4.0 x4 NVMe drive: about 5 GB/s (the 980 PRO's 5,000 MB/s
+  ///        sequential write), 80 us per copy.
+  [[nodiscard]] static constexpr link_model nvme4_write() noexcept { return {5e9, 80'000}; }
 
   /// @brief Equal when bandwidth and latency are.
   friend constexpr bool operator==(link_model const&, link_model const&) noexcept = default;
@@ -86,7 +93,7 @@ struct link_model {
 
 /**
  * @brief Parse a link description: a preset name (`pcie4`, `pcie5`, `nvlink-c2c`, `cxl`,
- *        `hbm`, `host`, `none`) or `BW,LAT` with bandwidth in bytes/s and latency in ns
+ *        `hbm`, `host`, `nvme4-read`, `nvme4-write`, `none`) or `BW,LAT` with bandwidth in bytes/s and latency in ns
  *        (e.g. `25e9,2000`; both non-negative and finite).
  * @param text  The description; surrounding blanks are ignored, preset names are
  *              case-insensitive.
@@ -104,14 +111,17 @@ enum class sim_link : std::uint8_t {
   d2h,  ///< device -> host-accessible kind
   d2d,  ///< device -> device
   h2h,  ///< host-accessible kind -> host-accessible kind (set to cxl() to model far memory)
+  s2h,  ///< storage -> any other kind: a read from the storage tier's file
+  h2s,  ///< any other kind -> storage: a write to the storage tier's file
 };
 /// @brief Number of sim_link values.
-inline constexpr std::size_t sim_link_count = 4;
+inline constexpr std::size_t sim_link_count = 6;
 
-/// @brief Lower-case name of a link ("h2d", "d2h", "d2d", "h2h").
+/// @brief Lower-case name of a link ("h2d", "d2h", "d2d", "h2h", "s2h", "h2s").
 [[nodiscard]] TIERPOOL_EXPORT std::string_view to_string(sim_link link) noexcept;
 
-/// @brief The link a copy from `src` to `dst` memory uses (managed counts as host-side).
+/// @brief The link a copy from `src` to `dst` memory uses (managed counts as host-side; a
+///        copy from or to storage uses s2h or h2s).
 [[nodiscard]] TIERPOOL_EXPORT sim_link link_for(tier_kind dst, tier_kind src) noexcept;
 
 /// @brief One link model per copy direction.
@@ -120,13 +130,17 @@ struct sim_links {
   link_model d2h{};  ///< device -> host
   link_model d2d{};  ///< device -> device
   link_model h2h{};  ///< host -> host
+  link_model s2h{};  ///< storage -> host (a file read)
+  link_model h2s{};  ///< host -> storage (a file write)
 
   /// @brief Every link unthrottled (the wall-clock default).
   [[nodiscard]] static constexpr sim_links unthrottled() noexcept { return {}; }
-  /// @brief h2d and d2h use `host_link`; d2d is hbm(), h2h is host_memcpy().
+  /// @brief h2d and d2h use `host_link`; d2d is hbm(), h2h is host_memcpy(); the storage
+  ///        links are a PCIe 4 NVMe drive (link_model::nvme4_read(), nvme4_write()).
   [[nodiscard]] static constexpr sim_links from_host_link(link_model host_link) noexcept
   {
-    return {host_link, host_link, link_model::hbm(), link_model::host_memcpy()};
+    return {host_link, host_link, link_model::hbm(), link_model::host_memcpy(), link_model::nvme4_read(),
+            link_model::nvme4_write()};
   }
   /// @brief The model of one direction.
   [[nodiscard]] TIERPOOL_EXPORT link_model const& get(sim_link link) const noexcept;

@@ -558,6 +558,8 @@ status cuda_backend::allocate(tier_kind kind, std::size_t bytes, void** out, int
       *out = p;
       return status::ok;
     }
+    case tier_kind::storage:  // the pool's storage file gives a storage tier its ranges
+      return fail(status::not_supported, "allocate: storage is not device memory (the pool's storage file holds it)");
   }
   return fail(status::invalid_value, "allocate: unknown tier kind");
 }
@@ -624,6 +626,7 @@ void cuda_backend::deallocate(tier_kind kind, void* ptr, std::size_t /*bytes*/) 
         ::operator delete(ptr, std::align_val_t{kHostAlignment});
       }
       break;
+    case tier_kind::storage: break;  // never allocated here
   }
   cu::clear_own_error(e);
 }
@@ -865,6 +868,9 @@ status cuda_backend::copy_async(copy_desc const& d, stream_handle s) noexcept
   if (d.bytes == 0) { return fail(status::invalid_value, "copy_async: bytes must be > 0"); }
   if (!valid_kind(d.dst_kind) || !valid_kind(d.src_kind)) {
     return fail(status::invalid_value, "copy_async: unknown tier kind");
+  }
+  if (is_storage(d.dst_kind) || is_storage(d.src_kind)) {  // file I/O: the pool's storage file does it
+    return fail(status::not_supported, "copy_async: storage copies are file I/O, not device copies");
   }
   auto const dst = reinterpret_cast<std::uintptr_t>(d.dst);
   auto const src = reinterpret_cast<std::uintptr_t>(d.src);

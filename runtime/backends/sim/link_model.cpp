@@ -82,7 +82,7 @@ std::optional<link_model> fail(std::string* error, std::string msg)
 
 std::optional<link_model> parse_link_model(std::string_view text, std::string* error)
 {
-  static constexpr std::array<std::pair<std::string_view, link_model>, 9> presets{{
+  static constexpr std::array<std::pair<std::string_view, link_model>, 11> presets{{
     {"pcie4", link_model::pcie4()},
     {"pcie5", link_model::pcie5()},
     {"nvlink-c2c", link_model::nvlink_c2c()},
@@ -90,6 +90,8 @@ std::optional<link_model> parse_link_model(std::string_view text, std::string* e
     {"cxl", link_model::cxl()},
     {"hbm", link_model::hbm()},
     {"host", link_model::host_memcpy()},
+    {"nvme4-read", link_model::nvme4_read()},
+    {"nvme4-write", link_model::nvme4_write()},
     {"none", link_model{}},
     {"unthrottled", link_model{}},
   }};
@@ -105,7 +107,7 @@ std::optional<link_model> parse_link_model(std::string_view text, std::string* e
   auto const comma = t.find(',');
   if (comma == std::string_view::npos) {
     return fail(error, "unknown link preset '" + std::string(t) +
-                         "' (presets: pcie4, pcie5, nvlink-c2c, cxl, hbm, host, none; or BW,LAT "
+                         "' (presets: pcie4, pcie5, nvlink-c2c, cxl, hbm, host, nvme4-read, nvme4-write, none; or BW,LAT "
                          "with bytes/s and ns, e.g. 25e9,2000)");
   }
   auto const bw = parse_number(t.substr(0, comma));
@@ -128,12 +130,16 @@ std::string_view to_string(sim_link link) noexcept
     case sim_link::d2h: return "d2h";
     case sim_link::d2d: return "d2d";
     case sim_link::h2h: return "h2h";
+    case sim_link::s2h: return "s2h";
+    case sim_link::h2s: return "h2s";
   }
   return "unknown";
 }
 
 sim_link link_for(tier_kind dst, tier_kind src) noexcept
 {
+  if (src == tier_kind::storage) { return sim_link::s2h; }
+  if (dst == tier_kind::storage) { return sim_link::h2s; }
   bool const dst_dev = dst == tier_kind::device;
   bool const src_dev = src == tier_kind::device;
   if (dst_dev) {
@@ -149,6 +155,8 @@ link_model const& sim_links::get(sim_link link) const noexcept
     case sim_link::d2h: return d2h;
     case sim_link::d2d: return d2d;
     case sim_link::h2h: return h2h;
+    case sim_link::s2h: return s2h;
+    case sim_link::h2s: return h2s;
   }
   return h2h;
 }

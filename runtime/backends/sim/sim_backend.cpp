@@ -83,6 +83,8 @@ sim_options resolve(sim_options o)
   check_link(o.links->d2h, "d2h");
   check_link(o.links->d2d, "d2d");
   check_link(o.links->h2h, "h2h");
+  check_link(o.links->s2h, "s2h");
+  check_link(o.links->h2s, "h2s");
   detail::fault_injector::validate(o.faults);
   return o;
 }
@@ -358,6 +360,11 @@ status sim_backend::allocate(tier_kind kind, std::size_t bytes, void** out, int 
   }
   if (kind == tier_kind::managed && m.opts.managed_bytes == 0) {
     return m.fail(status::not_supported, "allocate: this sim backend has no managed memory (managed_bytes = 0)");
+  }
+  if (kind == tier_kind::storage && m.opts.memory == sim_memory_mode::real) {
+    // Phantom storage ranges model a storage tier for replay; with real memory the pool's
+    // storage file holds the bytes (Note [Where a storage tier's bytes are]).
+    return m.fail(status::not_supported, "allocate: storage in real memory is the pool's storage file, not the backend's");
   }
   if (status const c = m.forbid_during_capture("allocate", nullptr); c != status::ok) {
     return c;

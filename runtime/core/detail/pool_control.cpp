@@ -94,6 +94,11 @@ capacity_report pool_impl::set_capacity(tier_id tier_index, std::size_t bytes)
     throw logic_error("pool::set_capacity: " + std::to_string(bytes) + " bytes for tier '" + ts.name +
                       "' is below its alignment (" + std::to_string(align) + " bytes); a tier holds at least one block");
   }
+  if (ts.file && bytes > ts.file->capacity()) {  // the file was sized (and its space checked) at construction
+    throw logic_error("pool::set_capacity: tier '" + ts.name + "' is a storage file of " +
+                      std::to_string(ts.file->capacity()) + " bytes; it cannot grow beyond that (" +
+                      std::to_string(bytes) + " bytes asked)");
+  }
 
   op_gate::closed const quiet(gate_);  // Note [Shrinking a tier], step 1
   check_open("set_capacity");

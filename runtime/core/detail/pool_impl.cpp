@@ -152,7 +152,15 @@ pool_impl::pool_impl(pool_options options)
       throw;
     }
     ts->policy_spec = full_spec(registry.list(), plan.policy_spec);
-    ts->mem = std::make_unique<tier>(*backend_, *events_, plan.config);
+    tier_config tc = plan.config;
+    if (tc.kind == tier_kind::storage && caps.real_memory) {
+      // The file gives the tier its ranges and does its copies (Note [Where a storage
+      // tier's bytes are]); every configuration problem throws storage_error here.
+      ts->file = std::make_unique<storage_file>(plan.storage, tc.capacity_bytes, tc.name);
+      tc.source = ts->file.get();
+      tc.alignment = ts->file->alignment();
+    }
+    ts->mem = std::make_unique<tier>(*backend_, *events_, tc);
     ts->capacity = ts->mem->config().capacity_bytes;
     ts->index = static_cast<std::uint32_t>(i);
     ts->acc_drain.reserve((kShards + 1) * access_shard::kCap);

@@ -40,6 +40,23 @@ pool_stats pool_impl::stats() const
     t.policy = ts.policy_spec;
     t.reuses_in_order = ts.reused_in_order.load(std::memory_order_relaxed);
     t.merges_in_order = ts.merged_in_order.load(std::memory_order_relaxed);
+    if (is_storage(ts.kind)) {
+      t.bytes_written = ts.storage_written.load(std::memory_order_relaxed);
+      t.bytes_read = ts.storage_read.load(std::memory_order_relaxed);
+      if (ts.file) {
+        storage_file_figures const f = ts.file->figures();
+        t.storage_file = ts.file->description();
+        t.storage_engine = std::string(to_string(ts.file->engine()));
+        t.storage_direct = ts.file->direct();
+        t.write_failures = f.write_failures;
+        t.read_failures = f.read_failures;
+        t.write_seconds = f.write_seconds;
+        t.read_seconds = f.read_seconds;
+      } else {
+        t.storage_file = "phantom";
+        t.storage_engine = "phantom";
+      }
+    }
     tier_usage u{};
     {
       std::lock_guard tl(ts.mem->mutex());

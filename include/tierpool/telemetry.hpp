@@ -27,7 +27,6 @@ struct stat {
   std::int64_t freed{0};      ///< total removed over the pool's life
 };
 
-/// @brief Figures of one tier.
 /// @brief One tenant in one tier (tier_stats::tenants).
 struct tier_tenant_stats {
   std::uint32_t tenant{0};         ///< the tenant (tensor_options::tenant)
@@ -37,6 +36,7 @@ struct tier_tenant_stats {
   std::size_t share_bytes{0};
 };
 
+/// @brief Figures of one tier.
 struct tier_stats {
   std::string name;                  ///< tier name
   tier_kind kind{tier_kind::device};  ///< memory behind the tier

@@ -9,7 +9,9 @@
 
 #include <tierpool/pool.hpp>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace tierpool::test {
@@ -137,6 +139,54 @@ TEST(PoolTenants, SetTenantShareChecksTheTierAndRemovesWithZero)
   EXPECT_EQ(p.stats().tiers[0].tenants.at(0).resident_bytes, kTensor);
   p.free(t);
   EXPECT_TRUE(p.stats().tiers[0].tenants.empty());
+  EXPECT_TRUE(p.validate());
+}
+
+}  // namespace
+}  // namespace tierpool::test
+
+namespace tierpool::test {
+namespace {
+
+// Two tenants' threads at once (more threads than cores): each rewrites its own tensors
+// on the device and checks what it reads; the shares change under them. Every byte holds
+// its last version and the counts match the copies (validate) at the end.
+TEST(PoolTenants, ThreadsOfTwoTenantsKeepEveryByteWhileSharesChange)
+{
+  pool p{small_tiers(make_sim(), 4_MiB, 2_MiB, 64_MiB)};
+  constexpr std::size_t kThreads = 6;
+  constexpr std::size_t kPerThread = 12;
+  std::vector<std::vector<tensor>> ts(kThreads);
+  std::vector<std::vector<std::uint32_t>> ver(kThreads, std::vector<std::uint32_t>(kPerThread, 1));
+  for (std::size_t t = 0; t < kThreads; ++t) {
+    for (std::size_t i = 0; i < kPerThread; ++i) {
+      ts[t].push_back(p.allocate(128_KiB, {.tenant = static_cast<std::uint32_t>(1 + t % 2)}));
+      fill(p, ts[t].back(), t * 100 + i, 1);
+    }
+  }
+  std::atomic<std::uint64_t> bad{0};
+  std::vector<std::thread> workers;
+  for (std::size_t t = 0; t < kThreads; ++t) {
+    workers.emplace_back([&, t] {
+      stream_handle const s = p.create_stream();
+      for (int op = 0; op < 300; ++op) {
+        std::size_t const i = static_cast<std::size_t>(op * 7 + static_cast<int>(t)) % kPerThread;
+        std::uint64_t const key = t * 100 + i;
+        lease l = p.acquire(ts[t][i], access_mode::read_write, s);
+        p.synchronize(s);
+        if (!has_pattern(l.data(), l.bytes(), key, ver[t][i])) { bad.fetch_add(1); }
+        write_pattern(l.data(), l.bytes(), key, ++ver[t][i]);
+        if (t == 0 && op % 50 == 0) { p.set_tenant_share(1, tier_id{0}, (op % 100 == 0) ? 1_MiB : 0); }
+      }
+      p.synchronize(s);
+      p.destroy_stream(s);
+    });
+  }
+  for (auto& w : workers) { w.join(); }
+  EXPECT_EQ(bad.load(), 0U);
+  for (std::size_t t = 0; t < kThreads; ++t) {
+    for (std::size_t i = 0; i < kPerThread; ++i) { EXPECT_TRUE(check(p, ts[t][i], t * 100 + i, ver[t][i])) << t << " " << i; }
+  }
   EXPECT_TRUE(p.validate());
 }
 

@@ -125,6 +125,9 @@ TEST(PoolTenants, SetTenantShareChecksTheTierAndRemovesWithZero)
   EXPECT_EQ(st.tiers[0].tenants[0].tenant, 3U);
   EXPECT_EQ(st.tiers[0].tenants[0].share_bytes, 2_MiB);
   EXPECT_EQ(st.tiers[0].tenants[0].resident_bytes, 0U);
+  std::string const json = p.summary_json();
+  EXPECT_NE(json.find("\"tenants\":[{\"tenant\":3,\"resident_bytes\":0,\"share_bytes\":2097152}]"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"share_skips\":0"), std::string::npos) << json;
   p.set_tenant_share(3, tier_id{0}, 0);
   EXPECT_TRUE(p.stats().tiers[0].tenants.empty());
   try {

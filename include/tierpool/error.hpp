@@ -193,6 +193,7 @@ enum class oom_cause : std::uint8_t {
   fragmentation,  ///< enough free bytes, but no free block is large enough
   busy,           ///< other threads held the tensors eviction needed for the whole retry bound
   quota,          ///< a tenant's quota (tierpool::quota_exceeded)
+  share,          ///< a tenant's hard share of the tier (tenant_options::hard_shares)
 };
 
 /// @brief Lower-case name of a cause ("capacity", "pinned", ...).

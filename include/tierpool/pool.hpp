@@ -317,6 +317,13 @@ class TIERPOOL_EXPORT pool {
    * Thread safety: safe concurrently with any other call.
    */
   void set_tenant_share(std::uint32_t tenant, tier_id tier, std::size_t bytes);
+  /**
+   * @brief Set a tenant's standing against the others: its priority and whether its
+   *        shares are hard (tenant_options; docs/chapters/tiers.md, "Tenants and quotas").
+   *        Copies already placed stay; later placements and evictions follow it.
+   * Thread safety: safe concurrently with any other call.
+   */
+  void set_tenant(std::uint32_t tenant, tenant_options const& options);
 
   /// @brief Create a stream owned by the pool.
   [[nodiscard]] stream_handle create_stream(int priority = 0);

@@ -59,6 +59,23 @@ enum class access_mode : std::uint8_t {
 };
 
 /**
+ * @brief How a tenant (tensor_options::tenant) stands against the others in the tiers
+ *        (pool_options::tenants, pool::set_tenant; docs/chapters/tiers.md, "Tenants and
+ *        quotas"). The defaults are every tenant's until set: soft shares, one priority.
+ */
+struct tenant_options {
+  /// Higher keeps its tensors longer: when no tenant is over its share, a tenant that needs
+  /// room takes it from tenants of lower priority first, and never from the tensors a tenant
+  /// of higher priority holds within its share (it spills to a lower tier instead).
+  int priority{0};
+  /// Its shares are hard, in every tier where it has one: a limit (its copies there never
+  /// pass the share; a placement that would evicts its own tensors, else goes to a lower
+  /// tier or fails with oom_cause::share) and a reservation (other tenants never evict
+  /// what it holds within the share).
+  bool hard_shares{false};
+};
+
+/**
  * @brief Outside pressure on the device (pool_options::pressure): other allocators share it
  *        (PyTorch's caching allocator, NCCL, other processes), and the pool gives memory
  *        back when the device runs low.
@@ -161,6 +178,10 @@ struct pool_options {
   /// may hold across all tiers; an allocation beyond it throws tierpool::quota_exceeded.
   /// Tenants not listed have none. Changeable later with pool::set_quota.
   std::map<std::uint32_t, std::size_t> tenant_quotas{};
+  /// Tenants' standing against each other in every tier: priority and hard shares
+  /// (tenant_options). Tenants not listed have the defaults. Changeable later with
+  /// pool::set_tenant.
+  std::map<std::uint32_t, tenant_options> tenants{};
   contention_options contention{};      ///< busy retries of a request (see contention_options)
   bool read_environment{true};          ///< honour the TIERPOOL_* variables (they win over the fields)
   /// With read_environment: variables this pool does not read, by name ("TIERPOOL_POLICY"),

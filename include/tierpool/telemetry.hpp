@@ -34,6 +34,8 @@ struct tier_tenant_stats {
   /// Its share of the tier (tier_options::tenant_shares; in a device tier without one, an
   /// equal split among the tenants with copies there); the capacity when shares do not apply
   std::size_t share_bytes{0};
+  int priority{0};                 ///< its priority (tenant_options::priority)
+  bool hard_share{false};          ///< its share is hard (tenant_options::hard_shares)
 };
 
 /// @brief Figures of one tier.
@@ -65,6 +67,9 @@ struct tier_stats {
   /// COUNT: victims an eviction passed over because their tenant was within its share while
   /// another was over its own (docs/chapters/tiers.md, "Tenants and quotas")
   std::uint64_t share_skips{0};
+  /// COUNT: placements refused because a tenant with a hard share would pass it and could
+  /// not evict enough of its own tensors (tenant_options::hard_shares)
+  std::uint64_t share_refusals{0};
   /// Every tenant with copies in the tier or a share of it, by id
   std::vector<tier_tenant_stats> tenants{};
   // ---- storage tiers (tier_kind::storage) only; empty or zero for the others ----

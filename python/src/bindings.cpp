@@ -50,7 +50,69 @@ tierpool::tier_kind parse_tier_kind(std::string const& s)
   if (s == "pinned_host") { return tierpool::tier_kind::pinned_host; }
   if (s == "managed") { return tierpool::tier_kind::managed; }
   if (s == "host") { return tierpool::tier_kind::host; }
-  throw tierpool::logic_error("unknown tier kind '" + s + "' (known: device, pinned_host, managed, host)");
+  if (s == "storage") { return tierpool::tier_kind::storage; }
+  throw tierpool::logic_error("unknown tier kind '" + s + "' (known: device, pinned_host, managed, host, storage)");
+}
+
+// {"path": "/mnt/nvme", "engine": "io_uring", ...}: a storage tier's options (tier_options::storage).
+tierpool::storage_options storage_from_dict(nb::dict d)
+{
+  tierpool::storage_options o;
+  for (auto [k, v] : d) {
+    std::string const key = nb::cast<std::string>(k);
+    if (key == "path") {
+      o.path = nb::cast<std::string>(nb::str(v));  // a str or an os.PathLike's str()
+    } else if (key == "engine") {
+      std::string const e = nb::cast<std::string>(v);
+      if (e == "automatic") {
+        o.engine = tierpool::storage_engine::automatic;
+      } else if (e == "pread") {
+        o.engine = tierpool::storage_engine::pread;
+      } else if (e == "io_uring") {
+        o.engine = tierpool::storage_engine::io_uring;
+      } else {
+        throw tierpool::logic_error("unknown storage engine '" + e + "' (known: automatic, pread, io_uring)");
+      }
+    } else if (key == "direct") {
+      std::string const e = nb::isinstance<nb::bool_>(v) ? (nb::cast<bool>(v) ? "on" : "off") : nb::cast<std::string>(v);
+      if (e == "automatic") {
+        o.direct = tierpool::storage_direct::automatic;
+      } else if (e == "on") {
+        o.direct = tierpool::storage_direct::on;
+      } else if (e == "off") {
+        o.direct = tierpool::storage_direct::off;
+      } else {
+        throw tierpool::logic_error("unknown storage direct mode '" + e + "' (known: automatic, on, off, True, False)");
+      }
+    } else if (key == "piece_bytes") {
+      o.piece_bytes = nb::cast<std::size_t>(v);
+    } else if (key == "queue_depth") {
+      o.queue_depth = nb::cast<std::uint32_t>(v);
+    } else if (key == "verify_writes") {
+      o.verify_writes = nb::cast<bool>(v);
+    } else if (key == "preallocate") {
+      o.preallocate = nb::cast<bool>(v);
+    } else {
+      throw tierpool::logic_error("unknown storage option '" + key +
+                                  "' (known: path, engine, direct, piece_bytes, queue_depth, verify_writes, preallocate)");
+    }
+  }
+  return o;
+}
+
+nb::dict storage_dict(tierpool::storage_options const& o)
+{
+  nb::dict d;
+  d["path"] = o.path;
+  d["engine"] = o.engine == tierpool::storage_engine::pread      ? "pread"
+                : o.engine == tierpool::storage_engine::io_uring ? "io_uring"
+                                                                  : "automatic";  // the words storage_from_dict reads
+  d["direct"] = o.direct == tierpool::storage_direct::on ? "on" : o.direct == tierpool::storage_direct::off ? "off" : "automatic";
+  d["piece_bytes"] = o.piece_bytes;
+  d["queue_depth"] = o.queue_depth;
+  d["verify_writes"] = o.verify_writes;
+  d["preallocate"] = o.preallocate;
+  return d;
 }
 
 tierpool::access_mode parse_access(std::string const& s)
@@ -88,9 +150,11 @@ tierpool::tier_options tier_from_dict(nb::dict d, tierpool::python::policy_host&
       t.name = nb::cast<std::string>(v);
     } else if (key == "numa_node") {
       t.numa_node = nb::cast<int>(v);
+    } else if (key == "storage") {
+      t.storage = storage_from_dict(nb::cast<nb::dict>(v));
     } else {
       throw tierpool::logic_error("unknown tier option '" + key +
-                                  "' (known: kind, capacity_bytes, chunk_bytes, policy, name, numa_node)");
+                                  "' (known: kind, capacity_bytes, chunk_bytes, policy, name, numa_node, storage)");
     }
   }
   return t;
@@ -468,6 +532,11 @@ void translate(std::exception_ptr const& p, void*)
              {{"code", nb::str(std::string(tierpool::to_string(e.code())).c_str())},
               {"lost_tensors", ids},
               {"lost_names", nb::cast(e.lost_names())}});
+  } catch (tierpool::storage_error const& e) {
+    raise_py("StorageError", e.what(),
+             {{"code", nb::str(std::string(tierpool::to_string(e.code())).c_str())},
+              {"failure", nb::str(std::string(tierpool::to_string(e.failure())).c_str())},
+              {"errno", nb::int_(e.errno_value())}});
   } catch (tierpool::backend_error const& e) {
     raise_py("BackendError", e.what(), {{"code", nb::str(std::string(tierpool::to_string(e.code())).c_str())}});
   } catch (tierpool::out_of_memory const& e) {
@@ -681,14 +750,18 @@ NB_MODULE(_tierpool, m)
   // ---- TierOptions ----
   nb::class_<tierpool::tier_options>(m, "TierOptions",
                                      "One tier of a pool (fastest first in Pool(tiers=[...])).\n\n"
-                                     "kind: 'device', 'pinned_host', 'managed' or 'host'; capacity_bytes: 0 = the "
+                                     "kind: 'device', 'pinned_host', 'managed', 'host' or 'storage'; capacity_bytes: 0 = the "
                                      "kind's default; chunk_bytes: bytes requested from the backend at a time (0 = "
                                      "min(capacity, 64 MiB)); policy: eviction policy spec ('' = the pool's); name: "
-                                     "for messages and statistics ('' = the kind's name); numa_node: -1 = none.")
+                                     "for messages and statistics ('' = the kind's name); numa_node: -1 = none; "
+                                     "storage: a storage tier's dict (path: a directory, a block device or a new "
+                                     "file; engine: 'automatic', 'pread' or 'io_uring'; direct: 'automatic', 'on' or "
+                                     "'off'; piece_bytes; queue_depth; verify_writes; preallocate).")
       .def(
           "__init__",
           [](tierpool::tier_options* self, std::string const& kind, std::size_t capacity_bytes,
-             std::size_t chunk_bytes, std::string const& policy, std::string const& name, int numa_node) {
+             std::size_t chunk_bytes, std::string const& policy, std::string const& name, int numa_node,
+             std::optional<nb::dict> const& storage) {
             new (self) tierpool::tier_options{};
             self->kind = parse_tier_kind(kind);
             self->capacity_bytes = capacity_bytes;
@@ -696,19 +769,25 @@ NB_MODULE(_tierpool, m)
             self->policy = policy;
             self->name = name;
             self->numa_node = numa_node;
+            if (storage) { self->storage = storage_from_dict(*storage); }
           },
           "kind"_a = "device", "capacity_bytes"_a = 0, "chunk_bytes"_a = 0, "policy"_a = "", "name"_a = "",
-          "numa_node"_a = -1, "Make a tier's options (see the class docstring).")
+          "numa_node"_a = -1, "storage"_a = nb::none(), "Make a tier's options (see the class docstring).")
       .def_prop_rw(
           "kind", [](tierpool::tier_options const& t) { return std::string(tierpool::to_string(t.kind)); },
           [](tierpool::tier_options& t, std::string const& k) { t.kind = parse_tier_kind(k); },
-          "The memory behind the tier: 'device', 'pinned_host', 'managed' or 'host'.")
+          "The memory behind the tier: 'device', 'pinned_host', 'managed', 'host' or 'storage'.")
       .def_rw("capacity_bytes", &tierpool::tier_options::capacity_bytes, "Capacity in bytes; 0 = the kind's default.")
       .def_rw("chunk_bytes", &tierpool::tier_options::chunk_bytes,
               "Bytes requested from the backend at a time; 0 = min(capacity, 64 MiB).")
       .def_rw("policy", &tierpool::tier_options::policy, "Eviction policy spec ('lru', 's3fifo:small_ratio=0.1'); '' = the pool's.")
       .def_rw("name", &tierpool::tier_options::name, "Name for messages and statistics; '' = the kind's name.")
       .def_rw("numa_node", &tierpool::tier_options::numa_node, "Host kinds: bind to this NUMA node (-1: none).")
+      .def_prop_rw(
+          "storage", [](tierpool::tier_options const& t) { return storage_dict(t.storage); },
+          [](tierpool::tier_options& t, nb::dict const& d) { t.storage = storage_from_dict(d); },
+          "Storage tiers: where and how (a dict: path, engine, direct, piece_bytes, queue_depth, verify_writes, "
+          "preallocate).")
       .def("__repr__", [](tierpool::tier_options const& t) {
         return "TierOptions(kind='" + std::string(tierpool::to_string(t.kind)) +
                "', capacity_bytes=" + std::to_string(t.capacity_bytes) + ", chunk_bytes=" + std::to_string(t.chunk_bytes) +
@@ -1282,6 +1361,24 @@ NB_MODULE(_tierpool, m)
             p.pool.set_quota(tenant, nbytes);
           },
           "tenant"_a, "nbytes"_a, "Set (or, with 0, remove) a tenant's quota in bytes.")
+      .def(
+          "set_tenant_share",
+          [](py_pool& p, std::uint32_t tenant, std::uint32_t tier, std::size_t nbytes) {
+            p.check();
+            p.pool.set_tenant_share(tenant, tierpool::tier_id{tier}, nbytes);
+          },
+          "tenant"_a, "tier"_a, "nbytes"_a,
+          "Set (or, with 0, remove) a tenant's share of tier `tier` in bytes: evictions there take from tenants over "
+          "their share first.")
+      .def(
+          "set_tenant",
+          [](py_pool& p, std::uint32_t tenant, int priority, bool hard_shares) {
+            p.check();
+            p.pool.set_tenant(tenant, tierpool::tenant_options{.priority = priority, .hard_shares = hard_shares});
+          },
+          "tenant"_a, "priority"_a = 0, "hard_shares"_a = false,
+          "Set a tenant's priority (higher keeps its tensors longer) and whether its shares are hard (a limit and a "
+          "reservation).")
       .def(
           "trim",
           [](py_pool& p) {

@@ -125,3 +125,23 @@ def test_backend_error_has_its_code():
     else:  # a machine with a GPU
         assert p.backend == "cuda"
         p.close()
+
+
+def test_hard_share_refuses_with_cause_share():
+    p = make_pool()
+    p.set_tenant_share(3, 0, 16 * KiB)
+    p.set_tenant(3, priority=1, hard_shares=True)
+    t = p.allocate(32 * KiB, tenant=3)
+    dev = {x["tenant"]: x for x in p.stats()["tiers"][0]["tenants"]}
+    assert dev[3]["resident_bytes"] == 0 and dev[3]["hard_share"] and dev[3]["priority"] == 1, dev
+    assert p.stats()["tiers"][0]["share_refusals"] >= 1
+    with pytest.raises(tierpool.OutOfMemory) as info:
+        p.acquire(t, "read")
+    e = info.value
+    assert e.cause == "share" and e.tier == 0 and e.requested == 32 * KiB
+    assert "hard share of the tier is 16.0 KiB" in str(e)
+    p.set_tenant(3, hard_shares=False)
+    with p.acquire(t, "read"):
+        pass
+    p.free(t)
+    p.close()

@@ -26,6 +26,7 @@ from ._errors import (
     OutOfMemory,
     PolicyError,
     QuotaExceeded,
+    StorageError,
     TraceError,
 )
 from ._policy import EvictionPolicy, Predictor, register_policy, register_predictor, unregister_policy
@@ -66,6 +67,7 @@ __all__ = [
     "Pool",
     "Predictor",
     "QuotaExceeded",
+    "StorageError",
     "Tensor",
     "TensorView",
     "TierOptions",

@@ -39,6 +39,19 @@ class BackendError(Error, RuntimeError):
     code: str = ""
 
 
+class StorageError(BackendError):
+    """A storage tier failed: bad configuration at pool construction (a missing directory,
+    no permission, not enough space, O_DIRECT or io_uring required but unavailable), or a
+    file I/O error later (a failed write keeps the tensor's copy above).
+
+    Attributes: ``code`` ("io_error"), ``failure`` ("missing_path", "no_space",
+    "torn_write", ...), ``errno`` (the system's errno, 0 if none).
+    """
+
+    failure: str = ""
+    errno: int = 0
+
+
 class DeviceLost(BackendError):
     """The device was lost: tensors whose only copy was there are gone.
 
@@ -52,7 +65,7 @@ class DeviceLost(BackendError):
 class OutOfMemory(Error, MemoryError):
     """Every step of the out-of-memory ladder failed; the message is a diagnosis.
 
-    Attributes: ``cause`` ("capacity", "pinned", "fragmentation", "busy", "quota"),
+    Attributes: ``cause`` ("capacity", "pinned", "fragmentation", "busy", "quota", "share"),
     ``tier`` (index), ``requested`` (bytes), ``figures`` (a dict: capacity_bytes,
     resident_bytes, pinned_bytes, in_flight_bytes, busy_bytes, free_bytes,
     largest_free_block, attempts), ``python_view_bytes`` (bytes of leases that live

@@ -180,16 +180,16 @@ class TierOptions:
     """
     One tier of a pool (fastest first in Pool(tiers=[...])).
 
-    kind: 'device', 'pinned_host', 'managed' or 'host'; capacity_bytes: 0 = the kind's default; chunk_bytes: bytes requested from the backend at a time (0 = min(capacity, 64 MiB)); policy: eviction policy spec ('' = the pool's); name: for messages and statistics ('' = the kind's name); numa_node: -1 = none.
+    kind: 'device', 'pinned_host', 'managed', 'host' or 'storage'; capacity_bytes: 0 = the kind's default; chunk_bytes: bytes requested from the backend at a time (0 = min(capacity, 64 MiB)); policy: eviction policy spec ('' = the pool's); name: for messages and statistics ('' = the kind's name); numa_node: -1 = none; storage: a storage tier's dict (path: a directory, a block device or a new file; engine: 'automatic', 'pread' or 'io_uring'; direct: 'automatic', 'on' or 'off'; piece_bytes; queue_depth; verify_writes; preallocate).
     """
 
-    def __init__(self, kind: str = 'device', capacity_bytes: int = 0, chunk_bytes: int = 0, policy: str = '', name: str = '', numa_node: int = -1) -> None:
+    def __init__(self, kind: str = 'device', capacity_bytes: int = 0, chunk_bytes: int = 0, policy: str = '', name: str = '', numa_node: int = -1, storage: dict | None = None) -> None:
         """Make a tier's options (see the class docstring)."""
 
     @property
     def kind(self) -> str:
         """
-        The memory behind the tier: 'device', 'pinned_host', 'managed' or 'host'.
+        The memory behind the tier: 'device', 'pinned_host', 'managed', 'host' or 'storage'.
         """
 
     @kind.setter
@@ -231,6 +231,15 @@ class TierOptions:
 
     @numa_node.setter
     def numa_node(self, arg: int, /) -> None: ...
+
+    @property
+    def storage(self) -> dict:
+        """
+        Storage tiers: where and how (a dict: path, engine, direct, piece_bytes, queue_depth, verify_writes, preallocate).
+        """
+
+    @storage.setter
+    def storage(self, arg: dict, /) -> None: ...
 
     def __repr__(self) -> str:
         """The options as a constructor call."""
@@ -565,6 +574,16 @@ class Pool:
 
     def set_quota(self, tenant: int, nbytes: int) -> None:
         """Set (or, with 0, remove) a tenant's quota in bytes."""
+
+    def set_tenant_share(self, tenant: int, tier: int, nbytes: int) -> None:
+        """
+        Set (or, with 0, remove) a tenant's share of tier `tier` in bytes: evictions there take from tenants over their share first.
+        """
+
+    def set_tenant(self, tenant: int, priority: int = 0, hard_shares: bool = False) -> None:
+        """
+        Set a tenant's priority (higher keeps its tensors longer) and whether its shares are hard (a limit and a reservation).
+        """
 
     def trim(self) -> int:
         """

@@ -177,6 +177,10 @@ void pool::set_tenant_share(std::uint32_t tenant, tier_id tier, std::size_t byte
 {
   checked(impl_, "set_tenant_share").set_tenant_share(tenant, tier, bytes);
 }
+void pool::set_tenant(std::uint32_t tenant, tenant_options const& options)
+{
+  checked(impl_, "set_tenant").set_tenant(tenant, options);
+}
 void pool::set_next_use(tensor const& t, std::optional<tick> next_use)
 {
   checked(impl_, "set_next_use").set_next_use(t, next_use);

@@ -29,8 +29,12 @@
 namespace tierpool::detail {
 namespace {
 
-// Times the policy is asked per round; each new ask follows a skipped victim.
+// Times the policy is asked per round; each new ask follows a skipped victim. A round
+// that passes over other tenants' tensors (Note [Hard shares and priorities]) asks more
+// often: the victims it may take can sit far behind others' in the policy's order (each
+// ask's skipped bytes raise the next ask's, so the depth grows about geometrically).
 constexpr int kMaxProposals = 4;
+constexpr int kMaxProposalsFiltered = 16;
 
 std::size_t sat_add(std::size_t a, std::size_t b) noexcept
 {
@@ -137,33 +141,94 @@ class claim_scope {
 // pinned, or the tenants over their share have nothing to give) runs again without them,
 // as it does without the planner's keep window, and the request is never refused for a
 // share. A tier with one tenant skips all of it (one entry in the tenant list).
-// Limitations: the victims' order among the tenants that may give is the policy's; there
-// are no hard shares and no priorities between tenants.
+// Limitations: the victims' order among the tenants that may give is the policy's. Hard
+// shares and priorities: the Note below.
+//
+// Note [Hard shares and priorities]
+// ---------------------------------
+// Rationale: soft shares protect a tenant only while another is over its share; once no
+// one is, any tenant's tensors may go, and a tenant that must keep its working set (a
+// latency-bound service beside a training job) has no way to say so. Nor can a tenant be
+// kept from taking more of a tier than it should, even with room free.
+// Approach: a tenant has a priority and may have hard shares (tenant_options, copied into
+// each tier's tenant_ranks). A round runs in passes (evict_pass):
+//   shares    the tenants over their share (and the requester if it would pass its own),
+//             as in Note [Tenants' shares of a tier]; when no one is over, the tenants of
+//             lower priority than the requester, and when there are none, what fallback
+//             allows;
+//   fallback  (placement, when the first pass made no progress) any tenant but those
+//             within their share that have a hard share or a higher priority: their
+//             tensors are passed over, and the request goes to a lower tier or fails;
+//   own       a tenant with a hard share that a placement would take past it: placement
+//             evicts its own tensors (whatever the room free) until it fits, or refuses
+//             the placement (tier_stats::share_refusals): allocation then places the
+//             tensor in a lower tier; a copy-in fails with oom_cause::share.
+// A device tier's default share is the tenant's quota when it has one (pool::set_quota),
+// else the equal split. With no priority or hard share set (`ranked` false) the passes
+// are those of the soft shares alone.
+// Limitations: a tenant's bytes in a tier are counted when its copy enters the tier's
+// policy, after the copy: threads of one hard tenant placing at the same moment each see
+// the bytes before the others' copies, so the tenant may pass its share by the tensors
+// its other threads have in flight; its next placement evicts it back within. (Counting
+// at placement would close it.) A hard share under the equal split moves as tenants come
+// and go; the equal split counts every tenant with copies, hard or not.
 namespace {
 
-// The tenants a round may take from (Note [Tenants' shares of a tier]); empty: any.
+// The tenants a round may take from (Notes [Tenants' shares of a tier], [Hard shares and
+// priorities]): false when any may; else `out` lists them (it may be empty: none may).
 // Under the tier's lock.
-void tenants_that_give(tier_state const& ts, std::uint32_t tenant, std::size_t bytes, std::vector<std::uint32_t>& out)
+bool tenants_that_give(tier_state const& ts, std::uint32_t tenant, std::size_t bytes, evict_pass pass,
+                       std::vector<std::uint32_t>& out)
 {
   out.clear();
-  if (ts.tenant_bytes.size() < 2) { return; }
-  bool any = false;
-  for (auto const& [t, b] : ts.tenant_bytes) {
-    std::size_t const share = ts.share_of(t);
-    bool const over = b > 0 && static_cast<std::size_t>(b) + (t == tenant ? bytes : 0) > share;
-    if (over) {
-      out.push_back(t);  // a thread's own vector: it grows with the tenant count, rarely
-      any = true;
-    }
+  if (pass == evict_pass::own) {
+    out.push_back(tenant);
+    return true;
   }
-  if (!any) { return; }
-  if (ts.bytes_of_tenant(tenant) <= 0 && bytes > ts.share_of(tenant)) { out.push_back(tenant); }
+  if (ts.tenant_bytes.size() < 2) { return false; }
+  int const mine = ts.ranked ? ts.rank_of(tenant).priority : 0;
+  if (pass == evict_pass::shares) {
+    bool any = false;
+    for (auto const& [t, b] : ts.tenant_bytes) {
+      std::size_t const share = ts.share_of(t);
+      bool const over = b > 0 && static_cast<std::size_t>(b) + (t == tenant ? bytes : 0) > share;
+      if (over) {
+        out.push_back(t);  // a thread's own vector: it grows with the tenant count, rarely
+        any = true;
+      }
+    }
+    if (any) {
+      if (ts.bytes_of_tenant(tenant) <= 0 && bytes > ts.share_of(tenant)) { out.push_back(tenant); }
+      return true;
+    }
+    if (!ts.ranked) { return false; }
+    for (auto const& [t, b] : ts.tenant_bytes) {
+      if (b > 0 && t != tenant && ts.rank_of(t).priority < mine) { out.push_back(t); }
+    }
+    if (!out.empty()) { return true; }
+    // No one below the requester: the tenants the fallback pass allows.
+  }
+  if (!ts.ranked) { return false; }
+  bool all = true;
+  for (auto const& [t, b] : ts.tenant_bytes) {
+    if (b <= 0) { continue; }
+    if (t != tenant) {
+      auto const r = ts.rank_of(t);
+      if ((r.hard || r.priority > mine) && static_cast<std::size_t>(b) <= ts.share_of(t)) {
+        all = false;
+        continue;
+      }
+    }
+    out.push_back(t);
+  }
+  if (all) { out.clear(); }
+  return !all;
 }
 
 }  // namespace
 
 evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming,
-                                            std::uint32_t tenant, bool keep, evict_handoff* handoff,
+                                            std::uint32_t tenant, evict_pass pass, evict_handoff* handoff,
                                             std::unique_lock<std::mutex>* held)
 {
   // The planner's protections (transfer_planner.cpp): a planned prefetch does no harm; any
@@ -174,7 +239,7 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
   if (pt.active) {
     guard_from = pt.now;
     guard_until = pt.protect;
-  } else if (keep && k == keep_tier_.load(std::memory_order_relaxed)) {
+  } else if (pass == evict_pass::shares && k == keep_tier_.load(std::memory_order_relaxed)) {
     guard_until = keep_until_.load(std::memory_order_relaxed);
     guard_from = keep_from_.load(std::memory_order_relaxed);
   }
@@ -188,8 +253,7 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
     if (held == nullptr || !held->owns_lock()) { own = std::unique_lock(ts.mem->mutex()); }
     drain_accesses_locked(ts);
     thread_local std::vector<std::uint32_t> givers;  // Note [Tenants' shares of a tier]
-    givers.clear();
-    if (keep && ts.tenant_bytes.size() > 1) { tenants_that_give(ts, tenant, bytes, givers); }
+    bool const filtered = tenants_that_give(ts, tenant, bytes, pass, givers);
     std::size_t extra = 0;
     std::size_t got = 0;
     eviction_request req{};
@@ -197,7 +261,8 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
     req.contiguous_bytes = bytes;
     req.now = backend_->now();
     req.incoming = incoming;
-    for (int ask = 0; ask < kMaxProposals && got < bytes; ++ask) {
+    int const asks = filtered ? kMaxProposalsFiltered : kMaxProposals;
+    for (int ask = 0; ask < asks && got < bytes; ++ask) {
       req.bytes_needed = sat_add(bytes, extra);
       ts.policy->propose(req, ts.proposal);
       if (ts.proposal.empty()) { break; }
@@ -220,7 +285,7 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
           learned = true;
           continue;
         }
-        if (!givers.empty() && std::find(givers.begin(), givers.end(), rec->tenant) == givers.end()) {
+        if (filtered && std::find(givers.begin(), givers.end(), rec->tenant) == givers.end()) {
           extra = sat_add(extra, rec->bytes);  // within its tenant's share (a constant field: no lock)
           out.kept = true;
           add_under_tier_lock(ts.share_skips, std::uint64_t{1});
@@ -349,6 +414,42 @@ void migration_engine::add_tenant(std::uint32_t tenant)
   }
   std::lock_guard g(tenants_mtx_);
   known_tenants_.push_back(tenant);  // may throw bad_alloc: the next call adds nothing twice
+}
+
+namespace {
+
+tier_state::tenant_rank& rank_entry(tier_state& ts, std::uint32_t tenant)  // under the tier's lock
+{
+  for (auto& r : ts.tenant_ranks) {
+    if (r.tenant == tenant) { return r; }
+  }
+  return ts.tenant_ranks.emplace_back(tier_state::tenant_rank{tenant});  // may throw bad_alloc
+}
+
+}  // namespace
+
+void migration_engine::set_tenant_rank(std::uint32_t tenant, int priority, bool hard)
+{
+  add_tenant(tenant);
+  for (auto const& tp : tiers_) {
+    tier_state& ts = *tp;
+    std::lock_guard tl(ts.mem->mutex());
+    auto& r = rank_entry(ts, tenant);
+    r.priority = priority;
+    r.hard = hard;
+    ts.ranked = std::any_of(ts.tenant_ranks.begin(), ts.tenant_ranks.end(),
+                            [](auto const& e) { return e.hard || e.priority != 0; });
+  }
+}
+
+void migration_engine::set_tenant_quota(std::uint32_t tenant, std::size_t quota)
+{
+  add_tenant(tenant);
+  for (auto const& tp : tiers_) {
+    tier_state& ts = *tp;
+    std::lock_guard tl(ts.mem->mutex());
+    rank_entry(ts, tenant).quota = quota;
+  }
 }
 
 void migration_engine::set_tenant_share(std::uint32_t k, std::uint32_t tenant, std::size_t bytes)

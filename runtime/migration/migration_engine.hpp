@@ -90,6 +90,11 @@ struct place_failure {
   /// bytes and stays resident): the request fails with this status, not an out-of-memory.
   status write_back_status{status::ok};
   tensor_id write_back_victim{};  ///< the victim of that write-back
+  /// The tenant's hard share refused it (Note [Hard shares and priorities], eviction.cpp):
+  /// the share, and what the tenant held in the tier when it gave up.
+  bool share{false};
+  std::size_t share_bytes{0};
+  std::size_t share_held{0};
 };
 
 /// @brief What place() gave.
@@ -194,6 +199,14 @@ struct evict_outcome {
   tensor_id write_back_victim{};         ///< that victim
 };
 
+/// @brief Which tenants' victims an eviction round may take (Note [Hard shares and
+///        priorities], eviction.cpp).
+enum class evict_pass : std::uint8_t {
+  shares,    ///< first: the tenants over their share (or of lower priority); the keep window holds
+  fallback,  ///< then: any tenant but those of higher priority or with a hard share, within their share
+  own,       ///< a tenant with a hard share over it: only its own tensors
+};
+
 /// @brief What ensure_valid_locked() did.
 enum class fill_result : std::uint8_t { hit, filled, no_room };
 
@@ -249,16 +262,17 @@ class migration_engine {
   /// True for the pool's own copy streams (h2d, d2h), whose deferred frees may be reused
   /// in stream order.
   [[nodiscard]] bool is_copy_stream(stream_handle s) const noexcept;
-  /// `keep`: honour the planner's keep window (set_keep_window) and the tenants' shares
-  /// (`tenant`: whom the room is for); placement retries a round that made no progress with
-  /// it off.
+  /// `pass`: which victims the tenants' standing allows (Note [Hard shares and
+  /// priorities], eviction.cpp; `tenant`: whom the room is for). evict_pass::shares also
+  /// honours the planner's keep window (set_keep_window); placement retries a round that
+  /// made no progress with evict_pass::fallback.
   /// `handoff` (ladder mode): the round may vacate one victim block of the request's size
   /// straight into it instead of the tier (Note [The evicted block goes to the request that
   /// evicted it], eviction.cpp).
   /// `held`: the caller's lock of tier k, when it holds it (placement's climb, so that the
   /// round's first phase takes no second lock); the round releases it after that phase.
   evict_outcome evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming = {},
-                            std::uint32_t tenant = 0, bool keep = true, evict_handoff* handoff = nullptr,
+                            std::uint32_t tenant = 0, evict_pass pass = evict_pass::shares, evict_handoff* handoff = nullptr,
                             std::unique_lock<std::mutex>* held = nullptr);
   /// Give `tenant` an entry in every tier's tenant list (Note [Tenants' shares of a tier],
   /// eviction.cpp) before its first tensor, so that counting its bytes never allocates.
@@ -267,6 +281,10 @@ class migration_engine {
   /// Set (bytes > 0) or remove (0) `tenant`'s share of tier k. @throws std::out_of_range for
   /// an unknown tier, std::bad_alloc
   void set_tenant_share(std::uint32_t k, std::uint32_t tenant, std::size_t bytes);
+  /// Set `tenant`'s priority and hard shares (tenant_options) in every tier. @throws std::bad_alloc
+  void set_tenant_rank(std::uint32_t tenant, int priority, bool hard);
+  /// Set (0: remove) `tenant`'s quota in every tier: a device tier's default share. @throws std::bad_alloc
+  void set_tenant_quota(std::uint32_t tenant, std::size_t quota);
   /// The transfer planner's keep window: evictions in tier k pass over tensors whose
   /// forecast next use lies in [from, until] (needed before the horizon) while others can
   /// go (Note [The keep window], transfer_planner.cpp). until == 0: none.

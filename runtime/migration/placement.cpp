@@ -127,6 +127,35 @@ place_result migration_engine::place(place_request const& r)
     std::unique_lock tl(ts.mem->mutex());  // handed to the eviction round below, which unlocks it
     {
       drain_accesses_locked(ts);
+      // A hard share (Note [Hard shares and priorities], eviction.cpp): past it, the
+      // tenant's own tensors go first, whatever the room free; else the tier refuses.
+      if (ts.ranked) {
+        if (auto const rk = ts.rank_of(r.tenant); rk.hard) {
+          std::size_t const share = ts.share_of(r.tenant);
+          auto const held = static_cast<std::size_t>(std::max<std::int64_t>(ts.bytes_of_tenant(r.tenant), 0));
+          if (held + bytes > share) {
+            evict_outcome ev{};
+            if (bytes <= share && r.mode != place_mode::try_only) {
+              ev = evict_round(r.tier, held + bytes - share, r.mode, r.incoming, r.tenant, evict_pass::own, nullptr, &tl);
+              if (ev.progress) {
+                evicted = true;
+                continue;
+              }
+            } else {
+              tl.unlock();
+            }
+            add_under_tier_lock(ts.share_refusals, std::uint64_t{1});
+            if (ladder && ev.busy_bytes != 0) {  // its own tensors are busy: retry (Note [Busy victims ...])
+              out.why.busy_bytes = ev.busy_bytes;
+              return out;
+            }
+            out.why.share = true;
+            out.why.share_bytes = share;
+            out.why.share_held = held;
+            return give_up();
+          }
+        }
+      }
       // Completed frees, the arena, grow.
       tier_alloc_report rep;
       if (auto b = ts.mem->allocate(bytes, 0, &rep, tier_grow::allow)) { return took(*b); }
@@ -177,10 +206,10 @@ place_result migration_engine::place(place_request const& r)
     ho.incoming = r.incoming_rec;
     ho.incoming_write = r.incoming_write;
     evict_handoff* const hand = ladder && r.take_uses && r.reuse_in_order ? &ho : nullptr;
-    evict_outcome ev = evict_round(r.tier, bytes, r.mode, r.incoming, r.tenant, true, hand, &tl);
+    evict_outcome ev = evict_round(r.tier, bytes, r.mode, r.incoming, r.tenant, evict_pass::shares, hand, &tl);
     TIERPOOL_ASSERT(!tl.owns_lock());
     if (!ev.progress && ev.kept && !planning().active) {  // the keep window or the shares left nothing: evict anyway
-      ev = evict_round(r.tier, bytes, r.mode, r.incoming, r.tenant, false, hand);
+      ev = evict_round(r.tier, bytes, r.mode, r.incoming, r.tenant, evict_pass::fallback, hand);
     }
     if (ho.blk) {  // counted by the round (hand_off_told_locked)
       out.blk = ho.blk;
@@ -409,6 +438,15 @@ void migration_engine::throw_place_failure(std::uint32_t k, std::size_t bytes, p
   {
     std::lock_guard tl(tiers_[k]->mem->mutex());
     msg = oom_message_locked(k, bytes, &f);
+  }
+  if (why.share) {  // Note [Hard shares and priorities], eviction.cpp
+    f.cause = oom_cause::share;
+    msg = msg.substr(0, msg.find("; cause: ")) + "; cause: share — the tenant's hard share of the tier is " +
+          format_byte_size(why.share_bytes) + " and it holds " + format_byte_size(why.share_held) +
+          (bytes > why.share_bytes ? " (the request alone is larger)"
+                                   : ", none of which could be evicted (leased or busy)") +
+          "; raise its share (pool::set_tenant_share, pool::set_quota), release its leases, or turn its hard "
+          "shares off (tenant_options::hard_shares)";
   }
   throw out_of_memory(std::move(msg), tier_id{k}, bytes, f);
 }

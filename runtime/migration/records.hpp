@@ -556,8 +556,29 @@ struct tier_state {
   // the shares set for this tier (tier_options::tenant_shares, pool::set_tenant_share).
   std::vector<std::pair<std::uint32_t, std::int64_t>> tenant_bytes;
   std::vector<std::pair<std::uint32_t, std::size_t>> tenant_shares;
+  /// Each tenant's standing (tenant_options, pool::set_tenant) and quota (pool::set_quota),
+  /// copied into every tier: Note [Hard shares and priorities], eviction.cpp. Under
+  /// mem->mutex(); `ranked`: some tenant has a priority or a hard share (else no one's
+  /// standing changes a round, and placement skips the hard-share check).
+  struct tenant_rank {
+    std::uint32_t tenant{0};
+    int priority{0};
+    bool hard{false};
+    std::size_t quota{0};
+  };
+  std::vector<tenant_rank> tenant_ranks;
+  bool ranked{false};
   bool split_by_default{false};  ///< constant: no share set means an equal split (device tiers)
   std::atomic<std::uint64_t> share_skips{0};  ///< COUNT: victims passed over as within their tenant's share
+  std::atomic<std::uint64_t> share_refusals{0};  ///< COUNT: placements a hard share refused
+  /// `tenant`'s standing here (defaults when none was set). Under mem->mutex().
+  [[nodiscard]] tenant_rank rank_of(std::uint32_t tenant) const noexcept
+  {
+    for (auto const& r : tenant_ranks) {
+      if (r.tenant == tenant) { return r; }
+    }
+    return tenant_rank{tenant};
+  }
   /// Add `delta` to `tenant`'s bytes here. Under mem->mutex(); never allocates: the entry
   /// is made when the tenant's first tensor is (migration_engine::add_tenant).
   void add_tenant_bytes(std::uint32_t tenant, std::int64_t delta) noexcept
@@ -579,14 +600,18 @@ struct tier_state {
     }
     return 0;
   }
-  /// `tenant`'s share here: the share set for it, else (device tiers) an equal split of the
-  /// capacity among the tenants with bytes here and `tenant`, else the whole capacity.
+  /// `tenant`'s share here: the share set for it, else (device tiers) its quota if it has
+  /// one (at most the capacity), else an equal split of the capacity among the tenants with
+  /// bytes here and `tenant`, else the whole capacity.
   [[nodiscard]] std::size_t share_of(std::uint32_t tenant) const noexcept
   {
     for (auto const& e : tenant_shares) {
       if (e.first == tenant) { return e.second; }
     }
     if (!split_by_default) { return capacity; }
+    for (auto const& r : tenant_ranks) {
+      if (r.tenant == tenant && r.quota != 0) { return std::min(r.quota, capacity); }
+    }
     std::size_t n = 0;
     bool self = false;
     for (auto const& e : tenant_bytes) {

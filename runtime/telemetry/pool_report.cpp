@@ -132,10 +132,15 @@ boost::json::object stats_json(pool_stats const& st)
     o["reuses_in_order"] = t.reuses_in_order;
     o["merges_in_order"] = t.merges_in_order;
     o["share_skips"] = t.share_skips;
+    o["share_refusals"] = t.share_refusals;
     if (!t.tenants.empty()) {
       boost::json::array tt;
       for (tier_tenant_stats const& x : t.tenants) {
-        tt.push_back({{"tenant", x.tenant}, {"resident_bytes", x.resident_bytes}, {"share_bytes", x.share_bytes}});
+        tt.push_back({{"tenant", x.tenant},
+                      {"resident_bytes", x.resident_bytes},
+                      {"share_bytes", x.share_bytes},
+                      {"priority", x.priority},
+                      {"hard_share", x.hard_share}});
       }
       o["tenants"] = std::move(tt);
     }

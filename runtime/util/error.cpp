@@ -105,6 +105,7 @@ std::string_view to_string(oom_cause c) noexcept
     case oom_cause::fragmentation: return "fragmentation";
     case oom_cause::busy: return "busy";
     case oom_cause::quota: return "quota";
+    case oom_cause::share: return "share";
   }
   return "unknown";
 }

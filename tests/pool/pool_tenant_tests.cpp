@@ -126,7 +126,11 @@ TEST(PoolTenants, SetTenantShareChecksTheTierAndRemovesWithZero)
   EXPECT_EQ(st.tiers[0].tenants[0].share_bytes, 2_MiB);
   EXPECT_EQ(st.tiers[0].tenants[0].resident_bytes, 0U);
   std::string const json = p.summary_json();
-  EXPECT_NE(json.find("\"tenants\":[{\"tenant\":3,\"resident_bytes\":0,\"share_bytes\":2097152}]"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"tenants\":[{\"tenant\":3,\"resident_bytes\":0,\"share_bytes\":2097152,\"priority\":0,"
+                      "\"hard_share\":false}]"),
+            std::string::npos)
+    << json;
+  EXPECT_NE(json.find("\"share_refusals\":0"), std::string::npos) << json;
   EXPECT_NE(json.find("\"share_skips\":0"), std::string::npos) << json;
   p.set_tenant_share(3, tier_id{0}, 0);
   EXPECT_TRUE(p.stats().tiers[0].tenants.empty());
@@ -187,6 +191,279 @@ TEST(PoolTenants, ThreadsOfTwoTenantsKeepEveryByteWhileSharesChange)
   }
   for (auto& w : workers) { w.join(); }
   EXPECT_EQ(bad.load(), 0U);
+  for (std::size_t t = 0; t < kThreads; ++t) {
+    for (std::size_t i = 0; i < kPerThread; ++i) { EXPECT_TRUE(check(p, ts[t][i], t * 100 + i, ver[t][i])) << t << " " << i; }
+  }
+  EXPECT_TRUE(p.validate());
+}
+
+}  // namespace
+}  // namespace tierpool::test
+
+// Hard shares and priorities (Note [Hard shares and priorities], eviction.cpp).
+namespace tierpool::test {
+namespace {
+
+std::size_t device_bytes_of(pool& p, std::uint32_t tenant)
+{
+  pool_stats const st = p.stats();  // kept: the loop must not walk a destroyed temporary
+  for (tier_tenant_stats const& t : st.tiers[0].tenants) {
+    if (t.tenant == tenant) { return t.resident_bytes; }
+  }
+  return 0;
+}
+
+// A hard share is a limit: with the device tier almost empty, the tenant's copies there
+// never pass its share. Allocations past it go to a lower tier; copy-ins evict its own
+// tensors. Every byte survives.
+TEST(PoolTenants, AHardShareIsALimitEvenWithRoomFree)
+{
+  pool_options o = small_tiers(make_sim(), 8_MiB, 2_MiB, 64_MiB);
+  o.tiers[0].tenant_shares = {{1, 1_MiB}};
+  o.tenants = {{1, tenant_options{.hard_shares = true}}};
+  pool p{o};
+  stream_handle const s = p.create_stream();
+  std::vector<tensor> t;
+  for (std::uint64_t i = 0; i < 10; ++i) {
+    t.push_back(p.allocate(kTensor, {.tenant = 1}));
+    fill(p, t.back(), i, 1);
+    EXPECT_LE(device_bytes_of(p, 1), 1_MiB) << i;
+  }
+  EXPECT_EQ(p.stats().tiers[0].tenants.at(0).tenant, 1U);
+  EXPECT_TRUE(p.stats().tiers[0].tenants.at(0).hard_share);
+  EXPECT_GT(p.stats().tiers[0].share_refusals, 0U) << "allocations past the share went lower";
+  for (int round = 0; round < 3; ++round) {
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      {
+        lease l = p.acquire(t[i], access_mode::read, s);
+      }
+      EXPECT_LE(device_bytes_of(p, 1), 1_MiB) << round << " " << i;
+    }
+  }
+  p.synchronize(s);
+  EXPECT_EQ(device_bytes_of(p, 1), 1_MiB);
+  for (std::size_t i = 0; i < t.size(); ++i) { EXPECT_TRUE(check(p, t[i], i, 1)) << i; }
+  EXPECT_TRUE(p.validate());
+  // Another tenant, without a hard share, fills the rest of the tier.
+  tensor other = p.allocate(6_MiB, {.tenant = 2, .preferred_tier = tier_id{0}});
+  EXPECT_EQ(device_bytes_of(p, 2), 6_MiB);
+  p.free(other);
+}
+
+// A copy-in the hard share cannot hold fails with a typed error saying so: the tensor is
+// larger than the share, or the tenant's own copies there are all leased.
+TEST(PoolTenants, AHardShareRefusesACopyInItCannotHoldAndSaysWhy)
+{
+  pool_options o = small_tiers(make_sim(), 8_MiB, 2_MiB, 64_MiB);
+  o.tiers[0].tenant_shares = {{1, 512_KiB}};
+  pool p{o};
+  p.set_tenant(1, {.hard_shares = true});
+  stream_handle const s = p.create_stream();
+  tensor big = p.allocate(1_MiB, {.tenant = 1});
+  fill(p, big, 7, 1);
+  try {
+    lease l = p.acquire(big, access_mode::read, s);
+    FAIL() << "expected out_of_memory";
+  } catch (out_of_memory const& e) {
+    EXPECT_EQ(e.figures().cause, oom_cause::share);
+    std::string const w = e.what();
+    EXPECT_NE(w.find("cause: share — the tenant's hard share of the tier is 512.0 KiB"), std::string::npos) << w;
+    EXPECT_NE(w.find("the request alone is larger"), std::string::npos) << w;
+  }
+  std::vector<tensor> t;
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    t.push_back(p.allocate(kTensor, {.tenant = 1}));
+    fill(p, t.back(), 10 + i, 1);
+  }
+  {
+    lease a = p.acquire(t[0], access_mode::read, s);
+    lease b = p.acquire(t[1], access_mode::read, s);
+    try {
+      lease c = p.acquire(t[2], access_mode::read, s);
+      FAIL() << "expected out_of_memory";
+    } catch (out_of_memory const& e) {
+      EXPECT_EQ(e.figures().cause, oom_cause::share);
+      EXPECT_NE(std::string(e.what()).find("none of which could be evicted"), std::string::npos) << e.what();
+    }
+  }
+  // Once the leases end, the same copy-in evicts the tenant's own copy.
+  {
+    lease c = p.acquire(t[2], access_mode::read, s);
+  }
+  p.synchronize(s);
+  EXPECT_TRUE(check(p, big, 7, 1));
+  for (std::size_t i = 0; i < t.size(); ++i) { EXPECT_TRUE(check(p, t[i], 10 + i, 1)) << i; }
+  EXPECT_TRUE(p.validate());
+}
+
+// A hard share is a reservation: another tenant never evicts what a hard tenant holds
+// within it, and is refused instead (here its own copies are leased). Without the hard
+// share the same request takes the other tenant's copy.
+TEST(PoolTenants, AHardShareIsAReservationOthersCannotEvict)
+{
+  for (bool const hard : {true, false}) {
+    SCOPED_TRACE(hard ? "hard" : "soft");
+    pool_options o = small_tiers(make_sim(), 4_MiB, 2_MiB, 64_MiB);
+    o.tiers[0].tenant_shares = {{1, 2_MiB}, {2, 2_MiB}};
+    if (hard) { o.tenants = {{1, tenant_options{.hard_shares = true}}}; }
+    pool p{o};
+    stream_handle const s = p.create_stream();
+    std::vector<tensor> mine;
+    std::vector<tensor> theirs;
+    for (std::uint64_t i = 0; i < 8; ++i) {
+      mine.push_back(p.allocate(kTensor, {.tenant = 1, .preferred_tier = tier_id{0}}));
+      fill(p, mine.back(), i, 1);
+    }
+    for (std::uint64_t i = 0; i < 9; ++i) {
+      theirs.push_back(p.allocate(kTensor, {.tenant = 2, .preferred_tier = tier_id{2}}));
+      fill(p, theirs.back(), 100 + i, 1);
+    }
+    {
+      std::vector<lease> held;
+      for (std::size_t i = 0; i < 8; ++i) { held.push_back(p.acquire(theirs[i], access_mode::read, s)); }
+      p.synchronize(s);
+      ASSERT_EQ(device_bytes_of(p, 1), 2_MiB);
+      ASSERT_EQ(device_bytes_of(p, 2), 2_MiB);
+      if (hard) {
+        EXPECT_THROW((void)p.acquire(theirs[8], access_mode::read, s), out_of_memory);
+        EXPECT_EQ(device_bytes_of(p, 1), 2_MiB);
+      } else {
+        lease l = p.acquire(theirs[8], access_mode::read, s);
+        EXPECT_EQ(device_bytes_of(p, 1), 2_MiB - kTensor);
+      }
+    }
+    p.synchronize(s);
+    for (std::size_t i = 0; i < mine.size(); ++i) { EXPECT_TRUE(check(p, mine[i], i, 1)) << i; }
+    for (std::size_t i = 0; i < theirs.size(); ++i) { EXPECT_TRUE(check(p, theirs[i], 100 + i, 1)) << i; }
+    EXPECT_TRUE(p.validate());
+  }
+}
+
+// Priorities: when no tenant is over its share, the tenant that needs room takes it from
+// tenants of lower priority first, although the policy (LRU) offers its own oldest
+// tensors first; a tenant of lower priority never takes the tensors a higher one holds
+// within its share, and evicts its own instead.
+TEST(PoolTenants, APriorityDecidesWhoGivesRoomWhenNoOneIsOverItsShare)
+{
+  for (int const prio : {1, 0}) {
+    SCOPED_TRACE("priority " + std::to_string(prio));
+    pool_options o = small_tiers(make_sim(), 4_MiB, 2_MiB, 64_MiB);
+    o.tiers[0].policy = "lru";
+    o.tiers[0].tenant_shares = {{1, 3_MiB}, {2, 3_MiB}};  // both within: 2 MiB each
+    o.tenants = {{1, tenant_options{.priority = prio}}};
+    pool p{o};
+    stream_handle const s = p.create_stream();
+    std::vector<tensor> hi;
+    std::vector<tensor> lo;
+    for (std::uint64_t i = 0; i < 10; ++i) {  // 8 on the device (oldest first), 2 below
+      hi.push_back(p.allocate(kTensor, {.tenant = 1, .preferred_tier = tier_id{i < 8 ? 0U : 2U}}));
+      fill(p, hi.back(), i, 1);
+    }
+    for (std::uint64_t i = 0; i < 10; ++i) {
+      lo.push_back(p.allocate(kTensor, {.tenant = 2, .preferred_tier = tier_id{i < 8 ? 0U : 2U}}));
+      fill(p, lo.back(), 100 + i, 1);
+    }
+    for (std::size_t i = 0; i < 8; ++i) {  // touch in order: tenant 1's are the least recent
+      lease a = p.acquire(hi[i], access_mode::read, s);
+    }
+    for (std::size_t i = 0; i < 8; ++i) {
+      lease b = p.acquire(lo[i], access_mode::read, s);
+    }
+    ASSERT_EQ(device_bytes_of(p, 1), 2_MiB);
+    ASSERT_EQ(device_bytes_of(p, 2), 2_MiB);
+    { lease l = p.acquire(hi[8], access_mode::read, s); }  // tenant 1 needs room
+    if (prio == 1) {
+      EXPECT_EQ(device_bytes_of(p, 1), 2_MiB + kTensor) << "the lower-priority tenant gave room";
+      EXPECT_EQ(device_bytes_of(p, 2), 2_MiB - kTensor);
+    } else {
+      EXPECT_EQ(device_bytes_of(p, 1), 2_MiB) << "LRU took tenant 1's own oldest tensor";
+      EXPECT_EQ(device_bytes_of(p, 2), 2_MiB);
+    }
+    std::size_t const hi_before = device_bytes_of(p, 1);
+    { lease l = p.acquire(lo[8], access_mode::read, s); }  // tenant 2 needs room
+    if (prio == 1) {
+      EXPECT_EQ(device_bytes_of(p, 1), hi_before) << "the higher-priority tenant's tensors are passed over";
+    } else {
+      EXPECT_EQ(device_bytes_of(p, 1), hi_before - kTensor) << "LRU took tenant 1's oldest tensor";
+    }
+    p.synchronize(s);
+    for (std::size_t i = 0; i < hi.size(); ++i) { EXPECT_TRUE(check(p, hi[i], i, 1)) << i; }
+    for (std::size_t i = 0; i < lo.size(); ++i) { EXPECT_TRUE(check(p, lo[i], 100 + i, 1)) << i; }
+    EXPECT_TRUE(p.validate());
+  }
+}
+
+// A tenant's quota is its default share of a device tier (no share set): a greedy tenant
+// with a 2 MiB quota is evicted from first once past it.
+TEST(PoolTenants, AQuotaIsTheDefaultShareOfADeviceTier)
+{
+  pool_options o = small_tiers(make_sim(), 8_MiB, 2_MiB, 64_MiB);
+  o.tenant_quotas = {{2, 48_MiB}};
+  pool p{o};
+  EXPECT_EQ(p.stats().tiers[0].tenants.size(), 0U);
+  tensor a = p.allocate(kTensor, {.tenant = 2, .preferred_tier = tier_id{0}});
+  ASSERT_EQ(p.stats().tiers[0].tenants.size(), 1U);
+  EXPECT_EQ(p.stats().tiers[0].tenants[0].share_bytes, 8_MiB) << "at most the capacity";
+  p.set_quota(2, 3_MiB);
+  EXPECT_EQ(p.stats().tiers[0].tenants[0].share_bytes, 3_MiB);
+  EXPECT_EQ(p.stats().tiers[1].tenants.size(), 0U) << "host tiers: no default share";
+  p.set_quota(2, 0);
+  EXPECT_EQ(p.stats().tiers[0].tenants[0].share_bytes, 8_MiB) << "alone: the whole tier";
+  p.free(a);
+  EXPECT_TRUE(p.validate());
+}
+
+// Threads of a hard-share tenant and a greedy one at once (more threads than cores): the
+// hard tenant never holds more than its share of the device and the copies its other
+// threads have in flight (Note [Hard shares and priorities], Limitations), is back within
+// it at its next placement, and every byte holds.
+TEST(PoolTenants, ThreadsOfAHardShareTenantAndAGreedyOneKeepEveryByte)
+{
+  pool_options o = small_tiers(make_sim(), 4_MiB, 2_MiB, 64_MiB);
+  o.tiers[0].tenant_shares = {{1, 1_MiB}};
+  o.tenants = {{1, tenant_options{.priority = 1, .hard_shares = true}}};
+  pool p{o};
+  constexpr std::size_t kThreads = 6;
+  constexpr std::size_t kPerThread = 12;
+  std::vector<std::vector<tensor>> ts(kThreads);
+  std::vector<std::vector<std::uint32_t>> ver(kThreads, std::vector<std::uint32_t>(kPerThread, 1));
+  for (std::size_t t = 0; t < kThreads; ++t) {
+    for (std::size_t i = 0; i < kPerThread; ++i) {
+      ts[t].push_back(p.allocate(128_KiB, {.tenant = static_cast<std::uint32_t>(1 + t % 2)}));
+      fill(p, ts[t].back(), t * 100 + i, 1);
+    }
+  }
+  std::atomic<std::uint64_t> bad{0};
+  std::atomic<std::uint64_t> over{0};
+  std::vector<std::thread> workers;
+  for (std::size_t t = 0; t < kThreads; ++t) {
+    workers.emplace_back([&, t] {
+      stream_handle const s = p.create_stream();
+      for (int op = 0; op < 200; ++op) {
+        std::size_t const i = static_cast<std::size_t>(op * 5 + static_cast<int>(t)) % kPerThread;
+        std::uint64_t const key = t * 100 + i;
+        lease l = p.acquire(ts[t][i], access_mode::read_write, s);
+        p.synchronize(s);
+        if (!has_pattern(l.data(), l.bytes(), key, ver[t][i])) { bad.fetch_add(1); }
+        write_pattern(l.data(), l.bytes(), key, ++ver[t][i]);
+        if (op % 20 == 0 && device_bytes_of(p, 1) > 1_MiB + 2 * 128_KiB) { over.fetch_add(1); }  // 3 threads of tenant 1
+      }
+      p.synchronize(s);
+      p.destroy_stream(s);
+    });
+  }
+  for (auto& w : workers) { w.join(); }
+  EXPECT_EQ(bad.load(), 0U);
+  EXPECT_EQ(over.load(), 0U);
+  {  // one more placement of tenant 1, alone: within its share again
+    stream_handle const s = p.create_stream();
+    for (std::size_t i = 0; i < kPerThread; ++i) {
+      lease l = p.acquire(ts[0][i], access_mode::read, s);
+    }
+    p.synchronize(s);
+    EXPECT_LE(device_bytes_of(p, 1), 1_MiB);
+    p.destroy_stream(s);
+  }
   for (std::size_t t = 0; t < kThreads; ++t) {
     for (std::size_t i = 0; i < kPerThread; ++i) { EXPECT_TRUE(check(p, ts[t][i], t * 100 + i, ver[t][i])) << t << " " << i; }
   }

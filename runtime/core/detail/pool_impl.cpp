@@ -173,6 +173,8 @@ pool_impl::pool_impl(pool_options options)
     }
     engine_.add_tier(std::move(ts));
   }
+  for (auto const& [tenant, quota] : options.tenant_quotas) { engine_.set_tenant_quota(tenant, quota); }
+  for (auto const& [tenant, to] : options.tenants) { engine_.set_tenant_rank(tenant, to.priority, to.hard_shares); }
 
   // Recording (TIERPOOL_TRACE wins over pool_options::trace_path). A file that cannot be
   // created fails the pool, naming the variable when the path came from it.
@@ -317,7 +319,17 @@ bool pool_impl::run_low_memory_callbacks(std::uint32_t k, std::size_t bytes)
   return lowmem_.run(ev);
 }
 
-void pool_impl::set_quota(std::uint32_t tenant, std::size_t bytes) { tenants_.set_quota(tenant, bytes); }
+void pool_impl::set_quota(std::uint32_t tenant, std::size_t bytes)
+{
+  tenants_.set_quota(tenant, bytes);
+  engine_.set_tenant_quota(tenant, bytes);  // a device tier's default share (Note [Hard shares and priorities])
+}
+
+void pool_impl::set_tenant(std::uint32_t tenant, tenant_options const& options)
+{
+  check_open("set_tenant");
+  engine_.set_tenant_rank(tenant, options.priority, options.hard_shares);
+}
 
 void pool_impl::set_tenant_share(std::uint32_t tenant, tier_id tier, std::size_t bytes)
 {

@@ -70,6 +70,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   void set_next_use(tensor const& t, std::optional<tick> next_use);
   void set_quota(std::uint32_t tenant, std::size_t bytes);
   void set_tenant_share(std::uint32_t tenant, tier_id tier, std::size_t bytes);
+  void set_tenant(std::uint32_t tenant, tenant_options const& options);
   /// TIERPOOL_TRACE / pool_options::trace_path: true when this pool records its calls.
   [[nodiscard]] bool tracing() const noexcept { return tracer_.active(); }
   /// Record an access by lease `l` (acquire or acquire_host). No-op unless tracing().

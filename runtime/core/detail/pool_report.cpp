@@ -65,11 +65,14 @@ pool_stats pool_impl::stats() const
         bool const shared = std::any_of(ts.tenant_shares.begin(), ts.tenant_shares.end(),
                                         [t = tenant](auto const& e) { return e.first == t; });
         if (b <= 0 && !shared) { continue; }
-        t.tenants.push_back({tenant, static_cast<std::size_t>(std::max<std::int64_t>(b, 0)), ts.share_of(tenant)});
+        auto const rk = ts.rank_of(tenant);
+        t.tenants.push_back({tenant, static_cast<std::size_t>(std::max<std::int64_t>(b, 0)), ts.share_of(tenant),
+                             rk.priority, rk.hard});
       }
     }
     std::sort(t.tenants.begin(), t.tenants.end(), [](auto const& a, auto const& b) { return a.tenant < b.tenant; });
     t.share_skips = ts.share_skips.load(std::memory_order_relaxed);
+    t.share_refusals = ts.share_refusals.load(std::memory_order_relaxed);
     t.capacity_bytes = u.capacity_bytes;
     t.reserved_bytes = u.reserved_bytes;
     t.used_bytes.current = static_cast<std::int64_t>(u.used_bytes);

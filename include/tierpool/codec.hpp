@@ -128,6 +128,10 @@ struct codec_error_report {
 
 /**
  * @brief Compress `in` into `out` as one frame.
+ * @param kind The codec.
+ * @param in The bytes to compress (for q8_block: float32 values, any alignment).
+ * @param out Where the frame goes; at least max_compressed_size(kind, in.size(), params) bytes.
+ * @param params The codec's settings.
  * @param report q8_block only, optional: receives the error of this compression (computed
  *        by decoding the frame just written; it costs a decode).
  * @return Bytes written to `out` (the frame's size).

@@ -61,7 +61,7 @@ enum class codec_kind : std::uint8_t {
 
 /// @brief A codec's settings. Each codec reads only its own; the defaults are what the pool uses.
 struct codec_params {
-  int zstd_level{3};            ///< zstd: compression level, 1..19 (negative: zstd's fast levels, down to -7)
+  int zstd_level{3};            ///< zstd: compression level, 1..22 (negative: zstd's fast levels, down to -7)
   bool lz4_high{false};         ///< lz4: use the high-compression (HC) compressor
   int lz4_hc_level{9};          ///< lz4 HC: compression level, 3..12
   bool checksum{true};          ///< lz4 and zstd: a content checksum, verified by decompress()
@@ -106,7 +106,7 @@ inline constexpr std::size_t codec_header_bytes = 24;
 /**
  * @brief The most bytes compress() can write for `bytes` of input: size the output span
  *        with this.
- * @throws tierpool::logic_error for parameters out of range.
+ * @throws tierpool::logic_error for parameters out of range, or more than 2^62 bytes.
  */
 [[nodiscard]] TIERPOOL_EXPORT std::size_t max_compressed_size(codec_kind kind, std::size_t bytes,
                                                               codec_params const& params = {});

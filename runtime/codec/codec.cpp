@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -163,7 +164,14 @@ frame_header read_header(std::span<std::byte const> frame)
 std::size_t max_compressed_size(codec_kind kind, std::size_t bytes, codec_params const& params)
 {
   check_params(kind, params);
-  return codec_header_bytes + payload_bound(kind, bytes, params);
+  // Past what the libraries can bound (zstd's limit is about 2^63 bytes on 64-bit), a
+  // bound would wrap around: refuse it rather than let an output be sized by it.
+  std::size_t const payload = bytes <= (std::size_t{1} << 62U) ? payload_bound(kind, bytes, params) : 0;
+  if (payload < bytes / 8 || payload > SIZE_MAX - codec_header_bytes) {
+    throw logic_error("codec " + std::string(to_string(kind)) + ": " + std::to_string(bytes) +
+                      " bytes are more than a frame can hold");
+  }
+  return codec_header_bytes + payload;
 }
 
 std::size_t compress(codec_kind kind, std::span<std::byte const> in, std::span<std::byte> out,

@@ -131,7 +131,11 @@ void lz4_decompress(std::span<std::byte const> in, std::span<std::byte> out)
   }
 }
 
-std::size_t zstd_bound(std::size_t bytes) { return ZSTD_compressBound(bytes); }
+std::size_t zstd_bound(std::size_t bytes)
+{
+  std::size_t const b = ZSTD_compressBound(bytes);
+  return ZSTD_isError(b) != 0U ? 0 : b;  // 0: too large (max_compressed_size refuses it)
+}
 
 std::size_t zstd_compress(std::span<std::byte const> in, std::span<std::byte> out, codec_params const& p)
 {

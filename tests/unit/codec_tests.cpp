@@ -183,6 +183,11 @@ TEST(CodecParams, OutOfRangeIsLogicError)
   p.q8_block = 65537;
   EXPECT_THROW((void)tierpool::max_compressed_size(codec_kind::q8_block, 16, p), tierpool::logic_error);
   EXPECT_THROW((void)tierpool::max_compressed_size(static_cast<codec_kind>(9), 16), tierpool::logic_error);
+  // Sizes no frame can hold: a logic_error, not a bound that wrapped around.
+  for (auto k : {codec_kind::none, codec_kind::lz4, codec_kind::zstd, codec_kind::q8_block}) {
+    EXPECT_THROW((void)tierpool::max_compressed_size(k, SIZE_MAX), tierpool::logic_error) << tierpool::to_string(k);
+    EXPECT_THROW((void)tierpool::max_compressed_size(k, SIZE_MAX - 10), tierpool::logic_error);
+  }
 }
 
 TEST(CodecParams, OutputSmallerThanBoundIsLogicError)

@@ -68,7 +68,9 @@ std::string codec_label(codec_profile const& p)
 {
   switch (p.kind) {
     case codec_kind::lz4: return p.params.lz4_high ? "lz4-hc" + std::to_string(p.params.lz4_hc_level) : "lz4";
-    case codec_kind::zstd: return "zstd-" + std::to_string(p.params.zstd_level);
+    case codec_kind::zstd:  // negative levels as zstd's command line names them (--fast=N)
+      return p.params.zstd_level < 0 ? "zstd-fast" + std::to_string(-p.params.zstd_level)
+                                     : "zstd-" + std::to_string(p.params.zstd_level);
     case codec_kind::q8_block: return "q8-" + std::to_string(p.params.q8_block);
     case codec_kind::none: return "none";
   }

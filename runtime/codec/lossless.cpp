@@ -49,14 +49,33 @@ LZ4F_preferences_t lz4_prefs(std::size_t bytes, codec_params const& p) noexcept
   return prefs;
 }
 
+// Note [A failed lz4 decode discards its context]
+// liblz4 1.9.4's LZ4F_resetDecompressionContext() leaves the bytes a frame still owed
+// (frameRemainingSize) as they were, and a frame without a content size field (compress()
+// writes none for an empty input) never sets them again: after a decode that failed midway,
+// the next empty frame failed with "frameSize_wrong" (found by fuzz/fuzz_codec.cpp). So a
+// decode that fails frees the thread's context, and the next one starts from a new one.
+std::unique_ptr<LZ4F_dctx, lz4_dctx_deleter>& lz4_dctx_slot() noexcept
+{
+  thread_local std::unique_ptr<LZ4F_dctx, lz4_dctx_deleter> ctx;
+  return ctx;
+}
+
 LZ4F_dctx* lz4_dctx()
 {
-  thread_local std::unique_ptr<LZ4F_dctx, lz4_dctx_deleter> ctx = [] {
+  auto& ctx = lz4_dctx_slot();
+  if (!ctx) {
     LZ4F_dctx* c = nullptr;
     if (LZ4F_isError(LZ4F_createDecompressionContext(&c, LZ4F_VERSION))) { throw std::bad_alloc(); }
-    return std::unique_ptr<LZ4F_dctx, lz4_dctx_deleter>(c);
-  }();
+    ctx.reset(c);
+  }
   return ctx.get();
+}
+
+[[noreturn]] void lz4_fail(codec_failure f, std::string const& what)
+{
+  lz4_dctx_slot().reset();  // Note [A failed lz4 decode discards its context]
+  fail(f, what);
 }
 
 ZSTD_CCtx* zstd_cctx()
@@ -95,7 +114,7 @@ std::size_t lz4_compress(std::span<std::byte const> in, std::span<std::byte> out
 void lz4_decompress(std::span<std::byte const> in, std::span<std::byte> out)
 {
   LZ4F_dctx* const ctx = lz4_dctx();
-  LZ4F_resetDecompressionContext(ctx);  // a previous call may have stopped mid-frame
+  LZ4F_resetDecompressionContext(ctx);  // a previous call ended at a frame's end (or failed: a new context)
   std::byte dummy{};
   std::byte* const dst = out.empty() ? &dummy : out.data();
   std::size_t src_pos = 0;
@@ -105,29 +124,27 @@ void lz4_decompress(std::span<std::byte const> in, std::span<std::byte> out)
     std::size_t src_len = in.size() - src_pos;
     std::size_t const hint = LZ4F_decompress(ctx, dst + dst_pos, &dst_len, in.data() + src_pos, &src_len, nullptr);
     if (LZ4F_isError(hint)) {
-      LZ4F_resetDecompressionContext(ctx);
-      fail(codec_failure::corrupt, std::string("codec lz4: ") + LZ4F_getErrorName(hint));
+      lz4_fail(codec_failure::corrupt, std::string("codec lz4: ") + LZ4F_getErrorName(hint));
     }
     src_pos += src_len;
     dst_pos += dst_len;
     if (hint == 0) { break; }  // the frame ended (its checksum verified)
     if (src_len == 0 && dst_len == 0) {
-      LZ4F_resetDecompressionContext(ctx);
       if (src_pos == in.size()) {
-        fail(codec_failure::truncated, "codec lz4: the frame ends after " + std::to_string(in.size()) +
+        lz4_fail(codec_failure::truncated, "codec lz4: the frame ends after " + std::to_string(in.size()) +
                                          " bytes, before its end mark (" + std::to_string(dst_pos) + " of " +
                                          std::to_string(out.size()) + " bytes decoded)");
       }
-      fail(codec_failure::size_mismatch, "codec lz4: the frame decodes to more than " + std::to_string(out.size()) +
+      lz4_fail(codec_failure::size_mismatch, "codec lz4: the frame decodes to more than " + std::to_string(out.size()) +
                                            " bytes");
     }
   }
   if (dst_pos != out.size()) {
-    fail(codec_failure::size_mismatch, "codec lz4: the frame decoded to " + std::to_string(dst_pos) + " bytes, not " +
+    lz4_fail(codec_failure::size_mismatch, "codec lz4: the frame decoded to " + std::to_string(dst_pos) + " bytes, not " +
                                          std::to_string(out.size()));
   }
   if (src_pos != in.size()) {
-    fail(codec_failure::corrupt, "codec lz4: " + std::to_string(in.size() - src_pos) + " bytes after the frame's end");
+    lz4_fail(codec_failure::corrupt, "codec lz4: " + std::to_string(in.size() - src_pos) + " bytes after the frame's end");
   }
 }
 

@@ -68,14 +68,18 @@ std::size_t q8_compress(std::span<std::byte const> in, std::span<std::byte> out,
     std::size_t const first = b * block;
     std::size_t const len = std::min<std::size_t>(block, n - first);
     std::byte const* const values = in.data() + first * sizeof(float);  // maybe unaligned: load()
-    float absmax = 0.0F;
-    bool finite = true;
+    // The largest magnitude as the largest bit pattern without its sign: for finite floats
+    // the order of the patterns is the order of the values, and NaN and infinity lie above
+    // every finite one. An integer max vectorizes; a float max may not (NaN).
+    std::uint32_t max_bits = 0;
     for (std::size_t i = 0; i < len; ++i) {
-      float const a = std::fabs(load(values + i * sizeof(float)));
-      finite &= a <= FLT_MAX;  // false for NaN and infinity
-      absmax = std::max(absmax, a);
+      std::uint32_t u = 0;
+      std::memcpy(&u, values + i * sizeof(float), sizeof(u));
+      max_bits = std::max(max_bits, u & 0x7FFFFFFFU);
     }
-    if (!finite) {
+    float absmax = 0.0F;
+    std::memcpy(&absmax, &max_bits, sizeof(absmax));
+    if (max_bits >= 0x7F800000U) {
       std::size_t i = 0;
       while (std::isfinite(load(values + i * sizeof(float)))) { ++i; }
       fail(codec_failure::non_finite, "codec q8: value " + std::to_string(first + i) + " is " +
@@ -92,14 +96,16 @@ std::size_t q8_compress(std::span<std::byte const> in, std::span<std::byte> out,
     if (absmax == 0.0F || scale == 0.0F) {
       std::memset(c, 0, len);
     } else if (inv <= FLT_MAX) {
+      // |x * inv| <= 127 * (1 + 2^-22): rounded half away from zero, at most 127. The integer
+      // clamp only guards that bound.
       for (std::size_t i = 0; i < len; ++i) {
-        float const q = std::clamp(load(values + i * sizeof(float)) * inv, -127.0F, 127.0F);
-        c[i] = static_cast<std::int8_t>(static_cast<std::int32_t>(q + std::copysign(0.5F, q)));
+        float const q = load(values + i * sizeof(float)) * inv;
+        c[i] = static_cast<std::int8_t>(std::clamp(static_cast<std::int32_t>(q + std::copysign(0.5F, q)), -127, 127));
       }
     } else {
       for (std::size_t i = 0; i < len; ++i) {
-        float const q = std::clamp(load(values + i * sizeof(float)) / scale, -127.0F, 127.0F);
-        c[i] = static_cast<std::int8_t>(static_cast<std::int32_t>(q + std::copysign(0.5F, q)));
+        float const q = load(values + i * sizeof(float)) / scale;
+        c[i] = static_cast<std::int8_t>(std::clamp(static_cast<std::int32_t>(q + std::copysign(0.5F, q)), -127, 127));
       }
     }
   }

@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   libhwloc-dev hwloc-nox          # topology: NUMA / CPU-less (CXL) nodes; lstopo + hwloc-annotate for fixtures
   libtbb-dev                      # oneTBB: concurrent containers, worker arenas
+  libzstd-dev liblz4-dev          # the codecs a tensor is compressed with when it leaves a tier (runtime/codec)
   liburing-dev                    # optional: the storage tier's io_uring engine (without it: pread/pwrite)
   libboost1.81-dev libboost-json1.81-dev libboost-program-options1.81-dev   # intrusive, JSON, CLI
   libgtest-dev libgmock-dev googletest  # tests

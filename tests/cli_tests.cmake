@@ -734,3 +734,32 @@ endforeach()
 add_test(NAME cli.snapshot.no_file_fails COMMAND $<TARGET_FILE:tierpool_cli> snapshot view)
 set_tests_properties(cli.snapshot.no_file_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
 # ---- end tierpool snapshot view ---------------------------------------------------
+
+# ---- tierpool codec measure -------------------------------------------------------
+# A small demo model (figures are not asserted, keys and behaviour are; docs/chapters/codecs.md).
+add_test(NAME cli.codec.measure_json
+  COMMAND ${CMAKE_COMMAND} -DTIERPOOL_CLI=$<TARGET_FILE:tierpool_cli> -DWORK=${CMAKE_CURRENT_BINARY_DIR}/cli_codec
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_codec_json_check.cmake)
+set_tests_properties(cli.codec.measure_json PROPERTIES LABELS cpu)
+add_test(NAME cli.codec.measure_table
+  COMMAND $<TARGET_FILE:tierpool_cli> codec measure --reps 2 --steps 1 --batch 16 --width 32 --codec none,lz4,q8 --q8-block 64)
+set_tests_properties(cli.codec.measure_table PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "activations: [0-9.]+ MiB, [0-9.]+ % zeros; memcpy [0-9.]+ GB/s \\[[0-9.]+\\.\\.[0-9.]+\\]\n.*\n  none .* exact\n  lz4 .* exact\n  q8-64 .* max [0-9.e-]+, rms")
+add_test(NAME cli.codec.help COMMAND $<TARGET_FILE:tierpool_cli> codec measure --help)
+set_tests_properties(cli.codec.help PROPERTIES LABELS cpu PASS_REGULAR_EXPRESSION "--codec.*--input.*--source.*--reps.*--json")
+add_test(NAME cli.codec.unknown_codec_message COMMAND $<TARGET_FILE:tierpool_cli> codec measure --codec lz4,brotli)
+set_tests_properties(cli.codec.unknown_codec_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool: error: unknown codec 'brotli' \\(valid: none, lz4, zstd, q8\\)")
+add_test(NAME cli.codec.unknown_codec_fails COMMAND $<TARGET_FILE:tierpool_cli> codec measure --codec brotli)
+set_tests_properties(cli.codec.unknown_codec_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+add_test(NAME cli.codec.bad_reps_fails COMMAND $<TARGET_FILE:tierpool_cli> codec measure --reps 0)
+set_tests_properties(cli.codec.bad_reps_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+add_test(NAME cli.codec.missing_input_message COMMAND $<TARGET_FILE:tierpool_cli> codec measure --input /nonexistent.npy)
+set_tests_properties(cli.codec.missing_input_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "tierpool: error: cannot open '/nonexistent.npy'")
+# q8 on bytes that are not float32: skipped with the reason, the lossless codecs still measured.
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/cli_codec_odd.bin "seven b")
+add_test(NAME cli.codec.q8_skips_non_float COMMAND $<TARGET_FILE:tierpool_cli> codec measure --reps 1 --input ${CMAKE_CURRENT_BINARY_DIR}/cli_codec_odd.bin)
+set_tests_properties(cli.codec.q8_skips_non_float PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "  zstd-3 .* exact\n  skipped q8: codec q8: 7 bytes are not a whole number of float32 values \\[not_float32\\]")
+# ---- end tierpool codec measure ---------------------------------------------------

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <utility>
 
@@ -292,6 +293,35 @@ std::uint64_t mlp_trainer::parameter_digest()
     for (std::size_t i = 0; i < l.bytes(); ++i) { h = (h ^ p[i]) * kFnvPrime; }
   }
   return h;
+}
+
+void mlp_trainer::dump_tensors(std::string const& dir)
+{
+  pool_.synchronize(stream_);
+  auto write = [&](tierpool::tensor const& t, std::string const& name) {
+    auto l = pool_.acquire_host(t, access_mode::read);
+    // numpy's .npy, version 1.0: magic, version, header length, a dict padded so that the
+    // data starts at a multiple of 64 bytes, then the values (little-endian float32).
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" +
+                         std::to_string(l.bytes() / sizeof(float)) + ",), }";
+    while ((10 + header.size() + 1) % 64 != 0) { header += ' '; }
+    header += '\n';
+    std::string const path = dir + "/" + name + ".npy";
+    std::ofstream f(path, std::ios::binary);
+    char const len[2] = {static_cast<char>(header.size() & 0xFFU), static_cast<char>(header.size() >> 8U)};
+    f.write("\x93NUMPY\x01\x00", 8);
+    f.write(len, 2);
+    f.write(header.data(), static_cast<std::streamsize>(header.size()));
+    f.write(static_cast<char const*>(l.data()), static_cast<std::streamsize>(l.bytes() / sizeof(float) * sizeof(float)));
+    if (!f) { throw std::runtime_error("cannot write '" + path + "'"); }
+  };
+  for (std::size_t l = 0; l < cfg_.layers; ++l) {
+    std::string const n = std::to_string(l);
+    write(act_[l], "act" + n);
+    write(adam_m_[l], "adam_m" + n);
+    write(adam_v_[l], "adam_v" + n);
+    write(w_[l], "w" + n);
+  }
 }
 
 }  // namespace oversubscribe

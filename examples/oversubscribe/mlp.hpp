@@ -81,6 +81,15 @@ class mlp_trainer {
   /// @brief FNV-1a digest of every parameter's bytes, read with pool::acquire_host.
   [[nodiscard]] std::uint64_t parameter_digest();
 
+  /**
+   * @brief Write every layer's tensors, read with pool::acquire_host, as 1-D float32 numpy
+   *        files in `dir`: act<l>.npy (after ReLU; the last layer's are the logits),
+   *        adam_m<l>.npy, adam_v<l>.npy and w<l>.npy (weights then bias). The codecs'
+   *        real data: `tierpool codec measure --input` (docs/chapters/codecs.md).
+   * @throws std::runtime_error if a file cannot be written.
+   */
+  void dump_tensors(std::string const& dir);
+
   /// @brief Operations per step (3 × layers + 1).
   [[nodiscard]] std::size_t operations_per_step() const noexcept { return ops_.size(); }
 

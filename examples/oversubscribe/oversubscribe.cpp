@@ -65,6 +65,7 @@ struct options {
   std::string json{};
   std::string trace{};  ///< --trace, else TIERPOOL_TRACE
   std::string snapshot{};  ///< --snapshot: the pool's snapshot after training, as JSON
+  std::string dump_tensors{};  ///< --dump-tensors: the reference model's tensors after training, as .npy files
   bool virtual_clock{false};  ///< --virtual-clock: the sim's deterministic timeline
   bool kernel_time{false};    ///< --kernel-time: on the virtual clock, kernels occupy their streams (a roofline)
   bool check_kernels{false};
@@ -97,6 +98,9 @@ set, and checks every step's loss bit for bit against a run with unlimited devic
   --snapshot FILE       write the oversubscribed pool's snapshot after training (where
                         every tensor lives, every tier's blocks) as JSON, for
                         tierpool snapshot view FILE [--svg OUT.svg]
+  --dump-tensors DIR    after training, write every layer's activations, Adam moments
+                        and weights (from the reference run: the same bits) as float32
+                        .npy files in DIR, for tierpool codec measure --input
   --virtual-clock       sim only: the deterministic virtual timeline instead of the wall
                         clock (the same pool decisions on every run; what replay uses)
   --kernel-time         with --virtual-clock: each kernel occupies its stream for its time
@@ -271,6 +275,7 @@ options parse_options(int argc, char** argv)
     else if (arg == "--json") { o.json = value(); }
     else if (arg == "--trace") { o.trace = value(); }
     else if (arg == "--snapshot") { o.snapshot = value(); }
+    else if (arg == "--dump-tensors") { o.dump_tensors = value(); }
     else if (arg == "--virtual-clock") { o.virtual_clock = true; }
     else if (arg == "--kernel-time") { o.kernel_time = true; }
     else if (arg == "--check-kernels") { o.check_kernels = true; }
@@ -567,6 +572,9 @@ int run(options const& o)
   tierpool::pool_snapshot const snapshot = pool.snapshot();  // where the tensors are after training
   std::uint64_t const digest = tiered.parameter_digest();
   std::uint64_t const ref_digest = ref.parameter_digest();
+  // From the reference: its tensors have the same bits, and its reads leave the
+  // oversubscribed pool's figures and trace as they were.
+  if (!o.dump_tensors.empty()) { ref.dump_tensors(o.dump_tensors); }
   bool const params_match = digest == ref_digest;
   std::uint64_t const ref_evictions = total_evictions(ref_pool.stats());
   // The whole recorded run, the parameter check's reads included: what a replay of the

@@ -36,6 +36,8 @@ int snapshot_view_command(int argc, char** argv);
 int suite_run_command(int argc, char** argv);
 /// `tierpool suite report A.json B.json ...`: bundles side by side: tables, CSV, HTML with plots.
 int suite_report_command(int argc, char** argv);
+/// `tierpool codec measure ...`: codec ratio, throughput and error on real tensors (docs/chapters/codecs.md).
+int codec_measure_command(int argc, char** argv);
 /// `tierpool suite calibrate BUNDLE`: a bundle's measured link as a preset file the simulator accepts.
 int suite_calibrate_command(int argc, char** argv);
 

@@ -41,6 +41,8 @@ command const commands[] = {
   {{"top"}, tierpool::cli::top_command, "live figures of the pools running on this machine (shared memory)"},
   {{"snapshot", "view"}, tierpool::cli::snapshot_view_command,
    "pool snapshots (pool::snapshot_json) per tier, or their layout over time (--svg)"},
+  {{"codec", "measure"}, tierpool::cli::codec_measure_command,
+   "codec ratio, throughput and q8 error on real tensors, beside memcpy (lz4, zstd, q8)"},
   {{"suite", "run"}, tierpool::cli::suite_run_command,
    "the benchmark suite on each device (GPU or simulated preset): one JSON bundle per device"},
   {{"suite", "report"}, tierpool::cli::suite_report_command,

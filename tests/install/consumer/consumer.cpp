@@ -2,14 +2,18 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // consumer.cpp — compiles against the installed headers only (no CUDA header needed) and
-// links tierpool::tierpool from the installed package: a pool, a generated trace, and a
-// cache-mode and pool-mode replay of it through the replay library.
+// links tierpool::tierpool from the installed package: a pool, a generated trace, a
+// cache-mode and pool-mode replay of it through the replay library, and a codec round trip
+// (the codec layer links liblz4 and libzstd).
+#include <tierpool/codec.hpp>
 #include <tierpool/replay.hpp>
 #include <tierpool/tierpool.hpp>
 #include <tierpool/trace_gen.hpp>
 
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
 
 int main()
 {
@@ -42,6 +46,16 @@ int main()
       if (r.requests == 0 || r.hits + r.misses != r.requests) { return 3; }
     }
     std::printf("replay %s: lru miss ratio %.4f\n", std::string(tr::to_string(m)).c_str(), results[0].miss_ratio());
+  }
+  // The codecs: the same bytes back from lz4 and zstd frames.
+  std::vector<std::byte> in(10000, std::byte{7});
+  for (auto k : {tierpool::codec_kind::lz4, tierpool::codec_kind::zstd}) {
+    std::vector<std::byte> frame(tierpool::max_compressed_size(k, in.size()));
+    frame.resize(tierpool::compress(k, in, frame));
+    std::vector<std::byte> out(in.size());
+    tierpool::decompress(k, frame, out);
+    if (out != in) { return 4; }
+    std::printf("codec %s: %zu -> %zu bytes\n", std::string(tierpool::to_string(k)).c_str(), in.size(), frame.size());
   }
   return tierpool::to_string(tierpool::status::ok) == "ok" ? 0 : 1;
 }

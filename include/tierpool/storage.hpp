@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include <tierpool/codec.hpp>
 #include <tierpool/export.hpp>
 
 namespace tierpool {
@@ -29,9 +30,13 @@ enum class storage_engine : std::uint8_t {
   automatic,  ///< io_uring when it was built in (liburing) and the kernel allows it, else pread
   io_uring,   ///< io_uring (liburing): several pieces of a copy in flight at once; an error when unavailable
   pread,      ///< pread / pwrite, one piece at a time: portable
+  /// No file: each copy is compressed (storage_options::codec) into host memory, charged
+  /// against storage_options::memory_bytes: a compressed host tier (docs/chapters/tiers.md,
+  /// "A compressed tier")
+  compressed,
 };
 
-/// @brief Lower-case name of an engine ("auto", "io_uring", "pread").
+/// @brief Lower-case name of an engine ("auto", "io_uring", "pread", "compressed").
 [[nodiscard]] TIERPOOL_EXPORT std::string_view to_string(storage_engine e) noexcept;
 
 /// @brief Whether a storage tier opens its file with O_DIRECT (no page cache).
@@ -126,6 +131,15 @@ struct storage_options {
   /// sparse and the statvfs check stands alone.
   bool preallocate{true};
   std::shared_ptr<storage_fault_injector> faults{};  ///< fault hook (tests); null: none
+  /// storage_engine::compressed: the codec of every copy. codec_kind::q8_block stores the
+  /// tensors marked tensor_options::lossy_compression (float32) with 8-bit block
+  /// quantization and every other tensor with lz4; none is refused.
+  codec_kind codec{codec_kind::lz4};
+  codec_params codec_settings{};  ///< storage_engine::compressed: the codec's settings
+  /// storage_engine::compressed: the most host memory the compressed copies may take
+  /// (0: the tier's capacity). A copy that would pass it fails like a write to a full disk
+  /// (storage_failure::no_space): the eviction fails and the tensor stays where it was.
+  std::size_t memory_bytes{0};
 };
 
 }  // namespace tierpool

@@ -84,6 +84,12 @@ struct tier_stats {
   std::uint64_t read_failures{0};   ///< COUNT: reads that failed (storage_error thrown)
   double write_seconds{0.0};        ///< SUM: time in writes (their verification included); 0 on phantom
   double read_seconds{0.0};         ///< SUM: time in reads; 0 on phantom
+  /// A compressed tier (storage_engine::compressed) only: the host bytes its compressed
+  /// copies take now, and the bytes of the tensors they hold (their ratio is the gain)
+  std::uint64_t packed_bytes{0};
+  std::uint64_t packed_logical_bytes{0};  ///< SUM: see packed_bytes
+  std::uint64_t lossy_writes{0};          ///< COUNT: copies stored with q8 (tensor_options::lossy_compression)
+  double max_relative_rms_error{0.0};     ///< the largest relative RMS error of a lossy copy so far
 };
 
 /// @brief One tenant's share of a pool (tensor_options::tenant).

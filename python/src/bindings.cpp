@@ -27,6 +27,7 @@
 #include <vector>
 
 #include <tierpool/backends/sim_backend.hpp>
+#include <tierpool/codec.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/pool.hpp>
 #include <tierpool/replay.hpp>
@@ -70,8 +71,10 @@ tierpool::storage_options storage_from_dict(nb::dict d)
         o.engine = tierpool::storage_engine::pread;
       } else if (e == "io_uring") {
         o.engine = tierpool::storage_engine::io_uring;
+      } else if (e == "compressed") {
+        o.engine = tierpool::storage_engine::compressed;
       } else {
-        throw tierpool::logic_error("unknown storage engine '" + e + "' (known: automatic, pread, io_uring)");
+        throw tierpool::logic_error("unknown storage engine '" + e + "' (known: automatic, pread, io_uring, compressed)");
       }
     } else if (key == "direct") {
       std::string const e = nb::isinstance<nb::bool_>(v) ? (nb::cast<bool>(v) ? "on" : "off") : nb::cast<std::string>(v);
@@ -92,9 +95,14 @@ tierpool::storage_options storage_from_dict(nb::dict d)
       o.verify_writes = nb::cast<bool>(v);
     } else if (key == "preallocate") {
       o.preallocate = nb::cast<bool>(v);
+    } else if (key == "codec") {
+      o.codec = tierpool::parse_codec_kind(nb::cast<std::string>(v));
+    } else if (key == "memory_bytes") {
+      o.memory_bytes = nb::cast<std::size_t>(v);
     } else {
       throw tierpool::logic_error("unknown storage option '" + key +
-                                  "' (known: path, engine, direct, piece_bytes, queue_depth, verify_writes, preallocate)");
+                                  "' (known: path, engine, direct, piece_bytes, queue_depth, verify_writes, preallocate, "
+                                  "codec, memory_bytes)");
     }
   }
   return o;
@@ -105,13 +113,16 @@ nb::dict storage_dict(tierpool::storage_options const& o)
   nb::dict d;
   d["path"] = o.path;
   d["engine"] = o.engine == tierpool::storage_engine::pread      ? "pread"
-                : o.engine == tierpool::storage_engine::io_uring ? "io_uring"
-                                                                  : "automatic";  // the words storage_from_dict reads
+                : o.engine == tierpool::storage_engine::io_uring   ? "io_uring"
+                : o.engine == tierpool::storage_engine::compressed ? "compressed"
+                                                                    : "automatic";  // the words storage_from_dict reads
   d["direct"] = o.direct == tierpool::storage_direct::on ? "on" : o.direct == tierpool::storage_direct::off ? "off" : "automatic";
   d["piece_bytes"] = o.piece_bytes;
   d["queue_depth"] = o.queue_depth;
   d["verify_writes"] = o.verify_writes;
   d["preallocate"] = o.preallocate;
+  d["codec"] = std::string(tierpool::to_string(o.codec));
+  d["memory_bytes"] = o.memory_bytes;
   return d;
 }
 
@@ -756,7 +767,7 @@ NB_MODULE(_tierpool, m)
                                      "for messages and statistics ('' = the kind's name); numa_node: -1 = none; "
                                      "storage: a storage tier's dict (path: a directory, a block device or a new "
                                      "file; engine: 'automatic', 'pread' or 'io_uring'; direct: 'automatic', 'on' or "
-                                     "'off'; piece_bytes; queue_depth; verify_writes; preallocate).")
+                                     "'off'; piece_bytes; queue_depth; verify_writes; preallocate; engine 'compressed' with codec 'lz4', 'zstd' or 'q8' and memory_bytes: a compressed host tier).")
       .def(
           "__init__",
           [](tierpool::tier_options* self, std::string const& kind, std::size_t capacity_bytes,
@@ -787,7 +798,7 @@ NB_MODULE(_tierpool, m)
           "storage", [](tierpool::tier_options const& t) { return storage_dict(t.storage); },
           [](tierpool::tier_options& t, nb::dict const& d) { t.storage = storage_from_dict(d); },
           "Storage tiers: where and how (a dict: path, engine, direct, piece_bytes, queue_depth, verify_writes, "
-          "preallocate).")
+          "preallocate, codec, memory_bytes).")
       .def("__repr__", [](tierpool::tier_options const& t) {
         return "TierOptions(kind='" + std::string(tierpool::to_string(t.kind)) +
                "', capacity_bytes=" + std::to_string(t.capacity_bytes) + ", chunk_bytes=" + std::to_string(t.chunk_bytes) +
@@ -1055,7 +1066,7 @@ NB_MODULE(_tierpool, m)
       .def(
           "allocate",
           [](py_pool& p, std::size_t nbytes, std::string const& name, float priority, std::uint32_t tenant,
-             std::optional<std::uint32_t> preferred_tier, bool write_through) {
+             std::optional<std::uint32_t> preferred_tier, bool write_through, bool lossy_compression) {
                p.check();
             tierpool::tensor_options o;
             o.name = name;
@@ -1063,6 +1074,7 @@ NB_MODULE(_tierpool, m)
             o.tenant = tenant;
             if (preferred_tier) { o.preferred_tier = tierpool::tier_id{*preferred_tier}; }
             o.write_through = write_through;
+            o.lossy_compression = lossy_compression;
             py_tensor t;
             t.pool = &p.pool;
             t.owner = &p;
@@ -1074,10 +1086,12 @@ NB_MODULE(_tierpool, m)
             return t;
           },
           "nbytes"_a, nb::kw_only(), "name"_a = "", "priority"_a = 0.0F, "tenant"_a = 0,
-          "preferred_tier"_a.none() = nb::none(), "write_through"_a = false, nb::keep_alive<0, 1>(),
+          "preferred_tier"_a.none() = nb::none(), "write_through"_a = false, "lossy_compression"_a = false,
+          nb::keep_alive<0, 1>(),
           "Create a tensor of `nbytes` bytes (contents undefined) in the preferred tier, else the fastest with "
           "room. priority in [0, 1] (higher: keep resident longer); tenant: owner for quotas; write_through: keep "
-          "a host copy valid after every device write. Raises OutOfMemory (QuotaExceeded for a tenant's quota).")
+          "a host copy valid after every device write; lossy_compression: a compressed tier with codec 'q8' may "
+          "quantize it (float32). Raises OutOfMemory (QuotaExceeded for a tenant's quota).")
       .def(
           "acquire",
           [](py_pool& p, py_tensor const& t, std::string const& access, std::optional<std::uint64_t> stream) {

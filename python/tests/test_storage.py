@@ -65,3 +65,32 @@ def test_a_missing_directory_fails_at_construction(tmp_path):
     assert isinstance(e, tierpool.BackendError)
     assert e.failure == "missing_path" and e.code == "io_error"
     assert "nope" in str(e)
+
+
+def test_a_compressed_tier_holds_activations_in_less_memory():
+    n = 16 * 1024  # float32 values: 64 KiB a tensor
+    tiers = storage_tiers("", "compressed")
+    tiers[2].storage = {"engine": "compressed", "codec": "q8", "memory_bytes": 2048 * KiB}
+    p = make_pool(tiers=tiers)
+    rng = np.random.default_rng(3)
+    acts, exact = [], []
+    for i in range(8):
+        a = np.maximum(rng.standard_normal(n).astype(np.float32), 0)
+        t = p.allocate(4 * n, name=f"act{i}", lossy_compression=(i % 2 == 0))
+        with p.acquire_host(t, "write_discard") as lease:
+            np.asarray(lease).view(np.float32)[:] = a
+        acts.append((t, a))
+    for t, _ in acts:
+        p.demote(t, 2)
+    disk = p.stats()["tiers"][2]["storage"]
+    assert disk["engine"] == "compressed" and disk["lossy_writes"] == 4, disk
+    assert disk["packed_bytes"] * 2 < disk["logical_bytes"], disk
+    for i, (t, a) in enumerate(acts):
+        with p.acquire_host(t, "read") as lease:
+            got = np.asarray(lease).view(np.float32).copy()
+        if i % 2 == 0:
+            assert np.max(np.abs(got - a)) <= np.max(a) / 254 * 1.001
+        else:
+            assert np.array_equal(got, a), i
+    assert p.validate()
+    p.close()

@@ -180,7 +180,7 @@ class TierOptions:
     """
     One tier of a pool (fastest first in Pool(tiers=[...])).
 
-    kind: 'device', 'pinned_host', 'managed', 'host' or 'storage'; capacity_bytes: 0 = the kind's default; chunk_bytes: bytes requested from the backend at a time (0 = min(capacity, 64 MiB)); policy: eviction policy spec ('' = the pool's); name: for messages and statistics ('' = the kind's name); numa_node: -1 = none; storage: a storage tier's dict (path: a directory, a block device or a new file; engine: 'automatic', 'pread' or 'io_uring'; direct: 'automatic', 'on' or 'off'; piece_bytes; queue_depth; verify_writes; preallocate).
+    kind: 'device', 'pinned_host', 'managed', 'host' or 'storage'; capacity_bytes: 0 = the kind's default; chunk_bytes: bytes requested from the backend at a time (0 = min(capacity, 64 MiB)); policy: eviction policy spec ('' = the pool's); name: for messages and statistics ('' = the kind's name); numa_node: -1 = none; storage: a storage tier's dict (path: a directory, a block device or a new file; engine: 'automatic', 'pread' or 'io_uring'; direct: 'automatic', 'on' or 'off'; piece_bytes; queue_depth; verify_writes; preallocate; engine 'compressed' with codec 'lz4', 'zstd' or 'q8' and memory_bytes: a compressed host tier).
     """
 
     def __init__(self, kind: str = 'device', capacity_bytes: int = 0, chunk_bytes: int = 0, policy: str = '', name: str = '', numa_node: int = -1, storage: dict | None = None) -> None:
@@ -235,7 +235,7 @@ class TierOptions:
     @property
     def storage(self) -> dict:
         """
-        Storage tiers: where and how (a dict: path, engine, direct, piece_bytes, queue_depth, verify_writes, preallocate).
+        Storage tiers: where and how (a dict: path, engine, direct, piece_bytes, queue_depth, verify_writes, preallocate, codec, memory_bytes).
         """
 
     @storage.setter
@@ -460,9 +460,9 @@ class Pool:
         Build a pool (see the class docstring). Raises LogicError for bad options or an unknown policy, BackendError when the backend cannot be built.
         """
 
-    def allocate(self, nbytes: int, *, name: str = '', priority: float = 0.0, tenant: int = 0, preferred_tier: int | None = None, write_through: bool = False) -> Tensor:
+    def allocate(self, nbytes: int, *, name: str = '', priority: float = 0.0, tenant: int = 0, preferred_tier: int | None = None, write_through: bool = False, lossy_compression: bool = False) -> Tensor:
         """
-        Create a tensor of `nbytes` bytes (contents undefined) in the preferred tier, else the fastest with room. priority in [0, 1] (higher: keep resident longer); tenant: owner for quotas; write_through: keep a host copy valid after every device write. Raises OutOfMemory (QuotaExceeded for a tenant's quota).
+        Create a tensor of `nbytes` bytes (contents undefined) in the preferred tier, else the fastest with room. priority in [0, 1] (higher: keep resident longer); tenant: owner for quotas; write_through: keep a host copy valid after every device write; lossy_compression: a compressed tier with codec 'q8' may quantize it (float32). Raises OutOfMemory (QuotaExceeded for a tenant's quota).
         """
 
     def acquire(self, tensor: Tensor, access: str = 'read', stream: int | None = None) -> Lease:

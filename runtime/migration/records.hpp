@@ -355,7 +355,10 @@ struct alignas(8) tensor_record {
   /// Constant: the preferred tier is device-accessible (acquire may use it in place of the
   /// device tier).
   bool prefers_device_accessible{false};
-  bool write_through{false};      ///< constant: tensor_options::write_through
+  // Two constants (set before the record is published) share a byte: the record stays
+  // within its budget (RecordLayout test).
+  bool write_through : 1 = false;  ///< constant: tensor_options::write_through
+  bool lossy_ok : 1 = false;       ///< constant: tensor_options::lossy_compression
   /// With free_when_unpinned: the table's reference keeps this record, and the pool's hold
   /// keeps the pool, until the deferred free (Note [A dropped record's references]).
   bool drop_held{false};
@@ -400,6 +403,7 @@ struct alignas(8) tensor_record {
     tenant = o.tenant;
     priority = o.priority;
     write_through = o.write_through;
+    lossy_ok = o.lossy_compression;
     preferred = o.preferred_tier ? static_cast<std::uint8_t>(*o.preferred_tier) : kNoPreferredTier;
   }
 };

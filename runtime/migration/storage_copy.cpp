@@ -50,7 +50,7 @@ status migration_engine::storage_copy_locked(tensor_record& rec, std::uint32_t f
   copy_slot& dst = rec.slots[to];
   host_wait_slot(src, true);  // the source's fill and every use (a kernel may still write it)
   host_wait_slot(dst, true);  // a block reused in stream order: its previous copy and uses
-  storage_io_result r = tiers_[to]->file ? tiers_[to]->file->write(dst.blk.ptr, src.blk.ptr, rec.bytes)
+  storage_io_result r = tiers_[to]->file ? tiers_[to]->file->write(dst.blk.ptr, src.blk.ptr, rec.bytes, rec.lossy_ok)
                                          : tiers_[from]->file->read(dst.blk.ptr, src.blk.ptr, rec.bytes);
   if (!r.ok) {
     t_last_failure = std::move(r);

@@ -44,6 +44,13 @@ std::string format_summary(pool_stats const& st, std::string_view backend)
                       t.name.c_str(), format_byte_size(t.bytes_written).c_str(), t.write_seconds,
                       static_cast<unsigned long long>(t.write_failures), format_byte_size(t.bytes_read).c_str(),
                       t.read_seconds, static_cast<unsigned long long>(t.read_failures)));
+    if (t.storage_engine == "compressed") {
+      add(std::snprintf(line, sizeof line, "storage %s: holds %s in %s (ratio %.3f), %llu lossy copies (max rel. RMS error %.4f)\n",
+                        t.name.c_str(), format_byte_size(t.packed_logical_bytes).c_str(),
+                        format_byte_size(t.packed_bytes).c_str(),
+                        t.packed_bytes != 0 ? static_cast<double>(t.packed_logical_bytes) / static_cast<double>(t.packed_bytes) : 0.0,
+                        static_cast<unsigned long long>(t.lossy_writes), t.max_relative_rms_error));
+    }
   }
   for (tier_stats const& t : st.tiers) {  // policies can be long: a line each
     add(std::snprintf(line, sizeof line, "policy of %s: %s\n", t.name.c_str(), t.policy.empty() ? "?" : t.policy.c_str()));
@@ -164,6 +171,13 @@ boost::json::object stats_json(pool_stats const& st)
                       {"bytes_read", t.bytes_read},     {"write_failures", t.write_failures},
                       {"read_failures", t.read_failures}, {"write_seconds", t.write_seconds},
                       {"read_seconds", t.read_seconds}};
+      if (t.storage_engine == "compressed") {
+        auto& so = o["storage"].as_object();
+        so["packed_bytes"] = t.packed_bytes;
+        so["logical_bytes"] = t.packed_logical_bytes;
+        so["lossy_writes"] = t.lossy_writes;
+        so["max_relative_rms_error"] = t.max_relative_rms_error;
+      }
     }
     tiers.push_back(std::move(o));
   }

@@ -32,6 +32,8 @@
 #include <liburing.h>
 #endif
 
+#include <span>
+
 namespace tierpool {
 
 std::string_view to_string(storage_engine e) noexcept
@@ -40,6 +42,7 @@ std::string_view to_string(storage_engine e) noexcept
     case storage_engine::automatic: return "auto";
     case storage_engine::io_uring: return "io_uring";
     case storage_engine::pread: return "pread";
+    case storage_engine::compressed: return "compressed";
   }
   return "unknown";
 }
@@ -270,6 +273,21 @@ storage_file::storage_file(storage_options options, std::size_t capacity, std::s
     fail(storage_failure::bad_capacity, "storage_options::piece_bytes " + std::to_string(opts_.piece_bytes) +
                                           " must be a power of two of at least 4096");
   }
+  if (opts_.engine == storage_engine::compressed) {  // no file (Note [A compressed tier])
+    if (opts_.codec == codec_kind::none) {
+      fail(storage_failure::bad_path, "storage_engine::compressed needs a codec (storage_options::codec: lz4, zstd or q8)");
+    }
+    try {
+      (void)max_compressed_size(opts_.codec, kAlign, opts_.codec_settings);  // the settings' ranges
+    } catch (std::exception const& e) {
+      fail(storage_failure::bad_path, std::string("storage_options::codec_settings: ") + e.what());
+    }
+    memory_limit_ = opts_.memory_bytes != 0 ? opts_.memory_bytes : capacity_;
+    engine_ = storage_engine::compressed;
+    description_ = "host memory, " + std::string(to_string(opts_.codec)) + " (at most " + bytes_text(memory_limit_) + ")";
+    reserve_range();
+    return;
+  }
   if (path.empty()) {
     fail(storage_failure::bad_path, "storage_options::path is empty (give a directory, a block device or a new file's path)");
   }
@@ -427,11 +445,22 @@ storage_file::storage_file(storage_options options, std::size_t capacity, std::s
   rings_->depth = std::max<unsigned>(1, opts_.queue_depth);
 #endif
 
+  reserve_range();
+}
+
+void storage_file::reserve_range()
+{
   // The address range that stands for the file (Note [Where a storage tier's bytes are]).
   void* r = ::mmap(nullptr, capacity_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (r == MAP_FAILED) {
     int const e = errno;
-    fail(storage_failure::bad_capacity, "cannot reserve " + bytes_text(capacity_) + " of address space: " + errno_text(e), e);
+    if (fd_ >= 0) { ::close(fd_); }
+    fd_ = -1;
+    if (!remove_at_close_.empty()) { ::unlink(remove_at_close_.c_str()); }
+    remove_at_close_.clear();
+    throw storage_error(storage_failure::bad_capacity, "tier '" + tier_name_ + "': cannot reserve " + bytes_text(capacity_) +
+                                                         " of address space: " + errno_text(e),
+                        e);
   }
   base_ = static_cast<std::byte*>(r);
   free_.emplace(0, capacity_);
@@ -656,14 +685,16 @@ std::size_t storage_file::transfer_uring(io_dir dir, std::vector<io_piece> const
 #endif
 }
 
-storage_io_result storage_file::write(void const* dst, void const* src, std::size_t bytes) noexcept
+storage_io_result storage_file::write(void const* dst, void const* src, std::size_t bytes, bool lossy_ok) noexcept
 {
   storage_fault fault{};
   bool const faulted = opts_.faults != nullptr && opts_.faults->next_write(&fault);
   auto const t0 = std::chrono::steady_clock::now();
   storage_io_result r;
   try {
-    r = write_impl(offset_of(dst), static_cast<std::byte const*>(src), bytes, faulted ? &fault : nullptr);
+    r = engine_ == storage_engine::compressed
+          ? pack(offset_of(dst), static_cast<std::byte const*>(src), bytes, lossy_ok, faulted ? &fault : nullptr)
+          : write_impl(offset_of(dst), static_cast<std::byte const*>(src), bytes, faulted ? &fault : nullptr);
   } catch (...) {
     r = storage_io_result{false, storage_failure::write_failed, ENOMEM, "out of host memory for the write"};
   }
@@ -687,7 +718,9 @@ storage_io_result storage_file::read(void* dst, void const* src, std::size_t byt
   storage_io_result r;
   std::uint64_t sum = 0;
   try {
-    r = read_impl(offset_of(src), static_cast<std::byte*>(dst), bytes, faulted ? &fault : nullptr, &sum);
+    r = engine_ == storage_engine::compressed
+          ? unpack(offset_of(src), static_cast<std::byte*>(dst), bytes, faulted ? &fault : nullptr)
+          : read_impl(offset_of(src), static_cast<std::byte*>(dst), bytes, faulted ? &fault : nullptr, &sum);
   } catch (...) {
     r = storage_io_result{false, storage_failure::read_failed, ENOMEM, "out of host memory for the read"};
   }
@@ -707,12 +740,143 @@ void storage_file::forget(void const* p) noexcept
 {
   std::lock_guard g(sums_mtx_);
   sums_.erase(offset_of(p));
+  if (auto it = packed_.find(offset_of(p)); it != packed_.end()) {
+    packed_bytes_ -= it->second.frame.size();
+    packed_logical_ -= it->second.bytes;
+    packed_.erase(it);
+  }
 }
 
 storage_file_figures storage_file::figures() const noexcept
 {
-  std::lock_guard g(fig_mtx_);
-  return fig_;
+  storage_file_figures f;
+  {
+    std::lock_guard g(fig_mtx_);
+    f = fig_;
+  }
+  std::lock_guard g(sums_mtx_);
+  f.packed_bytes = packed_bytes_;
+  f.logical_bytes = packed_logical_;
+  return f;
+}
+
+// Note [A compressed tier]
+// ------------------------
+// Rationale: a tensor that leaves the host tiers can only go to a file, at disk speed;
+// most activations are half zeros and compress 1.5-2x losslessly (lz4, zstd), and those a
+// user accepts approximately take a quarter of the bytes as 8-bit blocks (q8): the same
+// host memory then holds two to four times the tensors, at codec speed rather than the
+// disk's (docs/chapters/codecs.md has the measured figures).
+// Approach: a storage tier whose engine is `compressed` has no file. Its arena hands out
+// offsets in a reserved range exactly as for a file (the tier's capacity is logical: the
+// tensors' bytes), and a copy into it compresses the tensor into a frame kept in host
+// memory under its offset; a copy out decodes it. Everything else is the storage tier's:
+// copies run on the calling thread after the streams wait (Note [Storage copies are
+// synchronous]), so a failed copy (a full memory budget, out of memory, an injected
+// fault) fails the eviction before the copy above is vacated; the frames are checksummed
+// (lz4, zstd) and checked, so a corrupt one is a storage_error, never wrong bytes. The
+// memory the frames take is charged against storage_options::memory_bytes; a frame that
+// would pass it is a no_space failure. With codec q8, only tensors marked
+// tensor_options::lossy_compression (and whose size is a multiple of 4) are quantized,
+// each one's error measured as it is written (storage_file_figures); every other tensor
+// goes through lz4, and so round-trips exactly.
+// With verify_writes (the default) each frame is decoded before it counts, and a lossless
+// one compared with the tensor: about as dear again as the compression.
+// Limitations: compression runs on the evicting thread, one copy at a time (a few hundred
+// MB/s for lz4 on one core, about 4 GB/s for q8). A lossy copy is the tensor from then on:
+// bringing it back does not restore the original bytes. On a phantom backend (replay) the
+// tier is timed as a disk on the storage links, not by the codec.
+storage_io_result storage_file::pack(std::uint64_t off, std::byte const* src, std::size_t bytes, bool lossy_ok,
+                                     storage_fault const* fault)
+{
+  if (fault != nullptr && *fault != storage_fault::torn_write) {
+    storage_failure const f = *fault == storage_fault::no_space      ? storage_failure::no_space
+                              : *fault == storage_fault::short_write ? storage_failure::short_write
+                                                                     : storage_failure::write_failed;
+    return {false, f, f == storage_failure::no_space ? ENOSPC : EIO,
+            std::string("injected ") + std::string(to_string(*fault)) + " compressing " + bytes_text(bytes)};
+  }
+  codec_kind codec = opts_.codec;
+  bool const lossy = codec == codec_kind::q8_block && lossy_ok && bytes % 4 == 0;
+  if (codec == codec_kind::q8_block && !lossy) { codec = codec_kind::lz4; }
+  packed_copy c;
+  c.codec = codec;
+  c.bytes = bytes;
+  c.frame.resize(max_compressed_size(codec, bytes, opts_.codec_settings));
+  codec_error_report rep{};
+  try {
+    c.frame.resize(compress(codec, std::span(src, bytes), std::span(c.frame), opts_.codec_settings, lossy ? &rep : nullptr));
+  } catch (codec_error const& e) {  // q8 of a tensor with a NaN or infinity: store it exactly
+    if (!lossy) {
+      return {false, storage_failure::write_failed, 0, std::string("compressing: ") + e.what()};
+    }
+    codec = c.codec = codec_kind::lz4;
+    c.frame.resize(max_compressed_size(codec, bytes, opts_.codec_settings));
+    c.frame.resize(compress(codec, std::span(src, bytes), std::span(c.frame), opts_.codec_settings));
+  }
+  if (fault != nullptr) { c.frame.resize(c.frame.size() / 2); }  // torn: a frame missing its tail
+  c.frame.shrink_to_fit();
+  if (opts_.verify_writes) {  // decode it before it counts; a lossless copy must give every byte back
+    std::vector<std::byte> back(bytes);
+    bool ok = true;
+    try {
+      decompress(codec, std::span<std::byte const>(c.frame), std::span(back));
+      ok = !is_lossless(codec) || std::memcmp(back.data(), src, bytes) == 0;
+    } catch (codec_error const&) {
+      ok = false;
+    }
+    if (!ok) {
+      return {false, storage_failure::torn_write, 0,
+              "the compressed copy of " + bytes_text(bytes) + " does not decode to the tensor (verify_writes)"};
+    }
+  }
+  std::lock_guard g(sums_mtx_);
+  std::size_t old_frame = 0;
+  std::size_t old_bytes = 0;
+  if (auto it = packed_.find(off); it != packed_.end()) {
+    old_frame = it->second.frame.size();
+    old_bytes = it->second.bytes;
+  }
+  if (packed_bytes_ - old_frame + c.frame.size() > memory_limit_) {
+    return {false, storage_failure::no_space, ENOSPC,
+            "the compressed copies take " + bytes_text(packed_bytes_) + " of at most " + bytes_text(memory_limit_) +
+              " (storage_options::memory_bytes); this one needs " + bytes_text(c.frame.size())};
+  }
+  packed_bytes_ = packed_bytes_ - old_frame + c.frame.size();
+  packed_logical_ = packed_logical_ - old_bytes + bytes;
+  packed_[off] = std::move(c);  // may throw bad_alloc: write() reports a failed write
+  if (lossy) {
+    std::lock_guard fg(fig_mtx_);
+    ++fig_.lossy_writes;
+    fig_.max_relative_rms_error = std::max(fig_.max_relative_rms_error, rep.relative_rms_error);
+  }
+  return {};
+}
+
+storage_io_result storage_file::unpack(std::uint64_t off, std::byte* dst, std::size_t bytes, storage_fault const* fault)
+{
+  if (fault != nullptr && *fault == storage_fault::fail_read) {
+    return {false, storage_failure::read_failed, EIO, "injected fail_read decompressing " + bytes_text(bytes)};
+  }
+  std::lock_guard g(sums_mtx_);  // a copy's frame: its record lock keeps writers off it; the map's lock for the lookup
+  auto it = packed_.find(off);
+  if (it == packed_.end() || it->second.bytes != bytes) {
+    return {false, storage_failure::corrupt, 0,
+            "no compressed copy of " + bytes_text(bytes) + " at offset " + std::to_string(off)};
+  }
+  std::vector<std::byte> flipped;
+  std::span<std::byte const> frame(it->second.frame);
+  if (fault != nullptr && *fault == storage_fault::corrupt_read && !frame.empty()) {
+    flipped.assign(frame.begin(), frame.end());
+    flipped[flipped.size() / 2] ^= std::byte{0x40};
+    frame = flipped;
+  }
+  try {
+    decompress(it->second.codec, frame, std::span(dst, bytes));
+  } catch (codec_error const& e) {
+    return {false, storage_failure::corrupt, 0, std::string("decompressing: ") + e.what()};
+  }
+  return {};
 }
 
 storage_io_result storage_file::write_impl(std::uint64_t off, std::byte const* src, std::size_t bytes,

@@ -47,6 +47,11 @@ struct storage_file_figures {
   std::uint64_t read_failures{0};  ///< COUNT: reads that failed
   double write_seconds{0.0};       ///< SUM: time spent in writes (verification included)
   double read_seconds{0.0};        ///< SUM: time spent in reads
+  // storage_engine::compressed only:
+  std::uint64_t packed_bytes{0};   ///< SUM: host bytes the compressed copies take now
+  std::uint64_t logical_bytes{0};  ///< SUM: bytes of the tensors those copies hold
+  std::uint64_t lossy_writes{0};   ///< COUNT: copies stored with q8 (tensor_options::lossy_compression)
+  double max_relative_rms_error{0.0};  ///< the largest relative RMS error of a lossy copy
 };
 
 /**
@@ -82,7 +87,8 @@ class TIERPOOL_EXPORT storage_file final : public chunk_source {
    *        tier); done only when every byte was written (and, with verify_writes, read back
    *        with the same checksum). Records the checksum for later reads.
    */
-  [[nodiscard]] storage_io_result write(void const* dst, void const* src, std::size_t bytes) noexcept;
+  [[nodiscard]] storage_io_result write(void const* dst, void const* src, std::size_t bytes,
+                                        bool lossy_ok = false) noexcept;
   /**
    * @brief Read `bytes` at the range `src` into host memory `dst` and check the checksum
    *        the write recorded (a range never written has undefined bytes: no check).
@@ -118,6 +124,11 @@ class TIERPOOL_EXPORT storage_file final : public chunk_source {
   std::byte* take_bounce() noexcept;
   void give_bounce(std::byte* b) noexcept;
   storage_io_result write_impl(std::uint64_t off, std::byte const* src, std::size_t bytes, storage_fault const* fault);
+  // The compressed engine (Note [A compressed tier], storage_file.cpp).
+  storage_io_result pack(std::uint64_t off, std::byte const* src, std::size_t bytes, bool lossy_ok,
+                         storage_fault const* fault);
+  storage_io_result unpack(std::uint64_t off, std::byte* dst, std::size_t bytes, storage_fault const* fault);
+  void reserve_range();
   storage_io_result read_impl(std::uint64_t off, std::byte* dst, std::size_t bytes, storage_fault const* fault,
                               std::uint64_t* sum);
 
@@ -135,12 +146,22 @@ class TIERPOOL_EXPORT storage_file final : public chunk_source {
 
   std::map<std::uint64_t, std::uint64_t> free_;  // offset -> length of unused file extents (tier lock)
 
-  std::mutex sums_mtx_;
+  mutable std::mutex sums_mtx_;
   std::unordered_map<std::uint64_t, std::pair<std::size_t, std::uint64_t>> sums_;  // offset -> bytes, checksum
 
   std::mutex bounce_mtx_;
   std::vector<std::byte*> bounce_;  // free bounce buffers of piece_bytes, aligned
   std::unique_ptr<ring_pool> rings_;
+
+  struct packed_copy {
+    std::vector<std::byte> frame;  // the codec's frame
+    codec_kind codec{codec_kind::none};
+    std::size_t bytes{0};          // the tensor's
+  };
+  std::unordered_map<std::uint64_t, packed_copy> packed_;  // offset -> copy (sums_mtx_)
+  std::size_t packed_bytes_{0};                           // SUM of frame sizes (sums_mtx_)
+  std::size_t packed_logical_{0};                         // SUM of their tensors' bytes (sums_mtx_)
+  std::size_t memory_limit_{0};
 
   mutable std::mutex fig_mtx_;
   storage_file_figures fig_{};

@@ -23,7 +23,10 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -398,7 +401,8 @@ INSTANTIATE_TEST_SUITE_P(Engines, PoolStorage,
                          ::testing::Values(storage_case{"pread_buffered", storage_engine::pread, storage_direct::off},
                                            storage_case{"pread_direct", storage_engine::pread, storage_direct::on},
                                            storage_case{"uring_buffered", storage_engine::io_uring, storage_direct::off},
-                                           storage_case{"uring_direct", storage_engine::io_uring, storage_direct::on}),
+                                           storage_case{"uring_direct", storage_engine::io_uring, storage_direct::on},
+                                           storage_case{"compressed", storage_engine::compressed, storage_direct::off}),
                          [](auto const& ti) { return std::string(ti.param.name); });
 
 // The storage tier's figures reach the published segment (what `tierpool top` reads).
@@ -572,7 +576,8 @@ std::vector<fault_case> fault_cases()
 {
   std::vector<fault_case> out;
   for (storage_case const e : {storage_case{"pread", storage_engine::pread, storage_direct::automatic},
-                               storage_case{"uring", storage_engine::io_uring, storage_direct::automatic}}) {
+                               storage_case{"uring", storage_engine::io_uring, storage_direct::automatic},
+                               storage_case{"compressed", storage_engine::compressed, storage_direct::off}}) {
     for (storage_fault const f : {storage_fault::fail_write, storage_fault::short_write, storage_fault::torn_write,
                                   storage_fault::no_space, storage_fault::fail_read, storage_fault::corrupt_read}) {
       out.push_back({e, f});
@@ -822,6 +827,158 @@ TEST(PoolStoragePhantom, LinkPresets)
   EXPECT_DOUBLE_EQ(l.h2s.bandwidth_bytes_per_s, 5e9);
   EXPECT_EQ(to_string(tier_kind::storage), "storage");
   EXPECT_FALSE(is_host_accessible(tier_kind::storage));
+}
+
+}  // namespace
+}  // namespace tierpool::test
+
+// A compressed tier (Note [A compressed tier], storage_file.cpp): host memory that holds
+// the tensors below the host tiers compressed.
+namespace tierpool::test {
+namespace {
+
+pool_options compressed_pool(codec_kind codec, std::size_t memory_bytes = 0)
+{
+  pool_options o = small_tiers(make_sim(), 1_MiB, 1_MiB, 2_MiB);
+  o.publish.enabled = false;
+  tier_options st{.kind = tier_kind::storage, .capacity_bytes = 64_MiB, .chunk_bytes = 16_MiB, .name = "packed"};
+  st.storage.engine = storage_engine::compressed;
+  st.storage.codec = codec;
+  st.storage.memory_bytes = memory_bytes;
+  o.tiers.push_back(std::move(st));
+  return o;
+}
+
+// Activation-like float32: half the values zero (a ReLU's output), the rest smooth.
+std::vector<float> activations(std::size_t n, std::uint32_t seed)
+{
+  std::vector<float> v(n);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0F, 1.0F);
+  for (float& x : v) { x = std::max(0.0F, d(rng)); }
+  return v;
+}
+
+void put(pool& p, tensor const& t, std::vector<float> const& v)
+{
+  lease h = p.acquire_host(t, access_mode::write_discard);
+  std::memcpy(h.data(), v.data(), v.size() * sizeof(float));
+}
+
+std::vector<float> get(pool& p, tensor const& t, std::size_t n)
+{
+  lease h = p.acquire_host(t, access_mode::read);
+  std::vector<float> v(n);
+  std::memcpy(v.data(), h.data(), n * sizeof(float));
+  return v;
+}
+
+TEST(PoolCompressedTier, LosslessCopiesTakeLessMemoryAndComeBackExactly)
+{
+  for (codec_kind const c : {codec_kind::lz4, codec_kind::zstd}) {
+    SCOPED_TRACE(std::string(to_string(c)));
+    pool p{compressed_pool(c)};
+    constexpr std::size_t kN = 64 * 1024;  // 256 KiB each
+    std::vector<tensor> ts;
+    std::vector<std::vector<float>> want;
+    for (std::uint32_t i = 0; i < 24; ++i) {  // 6 MiB: twice the memory tiers
+      ts.push_back(p.allocate(kN * sizeof(float)));
+      want.push_back(activations(kN, i));
+      put(p, ts.back(), want.back());
+      ASSERT_TRUE(p.validate());
+    }
+    for (std::size_t i = 0; i < ts.size(); ++i) { p.demote(ts[i], tier_id{3}); }
+    pool_stats st = p.stats();
+    tier_stats const& t = st.tiers[3];
+    EXPECT_EQ(t.storage_engine, "compressed");
+    EXPECT_EQ(t.packed_logical_bytes, 24 * kN * sizeof(float));
+    EXPECT_LT(t.packed_bytes * 13, t.packed_logical_bytes * 10) << "at least 1.3x on half-zero activations";
+    EXPECT_EQ(t.lossy_writes, 0U);
+    std::printf("[ compressed ] %s: %llu bytes of tensors in %llu (ratio %.3f)\n", std::string(to_string(c)).c_str(),
+                static_cast<unsigned long long>(t.packed_logical_bytes), static_cast<unsigned long long>(t.packed_bytes),
+                static_cast<double>(t.packed_logical_bytes) / static_cast<double>(t.packed_bytes));
+    for (std::size_t i = 0; i < ts.size(); ++i) { EXPECT_EQ(get(p, ts[i], kN), want[i]) << i; }
+    std::string const js = p.summary_json();
+    EXPECT_NE(js.find("\"packed_bytes\""), std::string::npos) << js;
+    EXPECT_NE(p.summary().find("storage packed: holds"), std::string::npos) << p.summary();
+    for (tensor& x : ts) { p.free(x); }
+    EXPECT_EQ(p.stats().tiers[3].packed_bytes, 0U) << "a freed tensor's frame goes";
+    EXPECT_TRUE(p.validate());
+  }
+}
+
+// q8 quantizes only the tensors marked lossy_compression, within its error bound; the
+// others go through lz4 and come back exactly.
+TEST(PoolCompressedTier, LossyOnlyForTensorsMarkedForIt)
+{
+  pool p{compressed_pool(codec_kind::q8_block)};
+  constexpr std::size_t kN = 64 * 1024;
+  std::vector<float> const a = activations(kN, 1);
+  std::vector<float> const b = activations(kN, 2);
+  tensor marked = p.allocate(kN * sizeof(float), {.name = "act", .lossy_compression = true});
+  tensor exact = p.allocate(kN * sizeof(float), {.name = "adam_m"});
+  put(p, marked, a);
+  put(p, exact, b);
+  p.demote(marked, tier_id{3});
+  p.demote(exact, tier_id{3});
+  pool_stats const st = p.stats();
+  EXPECT_EQ(st.tiers[3].lossy_writes, 1U);
+  EXPECT_GT(st.tiers[3].max_relative_rms_error, 0.0);
+  EXPECT_LT(st.tiers[3].max_relative_rms_error, 0.02);
+  std::vector<float> const got = get(p, marked, kN);
+  float amax = 0.0F;
+  for (float x : a) { amax = std::max(amax, std::abs(x)); }
+  double worst = 0.0;
+  bool differs = false;
+  for (std::size_t i = 0; i < kN; ++i) {
+    worst = std::max(worst, static_cast<double>(std::abs(got[i] - a[i])));
+    differs = differs || got[i] != a[i];
+  }
+  EXPECT_TRUE(differs) << "q8 is lossy";
+  EXPECT_LE(worst, amax / 254.0 * 1.001) << "within half a step of the largest block's scale";
+  EXPECT_EQ(get(p, exact, kN), b) << "an unmarked tensor is never quantized";
+  EXPECT_TRUE(p.validate());
+}
+
+// The compressed copies' memory budget: a copy that would pass it fails like a full disk
+// (no_space), and the tensor keeps its bytes where it was.
+TEST(PoolCompressedTier, APassedMemoryBudgetIsNoSpaceAndLosesNothing)
+{
+  pool p{compressed_pool(codec_kind::lz4, 256_KiB)};
+  std::vector<tensor> ts;
+  std::vector<std::vector<float>> want;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.0F, 1.0F);
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    ts.push_back(p.allocate(256_KiB));
+    want.emplace_back(256_KiB / sizeof(float));
+    for (float& x : want.back()) { x = u(rng); }  // random: lz4 cannot shrink it
+    put(p, ts.back(), want.back());
+  }
+  int refused = 0;
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    try {
+      p.demote(ts[i], tier_id{3});
+    } catch (storage_error const& e) {
+      EXPECT_EQ(e.failure(), storage_failure::no_space) << e.what();
+      EXPECT_NE(std::string(e.what()).find("storage_options::memory_bytes"), std::string::npos) << e.what();
+      ++refused;
+    }
+    ASSERT_TRUE(p.validate());
+  }
+  EXPECT_GE(refused, 3);
+  EXPECT_LE(p.stats().tiers[3].packed_bytes, 256_KiB);
+  for (std::size_t i = 0; i < ts.size(); ++i) { EXPECT_EQ(get(p, ts[i], want[i].size()), want[i]) << i; }
+}
+
+TEST(PoolCompressedTier, ACompressedTierNeedsACodec)
+{
+  try {
+    pool p{compressed_pool(codec_kind::none)};
+    FAIL() << "expected storage_error";
+  } catch (storage_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("storage_engine::compressed needs a codec"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

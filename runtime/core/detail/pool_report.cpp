@@ -52,6 +52,10 @@ pool_stats pool_impl::stats() const
         t.read_failures = f.read_failures;
         t.write_seconds = f.write_seconds;
         t.read_seconds = f.read_seconds;
+        t.packed_bytes = f.packed_bytes;
+        t.packed_logical_bytes = f.logical_bytes;
+        t.lossy_writes = f.lossy_writes;
+        t.max_relative_rms_error = f.max_relative_rms_error;
       } else {
         t.storage_file = "phantom";
         t.storage_engine = "phantom";

@@ -162,6 +162,12 @@ struct pool_options {
   /// Tenants not listed have none. Changeable later with pool::set_quota.
   std::map<std::uint32_t, std::size_t> tenant_quotas{};
   contention_options contention{};      ///< busy retries of a request (see contention_options)
+  /// Compaction in the out-of-memory ladder: when a tier's free bytes cover a request but no
+  /// free block holds it, move unleased, idle copies within the tier (device to device, or
+  /// within a host tier) so that it fits, before evicting anything (docs/chapters/tiers.md,
+  /// "Compaction"). The host waits for those copies. Storage tiers are never compacted.
+  /// pool::compact works either way.
+  bool compaction{true};
   bool read_environment{true};          ///< honour the TIERPOOL_* variables (they win over the fields)
   /// With read_environment: variables this pool does not read, by name ("TIERPOOL_POLICY"),
   /// for a program whose own flag or logic decides that field (its flag must win over the

@@ -31,9 +31,12 @@
 // moved to the lowest free block before it that holds it, until a pass moves nothing: the
 // copies settle towards the start of the tier and the free space gathers after them.
 // Limitations: the host waits for each move's copy, with the tier lock held (as the
-// ladder's wait for a vacated block does); finding a block's record walks the pool's
-// records (O(tensors) per attempt, only where the ladder would otherwise evict); storage
-// tiers are never compacted (their copies are file I/O).
+// ladder's wait for a vacated block does), and the copy runs on one of the pool's copy
+// streams, behind whatever is queued there (a write-back waiting for a user's stream: the
+// host waits for that too); finding a block's record walks the pool's records
+// (O(tensors) per attempt, only where the ladder would otherwise evict); a run that needs
+// no move (a free block the arena's bounded scan passed over) also counts as a compaction;
+// storage tiers are never compacted (their copies are file I/O).
 #include <tierpool/error.hpp>
 
 #include <algorithm>

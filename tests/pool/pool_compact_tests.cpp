@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <random>
+#include <utility>
 #include <string>
 #include <thread>
 #include <vector>
@@ -191,9 +192,7 @@ TEST(PoolCompact, LadderCompactsInsteadOfEvicting)
 TEST(PoolCompact, LadderPlacesWhatWouldFailWithoutATierBelow)
 {
   {
-    pool_options o = small_tiers(make_sim(), 1_MiB, 0, 0);
-    o.compaction = false;
-    pool off(std::move(o));
+    pool off(small_tiers(make_sim(), 1_MiB, 0, 0));  // compaction off by default
     fragmented f = fragment(off);
     try {
       tensor big = off.allocate(4 * kUnit, on_device());
@@ -203,7 +202,9 @@ TEST(PoolCompact, LadderPlacesWhatWouldFailWithoutATierBelow)
     }
     EXPECT_TRUE(off.validate());
   }
-  pool p(small_tiers(make_sim(), 1_MiB, 0, 0));  // compaction on by default
+  pool_options o = small_tiers(make_sim(), 1_MiB, 0, 0);
+  o.compaction = true;
+  pool p(std::move(o));
   fragmented f = fragment(p);
   tensor big = p.allocate(4 * kUnit, on_device());
   put(p, big, 99);
@@ -247,7 +248,9 @@ TEST(PoolCompact, AFailingCopyLosesNothing)
   for (double const rate : {0.3, 1.0}) {
     SCOPED_TRACE("ladder, copy fault rate " + std::to_string(rate));
     auto be = make_sim();
-    pool p(small_tiers(be, 1_MiB, 0, 0));
+    pool_options o = small_tiers(be, 1_MiB, 0, 0);
+    o.compaction = true;
+    pool p(std::move(o));
     fragmented f = fragment(p);
     be->set_faults({.seed = 7, .rules = {{.kind = sim_call::copy, .probability = rate}}});
     try {
@@ -275,7 +278,9 @@ TEST(PoolCompact, RefusesABadTier)
 TEST(PoolCompactThreads, AcquireAndFreeWhileCompacting)
 {
   unsigned const n = std::max(4U, 2 * std::thread::hardware_concurrency() + 1);
-  pool p(small_tiers(make_sim(), 1_MiB, 0, 32_MiB));
+  pool_options o = small_tiers(make_sim(), 1_MiB, 0, 32_MiB);
+  o.compaction = true;  // the ladder compacts too
+  pool p(std::move(o));
   std::atomic<bool> stop{false};
   std::atomic<int> bad{0};
   std::atomic<std::uint64_t> compacted{0};

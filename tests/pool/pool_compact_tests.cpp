@@ -336,6 +336,7 @@ TEST(PoolCompactThreads, AcquireAndFreeWhileCompacting)
   EXPECT_EQ(bad.load(), 0);
   EXPECT_TRUE(p.validate());
   RecordProperty("compacted", static_cast<int>(compacted.load()));
+  RecordProperty("ladder_compactions", static_cast<int>(p.stats().tiers[0].compactions));
 }
 
 }  // namespace

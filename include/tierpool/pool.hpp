@@ -477,7 +477,8 @@ class TIERPOOL_EXPORT pool {
    * The out-of-memory ladder compacts on its own when pool_options::compaction is set.
    * @param tier The tier, or std::nullopt for every tier.
    * @throws tierpool::logic_error for a tier out of range, a closed pool, or a call from
-   *         inside a pool call (a low-memory callback).
+   *         inside a pool call (a low-memory callback); std::bad_alloc (the moves made
+   *         stay, each tensor intact).
    */
   compact_result compact(std::optional<tier_id> tier = std::nullopt);
   /**

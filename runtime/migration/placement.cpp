@@ -67,6 +67,8 @@
 #include <chrono>
 #include <cstdio>
 #include <mutex>
+#include <new>
+#include <optional>
 #include <utility>
 #include <string>
 
@@ -188,7 +190,12 @@ place_result migration_engine::place(place_request const& r)
       // [Compaction], compaction.cpp). The host waits for the moves: not for a prefetch.
       if (ladder && ts.compact_in_ladder && free_now >= slot && compact_tries < kCompactTries) {
         ++compact_tries;
-        if (auto b = compact_for_locked(ts, bytes)) {
+        std::optional<block> b;
+        try {
+          b = compact_for_locked(ts, bytes);
+        } catch (std::bad_alloc const&) {  // no memory for the plan: evict instead (moves made stay, intact)
+        }
+        if (b) {
           add_under_tier_lock(ts.compactions, std::uint64_t{1});
           return took(*b);
         }

@@ -134,6 +134,19 @@ class TIERPOOL_EXPORT arena {
   [[nodiscard]] std::optional<allocation> allocate(std::uint64_t bytes, std::uint64_t alignment = 0);
 
   /**
+   * @brief Reserve exactly `[offset, offset + bytes)` (bytes rounded up to min_alignment),
+   *        when that range lies inside one free block: for a caller that chooses where a
+   *        block goes (the pool's compaction, Note [Compaction] in
+   *        runtime/migration/compaction.cpp). O(blocks of the region): it walks the region
+   *        to find the free block.
+   * @param offset Global offset of the first byte, a multiple of min_alignment.
+   * @param bytes  Requested bytes, > 0.
+   * @return The allocation, or std::nullopt when the range is not wholly free (or the
+   *         arguments are not as above); nothing changes then.
+   */
+  [[nodiscard]] std::optional<allocation> allocate_at(std::uint64_t offset, std::uint64_t bytes) noexcept;
+
+  /**
    * @brief Free an allocation, coalescing with free neighbours in its region. O(1).
    * @param a A live allocation of this arena.
    * @throws tierpool::logic_error if `a` is not live in this arena (double free, freed by

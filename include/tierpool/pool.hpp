@@ -471,6 +471,24 @@ class TIERPOOL_EXPORT pool {
    */
   capacity_report set_capacity(tier_id tier, std::size_t bytes);
   /**
+   * @brief Defragment tier `tier` (default: every tier but storage ones) by moving copies
+   *        within it, so that its free space coalesces: each copy goes to the lowest free
+   *        block before it that holds it, until none can move. See compact_result and
+   *        docs/chapters/tiers.md, "Compaction".
+   *
+   * Only copies nobody can see move: no pointer a live lease holds ever changes (leased
+   * copies stay), nor does a copy still being filled or used by a stream. The bytes of
+   * every moved tensor are the same afterwards; a copy whose move fails stays where it was.
+   * Waits for the pool's copy streams and stream-ordered frees first (the host blocks) and
+   * holds other pool calls back while it runs (they wait; none fails because of it).
+   * The out-of-memory ladder compacts on its own when pool_options::compaction is set.
+   * @param tier The tier, or std::nullopt for every tier.
+   * @throws tierpool::logic_error for a tier out of range, a closed pool, or a call from
+   *         inside a pool call (a low-memory callback); std::bad_alloc (the moves made
+   *         stay, each tensor intact).
+   */
+  compact_result compact(std::optional<tier_id> tier = std::nullopt);
+  /**
    * @brief Check the device's free memory once against pool_options::pressure's floor and,
    *        when it is below, shrink the first device tier by the shortfall (set_capacity).
    *        What the pressure thread does every interval. Thread-safe.

@@ -183,6 +183,14 @@ struct pool_options {
   /// pool::set_tenant.
   std::map<std::uint32_t, tenant_options> tenants{};
   contention_options contention{};      ///< busy retries of a request (see contention_options)
+  /// Compaction in the out-of-memory ladder: when a tier's free bytes cover a request but no
+  /// free block holds it, move unleased, idle copies within the tier (device to device, or
+  /// within a host tier) so that it fits, before evicting anything (docs/chapters/tiers.md,
+  /// "Compaction"). The host waits for those copies. Storage tiers are never compacted.
+  /// pool::compact works either way. Off by default: the host would wait for copies inside
+  /// a request, and which tensors stay resident changes (the replay figures recorded for
+  /// the policies are without it); turn it on for workloads of many distinct sizes.
+  bool compaction{false};
   bool read_environment{true};          ///< honour the TIERPOOL_* variables (they win over the fields)
   /// With read_environment: variables this pool does not read, by name ("TIERPOOL_POLICY"),
   /// for a program whose own flag or logic decides that field (its flag must win over the

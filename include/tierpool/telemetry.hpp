@@ -57,6 +57,15 @@ struct tier_stats {
   std::uint64_t evictions{0};        ///< COUNT: copies evicted from this tier
   std::uint64_t evictions_clean{0};  ///< COUNT: evictions that wrote nothing back
   std::uint64_t allocation_failures{0};  ///< COUNT: allocations the arena could not place
+  /// COUNT: placements that went on to evict (or, with nothing to evict, to fail) although
+  /// the tier's free bytes covered the request: no free block held it (fragmentation)
+  std::uint64_t fragmented_evictions{0};
+  /// COUNT: placements the out-of-memory ladder made room for by compacting the tier
+  /// (pool_options::compaction) instead of evicting
+  std::uint64_t compactions{0};
+  std::uint64_t compacted_tensors{0};  ///< COUNT: copies moved within the tier (the ladder and pool::compact)
+  std::uint64_t compacted_bytes{0};    ///< SUM: their bytes
+  std::uint64_t compaction_copy_failures{0};  ///< COUNT: moves whose copy failed (the copy stayed where it was)
   /// COUNT: blocks reused in stream order: vacated behind a copy still running, handed to
   /// the next tensor with that copy's event to wait on (no host wait)
   std::uint64_t reuses_in_order{0};
@@ -264,6 +273,29 @@ struct capacity_report {
   std::uint64_t written_back{0};    ///< COUNT: of those, copies written to a lower tier first
   bool reached{true};               ///< the capacity is requested_bytes
   std::string why{};                ///< when not reached: what held the rest
+};
+
+/// @brief What pool::compact did to one tier (Note [Compaction] in runtime/migration/compaction.cpp).
+struct tier_compaction {
+  std::string tier;                       ///< the tier's name
+  std::uint64_t moved_tensors{0};         ///< COUNT: copies moved within the tier
+  std::size_t moved_bytes{0};             ///< SUM: their bytes
+  /// COUNT: copies that had room lower down but stayed: leased (a pointer a live lease
+  /// holds never changes), still being filled or used by a stream, busy in another
+  /// thread, or their copy failed
+  std::uint64_t skipped_tensors{0};
+  std::size_t free_bytes{0};              ///< SUM: free in the tier's chunks (a move changes nothing of it)
+  std::size_t largest_free_before{0};     ///< SUM: largest free block before
+  std::size_t largest_free_after{0};      ///< SUM: largest free block after
+  double fragmentation_before{0.0};       ///< 1 - largest free / free, before
+  double fragmentation_after{0.0};        ///< the same, after
+};
+
+/// @brief What pool::compact did: the tiers it compacted, fastest first, and the totals.
+struct compact_result {
+  std::vector<tier_compaction> tiers;     ///< one per tier compacted (storage tiers are not)
+  std::uint64_t moved_tensors{0};         ///< COUNT: over the tiers
+  std::size_t moved_bytes{0};             ///< SUM: over the tiers
 };
 
 }  // namespace tierpool

@@ -437,6 +437,23 @@ std::optional<arena::allocation> arena::allocate_aligned(std::uint64_t size, std
   return std::nullopt;
 }
 
+std::optional<arena::allocation> arena::allocate_at(std::uint64_t offset, std::uint64_t bytes) noexcept
+{
+  if (bytes == 0 || bytes > capacity_ || offset >= capacity_ || (offset & gran_mask_) != 0) { return std::nullopt; }
+  std::uint64_t const size = (bytes + gran_mask_) & ~gran_mask_;
+  if (size > capacity_ - offset) { return std::nullopt; }
+  std::uint32_t const r = region_at(offset);
+  if (r >= regions_.size() || offset + size > regions_[r].base + regions_[r].capacity) { return std::nullopt; }
+  std::uint32_t b = regions_[r].first_node;
+  while (b != none && nodes_[b].offset() + nodes_[b].size <= offset) { b = nodes_[b].next_phys; }
+  if (b == none || nodes_[b].state() != node_state::free || nodes_[b].offset() > offset ||
+      offset + size > nodes_[b].offset() + nodes_[b].size) {
+    return std::nullopt;
+  }
+  if (spare_nodes_ < 2 && !grow_nodes()) { return std::nullopt; }  // take_at splits twice at most
+  return take_at(b, offset, size);
+}
+
 // Carve [offset, offset + size) out of free block b for an alignment above
 // min_alignment (the caller chose the offset). The left piece keeps b's node, so a
 // region's first node never changes; padding and tail stay free (their physical

@@ -211,6 +211,7 @@ capacity_report pool::set_capacity(tier_id tier, std::size_t bytes)
 {
   return checked(impl_, "set_capacity").set_capacity(tier, bytes);
 }
+compact_result pool::compact(std::optional<tier_id> tier) { return checked(impl_, "compact").compact(tier); }
 std::optional<capacity_report> pool::check_memory_pressure()
 {
   return checked(impl_, "check_memory_pressure").check_memory_pressure();

@@ -207,6 +207,21 @@ enum class evict_pass : std::uint8_t {
   own,       ///< a tenant with a hard share over it: only its own tensors
 };
 
+/// @brief What migration_engine::compact_tier did.
+struct compact_totals {
+  std::uint64_t moved{0};        ///< copies moved
+  std::uint64_t moved_bytes{0};  ///< their bytes (tensor sizes)
+  /// Copies that had room lower down but stayed (leased, in use by a stream, busy, or their copy failed)
+  std::uint64_t skipped{0};
+};
+
+/// @brief A copy resident in a tier, as compaction found it (Note [Compaction], compaction.cpp).
+struct resident_copy {
+  std::uint64_t offset{0};  ///< its block's arena offset
+  std::uint64_t size{0};    ///< its block's slot size
+  record_ref rec;           ///< its tensor
+};
+
 /// @brief What ensure_valid_locked() did.
 enum class fill_result : std::uint8_t { hit, filled, no_room };
 
@@ -259,6 +274,27 @@ class migration_engine {
   /// `after`, then the block is freed at once.
   void unplace(std::uint32_t k, block const& b, event_handle after, stream_handle after_stream,
                use_list* users = nullptr) noexcept;
+  // ---- compaction (compaction.cpp; Note [Compaction]) ----
+  /// The ladder's compaction step for `bytes` in tier `ts` (its lock held): move copies out
+  /// of one run of the tier so that the request fits there. @return the request's block,
+  /// or std::nullopt (copies moved meanwhile stay moved, each intact).
+  [[nodiscard]] std::optional<block> compact_for_locked(tier_state& ts, std::size_t bytes);
+  /// pool::compact of tier k (takes its lock): move copies down until none can move. The
+  /// caller closed the quiesce gate (no operation runs).
+  compact_totals compact_tier(std::uint32_t k);
+  /// True when the (locked) record's copy in tier k may move: resident, no lease, its fill
+  /// complete and every recorded use settled (then its use list is cleared), not paused.
+  [[nodiscard]] bool movable_locked(tensor_record& rec, std::uint32_t k) noexcept;
+  /// Every copy resident in tier `ts` (its lock held) whose record could be try-locked, by
+  /// offset; records this thread holds are left out. @throws std::bad_alloc
+  void resident_copies_locked(tier_state& ts, std::vector<resident_copy>& out);
+  /// Move the (locked, movable) record's copy in tier `ts` (its lock held) to the free range
+  /// at arena offset `to`. @return false when the range is not free or the copy failed (the
+  /// copy stays where it was).
+  bool move_copy_locked(tier_state& ts, tensor_record& rec, std::uint64_t to) noexcept;
+  /// move_copy_locked for `c`, its record try-locked and checked to be still where it was
+  /// and movable.
+  bool move_resident_locked(tier_state& ts, resident_copy const& c, std::uint64_t to) noexcept;
   /// True for the pool's own copy streams (h2d, d2h), whose deferred frees may be reused
   /// in stream order.
   [[nodiscard]] bool is_copy_stream(stream_handle s) const noexcept;

@@ -19,6 +19,11 @@
 //                         a prefetch (no_wait) only behind the pool's own copy streams
 //   wait for vacated blocks       when waiting could make room: a contiguous run of free and
 //                         deferred blocks holds the request (host stall)
+//   compact               when the tier's free bytes cover the request but no free block
+//                         holds it: move unleased, idle copies out of one run of the tier
+//                         (device to device, or within a host tier; the host waits for the
+//                         copies) and place the request there (Note [Compaction],
+//                         compaction.cpp; pool_options::compaction, ladder mode only)
 //   evict                 one round through the policy (evict_round, eviction.cpp): clean
 //                         victims are dropped, dirty ones written back a tier down; for a
 //                         copy-in, a victim block of the request's size is taken at once
@@ -28,6 +33,8 @@
 //                         every lock and retries (core: request_retry.hpp, the Note below)
 //   low-memory callbacks  once, unlocked (core: request_retry.hpp)
 //   fail                  out_of_memory with cause and figures, or backend_error
+// A placement that reaches "evict" although the free bytes covered the request counts in
+// tier_stats::fragmented_evictions (once per placement).
 // place() runs the steps from "completed frees" to "wait for the oldest vacated block" and
 // loops back to the top after any step that freed something. place_mode::try_only stops
 // after "grow"; place_mode::no_wait (prefetch) never waits: at most one eviction round,
@@ -60,6 +67,8 @@
 #include <chrono>
 #include <cstdio>
 #include <mutex>
+#include <new>
+#include <optional>
 #include <utility>
 #include <string>
 
@@ -85,6 +94,9 @@ constexpr int kMaxLadderRounds = 4096;
 // tier. A failure that other victims made up for changes nothing.
 // Limitations: the retries are immediate, without back-off.
 constexpr int kWriteBackRetries = 2;
+
+// Compaction steps one request tries at most (each walks the tier's copies).
+constexpr int kCompactTries = 2;
 
 }  // namespace
 
@@ -123,7 +135,11 @@ place_result migration_engine::place(place_request const& r)
   };
   bool evicted = false;
   std::size_t busy = 0;  // busy victims of the last round that made no progress
+  std::size_t const slot = ts.mem->slot_bytes(bytes);
+  int compact_tries = 0;
+  bool counted_fragmented = false;
   for (int round = 0; round < kMaxLadderRounds; ++round) {
+    std::size_t free_now = 0;  // the arena's free bytes at this round's allocation
     std::unique_lock tl(ts.mem->mutex());  // handed to the eviction round below, which unlocks it
     {
       drain_accesses_locked(ts);
@@ -188,6 +204,7 @@ place_result migration_engine::place(place_request const& r)
         }
       }
       add_under_tier_lock(ts.alloc_failures, std::uint64_t{1});
+      free_now = rep.free_bytes;
       if (rep.result == tier_alloc_result::backend_failed) { last_backend = rep.backend_status; }
       if (r.mode == place_mode::try_only || (r.mode == place_mode::no_wait && evicted)) { return give_up(); }
       // Wait for vacated blocks, when they alone would make room once their last uses
@@ -198,6 +215,24 @@ place_result migration_engine::place(place_request const& r)
         if (r.mode == place_mode::no_wait) { return give_up(); }
         if (wait_oldest()) { continue; }
       }
+      // Compact: the free bytes cover the request, no free block holds it (Note
+      // [Compaction], compaction.cpp). The host waits for the moves: not for a prefetch.
+      if (ladder && ts.compact_in_ladder && free_now >= slot && compact_tries < kCompactTries) {
+        ++compact_tries;
+        std::optional<block> b;
+        try {
+          b = compact_for_locked(ts, bytes);
+        } catch (std::bad_alloc const&) {  // no memory for the plan: evict instead (moves made stay, intact)
+        }
+        if (b) {
+          add_under_tier_lock(ts.compactions, std::uint64_t{1});
+          return took(*b);
+        }
+      }
+    }
+    if (free_now >= slot && !counted_fragmented) {  // evicting for want of a contiguous block
+      counted_fragmented = true;
+      ts.fragmented_evictions.fetch_add(1, std::memory_order_relaxed);
     }
     // Evict. A victim block of the request's size may come straight back (Note [The
     // evicted block goes to the request that evicted it], eviction.cpp).

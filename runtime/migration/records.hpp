@@ -637,6 +637,14 @@ struct tier_state {
   /// Storage tiers only (count_copy): bytes copied into the tier (written) and out of it (read).
   std::atomic<std::uint64_t> storage_written{0};
   std::atomic<std::uint64_t> storage_read{0};
+  // Compaction (Note [Compaction], compaction.cpp).
+  bool compact_in_ladder{false};  ///< constant: the ladder compacts before it evicts (pool_options::compaction)
+  std::atomic<std::uint64_t> compactions{0};           ///< COUNT: ladder requests placed by compacting
+  std::atomic<std::uint64_t> compacted_tensors{0};     ///< COUNT: copies moved within the tier
+  std::atomic<std::uint64_t> compacted_bytes{0};       ///< SUM: their bytes
+  std::atomic<std::uint64_t> compaction_copy_failures{0};  ///< COUNT: moves whose copy failed (the copy stayed)
+  /// COUNT: ladder placements that evicted although the tier's free bytes covered the request
+  std::atomic<std::uint64_t> fragmented_evictions{0};
 };
 
 }  // namespace tierpool::detail

@@ -308,6 +308,19 @@ bool stream_registry::order_after_use(stream_handle waiter, stream_use const& us
   return true;
 }
 
+bool stream_registry::use_done(stream_use const& use) noexcept
+{
+  if (use_settled(use)) { return true; }
+  stream_entry& se = *use.stream;
+  std::lock_guard lock(se.mtx);
+  if (!se.live.load(std::memory_order_relaxed)) { return false; }  // use_settled said: its last mark is pending
+  for (std::size_t i = 0; i < se.count; ++i) {
+    if (se.marks[(se.first + i) % stream_entry::kMarks].gen > use.gen) { return false; }  // a mark covers it: pending
+  }
+  event_handle const e = add_mark_locked(se);
+  return !e || be_.query_event(e) == status::ok;  // null: the host waited for the stream
+}
+
 event_handle stream_registry::add_mark_locked(stream_entry& se) noexcept
 {
   std::uint64_t const g = se.gen.fetch_add(1, std::memory_order_seq_cst) + 1;  // label first: see the Note

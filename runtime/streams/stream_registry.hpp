@@ -240,6 +240,10 @@ class stream_registry {
   bool order_after_use(stream_handle waiter, stream_use const& use, bool settled) noexcept;
   /// @brief True when a mark recorded after `use` on its stream has completed (no backend wait).
   [[nodiscard]] bool use_settled(stream_use const& use) noexcept;
+  /// @brief As use_settled, but when no mark covers `use` yet, record one now and ask
+  ///        whether it completed (compaction: an idle stream's use is over). Never waits,
+  ///        unless recording the mark fails (then the host waits for the stream: done).
+  [[nodiscard]] bool use_done(stream_use const& use) noexcept;
   /// @brief Record a new mark on `se` (se.mtx held); on failure the host waits for the
   ///        stream and the result is null.
   [[nodiscard]] event_handle add_mark_locked(stream_entry& se) noexcept;

@@ -136,6 +136,11 @@ boost::json::object stats_json(pool_stats const& st)
     o["kind"] = std::string(to_string(t.kind));
     o["numa_node"] = t.numa_node;
     o["policy"] = t.policy;
+    o["fragmented_evictions"] = t.fragmented_evictions;
+    o["compactions"] = t.compactions;
+    o["compacted_tensors"] = t.compacted_tensors;
+    o["compacted_bytes"] = t.compacted_bytes;
+    o["compaction_copy_failures"] = t.compaction_copy_failures;
     o["reuses_in_order"] = t.reuses_in_order;
     o["merges_in_order"] = t.merges_in_order;
     o["share_skips"] = t.share_skips;

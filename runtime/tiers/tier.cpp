@@ -204,6 +204,22 @@ std::optional<block> tier::allocate(std::size_t bytes, std::size_t alignment, ti
   return block{*slot, p, bytes};
 }
 
+std::optional<block> tier::allocate_at(std::uint64_t offset, std::size_t bytes) noexcept
+{
+  if (bytes == 0) { return std::nullopt; }
+  std::optional<arena::allocation> const slot = arena_.allocate_at(offset, bytes);
+  if (!slot) { return std::nullopt; }
+  if (chunks_[slot->region].placeholder) {  // cannot be: a released chunk's region is one live block
+    [[maybe_unused]] bool const undone = arena_.try_deallocate(*slot);
+    return std::nullopt;
+  }
+  ++chunks_[slot->region].blocks;
+  used_ += slot->size;
+  peak_used_ = std::max(peak_used_, used_);
+  ++live_count_;
+  return block{*slot, slot_base(*slot), bytes};
+}
+
 // Grow by a chunk able to hold `need` bytes (a multiple of gran_). Changes nothing on failure.
 void tier::grow(std::size_t need, tier_alloc_report& report)
 {

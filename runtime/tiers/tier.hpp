@@ -199,6 +199,15 @@ class TIERPOOL_EXPORT tier {
                                               tier_grow grow = tier_grow::allow);
 
   /**
+   * @brief Allocate `bytes` exactly at arena offset `offset` (a multiple of the alignment),
+   *        when that range is free: where compaction moves a copy, or the room it cleared
+   *        (Note [Compaction], runtime/migration/compaction.cpp). Never grows, never blocks.
+   * @return The block (its pointer the slot's first byte), or std::nullopt when the range
+   *         is not wholly free; nothing changes then.
+   */
+  [[nodiscard]] std::optional<block> allocate_at(std::uint64_t offset, std::size_t bytes) noexcept;
+
+  /**
    * @brief Return a block to the arena now. The caller guarantees no queued work uses it.
    * @throws tierpool::logic_error if `b` is not a live block of this tier (double free,
    *         already deferred, another tier's block, or a pointer/size not matching its

@@ -262,6 +262,41 @@ TEST(Arena, OwnBinHeadSizeFollowsRemovals)
   EXPECT_TRUE(a.validate());
 }
 
+// allocate_at: exactly the range asked for, only when it lies inside one free block (the
+// pool's compaction chooses where a copy goes: Note [Compaction]).
+TEST(Arena, AllocateAtTakesExactlyAFreeRange)
+{
+  arena b(16 * 256);
+  auto const r0 = b.allocate_at(4 * 256, 1000);  // rounded up to 4 granules
+  ASSERT_TRUE(r0);
+  EXPECT_EQ(r0->offset, 4U * 256);
+  EXPECT_EQ(r0->size, 4U * 256);
+  EXPECT_EQ(b.free_bytes(), 12U * 256);
+  EXPECT_FALSE(b.allocate_at(6 * 256, 256)) << "inside a live block";
+  EXPECT_FALSE(b.allocate_at(2 * 256, 4 * 256)) << "reaches into a live block";
+  EXPECT_FALSE(b.allocate_at(100, 256)) << "not a multiple of the granule";
+  EXPECT_FALSE(b.allocate_at(15 * 256, 2 * 256)) << "past the region's end";
+  EXPECT_FALSE(b.allocate_at(0, 0));
+  EXPECT_FALSE(b.allocate_at(16 * 256, 256)) << "past the arena";
+  auto const r1 = b.allocate_at(0, 4 * 256);  // the whole free block before r0
+  auto const r2 = b.allocate_at(15 * 256, 256);  // the last granule
+  ASSERT_TRUE(r1 && r2);
+  EXPECT_EQ(b.allocation_count(), 3U);
+  EXPECT_EQ(b.free_bytes(), 7U * 256);
+  EXPECT_EQ(b.largest_free_block(), 7U * 256);
+  EXPECT_TRUE(b.validate());
+  b.deallocate(*r0);
+  EXPECT_EQ(b.largest_free_block(), 11U * 256) << "freed, it coalesces as any allocation";
+  EXPECT_TRUE(b.validate());
+  // A second region: its ranges are its own.
+  std::uint32_t const reg = b.add_region(4 * 256);
+  auto const r3 = b.allocate_at(b.region_base(reg) + 256, 2 * 256);
+  ASSERT_TRUE(r3);
+  EXPECT_EQ(r3->region, reg);
+  EXPECT_FALSE(b.allocate_at(b.region_base(reg) - 256, 2 * 256)) << "across two regions";
+  EXPECT_TRUE(b.validate());
+}
+
 // split, merge_into and free_neighbours: the pieces a tier uses to hand several deferred
 // blocks on as one (Note [Merging deferred blocks], tier.cpp).
 TEST(Arena, SplitMakesTwoLiveAllocationsAndMergeIntoJoinsPartsAndFreeGaps)

@@ -12,6 +12,7 @@
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #endif
 
+#include "bench_common.hpp"
 #include "checked_options.hpp"
 #include "commands.hpp"
 #include "workloads/arena_workloads.hpp"
@@ -19,10 +20,13 @@
 #include <boost/json.hpp>
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tierpool::cli {
 
@@ -92,6 +96,152 @@ boost::json::object to_json(std::string const& name, std::uint64_t seed, wl::all
   return j;
 }
 
+// --through-pool: the trace of each seed replayed through a pool with compaction off and on
+// (Note [Compaction]), beside the arena alone with its default scan and exact best fit.
+struct pool_seed_run {
+  std::uint64_t seed{0};
+  std::uint64_t operations{0};
+  std::uint64_t arena_failures{0};     // the arena alone, its options as given
+  std::uint64_t best_fit_failures{0};  // the arena alone, whole lists scanned (exact best fit)
+  wl::pool_arena_outcome off;
+  wl::pool_arena_outcome on;
+};
+
+bench_common::spread spread_of(std::vector<pool_seed_run> const& runs, double (*f)(pool_seed_run const&))
+{
+  std::vector<double> v;
+  v.reserve(runs.size());
+  for (pool_seed_run const& r : runs) { v.push_back(f(r)); }
+  return bench_common::summarize(std::move(v));
+}
+
+struct pool_row {
+  char const* name;
+  double (*off)(pool_seed_run const&);
+  double (*on)(pool_seed_run const&);
+  bool fraction;
+};
+
+std::vector<pool_row> pool_rows()
+{
+  return {
+    {"fragmented evictions", [](pool_seed_run const& r) { return double(r.off.fragmented_evictions); },
+     [](pool_seed_run const& r) { return double(r.on.fragmented_evictions); }, false},
+    {"failures", [](pool_seed_run const& r) { return double(r.off.failures); },
+     [](pool_seed_run const& r) { return double(r.on.failures); }, false},
+    {"evictions", [](pool_seed_run const& r) { return double(r.off.evictions); },
+     [](pool_seed_run const& r) { return double(r.on.evictions); }, false},
+    {"fragmentation mean", [](pool_seed_run const& r) { return r.off.frag_mean; },
+     [](pool_seed_run const& r) { return r.on.frag_mean; }, true},
+    {"fragmentation max", [](pool_seed_run const& r) { return r.off.frag_max; },
+     [](pool_seed_run const& r) { return r.on.frag_max; }, true},
+    {"compactions", [](pool_seed_run const& r) { return double(r.off.compactions); },
+     [](pool_seed_run const& r) { return double(r.on.compactions); }, false},
+    {"tensors moved", [](pool_seed_run const& r) { return double(r.off.compacted_tensors); },
+     [](pool_seed_run const& r) { return double(r.on.compacted_tensors); }, false},
+    {"GiB moved", [](pool_seed_run const& r) { return double(r.off.compacted_bytes) / double(1ULL << 30U); },
+     [](pool_seed_run const& r) { return double(r.on.compacted_bytes) / double(1ULL << 30U); }, true},
+    {"frag. before compact()", [](pool_seed_run const& r) { return r.off.end_frag_before; },
+     [](pool_seed_run const& r) { return r.on.end_frag_before; }, true},
+    {"frag. after compact()", [](pool_seed_run const& r) { return r.off.end_frag_after; },
+     [](pool_seed_run const& r) { return r.on.end_frag_after; }, true},
+    {"compact() moved", [](pool_seed_run const& r) { return double(r.off.end_moved); },
+     [](pool_seed_run const& r) { return double(r.on.end_moved); }, false},
+    {"replay seconds", [](pool_seed_run const& r) { return r.off.seconds; },
+     [](pool_seed_run const& r) { return r.on.seconds; }, true},
+  };
+}
+
+std::string cell(bench_common::spread const& s, bool fraction)
+{
+  char buf[96];
+  if (fraction) {
+    std::snprintf(buf, sizeof buf, "%.4f (%.4f-%.4f)", s.median, s.min, s.max);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f (%.0f-%.0f)", s.median, s.min, s.max);
+  }
+  return buf;
+}
+
+void print_pool_table(std::string const& name, wl::alloc_trace const& t, std::vector<pool_seed_run> const& runs,
+                      bool device_only)
+{
+  std::printf("arena workload %s through a pool: %zu seed(s) from %llu, %llu operations each; device tier %llu B in "
+              "one chunk %s (sim, phantom memory)\n",
+              name.c_str(), runs.size(), static_cast<unsigned long long>(runs.front().seed),
+              static_cast<unsigned long long>(runs.front().operations), static_cast<unsigned long long>(t.capacity),
+              device_only ? "alone (no tier below)" : "over a host tier 4x as large");
+  std::printf("  median (min-max) over the seeds; \"compact()\": pool::compact of the device tier after the replay\n");
+  std::printf("  %-26s %-30s %-30s\n", "", "compaction off", "compaction on");
+  for (pool_row const& row : pool_rows()) {
+    std::printf("  %-26s %-30s %-30s\n", row.name, cell(spread_of(runs, row.off), row.fraction).c_str(),
+                cell(spread_of(runs, row.on), row.fraction).c_str());
+  }
+  std::printf("  %-26s %-30s\n", "arena alone: failures",
+              cell(spread_of(runs, [](pool_seed_run const& r) { return double(r.arena_failures); }), false).c_str());
+  std::printf("  %-26s %-30s\n", "  best fit: failures",
+              cell(spread_of(runs, [](pool_seed_run const& r) { return double(r.best_fit_failures); }), false).c_str());
+  std::printf("  per seed: seed, fragmented evictions off/on, failures off/on, arena/best-fit failures\n");
+  for (pool_seed_run const& r : runs) {
+    std::printf("    %llu  %llu/%llu  %llu/%llu  %llu/%llu%s\n", static_cast<unsigned long long>(r.seed),
+                static_cast<unsigned long long>(r.off.fragmented_evictions),
+                static_cast<unsigned long long>(r.on.fragmented_evictions),
+                static_cast<unsigned long long>(r.off.failures), static_cast<unsigned long long>(r.on.failures),
+                static_cast<unsigned long long>(r.arena_failures), static_cast<unsigned long long>(r.best_fit_failures),
+                r.off.valid_at_end && r.on.valid_at_end ? "" : "  (pool invalid at end!)");
+  }
+}
+
+boost::json::object pool_json(std::string const& name, wl::alloc_trace const& t, std::vector<pool_seed_run> const& runs,
+                              bool device_only)
+{
+  boost::json::object j;
+  j["workload"] = name;
+  j["through_pool"] = true;
+  j["device_only"] = device_only;
+  j["capacity"] = t.capacity;
+  boost::json::object off;
+  boost::json::object on;
+  auto key = [](char const* n) {  // "frag. before compact()" -> "end_frag_before_compact"
+    std::string k;
+    for (char const* c = n; *c != '\0'; ++c) {
+      bool const word = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9');
+      if (word) {
+        k += *c;
+      } else if (!k.empty() && k.back() != '_') {
+        k += '_';
+      }
+    }
+    while (!k.empty() && k.back() == '_') { k.pop_back(); }
+    return k;
+  };
+  for (pool_row const& row : pool_rows()) {
+    bench_common::spread const a = spread_of(runs, row.off);
+    bench_common::spread const b = spread_of(runs, row.on);
+    off[key(row.name)] = a.median;
+    off[key(row.name) + "_spread"] = bench_common::to_json(a);
+    on[key(row.name)] = b.median;
+    on[key(row.name) + "_spread"] = bench_common::to_json(b);
+  }
+  j["compaction_off"] = std::move(off);
+  j["compaction_on"] = std::move(on);
+  bench_common::spread const af = spread_of(runs, [](pool_seed_run const& r) { return double(r.arena_failures); });
+  bench_common::spread const bf = spread_of(runs, [](pool_seed_run const& r) { return double(r.best_fit_failures); });
+  j["arena_failures"] = af.median;
+  j["arena_failures_spread"] = bench_common::to_json(af);
+  j["best_fit_failures"] = bf.median;
+  j["best_fit_failures_spread"] = bench_common::to_json(bf);
+  boost::json::array seeds;
+  bool valid = true;
+  for (pool_seed_run const& r : runs) {
+    seeds.push_back(r.seed);
+    valid = valid && r.off.valid_at_end && r.on.valid_at_end;
+  }
+  j["seeds"] = std::move(seeds);
+  j["valid"] = valid;
+  return j;
+}
+
 }  // namespace
 
 int bench_arena_command(int argc, char** argv)
@@ -107,6 +257,7 @@ int bench_arena_command(int argc, char** argv)
   std::string trace;
   std::string runs_text = "5";
   std::string ops_text = "0";
+  std::string seeds_text = "5";
   std::string sl_log2_text = std::to_string(arena_options{}.second_level_log2);
   std::string scan_limit_text = std::to_string(arena_options{}.bin_scan_limit);
   desc.add_options()
@@ -119,6 +270,11 @@ int bench_arena_command(int argc, char** argv)
     ("runs,r", po::value(&runs_text)->default_value(runs_text), "timed runs, 1..1000; the median is reported")
     ("ops", po::value(&ops_text)->default_value(ops_text),
      "keep only the first N operations, 0..100000000 (0 = all; smoke tests)")
+    ("through-pool", "replay through a pool (device tier of the trace's capacity over a host tier), compaction off "
+                     "and on, beside the arena alone and exact best fit: fragmented evictions, failures, fragmentation")
+    ("device-only", "--through-pool: no host tier below the device tier (a placement that finds no room fails)")
+    ("seeds", po::value(&seeds_text)->default_value(seeds_text),
+     "--through-pool: seeds from --seed, 1..100 (median and spread over them)")
     ("sl-log2", po::value(&sl_log2_text)->default_value(sl_log2_text), "arena second-level subdivisions, log2 (2..6)")
     ("scan-limit", po::value(&scan_limit_text)->default_value(scan_limit_text),
      "arena: blocks examined per bin for the tightest fit, 0..4294967295 (0 = whole lists)");
@@ -146,6 +302,51 @@ int bench_arena_command(int argc, char** argv)
   auto const ops = parse_checked<std::size_t>("--ops", ops_text, 0, kMaxOps);
   auto const sl_log2 = parse_checked<std::uint32_t>("--sl-log2", sl_log2_text, 2, 6);
   auto const scan_limit = parse_checked<std::uint32_t>("--scan-limit", scan_limit_text, 0, UINT32_MAX);
+
+  auto const seeds = parse_checked<unsigned>("--seeds", seeds_text, 1, 100);
+  if (vm.count("through-pool") != 0) {
+    bool const device_only = vm.count("device-only") != 0;
+    wl::measure_options mo;
+    mo.arena.second_level_log2 = sl_log2;
+    mo.arena.bin_scan_limit = scan_limit;
+    wl::measure_options best = mo;
+    best.arena.bin_scan_limit = 0;
+    std::vector<pool_seed_run> seed_runs;
+    wl::alloc_trace t;
+    std::string name;
+    unsigned const n = trace.empty() ? seeds : 1U;
+    for (unsigned i = 0; i < n; ++i) {
+      if (!trace.empty()) {
+        t = wl::read_alloc_trace(trace);
+        if (ops != 0 && t.ops.size() > ops) { t.ops.resize(ops); }
+        name = "trace:" + trace;
+      } else {
+        auto const w = wl::parse_arena_workload(workload);
+        if (!w) {
+          std::fprintf(stderr, "tierpool bench arena: unknown workload '%s'\n", workload.c_str());
+          return 2;
+        }
+        t = wl::generate_arena_workload(*w, seed + i, ops);
+        name = workload;
+      }
+      pool_seed_run r;
+      r.seed = seed + i;
+      r.operations = t.ops.size();
+      r.arena_failures = wl::replay_arena(t, mo).failures;
+      r.best_fit_failures = wl::replay_arena(t, best).failures;
+      r.off = wl::replay_through_pool(t, false, device_only);
+      r.on = wl::replay_through_pool(t, true, device_only);
+      seed_runs.push_back(r);
+    }
+    if (vm.count("json") != 0) {
+      std::cout << boost::json::serialize(pool_json(name, t, seed_runs, device_only)) << '\n';
+    } else {
+      print_pool_table(name, t, seed_runs, device_only);
+    }
+    bool valid = true;
+    for (pool_seed_run const& r : seed_runs) { valid = valid && r.off.valid_at_end && r.on.valid_at_end; }
+    return valid ? 0 : 1;
+  }
 
   wl::alloc_trace t;
   std::string name;

@@ -216,6 +216,55 @@ capacity_report pool_impl::set_capacity(tier_id tier_index, std::size_t bytes)
   return r;
 }
 
+compact_result pool_impl::compact(std::optional<tier_id> tier)
+{
+  check_open("compact");
+  std::size_t const n = engine_.tiers().size();
+  if (tier && static_cast<std::size_t>(*tier) >= n) {
+    throw logic_error("pool::compact: tier " + std::to_string(static_cast<std::uint32_t>(*tier)) +
+                      " out of range (the pool has " + std::to_string(n) + " tiers)");
+  }
+  if (gate_.inside()) {
+    throw logic_error("pool::compact: called from inside a pool operation on this thread (a low-memory "
+                      "callback); call it from outside the pool's calls");
+  }
+  // As set_capacity (Note [Shrinking a tier], steps 1 and 2): no operation runs, and the
+  // copies and stream-ordered frees already issued are done, so that more copies may move.
+  op_gate::closed const quiet(gate_);
+  check_open("compact");
+  engine_.synchronize_copy_streams();
+  compact_result out;
+  for (std::uint32_t k = 0; k < n; ++k) {
+    if (tier && k != static_cast<std::uint32_t>(*tier)) { continue; }
+    tier_state& ts = *engine_.tiers()[k];
+    if (is_storage(ts.kind)) { continue; }
+    drain_deferred(*ts.mem);
+    tier_compaction c;
+    c.tier = ts.name;
+    {
+      std::lock_guard tl(ts.mem->mutex());
+      tier_usage const u = ts.mem->usage();
+      c.largest_free_before = u.largest_free_block;
+      c.fragmentation_before = u.external_fragmentation;
+    }
+    compact_totals const t = engine_.compact_tier(k);
+    c.moved_tensors = t.moved;
+    c.moved_bytes = static_cast<std::size_t>(t.moved_bytes);
+    c.skipped_tensors = t.skipped;
+    {
+      std::lock_guard tl(ts.mem->mutex());
+      tier_usage const u = ts.mem->usage();
+      c.free_bytes = u.free_bytes;
+      c.largest_free_after = u.largest_free_block;
+      c.fragmentation_after = u.external_fragmentation;
+    }
+    out.moved_tensors += c.moved_tensors;
+    out.moved_bytes += c.moved_bytes;
+    out.tiers.push_back(std::move(c));
+  }
+  return out;
+}
+
 std::optional<capacity_report> pool_impl::check_memory_pressure()
 {
   check_open("check_memory_pressure");

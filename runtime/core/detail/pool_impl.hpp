@@ -163,6 +163,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   void reset_peak_stats();
   std::size_t trim();
   capacity_report set_capacity(tier_id tier, std::size_t bytes);
+  compact_result compact(std::optional<tier_id> tier);  // Note [Compaction], runtime/migration/compaction.cpp
   std::optional<capacity_report> check_memory_pressure();
   // -- residency and snapshots (pool_snapshot.cpp) --
   [[nodiscard]] tensor_residency residency(tensor const& t) const;

@@ -40,6 +40,11 @@ pool_stats pool_impl::stats() const
     t.policy = ts.policy_spec;
     t.reuses_in_order = ts.reused_in_order.load(std::memory_order_relaxed);
     t.merges_in_order = ts.merged_in_order.load(std::memory_order_relaxed);
+    t.fragmented_evictions = ts.fragmented_evictions.load(std::memory_order_relaxed);
+    t.compactions = ts.compactions.load(std::memory_order_relaxed);
+    t.compacted_tensors = ts.compacted_tensors.load(std::memory_order_relaxed);
+    t.compacted_bytes = ts.compacted_bytes.load(std::memory_order_relaxed);
+    t.compaction_copy_failures = ts.compaction_copy_failures.load(std::memory_order_relaxed);
     if (is_storage(ts.kind)) {
       t.bytes_written = ts.storage_written.load(std::memory_order_relaxed);
       t.bytes_read = ts.storage_read.load(std::memory_order_relaxed);

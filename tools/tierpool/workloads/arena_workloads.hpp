@@ -159,3 +159,47 @@ struct arena_figures {
 [[nodiscard]] arena_figures measure_arena(alloc_trace const& t, measure_options const& opts = {});
 
 }  // namespace tierpool::workloads
+
+namespace tierpool::workloads {
+
+/// @brief Outcome of one replay of an arena trace through a pool (replay_through_pool).
+struct pool_arena_outcome {
+  std::uint64_t operations{0};            ///< operations replayed
+  std::uint64_t allocations{0};           ///< allocate operations
+  std::uint64_t failures{0};              ///< allocations that threw out_of_memory
+  /// Placements that evicted although the device tier's free bytes covered the request
+  /// (tier_stats::fragmented_evictions)
+  std::uint64_t fragmented_evictions{0};
+  std::uint64_t evictions{0};             ///< copies evicted from the device tier
+  std::uint64_t compactions{0};           ///< placements the ladder made room for by compacting
+  std::uint64_t compacted_tensors{0};     ///< copies moved within the device tier
+  std::uint64_t compacted_bytes{0};       ///< their bytes
+  double frag_mean{0.0};                  ///< mean of the device tier's external fragmentation samples
+  double frag_max{0.0};                   ///< max of them
+  std::uint64_t frag_samples{0};          ///< number of samples
+  double seconds{0.0};                    ///< wall time of the replay
+  bool valid_at_end{false};               ///< pool::validate() after the replay
+  /// pool::compact of the device tier after the replay: its external fragmentation before
+  /// and after, and the copies it moved
+  double end_frag_before{0.0};
+  double end_frag_after{0.0};             ///< see end_frag_before
+  std::uint64_t end_moved{0};             ///< see end_frag_before
+};
+
+/**
+ * @brief Replay `t` through a pool (docs/chapters/tiers.md, "Compaction"): a device tier of
+ *        the trace's capacity in one chunk (as the arena replays it) over a host tier four
+ *        times as large (none with `device_only`), on the sim backend with phantom memory.
+ *        Each allocation is a tensor placed on the device with the whole out-of-memory
+ *        ladder (evicting to the host tier when it must; with no tier below, a placement
+ *        that finds no room fails, as in the arena); each free frees it. After the replay,
+ *        pool::compact of the device tier.
+ * @param t          The trace.
+ * @param compaction pool_options::compaction.
+ * @param device_only No host tier below the device tier.
+ * @param frag_interval Sample the device tier's fragmentation every this many operations.
+ */
+[[nodiscard]] pool_arena_outcome replay_through_pool(alloc_trace const& t, bool compaction, bool device_only = false,
+                                                     std::uint64_t frag_interval = 10'000);
+
+}  // namespace tierpool::workloads

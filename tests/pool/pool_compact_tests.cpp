@@ -1,0 +1,343 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// pool_compact_tests.cpp — compaction (Note [Compaction], runtime/migration/compaction.cpp):
+// pool::compact coalesces a fragmented tier and every moved tensor keeps its bytes (sim
+// real memory); a leased copy never moves; the out-of-memory ladder compacts instead of
+// evicting (or failing, with no tier below) when pool_options::compaction is on, and does
+// not when it is off; a copy that fails during compaction loses nothing (sim faults); and
+// threads acquire, write and free while another compacts (PoolCompactThreads, under TSan
+// in .ci/run).
+#include "unit/pool_test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <tierpool/error.hpp>
+#include <tierpool/pool.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <utility>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tierpool::test {
+namespace {
+
+constexpr std::size_t kUnit = 64_KiB;
+
+// Write tensor `key`'s pattern through a device lease (sim real memory: the device
+// pointer is host memory), so that the copy stays on the device.
+void put(pool& p, tensor const& t, std::uint64_t key, std::uint32_t version = 1)
+{
+  lease l = p.acquire(t, access_mode::write_discard);
+  write_pattern(l.data(), l.bytes(), key, version);
+}
+
+// Whether the device copy holds tensor `key`'s pattern (read through a device lease).
+bool holds(pool& p, tensor const& t, std::uint64_t key, std::uint32_t version = 1)
+{
+  lease l = p.acquire(t, access_mode::read);
+  return has_pattern(l.data(), l.bytes(), key, version);
+}
+
+tensor_options on_device() { return tensor_options{.preferred_tier = tier_id{0}}; }
+
+// A 1 MiB device tier (one chunk) holding 16 tensors of 64 KiB, every other one freed:
+// 512 KiB free in 64 KiB holes. `keys[i]` is the key of live tensor i (ts[i] valid).
+struct fragmented {
+  std::vector<tensor> ts;
+  std::vector<std::uint64_t> keys;
+};
+
+fragmented fragment(pool& p)
+{
+  fragmented f;
+  std::vector<tensor> all;
+  for (std::uint64_t i = 0; i < 16; ++i) {
+    all.push_back(p.allocate(kUnit, on_device()));
+    put(p, all.back(), i);
+  }
+  for (std::uint64_t i = 0; i < 16; ++i) {
+    if (i % 2 == 0) {
+      p.free(all[i]);
+    } else {
+      f.ts.push_back(std::move(all[i]));
+      f.keys.push_back(i);
+    }
+  }
+  return f;
+}
+
+pool_options device_over_host(std::shared_ptr<sim_backend> be, bool compaction)
+{
+  pool_options o = small_tiers(std::move(be), 1_MiB, 0, 16_MiB);
+  o.compaction = compaction;
+  return o;
+}
+
+TEST(PoolCompact, CoalescesTheFreeSpaceAndKeepsEveryByte)
+{
+  pool p(device_over_host(make_sim(), false));
+  fragmented f = fragment(p);
+  tier_stats const before = p.stats().tiers[0];
+  ASSERT_EQ(before.largest_free_block, kUnit) << "the workload did not fragment the tier";
+  compact_result const r = p.compact(tier_id{0});
+  ASSERT_EQ(r.tiers.size(), 1U);
+  tier_compaction const& c = r.tiers[0];
+  EXPECT_GT(c.moved_tensors, 0U);
+  EXPECT_EQ(c.moved_bytes, c.moved_tensors * kUnit);
+  EXPECT_EQ(c.largest_free_before, kUnit);
+  EXPECT_EQ(c.free_bytes, 8 * kUnit);
+  EXPECT_EQ(c.largest_free_after, c.free_bytes) << "equal sizes pack without a hole";
+  EXPECT_DOUBLE_EQ(c.fragmentation_after, 0.0);
+  EXPECT_GT(c.fragmentation_before, 0.5);
+  EXPECT_EQ(r.moved_tensors, c.moved_tensors);
+  for (std::size_t i = 0; i < f.ts.size(); ++i) { EXPECT_TRUE(holds(p, f.ts[i], f.keys[i])) << "tensor " << f.keys[i]; }
+  EXPECT_TRUE(p.validate());
+  tier_stats const after = p.stats().tiers[0];
+  EXPECT_EQ(after.compacted_tensors, c.moved_tensors);
+  EXPECT_EQ(after.compacted_bytes, c.moved_bytes);
+  EXPECT_EQ(after.evictions, before.evictions) << "compaction evicts nothing";
+  // A compacted tier compacts to nothing more.
+  EXPECT_EQ(p.compact().moved_tensors, 0U);
+  EXPECT_TRUE(p.validate());
+}
+
+TEST(PoolCompact, LeasedCopiesNeverMove)
+{
+  pool p(device_over_host(make_sim(), false));
+  fragmented f = fragment(p);
+  // Lease every live tensor but one: their pointers must stay, whatever compaction does.
+  std::vector<lease> held;
+  std::vector<void*> where;
+  for (std::size_t i = 1; i < f.ts.size(); ++i) {
+    held.push_back(p.acquire(f.ts[i], access_mode::read));
+    where.push_back(held.back().data());
+  }
+  compact_result const r = p.compact(tier_id{0});
+  EXPECT_LE(r.moved_tensors, 1U);
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    EXPECT_EQ(held[i].data(), where[i]) << "a leased copy moved";
+    EXPECT_TRUE(has_pattern(held[i].data(), held[i].bytes(), f.keys[i + 1], 1));
+  }
+  held.clear();
+  EXPECT_TRUE(holds(p, f.ts[0], f.keys[0]));
+  EXPECT_TRUE(p.validate());
+  // Released, they may move now.
+  EXPECT_GT(p.compact(tier_id{0}).moved_tensors, 0U);
+  for (std::size_t i = 0; i < f.ts.size(); ++i) { EXPECT_TRUE(holds(p, f.ts[i], f.keys[i])); }
+  EXPECT_TRUE(p.validate());
+}
+
+TEST(PoolCompact, CopiesInUseByAStreamStay)
+{
+  auto be = make_sim();
+  pool p(device_over_host(be, false));
+  fragmented f = fragment(p);
+  stream_handle const s = p.create_stream();
+  stream_gate gate;
+  ASSERT_EQ(be->launch_host_func(s, &stream_gate::run, &gate), status::ok);
+  void* ptr = nullptr;
+  {
+    lease l = p.acquire(f.ts.back(), access_mode::read, s);  // a use queued behind the gate
+    ptr = l.data();
+  }
+  (void)p.compact(tier_id{0});
+  gate.open = true;
+  p.synchronize(s);
+  {
+    lease l = p.acquire(f.ts.back(), access_mode::read);
+    EXPECT_EQ(l.data(), ptr) << "a copy a stream still used was moved";
+  }
+  for (std::size_t i = 0; i < f.ts.size(); ++i) { EXPECT_TRUE(holds(p, f.ts[i], f.keys[i])); }
+  EXPECT_TRUE(p.validate());
+  p.destroy_stream(s);
+}
+
+// The ladder: a 256 KiB tensor needs a run that no free block holds, with 512 KiB free.
+TEST(PoolCompact, LadderCompactsInsteadOfEvicting)
+{
+  for (bool const on : {false, true}) {
+    SCOPED_TRACE(on ? "compaction on" : "compaction off");
+    pool p(device_over_host(make_sim(), on));
+    fragmented f = fragment(p);
+    tensor big = p.allocate(4 * kUnit, on_device());
+    put(p, big, 99);
+    tier_stats const st = p.stats().tiers[0];
+    if (on) {
+      EXPECT_EQ(st.compactions, 1U);
+      EXPECT_EQ(st.evictions, 0U);
+      EXPECT_EQ(st.fragmented_evictions, 0U);
+      EXPECT_GT(st.compacted_tensors, 0U);
+    } else {
+      EXPECT_EQ(st.compactions, 0U);
+      EXPECT_GT(st.evictions, 0U);
+      EXPECT_EQ(st.fragmented_evictions, 1U);
+    }
+    EXPECT_EQ(p.residency(big).home, tier_id{0});
+    EXPECT_TRUE(holds(p, big, 99));
+    for (std::size_t i = 0; i < f.ts.size(); ++i) { EXPECT_TRUE(holds(p, f.ts[i], f.keys[i])); }
+    EXPECT_TRUE(p.validate());
+  }
+}
+
+// With no tier below, what would have failed for fragmentation succeeds.
+TEST(PoolCompact, LadderPlacesWhatWouldFailWithoutATierBelow)
+{
+  {
+    pool off(small_tiers(make_sim(), 1_MiB, 0, 0));  // compaction off by default
+    fragmented f = fragment(off);
+    try {
+      tensor big = off.allocate(4 * kUnit, on_device());
+      ADD_FAILURE() << "placed without compaction";
+    } catch (out_of_memory const& e) {
+      EXPECT_EQ(e.figures().cause, oom_cause::fragmentation) << e.what();
+    }
+    EXPECT_TRUE(off.validate());
+  }
+  pool_options o = small_tiers(make_sim(), 1_MiB, 0, 0);
+  o.compaction = true;
+  pool p(std::move(o));
+  fragmented f = fragment(p);
+  tensor big = p.allocate(4 * kUnit, on_device());
+  put(p, big, 99);
+  EXPECT_EQ(p.stats().tiers[0].compactions, 1U);
+  EXPECT_TRUE(holds(p, big, 99));
+  for (std::size_t i = 0; i < f.ts.size(); ++i) { EXPECT_TRUE(holds(p, f.ts[i], f.keys[i])); }
+  EXPECT_TRUE(p.validate());
+}
+
+// Every fallible backend call compaction makes fails in turn (sim faults, nth over every
+// kind): the failed move leaves its copy where it was, no byte is lost, and the pool stays
+// valid; the ladder's compaction the same.
+TEST(PoolCompact, AFailingCopyLosesNothing)
+{
+  for (std::uint64_t nth = 1; nth <= 6; ++nth) {
+    SCOPED_TRACE("nth " + std::to_string(nth));
+    auto be = make_sim();
+    pool p(device_over_host(be, false));
+    fragmented f = fragment(p);
+    be->set_faults({.seed = 1, .rules = {{.kind = sim_call::any, .nth = nth}}});
+    try {
+      (void)p.compact(tier_id{0});
+    } catch (backend_error const&) {  // a typed error is fine; losing bytes is not
+    } catch (out_of_memory const&) {
+    }
+    be->clear_faults();
+    for (std::size_t i = 0; i < f.ts.size(); ++i) { EXPECT_TRUE(holds(p, f.ts[i], f.keys[i])) << "tensor " << f.keys[i]; }
+    EXPECT_TRUE(p.validate());
+  }
+  {
+    auto be = make_sim();
+    pool p(device_over_host(be, false));
+    fragmented f = fragment(p);
+    be->set_faults({.seed = 1, .rules = {{.kind = sim_call::copy, .nth = 1}}});
+    (void)p.compact(tier_id{0});
+    be->clear_faults();
+    EXPECT_EQ(p.stats().tiers[0].compaction_copy_failures, 1U);
+    for (std::size_t i = 0; i < f.ts.size(); ++i) { EXPECT_TRUE(holds(p, f.ts[i], f.keys[i])); }
+    EXPECT_TRUE(p.validate());
+  }
+  for (double const rate : {0.3, 1.0}) {
+    SCOPED_TRACE("ladder, copy fault rate " + std::to_string(rate));
+    auto be = make_sim();
+    pool_options o = small_tiers(be, 1_MiB, 0, 0);
+    o.compaction = true;
+    pool p(std::move(o));
+    fragmented f = fragment(p);
+    be->set_faults({.seed = 7, .rules = {{.kind = sim_call::copy, .probability = rate}}});
+    try {
+      tensor big = p.allocate(4 * kUnit, on_device());
+    } catch (out_of_memory const&) {  // no move made room
+    } catch (backend_error const&) {
+    }
+    be->clear_faults();
+    for (std::size_t i = 0; i < f.ts.size(); ++i) { EXPECT_TRUE(holds(p, f.ts[i], f.keys[i])); }
+    EXPECT_TRUE(p.validate());
+  }
+}
+
+TEST(PoolCompact, RefusesABadTier)
+{
+  pool p(device_over_host(make_sim(), true));
+  EXPECT_THROW((void)p.compact(tier_id{7}), logic_error);
+  compact_result const r = p.compact();
+  EXPECT_EQ(r.tiers.size(), 2U);
+  EXPECT_EQ(r.moved_tensors, 0U);
+}
+
+// More threads than cores acquire, write, check and free tensors of mixed sizes on a small
+// device tier (the ladder compacts and evicts) while another thread calls compact().
+TEST(PoolCompactThreads, AcquireAndFreeWhileCompacting)
+{
+  unsigned const n = std::max(4U, 2 * std::thread::hardware_concurrency() + 1);
+  pool_options o = small_tiers(make_sim(), 1_MiB, 0, 32_MiB);
+  o.compaction = true;  // the ladder compacts too
+  pool p(std::move(o));
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad{0};
+  std::atomic<std::uint64_t> compacted{0};
+  std::vector<std::thread> workers;
+  for (unsigned w = 0; w < n; ++w) {
+    workers.emplace_back([&, w] {
+      std::mt19937_64 rng(w + 1);
+      struct mine_t {
+        tensor t;
+        std::uint64_t key;
+        std::uint32_t version;
+      };
+      std::vector<mine_t> mine;
+      std::uint64_t next_key = (static_cast<std::uint64_t>(w) + 1) << 32;
+      for (int step = 0; step < 300; ++step) {
+        try {
+          std::uint64_t const op = rng() % 4;
+          if (mine.size() < 4 || op == 0) {
+            std::size_t const bytes = (1 + rng() % 6) * 16_KiB + (rng() % 4) * 256;
+            tensor t = p.allocate(bytes, on_device());
+            put(p, t, ++next_key, 1);
+            mine.push_back(mine_t{std::move(t), next_key, 1});
+          } else if (op == 1 && mine.size() > 2) {
+            std::size_t const i = rng() % mine.size();
+            p.free(mine[i].t);
+            mine.erase(mine.begin() + static_cast<std::ptrdiff_t>(i));
+          } else {
+            mine_t& m = mine[rng() % mine.size()];
+            lease l = p.acquire(m.t, access_mode::read_write);
+            void* const at = l.data();
+            if (!has_pattern(l.data(), l.bytes(), m.key, m.version)) { ++bad; }
+            std::this_thread::yield();
+            if (l.data() != at) { ++bad; }
+            write_pattern(l.data(), l.bytes(), m.key, ++m.version);
+          }
+        } catch (out_of_memory const&) {  // every lease of the others at once: allowed, rare
+        }
+      }
+      for (mine_t const& m : mine) {
+        if (!holds(p, m.t, m.key, m.version)) { ++bad; }
+      }
+    });
+  }
+  std::thread compactor([&] {
+    while (!stop.load()) {
+      compacted += p.compact().moved_tensors;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  for (auto& t : workers) { t.join(); }
+  stop = true;
+  compactor.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_TRUE(p.validate());
+  RecordProperty("compacted", static_cast<int>(compacted.load()));
+  RecordProperty("ladder_compactions", static_cast<int>(p.stats().tiers[0].compactions));
+}
+
+}  // namespace
+}  // namespace tierpool::test

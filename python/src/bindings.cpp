@@ -1376,6 +1376,39 @@ NB_MODULE(_tierpool, m)
           },
           "tenant"_a, "nbytes"_a, "Set (or, with 0, remove) a tenant's quota in bytes.")
       .def(
+          "compact",
+          [](py_pool& p, std::optional<std::uint32_t> tier) {
+            p.check();
+            tierpool::compact_result r;
+            {
+              nb::gil_scoped_release unlocked;
+              r = p.pool.compact(tier ? std::optional<tierpool::tier_id>(tierpool::tier_id{*tier}) : std::nullopt);
+            }
+            nb::list tiers;
+            for (tierpool::tier_compaction const& t : r.tiers) {
+              nb::dict d;
+              d["tier"] = t.tier;
+              d["moved_tensors"] = t.moved_tensors;
+              d["moved_bytes"] = t.moved_bytes;
+              d["skipped_tensors"] = t.skipped_tensors;
+              d["free_bytes"] = t.free_bytes;
+              d["largest_free_before"] = t.largest_free_before;
+              d["largest_free_after"] = t.largest_free_after;
+              d["fragmentation_before"] = t.fragmentation_before;
+              d["fragmentation_after"] = t.fragmentation_after;
+              tiers.append(d);
+            }
+            nb::dict out;
+            out["tiers"] = tiers;
+            out["moved_tensors"] = r.moved_tensors;
+            out["moved_bytes"] = r.moved_bytes;
+            return out;
+          },
+          "tier"_a.none() = nb::none(),
+          "Defragment tier `tier` (None: every tier but storage) by moving unleased copies down into free "
+          "blocks; returns a dict: per tier moved_tensors, moved_bytes, skipped_tensors, free_bytes, "
+          "largest_free_before/after, fragmentation_before/after, and the totals.")
+      .def(
           "set_tenant_share",
           [](py_pool& p, std::uint32_t tenant, std::uint32_t tier, std::size_t nbytes) {
             p.check();

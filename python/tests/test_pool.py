@@ -188,3 +188,31 @@ def test_wrap_native_stream_refuses_what_it_cannot_use(pool):
     with pytest.raises(tierpool.LogicError):
         pool.wrap_native_stream(0xDEAD0000)  # not a stream of the backend
     pool.destroy_stream(own)
+
+
+def test_compact_coalesces_free_space_and_keeps_bytes():
+    p = make_pool(device_bytes=64 * KiB)
+    n = 8 * KiB
+    ts = []
+    for i in range(8):  # fills the device tier
+        t = p.allocate(n, name=f"c{i}", preferred_tier=0)
+        with p.acquire_host(t, "write_discard") as lease:
+            np.asarray(lease)[:] = pattern(n, i)
+        with p.acquire(t, "read"):
+            pass
+        ts.append(t)
+    for t in ts[::2]:  # every other one: 32 KiB free in 8 KiB holes
+        p.free(t)
+    r = p.compact(0)
+    dev = r["tiers"][0]
+    assert dev["largest_free_after"] > dev["largest_free_before"], r
+    assert dev["fragmentation_after"] < dev["fragmentation_before"], r
+    assert r["moved_tensors"] >= 1 and r["moved_bytes"] == r["moved_tensors"] * n
+    for i, t in enumerate(ts):
+        if i % 2 == 1:
+            with p.acquire_host(t, "read") as lease:
+                assert np.array_equal(np.asarray(lease), pattern(n, i)), i
+    with pytest.raises(tierpool.LogicError):
+        p.compact(9)
+    assert p.validate()
+    p.close()

@@ -575,6 +575,11 @@ class Pool:
     def set_quota(self, tenant: int, nbytes: int) -> None:
         """Set (or, with 0, remove) a tenant's quota in bytes."""
 
+    def compact(self, tier: int | None = None) -> dict:
+        """
+        Defragment tier `tier` (None: every tier but storage) by moving unleased copies down into free blocks; returns a dict: per tier moved_tensors, moved_bytes, skipped_tensors, free_bytes, largest_free_before/after, fragmentation_before/after, and the totals.
+        """
+
     def set_tenant_share(self, tenant: int, tier: int, nbytes: int) -> None:
         """
         Set (or, with 0, remove) a tenant's share of tier `tier` in bytes: evictions there take from tenants over their share first.

@@ -450,6 +450,18 @@ add_test(NAME cli.replay.storage_needs_pool COMMAND $<TARGET_FILE:tierpool_cli> 
 set_tests_properties(cli.replay.storage_needs_pool PROPERTIES LABELS cpu WILL_FAIL TRUE)
 add_test(NAME cli.replay.storage_bad_size COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp} --storage 0 --quiet)
 set_tests_properties(cli.replay.storage_bad_size PROPERTIES LABELS cpu WILL_FAIL TRUE)
+# --storage-link: a compressed tier's codec rates on the storage links.
+add_test(NAME cli.replay.storage_link COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp} --capacity 25%
+  --host-capacity 25% --storage 1TiB --storage-link 0.9e9,0/0.27e9,0 --quiet)
+set_tests_properties(cli.replay.storage_link PROPERTIES LABELS cpu PASS_REGULAR_EXPRESSION "\nlru +25% ")
+add_test(NAME cli.replay.storage_link_needs_both COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp}
+  --capacity 25% --host-capacity 25% --storage 1TiB --storage-link 0.9e9,0 --quiet)
+set_tests_properties(cli.replay.storage_link_needs_both PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "invalid --storage-link '0.9e9,0': give READ/WRITE")
+add_test(NAME cli.replay.storage_link_needs_storage COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp}
+  --capacity 25% --storage-link nvme4-read/nvme4-write --quiet)
+set_tests_properties(cli.replay.storage_link_needs_storage PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "--storage-link needs --storage")
 add_test(NAME cli.replay.plot_per_prefetcher
   COMMAND sh -c "\"$0\" replay \"$1\" --policy lru --prefetch none,plan --capacity 25%,50% -q --plot \"$2.svg\" > /dev/null && grep -c '<polyline' \"$2.svg\" && grep -c '>lru (prefetch plan)</text>' \"$2.svg\""
           $<TARGET_FILE:tierpool_cli> ${_tp_replay_mlp} ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_plot_pf)

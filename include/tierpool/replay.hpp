@@ -349,6 +349,11 @@ struct run_options {
   /// file; its copies are timed on the sim's s2h and h2s links, a PCIe 4 NVMe drive:
   /// link_model::nvme4_read(), nvme4_write()). 0 (default): none.
   std::uint64_t storage_bytes{0};
+  /// Pool mode, with storage_bytes: the storage tier's links, reads (storage -> host) and
+  /// writes (host -> storage), instead of the NVMe drive: for a compressed tier, the codec's
+  /// measured decompress and compress rates (`tierpool codec measure`; docs/chapters/codecs.md).
+  std::optional<link_model> storage_read_link{};
+  std::optional<link_model> storage_write_link{};  ///< see storage_read_link
   policy_registry const* registry{nullptr};  ///< null: the built-in policies
   progress_fn progress{};                    ///< called about every 2^20 events (may be empty)
   /// Cache mode, tests: when non-null, receives 1 (hit) or 0 (miss) per request, in order.
@@ -401,6 +406,8 @@ struct grid_options {
   /// bytes); empty: room to spare.
   std::optional<capacity_spec> host_capacity{};
   std::uint64_t storage_bytes{0};            ///< as run_options::storage_bytes
+  std::optional<link_model> storage_read_link{};   ///< as run_options::storage_read_link
+  std::optional<link_model> storage_write_link{};  ///< as run_options::storage_write_link
   std::uint64_t uvm_page_bytes{kUvmDefaultPageBytes};  ///< as run_options::uvm_page_bytes
   double uvm_fault_ns{kUvmDefaultFaultNs};             ///< as run_options::uvm_fault_ns
   bool uvm_drop_clean{false};                          ///< as run_options::uvm_drop_clean

@@ -127,6 +127,8 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
   so.memory = sim_memory_mode::phantom;
   so.clock = sim_clock_mode::virtual_clock;
   so.links = sim_links::from_host_link(o.link);
+  if (o.storage_read_link) { so.links->s2h = *o.storage_read_link; }
+  if (o.storage_write_link) { so.links->h2s = *o.storage_write_link; }
   bool const record = o.record_activity || o.record_timeline;
   so.record_spans = record;
   auto backend = std::make_shared<sim_backend>(so);

@@ -214,6 +214,8 @@ std::vector<replay_result> run_grid(compiled_trace const& trace, grid_options co
     o.staging = options.staging;
     o.host_capacity_bytes = options.host_capacity ? trace.resolve(*options.host_capacity, options.mode) : 0;
     o.storage_bytes = options.storage_bytes;
+    o.storage_read_link = options.storage_read_link;
+    o.storage_write_link = options.storage_write_link;
     o.uvm_page_bytes = options.uvm_page_bytes;
     o.uvm_fault_ns = options.uvm_fault_ns;
     o.uvm_drop_clean = options.uvm_drop_clean;

@@ -808,6 +808,16 @@ TEST(PoolStorageReplay, TransformerTrainWithAndWithoutStorage)
   std::printf("[ storage ] replay transformer-train blocks=4 at 25%%: makespan %.1f ms with room on the host, %.1f ms "
               "with a 25%% host tier and storage\n",
               base.makespan_seconds * 1e3, with.makespan_seconds * 1e3);
+  // A compressed tier's links: lz4's measured rates (docs/chapters/codecs.md) are slower
+  // than the NVMe drive's, and the replay's time follows them.
+  o.storage_read_link = link_model{0.9e9, 0};
+  o.storage_write_link = link_model{0.27e9, 0};
+  tr::replay_result const lz4 = tr::run(ct, o);
+  EXPECT_EQ(lz4.requests, base.requests);
+  EXPECT_GT(lz4.makespan_seconds, with.makespan_seconds);
+  std::printf("[ storage ] the same with the storage links at lz4's rates (0.9 GB/s decompress, 0.27 compress): "
+              "%.1f ms\n",
+              lz4.makespan_seconds * 1e3);
   tr::run_options cache;
   cache.mode = tr::replay_mode::cache;
   cache.capacity_bytes = o.capacity_bytes;

@@ -145,6 +145,7 @@ int replay_command(int argc, char** argv)
   std::string uvm_fault_text = "25";
   std::string host_capacity_text;
   std::string storage_text;
+  std::string storage_link_text;
 
   po::options_description desc("tierpool replay TRACE [options]");
   // clang-format off
@@ -172,6 +173,9 @@ int replay_command(int argc, char** argv)
      "working set or a byte size (default: room for every tensor); smaller, it evicts into --storage")
     ("storage", po::value(&storage_text), "pool mode: a storage tier of this size below the host tier (1TiB), its "
      "copies timed as a PCIe 4 NVMe drive (7 GB/s read, 5 GB/s write, 80 us)")
+    ("storage-link", po::value(&storage_link_text), "pool mode, with --storage: its read and write links, "
+     "READ/WRITE, each a preset or BW,LAT (bytes/s,ns): for a compressed tier, the codec's decompress and "
+     "compress rates as `tierpool codec measure` gives them (0.9e9,0/0.27e9,0)")
     ("loop", po::value(&loop_text), "replay the trace this many times in a row, 1..1000000 (default 1)")
     ("format", po::value(&format), "trace format: auto (default), text, binary, oracle_general, csv")
     ("json", po::value(&json_path), "write the results as JSON (one object per row) to FILE")
@@ -261,6 +265,20 @@ int replay_command(int argc, char** argv)
       throw logic_error("invalid --storage '" + storage_text + "': " + e.what());
     }
     if (g.storage_bytes == 0) { throw logic_error("invalid --storage '" + storage_text + "': the size must be > 0"); }
+  }
+  if (!storage_link_text.empty()) {
+    if (g.storage_bytes == 0) { throw logic_error("--storage-link needs --storage"); }
+    std::size_t const slash = storage_link_text.find('/');
+    if (slash == std::string::npos) {
+      throw logic_error("invalid --storage-link '" + storage_link_text + "': give READ/WRITE, e.g. 0.9e9,0/0.27e9,0");
+    }
+    std::string err;
+    auto const rd = parse_link_model(storage_link_text.substr(0, slash), &err);
+    if (!rd) { throw logic_error("invalid --storage-link '" + storage_link_text + "' (read): " + err); }
+    auto const wr = parse_link_model(storage_link_text.substr(slash + 1), &err);
+    if (!wr) { throw logic_error("invalid --storage-link '" + storage_link_text + "' (write): " + err); }
+    g.storage_read_link = *rd;
+    g.storage_write_link = *wr;
   }
   if ((g.host_capacity || g.storage_bytes != 0) && (!has_pool || modes.size() != 1)) {
     std::fprintf(stderr, "tierpool replay: --host-capacity and --storage need --mode pool\n");

@@ -10,6 +10,7 @@
 #include <tierpool/pool.hpp>
 
 #include <atomic>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -155,46 +156,74 @@ TEST(PoolTenants, SetTenantShareChecksTheTierAndRemovesWithZero)
 namespace tierpool::test {
 namespace {
 
-// Two tenants' threads at once (more threads than cores): each rewrites its own tensors
-// on the device and checks what it reads; the shares change under them. Every byte holds
-// its last version and the counts match the copies (validate) at the end.
+// Six threads (more than cores), alternately of tenants 1 and 2, each rewriting its own
+// 12 tensors of 128 KiB on the device and checking the version it reads; each_op(thread,
+// op) runs after every access. check_all() checks every byte at the end.
+class tenant_threads {
+ public:
+  static constexpr std::size_t kThreads = 6;
+  static constexpr std::size_t kPerThread = 12;
+  explicit tenant_threads(pool& p) : p_(p), ts_(kThreads), ver_(kThreads, std::vector<std::uint32_t>(kPerThread, 1))
+  {
+    for (std::size_t t = 0; t < kThreads; ++t) {
+      for (std::size_t i = 0; i < kPerThread; ++i) {
+        ts_[t].push_back(p_.allocate(128_KiB, {.tenant = static_cast<std::uint32_t>(1 + t % 2)}));
+        fill(p_, ts_[t].back(), t * 100 + i, 1);
+      }
+    }
+  }
+  /// Runs `ops` accesses in every thread (tensor `(op * stride + thread) % 12`); returns
+  /// the reads that found other bytes than the last version written.
+  std::uint64_t run(int ops, int stride, std::function<void(std::size_t, int)> const& each_op)
+  {
+    std::atomic<std::uint64_t> bad{0};
+    std::vector<std::thread> workers;
+    for (std::size_t t = 0; t < kThreads; ++t) {
+      workers.emplace_back([&, t] {
+        stream_handle const s = p_.create_stream();
+        for (int op = 0; op < ops; ++op) {
+          std::size_t const i = static_cast<std::size_t>(op * stride + static_cast<int>(t)) % kPerThread;
+          std::uint64_t const key = t * 100 + i;
+          lease l = p_.acquire(ts_[t][i], access_mode::read_write, s);
+          p_.synchronize(s);
+          if (!has_pattern(l.data(), l.bytes(), key, ver_[t][i])) { bad.fetch_add(1); }
+          write_pattern(l.data(), l.bytes(), key, ++ver_[t][i]);
+          each_op(t, op);
+        }
+        p_.synchronize(s);
+        p_.destroy_stream(s);
+      });
+    }
+    for (auto& w : workers) { w.join(); }
+    return bad.load();
+  }
+  void check_all()
+  {
+    for (std::size_t t = 0; t < kThreads; ++t) {
+      for (std::size_t i = 0; i < kPerThread; ++i) { EXPECT_TRUE(check(p_, ts_[t][i], t * 100 + i, ver_[t][i])) << t << " " << i; }
+    }
+    EXPECT_TRUE(p_.validate());
+  }
+  [[nodiscard]] std::vector<tensor> const& of_thread(std::size_t t) const { return ts_[t]; }
+
+ private:
+  pool& p_;
+  std::vector<std::vector<tensor>> ts_;
+  std::vector<std::vector<std::uint32_t>> ver_;
+};
+
+// Two tenants' threads at once: the shares change under them. Every byte holds its last
+// version and the counts match the copies (validate) at the end.
 TEST(PoolTenants, ThreadsOfTwoTenantsKeepEveryByteWhileSharesChange)
 {
   pool p{small_tiers(make_sim(), 4_MiB, 2_MiB, 64_MiB)};
-  constexpr std::size_t kThreads = 6;
-  constexpr std::size_t kPerThread = 12;
-  std::vector<std::vector<tensor>> ts(kThreads);
-  std::vector<std::vector<std::uint32_t>> ver(kThreads, std::vector<std::uint32_t>(kPerThread, 1));
-  for (std::size_t t = 0; t < kThreads; ++t) {
-    for (std::size_t i = 0; i < kPerThread; ++i) {
-      ts[t].push_back(p.allocate(128_KiB, {.tenant = static_cast<std::uint32_t>(1 + t % 2)}));
-      fill(p, ts[t].back(), t * 100 + i, 1);
-    }
-  }
-  std::atomic<std::uint64_t> bad{0};
-  std::vector<std::thread> workers;
-  for (std::size_t t = 0; t < kThreads; ++t) {
-    workers.emplace_back([&, t] {
-      stream_handle const s = p.create_stream();
-      for (int op = 0; op < 300; ++op) {
-        std::size_t const i = static_cast<std::size_t>(op * 7 + static_cast<int>(t)) % kPerThread;
-        std::uint64_t const key = t * 100 + i;
-        lease l = p.acquire(ts[t][i], access_mode::read_write, s);
-        p.synchronize(s);
-        if (!has_pattern(l.data(), l.bytes(), key, ver[t][i])) { bad.fetch_add(1); }
-        write_pattern(l.data(), l.bytes(), key, ++ver[t][i]);
-        if (t == 0 && op % 50 == 0) { p.set_tenant_share(1, tier_id{0}, (op % 100 == 0) ? 1_MiB : 0); }
-      }
-      p.synchronize(s);
-      p.destroy_stream(s);
-    });
-  }
-  for (auto& w : workers) { w.join(); }
-  EXPECT_EQ(bad.load(), 0U);
-  for (std::size_t t = 0; t < kThreads; ++t) {
-    for (std::size_t i = 0; i < kPerThread; ++i) { EXPECT_TRUE(check(p, ts[t][i], t * 100 + i, ver[t][i])) << t << " " << i; }
-  }
-  EXPECT_TRUE(p.validate());
+  tenant_threads w(p);
+  EXPECT_EQ(w.run(300, 7,
+                  [&](std::size_t t, int op) {
+                    if (t == 0 && op % 50 == 0) { p.set_tenant_share(1, tier_id{0}, (op % 100 == 0) ? 1_MiB : 0); }
+                  }),
+            0U);
+  w.check_all();
 }
 
 }  // namespace
@@ -423,51 +452,24 @@ TEST(PoolTenants, ThreadsOfAHardShareTenantAndAGreedyOneKeepEveryByte)
   o.tiers[0].tenant_shares = {{1, 1_MiB}};
   o.tenants = {{1, tenant_options{.priority = 1, .hard_shares = true}}};
   pool p{o};
-  constexpr std::size_t kThreads = 6;
-  constexpr std::size_t kPerThread = 12;
-  std::vector<std::vector<tensor>> ts(kThreads);
-  std::vector<std::vector<std::uint32_t>> ver(kThreads, std::vector<std::uint32_t>(kPerThread, 1));
-  for (std::size_t t = 0; t < kThreads; ++t) {
-    for (std::size_t i = 0; i < kPerThread; ++i) {
-      ts[t].push_back(p.allocate(128_KiB, {.tenant = static_cast<std::uint32_t>(1 + t % 2)}));
-      fill(p, ts[t].back(), t * 100 + i, 1);
-    }
-  }
-  std::atomic<std::uint64_t> bad{0};
+  tenant_threads w(p);
   std::atomic<std::uint64_t> over{0};
-  std::vector<std::thread> workers;
-  for (std::size_t t = 0; t < kThreads; ++t) {
-    workers.emplace_back([&, t] {
-      stream_handle const s = p.create_stream();
-      for (int op = 0; op < 200; ++op) {
-        std::size_t const i = static_cast<std::size_t>(op * 5 + static_cast<int>(t)) % kPerThread;
-        std::uint64_t const key = t * 100 + i;
-        lease l = p.acquire(ts[t][i], access_mode::read_write, s);
-        p.synchronize(s);
-        if (!has_pattern(l.data(), l.bytes(), key, ver[t][i])) { bad.fetch_add(1); }
-        write_pattern(l.data(), l.bytes(), key, ++ver[t][i]);
-        if (op % 20 == 0 && device_bytes_of(p, 1) > 1_MiB + 2 * 128_KiB) { over.fetch_add(1); }  // 3 threads of tenant 1
-      }
-      p.synchronize(s);
-      p.destroy_stream(s);
-    });
-  }
-  for (auto& w : workers) { w.join(); }
-  EXPECT_EQ(bad.load(), 0U);
+  EXPECT_EQ(w.run(200, 5,
+                  [&](std::size_t, int op) {  // 3 threads of tenant 1: 2 copies in flight beside this one
+                    if (op % 20 == 0 && device_bytes_of(p, 1) > 1_MiB + 2 * 128_KiB) { over.fetch_add(1); }
+                  }),
+            0U);
   EXPECT_EQ(over.load(), 0U);
   {  // one more placement of tenant 1, alone: within its share again
     stream_handle const s = p.create_stream();
-    for (std::size_t i = 0; i < kPerThread; ++i) {
-      lease l = p.acquire(ts[0][i], access_mode::read, s);
+    for (tensor const& t : w.of_thread(0)) {
+      lease l = p.acquire(t, access_mode::read, s);
     }
     p.synchronize(s);
     EXPECT_LE(device_bytes_of(p, 1), 1_MiB);
     p.destroy_stream(s);
   }
-  for (std::size_t t = 0; t < kThreads; ++t) {
-    for (std::size_t i = 0; i < kPerThread; ++i) { EXPECT_TRUE(check(p, ts[t][i], t * 100 + i, ver[t][i])) << t << " " << i; }
-  }
-  EXPECT_TRUE(p.validate());
+  w.check_all();
 }
 
 }  // namespace

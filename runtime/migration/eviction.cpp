@@ -161,8 +161,9 @@ class claim_scope {
 //             tensors are passed over, and the request goes to a lower tier or fails;
 //   own       a tenant with a hard share that a placement would take past it: placement
 //             evicts its own tensors (whatever the room free) until it fits, or refuses
-//             the placement (tier_stats::share_refusals): allocation then places the
-//             tensor in a lower tier; a copy-in fails with oom_cause::share.
+//             the placement (tier_stats::share_refusals): an allocation without a
+//             preferred tier then places the tensor in a lower tier; a copy-in (or an
+//             allocation into a preferred tier) fails with oom_cause::share.
 // A device tier's default share is the tenant's quota when it has one (pool::set_quota),
 // else the equal split. With no priority or hard share set (`ranked` false) the passes
 // are those of the soft shares alone.

@@ -858,21 +858,28 @@ storage_io_result storage_file::unpack(std::uint64_t off, std::byte* dst, std::s
   if (fault != nullptr && *fault == storage_fault::fail_read) {
     return {false, storage_failure::read_failed, EIO, "injected fail_read decompressing " + bytes_text(bytes)};
   }
-  std::lock_guard g(sums_mtx_);  // a copy's frame: its record lock keeps writers off it; the map's lock for the lookup
-  auto it = packed_.find(off);
-  if (it == packed_.end() || it->second.bytes != bytes) {
+  // The map's lock for the lookup only: the frame at `off` changes (pack, forget) only
+  // under the record lock this read's caller holds, and a node's address survives the
+  // map's rehashing, so the decode runs unlocked, beside other threads' copies.
+  packed_copy const* c = nullptr;
+  {
+    std::lock_guard g(sums_mtx_);
+    auto it = packed_.find(off);
+    if (it != packed_.end() && it->second.bytes == bytes) { c = &it->second; }
+  }
+  if (c == nullptr) {
     return {false, storage_failure::corrupt, 0,
             "no compressed copy of " + bytes_text(bytes) + " at offset " + std::to_string(off)};
   }
   std::vector<std::byte> flipped;
-  std::span<std::byte const> frame(it->second.frame);
+  std::span<std::byte const> frame(c->frame);
   if (fault != nullptr && *fault == storage_fault::corrupt_read && !frame.empty()) {
     flipped.assign(frame.begin(), frame.end());
     flipped[flipped.size() / 2] ^= std::byte{0x40};
     frame = flipped;
   }
   try {
-    decompress(it->second.codec, frame, std::span(dst, bytes));
+    decompress(c->codec, frame, std::span(dst, bytes));
   } catch (codec_error const& e) {
     return {false, storage_failure::corrupt, 0, std::string("decompressing: ") + e.what()};
   }

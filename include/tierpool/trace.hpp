@@ -86,6 +86,24 @@ enum class access_kind : std::uint8_t {
   write_discard,  ///< overwrites every byte
 };
 
+/// @name Eviction hints of an allocate event (event::hints)
+/// What an eviction may do with the tensor besides moving it to a slower tier. 0 (no bit):
+/// not recomputable, lossless compression allowed: the default for every tensor.
+/// Readers reject a hint on another kind of event, an unknown bit, hint_recomputable
+/// without a duration, and hint_lossy_ok together with hint_no_compress.
+/// @{
+/// @brief The tensor may be dropped and recomputed on its next use (activation
+///        checkpointing); event::duration_ns of the allocate, which must be > 0, is what
+///        recomputing it costs in ns.
+inline constexpr std::uint8_t hint_recomputable = 1;
+/// @brief The tensor tolerates lossy compression: it may be stored 8-bit quantized.
+inline constexpr std::uint8_t hint_lossy_ok = 2;
+/// @brief The tensor must not be compressed at all, not even losslessly.
+inline constexpr std::uint8_t hint_no_compress = 4;
+/// @brief Every hint bit this schema knows.
+inline constexpr std::uint8_t hint_known = hint_recomputable | hint_lossy_ok | hint_no_compress;
+/// @}
+
 /// @brief Sentinel for event::tier meaning "none given".
 inline constexpr std::uint32_t no_tier = 0xFFFFFFFFU;
 
@@ -106,8 +124,9 @@ struct event {
   std::uint64_t tensor{0};              ///< allocate, free, access, prefetch
   std::uint64_t bytes{0};               ///< allocate: size; access: object size (0 = as allocated)
   std::uint64_t time_ns{0};             ///< when it happened (0 = unknown)
-  std::uint64_t duration_ns{0};         ///< compute only
+  std::uint64_t duration_ns{0};         ///< compute: its length; allocate: recompute cost (with hint_recomputable)
   std::string name{};                   ///< allocate: tensor name (optional); phase: label
+  std::uint8_t hints{0};                ///< allocate only: hint_recomputable | hint_lossy_ok | hint_no_compress
 
   /// @brief Field-wise equality (tests, round trips).
   friend bool operator==(event const&, event const&) = default;
@@ -242,7 +261,9 @@ class TIERPOOL_EXPORT writer {
   /**
    * @brief Append one event.
    * @throws tierpool::trace_error on a write error or after close();
-   *         tierpool::logic_error if `e.name` is longer than 1 MiB (readers reject those)
+   *         tierpool::logic_error if `e.name` is longer than 1 MiB, or `e.hints` is not
+   *         valid (a hint on a non-allocate event, an unknown bit, hint_recomputable with
+   *         duration_ns 0, hint_lossy_ok with hint_no_compress): readers reject those
    */
   void write(event const& e);
   /// @brief Hand buffered events to the operating system. @throws tierpool::trace_error on a write error
@@ -284,6 +305,11 @@ struct summary {
   std::uint64_t live_bytes_at_end{0};               ///< SUM of the sizes of ids live at the end
   std::uint64_t live_at_end{0};                     ///< COUNT ids live at the end (allocated, never freed)
   std::uint64_t compute_ns{0};                      ///< SUM of compute durations
+  std::uint64_t recomputable_tensors{0};            ///< COUNT allocates with hint_recomputable
+  std::uint64_t recomputable_bytes{0};              ///< SUM of their sizes
+  std::uint64_t recompute_ns{0};                    ///< SUM of their duration_ns (the recompute costs)
+  std::uint64_t lossy_ok_tensors{0};                ///< COUNT allocates with hint_lossy_ok
+  std::uint64_t lossy_ok_bytes{0};                  ///< SUM of their sizes
   std::uint64_t first_time_ns{0};                   ///< smallest non-zero time (0: none)
   std::uint64_t last_time_ns{0};                    ///< largest time
   // Well-formedness: all zero for a trace where every use follows its allocate.
@@ -291,7 +317,7 @@ struct summary {
   std::uint64_t frees_not_live{0};     ///< COUNT frees of an id that is not live
   std::uint64_t allocates_live{0};     ///< COUNT allocates of an id that is already live
   std::uint64_t prefetches_not_live{0};///< COUNT prefetches of an id that is not live
-  /// True when a SUM above (working set, allocated, live or peak live bytes, compute) passed
+  /// True when a SUM above (working set, allocated, live or peak live bytes, compute, the hint sums) passed
   /// 2^64 - 1: it shows 2^64 - 1 (saturated) instead of wrapping.
   bool saturated{false};
 

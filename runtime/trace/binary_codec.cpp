@@ -67,6 +67,7 @@ void append_binary(std::string& out, event const& e, std::uint64_t& prev_time)
   if (e.kind != event_kind::allocate && e.bytes != 0) { extras |= kExtraBytes; }
   if (e.kind != event_kind::compute && e.duration_ns != 0) { extras |= kExtraDuration; }
   if (e.kind != event_kind::phase && !e.name.empty()) { extras |= kExtraName; }
+  if (e.hints != 0) { extras |= kExtraHints; }
   if (extras != 0) { tag |= kTagHasExtras; }
 
   out.push_back(static_cast<char>(tag));
@@ -100,6 +101,7 @@ void append_binary(std::string& out, event const& e, std::uint64_t& prev_time)
       append_varint(out, e.name.size());
       out += e.name;
     }
+    if ((extras & kExtraHints) != 0U) { out.push_back(static_cast<char>(e.hints)); }
   }
 }
 
@@ -290,7 +292,8 @@ class binary_reader final : public reader {
       std::uint64_t extras = 0;
       if (!varint(p, n, i, extras, "the extra-fields mask")) { return 0; }
       if ((extras & ~std::uint64_t{kExtraKnown}) != 0U) {
-        bad(at, "unknown extra-field bits " + std::to_string(extras) + " (expected a subset of 31)");
+        bad(at, "unknown extra-field bits " + std::to_string(extras) + " (expected a subset of " +
+                  std::to_string(kExtraKnown) + ")");
       }
       bool const tensor_main = main_has_tensor(out.kind);
       if (((extras & kExtraTensor) != 0U && tensor_main) ||
@@ -299,11 +302,25 @@ class binary_reader final : public reader {
           ((extras & kExtraName) != 0U && out.kind == event_kind::phase)) {
         bad(at, "an extra field repeats a main field of this event kind");
       }
+      if ((extras & kExtraHints) != 0U && out.kind != event_kind::allocate) {
+        bad(at, "hints on an event other than alloc (only alloc takes hints)");
+      }
       if ((extras & kExtraTier) != 0U && !varint32(p, n, i, out.tier, "the tier")) { return 0; }
       if ((extras & kExtraTensor) != 0U && !varint(p, n, i, out.tensor, "the tensor id")) { return 0; }
       if ((extras & kExtraBytes) != 0U && !varint(p, n, i, out.bytes, "the size in bytes")) { return 0; }
       if ((extras & kExtraDuration) != 0U && !varint(p, n, i, out.duration_ns, "the duration")) { return 0; }
       if ((extras & kExtraName) != 0U && !name(p, n, i, out.name, "the name")) { return 0; }
+      if ((extras & kExtraHints) != 0U) {
+        if (i >= n) {
+          expected_ = "the hints";
+          need_ = 0;
+          return 0;
+        }
+        std::size_t const hat = i;
+        out.hints = static_cast<std::uint8_t>(p[i++]);
+        if (out.hints == 0U) { bad(hat, "hints byte 0 (a record without hints leaves out the field)"); }
+        if (auto const why = hints_problem(out); !why.empty()) { bad(hat, why); }
+      }
     }
     if ((tag & kTagHasTime) != 0U) { prev_time_ = time; }
     return i;

@@ -64,6 +64,7 @@ class oracle_general_reader final : public reader {
           e.bytes = size;
           e.time_ns = std::uint64_t{load_le<std::uint32_t>(p)} * kNsPerSecond;
           e.duration_ns = 0;
+          e.hints = 0;
           if (!e.name.empty()) { e.name.clear(); }
         }
         p += kRecordBytes;

@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // summary.cpp — owns trace::summarizer and summarize(): the figures `tierpool trace stat`
-// prints (events per kind, requests, unique objects, working set, peak live bytes) and
+// prints (events per kind, requests, unique objects, working set, peak live bytes, the
+// eviction hints of the allocates) and
 // the well-formedness counters the generator tests assert to be zero.
 //
 // Invariant after every add():  state_->live == SUM(bytes of live ids), exactly (128 bits)
@@ -94,6 +95,15 @@ void summarizer::add(event const& e)
         ++s.tensors;
       }
       add_saturated(s.allocated_bytes, e.bytes, s.saturated);
+      if ((e.hints & hint_recomputable) != 0U) {
+        ++s.recomputable_tensors;
+        add_saturated(s.recomputable_bytes, e.bytes, s.saturated);
+        add_saturated(s.recompute_ns, e.duration_ns, s.saturated);
+      }
+      if ((e.hints & hint_lossy_ok) != 0U) {
+        ++s.lossy_ok_tensors;
+        add_saturated(s.lossy_ok_bytes, e.bytes, s.saturated);
+      }
       if (st.live) {
         ++s.allocates_live;  // re-allocation of a live id: the new size replaces the old one
         sta.live -= st.bytes;

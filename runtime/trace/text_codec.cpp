@@ -79,6 +79,20 @@ void append_field(std::string& out, std::string_view key, std::uint64_t v)
 
 }  // namespace
 
+std::string_view hints_problem(event const& e) noexcept
+{
+  if (e.hints == 0) { return {}; }
+  if (e.kind != event_kind::allocate) { return "hints on an event other than alloc (only alloc takes hints)"; }
+  if ((e.hints & ~hint_known) != 0U) { return "unknown hint bits (known: recompute 1, lossy 2, nocompress 4)"; }
+  if ((e.hints & hint_recomputable) != 0U && e.duration_ns == 0) {
+    return "hint recompute without its cost (expected dur=<ns> > 0 on the alloc)";
+  }
+  if ((e.hints & hint_lossy_ok) != 0U && (e.hints & hint_no_compress) != 0U) {
+    return "hints lossy and nocompress contradict each other";
+  }
+  return {};
+}
+
 std::string_view mode_keyword(access_kind m) noexcept
 {
   switch (m) {
@@ -139,6 +153,21 @@ void append_text(std::string& out, event const& e)
   if (!main_tensor && e.tensor != 0) { append_field(out, "id", e.tensor); }
   if (e.kind != event_kind::allocate && e.bytes != 0) { append_field(out, "bytes", e.bytes); }
   if (e.kind != event_kind::compute && e.duration_ns != 0) { append_field(out, "dur", e.duration_ns); }
+  if (e.hints != 0) {
+    out += " hints=";
+    bool first = true;
+    for (auto const& h : kHintNames) {
+      if ((e.hints & h.bit) == 0U) { continue; }
+      if (!first) { out += ','; }
+      out += h.word;
+      first = false;
+    }
+    std::uint8_t const unknown = e.hints & static_cast<std::uint8_t>(~hint_known);
+    if (unknown != 0U) {  // the writer refuses these; format_text() shows them as a number
+      if (!first) { out += ','; }
+      append_u64(out, unknown);
+    }
+  }
   if (e.kind != event_kind::access && e.mode != access_kind::read) {
     out += " mode=";
     out += mode_keyword(e.mode);
@@ -159,6 +188,7 @@ enum field_bit : unsigned {
   f_tier = 1U << 5U,
   f_stream = 1U << 6U,
   f_mode = 1U << 7U,
+  f_hints = 1U << 8U,
 };
 
 struct keyword_entry {
@@ -181,7 +211,8 @@ constexpr std::array<keyword_entry, 10> kKeywords{{
 }};
 
 constexpr std::string_view kKeywordList = "alloc, free, read, rw, wd, prefetch, compute, phase, release";
-constexpr std::string_view kFieldList = "t, s, tier, id, bytes, dur, name, mode";
+constexpr std::string_view kFieldList = "t, s, tier, id, bytes, dur, name, mode, hints";
+constexpr std::string_view kHintList = "recompute, lossy or nocompress";
 
 std::optional<std::uint64_t> parse_u64(std::string_view s) noexcept
 {
@@ -430,6 +461,7 @@ class text_reader final : public reader {
                                                                    : "<tensor>";
       fail("missing " + std::string(missing) + " (expected '" + std::string(usage(kw->kind)) + "')");
     }
+    if (auto const why = hints_problem(out); !why.empty()) { fail(why); }
     src_.consume(pending_consume_);
     return true;
   }
@@ -499,9 +531,35 @@ class text_reader final : public reader {
       } else {
         fail("bad mode " + quote_for_message(t.value) + " (expected read, rw or wd)");
       }
+    } else if (k == "hints") {
+      mark(given, f_hints, "hints");
+      out.hints = hints(t);
     } else {
       fail("unknown field " + quote_for_message(k) + " (expected " + std::string(kFieldList) + ")");
     }
+  }
+
+  // `hints=NAME[,NAME]...`: a comma-separated set of hint names, each at most once.
+  std::uint8_t hints(token const& t)
+  {
+    if (t.quoted) { fail("field 'hints' must not be quoted (expected " + std::string(kHintList) + ")"); }
+    std::uint8_t bits = 0;
+    std::string_view rest = t.value;
+    for (;;) {
+      auto const comma = rest.find(',');
+      std::string_view const word = rest.substr(0, comma);
+      if (word.empty()) { fail("empty hint name in " + quote_for_message(t.value) + " (expected " + std::string(kHintList) + ")"); }
+      std::uint8_t bit = 0;
+      for (auto const& h : kHintNames) {
+        if (h.word == word) { bit = h.bit; }
+      }
+      if (bit == 0U) { fail("unknown hint " + quote_for_message(word) + " (expected " + std::string(kHintList) + ")"); }
+      if ((bits & bit) != 0U) { fail("hint " + quote_for_message(word) + " given twice"); }
+      bits |= bit;
+      if (comma == std::string_view::npos) { break; }
+      rest.remove_prefix(comma + 1);
+    }
+    return bits;
   }
 
   byte_source src_;

@@ -305,6 +305,11 @@ void writer::write(event const& e)
     throw logic_error("trace writer: a name of " + std::to_string(e.name.size()) + " bytes exceeds the limit of " +
                       std::to_string(detail::kMaxNameBytes) + " bytes");
   }
+  if (e.hints != 0) {
+    if (auto const why = detail::hints_problem(e); !why.empty()) {
+      throw logic_error("trace writer: " + std::string(why) + " (readers reject it)");
+    }
+  }
   if (impl_->fmt == format::text) {
     detail::append_text(impl_->buffer, e);
     impl_->buffer += '\n';

@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <fstream>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,11 @@ using tt::event_kind;
 constexpr auto kU64Max = std::numeric_limits<std::uint64_t>::max();
 constexpr auto kU32Max = std::numeric_limits<std::uint32_t>::max();
 
+struct text_error_case {
+  char const* body;   // lines after the header
+  char const* expected;
+};
+
 // One event of every kind, and every field on kinds that do not normally carry it.
 std::vector<event> every_kind_of_event()
 {
@@ -33,6 +40,16 @@ std::vector<event> every_kind_of_event()
   v.push_back({.kind = event_kind::allocate, .tensor = 2, .bytes = 4096, .time_ns = 100,
                .name = "name with spaces \"quotes\" \\ back\nslash\ttab\x01 r\xC3\xA9sum\xC3\xA9"});
   v.push_back({.kind = event_kind::allocate, .tensor = 3, .bytes = 1});
+  // eviction hints: recomputable (with its cost) and lossy, no-compress alone, lossy alone,
+  // and a duration without the recompute hint (kept, as version 1 readers kept it)
+  v.push_back({.kind = event_kind::allocate, .tensor = 10, .bytes = 4096, .duration_ns = 1500, .name = "a1",
+               .hints = tt::hint_recomputable | tt::hint_lossy_ok});
+  v.push_back({.kind = event_kind::allocate, .stream = 2, .tier = 1, .tensor = 11, .bytes = 8, .time_ns = 300,
+               .hints = tt::hint_no_compress});
+  v.push_back({.kind = event_kind::allocate, .tensor = 12, .bytes = 8, .hints = tt::hint_lossy_ok});
+  v.push_back({.kind = event_kind::allocate, .tensor = 13, .bytes = 8, .duration_ns = kU64Max,
+               .hints = tt::hint_recomputable | tt::hint_no_compress});
+  v.push_back({.kind = event_kind::allocate, .tensor = 14, .bytes = 8, .duration_ns = 7});
   v.push_back({.kind = event_kind::access, .mode = access_kind::read, .stream = 1, .tensor = 1});
   v.push_back({.kind = event_kind::access, .mode = access_kind::read_write, .stream = 7, .tensor = 2, .time_ns = 200});
   v.push_back({.kind = event_kind::access, .mode = access_kind::write_discard, .tensor = 3});
@@ -55,6 +72,14 @@ std::vector<event> every_kind_of_event()
   v.push_back({.kind = event_kind::release, .stream = 1, .tensor = 7, .time_ns = 60});
   v.push_back({.kind = event_kind::release, .stream = 0xFFFFFFFFU, .tensor = 8});
   return v;
+}
+
+std::string file_bytes(std::filesystem::path const& path)
+{
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 std::vector<event> round_trip(std::vector<event> const& events, tt::format f, char const* leaf)
@@ -92,6 +117,59 @@ TEST(TraceText, FormatsEachKindOfEvent)
             "free 1 mode=rw");
   EXPECT_EQ(tt::format_text({.kind = event_kind::compute, .tensor = 5, .duration_ns = 10, .name = "gemm"}),
             "compute 10 name=gemm id=5");
+  EXPECT_EQ(tt::format_text({.kind = event_kind::allocate, .tensor = 4, .bytes = 64, .duration_ns = 1500, .name = "a1",
+                             .hints = tt::hint_recomputable | tt::hint_lossy_ok}),
+            "alloc 4 64 name=a1 dur=1500 hints=recompute,lossy");
+  EXPECT_EQ(tt::format_text({.kind = event_kind::allocate, .tensor = 4, .bytes = 64, .hints = tt::hint_no_compress}),
+            "alloc 4 64 hints=nocompress");
+  EXPECT_EQ(tt::format_text({.kind = event_kind::allocate, .tensor = 4, .bytes = 64, .duration_ns = 9,
+                             .hints = tt::hint_recomputable | tt::hint_no_compress}),
+            "alloc 4 64 dur=9 hints=recompute,nocompress");
+}
+
+TEST(TraceText, ParsesHints)
+{
+  auto const events = read_memory(
+    "# tierpool-trace v1\n"
+    "alloc 1 64 dur=500 hints=recompute,lossy name=a1\n"
+    "alloc 2 8 hints=nocompress\n"
+    "alloc 3 8 hints=lossy,recompute dur=5\n"  // any order; fields in any order
+    "alloc 4 8 dur=6\n"                        // a duration alone: no hint
+    "alloc 5 8 hints=lossy\n");
+  ASSERT_EQ(events.size(), 5U);
+  EXPECT_EQ(events[0], (event{.kind = event_kind::allocate, .tensor = 1, .bytes = 64, .duration_ns = 500, .name = "a1",
+                              .hints = tt::hint_recomputable | tt::hint_lossy_ok}));
+  EXPECT_EQ(events[1], (event{.kind = event_kind::allocate, .tensor = 2, .bytes = 8, .hints = tt::hint_no_compress}));
+  EXPECT_EQ(events[2].hints, tt::hint_recomputable | tt::hint_lossy_ok);
+  EXPECT_EQ(events[2].duration_ns, 5U);
+  EXPECT_EQ(events[3], (event{.kind = event_kind::allocate, .tensor = 4, .bytes = 8, .duration_ns = 6}));
+  EXPECT_EQ(events[4].hints, tt::hint_lossy_ok);
+}
+
+TEST(TraceText, HintErrorsNameTheLine)
+{
+  text_error_case const cases[] = {
+    {"alloc 1 8 dur=5 hints=recompute,fast\n",
+     "trace 'mem' line 2: unknown hint 'fast' (expected recompute, lossy or nocompress)"},
+    {"alloc 1 8\nalloc 2 8 hints=Lossy\n", "trace 'mem' line 3: unknown hint 'Lossy' (expected recompute, lossy or nocompress)"},
+    {"alloc 1 8 hints=lossy,,nocompress\n", "line 2: empty hint name in 'lossy,,nocompress' (expected recompute, lossy or nocompress)"},
+    {"alloc 1 8 hints=lossy,\n", "line 2: empty hint name in 'lossy,'"},
+    {"alloc 1 8 hints=lossy,lossy\n", "line 2: hint 'lossy' given twice"},
+    {"alloc 1 8 hints=lossy hints=lossy\n", "line 2: field 'hints' given twice"},
+    {"alloc 1 8 hints=\"lossy\"\n", "line 2: field 'hints' must not be quoted"},
+    {"alloc 1 8 hints=recompute\n",
+     "trace 'mem' line 2: hint recompute without its cost (expected dur=<ns> > 0 on the alloc)"},
+    {"alloc 1 8 dur=0 hints=recompute\n", "line 2: hint recompute without its cost"},
+    {"alloc 1 8 hints=lossy,nocompress\n", "trace 'mem' line 2: hints lossy and nocompress contradict each other"},
+    {"alloc 1 8\nread 1 hints=lossy\n",
+     "trace 'mem' line 3: hints on an event other than alloc (only alloc takes hints)"},
+    {"free 1 hints=nocompress\n", "line 2: hints on an event other than alloc"},
+    {"compute 5 hints=recompute\n", "line 2: hints on an event other than alloc"},
+  };
+  for (auto const& c : cases) {
+    std::string const trace = std::string("# tierpool-trace v1\n") + c.body;
+    EXPECT_THAT(error_of(trace), HasSubstr(c.expected)) << c.body;
+  }
 }
 
 TEST(TraceText, RoundTripsEveryKindOfEvent)
@@ -139,6 +217,20 @@ TEST(TraceWriter, RejectsOversizedNamesAndOtherFormats)
   EXPECT_THROW(w.write({.kind = event_kind::phase, .name = std::string((std::size_t{1} << 20U) + 1, 'x')}),
                tierpool::logic_error);
   EXPECT_THROW(tt::writer(scratch("y.csv"), tt::format::csv), tierpool::logic_error);
+  // hints the readers would reject
+  EXPECT_THROW(w.write({.kind = event_kind::free, .tensor = 1, .hints = tt::hint_lossy_ok}), tierpool::logic_error);
+  EXPECT_THROW(w.write({.kind = event_kind::allocate, .tensor = 1, .bytes = 8, .hints = 8}), tierpool::logic_error);
+  EXPECT_THROW(w.write({.kind = event_kind::allocate, .tensor = 1, .bytes = 8, .hints = tt::hint_recomputable}),
+               tierpool::logic_error);
+  EXPECT_THROW(w.write({.kind = event_kind::allocate, .tensor = 1, .bytes = 8,
+                        .hints = tt::hint_lossy_ok | tt::hint_no_compress}),
+               tierpool::logic_error);
+  try {
+    w.write({.kind = event_kind::access, .tensor = 1, .hints = tt::hint_lossy_ok});
+  } catch (tierpool::logic_error const& e) {
+    EXPECT_STREQ(e.what(), "trace writer: hints on an event other than alloc (only alloc takes hints) (readers reject it)");
+  }
+  EXPECT_EQ(w.events_written(), 0U);
   w.close();
   EXPECT_THROW(w.write({}), tierpool::trace_error);
   EXPECT_EQ(tt::output_format_for("a/b.TPB"), tt::format::binary);
@@ -196,11 +288,6 @@ TEST(TraceText, AcceptsCommentsBlanksCrlfAliasesAndFieldForms)
   EXPECT_TRUE(read_memory("# tierpool-trace v1\n").empty());
 }
 
-struct text_error_case {
-  char const* body;   // lines after the header
-  char const* expected;
-};
-
 TEST(TraceText, ErrorsNameTheLineAndWhatWasExpected)
 {
   text_error_case const cases[] = {
@@ -212,7 +299,7 @@ TEST(TraceText, ErrorsNameTheLineAndWhatWasExpected)
     {"compute s=1\n", "line 2: missing <duration_ns> (expected 'compute <duration_ns>')"},
     {"phase\n", "line 2: missing <label> (expected 'phase <label>')"},
     {"free 1 2\n", "line 2: unexpected value '2' (expected 'free <tensor>' then key=value fields)"},
-    {"read 1 foo=2\n", "line 2: unknown field 'foo' (expected t, s, tier, id, bytes, dur, name, mode)"},
+    {"read 1 foo=2\n", "line 2: unknown field 'foo' (expected t, s, tier, id, bytes, dur, name, mode, hints)"},
     {"read 1 s=1 s=2\n", "line 2: field 's' given twice"},
     {"free 1 id=2\n", "line 2: field 'id' given twice"},
     {"@5 free 1 t=6\n", "line 2: field 't' given twice"},
@@ -288,8 +375,8 @@ TEST(TraceBinary, ErrorsNameTheOffsetAndWhatWasExpected)
             "trace 'mem' offset 16: unknown event kind 7 in record tag (expected 0..6)");
   EXPECT_EQ(error_of(header() + "\x02" + std::string(10, '\xff') + "\x01"),
             "trace 'mem' offset 17: bad varint for the tensor id (more than 64 bits)");
-  EXPECT_EQ(error_of(header() + "\x82\x01\x20"),
-            "trace 'mem' offset 18: unknown extra-field bits 32 (expected a subset of 31)");
+  EXPECT_EQ(error_of(header() + "\x82\x01\x40"),
+            "trace 'mem' offset 18: unknown extra-field bits 64 (expected a subset of 63)");
   EXPECT_EQ(error_of(header() + "\x82\x01\x02\x07"),
             "trace 'mem' offset 18: an extra field repeats a main field of this event kind");
   EXPECT_EQ(error_of(header() + "\x42\x01\x80\x80\x80\x80\x10"),
@@ -299,6 +386,67 @@ TEST(TraceBinary, ErrorsNameTheOffsetAndWhatWasExpected)
   EXPECT_EQ(error_of(header() + "\x05\x05" + "ab"),
             "trace 'mem' offset 16: truncated record (the file ends 4 bytes into it; expected the phase label)");
   EXPECT_EQ(error_of(header()), "");  // a header alone is an empty trace
+}
+
+// The hints byte (extras bit 32, last of the extras): its record layout, and its errors.
+TEST(TraceBinary, HintsRecordLayoutAndErrors)
+{
+  auto const path = scratch("hints.tpb");
+  {
+    tt::writer w(path, tt::format::binary);
+    w.write({.kind = event_kind::allocate, .tensor = 1, .bytes = 8, .duration_ns = 300,
+             .hints = tt::hint_recomputable | tt::hint_lossy_ok});
+    w.write({.kind = event_kind::allocate, .tensor = 2, .bytes = 8, .hints = tt::hint_no_compress});
+  }
+  std::string const bytes = file_bytes(path);
+  // tag (allocate, extras) | tensor | bytes | extras (8 duration + 32 hints) | dur 300 | hints 3
+  // tag | tensor | bytes | extras (32 hints) | hints 4
+  EXPECT_EQ(bytes, header() + std::string("\x80\x01\x08\x28\xac\x02\x03", 7) + std::string("\x80\x02\x08\x20\x04", 5));
+  EXPECT_EQ(error_of(header() + std::string("\x80\x01\x08\x20\x08", 5)),
+            "trace 'mem' offset 20: unknown hint bits (known: recompute 1, lossy 2, nocompress 4)");
+  EXPECT_EQ(error_of(header() + std::string("\x80\x01\x08\x20\x00", 5)),
+            "trace 'mem' offset 20: hints byte 0 (a record without hints leaves out the field)");
+  EXPECT_EQ(error_of(header() + std::string("\x80\x01\x08\x20\x01", 5)),
+            "trace 'mem' offset 20: hint recompute without its cost (expected dur=<ns> > 0 on the alloc)");
+  EXPECT_EQ(error_of(header() + std::string("\x80\x01\x08\x20\x06", 5)),
+            "trace 'mem' offset 20: hints lossy and nocompress contradict each other");
+  EXPECT_EQ(error_of(header() + std::string("\x81\x01\x20\x02", 4)),
+            "trace 'mem' offset 18: hints on an event other than alloc (only alloc takes hints)");
+  EXPECT_EQ(error_of(header() + std::string("\x80\x01\x08\x20", 4)),
+            "trace 'mem' offset 16: truncated record (the file ends 4 bytes into it; expected the hints)");
+}
+
+// A binary file of the first version-1 release (before hints; bytes as that writer wrote
+// them, an allocate with a duration and a name among them) reads as before, hints 0; a
+// trace without hints is still written byte for byte as then.
+TEST(TraceBinary, ReadsFilesWrittenBeforeHints)
+{
+  std::string const old_file = std::string("TPTRACE\0\x01\0\0\0\0\0\0\0", 16) +
+                               std::string("\x05\x04init", 6) +                   // phase init
+                               std::string("\x80\x07\x80\x08\x18\x2a\x02w1", 9) +  // alloc 7 1024 dur=42 name=w1
+                               std::string("\x22\x14\x07", 3) +                   // @10 read 7 (zigzag 20)
+                               std::string("\x04\xe8\x07", 3) +                   // compute 1000
+                               std::string("\x01\x07", 2);                         // free 7
+  std::vector<event> const want = {
+    {.kind = event_kind::phase, .name = "init"},
+    {.kind = event_kind::allocate, .tensor = 7, .bytes = 1024, .duration_ns = 42, .name = "w1"},
+    {.kind = event_kind::access, .tensor = 7, .time_ns = 10},
+    {.kind = event_kind::compute, .duration_ns = 1000},
+    {.kind = event_kind::free, .tensor = 7},
+  };
+  auto const got = read_memory(old_file);
+  EXPECT_EQ(got, want);
+  for (auto const& e : got) { EXPECT_EQ(e.hints, 0U); }
+  auto const path = scratch("rewritten.tpb");
+  {
+    tt::writer w(path, tt::format::binary);
+    for (auto const& e : want) { w.write(e); }
+  }
+  std::string const bytes = file_bytes(path);
+  EXPECT_EQ(bytes, old_file);
+  // a later version is still refused
+  EXPECT_EQ(error_of(header(2) + std::string("\x01\x07", 2)),
+            "trace 'mem' offset 8: unknown version 2 (this build reads version 1)");
 }
 
 TEST(TraceFormat, NamesParseAndPrint)

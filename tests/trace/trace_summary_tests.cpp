@@ -70,6 +70,38 @@ TEST(TraceSummary, LiveBytesAreExactUnderTheSaturation)
   EXPECT_EQ(s.live_at_end, 1U);
 }
 
+// The eviction hints: recomputable allocates, their bytes and recompute costs; lossy-ok
+// allocates and bytes. A duration without the recompute hint, and no-compress, count in neither.
+TEST(TraceSummary, CountsTheEvictionHints)
+{
+  auto const s = tt::summarize(read_memory(
+    "# tierpool-trace v1\n"
+    "alloc 1 100 dur=40 hints=recompute,lossy\n"
+    "alloc 2 1000 dur=2 hints=recompute\n"
+    "alloc 3 10 hints=lossy\n"
+    "alloc 4 5 hints=nocompress\n"
+    "alloc 5 7 dur=9\n"
+    "free 1\n"
+    "alloc 1 100 dur=40 hints=recompute,lossy\n"));  // counted again, as allocated_bytes is
+  EXPECT_EQ(s.recomputable_tensors, 3U);
+  EXPECT_EQ(s.recomputable_bytes, 1200U);
+  EXPECT_EQ(s.recompute_ns, 82U);
+  EXPECT_EQ(s.lossy_ok_tensors, 3U);
+  EXPECT_EQ(s.lossy_ok_bytes, 210U);
+  EXPECT_EQ(s.compute_ns, 0U);  // recompute costs are not compute
+  EXPECT_FALSE(s.saturated);
+
+  std::vector<event> const huge{
+    {.kind = event_kind::allocate, .tensor = 1, .bytes = kMax, .duration_ns = kMax, .hints = tt::hint_recomputable},
+    {.kind = event_kind::allocate, .tensor = 2, .bytes = 1, .duration_ns = 1, .hints = tt::hint_recomputable},
+  };
+  auto const h = tt::summarize(huge);
+  EXPECT_TRUE(h.saturated);
+  EXPECT_EQ(h.recomputable_bytes, kMax);
+  EXPECT_EQ(h.recompute_ns, kMax);
+  EXPECT_EQ(h.recomputable_tensors, 2U);
+}
+
 TEST(TraceSummary, NoSaturationWithoutOverflow)
 {
   auto const s = tt::summarize(read_memory("# tierpool-trace v1\nread 1 bytes=8\nread 2 bytes=9\n"));

@@ -358,8 +358,9 @@ int trace_stat_command(int argc, char** argv)
 {
   po::options_description desc(
     "tierpool trace stat FILE: events per kind, requests (reads / read-writes / write-discards),\n"
-    "unique objects, tensors, working set (each id at its first size), peak live bytes, and\n"
-    "the well-formedness counters (accesses, frees and prefetches of ids that are not live).\n"
+    "unique objects, tensors, working set (each id at its first size), peak live bytes, the\n"
+    "eviction hints (recomputable allocates, their bytes and recompute time; lossy-ok\n"
+    "allocates and bytes), and the well-formedness counters (accesses, frees and prefetches of ids that are not live).\n"
     "--speed instead times reading alone (events per second over --passes passes).\n\n"
     "options");
   std::string input;
@@ -465,6 +466,11 @@ int trace_stat_command(int argc, char** argv)
       {"live_at_end", s.live_at_end},
       {"live_bytes_at_end", s.live_bytes_at_end},
       {"compute_ns", s.compute_ns},
+      {"recomputable_tensors", s.recomputable_tensors},
+      {"recomputable_bytes", s.recomputable_bytes},
+      {"recompute_ns", s.recompute_ns},
+      {"lossy_ok_tensors", s.lossy_ok_tensors},
+      {"lossy_ok_bytes", s.lossy_ok_bytes},
       {"first_time_ns", s.first_time_ns},
       {"last_time_ns", s.last_time_ns},
       {"accesses_not_live", s.accesses_not_live},
@@ -500,6 +506,11 @@ int trace_stat_command(int argc, char** argv)
   std::printf("  %-22s %.6f s\n", "compute", static_cast<double>(s.compute_ns) / 1e9);
   std::printf("  %-22s %.3f s\n", "time span",
               static_cast<double>(s.last_time_ns - s.first_time_ns) / 1e9);
+  line("recomputable", s.recomputable_tensors);
+  bytes_line("  bytes", s.recomputable_bytes);
+  std::printf("  %-22s %.6f s\n", "  recompute", static_cast<double>(s.recompute_ns) / 1e9);
+  line("lossy ok", s.lossy_ok_tensors);
+  bytes_line("  bytes", s.lossy_ok_bytes);
   if (s.saturated) {
     std::printf("  %-22s a sum passed 2^64 - 1 and shows 18446744073709551615 (saturated, not wrapped)\n", "note");
   }

@@ -54,7 +54,11 @@ inline constexpr unsigned kExtraTensor = 0x02U;
 inline constexpr unsigned kExtraBytes = 0x04U;
 inline constexpr unsigned kExtraDuration = 0x08U;
 inline constexpr unsigned kExtraName = 0x10U;
-inline constexpr unsigned kExtraKnown = 0x1FU;
+/// event::hints (allocate only), one byte: the bit was spare in the first release of
+/// version 1, whose readers reject it as an unknown extra-field bit. A file without hints
+/// never sets it, so such files are byte-identical to those of that release.
+inline constexpr unsigned kExtraHints = 0x20U;
+inline constexpr unsigned kExtraKnown = 0x3FU;
 
 /// The 16-byte binary header.
 void append_binary_header(std::string& out);
@@ -92,7 +96,23 @@ inline void reset_event(event& e) noexcept
   e.bytes = 0;
   e.time_ns = 0;
   e.duration_ns = 0;
+  e.hints = 0;
   if (!e.name.empty()) { e.name.clear(); }
 }
+
+/// Why `e.hints` is invalid (a hint on another kind than allocate, an unknown bit,
+/// recomputable without a duration, lossy with no-compress), or empty when it is valid.
+[[nodiscard]] std::string_view hints_problem(event const& e) noexcept;
+
+/// The text names of the hint bits, in the order the writer lists them.
+struct hint_name {
+  std::string_view word;
+  std::uint8_t bit;
+};
+inline constexpr hint_name kHintNames[] = {
+  {"recompute", hint_recomputable},
+  {"lossy", hint_lossy_ok},
+  {"nocompress", hint_no_compress},
+};
 
 }  // namespace tierpool::trace::detail

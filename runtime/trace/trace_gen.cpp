@@ -20,16 +20,17 @@ namespace {
 
 using gp = generator_param_info;
 
-constexpr std::array<gp, 6> kMlpParams{{
+constexpr std::array<gp, 7> kMlpParams{{
   {"layers", "8", "dense layers L"},
   {"width", "2048", "layer width W (weights are W x W)"},
   {"batch", "256", "batch size B (activations are B x W)"},
   {"iterations", "3", "training iterations"},
   {"dtype_bytes", "4", "bytes per element (4 = fp32)"},
   {"tflops", "20", "device rate in TFLOP/s for compute durations"},
+  {"hints", "1", "1: activations kept for backward are recomputable (at their forward time) and lossy-ok; 0: off"},
 }};
 
-constexpr std::array<gp, 7> kTransformerParams{{
+constexpr std::array<gp, 8> kTransformerParams{{
   {"blocks", "12", "transformer blocks"},
   {"hidden", "768", "hidden size h (about 12 h^2 parameters per block)"},
   {"seq", "1024", "sequence length s"},
@@ -37,6 +38,7 @@ constexpr std::array<gp, 7> kTransformerParams{{
   {"dtype_bytes", "2", "bytes per weight / gradient element (2 = fp16 / bf16); Adam moments are fp32"},
   {"iterations", "2", "training iterations"},
   {"tflops", "100", "device rate in TFLOP/s for compute durations"},
+  {"hints", "1", "1: stored activations are recomputable (at their block's forward time) and lossy-ok; 0: off"},
 }};
 
 constexpr std::array<gp, 8> kLlmParams{{

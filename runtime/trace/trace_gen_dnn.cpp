@@ -15,6 +15,17 @@ namespace {
 constexpr std::uint64_t kMaxDim = std::uint64_t{1} << 24U;   // 16 Mi: keeps products of dims in range
 constexpr std::uint64_t kMaxCount = std::uint64_t{1} << 20U; // layers, iterations, steps
 constexpr double kAdamFlopsPerParam = 12.0;  // Adam update: moments, bias correction, sqrt, divide, axpy
+constexpr std::uint8_t kActivationHints = hint_recomputable | hint_lossy_ok;
+
+// Note [activation hints]
+// With hints=1 (the default) the training generators mark each activation kept for
+// backward with hint_recomputable | hint_lossy_ok and duration_ns = the compute time of the
+// forward op that produced it: the same figure as that op's compute event, so dropping it
+// and running that op again costs what the trace already charged once. The cost is of that
+// one op; its inputs must be present (or recomputed in turn, which the replay accounts).
+// Activations tolerate 8-bit storage (the usual assumption of activation compression).
+// Weights, gradients, Adam moments, the input batch, x0 (freed before backward) and dx are
+// hints 0: not recomputable, lossless compression allowed.
 
 std::string label(char const* prefix, std::uint64_t i) { return prefix + std::to_string(i); }
 
@@ -78,6 +89,8 @@ struct adam_layers {
 // compute 2BW^2. Backward (l = L..1; a_L is freed first, the loss consumed it): read
 // a_{l-1}, read w_l, wd g_l, compute 4BW^2, free a_{l-1}. Optimizer (l = 1..L): read g_l,
 // rw m_l, rw v_l, rw w_l, compute 12 W^2.
+// Hints (Note [activation hints]): a_1..a_{L-1}, read in backward, are recomputable at
+// the forward time 2BW^2 and lossy-ok; a_0 (the input) and a_L (freed first) have none.
 void generate_mlp_train(param_reader const& p, emitter& out)
 {
   std::uint64_t const layers = p.count("layers", 1, kMaxCount);
@@ -86,6 +99,7 @@ void generate_mlp_train(param_reader const& p, emitter& out)
   std::uint64_t const iterations = p.count("iterations", 1, kMaxCount);
   std::uint64_t const dtype = p.count("dtype_bytes", 1, 16);
   double const tflops = p.real("tflops", 1e-6, 1e9);
+  bool const hints = p.count("hints", 0, 1) == 1;
 
   std::uint64_t const weight_bytes = checked_mul(checked_mul(width, width, "W*W"), dtype, "weight bytes");
   std::uint64_t const act_bytes = checked_mul(checked_mul(batch, width, "B*W"), dtype, "activation bytes");
@@ -106,7 +120,8 @@ void generate_mlp_train(param_reader const& p, emitter& out)
     a[0] = out.alloc(act_bytes, "a0");
     out.wd(a[0]);  // the input batch
     for (std::uint64_t l = 1; l <= layers; ++l) {
-      a[l] = out.alloc(act_bytes, label("a", l));
+      bool const kept = hints && l < layers;  // read again in backward
+      a[l] = out.alloc(act_bytes, label("a", l), kept ? kActivationHints : 0, kept ? fwd_ns : 0);
       out.read(w[l]);
       out.read(a[l - 1]);
       out.wd(a[l]);
@@ -135,6 +150,8 @@ void generate_mlp_train(param_reader const& p, emitter& out)
 // wd S_l, compute 24 b s h^2 + 4 b s^2 h; x0 is freed after block 1.
 // Backward (l = N..1): alloc dx, wd dx first; per block read S_l, read W_l, rw dx, wd G_l,
 // compute 2x forward, free S_l; free dx. Optimizer: read G_l, rw M_l, rw V_l, rw W_l.
+// Hints (Note [activation hints]): every S_l is recomputable at the block's forward time
+// (24 b s h^2 + 4 b s^2 h flops) and lossy-ok; x0 and dx have none.
 void generate_transformer_train(param_reader const& p, emitter& out)
 {
   std::uint64_t const blocks = p.count("blocks", 1, kMaxCount);
@@ -144,6 +161,7 @@ void generate_transformer_train(param_reader const& p, emitter& out)
   std::uint64_t const dtype = p.count("dtype_bytes", 1, 16);
   std::uint64_t const iterations = p.count("iterations", 1, kMaxCount);
   double const tflops = p.real("tflops", 1e-6, 1e9);
+  bool const hints = p.count("hints", 0, 1) == 1;
 
   std::uint64_t const params = checked_mul(12, checked_mul(hidden, hidden, "h*h"), "12 h^2");
   std::uint64_t const weight_bytes = checked_mul(params, dtype, "weight bytes");
@@ -169,7 +187,7 @@ void generate_transformer_train(param_reader const& p, emitter& out)
     s[0] = out.alloc(hidden_bytes, "x0");
     out.wd(s[0]);
     for (std::uint64_t l = 1; l <= blocks; ++l) {
-      s[l] = out.alloc(stored_bytes, label("block", l) + ".act");
+      s[l] = out.alloc(stored_bytes, label("block", l) + ".act", hints ? kActivationHints : 0, hints ? fwd_ns : 0);
       out.read(w[l]);
       out.read(s[l - 1]);
       out.wd(s[l]);

@@ -164,6 +164,104 @@ TEST(TraceGen, MlpTrainHasTheBenchmarkShape)
   EXPECT_LT(index_of_phase(events, "iter 1"), events.size());
 }
 
+// The eviction hints of an allocate per tensor name (the last allocate of each name).
+struct alloc_hints {
+  std::uint8_t hints;
+  std::uint64_t recompute_ns;
+};
+std::map<std::string, alloc_hints> hints_by_name(std::vector<event> const& events)
+{
+  std::map<std::string, alloc_hints> out;
+  for (auto const& e : events) {
+    if (e.kind == event_kind::allocate) { out[e.name] = {e.hints, e.duration_ns}; }
+  }
+  return out;
+}
+
+constexpr std::uint8_t kActivation = tt::hint_recomputable | tt::hint_lossy_ok;
+
+// Activations kept for backward are recomputable at their forward op's compute time and
+// lossy-ok; everything else has no hint; hints=0 turns them off.
+TEST(TraceGen, MlpTrainMarksTheActivationsKeptForBackward)
+{
+  auto const events = tt::generate("mlp-train", small("mlp-train"), 1);
+  auto const h = hints_by_name(events);
+  // forward compute 2BW^2 at 20 TFLOP/s = 3 ns (MlpTrainHasTheBenchmarkShape)
+  for (char const* name : {"a1", "a2"}) {
+    EXPECT_EQ(h.at(name).hints, kActivation) << name;
+    EXPECT_EQ(h.at(name).recompute_ns, 3U) << name;
+  }
+  for (char const* name : {"a0", "a3", "w1", "g1", "m1", "v1", "w3", "g3", "m3", "v3"}) {
+    EXPECT_EQ(h.at(name).hints, 0U) << name;
+    EXPECT_EQ(h.at(name).recompute_ns, 0U) << name;
+  }
+  auto const s = tt::summarize(events);
+  EXPECT_EQ(s.recomputable_tensors, 2U * 2U);  // a1, a2 per iteration
+  EXPECT_EQ(s.recomputable_bytes, 4U * 2048U);
+  EXPECT_EQ(s.recompute_ns, 4U * 3U);
+  EXPECT_EQ(s.lossy_ok_tensors, 4U);
+  EXPECT_EQ(s.lossy_ok_bytes, 4U * 2048U);
+  // The recompute cost is the forward compute event's duration (the figure the generator charges).
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (events[i].kind != event_kind::allocate || events[i].hints == 0) { continue; }
+    std::size_t j = i;
+    while (events[j].kind != event_kind::compute) { ++j; }
+    EXPECT_EQ(events[j].duration_ns, events[i].duration_ns) << events[i].name;
+  }
+
+  auto p = small("mlp-train");
+  p.emplace_back("hints", "0");
+  auto const plain = tt::generate("mlp-train", p, 1);
+  for (auto const& e : plain) {
+    EXPECT_EQ(e.hints, 0U) << e.name;
+    if (e.kind == event_kind::allocate) { EXPECT_EQ(e.duration_ns, 0U) << e.name; }
+  }
+  ASSERT_EQ(plain.size(), events.size());  // the same trace otherwise
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    event e = events[i];
+    if (e.kind == event_kind::allocate) {
+      e.hints = 0;
+      e.duration_ns = 0;
+    }
+    EXPECT_EQ(e, plain[i]) << i;
+  }
+  p.back().second = "2";
+  EXPECT_THROW((void)tt::generate("mlp-train", p, 1), tierpool::logic_error);
+}
+
+TEST(TraceGen, TransformerTrainMarksTheStoredActivations)
+{
+  auto const events = tt::generate("transformer-train", small("transformer-train"), 1);
+  auto const h = hints_by_name(events);
+  // forward: 24 b s h^2 + 4 b s^2 h = 24*64*64^2 + 4*64*32*64 = 6815744 flop at 100 TFLOP/s = 68 ns
+  for (char const* name : {"block1.act", "block2.act"}) {
+    EXPECT_EQ(h.at(name).hints, kActivation) << name;
+    EXPECT_EQ(h.at(name).recompute_ns, 68U) << name;
+  }
+  for (char const* name : {"x0", "dx", "block1.w", "block1.g", "block1.m", "block1.v"}) {
+    EXPECT_EQ(h.at(name).hints, 0U) << name;
+    EXPECT_EQ(h.at(name).recompute_ns, 0U) << name;
+  }
+  auto const s = tt::summarize(events);
+  EXPECT_EQ(s.recomputable_tensors, 2U * 2U);
+  EXPECT_EQ(s.recomputable_bytes, 4U * 139264U);
+  EXPECT_EQ(s.recompute_ns, 4U * 68U);
+  auto p = small("transformer-train");
+  p.emplace_back("hints", "0");
+  EXPECT_EQ(tt::summarize(tt::generate("transformer-train", p, 1)).recomputable_tensors, 0U);
+}
+
+// Inference and serving: no hints (KV blocks are lossless-only by default, hints 0).
+TEST(TraceGen, InferenceAndServingCarryNoHints)
+{
+  for (char const* w : {"llm-infer-stream", "kv-paging", "random-reuse"}) {
+    for (auto const& e : tt::generate(w, small(w), 1)) {
+      EXPECT_EQ(e.hints, 0U) << w;
+      if (e.kind == event_kind::allocate) { EXPECT_EQ(e.duration_ns, 0U) << w; }
+    }
+  }
+}
+
 TEST(TraceGen, TransformerTrainSizes)
 {
   // h = 64: 12 h^2 = 49152 parameters; bf16 weights 98304 B, fp32 moments 196608 B;
@@ -322,7 +420,7 @@ TEST(TraceGen, BadInputsAreNamed)
   EXPECT_EQ(message("cnn-train", {}),
             "unknown workload 'cnn-train' (valid: mlp-train, transformer-train, llm-infer-stream, kv-paging, random-reuse)");
   EXPECT_EQ(message("mlp-train", {{"depth", "3"}}),
-            "unknown parameter 'depth' for workload mlp-train (valid: layers, width, batch, iterations, dtype_bytes, tflops)");
+            "unknown parameter 'depth' for workload mlp-train (valid: layers, width, batch, iterations, dtype_bytes, tflops, hints)");
   EXPECT_EQ(message("mlp-train", {{"layers", "0"}}),
             "bad value '0' for mlp-train parameter 'layers' (expected an integer in 1..1048576)");
   EXPECT_EQ(message("mlp-train", {{"layers", "2"}, {"layers", "3"}}), "parameter 'layers' given twice");

@@ -41,12 +41,16 @@ class emitter {
  public:
   explicit emitter(event_sink const& sink) : sink_(sink) {}
 
-  std::uint64_t alloc(std::uint64_t bytes, std::string_view name)
+  /// `hints`: event::hints; `recompute_ns`: event::duration_ns (the recompute cost).
+  std::uint64_t alloc(std::uint64_t bytes, std::string_view name, std::uint8_t hints = 0,
+                      std::uint64_t recompute_ns = 0)
   {
     start(event_kind::allocate);
     e_.tensor = next_id_++;
     e_.bytes = bytes;
     e_.name.assign(name);
+    e_.hints = hints;
+    e_.duration_ns = recompute_ns;
     sink_(e_);
     return e_.tensor;
   }
@@ -90,6 +94,7 @@ class emitter {
     e_.bytes = 0;
     e_.time_ns = 0;
     e_.duration_ns = 0;
+    e_.hints = 0;
     e_.name.clear();
   }
 

@@ -283,6 +283,33 @@ class TIERPOOL_EXPORT pool {
   void free(tensor& t);
 
   /**
+   * @brief Let the pool drop `t` instead of keeping its bytes, and rebuild it with
+   *        `options.fn` from `options.inputs` on next use (activation checkpointing;
+   *        docs/chapters/tiers.md, "Eviction actions").
+   *
+   * The recipe describes the bytes `t` holds now. When `t` leaves its last copy (an
+   * eviction with nothing valid below), the pool drops it instead of writing it back if
+   * a rebuild costs less than the write-back and the read back (recompute_options::
+   * cost_seconds against the links' bandwidths, action_options), or if no lower tier has
+   * room. The next acquire or acquire_host rebuilds it: a block where the lease is asked
+   * for (host recipes: a host tier), the inputs leased for reading there, `fn` called,
+   * then the lease. A lease on `t` that may write, or pool::clear_recompute, ends the
+   * recipe; so does freeing an input or a lease on one that may write, after rebuilding
+   * `t` if it was dropped. Prefetches of a dropped tensor are dropped (nothing to copy).
+   * Replaces an earlier recipe of `t`.
+   * @throws tierpool::logic_error for an empty or foreign tensor, no `fn`, more than 64
+   *         inputs, an input that is `t`, not a live tensor of this pool, or recomputable
+   *         itself, or a `t` that is an input of another recipe.
+   * Thread safety: safe concurrently with any other call.
+   */
+  void set_recompute(tensor const& t, recompute_options options);
+  /**
+   * @brief End `t`'s recipe (rebuilding `t` first if it is dropped). No-op without one.
+   * @throws as acquire_host (a rebuild), logic_error for an empty or foreign tensor.
+   */
+  void clear_recompute(tensor const& t);
+
+  /**
    * @brief Register a low-memory callback: the step of the out-of-memory ladder after
    *        eviction and growing have failed, before out_of_memory is thrown.
    *

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -132,6 +133,30 @@ struct contention_options {
 };
 
 /**
+ * @brief Which eviction actions a pool chooses among, and the figures it prices them with
+ *        (pool_options::actions; docs/chapters/tiers.md, "Eviction actions").
+ */
+struct action_options {
+  /// Drop a tensor with a recipe (pool::set_recompute) when it leaves its last copy and
+  /// rebuilding it costs less than writing it back and reading it again, or when no lower
+  /// tier has room. false: recipes are kept but never used (a tensor is always written back).
+  bool recompute{true};
+  /// Order a write-back's candidate lower tiers by what a round trip through each costs
+  /// (transfer and, for a compressed tier, coding) instead of fastest first.
+  bool by_cost{true};
+  /// Bandwidths, bytes per second, used to price copies between a device tier and a host
+  /// tier (each way) and between a host tier and a storage file (each way); 0: the sim
+  /// backend's link models where it is the backend, else 25e9 (PCIe 4 x16) for device <->
+  /// host and 5e9 / 7e9 (NVMe write / read) for storage. A compressed tier is priced by
+  /// its codec's throughput as measured on the tensors it stored so far (before the first,
+  /// the codec's nominal figures).
+  double h2d_bytes_per_s{0.0};
+  double d2h_bytes_per_s{0.0};          ///< see h2d_bytes_per_s
+  double storage_write_bytes_per_s{0.0};  ///< see h2d_bytes_per_s
+  double storage_read_bytes_per_s{0.0};   ///< see h2d_bytes_per_s
+};
+
+/**
  * @brief Options of a tiered pool.
  *
  * Defaults come from the device and the topology.
@@ -191,6 +216,9 @@ struct pool_options {
   /// a request, and which tensors stay resident changes (the replay figures recorded for
   /// the policies are without it); turn it on for workloads of many distinct sizes.
   bool compaction{false};
+  /// Eviction actions beyond moving a copy down: recompute, and the order of the tiers a
+  /// write-back may go to (action_options).
+  action_options actions{};
   bool read_environment{true};          ///< honour the TIERPOOL_* variables (they win over the fields)
   /// With read_environment: variables this pool does not read, by name ("TIERPOOL_POLICY"),
   /// for a program whose own flag or logic decides that field (its flag must win over the
@@ -223,6 +251,50 @@ struct tensor_options {
   /// (storage_options::codec) its copy is 8-bit block quantized (float32 data, relative RMS
   /// error about 0.5-1.5 %: activations) instead of lz4. Never applied to a tensor without it.
   bool lossy_compression{false};
+  /// May be stored in a compressed tier at all (storage_engine::compressed; losslessly
+  /// unless lossy_compression). false: its write-backs pass over compressed tiers (data
+  /// that does not compress, or that must never be decoded on the way back).
+  bool compressible{true};
 };
+
+/**
+ * @brief What a recompute function is given (pool::set_recompute): where to write the
+ *        tensor's bytes and where its inputs' bytes are.
+ */
+struct recompute_call {
+  tensor_id id{};                     ///< the tensor being rebuilt
+  void* out{nullptr};                 ///< its bytes, to be written in full (`bytes` bytes)
+  std::size_t bytes{0};               ///< its size
+  /// The inputs' bytes (read only), in recompute_options::inputs order, in the same kind
+  /// of memory as `out`
+  std::vector<void const*> inputs{};
+  tier_id tier{};                     ///< the tier `out` is in
+  /// on_device recipes: the stream to enqueue the work on (the lease that asked for the
+  /// tensor, and every later use, is ordered after it); host recipes: the null handle
+  stream_handle stream{};
+};
+
+/**
+ * @brief How to rebuild a tensor instead of keeping its bytes (pool::set_recompute;
+ *        docs/chapters/tiers.md, "Eviction actions"): activation checkpointing.
+ */
+struct recompute_options {
+  /// Writes every byte of the tensor from its inputs. Called on the thread whose acquire
+  /// (or acquire_host) needs the tensor, with no pool lock held. An exception from it
+  /// propagates out of that call; the tensor stays dropped and can be asked for again.
+  std::function<void(recompute_call const&)> fn{};
+  /// Tensors of the same pool that fn reads (at most 64). While the recipe lives, none of
+  /// them is dropped for recompute itself, and freeing one, or a lease on one that may
+  /// write, first rebuilds this tensor if it is dropped and then ends the recipe.
+  std::vector<tensor_id> inputs{};
+  /// fn works on device memory: it gets device-tier pointers and a stream (enqueue work,
+  /// do not wait). false: fn runs on the host with host pointers, and an acquire copies
+  /// the result to the device as usual.
+  bool on_device{false};
+  /// Declared cost of one rebuild in seconds; < 0: measured (the mean of the rebuilds so
+  /// far; 0, so always worth trying, until the first).
+  double cost_seconds{-1.0};
+};
+
 
 }  // namespace tierpool

@@ -223,6 +223,9 @@ struct replay_result {
   std::uint64_t prefetches_late{0};    ///< COUNT: pool mode: prefetched copies a stream had to wait for (device time)
   double prefetch_lateness_seconds{0.0};  ///< pool mode: how long, in all
   std::uint64_t early_write_backs{0};  ///< COUNT: pool mode: write-backs the planner made early
+  /// COUNT: pool mode: copies dropped for recompute (no write-back; pool_stats::evicted_recompute)
+  std::uint64_t evicted_recompute{0};
+  std::uint64_t rebuilds{0};           ///< COUNT: pool mode: recipes run (each its cost of compute on the asking stream)
   double compute_seconds{0.0};         ///< the longest stream's compute time
   double stall_seconds{0.0};           ///< time streams waited (see docs/chapters/replay.md)
   double makespan_seconds{0.0};        ///< virtual end time
@@ -354,6 +357,17 @@ struct run_options {
   /// measured decompress and compress rates (`tierpool codec measure`; docs/chapters/codecs.md).
   std::optional<link_model> storage_read_link{};
   std::optional<link_model> storage_write_link{};  ///< see storage_read_link
+  /// Pool mode, with storage_bytes: the storage tier holds compressed copies at this ratio
+  /// (logical bytes per stored byte, as `tierpool codec measure` gives it): it holds
+  /// storage_bytes x ratio of tensors. With storage_read_link / storage_write_link at the
+  /// codec's rates, a compressed tier. >= 1.
+  double storage_ratio{1.0};
+  /// Pool mode: tensors the trace marks recomputable (allocate hints, with their cost) get a
+  /// recipe after each write: the pool drops them instead of writing them back when that
+  /// costs less (pool::set_recompute), and a rebuild runs their cost on the asking stream.
+  /// false: swap only (the hints are ignored). Lossy and no-compress hints set
+  /// tensor_options::lossy_compression and compressible either way.
+  bool recompute{true};
   policy_registry const* registry{nullptr};  ///< null: the built-in policies
   progress_fn progress{};                    ///< called about every 2^20 events (may be empty)
   /// Cache mode, tests: when non-null, receives 1 (hit) or 0 (miss) per request, in order.
@@ -408,6 +422,8 @@ struct grid_options {
   std::uint64_t storage_bytes{0};            ///< as run_options::storage_bytes
   std::optional<link_model> storage_read_link{};   ///< as run_options::storage_read_link
   std::optional<link_model> storage_write_link{};  ///< as run_options::storage_write_link
+  double storage_ratio{1.0};                       ///< as run_options::storage_ratio
+  bool recompute{true};                            ///< as run_options::recompute
   std::uint64_t uvm_page_bytes{kUvmDefaultPageBytes};  ///< as run_options::uvm_page_bytes
   double uvm_fault_ns{kUvmDefaultFaultNs};             ///< as run_options::uvm_fault_ns
   bool uvm_drop_clean{false};                          ///< as run_options::uvm_drop_clean

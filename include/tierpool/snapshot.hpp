@@ -69,6 +69,10 @@ struct tensor_residency {
   bool in_flight{false};
   bool prefetch_queued{false};  ///< a prefetch of it waits in the pool's prefetch queue (no room yet)
   bool prefetched{false};       ///< a prefetch brought it in and no acquire has used it since
+  /// Dropped for recompute: no tier holds its bytes (copies is empty or stale only, home is
+  /// meaningless); its recipe rebuilds it on next use (pool::set_recompute)
+  bool dropped_for_recompute{false};
+  bool recomputable{false};     ///< it has a recipe (pool::set_recompute)
   std::uint32_t leases{0};      ///< live leases (acquire, acquire_host), all tiers
   std::uint32_t write_leases{0};  ///< of which may write
   std::uint32_t access_count{0};  ///< accesses so far (allocation and every acquire)

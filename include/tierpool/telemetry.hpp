@@ -203,7 +203,20 @@ struct pool_stats {
   /// COUNT: those that found no room below even after the ladder: the copy stays
   /// device-only until it is evicted or written again
   std::uint64_t write_through_misses{0};
-  /// The device was lost (tierpool::device_lost): only host copies remain
+  // Eviction actions (docs/chapters/tiers.md, "Eviction actions"): what happened to each
+  // copy that left a tier. dropped + moved + compressed + recomputed = SUM(tier evictions).
+  std::uint64_t evicted_dropped{0};     ///< COUNT: clean copies dropped (a valid copy was below)
+  std::uint64_t evicted_moved{0};       ///< COUNT: written back into a lower, uncompressed tier
+  std::uint64_t evicted_compressed{0};  ///< COUNT: written back into a compressed tier
+  /// COUNT: dropped with no copy left, to be rebuilt by their recipe (pool::set_recompute)
+  std::uint64_t evicted_recompute{0};
+  std::size_t evicted_recompute_bytes{0};  ///< SUM: their bytes (write-backs saved)
+  std::uint64_t rebuilds{0};            ///< COUNT: recipes run to rebuild a dropped tensor
+  std::uint64_t rebuild_failures{0};    ///< COUNT: recipes that threw (the tensor stayed dropped)
+  double rebuild_seconds{0.0};          ///< SUM: time in recipes (host recipes; device ones: enqueueing)
+  std::uint64_t recipes{0};             ///< COUNT: live recipes now
+  std::uint64_t recipes_ended{0};       ///< COUNT: recipes ended by a write, an input's free or write, or clear_recompute
+  /// The device was lost (tierpool::device_lost): only host copies remain  /// The device was lost (tierpool::device_lost): only host copies remain
   bool device_lost{false};
   std::uint64_t lost_tensors{0};          ///< COUNT: tensors whose bytes went with it
 };

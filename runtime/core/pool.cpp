@@ -181,6 +181,15 @@ void pool::set_tenant(std::uint32_t tenant, tenant_options const& options)
 {
   checked(impl_, "set_tenant").set_tenant(tenant, options);
 }
+void pool::set_recompute(tensor const& t, recompute_options options)
+{
+  checked(impl_, "set_recompute").set_recompute(t, std::move(options));
+}
+void pool::clear_recompute(tensor const& t)
+{
+  detail::pool_impl& impl = checked(impl_, "clear_recompute");
+  noting_loss(impl, [&] { impl.clear_recompute(t); });
+}
 void pool::set_next_use(tensor const& t, std::optional<tick> next_use)
 {
   checked(impl_, "set_next_use").set_next_use(t, next_use);

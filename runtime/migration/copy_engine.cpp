@@ -15,6 +15,7 @@
 #include <tierpool/error.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <mutex>
 #include <string>
@@ -372,6 +373,7 @@ void migration_engine::count_copy(std::uint64_t n, std::uint32_t from, std::uint
 fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint32_t k, access_mode access,
                                                       place_mode mode)
 {
+  if (rec.needs_rebuild && access != access_mode::write_discard) [[unlikely]] { throw rebuild_needed{}; }
   if (rec.slots[k].state == copy_state::valid) { return fill_result::hit; }
   if (has_storage_ && access != access_mode::write_discard) {
     // Device <-> storage goes through a host tier: when no valid copy may be copied here
@@ -450,12 +452,27 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
 }
 
 bool migration_engine::write_back_locked(tensor_record& rec, std::uint32_t k, place_mode mode, std::size_t* busy_bytes,
-                                         status* copy_failed) noexcept
+                                         status* copy_failed, std::uint32_t* wrote_to) noexcept
 {
   std::size_t busy = 0;  // busy victims that kept the lower tiers full
-  for (auto j = static_cast<std::uint32_t>(k + 1); j < rec.slots.size(); ++j) {
+  auto const n = static_cast<std::uint32_t>(rec.slots.size());
+  for (auto j = static_cast<std::uint32_t>(k + 1); j < n; ++j) {
     if (rec.slots[j].state == copy_state::valid) { return true; }
+  }
+  // The candidate tiers, cheapest round trip first (Note [Choosing an eviction action],
+  // eviction.cpp); fastest first where they cost the same (a stable sort).
+  std::array<std::pair<double, std::uint32_t>, 64> order{};
+  std::size_t m = 0;
+  for (auto j = static_cast<std::uint32_t>(k + 1); j < n && m < order.size(); ++j) {
     if (has_storage_ && !direct_copy(k, j)) { continue; }  // a device copy reaches storage through a host tier above it
+    if (rec.no_compress && compressed_tier(j)) { continue; }  // tensor_options::compressible
+    double const cost = actions_.by_cost ? copy_seconds(k, j, rec.bytes) + copy_seconds(j, k, rec.bytes) : 0.0;
+    order[m++] = {cost, j};
+  }
+  std::stable_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(m),
+                   [](auto const& a, auto const& b) { return a.first < b.first; });
+  for (std::size_t i = 0; i < m; ++i) {
+    std::uint32_t const j = order[i].second;
     bool const fresh = rec.slots[j].state == copy_state::absent;
     if (fresh) {
       if (rec.bytes > tiers_[j]->capacity) { continue; }
@@ -467,7 +484,7 @@ bool migration_engine::write_back_locked(tensor_record& rec, std::uint32_t k, pl
       } catch (...) {
         got = place_result{};
       }
-      if (!got.blk) {  // no room there: try the next lower tier
+      if (!got.blk) {  // no room there: try the next candidate
         busy = busy + got.why.busy_bytes < busy ? busy : busy + got.why.busy_bytes;
         continue;
       }
@@ -495,6 +512,7 @@ bool migration_engine::write_back_locked(tensor_record& rec, std::uint32_t k, pl
     }
     dst.state = copy_state::valid;
     if (fresh) { insert_into_policy(rec, j, false); }
+    if (wrote_to != nullptr) { *wrote_to = j; }
     return true;
   }
   if (busy_bytes != nullptr) { *busy_bytes = *busy_bytes + busy < *busy_bytes ? *busy_bytes : *busy_bytes + busy; }

@@ -228,6 +228,134 @@ bool tenants_that_give(tier_state const& ts, std::uint32_t tenant, std::size_t b
 
 }  // namespace
 
+// Note [Choosing an eviction action]
+// -----------------------------------
+// Rationale: a copy leaving a tier can go several ways, and which is cheapest depends on
+// the tensor and on the machine: dropped when a valid copy is below (free); written back
+// to a lower tier (a copy now and one back before its next use, at that tier's
+// bandwidth); written into a compressed tier (coding both ways instead of a transfer:
+// cheaper than a slow disk, dearer than host memory); or, for a tensor with a recipe
+// (pool::set_recompute), dropped outright and rebuilt on next use (its declared or
+// measured cost, no copy at all). A runtime that only ever moves copies down pays the
+// transfer for activations a checkpointing framework would recompute for less.
+// Approach: a clean victim is dropped as before. For a dirty one, the round compares its
+// recipe's cost (recompute_cost: declared, or the mean of its rebuilds so far) with the
+// cheapest round trip to a tier it could be written to (copy_seconds each way: the
+// links' bandwidths from action_options or the sim backend's link models; a storage
+// tier's write and read rates as measured once it has moved a MiB, its nominal ones
+// before; staging through a host tier counted where a copy cannot be direct). Cheaper to
+// rebuild: the copy is vacated with nothing written and the record marked needs_rebuild.
+// Otherwise write_back_locked tries the candidate tiers cheapest round trip first (a
+// stable order: equal costs keep the fastest-first order, so pools without storage or
+// recipes behave exactly as before), passing over compressed tiers for a tensor that is
+// not compressible. When no candidate has room and the tensor has a recipe, it is
+// dropped for recompute instead of staying resident: the last resort before the request
+// fails. Each outcome is counted (pool_stats::evicted_dropped, _moved, _compressed,
+// _recompute).
+// Limitations: the price of a round trip ignores what the write-back evicts in the tier
+// below (a full host tier pushes its own victims further down), and the queueing on the
+// links; a recipe's inputs may themselves be evicted by the time it runs (their copy-in
+// is then part of the rebuild, not of its price). Moves not made by an eviction round
+// (demote, a shrinking tier, write-through, early write-backs) always move.
+
+namespace {
+
+enum class copy_side : std::uint8_t { device, host, storage };
+
+copy_side side_of(tier_kind k) noexcept
+{
+  if (k == tier_kind::storage) { return copy_side::storage; }
+  return k == tier_kind::device ? copy_side::device : copy_side::host;  // managed counts as host-side
+}
+
+// Nominal coding rates (bytes of tensor per second, one core) of a compressed tier's codec
+// before it has measured its own: the figures of `tierpool codec measure` on the demo's
+// activations (bench/results/codecs-cpu-2026-12-03.md), rounded down.
+std::pair<double, double> nominal_codec_rates(codec_kind c) noexcept
+{
+  switch (c) {
+    case codec_kind::lz4: return {0.25e9, 0.9e9};
+    case codec_kind::zstd: return {0.12e9, 0.5e9};
+    case codec_kind::q8_block: return {3.5e9, 20e9};
+    case codec_kind::none: break;
+  }
+  return {4e9, 4e9};
+}
+
+}  // namespace
+
+bool migration_engine::compressed_tier(std::uint32_t k) const noexcept
+{
+  tier_state const& ts = *tiers_[k];
+  return ts.file != nullptr && ts.file->engine() == storage_engine::compressed;
+}
+
+double migration_engine::copy_seconds(std::uint32_t a, std::uint32_t b, std::size_t bytes) const noexcept
+{
+  copy_side const sa = side_of(tiers_[a]->kind);
+  copy_side const sb = side_of(tiers_[b]->kind);
+  auto const n = static_cast<double>(bytes);
+  if (sa == copy_side::storage || sb == copy_side::storage) {
+    bool const write = sb == copy_side::storage;
+    tier_state const& st = *tiers_[write ? b : a];
+    double rate = write ? actions_.storage_write : actions_.storage_read;
+    if (st.file != nullptr) {
+      if (st.file->engine() == storage_engine::compressed) {
+        auto const nominal = nominal_codec_rates(st.file->codec());
+        rate = write ? nominal.first : nominal.second;
+      }
+      storage_file_figures const f = st.file->figures();
+      double const moved = static_cast<double>(write ? f.bytes_written : f.bytes_read);
+      double const secs = write ? f.write_seconds : f.read_seconds;
+      if (moved >= 1048576.0 && secs > 0.0) { rate = moved / secs; }  // measured
+    }
+    double t = n / std::max(rate, 1.0);
+    copy_side const other = write ? sa : sb;
+    if (other == copy_side::device) { t += n / std::max(write ? actions_.d2h : actions_.h2d, 1.0); }  // staged
+    return t;
+  }
+  double rate = actions_.h2h;
+  if (sa == copy_side::device && sb == copy_side::device) {
+    rate = 2e12;
+  } else if (sb == copy_side::device) {
+    rate = actions_.h2d;
+  } else if (sa == copy_side::device) {
+    rate = actions_.d2h;
+  }
+  return n / std::max(rate, 1.0);
+}
+
+double migration_engine::recompute_price(tensor_record const& rec) const noexcept
+{
+  if (!actions_.recompute || !rec.has_recipe || rec.rebuilt_fresh || rec.recipe_input) { return -1.0; }
+  record_owner const* o = rec.owner();
+  return o == nullptr ? -1.0 : o->recompute_cost(rec);
+}
+
+bool migration_engine::can_leave_locked(tensor_record const& rec, std::uint32_t k) const noexcept
+{
+  for (std::uint32_t j = 0; j < rec.slots.size(); ++j) {
+    if (j != k && rec.slots[j].state == copy_state::valid) { return true; }  // clean
+  }
+  for (auto j = static_cast<std::uint32_t>(k + 1); j < tiers_.size(); ++j) {
+    if ((has_storage_ && !direct_copy(k, j)) || (rec.no_compress && compressed_tier(j))) { continue; }
+    if (rec.bytes <= tiers_[j]->capacity) { return true; }
+  }
+  return recompute_price(rec) >= 0.0;
+}
+
+double migration_engine::cheapest_round_trip(tensor_record const& rec, std::uint32_t k) const noexcept
+{
+  double best = std::numeric_limits<double>::infinity();
+  for (auto j = static_cast<std::uint32_t>(k + 1); j < tiers_.size(); ++j) {
+    if (has_storage_ && !direct_copy(k, j)) { continue; }
+    if (rec.no_compress && compressed_tier(j)) { continue; }
+    if (rec.bytes > tiers_[j]->capacity) { continue; }
+    best = std::min(best, copy_seconds(k, j, rec.bytes) + copy_seconds(j, k, rec.bytes));
+  }
+  return best;
+}
+
 evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming,
                                             std::uint32_t tenant, evict_pass pass, evict_handoff* handoff,
                                             std::unique_lock<std::mutex>* held)
@@ -321,6 +449,11 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
           learned = true;
           continue;
         }
+        if (rec->no_compress && !can_leave_locked(*rec, k)) [[unlikely]] {
+          extra = sat_add(extra, rec->bytes);  // dirty, and every tier below compresses: it stays
+          learned = true;
+          continue;
+        }
         if (guard_until != 0) {
           tick const nu = rec->next_use.load(std::memory_order_relaxed);
           if (nu != kNoForecast && nu >= guard_from && nu <= guard_until) {
@@ -366,15 +499,33 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
     for (std::uint32_t j = 0; j < rec->slots.size() && dirty; ++j) {
       dirty = !(j != k && rec->slots[j].state == copy_state::valid);
     }
+    bool recompute = false;  // Note [Choosing an eviction action]
+    std::uint32_t wrote_to = k;
     if (dirty) {
+      double const rc = recompute_price(*rec);
+      recompute = rc >= 0.0 && rc < cheapest_round_trip(*rec, k);
       status failed = status::ok;
-      if (!write_back_locked(*rec, k, mode, &wb_busy, &failed)) {  // stays resident
-        if (failed != status::ok) {
-          out.write_back_status = failed;  // Note [A failed write-back], placement.cpp
-          out.write_back_victim = rec->id;
+      if (!recompute && !write_back_locked(*rec, k, mode, &wb_busy, &failed, &wrote_to)) {
+        if (failed != status::ok || rc < 0.0) {  // stays resident
+          if (failed != status::ok) {
+            out.write_back_status = failed;  // Note [A failed write-back], placement.cpp
+            out.write_back_victim = rec->id;
+          }
+          continue;
         }
-        continue;
+        recompute = true;  // no room below: rebuilding it later beats keeping it here
       }
+    }
+    if (recompute) {
+      rec->needs_rebuild = true;  // its last copy goes: the recipe holds its bytes now
+      counters_->evicted_recompute.fetch_add(1, std::memory_order_relaxed);
+      counters_->evicted_recompute_bytes.fetch_add(rec->bytes, std::memory_order_relaxed);
+    } else if (!dirty) {
+      counters_->evicted_dropped.fetch_add(1, std::memory_order_relaxed);
+    } else if (compressed_tier(wrote_to)) {
+      counters_->evicted_compressed.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      counters_->evicted_moved.fetch_add(1, std::memory_order_relaxed);
     }
     if (rec->prefetched) {
       counters_->prefetch_wasted.fetch_add(1, std::memory_order_relaxed);
@@ -387,7 +538,7 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
       vacate_locked(*rec, k);
     }
     ts.evictions.fetch_add(1, std::memory_order_relaxed);
-    if (!dirty) { ts.evictions_clean.fetch_add(1, std::memory_order_relaxed); }
+    if (!dirty || recompute) { ts.evictions_clean.fetch_add(1, std::memory_order_relaxed); }
     out.progress = true;
   }
   out.busy_bytes = sat_add(out.busy_bytes, wb_busy);  // a lower tier full of busy victims: busy too

@@ -199,6 +199,19 @@ struct evict_outcome {
   tensor_id write_back_victim{};         ///< that victim
 };
 
+/// @brief The eviction actions' settings and the bandwidths that price them (bytes per
+///        second; pool_options::actions resolved at construction). Note [Choosing an
+///        eviction action], eviction.cpp.
+struct action_prices {
+  bool recompute{true};       ///< drop tensors with a recipe when that is cheaper, or when nothing below has room
+  bool by_cost{true};         ///< order a write-back's candidate tiers by round-trip cost
+  double h2d{25e9};           ///< host tier -> device tier
+  double d2h{25e9};           ///< device tier -> host tier
+  double h2h{10e9};           ///< host tier -> host tier
+  double storage_write{5e9};  ///< host tier -> storage file, until measured
+  double storage_read{7e9};   ///< storage file -> host tier, until measured
+};
+
 /// @brief Which tenants' victims an eviction round may take (Note [Hard shares and
 ///        priorities], eviction.cpp).
 enum class evict_pass : std::uint8_t {
@@ -224,6 +237,11 @@ struct resident_copy {
 
 /// @brief What ensure_valid_locked() did.
 enum class fill_result : std::uint8_t { hit, filled, no_room };
+
+/// @brief Thrown by ensure_valid_locked (and the acquire paths) for a tensor dropped for
+///        recompute (tensor_record::needs_rebuild): its bytes must be rebuilt by its recipe
+///        first, with no lock held (core/detail/recompute.cpp). Never leaves the pool.
+struct rebuild_needed {};
 
 /// @brief The migration engine of one pool (see the file comment).
 class migration_engine {
@@ -310,6 +328,23 @@ class migration_engine {
   evict_outcome evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming = {},
                             std::uint32_t tenant = 0, evict_pass pass = evict_pass::shares, evict_handoff* handoff = nullptr,
                             std::unique_lock<std::mutex>* held = nullptr);
+  /// Set the eviction actions' settings and prices (construction, before any tensor).
+  void set_actions(action_prices const& p) noexcept { actions_ = p; }
+  [[nodiscard]] action_prices const& actions() const noexcept { return actions_; }
+  /// Seconds a copy of `bytes` takes from tier a to tier b (staged through a host tier
+  /// where it cannot be direct); a storage tier's rates as measured once it has some.
+  [[nodiscard]] double copy_seconds(std::uint32_t a, std::uint32_t b, std::size_t bytes) const noexcept;
+  /// The (locked) record's rebuild cost in seconds when eviction may drop it for recompute
+  /// now, else a negative value (Note [Choosing an eviction action], eviction.cpp).
+  [[nodiscard]] double recompute_price(tensor_record const& rec) const noexcept;
+  /// Whether the (locked) record's copy in tier k can leave it: clean, a tier below that
+  /// takes it, or a recipe. False for a dirty, not compressible tensor above compressed tiers only.
+  [[nodiscard]] bool can_leave_locked(tensor_record const& rec, std::uint32_t k) const noexcept;
+  /// The cheapest round trip (down and back) of the record's copy in tier k to a tier a
+  /// write-back could use; infinity when none.
+  [[nodiscard]] double cheapest_round_trip(tensor_record const& rec, std::uint32_t k) const noexcept;
+  /// True when tier k stores compressed copies (storage_engine::compressed).
+  [[nodiscard]] bool compressed_tier(std::uint32_t k) const noexcept;
   /// Give `tenant` an entry in every tier's tenant list (Note [Tenants' shares of a tier],
   /// eviction.cpp) before its first tensor, so that counting its bytes never allocates.
   /// @throws std::bad_alloc (the tiers that got an entry keep it)
@@ -365,8 +400,11 @@ class migration_engine {
   /// Write the dirty copy in tier k back to a lower tier. @return false when it stays the
   /// only valid copy; then `*busy_bytes` (when given) grows by the busy victims that kept
   /// the lower tiers full.
+  /// `wrote_to` (when given): the tier written to (unchanged when a lower copy was valid).
+  /// Candidate tiers go by round-trip cost (action_prices::by_cost); compressed tiers are
+  /// passed over for tensors not compressible (tensor_options::compressible).
   bool write_back_locked(tensor_record& rec, std::uint32_t k, place_mode mode, std::size_t* busy_bytes = nullptr,
-                         status* copy_failed = nullptr) noexcept;
+                         status* copy_failed = nullptr, std::uint32_t* wrote_to = nullptr) noexcept;
   void vacate_locked(tensor_record& rec, std::uint32_t k) noexcept;
   /// As vacate_locked, for an unpinned copy whose block goes to `h` (it stays a live block
   /// of the tier) with the copy's `ready` and `users`, instead of a deferred free.
@@ -438,6 +476,7 @@ class migration_engine {
   spin_mutex* table_mtx_{nullptr};
   record_table* table_{nullptr};
   std::vector<std::unique_ptr<tier_state>> tiers_;
+  action_prices actions_{};  // pool_options::actions, resolved (set_actions)
   bool has_storage_{false};  // a storage tier is among tiers_: copies may need staging (storage_copy.cpp)
   std::vector<stream_handle> h2d_;
   std::vector<stream_handle> d2h_;

@@ -59,6 +59,10 @@ class record_owner {
   /// The name of a live tensor made with one (tensor_record::named): the pool keeps names
   /// beside the records (Note [Names beside the records], core/detail/tensor_ops.cpp). "" when none.
   [[nodiscard]] virtual std::string name_of(tensor_id id) const = 0;
+  /// The locked record has a recipe (has_recipe): what one rebuild costs in seconds, or a
+  /// negative value when it may not be dropped now (Note [Recompute as an eviction action],
+  /// core/detail/recompute.cpp).
+  [[nodiscard]] virtual double recompute_cost(tensor_record const& rec) const noexcept = 0;
 
  protected:
   record_owner() = default;
@@ -355,13 +359,24 @@ struct alignas(8) tensor_record {
   /// Constant: the preferred tier is device-accessible (acquire may use it in place of the
   /// device tier).
   bool prefers_device_accessible{false};
-  // Two constants (set before the record is published) share a byte: the record stays
+  // Three constants (set before the record is published) share a byte: the record stays
   // within its budget (RecordLayout test).
   bool write_through : 1 = false;  ///< constant: tensor_options::write_through
   bool lossy_ok : 1 = false;       ///< constant: tensor_options::lossy_compression
+  bool no_compress : 1 = false;    ///< constant: !tensor_options::compressible
   /// With free_when_unpinned: the table's reference keeps this record, and the pool's hold
   /// keeps the pool, until the deferred free (Note [A dropped record's references]).
-  bool drop_held{false};
+  bool drop_held : 1 = false;
+  // Recompute (pool::set_recompute; Note [Recompute as an eviction action], recompute.cpp):
+  // guarded by `mtx`, like drop_held, whose byte they share.
+  /// Has a live recipe in its owner's table: eviction may drop its last copy.
+  bool has_recipe : 1 = false;
+  /// No copy holds its bytes (every slot absent or stale): the recipe rebuilds them.
+  bool needs_rebuild : 1 = false;
+  /// An input of a live recipe: never dropped for recompute itself.
+  bool recipe_input : 1 = false;
+  /// Rebuilt and not acquired since: not dropped again before that acquire (no rebuild loop).
+  bool rebuilt_fresh : 1 = false;
   bool named{false};              ///< constant: made with a name (its owner keeps it: name_of)
   std::uint8_t preferred{kNoPreferredTier};  ///< constant: tensor_options::preferred_tier's index
   /// Constant: the pool, as its index in the process's registry (owner()).
@@ -380,7 +395,7 @@ struct alignas(8) tensor_record {
   /// snapshots: the shard's clock, read on each miss and every 64th hit (Note [Last use]
   /// in core/detail/pool_snapshot.cpp). Guarded by `mtx`.
   tick last_use{0};
-  slot_array slots;               ///< one per tier; invariant: >= 1 valid while live
+  slot_array slots;               ///< one per tier; invariant: >= 1 valid while live, unless needs_rebuild
 
   /// @brief tensor_options::name ("" when none; asks the owner for a named tensor).
   /// @brief The pool (null before allocate sets owner_index).
@@ -404,6 +419,7 @@ struct alignas(8) tensor_record {
     priority = o.priority;
     write_through = o.write_through;
     lossy_ok = o.lossy_compression;
+    no_compress = !o.compressible;
     preferred = o.preferred_tier ? static_cast<std::uint8_t>(*o.preferred_tier) : kNoPreferredTier;
   }
 };

@@ -89,7 +89,9 @@ plan_outcome migration_engine::plan_prefetch(record_ref const& recp, std::uint32
   record_lock rl(rec, std::try_to_lock);
   if (!rl.owns() || rec.freed) { return plan_outcome::skipped; }
   if (rec.slots[k].state == copy_state::valid) { return plan_outcome::resident; }
-  if (rec.prefetch_queued || rec.write_pins != 0 || rec.bytes > tiers_[k]->capacity) { return plan_outcome::skipped; }
+  if (rec.prefetch_queued || rec.write_pins != 0 || rec.needs_rebuild || rec.bytes > tiers_[k]->capacity) {
+    return plan_outcome::skipped;
+  }
   fill_result r = fill_result::no_room;
   std::size_t skips = 0;
   try {

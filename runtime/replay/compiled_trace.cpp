@@ -265,6 +265,10 @@ class compiler {
         }
         obj = obj_of(e.tensor);
         __builtin_prefetch(&objs_[obj], 1);
+        if (e.kind == trace::event_kind::allocate && e.hints != 0 && options_.pool) [[unlikely]] {
+          d_->hints[obj] = {.recompute_ns = (e.hints & trace::hint_recomputable) != 0 ? e.duration_ns : 0,
+                            .hints = e.hints};
+        }
         break;
       case trace::event_kind::free:
       case trace::event_kind::release:

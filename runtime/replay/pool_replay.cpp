@@ -158,12 +158,19 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
                                  .name = std::string(to_string(st.kind)) + "_" + std::to_string(i)});
   }
   if (o.storage_bytes != 0) {  // phantom: no file; the backend times its copies (s2h, h2s)
-    std::uint64_t const sb = std::max<std::uint64_t>(o.storage_bytes / kAlign * kAlign, kAlign);
+    if (!(o.storage_ratio >= 1.0) || o.storage_ratio > 1e6) {
+      throw logic_error("replay: the storage ratio must be in [1, 1e6] (got " + std::to_string(o.storage_ratio) + ")");
+    }
+    // A compressed tier holds ratio x its bytes of tensors (run_options::storage_ratio).
+    double const logical = static_cast<double>(o.storage_bytes) * o.storage_ratio;
+    std::uint64_t const sb = std::max<std::uint64_t>(
+      static_cast<std::uint64_t>(std::min(logical, 9.0e18)) / kAlign * kAlign, kAlign);
     po.tiers.push_back(tier_options{.kind = tier_kind::storage, .capacity_bytes = sb,
                                     .chunk_bytes = std::min<std::uint64_t>(sb, 1ULL << 30U), .policy = backing_policy,
                                     .name = "storage"});
   }
   po.policy = o.policy;
+  po.actions.recompute = o.recompute;
   po.prefetch = o.prefetch;  // the pool builds the predictor from the registry (unknown: a typed error)
   // The online planner learns its own forecast: the trace's next uses are not given to it
   // (they would be the oracle's). The oracle planner reads the trace's future.
@@ -233,6 +240,12 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
             tensor_options to;
             if (op.tier != kAnyTier) { to.preferred_tier = tier_id{op.tier}; }
             if (!learned) { to.next_use = op.arg == kNoNext ? tick{no_next_use} : tick{op.arg}; }
+            if (!d.hints.empty()) [[unlikely]] {
+              if (auto const h = d.hints.find(op.obj); h != d.hints.end()) {
+                to.lossy_compression = (h->second.hints & trace::hint_lossy_ok) != 0;
+                to.compressible = (h->second.hints & trace::hint_no_compress) == 0;
+              }
+            }
             tensors[op.obj] = p.allocate(static_cast<std::size_t>(op.bytes), std::move(to));
             break;
           }
@@ -282,6 +295,19 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
               }
             }
             if (backend->link_stats(sim_link::h2d).bytes != before) { bytes_missed += op.bytes; }
+            if (o.recompute && mode != access_mode::read && !d.hints.empty()) [[unlikely]] {
+              // The bytes it holds now can be rebuilt at the trace's cost: its recipe (a
+              // write ended the previous one). No inputs: the cost stands for the whole op.
+              if (auto const h = d.hints.find(op.obj); h != d.hints.end() && h->second.recompute_ns != 0) {
+                recompute_options ro;
+                tick const ns = h->second.recompute_ns;
+                sim_backend* const be = backend.get();
+                ro.fn = [be, ns](recompute_call const& c) { TIERPOOL_TRY(be->compute_async(c.stream, ns)); };
+                ro.on_device = true;
+                ro.cost_seconds = static_cast<double>(ns) * 1e-9;
+                p.set_recompute(t, std::move(ro));
+              }
+            }
             if (explicit_release) {
               held_by_obj[op.obj].push_back(std::move(l));
             } else if (hold && op.host == 0) {
@@ -338,6 +364,8 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
   out.prefetches_late = st.prefetch_late_device;
   out.prefetch_lateness_seconds = st.prefetch_lateness_seconds;
   out.early_write_backs = st.early_write_backs;
+  out.evicted_recompute = st.evicted_recompute;
+  out.rebuilds = st.rebuilds;
   out.makespan_seconds = static_cast<double>(makespan) * 1e-9;
 }
 

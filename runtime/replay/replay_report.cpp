@@ -116,6 +116,8 @@ field const kFields[] = {
   TP_COUNT("prefetches_late", r.prefetches_late),
   TP_REAL("prefetch_lateness_seconds", r.prefetch_lateness_seconds),
   TP_COUNT("early_write_backs", r.early_write_backs),
+  TP_COUNT("evicted_recompute", r.evicted_recompute),
+  TP_COUNT("rebuilds", r.rebuilds),
   TP_COUNT("must_move_h2d", r.must_move_h2d),
   TP_COUNT("must_move_d2h", r.must_move_d2h),
   TP_REAL("compute_seconds", r.compute_seconds),

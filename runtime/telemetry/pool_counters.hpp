@@ -47,6 +47,10 @@ struct pool_counters {
   std::atomic<std::uint64_t> busy_retries{0};
   std::atomic<std::uint64_t> pressure_shrinks{0}, pressure_released_bytes{0};  ///< pool::check_memory_pressure
   std::atomic<std::uint64_t> write_throughs{0}, write_through_bytes{0}, write_through_misses{0};  ///< tensor_options::write_through
+  // Eviction actions and recompute (pool_stats::evicted_*, rebuilds, ...).
+  std::atomic<std::uint64_t> evicted_dropped{0}, evicted_moved{0}, evicted_compressed{0};
+  std::atomic<std::uint64_t> evicted_recompute{0}, evicted_recompute_bytes{0};
+  std::atomic<std::uint64_t> rebuilds{0}, rebuild_failures{0}, rebuild_ns{0}, recipes_ended{0};
   std::atomic<std::uint64_t> acquire_failures{0};  ///< counted acquires that threw (pool_stats::acquire_failures)
   std::atomic<std::uint64_t> live_tensors{0};
   std::atomic<std::uint64_t> live_tensor_bytes{0};

@@ -99,6 +99,7 @@ class TIERPOOL_EXPORT storage_file final : public chunk_source {
 
   /// @brief The engine in use (io_uring or pread; never automatic).
   [[nodiscard]] storage_engine engine() const noexcept { return engine_; }
+  [[nodiscard]] codec_kind codec() const noexcept { return opts_.codec; }
   /// @brief The file's size: the capacity given, rounded down to the alignment.
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
   /// @brief Whether the file is open with O_DIRECT.

@@ -534,6 +534,7 @@ TEST(OwnerRegistry, RegistersLooksUpAndReusesIndices)
     {
     }
     [[nodiscard]] std::string name_of(tierpool::tensor_id /*id*/) const override { return "d"; }
+    [[nodiscard]] double recompute_cost(tensor_record const& /*rec*/) const noexcept override { return -1.0; }
   };
   dummy a;
   dummy b;

@@ -146,6 +146,7 @@ int replay_command(int argc, char** argv)
   std::string host_capacity_text;
   std::string storage_text;
   std::string storage_link_text;
+  std::string storage_ratio_text;
 
   po::options_description desc("tierpool replay TRACE [options]");
   // clang-format off
@@ -176,6 +177,10 @@ int replay_command(int argc, char** argv)
     ("storage-link", po::value(&storage_link_text), "pool mode, with --storage: its read and write links, "
      "READ/WRITE, each a preset or BW,LAT (bytes/s,ns): for a compressed tier, the codec's decompress and "
      "compress rates as `tierpool codec measure` gives them (0.9e9,0/0.27e9,0)")
+    ("storage-ratio", po::value(&storage_ratio_text), "pool mode, with --storage: the tier stores compressed "
+     "copies at this ratio (>= 1; `tierpool codec measure`): it holds SIZE x RATIO of tensors")
+    ("no-recompute", "pool mode: swap only; without it, tensors the trace marks recomputable are dropped "
+     "instead of written back when rebuilding costs less (their cost runs as compute on the asking stream)")
     ("loop", po::value(&loop_text), "replay the trace this many times in a row, 1..1000000 (default 1)")
     ("format", po::value(&format), "trace format: auto (default), text, binary, oracle_general, csv")
     ("json", po::value(&json_path), "write the results as JSON (one object per row) to FILE")
@@ -280,6 +285,21 @@ int replay_command(int argc, char** argv)
     g.storage_read_link = *rd;
     g.storage_write_link = *wr;
   }
+  if (!storage_ratio_text.empty()) {
+    if (g.storage_bytes == 0) { throw logic_error("--storage-ratio needs --storage"); }
+    std::size_t used = 0;
+    double r = 0.0;
+    try {
+      r = std::stod(storage_ratio_text, &used);
+    } catch (std::exception const&) {
+      used = 0;
+    }
+    if (used != storage_ratio_text.size() || !(r >= 1.0) || r > 1e6) {
+      throw logic_error("invalid --storage-ratio '" + storage_ratio_text + "': a number in [1, 1000000]");
+    }
+    g.storage_ratio = r;
+  }
+  g.recompute = vm.count("no-recompute") == 0;
   if ((g.host_capacity || g.storage_bytes != 0) && (!has_pool || modes.size() != 1)) {
     std::fprintf(stderr, "tierpool replay: --host-capacity and --storage need --mode pool\n");
     return 2;

@@ -389,6 +389,9 @@ class TIERPOOL_EXPORT sim_backend final : public backend {
    * Wall clock: the worker sleeps for `duration`. Virtual: the stream tail moves.
    */
   [[nodiscard]] status compute_async(stream_handle s, tick duration) noexcept;
+  /// @brief The link models the copies are timed by (sim_options::links, resolved: a
+  ///        virtual clock's default is sim_links::from_host_link(pcie4); a wall clock's, unthrottled).
+  [[nodiscard]] sim_links const& links() const noexcept;
   /**
    * @brief Virtual clock only: move now() forward to `t` (no-op if `t <= now()`).
    * @return ok, or not_supported on a wall clock.

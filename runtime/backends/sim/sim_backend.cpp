@@ -686,6 +686,8 @@ std::string sim_backend::last_error() const
   return tl_error.owner == impl_->id ? tl_error.text : std::string{};
 }
 
+sim_links const& sim_backend::links() const noexcept { return *impl_->opts.links; }
+
 status sim_backend::compute_async(stream_handle s, tick duration) noexcept
 {
   auto& m = *impl_;

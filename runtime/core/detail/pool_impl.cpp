@@ -29,6 +29,7 @@
 #include "core/detail/pool_impl.hpp"
 
 #include <tierpool/backend_factory.hpp>
+#include <tierpool/backends/sim_backend.hpp>
 #include <tierpool/detail/parse.hpp>
 #include <tierpool/error.hpp>
 #include <tierpool/log.hpp>
@@ -106,6 +107,48 @@ std::string program_name()
 // Construction
 // ---------------------------------------------------------------------------------------
 
+namespace {
+
+// pool_options::actions with its defaults filled in: the sim backend's link models where
+// it models them (a virtual clock, or a throttled wall clock), else the nominal figures.
+action_prices resolve_action_prices(action_options const& a, backend& be)
+{
+  auto const check = [](double v, char const* name) {
+    if (!(v >= 0.0)) {  // negative or NaN
+      throw logic_error(std::string("pool_options::actions.") + name + " is " + std::to_string(v) +
+                        ": a bandwidth in bytes per second, >= 0 (0: the default)");
+    }
+  };
+  check(a.h2d_bytes_per_s, "h2d_bytes_per_s");
+  check(a.d2h_bytes_per_s, "d2h_bytes_per_s");
+  check(a.storage_write_bytes_per_s, "storage_write_bytes_per_s");
+  check(a.storage_read_bytes_per_s, "storage_read_bytes_per_s");
+  action_prices p;
+  p.recompute = a.recompute;
+  p.by_cost = a.by_cost;
+  if (auto const* sim = dynamic_cast<sim_backend const*>(&be)) {
+    sim_links const& l = sim->links();
+    auto const take = [](double& to, link_model const& m) {
+      if (m.bandwidth_bytes_per_s > 0.0) { to = m.bandwidth_bytes_per_s; }
+    };
+    take(p.h2d, l.h2d);
+    take(p.d2h, l.d2h);
+    take(p.h2h, l.h2h);
+    take(p.storage_write, l.h2s);
+    take(p.storage_read, l.s2h);
+  }
+  auto const given = [](double& to, double v) {
+    if (v > 0.0) { to = v; }
+  };
+  given(p.h2d, a.h2d_bytes_per_s);
+  given(p.d2h, a.d2h_bytes_per_s);
+  given(p.storage_write, a.storage_write_bytes_per_s);
+  given(p.storage_read, a.storage_read_bytes_per_s);
+  return p;
+}
+
+}  // namespace
+
 pool_impl::pool_impl(pool_options options)
 {
   environment_overrides const env = apply_environment(options, process_environment());
@@ -174,6 +217,7 @@ pool_impl::pool_impl(pool_options options)
     }
     engine_.add_tier(std::move(ts));
   }
+  engine_.set_actions(resolve_action_prices(options.actions, *backend_));  // Note [Choosing an eviction action]
   for (auto const& [tenant, quota] : options.tenant_quotas) { engine_.set_tenant_quota(tenant, quota); }
   for (auto const& [tenant, to] : options.tenants) { engine_.set_tenant_rank(tenant, to.priority, to.hard_shares); }
 

@@ -71,6 +71,10 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   void set_quota(std::uint32_t tenant, std::size_t bytes);
   void set_tenant_share(std::uint32_t tenant, tier_id tier, std::size_t bytes);
   void set_tenant(std::uint32_t tenant, tenant_options const& options);
+  // -- recompute (core/detail/recompute.cpp; Note [Recompute as an eviction action]) --
+  void set_recompute(tensor const& t, recompute_options options);
+  void clear_recompute(tensor const& t);
+  [[nodiscard]] double recompute_cost(tensor_record const& rec) const noexcept override;
   /// TIERPOOL_TRACE / pool_options::trace_path: true when this pool records its calls.
   [[nodiscard]] bool tracing() const noexcept { return tracer_.active(); }
   /// Record an access by lease `l` (acquire or acquire_host). No-op unless tracing().
@@ -211,6 +215,31 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   /// A handle died while its record is leased or paused: mark the record dropped and hold
   /// the pool for it (Note [A dropped record's references]). Record locked.
   void hold_dropped_locked(tensor_record& rec, std::shared_ptr<pool_impl> const& self) noexcept;
+
+  // ---- recompute (recompute.cpp) ----
+  struct recipe;
+  /// Before a lease of `rec` (acquire: `stream`, device; acquire_host: host) with recipes
+  /// live: rebuild it if it is dropped (unless the lease overwrites it), end its recipe if
+  /// the lease may write, and rebuild and end the recipes it is an input of if it may.
+  void prepare_recipes(tensor_record& rec, access_mode access, stream_handle stream, bool host);
+  /// Run `rec`'s recipe (it is dropped). @throws what the recipe throws, or the leases
+  void rebuild(tensor_record& rec, stream_handle stream, bool host);
+  /// End the recipes `rec` is an input of (rebuilding the dropped ones first).
+  void end_dependents(tensor_record& rec);
+  /// End `rec`'s own recipe: out of the table, its inputs' counts down. `discard`: the
+  /// caller overwrites every byte (a dropped tensor needs no rebuild then).
+  [[nodiscard]] bool end_recipe(tensor_record& rec, bool discard);  // false: dropped, rebuild first (unless discard)
+  /// free / free_handle of a tensor with recipes live (before its slots go). `noexcept`
+  /// callers: a failing rebuild is logged and counted.
+  void free_recipes(tensor_record& rec, bool may_throw);
+  /// The lease of a record (acquire / acquire_host less the handle checks).
+  lease acquire_record(tensor_record& rec, record_ref const* handle, access_mode access, stream_handle stream);
+  lease acquire_host_record(tensor_record& rec, record_ref const* handle, access_mode access);
+  std::mutex recipe_edit_mtx_;  ///< serializes set/end of recipes (before any record lock)
+  mutable std::mutex recipes_mtx_;  ///< leaf: guards recipes_ and input_uses_
+  std::unordered_map<std::uint64_t, std::shared_ptr<recipe>> recipes_;  ///< by tensor id
+  std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> dependents_;  ///< input id -> tensors whose recipe reads it
+  std::atomic<std::uint64_t> recipes_live_{0};  ///< recipes_.size(): 0 skips all of it
 
   /// This pool in the process's registry of record owners (Note [A record names its pool in
   /// two bytes], records.cpp): the first member, so registered first and given back last.

@@ -135,6 +135,16 @@ pool_stats pool_impl::stats() const
   }
   st.write_through_bytes = counters_.write_through_bytes.load(std::memory_order_relaxed);
   st.write_through_misses = counters_.write_through_misses.load(std::memory_order_relaxed);
+  st.evicted_dropped = counters_.evicted_dropped.load(std::memory_order_relaxed);
+  st.evicted_moved = counters_.evicted_moved.load(std::memory_order_relaxed);
+  st.evicted_compressed = counters_.evicted_compressed.load(std::memory_order_relaxed);
+  st.evicted_recompute = counters_.evicted_recompute.load(std::memory_order_relaxed);
+  st.evicted_recompute_bytes = counters_.evicted_recompute_bytes.load(std::memory_order_relaxed);
+  st.rebuilds = counters_.rebuilds.load(std::memory_order_relaxed);
+  st.rebuild_failures = counters_.rebuild_failures.load(std::memory_order_relaxed);
+  st.rebuild_seconds = static_cast<double>(counters_.rebuild_ns.load(std::memory_order_relaxed)) * 1e-9;
+  st.recipes = recipes_live_.load(std::memory_order_relaxed);
+  st.recipes_ended = counters_.recipes_ended.load(std::memory_order_relaxed);
   st.predicted_prefetches = counters_.predicted_prefetches.load(std::memory_order_relaxed);
   st.planned_prefetches = counters_.planned_prefetches.load(std::memory_order_relaxed);
   st.planned_prefetch_bytes = counters_.planned_prefetch_bytes.load(std::memory_order_relaxed);
@@ -238,14 +248,15 @@ bool pool_impl::validate() const
         fail(name + ": pinned copy missing from the register of tier " + std::to_string(k));
       }
     }
-    if (!any_valid) { fail(name + ": no valid copy"); }
+    if (!any_valid && !r->needs_rebuild) { fail(name + ": no valid copy"); }
+    if (r->needs_rebuild && !r->has_recipe) { fail(name + ": dropped for recompute without a recipe"); }
     // Note [Copy slots only where a copy is]: a record is spilled only while two tiers hold
     // a copy; unspilled, its inline slot holds it.
     if (r->slots.spilled()) {
       std::size_t held = 0;
       for (std::size_t k = 0; k < n; ++k) { held += r->slots[k].state != copy_state::absent ? 1U : 0U; }
       if (held < 2) { fail(name + ": copy slots spilled to the heap for " + std::to_string(held) + " copy"); }
-    } else if (r->slots[r->slots.home()].state == copy_state::absent) {
+    } else if (r->slots[r->slots.home()].state == copy_state::absent && !r->needs_rebuild) {
       fail(name + ": inline copy slot empty");
     }
     if (pins != r->pins) { fail(name + ": pin count " + std::to_string(r->pins) + " != sum over tiers"); }

@@ -188,14 +188,18 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
       where = static_cast<std::uint32_t>(*options.preferred_tier);
       got = engine_.place({.tier = where, .bytes = bytes, .mode = place_mode::ladder, .tenant = options.tenant});
     } else {
+      // A tensor not compressible never lands in a compressed tier (tensor_options::compressible).
+      auto const may = [&](std::uint32_t k) {
+        return bytes <= engine_.tiers()[k]->capacity && (options.compressible || !engine_.compressed_tier(k));
+      };
       for (std::uint32_t k = 0; k < n && !got.blk; ++k) {
-        if (bytes <= engine_.tiers()[k]->capacity) {
+        if (may(k)) {
           got = engine_.place({.tier = k, .bytes = bytes, .mode = place_mode::try_only, .tenant = options.tenant});
           where = k;
         }
       }
       for (std::uint32_t k = n; k-- > 0 && !got.blk;) {
-        if (bytes <= engine_.tiers()[k]->capacity) {
+        if (may(k)) {
           where = k;
           got = engine_.place({.tier = k, .bytes = bytes, .mode = place_mode::ladder, .tenant = options.tenant});
           break;
@@ -287,6 +291,11 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
   op_gate::scope const op(gate_, thread_shard());
   if (lost()) [[unlikely]] { throw_lost("acquire"); }
   tensor_record& rec = checked_record(t, "acquire");
+  return acquire_record(rec, &t.rec_, access, stream);
+}
+
+lease pool_impl::acquire_record(tensor_record& rec, record_ref const* handle, access_mode access, stream_handle stream)
+{
   auto d = static_cast<std::uint32_t>(device_tier());
   stream_entry* const se = streams_->find(stream);
   if (se == nullptr || se->internal || !se->live.load(std::memory_order_relaxed)) [[unlikely]] {
@@ -297,13 +306,18 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
   if (engine_.prefetch_pending()) [[unlikely]] {
     if (!backend_->capture_underway()) { engine_.serve_prefetches(); }  // Note [Acquire during stream capture]
   }
-  bool counted = false;
-  try {
-    return with_low_memory_step(
-      &rec, &t.rec_, [&](bool retry) { return acquire_locked(rec, d, *se, stream, access, retry, counted); });
-  } catch (...) {
-    if (counted) { counters_.acquire_failures.fetch_add(1, std::memory_order_relaxed); }
-    throw;
+  for (int attempt = 0;; ++attempt) {
+    if (recipes_live_.load(std::memory_order_acquire) != 0) [[unlikely]] { prepare_recipes(rec, access, stream, false); }
+    bool counted = false;
+    try {
+      return with_low_memory_step(
+        &rec, handle, [&](bool retry) { return acquire_locked(rec, d, *se, stream, access, retry, counted); });
+    } catch (rebuild_needed const&) {  // dropped for recompute after prepare_recipes looked: once more
+      if (attempt >= 8) { throw logic_error("pool::acquire: tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) + " keeps being dropped for recompute"); }
+    } catch (...) {
+      if (counted) { counters_.acquire_failures.fetch_add(1, std::memory_order_relaxed); }
+      throw;
+    }
   }
 }
 
@@ -313,6 +327,8 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
   record_lock rl(rec);
   TIERPOOL_EXPECTS(!rec.freed, "pool::acquire: the tensor was freed");
   check_write_leases(rec, access, "acquire");
+  if (rec.needs_rebuild && access != access_mode::write_discard) [[unlikely]] { throw rebuild_needed{}; }
+  rec.rebuilt_fresh = false;
   if (rec.slots[d].state != copy_state::valid && rec.prefers_device_accessible) [[unlikely]] {
     // A tensor placed in a slower device-accessible tier (managed) on purpose is used where
     // it is when its copy there is valid: the lease gets the managed pointer and the pages
@@ -385,16 +401,26 @@ lease pool_impl::acquire_host(tensor const& t, access_mode access)
 {
   op_gate::scope const op(gate_, thread_shard());
   tensor_record& rec = checked_record(t, "acquire_host");
+  return acquire_host_record(rec, &t.rec_, access);
+}
+
+lease pool_impl::acquire_host_record(tensor_record& rec, record_ref const* handle, access_mode access)
+{
   if (engine_.prefetch_pending()) [[unlikely]] {
     if (!backend_->capture_underway()) { engine_.serve_prefetches(); }  // Note [Acquire during stream capture]
   }
-  bool counted = false;
-  try {
-    return with_low_memory_step(&rec, &t.rec_,
-                                [&](bool retry) { return acquire_host_locked(rec, access, retry, counted); });
-  } catch (...) {
-    if (counted) { counters_.acquire_failures.fetch_add(1, std::memory_order_relaxed); }
-    throw;
+  for (int attempt = 0;; ++attempt) {
+    if (recipes_live_.load(std::memory_order_acquire) != 0) [[unlikely]] { prepare_recipes(rec, access, {}, true); }
+    bool counted = false;
+    try {
+      return with_low_memory_step(&rec, handle,
+                                  [&](bool retry) { return acquire_host_locked(rec, access, retry, counted); });
+    } catch (rebuild_needed const&) {  // dropped for recompute after prepare_recipes looked: once more
+      if (attempt >= 8) { throw logic_error("pool::acquire_host: tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) + " keeps being dropped for recompute"); }
+    } catch (...) {
+      if (counted) { counters_.acquire_failures.fetch_add(1, std::memory_order_relaxed); }
+      throw;
+    }
   }
 }
 
@@ -405,6 +431,8 @@ lease pool_impl::acquire_host_locked(tensor_record& rec, access_mode access, boo
   TIERPOOL_EXPECTS(!rec.freed, "pool::acquire_host: the tensor was freed");
   check_write_leases(rec, access, "acquire_host");
   if (rec.lost) [[unlikely]] { throw_lost("acquire_host"); }
+  if (rec.needs_rebuild && access != access_mode::write_discard) [[unlikely]] { throw rebuild_needed{}; }
+  rec.rebuilt_fresh = false;
   bool const write = access != access_mode::read;
 
   // The fastest host-accessible copy that is valid; else fill one (a stale block first,
@@ -499,6 +527,7 @@ void pool_impl::demote_locked(tensor_record& rec, std::uint32_t k)
   TIERPOOL_EXPECTS(!rec.freed, "pool::demote: the tensor was freed");
   TIERPOOL_EXPECTS(rec.pins == 0, "pool::demote: tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) +
                                     " has " + std::to_string(rec.pins) + " live lease(s)");
+  if (rec.needs_rebuild) { return; }  // dropped for recompute: in no tier, below them all
   (void)engine_.ensure_valid_locked(rec, k, access_mode::read, place_mode::ladder);
   for (std::uint32_t j = 0; j < k; ++j) {
     if (rec.slots[j].state != copy_state::absent) { engine_.vacate_locked(rec, j); }
@@ -513,6 +542,7 @@ void pool_impl::free(tensor& t)
 {
   op_gate::scope const op(gate_, thread_shard());
   tensor_record& rec = checked_record(t, "free");
+  if (recipes_live_.load(std::memory_order_acquire) != 0) [[unlikely]] { free_recipes(rec, true); }
   bool deferred = false;
   {
     record_lock rl(rec);
@@ -550,6 +580,7 @@ void pool_impl::free_handle(tensor& t) noexcept
   if (t.rec_ == nullptr) { return; }
   op_gate::scope const op(gate_, thread_shard());
   tensor_record& rec = *t.rec_;
+  if (recipes_live_.load(std::memory_order_acquire) != 0) [[unlikely]] { free_recipes(rec, false); }
   bool erase = false;
   {
     record_lock rl(rec);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace tierpool::replay::detail {
@@ -116,6 +117,13 @@ struct compiled_data {
   };
   std::vector<phase_mark> phase_marks;
   std::vector<std::string> phase_names;  ///< distinct labels, in first-seen order
+  /// Pool mode: the eviction hints of the objects whose allocate carries some (trace::event::
+  /// hints, and duration_ns as the recompute cost), by dense index.
+  struct object_hint {
+    std::uint64_t recompute_ns{0};
+    std::uint8_t hints{0};
+  };
+  std::unordered_map<std::uint32_t, object_hint> hints;
 };
 
 /// The ideal time's byte floors at one capacity (docs/chapters/replay.md, "The ideal time").

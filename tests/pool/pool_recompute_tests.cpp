@@ -1,0 +1,475 @@
+// SPDX-FileCopyrightText: 2026 tierpool contributors
+// SPDX-License-Identifier: Apache-2.0
+//
+// pool_recompute_tests.cpp — eviction actions (Note [Choosing an eviction action],
+// runtime/migration/eviction.cpp) and recompute (Note [Recompute as an eviction action],
+// runtime/core/detail/recompute.cpp): a tensor with a cheap recipe is dropped instead of
+// written back and comes back with the right bytes (host and device recipes); a dear one
+// is written back; with no room below a recipe is the last resort; writes to the tensor
+// or its input, freeing the input, a failing recipe and misuse; compressed tiers passed
+// over for a tensor not compressible; and threads that keep dropping and rebuilding
+// (PoolRecomputeThreads, under TSan in .ci/run). Sim real memory: device pointers are
+// host memory, so every check reads the bytes.
+#include "unit/pool_test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <tierpool/error.hpp>
+#include <tierpool/pool.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tierpool::test {
+namespace {
+
+constexpr std::size_t kT = 256_KiB;  // a quarter of the 1 MiB device tier
+
+// The recipe of the tests: out[i] = in[i] ^ 0x5a.
+void derive(void* out, void const* in, std::size_t n)
+{
+  auto* o = static_cast<std::uint8_t*>(out);
+  auto const* s = static_cast<std::uint8_t const*>(in);
+  for (std::size_t i = 0; i < n; ++i) { o[i] = static_cast<std::uint8_t>(s[i] ^ 0x5aU); }
+}
+
+// Whether `t` holds derive(pattern(key, version)), read on the host.
+bool holds_derived(pool& p, tensor const& t, std::uint64_t key, std::uint32_t version)
+{
+  std::vector<std::uint8_t> src(t.bytes());
+  write_pattern(src.data(), src.size(), key, version);
+  std::vector<std::uint8_t> want(t.bytes());
+  derive(want.data(), src.data(), src.size());
+  lease h = p.acquire_host(t, access_mode::read);
+  return std::memcmp(h.data(), want.data(), want.size()) == 0;
+}
+
+// Same, read through a device lease.
+bool holds_derived_on_device(pool& p, tensor const& t, std::uint64_t key, std::uint32_t version)
+{
+  std::vector<std::uint8_t> src(t.bytes());
+  write_pattern(src.data(), src.size(), key, version);
+  std::vector<std::uint8_t> want(t.bytes());
+  derive(want.data(), src.data(), src.size());
+  lease d = p.acquire(t, access_mode::read);
+  return std::memcmp(d.data(), want.data(), want.size()) == 0;
+}
+
+struct counted_recipe {
+  std::shared_ptr<std::atomic<int>> calls = std::make_shared<std::atomic<int>>(0);
+  recompute_options make(tensor const& in, double cost, bool on_device = false) const
+  {
+    recompute_options o;
+    auto c = calls;
+    o.fn = [c](recompute_call const& call) {
+      ASSERT_EQ(call.inputs.size(), 1U);
+      derive(call.out, call.inputs[0], call.bytes);
+      c->fetch_add(1);
+    };
+    o.inputs = {in.id()};
+    o.on_device = on_device;
+    o.cost_seconds = cost;
+    return o;
+  }
+};
+
+// x: the input (key 1) in the host tier; a = derive(x), written on the device.
+struct pair_of {
+  tensor x;
+  tensor a;
+};
+
+pair_of make_pair_of(pool& p, std::uint64_t key = 1)
+{
+  pair_of r;
+  r.x = p.allocate(kT, {.preferred_tier = tier_id{1}});
+  fill(p, r.x, key, 1);
+  r.a = p.allocate(kT, {.preferred_tier = tier_id{0}});
+  {
+    std::vector<std::uint8_t> src(kT);
+    write_pattern(src.data(), src.size(), key, 1);
+    lease d = p.acquire(r.a, access_mode::write_discard);
+    derive(d.data(), src.data(), kT);
+  }
+  return r;
+}
+
+// Fill the 1 MiB device tier with four fresh tensors: every older copy there is evicted.
+std::vector<tensor> push_out(pool& p, std::uint64_t key = 100)
+{
+  std::vector<tensor> ts;
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    ts.push_back(p.allocate(kT, {.preferred_tier = tier_id{0}}));
+    lease d = p.acquire(ts.back(), access_mode::write_discard);
+    write_pattern(d.data(), d.bytes(), key + i, 1);
+  }
+  return ts;
+}
+
+pool_options device_host(std::size_t host = 16_MiB)
+{
+  pool_options o = small_tiers(make_sim(), 1_MiB, 0, host);
+  o.publish.enabled = false;
+  return o;
+}
+
+TEST(PoolRecompute, CheapRecipeIsDroppedInsteadOfWrittenBackAndRebuiltOnUse)
+{
+  for (bool const on_device : {false, true}) {
+    SCOPED_TRACE(on_device ? "device recipe" : "host recipe");
+    pool p{device_host()};
+    pair_of const t = make_pair_of(p);
+    counted_recipe r;
+    p.set_recompute(t.a, r.make(t.x, 1e-9, on_device));
+    EXPECT_TRUE(p.residency(t.a).recomputable);
+    auto const keep = push_out(p);
+    pool_stats st = p.stats();
+    EXPECT_EQ(st.evicted_recompute, 1U);
+    EXPECT_EQ(st.evicted_recompute_bytes, kT);
+    EXPECT_EQ(st.recipes, 1U);
+    EXPECT_TRUE(p.residency(t.a).dropped_for_recompute);
+    EXPECT_TRUE(p.residency(t.a).copies.empty());
+    ASSERT_TRUE(p.validate());
+    EXPECT_EQ(r.calls->load(), 0);
+    EXPECT_TRUE(holds_derived_on_device(p, t.a, 1, 1));
+    EXPECT_EQ(r.calls->load(), 1);
+    st = p.stats();
+    EXPECT_EQ(st.rebuilds, 1U);
+    EXPECT_FALSE(p.residency(t.a).dropped_for_recompute);
+    EXPECT_TRUE(p.residency(t.a).recomputable);  // a read keeps the recipe
+    EXPECT_TRUE(holds_derived(p, t.a, 1, 1));
+    EXPECT_EQ(r.calls->load(), 1);  // resident now: no second rebuild
+    EXPECT_TRUE(check(p, t.x, 1, 1));  // the input is untouched
+    ASSERT_TRUE(p.validate());
+  }
+}
+
+// A device recipe rebuilds into the device tier only: the rebuilt copy is dirty there and
+// is dropped again at the next eviction. A host recipe rebuilds into a host tier, whose
+// copy stays valid: the device copy made from it is clean, and dropped as any clean copy.
+TEST(PoolRecompute, DeviceRecipesDropAgainAfterUseHostRecipesLeaveAHostCopy)
+{
+  for (bool const on_device : {true, false}) {
+    SCOPED_TRACE(on_device ? "device recipe" : "host recipe");
+    pool p{device_host()};
+    pair_of const t = make_pair_of(p);
+    counted_recipe r;
+    p.set_recompute(t.a, r.make(t.x, 1e-9, on_device));
+    for (std::uint64_t round = 0; round < 3; ++round) {
+      auto const keep = push_out(p, 100 + 10 * round);
+      bool const dropped = p.residency(t.a).dropped_for_recompute;
+      EXPECT_EQ(dropped, on_device || round == 0) << round;
+      EXPECT_TRUE(holds_derived_on_device(p, t.a, 1, 1)) << round;
+      ASSERT_TRUE(p.validate());
+    }
+    EXPECT_EQ(r.calls->load(), on_device ? 3 : 1);
+    EXPECT_EQ(p.stats().evicted_recompute, on_device ? 3U : 1U);
+    EXPECT_TRUE(holds_derived(p, t.a, 1, 1));
+  }
+}
+
+TEST(PoolRecompute, DearRecipeIsWrittenBack)
+{
+  pool p{device_host()};
+  pair_of const t = make_pair_of(p);
+  counted_recipe r;
+  p.set_recompute(t.a, r.make(t.x, 10.0));  // 10 s: far more than a 256 KiB round trip
+  auto const keep = push_out(p);
+  pool_stats const st = p.stats();
+  EXPECT_EQ(st.evicted_recompute, 0U);
+  EXPECT_GE(st.evicted_moved, 1U);
+  EXPECT_FALSE(p.residency(t.a).dropped_for_recompute);
+  EXPECT_TRUE(holds_derived_on_device(p, t.a, 1, 1));
+  EXPECT_EQ(r.calls->load(), 0);
+}
+
+TEST(PoolRecompute, RecomputeOffNeverDrops)
+{
+  pool_options o = device_host();
+  o.actions.recompute = false;
+  pool p{o};
+  pair_of const t = make_pair_of(p);
+  counted_recipe r;
+  p.set_recompute(t.a, r.make(t.x, 0.0));
+  auto const keep = push_out(p);
+  EXPECT_EQ(p.stats().evicted_recompute, 0U);
+  EXPECT_TRUE(holds_derived_on_device(p, t.a, 1, 1));
+  EXPECT_EQ(r.calls->load(), 0);
+}
+
+// With no room below (the host tier full of leased tensors), a tensor with a recipe is
+// dropped, however dear, rather than failing the request that needs the room.
+TEST(PoolRecompute, NoRoomBelowMakesTheRecipeTheLastResort)
+{
+  pool p{device_host(512_KiB)};
+  pair_of const t = make_pair_of(p);
+  tensor y = p.allocate(kT, {.preferred_tier = tier_id{1}});
+  fill(p, y, 2, 1);
+  counted_recipe r;
+  p.set_recompute(t.a, r.make(t.x, 10.0, true));  // rebuilt on the device: the host tier stays full
+  {
+    lease hx = p.acquire_host(t.x, access_mode::read);  // the host tier: x and y, both leased
+    lease hy = p.acquire_host(y, access_mode::read);
+    tensor b = p.allocate(kT, {.preferred_tier = tier_id{0}});
+    lease db = p.acquire(b, access_mode::write_discard);
+    std::vector<tensor> more;
+    for (int i = 0; i < 3; ++i) { more.push_back(p.allocate(kT, {.preferred_tier = tier_id{0}})); }
+    EXPECT_EQ(p.stats().evicted_recompute, 1U);
+  }
+  EXPECT_TRUE(holds_derived_on_device(p, t.a, 1, 1));
+  EXPECT_TRUE(check(p, y, 2, 1));
+  ASSERT_TRUE(p.validate());
+}
+
+TEST(PoolRecompute, AWriteEndsTheRecipe)
+{
+  pool p{device_host()};
+  pair_of const t = make_pair_of(p);
+  counted_recipe r;
+  p.set_recompute(t.a, r.make(t.x, 1e-9));
+  {
+    lease d = p.acquire(t.a, access_mode::read_write);
+    write_pattern(d.data(), d.bytes(), 7, 2);
+  }
+  pool_stats st = p.stats();
+  EXPECT_EQ(st.recipes, 0U);
+  EXPECT_EQ(st.recipes_ended, 1U);
+  EXPECT_FALSE(p.residency(t.a).recomputable);
+  auto const keep = push_out(p);
+  st = p.stats();
+  EXPECT_EQ(st.evicted_recompute, 0U);  // written back: the recipe no longer gives its bytes
+  EXPECT_TRUE(check(p, t.a, 7, 2));
+  EXPECT_EQ(r.calls->load(), 0);
+}
+
+TEST(PoolRecompute, ReadWriteOfADroppedTensorRebuildsFirst)
+{
+  pool p{device_host()};
+  pair_of const t = make_pair_of(p);
+  counted_recipe r;
+  p.set_recompute(t.a, r.make(t.x, 1e-9));
+  auto const keep = push_out(p);
+  ASSERT_TRUE(p.residency(t.a).dropped_for_recompute);
+  {
+    lease h = p.acquire_host(t.a, access_mode::read_write);  // reads the rebuilt bytes
+    std::vector<std::uint8_t> src(kT);
+    write_pattern(src.data(), kT, 1, 1);
+    std::vector<std::uint8_t> want(kT);
+    derive(want.data(), src.data(), kT);
+    EXPECT_EQ(std::memcmp(h.data(), want.data(), kT), 0);
+  }
+  EXPECT_EQ(r.calls->load(), 1);
+  EXPECT_FALSE(p.residency(t.a).recomputable);
+}
+
+TEST(PoolRecompute, WriteDiscardOfADroppedTensorSkipsTheRebuild)
+{
+  pool p{device_host()};
+  pair_of const t = make_pair_of(p);
+  counted_recipe r;
+  p.set_recompute(t.a, r.make(t.x, 1e-9));
+  auto const keep = push_out(p);
+  ASSERT_TRUE(p.residency(t.a).dropped_for_recompute);
+  fill(p, t.a, 9, 3);
+  EXPECT_EQ(r.calls->load(), 0);
+  EXPECT_FALSE(p.residency(t.a).recomputable);
+  EXPECT_TRUE(check(p, t.a, 9, 3));
+  ASSERT_TRUE(p.validate());
+}
+
+// Writing or freeing the input first rebuilds what was dropped from the old input's bytes.
+TEST(PoolRecompute, WritingOrFreeingTheInputRebuildsDependentsFirst)
+{
+  for (bool const free_it : {false, true}) {
+    SCOPED_TRACE(free_it ? "free" : "write");
+    pool p{device_host()};
+    pair_of t = make_pair_of(p);
+    counted_recipe r;
+    p.set_recompute(t.a, r.make(t.x, 1e-9));
+    auto const keep = push_out(p);
+    ASSERT_TRUE(p.residency(t.a).dropped_for_recompute);
+    if (free_it) {
+      p.free(t.x);
+    } else {
+      fill(p, t.x, 5, 5);
+    }
+    EXPECT_EQ(r.calls->load(), 1);
+    EXPECT_FALSE(p.residency(t.a).recomputable);
+    EXPECT_EQ(p.stats().recipes, 0U);
+    EXPECT_TRUE(holds_derived(p, t.a, 1, 1));  // from x's bytes before the write / free
+    ASSERT_TRUE(p.validate());
+  }
+}
+
+TEST(PoolRecompute, AFailingRecipeLeavesTheTensorDroppedAndCanBeRetried)
+{
+  pool p{device_host()};
+  pair_of const t = make_pair_of(p);
+  auto fail_first = std::make_shared<std::atomic<bool>>(true);
+  recompute_options o;
+  o.fn = [fail_first](recompute_call const& call) {
+    if (fail_first->exchange(false)) { throw std::runtime_error("recipe failed on purpose"); }
+    derive(call.out, call.inputs[0], call.bytes);
+  };
+  o.inputs = {t.x.id()};
+  o.cost_seconds = 0.0;
+  p.set_recompute(t.a, o);
+  auto const keep = push_out(p);
+  try {
+    lease d = p.acquire(t.a, access_mode::read);
+    ADD_FAILURE() << "a failing recipe gave a lease";
+  } catch (std::runtime_error const& e) {
+    EXPECT_STREQ(e.what(), "recipe failed on purpose");
+  }
+  EXPECT_EQ(p.stats().rebuild_failures, 1U);
+  EXPECT_TRUE(p.residency(t.a).dropped_for_recompute);
+  ASSERT_TRUE(p.validate());
+  EXPECT_TRUE(holds_derived_on_device(p, t.a, 1, 1));
+  EXPECT_EQ(p.stats().rebuilds, 1U);
+}
+
+TEST(PoolRecompute, ClearRecomputeRebuildsADroppedTensor)
+{
+  pool p{device_host()};
+  pair_of const t = make_pair_of(p);
+  counted_recipe r;
+  p.set_recompute(t.a, r.make(t.x, 1e-9));
+  auto const keep = push_out(p);
+  p.clear_recompute(t.a);
+  EXPECT_EQ(r.calls->load(), 1);
+  EXPECT_FALSE(p.residency(t.a).dropped_for_recompute);
+  EXPECT_FALSE(p.residency(t.a).recomputable);
+  p.clear_recompute(t.a);  // no recipe: nothing
+  EXPECT_TRUE(holds_derived(p, t.a, 1, 1));
+}
+
+void expect_logic_error(auto&& f, std::string const& part)
+{
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one containing: " << part;
+  } catch (logic_error const& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+TEST(PoolRecompute, MisuseIsRefusedWithReasons)
+{
+  pool p{device_host()};
+  pair_of const t = make_pair_of(p);
+  counted_recipe r;
+  recompute_options none;
+  none.inputs = {t.x.id()};
+  expect_logic_error([&] { p.set_recompute(t.a, none); }, "no recompute function");
+  expect_logic_error([&] { p.set_recompute(t.a, r.make(t.a, 0.0)); }, "is the tensor itself");
+  recompute_options unknown = r.make(t.x, 0.0);
+  unknown.inputs = {tensor_id{999999}};
+  expect_logic_error([&] { p.set_recompute(t.a, unknown); }, "not a live tensor of this pool");
+  recompute_options many = r.make(t.x, 0.0);
+  many.inputs.assign(65, t.x.id());
+  expect_logic_error([&] { p.set_recompute(t.a, many); }, "65 inputs (at most 64)");
+  p.set_recompute(t.a, r.make(t.x, 0.0));
+  tensor b = p.allocate(kT);
+  expect_logic_error([&] { p.set_recompute(b, r.make(t.a, 0.0)); }, "has a recipe itself");
+  expect_logic_error([&] { p.set_recompute(t.x, r.make(b, 0.0)); }, "is an input of another tensor's recipe");
+  tensor empty;
+  expect_logic_error([&] { p.set_recompute(empty, r.make(t.x, 0.0)); }, "empty tensor handle");
+  pool other{device_host()};
+  tensor foreign = other.allocate(kT);
+  expect_logic_error([&] { p.set_recompute(foreign, r.make(t.x, 0.0)); }, "belongs to another pool");
+  EXPECT_EQ(p.stats().recipes, 1U);  // the refused calls changed nothing
+  ASSERT_TRUE(p.validate());
+}
+
+TEST(PoolRecompute, NegativeBandwidthIsRefused)
+{
+  pool_options o = device_host();
+  o.actions.h2d_bytes_per_s = -1.0;
+  expect_logic_error([&] { pool p{o}; }, "pool_options::actions.h2d_bytes_per_s");
+}
+
+// Compressed tiers are passed over for a tensor marked not compressible; the others go
+// there and are counted as compressed.
+TEST(PoolEvictionActions, CompressedTierOnlyForCompressibleTensors)
+{
+  pool_options o = small_tiers(make_sim(), 1_MiB, 0, 1_MiB);
+  o.publish.enabled = false;
+  tier_options st{.kind = tier_kind::storage, .capacity_bytes = 64_MiB, .chunk_bytes = 16_MiB, .name = "packed"};
+  st.storage.engine = storage_engine::compressed;
+  st.storage.codec = codec_kind::lz4;
+  o.tiers.push_back(std::move(st));
+  pool p{o};
+  std::vector<tensor> ts;
+  for (std::uint64_t i = 0; i < 16; ++i) {  // 4 MiB through 2 MiB of memory tiers
+    ts.push_back(p.allocate(kT, {.compressible = i % 8 != 0}));  // two stay in the memory tiers
+    fill(p, ts.back(), i, 1);
+  }
+  for (std::uint64_t i = 0; i < ts.size(); ++i) {
+    tensor_residency const r = p.residency(ts[i]);
+    bool in_packed = false;
+    for (auto const& c : r.copies) { in_packed = in_packed || c.tier == tier_id{2}; }
+    if (i % 8 == 0) { EXPECT_FALSE(in_packed) << i; }
+    EXPECT_TRUE(check(p, ts[i], i, 1)) << i;
+  }
+  pool_stats const s = p.stats();
+  EXPECT_GT(s.evicted_compressed, 0U);
+  std::uint64_t evictions = 0;
+  for (auto const& t : s.tiers) { evictions += t.evictions; }
+  EXPECT_EQ(s.evicted_dropped + s.evicted_moved + s.evicted_compressed + s.evicted_recompute, evictions);
+  ASSERT_TRUE(p.validate());
+}
+
+// Threads (more than cores) read their own dropped-and-rebuilt tensors while the device
+// tier keeps evicting: every read sees the recipe's bytes.
+TEST(PoolRecomputeThreads, ConcurrentDropsAndRebuildsKeepEveryByte)
+{
+  // 3.5 MiB: each thread leases at most 512 KiB at once (a rebuild: x and a), while the
+  // threads' tensors (a, x, two scratch each) are 6 MiB: the tier keeps evicting.
+  pool_options o = small_tiers(make_sim(), 3584_KiB, 0, 32_MiB);
+  o.publish.enabled = false;
+  pool p{o};
+  constexpr int kThreads = 6;
+  std::vector<pair_of> pairs;
+  counted_recipe r;
+  for (int i = 0; i < kThreads; ++i) {  // device recipes: a rebuilt copy is dirty, dropped again
+    pairs.push_back(make_pair_of(p, static_cast<std::uint64_t>(i + 1)));
+    p.set_recompute(pairs.back().a, r.make(pairs.back().x, 1e-9, true));
+  }
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        std::vector<tensor> scratch;
+        for (int k = 0; k < 2; ++k) { scratch.push_back(p.allocate(kT, {.preferred_tier = tier_id{0}})); }
+        for (int k = 0; k < 30; ++k) {
+          for (tensor const& s : scratch) {  // churn: dirty copies the tier must make room for
+            lease d = p.acquire(s, access_mode::write_discard);
+            std::memset(d.data(), k, d.bytes());
+          }
+          bool const ok = k % 5 != 4 ? holds_derived_on_device(p, pairs[static_cast<std::size_t>(i)].a,
+                                                               static_cast<std::uint64_t>(i + 1), 1)
+                                     : holds_derived(p, pairs[static_cast<std::size_t>(i)].a,
+                                                     static_cast<std::uint64_t>(i + 1), 1);
+          if (!ok) { bad.fetch_add(1); }
+        }
+      } catch (std::exception const& e) {
+        ADD_FAILURE() << e.what();
+        bad.fetch_add(1);
+      }
+    });
+  }
+  for (auto& th : threads) { th.join(); }
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_GT(p.stats().rebuilds, 0U);
+  ASSERT_TRUE(p.validate());
+}
+
+}  // namespace
+}  // namespace tierpool::test

@@ -137,9 +137,12 @@ TEST(PoolRecompute, CheapRecipeIsDroppedInsteadOfWrittenBackAndRebuiltOnUse)
     EXPECT_TRUE(p.residency(t.a).copies.empty());
     ASSERT_TRUE(p.validate());
     EXPECT_EQ(r.calls->load(), 0);
+    std::uint64_t const misses = st.misses;
+    std::uint64_t const hits = st.hits;
     EXPECT_TRUE(holds_derived_on_device(p, t.a, 1, 1));
     EXPECT_EQ(r.calls->load(), 1);
     st = p.stats();
+    EXPECT_EQ(st.misses + st.hits, misses + hits + 1);  // the recipe's own leases count as no acquire
     EXPECT_EQ(st.rebuilds, 1U);
     EXPECT_FALSE(p.residency(t.a).dropped_for_recompute);
     EXPECT_TRUE(p.residency(t.a).recomputable);  // a read keeps the recipe

@@ -235,6 +235,8 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   /// The lease of a record (acquire / acquire_host less the handle checks).
   lease acquire_record(tensor_record& rec, record_ref const* handle, access_mode access, stream_handle stream);
   lease acquire_host_record(tensor_record& rec, record_ref const* handle, access_mode access);
+  /// True while this thread runs a recipe (its leases are the rebuild's).
+  [[nodiscard]] static bool rebuilding() noexcept;
   std::mutex recipe_edit_mtx_;  ///< serializes set/end of recipes (before any record lock)
   mutable std::mutex recipes_mtx_;  ///< leaf: guards recipes_ and input_uses_
   std::unordered_map<std::uint64_t, std::shared_ptr<recipe>> recipes_;  ///< by tensor id

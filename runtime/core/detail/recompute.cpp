@@ -91,6 +91,8 @@ std::string tensor_text(tensor_record const& rec)
 
 }  // namespace
 
+bool pool_impl::rebuilding() noexcept { return in_rebuild(); }
+
 double pool_impl::recompute_cost(tensor_record const& rec) const noexcept
 {
   std::lock_guard g(recipes_mtx_);

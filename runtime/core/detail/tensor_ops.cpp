@@ -306,16 +306,18 @@ lease pool_impl::acquire_record(tensor_record& rec, record_ref const* handle, ac
   if (engine_.prefetch_pending()) [[unlikely]] {
     if (!backend_->capture_underway()) { engine_.serve_prefetches(); }  // Note [Acquire during stream capture]
   }
+  // A recipe's own leases (Note [Recompute as an eviction action]) count as no acquire.
+  bool const quiet = recipes_live_.load(std::memory_order_acquire) != 0 && rebuilding();
   for (int attempt = 0;; ++attempt) {
     if (recipes_live_.load(std::memory_order_acquire) != 0) [[unlikely]] { prepare_recipes(rec, access, stream, false); }
     bool counted = false;
     try {
       return with_low_memory_step(
-        &rec, handle, [&](bool retry) { return acquire_locked(rec, d, *se, stream, access, retry, counted); });
+        &rec, handle, [&](bool retry) { return acquire_locked(rec, d, *se, stream, access, retry || quiet, counted); });
     } catch (rebuild_needed const&) {  // dropped for recompute after prepare_recipes looked: once more
       if (attempt >= 8) { throw logic_error("pool::acquire: tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) + " keeps being dropped for recompute"); }
     } catch (...) {
-      if (counted) { counters_.acquire_failures.fetch_add(1, std::memory_order_relaxed); }
+      if (counted && !quiet) { counters_.acquire_failures.fetch_add(1, std::memory_order_relaxed); }
       throw;
     }
   }
@@ -409,16 +411,17 @@ lease pool_impl::acquire_host_record(tensor_record& rec, record_ref const* handl
   if (engine_.prefetch_pending()) [[unlikely]] {
     if (!backend_->capture_underway()) { engine_.serve_prefetches(); }  // Note [Acquire during stream capture]
   }
+  bool const quiet = recipes_live_.load(std::memory_order_acquire) != 0 && rebuilding();  // as in acquire_record
   for (int attempt = 0;; ++attempt) {
     if (recipes_live_.load(std::memory_order_acquire) != 0) [[unlikely]] { prepare_recipes(rec, access, {}, true); }
     bool counted = false;
     try {
       return with_low_memory_step(&rec, handle,
-                                  [&](bool retry) { return acquire_host_locked(rec, access, retry, counted); });
+                                  [&](bool retry) { return acquire_host_locked(rec, access, retry || quiet, counted); });
     } catch (rebuild_needed const&) {  // dropped for recompute after prepare_recipes looked: once more
       if (attempt >= 8) { throw logic_error("pool::acquire_host: tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) + " keeps being dropped for recompute"); }
     } catch (...) {
-      if (counted) { counters_.acquire_failures.fetch_add(1, std::memory_order_relaxed); }
+      if (counted && !quiet) { counters_.acquire_failures.fetch_add(1, std::memory_order_relaxed); }
       throw;
     }
   }

@@ -664,7 +664,9 @@ TEST(PoolStorageThroughput, Measure)
 
 class PoolStorageTrace : public ::testing::TestWithParam<storage_case> {};
 
-TEST_P(PoolStorageTrace, TransformerTrainEveryByteCorrect)
+// With `recompute`, every tensor the generator marks recomputable gets a recipe after each
+// write (it rebuilds the version written last); the drops and rebuilds must keep every byte.
+void transformer_every_byte(storage_case const& c, bool recompute)
 {
   namespace tt = tierpool::trace;
   std::vector<tt::event> const events = tt::generate(
@@ -688,11 +690,12 @@ TEST_P(PoolStorageTrace, TransformerTrainEveryByteCorrect)
   o.publish.enabled = false;
   tier_options st{.kind = tier_kind::storage, .capacity_bytes = 2 * peak};
   st.storage.path = d.path();
-  st.storage.engine = GetParam().engine;
-  st.storage.direct = GetParam().direct;
+  st.storage.engine = c.engine;
+  st.storage.direct = c.direct;
   o.tiers.push_back(st);
   std::optional<pool> p = make_pool(o);
-  if (!p) { GTEST_SKIP() << GetParam().name << " is not available here"; }
+  if (!p) { GTEST_SKIP() << c.name << " is not available here"; }
+  std::map<std::uint64_t, std::uint64_t> recompute_ns;  // the generator's marks
 
   struct live_tensor {
     tensor t;
@@ -710,7 +713,10 @@ TEST_P(PoolStorageTrace, TransformerTrainEveryByteCorrect)
   };
   for (tt::event const& e : events) {
     switch (e.kind) {
-      case tt::event_kind::allocate: ts[e.tensor].t = p->allocate(e.bytes); break;
+      case tt::event_kind::allocate:
+        ts[e.tensor].t = p->allocate(e.bytes);
+        if ((e.hints & tt::hint_recomputable) != 0) { recompute_ns[e.tensor] = e.duration_ns; }
+        break;
       case tt::event_kind::free:
         p->free(ts[e.tensor].t);
         ts.erase(e.tensor);
@@ -728,6 +734,13 @@ TEST_P(PoolStorageTrace, TransformerTrainEveryByteCorrect)
           ASSERT_EQ(be->synchronize_stream(it->second), status::ok);  // the "kernel" runs on the host
           ASSERT_NO_FATAL_FAILURE(use(e.tensor, lt, l.data(), l.bytes(), e.mode));
         }
+        if (auto const r = recompute_ns.find(e.tensor);
+            recompute && e.mode != tt::access_kind::read && r != recompute_ns.end()) {
+          recompute_options ro;
+          ro.fn = [id = e.tensor, ver = lt.ver](recompute_call const& call) { write_pattern(call.out, call.bytes, id, ver); };
+          ro.cost_seconds = static_cast<double>(r->second) * 1e-9;
+          p->set_recompute(lt.t, std::move(ro));
+        }
         break;
       }
       default: break;
@@ -741,16 +754,30 @@ TEST_P(PoolStorageTrace, TransformerTrainEveryByteCorrect)
   EXPECT_GT(sto.bytes_written, 0U);
   EXPECT_GT(sto.bytes_read, 0U);
   EXPECT_GT(checked, 50U);
-  std::printf("[ storage ] transformer-train (%s): working set %.1f MiB, device %.1f MiB, pinned and host %.1f MiB "
-              "each; %llu reads checked; storage written %.1f MiB, read %.1f MiB\n",
-              GetParam().name, static_cast<double>(peak) / 1048576.0, static_cast<double>(dev) / 1048576.0,
-              static_cast<double>(host) / 1048576.0, static_cast<unsigned long long>(checked),
-              static_cast<double>(sto.bytes_written) / 1048576.0, static_cast<double>(sto.bytes_read) / 1048576.0);
+  pool_stats const ps = p->stats();
+  if (recompute) {
+    EXPECT_GT(ps.evicted_recompute, 0U);
+    EXPECT_GT(ps.rebuilds, 0U);
+  } else {
+    EXPECT_EQ(ps.evicted_recompute, 0U);
+  }
+  std::printf("[ storage ] transformer-train (%s%s): working set %.1f MiB, device %.1f MiB, pinned and host %.1f MiB "
+              "each; %llu reads checked; storage written %.1f MiB, read %.1f MiB; %llu dropped for recompute, %llu "
+              "rebuilt\n",
+              c.name, recompute ? ", recompute" : "", static_cast<double>(peak) / 1048576.0,
+              static_cast<double>(dev) / 1048576.0, static_cast<double>(host) / 1048576.0,
+              static_cast<unsigned long long>(checked), static_cast<double>(sto.bytes_written) / 1048576.0,
+              static_cast<double>(sto.bytes_read) / 1048576.0, static_cast<unsigned long long>(ps.evicted_recompute),
+              static_cast<unsigned long long>(ps.rebuilds));
 }
+
+TEST_P(PoolStorageTrace, TransformerTrainEveryByteCorrect) { transformer_every_byte(GetParam(), false); }
+TEST_P(PoolStorageTrace, TransformerTrainWithRecomputeEveryByteCorrect) { transformer_every_byte(GetParam(), true); }
 
 INSTANTIATE_TEST_SUITE_P(Engines, PoolStorageTrace,
                          ::testing::Values(storage_case{"pread", storage_engine::pread, storage_direct::automatic},
-                                           storage_case{"uring", storage_engine::io_uring, storage_direct::automatic}),
+                                           storage_case{"uring", storage_engine::io_uring, storage_direct::automatic},
+                                           storage_case{"compressed", storage_engine::compressed, storage_direct::off}),
                          [](auto const& ti) { return std::string(ti.param.name); });
 
 // ---------------------------------------------------------------------------------------
@@ -823,6 +850,50 @@ TEST(PoolStorageReplay, TransformerTrainWithAndWithoutStorage)
   cache.capacity_bytes = o.capacity_bytes;
   cache.storage_bytes = 1_GiB;
   EXPECT_THROW((void)tr::run(ct, cache), logic_error);
+}
+
+// Eviction actions in replay (docs/chapters/tiers.md, "Eviction actions"): the generator
+// marks the activations recomputable; with recipes the same run moves fewer bytes and ends
+// sooner than swap only, on the drive and on a compressed tier whose room --storage-ratio
+// models (a tier too small at ratio 1 holds the rest at its codec's ratio).
+TEST(PoolStorageReplay, RecomputeBeatsSwapOnlyOnTransformerTrain)
+{
+  namespace tr = tierpool::replay;
+  std::vector<trace::event> const events = trace::generate("transformer-train", {{"blocks", "4"}}, 1);
+  tr::compiled_trace const ct = tr::compiled_trace::compile(events);
+  tr::run_options o;
+  o.capacity_bytes = ct.resolve(tr::parse_capacity("25%"), tr::replay_mode::pool);
+  o.host_capacity_bytes = o.capacity_bytes;
+  o.storage_bytes = std::size_t{1} << 40U;
+  o.recompute = false;
+  tr::replay_result const swap = tr::run(ct, o);
+  o.recompute = true;
+  tr::replay_result const rec = tr::run(ct, o);
+  EXPECT_EQ(swap.evicted_recompute, 0U);
+  EXPECT_EQ(swap.rebuilds, 0U);
+  EXPECT_GT(rec.evicted_recompute, 0U);
+  EXPECT_EQ(rec.rebuilds, rec.evicted_recompute);  // every drop is used again in backward
+  EXPECT_EQ(rec.requests, swap.requests);
+  EXPECT_EQ(rec.unserved, 0U);
+  EXPECT_LT(rec.bytes_d2h, swap.bytes_d2h);
+  EXPECT_LT(rec.makespan_seconds, swap.makespan_seconds);
+  std::printf("[ actions ] transformer-train blocks=4 at 25%% (host 25%%, NVMe): swap only %.1f ms, + recompute %.1f "
+              "ms (%llu dropped)\n",
+              swap.makespan_seconds * 1e3, rec.makespan_seconds * 1e3,
+              static_cast<unsigned long long>(rec.evicted_recompute));
+  // A q8 tier: the storage tier's room at the codec's ratio; too small to hold the rest raw.
+  o.storage_bytes = 2 * o.capacity_bytes;  // too small raw (copies are inclusive), room enough at q8's ratio
+  o.storage_read_link = link_model{26e9, 0};
+  o.storage_write_link = link_model{3.7e9, 0};
+  o.recompute = false;
+  EXPECT_THROW((void)tr::run(ct, o), out_of_memory);
+  o.storage_ratio = 3.938;
+  tr::replay_result const q8 = tr::run(ct, o);
+  o.recompute = true;
+  tr::replay_result const q8rec = tr::run(ct, o);
+  EXPECT_LT(q8rec.makespan_seconds, q8.makespan_seconds);
+  o.storage_ratio = 0.5;
+  EXPECT_THROW((void)tr::run(ct, o), logic_error);
 }
 
 TEST(PoolStoragePhantom, LinkPresets)

@@ -100,6 +100,17 @@ std::string format_summary(pool_stats const& st, std::string_view backend)
                       static_cast<unsigned long long>(at_eviction), static_cast<unsigned long long>(st.early_write_backs),
                       format_byte_size(st.early_write_back_bytes).c_str(), format_byte_size(st.prefetch_wasted_bytes).c_str()));
   }
+  if (st.evicted_compressed + st.evicted_recompute + st.recipes + st.rebuilds != 0) {  // eviction actions beyond moving
+    add(std::snprintf(line, sizeof line,
+                      "eviction actions: dropped %llu, moved %llu, compressed %llu, for recompute %llu (%s); rebuilt %llu "
+                      "(failed %llu, %.6f s); recipes %llu\n",
+                      static_cast<unsigned long long>(st.evicted_dropped), static_cast<unsigned long long>(st.evicted_moved),
+                      static_cast<unsigned long long>(st.evicted_compressed),
+                      static_cast<unsigned long long>(st.evicted_recompute),
+                      format_byte_size(st.evicted_recompute_bytes).c_str(), static_cast<unsigned long long>(st.rebuilds),
+                      static_cast<unsigned long long>(st.rebuild_failures), st.rebuild_seconds,
+                      static_cast<unsigned long long>(st.recipes)));
+  }
   if (!st.planner_state.empty()) {
     add(std::snprintf(line, sizeof line,
                       "planner %s (period %llu, relearns %llu, mispredicted %llu): prefetched %llu (%s), harm skips %llu, "
@@ -221,6 +232,16 @@ boost::json::object stats_json(pool_stats const& st)
   root["lost_tensors"] = st.lost_tensors;
   root["write_through_bytes"] = st.write_through_bytes;
   root["write_through_misses"] = st.write_through_misses;
+  root["evicted_dropped"] = st.evicted_dropped;
+  root["evicted_moved"] = st.evicted_moved;
+  root["evicted_compressed"] = st.evicted_compressed;
+  root["evicted_recompute"] = st.evicted_recompute;
+  root["evicted_recompute_bytes"] = st.evicted_recompute_bytes;
+  root["rebuilds"] = st.rebuilds;
+  root["rebuild_failures"] = st.rebuild_failures;
+  root["rebuild_seconds"] = st.rebuild_seconds;
+  root["recipes"] = st.recipes;
+  root["recipes_ended"] = st.recipes_ended;
   root["predicted_prefetches"] = st.predicted_prefetches;
   root["prefetch_on_time_device"] = st.prefetch_on_time_device;
   root["prefetch_late_device"] = st.prefetch_late_device;

@@ -150,6 +150,9 @@ TEST(PoolRecompute, CheapRecipeIsDroppedInsteadOfWrittenBackAndRebuiltOnUse)
     EXPECT_EQ(r.calls->load(), 1);  // resident now: no second rebuild
     EXPECT_TRUE(check(p, t.x, 1, 1));  // the input is untouched
     ASSERT_TRUE(p.validate());
+    std::string const sum = p.summary();
+    EXPECT_NE(sum.find("for recompute 1 (256.0 KiB); rebuilt 1 (failed 0"), std::string::npos) << sum;
+    EXPECT_NE(p.summary_json().find("\"evicted_recompute\":1"), std::string::npos) << p.summary_json();
   }
 }
 

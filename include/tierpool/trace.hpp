@@ -87,11 +87,11 @@ enum class access_kind : std::uint8_t {
 };
 
 /// @name Eviction hints of an allocate event (event::hints)
-/// What an eviction may do with the tensor besides moving it to a slower tier. 0 (no bit):
-/// not recomputable, lossless compression allowed: the default for every tensor.
-/// Readers reject a hint on another kind of event, an unknown bit, hint_recomputable
-/// without a duration, and hint_lossy_ok together with hint_no_compress.
-/// @{
+// Eviction hints (event::hints of an allocate): what an eviction may do with the tensor
+// besides moving it to a slower tier. 0 (no bit): not recomputable, lossless compression
+// allowed: the default for every tensor. Readers reject a hint on another kind of event,
+// an unknown bit, hint_recomputable without a duration, and hint_lossy_ok together with
+// hint_no_compress.
 /// @brief The tensor may be dropped and recomputed on its next use (activation
 ///        checkpointing); event::duration_ns of the allocate, which must be > 0, is what
 ///        recomputing it costs in ns.
@@ -102,7 +102,6 @@ inline constexpr std::uint8_t hint_lossy_ok = 2;
 inline constexpr std::uint8_t hint_no_compress = 4;
 /// @brief Every hint bit this schema knows.
 inline constexpr std::uint8_t hint_known = hint_recomputable | hint_lossy_ok | hint_no_compress;
-/// @}
 
 /// @brief Sentinel for event::tier meaning "none given".
 inline constexpr std::uint32_t no_tier = 0xFFFFFFFFU;

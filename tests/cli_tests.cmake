@@ -462,6 +462,31 @@ add_test(NAME cli.replay.storage_link_needs_storage COMMAND $<TARGET_FILE:tierpo
   --capacity 25% --storage-link nvme4-read/nvme4-write --quiet)
 set_tests_properties(cli.replay.storage_link_needs_storage PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "--storage-link needs --storage")
+# --storage-codec: a compressed tier from `tierpool codec measure --json` (a tiny demo run).
+add_test(NAME cli.replay.storage_codec
+  COMMAND sh -c "\"$0\" codec measure -r 1 --steps 1 --batch 16 --width 16 --json > \"$2.json\" && \"$0\" replay \"$1\" --capacity 25% --host-capacity 25% --storage 1TiB --storage-codec \"$2.json:q8\" --quiet"
+          $<TARGET_FILE:tierpool_cli> ${_tp_replay_mlp} ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_codec)
+set_tests_properties(cli.replay.storage_codec PROPERTIES LABELS cpu PASS_REGULAR_EXPRESSION "\nlru +25% ")
+add_test(NAME cli.replay.storage_codec_unknown
+  COMMAND sh -c "\"$0\" codec measure -r 1 --steps 1 --batch 16 --width 16 --json > \"$2.json\" && \"$0\" replay \"$1\" --capacity 25% --storage 1TiB --storage-codec \"$2.json:brotli\" --quiet"
+          $<TARGET_FILE:tierpool_cli> ${_tp_replay_mlp} ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_codec_unknown)
+set_tests_properties(cli.replay.storage_codec_unknown PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "no codec 'brotli' measured for tensor 'activations'")
+add_test(NAME cli.replay.storage_codec_not_with_ratio COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp}
+  --capacity 25% --storage 1TiB --storage-codec x.json:lz4 --storage-ratio 2 --quiet)
+set_tests_properties(cli.replay.storage_codec_not_with_ratio PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "not with --storage-ratio or --storage-link")
+add_test(NAME cli.replay.storage_ratio_bad COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_mlp}
+  --capacity 25% --storage 1TiB --storage-ratio 0.5 --quiet)
+set_tests_properties(cli.replay.storage_ratio_bad PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "invalid --storage-ratio '0.5': a number in \\[1, 1000000\\]")
+# --no-recompute: the generator marks transformer-train's activations; with recipes some are
+# dropped (the JSON's evicted_recompute), without them none.
+add_test(NAME cli.replay.recompute_or_not
+  COMMAND sh -c "\"$0\" trace gen transformer-train blocks=4 iterations=2 --seed 1 -o \"$1.tpt\" > /dev/null && \"$0\" replay \"$1.tpt\" --capacity 25% --host-capacity 25% --storage 1TiB --quiet --json \"$1.a.json\" > /dev/null && \"$0\" replay \"$1.tpt\" --capacity 25% --host-capacity 25% --storage 1TiB --no-recompute --quiet --json \"$1.b.json\" > /dev/null && grep -o '\"evicted_recompute\":[0-9]*' \"$1.a.json\" \"$1.b.json\""
+          $<TARGET_FILE:tierpool_cli> ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_recompute)
+set_tests_properties(cli.replay.recompute_or_not PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "a.json:\"evicted_recompute\":[1-9][0-9]*\n[^\n]*b.json:\"evicted_recompute\":0\n")
 add_test(NAME cli.replay.plot_per_prefetcher
   COMMAND sh -c "\"$0\" replay \"$1\" --policy lru --prefetch none,plan --capacity 25%,50% -q --plot \"$2.svg\" > /dev/null && grep -c '<polyline' \"$2.svg\" && grep -c '>lru (prefetch plan)</text>' \"$2.svg\""
           $<TARGET_FILE:tierpool_cli> ${_tp_replay_mlp} ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_plot_pf)

@@ -22,6 +22,7 @@
 #include <tierpool/replay.hpp>
 #include <tierpool/trace.hpp>
 
+#include <boost/json.hpp>
 #include <boost/program_options.hpp>
 
 #include <unistd.h>
@@ -33,6 +34,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,65 @@ namespace po = boost::program_options;
 namespace tr = tierpool::replay;
 
 namespace {
+
+// A codec's figures from `tierpool codec measure --json` (docs/chapters/codecs.md):
+// FILE:CODEC[:TENSOR]. The ratio, and the median compress / decompress rates in bytes/s.
+struct codec_figures {
+  double ratio{1.0};
+  double compress_bps{0.0};
+  double decompress_bps{0.0};
+};
+
+codec_figures measured_codec(std::string const& spec)
+{
+  std::string const what = "invalid --storage-codec '" + spec + "'";
+  std::size_t const c1 = spec.rfind(':');
+  if (c1 == std::string::npos || c1 == 0) { throw logic_error(what + ": give FILE:CODEC[:TENSOR]"); }
+  std::string file = spec.substr(0, c1);
+  std::string codec = spec.substr(c1 + 1);
+  std::string tensor = "activations";
+  if (std::size_t const c0 = file.rfind(':'); c0 != std::string::npos && c0 != 0) {  // FILE:CODEC:TENSOR
+    tensor = codec;
+    codec = file.substr(c0 + 1);
+    file = file.substr(0, c0);
+  }
+  std::ifstream in(file);
+  if (!in) { throw logic_error(what + ": cannot read '" + file + "'"); }
+  std::stringstream text;
+  text << in.rdbuf();
+  boost::system::error_code ec;
+  boost::json::value const v = boost::json::parse(text.str(), ec);
+  if (ec || !v.is_object() || !v.as_object().contains("data") || !v.at("data").is_array()) {
+    throw logic_error(what + ": '" + file + "' is not the JSON of `tierpool codec measure --json`");
+  }
+  std::vector<std::string> seen;
+  for (auto const& d : v.at("data").as_array()) {
+    if (!d.is_object() || !d.as_object().contains("name") || !d.at("name").is_string()) { continue; }
+    std::string const name(d.at("name").as_string());
+    seen.push_back(name);
+    if (name != tensor || !d.as_object().contains("codecs") || !d.at("codecs").is_array()) { continue; }
+    for (auto const& c : d.at("codecs").as_array()) {
+      if (!c.is_object() || !c.as_object().contains("codec") || std::string(c.at("codec").as_string()) != codec) {
+        continue;
+      }
+      try {
+        codec_figures f;
+        f.ratio = boost::json::value_to<double>(c.at("ratio"));
+        f.compress_bps = boost::json::value_to<double>(c.at("compress").at("median_gbps")) * 1e9;
+        f.decompress_bps = boost::json::value_to<double>(c.at("decompress").at("median_gbps")) * 1e9;
+        if (!(f.ratio > 0.0) || !(f.compress_bps > 0.0) || !(f.decompress_bps > 0.0)) { throw std::out_of_range("value"); }
+        f.ratio = std::max(f.ratio, 1.0);  // a codec that grows the bytes holds no more than raw
+        return f;
+      } catch (std::exception const&) {
+        throw logic_error(what + ": codec '" + codec + "' of tensor '" + tensor + "' lacks a ratio or a rate");
+      }
+    }
+    throw logic_error(what + ": no codec '" + codec + "' measured for tensor '" + tensor + "'");
+  }
+  std::string list;
+  for (auto const& n : seen) { list += (list.empty() ? "" : ", ") + n; }
+  throw logic_error(what + ": no tensor '" + tensor + "' in '" + file + "' (it has: " + list + ")");
+}
 
 // Policy specs are separated by ',', but a spec's own parameters are too
 // ("lru:refresh_interval=10,promote_on_read=false"): an item with '=' and no ':' continues
@@ -147,6 +208,7 @@ int replay_command(int argc, char** argv)
   std::string storage_text;
   std::string storage_link_text;
   std::string storage_ratio_text;
+  std::string storage_codec_text;
 
   po::options_description desc("tierpool replay TRACE [options]");
   // clang-format off
@@ -179,6 +241,9 @@ int replay_command(int argc, char** argv)
      "compress rates as `tierpool codec measure` gives them (0.9e9,0/0.27e9,0)")
     ("storage-ratio", po::value(&storage_ratio_text), "pool mode, with --storage: the tier stores compressed "
      "copies at this ratio (>= 1; `tierpool codec measure`): it holds SIZE x RATIO of tensors")
+    ("storage-codec", po::value(&storage_codec_text), "pool mode, with --storage: a compressed tier whose ratio "
+     "and rates are measured ones: FILE:CODEC[:TENSOR], FILE the output of `tierpool codec measure --json`, CODEC "
+     "lz4|zstd|q8|none, TENSOR the measured tensor kind (default activations); instead of --storage-ratio/-link")
     ("no-recompute", "pool mode: swap only; without it, tensors the trace marks recomputable are dropped "
      "instead of written back when rebuilding costs less (their cost runs as compute on the asking stream)")
     ("loop", po::value(&loop_text), "replay the trace this many times in a row, 1..1000000 (default 1)")
@@ -298,6 +363,16 @@ int replay_command(int argc, char** argv)
       throw logic_error("invalid --storage-ratio '" + storage_ratio_text + "': a number in [1, 1000000]");
     }
     g.storage_ratio = r;
+  }
+  if (!storage_codec_text.empty()) {
+    if (g.storage_bytes == 0) { throw logic_error("--storage-codec needs --storage"); }
+    if (!storage_ratio_text.empty() || !storage_link_text.empty()) {
+      throw logic_error("--storage-codec gives the ratio and the links: not with --storage-ratio or --storage-link");
+    }
+    auto const f = measured_codec(storage_codec_text);
+    g.storage_ratio = f.ratio;
+    g.storage_read_link = link_model{f.decompress_bps, 0};
+    g.storage_write_link = link_model{f.compress_bps, 0};
   }
   g.recompute = vm.count("no-recompute") == 0;
   if ((g.host_capacity || g.storage_bytes != 0) && (!has_pool || modes.size() != 1)) {

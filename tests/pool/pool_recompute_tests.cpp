@@ -39,26 +39,21 @@ void derive(void* out, void const* in, std::size_t n)
   for (std::size_t i = 0; i < n; ++i) { o[i] = static_cast<std::uint8_t>(s[i] ^ 0x5aU); }
 }
 
-// Whether `t` holds derive(pattern(key, version)), read on the host.
-bool holds_derived(pool& p, tensor const& t, std::uint64_t key, std::uint32_t version)
+// Whether `t` holds derive(pattern(key, version)), read through a host lease, or a device
+// lease with `device`.
+bool holds_derived(pool& p, tensor const& t, std::uint64_t key, std::uint32_t version, bool device = false)
 {
   std::vector<std::uint8_t> src(t.bytes());
   write_pattern(src.data(), src.size(), key, version);
   std::vector<std::uint8_t> want(t.bytes());
   derive(want.data(), src.data(), src.size());
-  lease h = p.acquire_host(t, access_mode::read);
-  return std::memcmp(h.data(), want.data(), want.size()) == 0;
+  lease l = device ? p.acquire(t, access_mode::read) : p.acquire_host(t, access_mode::read);
+  return std::memcmp(l.data(), want.data(), want.size()) == 0;
 }
 
-// Same, read through a device lease.
 bool holds_derived_on_device(pool& p, tensor const& t, std::uint64_t key, std::uint32_t version)
 {
-  std::vector<std::uint8_t> src(t.bytes());
-  write_pattern(src.data(), src.size(), key, version);
-  std::vector<std::uint8_t> want(t.bytes());
-  derive(want.data(), src.data(), src.size());
-  lease d = p.acquire(t, access_mode::read);
-  return std::memcmp(d.data(), want.data(), want.size()) == 0;
+  return holds_derived(p, t, key, version, true);
 }
 
 struct counted_recipe {

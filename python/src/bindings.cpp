@@ -1184,8 +1184,7 @@ NB_MODULE(_tierpool, m)
   // ---- RecipeBuffer, RecomputeCall (Pool.set_recompute) ----
   nb::class_<py_recipe_buffer>(m, "RecipeBuffer",
                                "The bytes a recompute function writes (RecomputeCall.out) or reads "
-                               "(RecomputeCall.inputs, read-only), valid only while the function runs (Note [A recipe's "
-                               "buffers live for one call]). Zero-copy views as a Lease gives: memoryview(buf) and "
+                               "(RecomputeCall.inputs, read-only), valid only while the function runs. Zero-copy views as a Lease gives: memoryview(buf) and "
                                "numpy.asarray(buf) (buffer protocol; host memory, and the simulated device), "
                                "buf.numpy(dtype, shape), and DLPack (kDLCUDA for an on_device recipe on the CUDA "
                                "backend). Every view must be gone when the function returns: one still alive then "
@@ -1747,9 +1746,10 @@ NB_MODULE(_tierpool, m)
           "Tensors of this pool, in order). on_device: fn gets device-tier bytes and call.stream (enqueue the "
           "work there, do not wait); else host bytes. cost_seconds: one rebuild's cost (< 0: measured). An "
           "exception fn raises leaves the acquire as it is; the tensor stays dropped and can be asked for again. "
-          "A lease of the tensor that may write, or one on an input, or freeing an input, ends the recipe (a "
+          "A lease that may write the tensor or one of its inputs, or freeing an input, ends the recipe (a "
           "dropped tensor is rebuilt first). fn must not set or clear recipes nor free tensors; views of the "
-          "buffers must not outlive the call. Replaces an earlier recipe. Raises LogicError for fn None, more "
+          "buffers must not outlive the call (BufferError). The pool holds fn until the recipe ends or the pool "
+          "closes (a fn that refers to the pool keeps it alive until then). Replaces an earlier recipe. Raises LogicError for fn None, more "
           "than 64 inputs, an input that is the tensor itself, not live, has a recipe itself, or a tensor that "
           "is an input of another recipe.")
       .def(

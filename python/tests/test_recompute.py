@@ -64,7 +64,8 @@ class Recipe:
         self.calls = []
 
     def __call__(self, call):
-        assert call.out.open and not call.out.readonly
+        assert isinstance(call, tierpool.RecomputeCall) and isinstance(call.out, tierpool.RecipeBuffer)
+        assert call.out.open and not call.out.readonly and call.out.nbytes == call.bytes
         assert len(call.inputs) == 1 and call.inputs[0].readonly and call.inputs[0].nbytes == T
         seen = {"id": call.id, "bytes": call.bytes, "tier": call.tier, "stream": call.stream,
                 "on_device": call.on_device, "device": call.out.device}

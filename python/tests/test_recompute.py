@@ -5,6 +5,7 @@ tensor instead of writing it back and rebuild it on next use, the pool's `action
 option, allocate(compressible=False), and the figures in stats() and residency()."""
 
 import gc
+import threading
 import weakref
 
 import numpy as np
@@ -209,14 +210,18 @@ def test_a_write_ends_the_recipe():
     p.close()
 
 
-def test_freeing_the_input_rebuilds_the_dependent_first():
+@pytest.mark.parametrize("how", ["free", "del"])
+def test_freeing_the_input_rebuilds_the_dependent_first(how):
     p = make_pool()
     x, a, src = make_pair(p)
     r = Recipe()
     p.set_recompute(a, r, inputs=[x], cost_seconds=1e-9)
     keep = push_out(p)
     assert p.residency(a)["dropped_for_recompute"]
-    p.free(x)
+    if how == "free":
+        p.free(x)
+    else:
+        del x  # the handle's end frees it: the recipe runs from the Tensor's destructor
     assert len(r.calls) == 1
     assert not p.residency(a)["recomputable"] and not p.residency(a)["dropped_for_recompute"]
     st = p.stats()
@@ -341,3 +346,31 @@ def test_closing_the_pool_lets_go_of_the_recipe_functions():
     p.close()
     gc.collect()
     assert alive() is None
+
+
+def test_threads_asking_for_a_dropped_tensor_rebuild_it_once():
+    p = make_pool()
+    x, a, src = make_pair(p)
+    r = Recipe()
+    p.set_recompute(a, r, inputs=[x], cost_seconds=1e-9)
+    keep = push_out(p)
+    assert p.residency(a)["dropped_for_recompute"]
+    results, errors = [], []
+    start = threading.Barrier(4)
+
+    def reader():
+        try:
+            start.wait()
+            results.append(np.array_equal(host_bytes(p, a), derived(src)))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=reader) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and results == [True] * 4
+    assert len(r.calls) == 1 and p.stats()["rebuilds"] == 1
+    del keep
+    p.close()

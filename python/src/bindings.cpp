@@ -643,7 +643,7 @@ struct py_recompute_call {
   std::uint64_t stream{0};
   bool on_device{false};
   nb::object out;
-  nb::list inputs;
+  nb::tuple inputs;
 };
 
 // A typed view of the first bytes of the flat uint8 numpy array `arr` (`nbytes` long): views
@@ -1269,7 +1269,7 @@ NB_MODULE(_tierpool, m)
       .def_ro("on_device", &py_recompute_call::on_device, "True for an on_device recipe.")
       .def_ro("out", &py_recompute_call::out, "The tensor's bytes to write in full: a writable RecipeBuffer.")
       .def_ro("inputs", &py_recompute_call::inputs,
-              "The inputs' bytes, in set_recompute's order: a list of read-only RecipeBuffer, in the same kind of "
+              "The inputs' bytes, in set_recompute's order: a tuple of read-only RecipeBuffer, in the same kind of "
               "memory as `out`.")
       .def("__repr__", [](py_recompute_call const& c) {
         return "<tierpool.RecomputeCall id=" + std::to_string(c.id) + " bytes=" + std::to_string(c.bytes) +
@@ -1684,6 +1684,7 @@ NB_MODULE(_tierpool, m)
               o.fn = [call, pp, on_device, cuda, ordinal, real, input_bytes](tierpool::recompute_call const& c) {
                 nb::gil_scoped_acquire held;
                 std::vector<py_recipe_buffer*> bufs;
+                std::vector<nb::object> owners;  // bufs stay alive whatever fn does with the call
                 auto make_buffer = [&](void const* data, std::size_t nbytes, bool readonly) {
                   py_recipe_buffer b;
                   b.data = const_cast<void*>(data);  // NOLINT(cppcoreguidelines-pro-type-const-cast): read-only views
@@ -1697,6 +1698,7 @@ NB_MODULE(_tierpool, m)
                   b.real_memory = real;
                   nb::object obj = nb::cast(std::move(b));
                   bufs.push_back(nb::inst_ptr<py_recipe_buffer>(obj));
+                  owners.push_back(obj);
                   return obj;
                 };
                 py_recompute_call rc;
@@ -1706,9 +1708,11 @@ NB_MODULE(_tierpool, m)
                 rc.stream = static_cast<std::uint64_t>(c.stream.value);
                 rc.on_device = on_device;
                 rc.out = make_buffer(c.out, c.bytes, false);
+                nb::list ins;
                 for (std::size_t i = 0; i < c.inputs.size(); ++i) {
-                  rc.inputs.append(make_buffer(c.inputs[i], i < input_bytes.size() ? input_bytes[i] : 0, true));
+                  ins.append(make_buffer(c.inputs[i], i < input_bytes.size() ? input_bytes[i] : 0, true));
                 }
+                rc.inputs = nb::tuple(ins);
                 nb::object const call_obj = nb::cast(std::move(rc));
                 auto close_all = [&] {
                   for (py_recipe_buffer* b : bufs) { b->open = false; }

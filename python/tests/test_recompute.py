@@ -67,7 +67,8 @@ class Recipe:
     def __call__(self, call):
         assert isinstance(call, tierpool.RecomputeCall) and isinstance(call.out, tierpool.RecipeBuffer)
         assert call.out.open and not call.out.readonly and call.out.nbytes == call.bytes
-        assert len(call.inputs) == 1 and call.inputs[0].readonly and call.inputs[0].nbytes == T
+        assert isinstance(call.inputs, tuple) and len(call.inputs) == 1
+        assert call.inputs[0].readonly and call.inputs[0].nbytes == T
         seen = {"id": call.id, "bytes": call.bytes, "tier": call.tier, "stream": call.stream,
                 "on_device": call.on_device, "device": call.out.device}
         src = call.inputs[0].numpy()

@@ -506,9 +506,9 @@ class RecomputeCall:
         """The tensor's bytes to write in full: a writable RecipeBuffer."""
 
     @property
-    def inputs(self) -> list[RecipeBuffer]:
+    def inputs(self) -> tuple[RecipeBuffer, ...]:
         """
-        The inputs' bytes, in set_recompute's order: a list of read-only RecipeBuffer, in the same kind of memory as `out`.
+        The inputs' bytes, in set_recompute's order: a tuple of read-only RecipeBuffer, in the same kind of memory as `out`.
         """
 
     def __repr__(self) -> str:

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -28,6 +29,7 @@
 
 #include <tierpool/backends/sim_backend.hpp>
 #include <tierpool/codec.hpp>
+#include <tierpool/monitor.hpp>
 #include <tierpool/policy.hpp>
 #include <tierpool/pool.hpp>
 #include <tierpool/replay.hpp>
@@ -124,6 +126,33 @@ nb::dict storage_dict(tierpool::storage_options const& o)
   d["codec"] = std::string(tierpool::to_string(o.codec));
   d["memory_bytes"] = o.memory_bytes;
   return d;
+}
+
+// {"recompute": False, "h2d_bytes_per_s": 25e9, ...}: the eviction actions (pool_options::actions).
+tierpool::action_options actions_from_dict(nb::dict d)
+{
+  tierpool::action_options a;
+  for (auto [k, v] : d) {
+    std::string const key = nb::cast<std::string>(k);
+    if (key == "recompute") {
+      a.recompute = nb::cast<bool>(v);
+    } else if (key == "by_cost") {
+      a.by_cost = nb::cast<bool>(v);
+    } else if (key == "h2d_bytes_per_s") {
+      a.h2d_bytes_per_s = nb::cast<double>(v);
+    } else if (key == "d2h_bytes_per_s") {
+      a.d2h_bytes_per_s = nb::cast<double>(v);
+    } else if (key == "storage_write_bytes_per_s") {
+      a.storage_write_bytes_per_s = nb::cast<double>(v);
+    } else if (key == "storage_read_bytes_per_s") {
+      a.storage_read_bytes_per_s = nb::cast<double>(v);
+    } else {
+      throw tierpool::logic_error("unknown action option '" + key +
+                                  "' (known: recompute, by_cost, h2d_bytes_per_s, d2h_bytes_per_s, "
+                                  "storage_write_bytes_per_s, storage_read_bytes_per_s)");
+    }
+  }
+  return a;
 }
 
 tierpool::access_mode parse_access(std::string const& s)
@@ -334,8 +363,16 @@ struct py_callable {
   void operator()(Args&&... args)
   {
     nb::gil_scoped_acquire held;
+    if (fn == nullptr) { throw tierpool::logic_error("the pool was closed: its Python functions were let go"); }
     nb::handle const callable{fn};
     callable(std::forward<Args>(args)...);
+  }
+  /// Let go of the function now (GIL held): a pool that closes breaks the reference
+  /// cycles its recipes' functions make (they often refer to the pool).
+  void drop() noexcept
+  {
+    PyObject* const f = std::exchange(fn, nullptr);
+    Py_XDECREF(f);
   }
 };
 
@@ -352,6 +389,10 @@ struct py_pool {
   std::shared_ptr<tierpool::python::policy_host> policies;
   tierpool::pool pool;
   std::map<py_lease const*, view_pin> view_pins;  // changed with the GIL held
+  // The recipes' Python functions (Pool.set_recompute), let go of when the pool closes:
+  // a function that refers to the pool (a closure, a global) would keep it alive for
+  // ever, a cycle through C++ the garbage collector cannot see. Changed with the GIL held.
+  std::vector<std::weak_ptr<py_callable>> recipe_fns;
   py_pool(std::shared_ptr<tierpool::python::policy_host> h, tierpool::pool_options o)
     : policies(std::move(h)), pool(std::move(o))
   {
@@ -371,6 +412,19 @@ struct py_pool {
   }
   /// Raise a Python policy's recorded failure (tierpool.PolicyError), once. GIL held.
   void check() const { policies->check(); }
+  /// After close (GIL held): no recipe runs any more; drop their Python functions.
+  void drop_recipe_fns() noexcept
+  {
+    for (auto const& w : recipe_fns) {
+      if (auto f = w.lock()) { f->drop(); }
+    }
+    recipe_fns.clear();
+  }
+  void note_recipe_fn(std::shared_ptr<py_callable> const& f)
+  {
+    std::erase_if(recipe_fns, [](std::weak_ptr<py_callable> const& w) { return w.expired(); });
+    recipe_fns.push_back(f);
+  }
 
   [[nodiscard]] std::size_t view_bytes() const noexcept
   {
@@ -479,6 +533,151 @@ Array lease_array(nb::handle self)
   return Array(l->handle.data(), 1, shape, owner, nullptr, nb::dtype<std::uint8_t>(), dev_type, dev_id);
 }
 
+// Note [A recipe's buffers live for one call]
+// -------------------------------------------
+// Rationale: a recompute function (Pool.set_recompute) is handed the tensor's bytes and
+// its inputs' bytes through leases the pool takes and ends around the call: unlike a
+// Lease, nothing Python holds can keep them, and a view that outlived the call would
+// read or write a block the pool gives to other tensors.
+// Approach: RecomputeCall.out and .inputs are RecipeBuffer objects that give the same
+// zero-copy views as a Lease (buffer protocol, numpy(), DLPack; read-only inputs) while
+// the call runs. When the function returns, every buffer is closed (no new view); a view
+// still alive then makes the rebuild fail with BufferError (the tensor stays dropped)
+// rather than leave it pointing at memory the pool reuses. After an exception the
+// buffers are closed without that check (the traceback holds the function's locals).
+// A device buffer in host memory (the simulated device) waits for the call's stream
+// before its first view, as a device Lease does, so the inputs' copy-ins are there.
+// Limitations: a view kept in a reference cycle counts as alive until the cycle
+// collector runs; del views (or let them go out of scope) before returning.
+struct py_recipe_buffer {
+  void* data{nullptr};
+  std::size_t bytes{0};
+  bool readonly{false};
+  bool device{false};  // an on_device recipe's buffer (device tier)
+  bool cuda{false};    // the backend is CUDA
+  int device_ordinal{0};
+  std::uint64_t stream{0};
+  py_pool* owner{nullptr};
+  bool open{true};
+  bool real_memory{true};  // the backend has bytes (not phantom)
+  bool synced{false};
+  std::size_t exports{0};
+
+  void check_viewable() const
+  {
+    if (!open) { throw nb::buffer_error("the recompute call returned: its buffers are no longer reachable"); }
+    if (!real_memory) {
+      throw nb::buffer_error("the backend has phantom memory (sim memory='phantom'): a recipe's buffer has no bytes to view");
+    }
+  }
+  void wait_for_host_bytes();
+};
+
+void py_recipe_buffer::wait_for_host_bytes()
+{
+  if (!device || cuda || synced || owner == nullptr) { return; }
+  synced = true;
+  nb::gil_scoped_release unlocked;
+  tierpool::event e = owner->pool.create_event();
+  e.record(tierpool::stream_handle{static_cast<std::uintptr_t>(stream)});
+  e.synchronize();
+}
+
+int recipe_buffer_getbuffer(PyObject* self, Py_buffer* view, int flags)
+{
+  py_recipe_buffer* b = nb::inst_ptr<py_recipe_buffer>(self);
+  try {
+    b->check_viewable();
+    if (b->device && b->cuda) { throw nb::buffer_error("a device buffer on the CUDA backend is not host memory: use DLPack"); }
+    b->wait_for_host_bytes();
+  } catch (std::exception const& e) {
+    view->obj = nullptr;
+    PyErr_SetString(PyExc_BufferError, e.what());
+    return -1;
+  }
+  if (PyBuffer_FillInfo(view, self, b->data, static_cast<Py_ssize_t>(b->bytes), b->readonly ? 1 : 0, flags) != 0) {
+    return -1;
+  }
+  ++b->exports;
+  return 0;
+}
+
+void recipe_buffer_releasebuffer(PyObject* self, Py_buffer*)
+{
+  py_recipe_buffer* b = nb::inst_ptr<py_recipe_buffer>(self);
+  if (b->exports != 0) { --b->exports; }
+}
+
+PyType_Slot recipe_buffer_slots[] = {
+    {Py_bf_getbuffer, reinterpret_cast<void*>(recipe_buffer_getbuffer)},
+    {Py_bf_releasebuffer, reinterpret_cast<void*>(recipe_buffer_releasebuffer)},
+    {0, nullptr},
+};
+
+// A 1-D uint8 ndarray over the buffer's bytes whose owner keeps the buffer alive and counted.
+template <class Array>
+Array recipe_buffer_array(nb::handle self)
+{
+  py_recipe_buffer* b = nb::inst_ptr<py_recipe_buffer>(self);
+  b->check_viewable();
+  b->wait_for_host_bytes();
+  self.inc_ref();
+  ++b->exports;
+  nb::capsule owner(self.ptr(), [](void* p) noexcept {
+    PyObject* obj = static_cast<PyObject*>(p);
+    py_recipe_buffer* rb = nb::inst_ptr<py_recipe_buffer>(obj);
+    if (rb->exports != 0) { --rb->exports; }
+    Py_DECREF(obj);
+  });
+  std::size_t const shape[1] = {b->bytes};
+  bool const on_cuda = b->device && b->cuda;
+  int const dev_type = on_cuda ? nb::device::cuda::value : nb::device::cpu::value;
+  return Array(b->data, 1, shape, owner, nullptr, nb::dtype<std::uint8_t>(), dev_type, on_cuda ? b->device_ordinal : 0);
+}
+
+// What a Python recompute function is given (RecomputeCall).
+struct py_recompute_call {
+  std::uint64_t id{0};
+  std::size_t bytes{0};
+  std::uint32_t tier{0};
+  std::uint64_t stream{0};
+  bool on_device{false};
+  nb::object out;
+  nb::tuple inputs;
+};
+
+// A typed view of the first bytes of the flat uint8 numpy array `arr` (`nbytes` long): views
+// of it keep it (and so its owner) alive. `what` names the call, `whose` the bytes in errors.
+nb::object typed_view(nb::object arr, nb::handle dtype, nb::handle shape, std::size_t nbytes, char const* what,
+                      char const* whose)
+{
+  if (dtype.is_none() && shape.is_none()) { return arr; }
+  nb::object const np = nb::module_::import_("numpy");
+  nb::object const dt = np.attr("dtype")(dtype.is_none() ? nb::object(nb::str("uint8")) : nb::borrow(dtype));
+  std::size_t const item = nb::cast<std::size_t>(dt.attr("itemsize"));
+  std::size_t count = nbytes / item;
+  nb::object shp;
+  if (shape.is_none()) {
+    shp = nb::make_tuple(count);
+  } else {
+    shp = nb::tuple(np.attr("atleast_1d")(shape).attr("tolist")());
+    count = 1;
+    for (nb::handle d : shp) {
+      long long const v = nb::cast<long long>(d);
+      if (v < 0) { throw nb::value_error((std::string(what) + ": a negative dimension in shape").c_str()); }
+      count *= static_cast<std::size_t>(v);
+    }
+  }
+  if (count * item > nbytes) {
+    throw nb::value_error((std::string(what) + ": " + std::to_string(count) + " elements of " + std::to_string(item) +
+                           " bytes need " + std::to_string(count * item) + " bytes; " + whose + " has " +
+                           std::to_string(nbytes))
+                              .c_str());
+  }
+  nb::object head = arr.attr("__getitem__")(nb::slice(nb::int_(0), nb::int_(count * item), nb::int_(1)));
+  return head.attr("view")(dt).attr("reshape")(shp);
+}
+
 // ---- exceptions: instances of the classes in tierpool/_errors.py, with the C++ figures ----
 
 void raise_py(char const* cls_name, char const* what, std::vector<std::pair<char const*, nb::object>> const& attrs)
@@ -570,7 +769,8 @@ tierpool::pool_options make_options(tierpool::python::policy_host& host,
                                     std::optional<std::size_t> sim_device_bytes, bool read_environment,
                                     std::map<std::uint32_t, std::size_t> const& tenant_quotas,
                                     std::string const& trace_path, bool publish, bool quiet,
-                                    std::vector<nb::dict> const& sim_faults, std::uint64_t sim_fault_seed)
+                                    std::vector<nb::dict> const& sim_faults, std::uint64_t sim_fault_seed,
+                                    std::optional<nb::dict> const& actions)
 {
   tierpool::pool_options o;
   if (tiers) {
@@ -611,6 +811,7 @@ tierpool::pool_options make_options(tierpool::python::policy_host& host,
   o.trace_path = trace_path;
   o.publish.enabled = publish;
   o.notice = quiet ? tierpool::fallback_notice::silent : tierpool::fallback_notice::stderr_line;
+  if (actions) { o.actions = actions_from_dict(*actions); }
   return o;
 }
 
@@ -655,6 +856,8 @@ nb::dict residency_dict(tierpool::tensor_residency const& r)
   d["write_leases"] = r.write_leases;
   d["access_count"] = r.access_count;
   d["last_use"] = r.last_use;
+  d["dropped_for_recompute"] = r.dropped_for_recompute;
+  d["recomputable"] = r.recomputable;
   return d;
 }
 
@@ -694,6 +897,21 @@ tierpool::tensor const& live(py_tensor const& t)
 }
 
 nb::object json_loads(std::string const& text) { return nb::module_::import_("json").attr("loads")(text); }
+
+// Pool.stats(): the eviction actions' figures (not in summary_json()).
+void add_action_figures(tierpool::pool_stats const& st, nb::dict& d)
+{
+  d["evicted_dropped"] = st.evicted_dropped;
+  d["evicted_moved"] = st.evicted_moved;
+  d["evicted_compressed"] = st.evicted_compressed;
+  d["evicted_recompute"] = st.evicted_recompute;
+  d["evicted_recompute_bytes"] = st.evicted_recompute_bytes;
+  d["rebuilds"] = st.rebuilds;
+  d["rebuild_failures"] = st.rebuild_failures;
+  d["rebuild_seconds"] = st.rebuild_seconds;
+  d["recipes"] = st.recipes;
+  d["recipes_ended"] = st.recipes_ended;
+}
 
 // Pool.stats(): the Python policies' fallbacks, per tier and in all (py_policy.hpp).
 void add_policy_figures(tierpool::python::policy_host const& host, nb::object& stats)
@@ -906,33 +1124,7 @@ NB_MODULE(_tierpool, m)
             py_lease const* l = nb::inst_ptr<py_lease>(self);
             if (!l->host && l->cuda) { throw nb::buffer_error("a device lease on the CUDA backend is not host memory: use DLPack"); }
             nb::object arr = nb::cast(lease_array<nb::ndarray<nb::numpy, std::uint8_t, nb::ndim<1>>>(self));
-            if (dtype.is_none() && shape.is_none()) { return arr; }
-            // A typed view of the first bytes: views of the uint8 array keep it (and so the lease) alive.
-            nb::object const np = nb::module_::import_("numpy");
-            nb::object const dt = np.attr("dtype")(dtype.is_none() ? nb::object(nb::str("uint8")) : nb::borrow(dtype));
-            std::size_t const item = nb::cast<std::size_t>(dt.attr("itemsize"));
-            std::size_t const nbytes = l->handle.bytes();
-            std::size_t count = nbytes / item;
-            nb::object shp;
-            if (shape.is_none()) {
-              shp = nb::make_tuple(count);
-            } else {
-              shp = nb::tuple(np.attr("atleast_1d")(shape).attr("tolist")());
-              count = 1;
-              for (nb::handle d : shp) {
-                long long const v = nb::cast<long long>(d);
-                if (v < 0) { throw nb::value_error("Lease.numpy: a negative dimension in shape"); }
-                count *= static_cast<std::size_t>(v);
-              }
-            }
-            if (count * item > nbytes) {
-              throw nb::value_error(("Lease.numpy: " + std::to_string(count) + " elements of " + std::to_string(item) +
-                                     " bytes need " + std::to_string(count * item) + " bytes; the lease has " +
-                                     std::to_string(nbytes))
-                                        .c_str());
-            }
-            nb::object head = arr.attr("__getitem__")(nb::slice(nb::int_(0), nb::int_(count * item), nb::int_(1)));
-            return head.attr("view")(dt).attr("reshape")(shp);
+            return typed_view(arr, dtype, shape, l->handle.bytes(), "Lease.numpy", "the lease");
           },
           "dtype"_a.none() = nb::none(), "shape"_a.none() = nb::none(),
           "A numpy array over the lease's bytes (zero-copy, host memory only); it keeps the lease alive. Without "
@@ -989,6 +1181,102 @@ NB_MODULE(_tierpool, m)
                (l.host ? " host" : " device") + ">";
       }, "tensor, size, access and where.");
 
+  // ---- RecipeBuffer, RecomputeCall (Pool.set_recompute) ----
+  nb::class_<py_recipe_buffer>(m, "RecipeBuffer",
+                               "The bytes a recompute function writes (RecomputeCall.out) or reads "
+                               "(RecomputeCall.inputs, read-only), valid only while the function runs. Zero-copy views as a Lease gives: memoryview(buf) and "
+                               "numpy.asarray(buf) (buffer protocol; host memory, and the simulated device), "
+                               "buf.numpy(dtype, shape), and DLPack (kDLCUDA for an on_device recipe on the CUDA "
+                               "backend). Every view must be gone when the function returns: one still alive then "
+                               "fails the rebuild with BufferError.",
+                               nb::type_slots(recipe_buffer_slots))
+      .def_prop_ro("nbytes", [](py_recipe_buffer const& b) { return b.bytes; }, "Size in bytes.")
+      .def_prop_ro("readonly", [](py_recipe_buffer const& b) { return b.readonly; },
+                   "True for an input's bytes (read them only).")
+      .def_prop_ro("device", [](py_recipe_buffer const& b) { return b.device; },
+                   "True in the device tier (an on_device recipe), False in a host tier.")
+      .def_prop_ro("data_ptr", [](py_recipe_buffer const& b) { return reinterpret_cast<std::uintptr_t>(b.data); },
+                   "The address of the bytes (device memory for an on_device recipe on CUDA).")
+      .def_prop_ro("open", [](py_recipe_buffer const& b) { return b.open; },
+                   "True while the recompute function runs; no view can be made after.")
+      .def_prop_ro("exports", [](py_recipe_buffer const& b) { return b.exports; }, "Zero-copy views that still exist.")
+      .def(
+          "numpy",
+          [](nb::handle self, nb::handle dtype, nb::handle shape) {
+            py_recipe_buffer const* b = nb::inst_ptr<py_recipe_buffer>(self);
+            if (b->device && b->cuda) { throw nb::buffer_error("a device buffer on the CUDA backend is not host memory: use DLPack"); }
+            nb::object arr = b->readonly
+                                 ? nb::cast(recipe_buffer_array<nb::ndarray<nb::numpy, std::uint8_t const, nb::ndim<1>>>(self))
+                                 : nb::cast(recipe_buffer_array<nb::ndarray<nb::numpy, std::uint8_t, nb::ndim<1>>>(self));
+            return typed_view(arr, dtype, shape, b->bytes, "RecipeBuffer.numpy", "the buffer");
+          },
+          "dtype"_a.none() = nb::none(), "shape"_a.none() = nb::none(),
+          "A numpy array over the bytes (zero-copy, host memory only; read-only for an input): a flat uint8 array, "
+          "or with dtype (and shape) a typed view of the first bytes (ValueError when they are more than there are).")
+      .def(
+          "__dlpack__",
+          [](nb::handle self, nb::kwargs kwargs) {
+            py_recipe_buffer* b = nb::inst_ptr<py_recipe_buffer>(self);
+            nb::object stream = nb::none();
+            if (kwargs.contains("stream")) {
+              stream = kwargs["stream"];
+              nb::del(kwargs["stream"]);
+            }
+            if (b->device && b->cuda) {
+              std::int64_t const consumer = stream.is_none() ? 1 : nb::cast<std::int64_t>(stream);
+              if (consumer < -1 || consumer == 0) {
+                throw nb::value_error("__dlpack__(stream=...): a CUDA stream is None, -1, 1, 2 or a cudaStream_t");
+              }
+              b->check_viewable();
+              if (consumer != -1 && static_cast<std::uint64_t>(consumer) != b->stream) {
+                nb::gil_scoped_release unlocked;
+                tierpool::event e = b->owner->pool.create_event();
+                e.record(tierpool::stream_handle{static_cast<std::uintptr_t>(b->stream)});
+                e.wait(tierpool::stream_handle{static_cast<std::uintptr_t>(consumer)});
+              }
+            } else if (!stream.is_none() && !(nb::isinstance<nb::int_>(stream) && nb::cast<std::int64_t>(stream) == -1)) {
+              throw nb::value_error("__dlpack__(stream=...): host memory has no stream (pass None)");
+            }
+            nb::object arr =
+                b->readonly
+                    ? nb::cast(recipe_buffer_array<nb::ndarray<nb::array_api, std::uint8_t const, nb::ndim<1>>>(self))
+                    : nb::cast(recipe_buffer_array<nb::ndarray<nb::array_api, std::uint8_t, nb::ndim<1>>>(self));
+            return arr.attr("__dlpack__")(**kwargs);
+          },
+          "A DLPack capsule over the bytes (1-D uint8, zero-copy). stream: as Lease.__dlpack__ (for an on_device "
+          "buffer on CUDA the consumer's stream waits for RecomputeCall.stream).")
+      .def(
+          "__dlpack_device__",
+          [](py_recipe_buffer const& b) {
+            if (b.device && b.cuda) { return nb::make_tuple(nb::int_(static_cast<int>(nb::device::cuda::value)), b.device_ordinal); }
+            return nb::make_tuple(nb::int_(static_cast<int>(nb::device::cpu::value)), 0);
+          },
+          "(device type, device id) of the bytes: (1, 0) for host memory, (2, ordinal) for CUDA device memory.")
+      .def("__repr__", [](py_recipe_buffer const& b) {
+        return std::string("<tierpool.RecipeBuffer ") + (b.open ? "" : "(closed) ") + "nbytes=" + std::to_string(b.bytes) +
+               (b.readonly ? " read-only" : " writable") + (b.device ? " device" : " host") + ">";
+      }, "size, access and where.");
+
+  nb::class_<py_recompute_call>(m, "RecomputeCall",
+                                "What a recompute function (Pool.set_recompute) is called with: write every byte of "
+                                "`out` from the bytes of `inputs`.")
+      .def_ro("id", &py_recompute_call::id, "The id of the tensor being rebuilt.")
+      .def_ro("bytes", &py_recompute_call::bytes, "Its size in bytes.")
+      .def_ro("tier", &py_recompute_call::tier, "The tier `out` is in.")
+      .def_ro("stream", &py_recompute_call::stream,
+              "on_device recipes: the stream to enqueue the work on (the acquire that asked for the tensor, and "
+              "every later use, is ordered after it; do not wait); host recipes: 0.")
+      .def_ro("on_device", &py_recompute_call::on_device, "True for an on_device recipe.")
+      .def_ro("out", &py_recompute_call::out, "The tensor's bytes to write in full: a writable RecipeBuffer.")
+      .def_ro("inputs", &py_recompute_call::inputs,
+              "The inputs' bytes, in set_recompute's order: a tuple of read-only RecipeBuffer, in the same kind of "
+              "memory as `out`.")
+      .def("__repr__", [](py_recompute_call const& c) {
+        return "<tierpool.RecomputeCall id=" + std::to_string(c.id) + " bytes=" + std::to_string(c.bytes) +
+               " tier=" + std::to_string(c.tier) + " inputs=" + std::to_string(nb::len(c.inputs)) +
+               (c.on_device ? " on_device" : " host") + ">";
+      }, "id, size, tier, inputs and where.");
+
   // ---- Pool ----
   nb::class_<tierpool::event>(m, "Event",
                              "An event of a pool's streams (Pool.create_event): record it on a stream, query it, "
@@ -1028,7 +1316,7 @@ NB_MODULE(_tierpool, m)
                       "policy; tensors move between them as leases need their bytes.\n\n"
                       "Pool(*, tiers=None, policy='lru', prefetch='none', backend='auto', device=0, "
                       "sim_memory='real', sim_clock='wall', sim_device_bytes=None, read_environment=True, "
-                      "tenant_quotas={}, trace_path='', publish=True, quiet=False, sim_faults=[], sim_fault_seed=0)\n\n"
+                      "tenant_quotas={}, trace_path='', publish=True, quiet=False, sim_faults=[], sim_fault_seed=0, actions=None)\n\n"
                       "tiers: a list of TierOptions or dicts with the same keys (None: device, pinned_host, host); "
                       "policy (and a tier dict's 'policy'): a spec ('lru', a registered Python policy's name) or a "
                       "Python EvictionPolicy class; prefetch: a spec or a Python Predictor class; "
@@ -1040,7 +1328,12 @@ NB_MODULE(_tierpool, m)
                       "sim_faults: fault rules of the simulated device, for testing failure paths, each a dict "
                       "{'kind': 'copy' (allocate, event, stream_create, prefetch, host_func, compute, any), "
                       "'nth': fail that matching call (1-based), 'probability': fail each with it}; "
-                      "sim_fault_seed: the seed of the probabilistic rules.\n\n"
+                      "sim_fault_seed: the seed of the probabilistic rules; actions: the eviction actions, a dict "
+                      "{'recompute': drop tensors with a recipe (Pool.set_recompute) when rebuilding is cheaper "
+                      "(default True), 'by_cost': order a write-back's lower tiers by round-trip cost (default "
+                      "True), 'h2d_bytes_per_s', 'd2h_bytes_per_s', 'storage_write_bytes_per_s', "
+                      "'storage_read_bytes_per_s': the bandwidths actions are priced with (0: the backend's "
+                      "models or defaults; negative: LogicError)}.\n\n"
                       "`with Pool(...) as p:` closes the pool at the end of the block.")
       .def(
           "__init__",
@@ -1048,11 +1341,12 @@ NB_MODULE(_tierpool, m)
              nb::handle prefetch, std::string const& backend, int device, std::string const& sim_memory,
              std::string const& sim_clock, std::optional<std::size_t> sim_device_bytes, bool read_environment,
              std::map<std::uint32_t, std::size_t> const& tenant_quotas, std::string const& trace_path, bool publish,
-             bool quiet, std::vector<nb::dict> const& sim_faults, std::uint64_t sim_fault_seed) {
+             bool quiet, std::vector<nb::dict> const& sim_faults, std::uint64_t sim_fault_seed,
+             std::optional<nb::dict> const& actions) {
             auto host = tierpool::python::make_policy_host();
             tierpool::pool_options o = make_options(*host, tiers, policy, prefetch, backend, device, sim_memory,
                                                     sim_clock, sim_device_bytes, read_environment, tenant_quotas,
-                                                    trace_path, publish, quiet, sim_faults, sim_fault_seed);
+                                                    trace_path, publish, quiet, sim_faults, sim_fault_seed, actions);
             nb::gil_scoped_release unlocked;
             new (self) py_pool(std::move(host), std::move(o));
           },
@@ -1061,12 +1355,14 @@ NB_MODULE(_tierpool, m)
           "sim_device_bytes"_a.none() = nb::none(), "read_environment"_a = true,
           "tenant_quotas"_a = std::map<std::uint32_t, std::size_t>{}, "trace_path"_a = "", "publish"_a = true,
           "quiet"_a = false, "sim_faults"_a = std::vector<nb::dict>{}, "sim_fault_seed"_a = 0,
+          "actions"_a.none() = nb::none(),
           "Build a pool (see the class docstring). Raises LogicError for bad options or an unknown policy, "
           "BackendError when the backend cannot be built.")
       .def(
           "allocate",
           [](py_pool& p, std::size_t nbytes, std::string const& name, float priority, std::uint32_t tenant,
-             std::optional<std::uint32_t> preferred_tier, bool write_through, bool lossy_compression) {
+             std::optional<std::uint32_t> preferred_tier, bool write_through, bool lossy_compression,
+             bool compressible) {
                p.check();
             tierpool::tensor_options o;
             o.name = name;
@@ -1075,6 +1371,7 @@ NB_MODULE(_tierpool, m)
             if (preferred_tier) { o.preferred_tier = tierpool::tier_id{*preferred_tier}; }
             o.write_through = write_through;
             o.lossy_compression = lossy_compression;
+            o.compressible = compressible;
             py_tensor t;
             t.pool = &p.pool;
             t.owner = &p;
@@ -1087,11 +1384,12 @@ NB_MODULE(_tierpool, m)
           },
           "nbytes"_a, nb::kw_only(), "name"_a = "", "priority"_a = 0.0F, "tenant"_a = 0,
           "preferred_tier"_a.none() = nb::none(), "write_through"_a = false, "lossy_compression"_a = false,
-          nb::keep_alive<0, 1>(),
+          "compressible"_a = true, nb::keep_alive<0, 1>(),
           "Create a tensor of `nbytes` bytes (contents undefined) in the preferred tier, else the fastest with "
           "room. priority in [0, 1] (higher: keep resident longer); tenant: owner for quotas; write_through: keep "
           "a host copy valid after every device write; lossy_compression: a compressed tier with codec 'q8' may "
-          "quantize it (float32). Raises OutOfMemory (QuotaExceeded for a tenant's quota).")
+          "quantize it (float32); compressible=False: its write-backs pass over compressed tiers (data that does "
+          "not compress, or must never be decoded). Raises OutOfMemory (QuotaExceeded for a tenant's quota).")
       .def(
           "acquire",
           [](py_pool& p, py_tensor const& t, std::string const& access, std::optional<std::uint64_t> stream) {
@@ -1169,12 +1467,17 @@ NB_MODULE(_tierpool, m)
           "stats",
           [](py_pool const& p) {
             p.check();
+            tierpool::pool_stats st;
             std::string json;
             {
               nb::gil_scoped_release unlocked;
-              json = p.pool.summary_json();
+              st = p.pool.stats();  // one snapshot: the JSON of summary_json() and the figures it lacks
+              json = tierpool::to_json(st);
             }
-            nb::object d = json_loads(json);
+            nb::dict d;
+            d["backend"] = p.pool.backend().caps().name;
+            d.attr("update")(json_loads(json));
+            add_action_figures(st, d);
             d["python_views"] = view_pins_dict(p);
             add_policy_figures(*p.policies, d);
             return d;
@@ -1183,7 +1486,9 @@ NB_MODULE(_tierpool, m)
           "kind, policy, capacity, used bytes, evictions, policy_fallbacks (times a Python policy of the tier "
           "failed and lru took over), ...; 'policy_fallbacks' and 'predictor_failures' are the pool's totals; "
           "'python_views' lists the leases that live Python views pin (leases, bytes, pins: tensor, name, bytes, "
-          "host, views, released).")
+          "host, views, released). The eviction actions' figures: evicted_dropped, evicted_moved, "
+          "evicted_compressed, evicted_recompute, evicted_recompute_bytes, rebuilds, rebuild_failures, "
+          "rebuild_seconds, recipes, recipes_ended.")
       .def(
           "summary",
           [](py_pool const& p) {
@@ -1273,7 +1578,9 @@ NB_MODULE(_tierpool, m)
             return residency_dict(r);
           },
           "tensor"_a,
-          "Where the tensor lives now, as a dict: home tier, copies (tier, valid, dirty, in_flight, leases), leases, ...")
+          "Where the tensor lives now, as a dict: home tier, copies (tier, valid, dirty, in_flight, leases), leases, "
+          "..., recomputable (it has a recipe: Pool.set_recompute) and dropped_for_recompute (no tier holds its "
+          "bytes: its recipe rebuilds them on next use).")
       .def(
           "snapshot_json",
           [](py_pool const& p) {
@@ -1343,6 +1650,123 @@ NB_MODULE(_tierpool, m)
             p.pool.remove_low_memory_callback(id);
           },
           "id"_a, "Unregister a callback (unknown ids are ignored).")
+      .def(
+          "set_recompute",
+          [](py_pool& p, py_tensor const& t, nb::handle fn, nb::handle inputs, bool on_device, double cost_seconds) {
+            p.check();
+            tierpool::tensor const& h = live(t);
+            tierpool::recompute_options o;
+            std::vector<std::size_t> input_bytes;  // the recipe's buffers' sizes, in order
+            std::shared_ptr<py_callable> recipe_fn;
+            for (nb::handle in : inputs) {
+              if (!nb::isinstance<py_tensor>(in)) {
+                throw nb::type_error("Pool.set_recompute: each input is a Tensor of this pool");
+              }
+              py_tensor const& it = nb::cast<py_tensor const&>(in);
+              if (it.owner != &p) {
+                throw tierpool::logic_error("pool::set_recompute: input '" + it.name + "' is a tensor of another pool");
+              }
+              o.inputs.push_back(live(it).id());
+              input_bytes.push_back(live(it).bytes());
+            }
+            o.on_device = on_device;
+            o.cost_seconds = cost_seconds;
+            if (!fn.is_none()) {
+              if (!PyCallable_Check(fn.ptr())) { throw nb::type_error("Pool.set_recompute: fn is not callable"); }
+              // Note [Python callables the pool calls], Note [A recipe's buffers live for one call]
+              auto call = std::make_shared<py_callable>(fn);
+              recipe_fn = call;
+              auto const& caps = p.pool.backend().caps();
+              bool const cuda = caps.name == "cuda";
+              int const ordinal = caps.device_ordinal;
+              bool const real = caps.real_memory;
+              py_pool* const pp = &p;
+              o.fn = [call, pp, on_device, cuda, ordinal, real, input_bytes](tierpool::recompute_call const& c) {
+                nb::gil_scoped_acquire held;
+                std::vector<py_recipe_buffer*> bufs;
+                std::vector<nb::object> owners;  // bufs stay alive whatever fn does with the call
+                auto make_buffer = [&](void const* data, std::size_t nbytes, bool readonly) {
+                  py_recipe_buffer b;
+                  b.data = const_cast<void*>(data);  // NOLINT(cppcoreguidelines-pro-type-const-cast): read-only views
+                  b.bytes = nbytes;
+                  b.readonly = readonly;
+                  b.device = on_device;
+                  b.cuda = cuda;
+                  b.device_ordinal = ordinal;
+                  b.stream = static_cast<std::uint64_t>(c.stream.value);
+                  b.owner = pp;
+                  b.real_memory = real;
+                  nb::object obj = nb::cast(std::move(b));
+                  bufs.push_back(nb::inst_ptr<py_recipe_buffer>(obj));
+                  owners.push_back(obj);
+                  return obj;
+                };
+                py_recompute_call rc;
+                rc.id = static_cast<std::uint64_t>(c.id);
+                rc.bytes = c.bytes;
+                rc.tier = static_cast<std::uint32_t>(c.tier);
+                rc.stream = static_cast<std::uint64_t>(c.stream.value);
+                rc.on_device = on_device;
+                rc.out = make_buffer(c.out, c.bytes, false);
+                nb::list ins;
+                for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+                  ins.append(make_buffer(c.inputs[i], i < input_bytes.size() ? input_bytes[i] : 0, true));
+                }
+                rc.inputs = nb::tuple(ins);
+                nb::object const call_obj = nb::cast(std::move(rc));
+                auto close_all = [&] {
+                  for (py_recipe_buffer* b : bufs) { b->open = false; }
+                };
+                try {
+                  (*call)(call_obj);
+                } catch (...) {
+                  close_all();
+                  throw;
+                }
+                close_all();
+                std::size_t live_views = 0;
+                for (py_recipe_buffer const* b : bufs) { live_views += b->exports; }
+                if (live_views != 0) {
+                  throw nb::buffer_error((std::to_string(live_views) +
+                                          " view(s) of the recompute call's buffers outlived the call (tensor " +
+                                          std::to_string(static_cast<std::uint64_t>(c.id)) +
+                                          "): they would point at memory the pool reuses; delete them before "
+                                          "returning. The tensor stays dropped.")
+                                             .c_str());
+                }
+              };
+            }
+            {
+              nb::gil_scoped_release unlocked;
+              p.pool.set_recompute(h, std::move(o));
+            }
+            if (recipe_fn) { p.note_recipe_fn(recipe_fn); }
+          },
+          "tensor"_a, "fn"_a.none(), "inputs"_a = nb::tuple(), "on_device"_a = false, "cost_seconds"_a = -1.0,
+          "Give the tensor a recipe: the pool may then drop its last copy instead of writing it back (when "
+          "rebuilding costs less than the round trip, or no lower tier has room) and calls fn(call) to rebuild it "
+          "on its next acquire or acquire_host, on that thread, with no pool lock held. call is a RecomputeCall: "
+          "write every byte of call.out (a RecipeBuffer) from call.inputs (read-only RecipeBuffers of `inputs`, "
+          "Tensors of this pool, in order). on_device: fn gets device-tier bytes and call.stream (enqueue the "
+          "work there, do not wait); else host bytes. cost_seconds: one rebuild's cost (< 0: measured). An "
+          "exception fn raises leaves the acquire as it is; the tensor stays dropped and can be asked for again. "
+          "A lease that may write the tensor or one of its inputs, or freeing an input, ends the recipe (a "
+          "dropped tensor is rebuilt first). fn must not set or clear recipes nor free tensors; views of the "
+          "buffers must not outlive the call (BufferError). The pool holds fn until the recipe ends or the pool "
+          "closes (a fn that refers to the pool keeps it alive until then). Replaces an earlier recipe. Raises LogicError for fn None, more "
+          "than 64 inputs, an input that is the tensor itself, not live, has a recipe itself, or a tensor that "
+          "is an input of another recipe.")
+      .def(
+          "clear_recompute",
+          [](py_pool& p, py_tensor const& t) {
+            p.check();
+            tierpool::tensor const& h = live(t);
+            nb::gil_scoped_release unlocked;
+            p.pool.clear_recompute(h);
+          },
+          "tensor"_a,
+          "End the tensor's recipe, rebuilding it first when it is dropped (fn's exception leaves this call). No-op "
+          "without one.")
       .def(
           "enqueue_host",
           [](py_pool& p, std::optional<std::uint64_t> stream, nb::callable fn) {
@@ -1456,6 +1880,7 @@ NB_MODULE(_tierpool, m)
               if (p.view_pins.empty()) { throw; }
               throw tierpool::logic_error(std::string(e.what()) + "; Python views pin " + p.describe_view_pins());
             }
+            p.drop_recipe_fns();
             p.check();  // closed; a Python policy's failure still surfaces
           },
           "Shut the pool down: wait for copies and free every tier. Raises LogicError while leases live. "
@@ -1466,8 +1891,11 @@ NB_MODULE(_tierpool, m)
           [](py_pool& p, nb::handle exc_type, nb::handle, nb::handle) {
             bool const unwinding = !exc_type.is_none();
             try {
-              nb::gil_scoped_release unlocked;
-              p.pool.close();
+              {
+                nb::gil_scoped_release unlocked;
+                p.pool.close();
+              }
+              p.drop_recipe_fns();
             } catch (tierpool::logic_error const& e) {
               // Leases still live while another exception leaves the block: do not hide that
               // one; the pool closes when its last reference (and lease) goes.

@@ -425,6 +425,95 @@ class Lease:
     def __repr__(self) -> str:
         """tensor, size, access and where."""
 
+class RecipeBuffer:
+    """
+    The bytes a recompute function writes (RecomputeCall.out) or reads (RecomputeCall.inputs, read-only), valid only while the function runs. Zero-copy views as a Lease gives: memoryview(buf) and numpy.asarray(buf) (buffer protocol; host memory, and the simulated device), buf.numpy(dtype, shape), and DLPack (kDLCUDA for an on_device recipe on the CUDA backend). Every view must be gone when the function returns: one still alive then fails the rebuild with BufferError.
+    """
+
+    @property
+    def nbytes(self) -> int:
+        """Size in bytes."""
+
+    @property
+    def readonly(self) -> bool:
+        """True for an input's bytes (read them only)."""
+
+    @property
+    def device(self) -> bool:
+        """True in the device tier (an on_device recipe), False in a host tier."""
+
+    @property
+    def data_ptr(self) -> int:
+        """
+        The address of the bytes (device memory for an on_device recipe on CUDA).
+        """
+
+    @property
+    def open(self) -> bool:
+        """True while the recompute function runs; no view can be made after."""
+
+    @property
+    def exports(self) -> int:
+        """Zero-copy views that still exist."""
+
+    def numpy(self, dtype: object | None = None, shape: object | None = None) -> object:
+        """
+        A numpy array over the bytes (zero-copy, host memory only; read-only for an input): a flat uint8 array, or with dtype (and shape) a typed view of the first bytes (ValueError when they are more than there are).
+        """
+
+    def __dlpack__(self, **kwargs) -> object:
+        """
+        A DLPack capsule over the bytes (1-D uint8, zero-copy). stream: as Lease.__dlpack__ (for an on_device buffer on CUDA the consumer's stream waits for RecomputeCall.stream).
+        """
+
+    def __dlpack_device__(self) -> tuple:
+        """
+        (device type, device id) of the bytes: (1, 0) for host memory, (2, ordinal) for CUDA device memory.
+        """
+
+    def __repr__(self) -> str:
+        """size, access and where."""
+
+class RecomputeCall:
+    """
+    What a recompute function (Pool.set_recompute) is called with: write every byte of `out` from the bytes of `inputs`.
+    """
+
+    @property
+    def id(self) -> int:
+        """The id of the tensor being rebuilt."""
+
+    @property
+    def bytes(self) -> int:
+        """Its size in bytes."""
+
+    @property
+    def tier(self) -> int:
+        """The tier `out` is in."""
+
+    @property
+    def stream(self) -> int:
+        """
+        on_device recipes: the stream to enqueue the work on (the acquire that asked for the tensor, and every later use, is ordered after it; do not wait); host recipes: 0.
+        """
+
+    @property
+    def on_device(self) -> bool:
+        """True for an on_device recipe."""
+
+    @property
+    def out(self) -> RecipeBuffer:
+        """The tensor's bytes to write in full: a writable RecipeBuffer."""
+
+    @property
+    def inputs(self) -> tuple[RecipeBuffer, ...]:
+        """
+        The inputs' bytes, in set_recompute's order: a tuple of read-only RecipeBuffer, in the same kind of memory as `out`.
+        """
+
+    def __repr__(self) -> str:
+        """id, size, tier, inputs and where."""
+
 class Event:
     """
     An event of a pool's streams (Pool.create_event): record it on a stream, query it, wait for it on the host, or make another stream wait for it (no host wait). A never-recorded event counts as complete. Keeps the pool's backend alive.
@@ -448,21 +537,21 @@ class Pool:
     """
     A tiered memory pool: tiers from fastest (the device) to slowest, each with an eviction policy; tensors move between them as leases need their bytes.
 
-    Pool(*, tiers=None, policy='lru', prefetch='none', backend='auto', device=0, sim_memory='real', sim_clock='wall', sim_device_bytes=None, read_environment=True, tenant_quotas={}, trace_path='', publish=True, quiet=False, sim_faults=[], sim_fault_seed=0)
+    Pool(*, tiers=None, policy='lru', prefetch='none', backend='auto', device=0, sim_memory='real', sim_clock='wall', sim_device_bytes=None, read_environment=True, tenant_quotas={}, trace_path='', publish=True, quiet=False, sim_faults=[], sim_fault_seed=0, actions=None)
 
-    tiers: a list of TierOptions or dicts with the same keys (None: device, pinned_host, host); policy (and a tier dict's 'policy'): a spec ('lru', a registered Python policy's name) or a Python EvictionPolicy class; prefetch: a spec or a Python Predictor class; backend: 'auto' (CUDA when usable, else the simulated device), 'sim' or 'cuda'; sim_memory: 'real' (bytes) or 'phantom' (address ranges only: no views); sim_clock: 'wall' or 'virtual'; sim_device_bytes: the simulated device's memory (default 256 MiB); read_environment: the TIERPOOL_* variables win over these options (False ignores them); publish: live figures for `tierpool top`; quiet: no message when falling back to sim; sim_faults: fault rules of the simulated device, for testing failure paths, each a dict {'kind': 'copy' (allocate, event, stream_create, prefetch, host_func, compute, any), 'nth': fail that matching call (1-based), 'probability': fail each with it}; sim_fault_seed: the seed of the probabilistic rules.
+    tiers: a list of TierOptions or dicts with the same keys (None: device, pinned_host, host); policy (and a tier dict's 'policy'): a spec ('lru', a registered Python policy's name) or a Python EvictionPolicy class; prefetch: a spec or a Python Predictor class; backend: 'auto' (CUDA when usable, else the simulated device), 'sim' or 'cuda'; sim_memory: 'real' (bytes) or 'phantom' (address ranges only: no views); sim_clock: 'wall' or 'virtual'; sim_device_bytes: the simulated device's memory (default 256 MiB); read_environment: the TIERPOOL_* variables win over these options (False ignores them); publish: live figures for `tierpool top`; quiet: no message when falling back to sim; sim_faults: fault rules of the simulated device, for testing failure paths, each a dict {'kind': 'copy' (allocate, event, stream_create, prefetch, host_func, compute, any), 'nth': fail that matching call (1-based), 'probability': fail each with it}; sim_fault_seed: the seed of the probabilistic rules; actions: the eviction actions, a dict {'recompute': drop tensors with a recipe (Pool.set_recompute) when rebuilding is cheaper (default True), 'by_cost': order a write-back's lower tiers by round-trip cost (default True), 'h2d_bytes_per_s', 'd2h_bytes_per_s', 'storage_write_bytes_per_s', 'storage_read_bytes_per_s': the bandwidths actions are priced with (0: the backend's models or defaults; negative: LogicError)}.
 
     `with Pool(...) as p:` closes the pool at the end of the block.
     """
 
-    def __init__(self, *, tiers: Sequence[object] | None = None, policy: object = 'lru', prefetch: object = 'none', backend: str = 'auto', device: int = 0, sim_memory: str = 'real', sim_clock: str = 'wall', sim_device_bytes: int | None = None, read_environment: bool = True, tenant_quotas: Mapping[int, int] = {}, trace_path: str = '', publish: bool = True, quiet: bool = False, sim_faults: Sequence[dict] = [], sim_fault_seed: int = 0) -> None:
+    def __init__(self, *, tiers: Sequence[object] | None = None, policy: object = 'lru', prefetch: object = 'none', backend: str = 'auto', device: int = 0, sim_memory: str = 'real', sim_clock: str = 'wall', sim_device_bytes: int | None = None, read_environment: bool = True, tenant_quotas: Mapping[int, int] = {}, trace_path: str = '', publish: bool = True, quiet: bool = False, sim_faults: Sequence[dict] = [], sim_fault_seed: int = 0, actions: Mapping[str, bool | float] | None = None) -> None:
         """
         Build a pool (see the class docstring). Raises LogicError for bad options or an unknown policy, BackendError when the backend cannot be built.
         """
 
-    def allocate(self, nbytes: int, *, name: str = '', priority: float = 0.0, tenant: int = 0, preferred_tier: int | None = None, write_through: bool = False, lossy_compression: bool = False) -> Tensor:
+    def allocate(self, nbytes: int, *, name: str = '', priority: float = 0.0, tenant: int = 0, preferred_tier: int | None = None, write_through: bool = False, lossy_compression: bool = False, compressible: bool = True) -> Tensor:
         """
-        Create a tensor of `nbytes` bytes (contents undefined) in the preferred tier, else the fastest with room. priority in [0, 1] (higher: keep resident longer); tenant: owner for quotas; write_through: keep a host copy valid after every device write; lossy_compression: a compressed tier with codec 'q8' may quantize it (float32). Raises OutOfMemory (QuotaExceeded for a tenant's quota).
+        Create a tensor of `nbytes` bytes (contents undefined) in the preferred tier, else the fastest with room. priority in [0, 1] (higher: keep resident longer); tenant: owner for quotas; write_through: keep a host copy valid after every device write; lossy_compression: a compressed tier with codec 'q8' may quantize it (float32); compressible=False: its write-backs pass over compressed tiers (data that does not compress, or must never be decoded). Raises OutOfMemory (QuotaExceeded for a tenant's quota).
         """
 
     def acquire(self, tensor: Tensor, access: str = 'read', stream: int | None = None) -> Lease:
@@ -495,9 +584,9 @@ class Pool:
         How many more tensors of `nbytes` tier `tier` can take, now and after eviction, within `tenant`'s quota: a FitReport.
         """
 
-    def stats(self) -> object:
+    def stats(self) -> dict:
         """
-        The pool's statistics as a dict (the JSON of summary_json()): 'tiers' is a list of dicts with name, kind, policy, capacity, used bytes, evictions, policy_fallbacks (times a Python policy of the tier failed and lru took over), ...; 'policy_fallbacks' and 'predictor_failures' are the pool's totals; 'python_views' lists the leases that live Python views pin (leases, bytes, pins: tensor, name, bytes, host, views, released).
+        The pool's statistics as a dict (the JSON of summary_json()): 'tiers' is a list of dicts with name, kind, policy, capacity, used bytes, evictions, policy_fallbacks (times a Python policy of the tier failed and lru took over), ...; 'policy_fallbacks' and 'predictor_failures' are the pool's totals; 'python_views' lists the leases that live Python views pin (leases, bytes, pins: tensor, name, bytes, host, views, released). The eviction actions' figures: evicted_dropped, evicted_moved, evicted_compressed, evicted_recompute, evicted_recompute_bytes, rebuilds, rebuild_failures, rebuild_seconds, recipes, recipes_ended.
         """
 
     def summary(self) -> str:
@@ -533,7 +622,7 @@ class Pool:
 
     def residency(self, tensor: Tensor) -> dict:
         """
-        Where the tensor lives now, as a dict: home tier, copies (tier, valid, dirty, in_flight, leases), leases, ...
+        Where the tensor lives now, as a dict: home tier, copies (tier, valid, dirty, in_flight, leases), leases, ..., recomputable (it has a recipe: Pool.set_recompute) and dropped_for_recompute (no tier holds its bytes: its recipe rebuilds them on next use).
         """
 
     def snapshot_json(self) -> str:
@@ -561,6 +650,16 @@ class Pool:
 
     def remove_low_memory_callback(self, id: int) -> None:
         """Unregister a callback (unknown ids are ignored)."""
+
+    def set_recompute(self, tensor: Tensor, fn: Callable[[RecomputeCall], object] | None, inputs: Sequence[Tensor] = (), on_device: bool = False, cost_seconds: float = -1.0) -> None:
+        """
+        Give the tensor a recipe: the pool may then drop its last copy instead of writing it back (when rebuilding costs less than the round trip, or no lower tier has room) and calls fn(call) to rebuild it on its next acquire or acquire_host, on that thread, with no pool lock held. call is a RecomputeCall: write every byte of call.out (a RecipeBuffer) from call.inputs (read-only RecipeBuffers of `inputs`, Tensors of this pool, in order). on_device: fn gets device-tier bytes and call.stream (enqueue the work there, do not wait); else host bytes. cost_seconds: one rebuild's cost (< 0: measured). An exception fn raises leaves the acquire as it is; the tensor stays dropped and can be asked for again. A lease that may write the tensor or one of its inputs, or freeing an input, ends the recipe (a dropped tensor is rebuilt first). fn must not set or clear recipes nor free tensors; views of the buffers must not outlive the call (BufferError). The pool holds fn until the recipe ends or the pool closes (a fn that refers to the pool keeps it alive until then). Replaces an earlier recipe. Raises LogicError for fn None, more than 64 inputs, an input that is the tensor itself, not live, has a recipe itself, or a tensor that is an input of another recipe.
+        """
+
+    def clear_recompute(self, tensor: Tensor) -> None:
+        """
+        End the tensor's recipe, rebuilding it first when it is dropped (fn's exception leaves this call). No-op without one.
+        """
 
     def enqueue_host(self, stream: int | None, fn: Callable) -> None:
         """

@@ -388,6 +388,20 @@ TEST(PoolRecompute, MisuseIsRefusedWithReasons)
   ASSERT_TRUE(p.validate());
 }
 
+TEST(PoolRecompute, CloseLetsGoOfTheRecipes)
+{
+  pool p{device_host()};
+  pair_of const t = make_pair_of(p);
+  auto held = std::make_shared<int>(1);  // what a recipe's function holds (a Python closure: the pool)
+  recompute_options o;
+  o.fn = [held](recompute_call const&) {};
+  o.inputs = {t.x.id()};
+  p.set_recompute(t.a, std::move(o));
+  EXPECT_EQ(held.use_count(), 2);
+  p.close();
+  EXPECT_EQ(held.use_count(), 1);
+}
+
 TEST(PoolRecompute, NegativeBandwidthIsRefused)
 {
   pool_options o = device_host();

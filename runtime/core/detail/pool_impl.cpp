@@ -714,6 +714,15 @@ void pool_impl::close()
     std::lock_guard lock(table_mtx_);
     table_.clear();
   }
+  {  // the recipes' functions go now (they may hold what holds the pool: a Python closure)
+    std::unordered_map<std::uint64_t, std::shared_ptr<recipe>> gone;
+    {
+      std::lock_guard g(recipes_mtx_);
+      gone.swap(recipes_);
+      dependents_.clear();
+      recipes_live_.store(0, std::memory_order_release);
+    }
+  }
   engine_.synchronize_copy_streams();
   for (auto& ts : engine_.tiers()) {
     std::lock_guard tl(ts->mem->mutex());

@@ -392,6 +392,7 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
   }
   bool const fresh = rec.slots[k].state == copy_state::absent;
   bool inserted = false;  // the eviction that made room put the tensor in the policy (place_result::inserted)
+  placing_settle settle(*this, k, rec.tenant);  // at exit: in the policy, or given back
   if (fresh) {
     place_result got;
     if (rec.bytes <= tiers_[k]->capacity || mode == place_mode::ladder) {
@@ -405,6 +406,7 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
       if (mode != place_mode::ladder) { return fill_result::no_room; }
       throw_place_failure(k, rec.bytes, got.why);
     }
+    settle.bytes = got.placing;
     copy_slot* slot = nullptr;
     try {
       slot = &rec.slots.materialize(k);  // storage for the copy (Note [Copy slots only where a copy is])
@@ -474,6 +476,7 @@ bool migration_engine::write_back_locked(tensor_record& rec, std::uint32_t k, pl
   for (std::size_t i = 0; i < m; ++i) {
     std::uint32_t const j = order[i].second;
     bool const fresh = rec.slots[j].state == copy_state::absent;
+    placing_settle settle(*this, j, rec.tenant);  // at the end of this candidate: in the policy, or given back
     if (fresh) {
       if (rec.bytes > tiers_[j]->capacity) { continue; }
       place_result got;
@@ -488,6 +491,7 @@ bool migration_engine::write_back_locked(tensor_record& rec, std::uint32_t k, pl
         busy = busy + got.why.busy_bytes < busy ? busy : busy + got.why.busy_bytes;
         continue;
       }
+      settle.bytes = got.placing;
       copy_slot* slot = nullptr;
       try {
         slot = &rec.slots.materialize(j);  // Note [Copy slots only where a copy is]

@@ -167,12 +167,13 @@ class claim_scope {
 // A device tier's default share is the tenant's quota when it has one (pool::set_quota),
 // else the equal split. With no priority or hard share set (`ranked` false) the passes
 // are those of the soft shares alone.
-// Limitations: a tenant's bytes in a tier are counted when its copy enters the tier's
-// policy, after the copy: threads of one hard tenant placing at the same moment each see
-// the bytes before the others' copies, so the tenant may pass its share by the tensors
-// its other threads have in flight; its next placement evicts it back within. (Counting
-// at placement would close it.) A hard share under the equal split moves as tenants come
-// and go; the equal split counts every tenant with copies, hard or not.
+// A tenant's bytes in a tier are counted when its copy enters the tier's policy, after the
+// copy; a hard tenant's placements also count from placement until then (tenant_rank::
+// placing, handed back by placing_settle once the copy is in or the block went back), so
+// threads of one hard tenant placing at the same moment see each other's copies in flight
+// and the tenant never passes its share.
+// Limitations: a hard share under the equal split moves as tenants come and go; the equal
+// split counts every tenant with copies, hard or not.
 namespace {
 
 // The tenants a round may take from (Notes [Tenants' shares of a tier], [Hard shares and

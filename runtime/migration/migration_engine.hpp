@@ -109,6 +109,9 @@ struct place_result {
   /// resident): the caller must not insert it again, and must take it out (forget_in_policy)
   /// if it cannot use the block.
   bool inserted{false};
+  /// Bytes counted as in flight for a hard tenant (tenant_rank::placing): the caller hands
+  /// them back with settle_placing once the copy entered the policy or the block went back.
+  std::size_t placing{0};
   place_failure why{};           ///< when blk is empty; busy bytes in ladder mode only
 };
 
@@ -285,6 +288,10 @@ class migration_engine {
   /// vacated block" (placement.cpp). The caller holds no tier lock; it may hold records
   /// (they are not evicted: holds_record).
   [[nodiscard]] place_result place(place_request const& r);
+  /// Hand back a placement's in-flight count (place_result::placing) for `tenant` in tier
+  /// k: its copy is in the policy now (counted in tenant_bytes), or the block went back.
+  /// No-op for 0. Takes tier k's lock.
+  void settle_placing(std::uint32_t k, std::uint32_t tenant, std::size_t bytes) noexcept;
   /// Undo a place() whose block the caller cannot use (it threw before the block reached a
   /// record): the block goes back to tier k, behind `after` (recorded on `after_stream`)
   /// when place() handed one over, the event with it.
@@ -508,5 +515,22 @@ class migration_engine {
 
 /// @brief Thrown by record_lock when this thread holds the record already (re-entry).
 [[noreturn]] void throw_held(tensor_record const& r);  // copy_engine.cpp
+
+/// @brief Hands a placement's in-flight count back when it goes out of scope
+///        (migration_engine::settle_placing): after the copy entered the policy, or after
+///        the block went back on a failure. Set `bytes` from place_result::placing.
+class placing_settle {
+ public:
+  placing_settle(migration_engine& e, std::uint32_t k, std::uint32_t tenant) noexcept : e_(e), k_(k), tenant_(tenant) {}
+  placing_settle(placing_settle const&) = delete;
+  placing_settle& operator=(placing_settle const&) = delete;
+  ~placing_settle() { e_.settle_placing(k_, tenant_, bytes); }
+  std::size_t bytes{0};  ///< place_result::placing
+
+ private:
+  migration_engine& e_;
+  std::uint32_t k_;
+  std::uint32_t tenant_;
+};
 
 }  // namespace tierpool::detail

@@ -112,9 +112,22 @@ place_result migration_engine::place(place_request const& r)
   bool const ladder = r.mode == place_mode::ladder;
   place_result out;
   status last_backend = status::ok;
+  // A hard tenant's placement counts as its bytes until its copy enters the policy
+  // (tenant_rank::placing): threads of one tenant placing at once see each other's.
+  auto count_placing = [&] {  // under the tier lock
+    if (!ts.ranked) { return; }
+    for (auto& e : ts.tenant_ranks) {
+      if (e.tenant == r.tenant && e.hard) {
+        e.placing += static_cast<std::int64_t>(bytes);
+        out.placing = bytes;
+        return;
+      }
+    }
+  };
   auto took = [&](block const& b) -> place_result& {  // under the tier lock
     add_under_tier_lock(ts.bytes_allocated, static_cast<std::int64_t>(b.slot.size));
     out.blk = b;
+    count_placing();
     return out;
   };
   status last_write_back = status::ok;
@@ -148,7 +161,7 @@ place_result migration_engine::place(place_request const& r)
       if (ts.ranked) {
         if (auto const rk = ts.rank_of(r.tenant); rk.hard) {
           std::size_t const share = ts.share_of(r.tenant);
-          auto const held = static_cast<std::size_t>(std::max<std::int64_t>(ts.bytes_of_tenant(r.tenant), 0));
+          auto const held = static_cast<std::size_t>(std::max<std::int64_t>(ts.bytes_of_tenant(r.tenant) + rk.placing, 0));
           if (held + bytes > share) {
             evict_outcome ev{};
             if (bytes <= share && r.mode != place_mode::try_only) {
@@ -251,6 +264,10 @@ place_result migration_engine::place(place_request const& r)
       out.after = ho.ready;
       out.after_users = std::move(ho.users);
       out.inserted = ho.inserted;
+      if (!out.inserted) {
+        std::lock_guard g(ts.mem->mutex());
+        count_placing();
+      }
       return out;
     }
     if (ev.progress) {
@@ -332,6 +349,19 @@ event_handle migration_engine::join_events(tier::deferred_span& sp, stream_handl
   event_handle const e = streams_->record_or_sync(j);  // null: the host waited for all of them
   if (e) { *on = j; }
   return e;
+}
+
+void migration_engine::settle_placing(std::uint32_t k, std::uint32_t tenant, std::size_t bytes) noexcept
+{
+  if (bytes == 0) { return; }
+  tier_state& ts = *tiers_[k];
+  std::lock_guard g(ts.mem->mutex());
+  for (auto& e : ts.tenant_ranks) {
+    if (e.tenant == tenant) {
+      e.placing -= static_cast<std::int64_t>(bytes);
+      return;
+    }
+  }
 }
 
 void migration_engine::unplace(std::uint32_t k, block const& b, event_handle after, stream_handle after_stream,

@@ -585,6 +585,10 @@ struct tier_state {
     int priority{0};
     bool hard{false};
     std::size_t quota{0};
+    /// Hard tenants: bytes placed here whose copy has not entered the policy yet (counted
+    /// in tenant_bytes only then): the hard-share check counts them too (Note [Hard shares
+    /// and priorities], eviction.cpp). 0 whenever no placement is in flight.
+    std::int64_t placing{0};
   };
   std::vector<tenant_rank> tenant_ranks;
   bool ranked{false};

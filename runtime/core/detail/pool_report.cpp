@@ -269,6 +269,12 @@ bool pool_impl::validate() const
     tier_state const& ts = *engine_.tiers()[k];
     std::lock_guard tl(ts.mem->mutex());
     if (!ts.mem->validate()) { fail("tier " + ts.name + ": tier::validate failed"); }
+    for (auto const& r : ts.tenant_ranks) {  // no placement in flight with the gate closed
+      if (r.placing != 0) {
+        fail("tier " + ts.name + ": tenant " + std::to_string(r.tenant) + " has " + std::to_string(r.placing) +
+             " bytes counted as placing");
+      }
+    }
     if (!ts.policy->validate()) { fail("tier " + ts.name + ": policy " + std::string(ts.policy->name()) + ": validate failed"); }
     tier_usage const u = ts.mem->usage();
     if (u.used_bytes != bytes[k]) {

@@ -209,6 +209,8 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
     if (!got.blk) { engine_.throw_place_failure(where, bytes, got.why); }
   });
 
+  placing_settle settle(engine_, where, options.tenant);  // at exit: in the policy, or given back
+  settle.bytes = got.placing;
   // Until the record holds the block, a failure (std::bad_alloc growing the table) hands
   // the block back to the tier, and a stream-ordered reuse's pending event with it.
   try {

@@ -168,10 +168,11 @@ class claim_scope {
 // else the equal split. With no priority or hard share set (`ranked` false) the passes
 // are those of the soft shares alone.
 // A tenant's bytes in a tier are counted when its copy enters the tier's policy, after the
-// copy; a hard tenant's placements also count from placement until then (tenant_rank::
-// placing, handed back by placing_settle once the copy is in or the block went back), so
-// threads of one hard tenant placing at the same moment see each other's copies in flight
-// and the tenant never passes its share.
+// copy; a hard tenant's request also reserves its bytes when it passes the share check,
+// under the same lock (tenant_rank::placing; given back by place() when it ends without a
+// block, else by the caller's placing_settle once the copy is in or the block went back),
+// so threads of one hard tenant placing at the same moment see each other's copies in
+// flight and the tenant never passes its share.
 // Limitations: a hard share under the equal split moves as tenants come and go; the equal
 // split counts every tenant with copies, hard or not.
 namespace {

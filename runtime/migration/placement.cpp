@@ -112,24 +112,34 @@ place_result migration_engine::place(place_request const& r)
   bool const ladder = r.mode == place_mode::ladder;
   place_result out;
   status last_backend = status::ok;
-  // A hard tenant's placement counts as its bytes until its copy enters the policy
-  // (tenant_rank::placing): threads of one tenant placing at once see each other's.
-  auto count_placing = [&] {  // under the tier lock
-    if (!ts.ranked) { return; }
-    for (auto& e : ts.tenant_ranks) {
-      if (e.tenant == r.tenant && e.hard) {
-        e.placing += static_cast<std::int64_t>(bytes);
-        out.placing = bytes;
-        return;
-      }
-    }
-  };
   auto took = [&](block const& b) -> place_result& {  // under the tier lock
     add_under_tier_lock(ts.bytes_allocated, static_cast<std::int64_t>(b.slot.size));
     out.blk = b;
-    count_placing();
     return out;
   };
+  // A hard tenant's request reserves its bytes within its share when it passes the check
+  // (tenant_rank::placing), under the same lock: they count as the tenant's until its copy
+  // enters the policy (the caller's placing_settle), so that threads of one tenant placing
+  // at once, whatever the ladder does between the check and the block, see each other's.
+  // A request that ends without a block gives the reservation back here (no tier lock is
+  // held by then: `tl` is an inner local).
+  struct reservation {
+    tier_state& ts;
+    place_result const& out;
+    std::uint32_t tenant;
+    std::int64_t bytes{0};
+    reservation(tier_state& t, place_result const& o, std::uint32_t who) noexcept : ts(t), out(o), tenant(who) {}
+    reservation(reservation const&) = delete;
+    reservation& operator=(reservation const&) = delete;
+    ~reservation()
+    {
+      if (bytes == 0 || out.blk) { return; }
+      std::lock_guard g(ts.mem->mutex());
+      for (auto& e : ts.tenant_ranks) {
+        if (e.tenant == tenant) { e.placing -= bytes; }
+      }
+    }
+  } reserved{ts, out, r.tenant};
   status last_write_back = status::ok;
   tensor_id write_back_victim{};
   int write_back_failures = 0;
@@ -158,7 +168,7 @@ place_result migration_engine::place(place_request const& r)
       drain_accesses_locked(ts);
       // A hard share (Note [Hard shares and priorities], eviction.cpp): past it, the
       // tenant's own tensors go first, whatever the room free; else the tier refuses.
-      if (ts.ranked) {
+      if (ts.ranked && reserved.bytes == 0) {
         if (auto const rk = ts.rank_of(r.tenant); rk.hard) {
           std::size_t const share = ts.share_of(r.tenant);
           auto const held = static_cast<std::size_t>(std::max<std::int64_t>(ts.bytes_of_tenant(r.tenant) + rk.placing, 0));
@@ -183,6 +193,11 @@ place_result migration_engine::place(place_request const& r)
             out.why.share_held = held;
             return give_up();
           }
+          for (auto& e : ts.tenant_ranks) {  // within its share: reserve the bytes (see `reserved`)
+            if (e.tenant == r.tenant) { e.placing += static_cast<std::int64_t>(bytes); }
+          }
+          reserved.bytes = static_cast<std::int64_t>(bytes);
+          out.placing = bytes;
         }
       }
       // Completed frees, the arena, grow.
@@ -264,10 +279,6 @@ place_result migration_engine::place(place_request const& r)
       out.after = ho.ready;
       out.after_users = std::move(ho.users);
       out.inserted = ho.inserted;
-      if (!out.inserted) {
-        std::lock_guard g(ts.mem->mutex());
-        count_placing();
-      }
       return out;
     }
     if (ev.progress) {

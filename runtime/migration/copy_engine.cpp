@@ -466,10 +466,8 @@ bool migration_engine::write_back_locked(tensor_record& rec, std::uint32_t k, pl
   std::array<std::pair<double, std::uint32_t>, 64> order{};
   std::size_t m = 0;
   for (auto j = static_cast<std::uint32_t>(k + 1); j < n && m < order.size(); ++j) {
-    if (has_storage_ && !direct_copy(k, j)) { continue; }  // a device copy reaches storage through a host tier above it
-    if (rec.no_compress && compressed_tier(j)) { continue; }  // tensor_options::compressible
-    double const cost = actions_.by_cost ? copy_seconds(k, j, rec.bytes) + copy_seconds(j, k, rec.bytes) : 0.0;
-    order[m++] = {cost, j};
+    if (!write_back_target(rec, k, j)) { continue; }
+    order[m++] = {actions_.by_cost ? round_trip_seconds(rec, k, j) : 0.0, j};
   }
   std::stable_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(m),
                    [](auto const& a, auto const& b) { return a.first < b.first; });
@@ -478,7 +476,6 @@ bool migration_engine::write_back_locked(tensor_record& rec, std::uint32_t k, pl
     bool const fresh = rec.slots[j].state == copy_state::absent;
     placing_settle settle(*this, j, rec.tenant);  // at the end of this candidate: in the policy, or given back
     if (fresh) {
-      if (rec.bytes > tiers_[j]->capacity) { continue; }
       place_result got;
       bool const ladder = mode == place_mode::ladder;
       try {

@@ -334,14 +334,25 @@ double migration_engine::recompute_price(tensor_record const& rec) const noexcep
   return o == nullptr ? -1.0 : o->recompute_cost(rec);
 }
 
+bool migration_engine::write_back_target(tensor_record const& rec, std::uint32_t k, std::uint32_t j) const noexcept
+{
+  return j > k && j < tiers_.size() && (!has_storage_ || direct_copy(k, j)) &&  // device copies reach storage through a host tier
+         !(rec.no_compress && compressed_tier(j)) &&                            // tensor_options::compressible
+         rec.bytes <= tiers_[j]->capacity;
+}
+
+double migration_engine::round_trip_seconds(tensor_record const& rec, std::uint32_t k, std::uint32_t j) const noexcept
+{
+  return copy_seconds(k, j, rec.bytes) + copy_seconds(j, k, rec.bytes);
+}
+
 bool migration_engine::can_leave_locked(tensor_record const& rec, std::uint32_t k) const noexcept
 {
   for (std::uint32_t j = 0; j < rec.slots.size(); ++j) {
     if (j != k && rec.slots[j].state == copy_state::valid) { return true; }  // clean
   }
   for (auto j = static_cast<std::uint32_t>(k + 1); j < tiers_.size(); ++j) {
-    if ((has_storage_ && !direct_copy(k, j)) || (rec.no_compress && compressed_tier(j))) { continue; }
-    if (rec.bytes <= tiers_[j]->capacity) { return true; }
+    if (write_back_target(rec, k, j)) { return true; }
   }
   return recompute_price(rec) >= 0.0;
 }
@@ -350,10 +361,7 @@ double migration_engine::cheapest_round_trip(tensor_record const& rec, std::uint
 {
   double best = std::numeric_limits<double>::infinity();
   for (auto j = static_cast<std::uint32_t>(k + 1); j < tiers_.size(); ++j) {
-    if (has_storage_ && !direct_copy(k, j)) { continue; }
-    if (rec.no_compress && compressed_tier(j)) { continue; }
-    if (rec.bytes > tiers_[j]->capacity) { continue; }
-    best = std::min(best, copy_seconds(k, j, rec.bytes) + copy_seconds(j, k, rec.bytes));
+    if (write_back_target(rec, k, j)) { best = std::min(best, round_trip_seconds(rec, k, j)); }
   }
   return best;
 }

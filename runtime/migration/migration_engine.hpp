@@ -344,6 +344,12 @@ class migration_engine {
   /// The (locked) record's rebuild cost in seconds when eviction may drop it for recompute
   /// now, else a negative value (Note [Choosing an eviction action], eviction.cpp).
   [[nodiscard]] double recompute_price(tensor_record const& rec) const noexcept;
+  /// Whether a write-back of the record's copy in tier k may go to tier j: below k, reached
+  /// directly (storage only from a host tier), not a compressed tier for a tensor not
+  /// compressible, and large enough to hold it.
+  [[nodiscard]] bool write_back_target(tensor_record const& rec, std::uint32_t k, std::uint32_t j) const noexcept;
+  /// Seconds to copy the record from tier k to tier j and back (copy_seconds each way).
+  [[nodiscard]] double round_trip_seconds(tensor_record const& rec, std::uint32_t k, std::uint32_t j) const noexcept;
   /// Whether the (locked) record's copy in tier k can leave it: clean, a tier below that
   /// takes it, or a recipe. False for a dirty, not compressible tensor above compressed tiers only.
   [[nodiscard]] bool can_leave_locked(tensor_record const& rec, std::uint32_t k) const noexcept;

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -438,6 +439,55 @@ TEST(PoolEvictionActions, CompressedTierOnlyForCompressibleTensors)
   for (auto const& t : s.tiers) { evictions += t.evictions; }
   EXPECT_EQ(s.evicted_dropped + s.evicted_moved + s.evicted_compressed + s.evicted_recompute, evictions);
   ASSERT_TRUE(p.validate());
+}
+
+// Write-backs go to the cheapest lower tier first: below the host tier, a file on the
+// drive (GB/s) before a compressed tier (lz4, a fraction of a GB/s), though the compressed
+// tier comes first in the pool's order; actions.by_cost = false keeps that order.
+TEST(PoolEvictionActions, WriteBacksGoToTheCheapestTierFirst)
+{
+  for (bool const by_cost : {true, false}) {
+    SCOPED_TRACE(by_cost ? "by cost" : "fastest first");
+    pool_options o = small_tiers(make_sim(), 1_MiB, 0, 1_MiB);
+    o.publish.enabled = false;
+    o.actions.by_cost = by_cost;
+    tier_options packed{.kind = tier_kind::storage, .capacity_bytes = 64_MiB, .chunk_bytes = 16_MiB, .name = "packed"};
+    packed.storage.engine = storage_engine::compressed;
+    packed.storage.codec = codec_kind::lz4;
+    o.tiers.push_back(std::move(packed));
+    tier_options disk{.kind = tier_kind::storage, .capacity_bytes = 64_MiB, .chunk_bytes = 16_MiB, .name = "disk"};
+    disk.storage.path = std::filesystem::temp_directory_path().string();
+    disk.storage.engine = storage_engine::pread;
+    o.tiers.push_back(std::move(disk));
+    pool p{o};
+    std::vector<tensor> ts;
+    for (std::uint64_t i = 0; i < 16; ++i) {  // 4 MiB through 2 MiB of memory tiers
+      ts.push_back(p.allocate(kT));
+      fill(p, ts.back(), i, 1);
+    }
+    pool_stats const s = p.stats();
+    if (by_cost) {
+      EXPECT_EQ(s.evicted_compressed, 0U);
+      EXPECT_GT(s.tiers[3].bytes_written, 0U);
+    } else {
+      EXPECT_GT(s.evicted_compressed, 0U);
+      EXPECT_EQ(s.tiers[3].bytes_written, 0U);
+    }
+    for (std::uint64_t i = 0; i < ts.size(); ++i) { EXPECT_TRUE(check(p, ts[i], i, 1)) << i; }
+    ASSERT_TRUE(p.validate());
+  }
+}
+
+// The sim backend's link models, as the pool prices copies with them (sim_backend::links).
+TEST(PoolEvictionActions, SimBackendGivesItsResolvedLinks)
+{
+  sim_backend virt(sim_options{.clock = sim_clock_mode::virtual_clock});
+  EXPECT_EQ(virt.links(), sim_links::from_host_link(link_model::pcie4()));
+  sim_backend wall(sim_options{.clock = sim_clock_mode::wall});
+  EXPECT_EQ(wall.links(), sim_links::unthrottled());
+  sim_options o;
+  o.links = sim_links::from_host_link(link_model::pcie5());
+  EXPECT_EQ(sim_backend(o).links().h2d, link_model::pcie5());
 }
 
 // Threads (more than cores) read their own dropped-and-rebuilt tensors while the device

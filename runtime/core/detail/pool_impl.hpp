@@ -235,6 +235,11 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   /// The lease of a record (acquire / acquire_host less the handle checks).
   lease acquire_record(tensor_record& rec, record_ref const* handle, access_mode access, stream_handle stream);
   lease acquire_host_record(tensor_record& rec, record_ref const* handle, access_mode access);
+  /// acquire_record's and acquire_host_record's request loop around `locked(retry,
+  /// counted)` (their *_locked part): recipes prepared, rebuilds, failures counted.
+  template <class Locked>
+  lease lease_with_recipes(tensor_record& rec, record_ref const* handle, access_mode access, stream_handle stream,
+                           bool host, Locked&& locked);
   /// True while this thread runs a recipe (its leases are the rebuild's).
   [[nodiscard]] static bool rebuilding() noexcept;
   std::mutex recipe_edit_mtx_;  ///< serializes set/end of recipes (before any record lock)

@@ -308,16 +308,31 @@ lease pool_impl::acquire_record(tensor_record& rec, record_ref const* handle, ac
   if (engine_.prefetch_pending()) [[unlikely]] {
     if (!backend_->capture_underway()) { engine_.serve_prefetches(); }  // Note [Acquire during stream capture]
   }
-  // A recipe's own leases (Note [Recompute as an eviction action]) count as no acquire.
+  return lease_with_recipes(rec, handle, access, stream, false, [&](bool retry, bool& counted) {
+    return acquire_locked(rec, d, *se, stream, access, retry, counted);
+  });
+}
+
+// The request loop of acquire and acquire_host: with recipes live, a dropped tensor is
+// rebuilt first (prepare_recipes), and the request starts over if it was dropped again
+// before its lock (rebuild_needed; bounded: a rebuilt tensor is not dropped before its
+// next acquire). A recipe's own leases count as no acquire (Note [Recompute as an
+// eviction action], recompute.cpp).
+template <class Locked>
+lease pool_impl::lease_with_recipes(tensor_record& rec, record_ref const* handle, access_mode access,
+                                    stream_handle stream, bool host, Locked&& locked)
+{
   bool const quiet = recipes_live_.load(std::memory_order_acquire) != 0 && rebuilding();
   for (int attempt = 0;; ++attempt) {
-    if (recipes_live_.load(std::memory_order_acquire) != 0) [[unlikely]] { prepare_recipes(rec, access, stream, false); }
+    if (recipes_live_.load(std::memory_order_acquire) != 0) [[unlikely]] { prepare_recipes(rec, access, stream, host); }
     bool counted = false;
     try {
-      return with_low_memory_step(
-        &rec, handle, [&](bool retry) { return acquire_locked(rec, d, *se, stream, access, retry || quiet, counted); });
+      return with_low_memory_step(&rec, handle, [&](bool retry) { return locked(retry || quiet, counted); });
     } catch (rebuild_needed const&) {  // dropped for recompute after prepare_recipes looked: once more
-      if (attempt >= 8) { throw logic_error("pool::acquire: tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) + " keeps being dropped for recompute"); }
+      if (attempt >= 8) {
+        throw logic_error(std::string(host ? "pool::acquire_host" : "pool::acquire") + ": tensor " +
+                          std::to_string(static_cast<std::uint64_t>(rec.id)) + " keeps being dropped for recompute");
+      }
     } catch (...) {
       if (counted && !quiet) { counters_.acquire_failures.fetch_add(1, std::memory_order_relaxed); }
       throw;
@@ -413,20 +428,9 @@ lease pool_impl::acquire_host_record(tensor_record& rec, record_ref const* handl
   if (engine_.prefetch_pending()) [[unlikely]] {
     if (!backend_->capture_underway()) { engine_.serve_prefetches(); }  // Note [Acquire during stream capture]
   }
-  bool const quiet = recipes_live_.load(std::memory_order_acquire) != 0 && rebuilding();  // as in acquire_record
-  for (int attempt = 0;; ++attempt) {
-    if (recipes_live_.load(std::memory_order_acquire) != 0) [[unlikely]] { prepare_recipes(rec, access, {}, true); }
-    bool counted = false;
-    try {
-      return with_low_memory_step(&rec, handle,
-                                  [&](bool retry) { return acquire_host_locked(rec, access, retry || quiet, counted); });
-    } catch (rebuild_needed const&) {  // dropped for recompute after prepare_recipes looked: once more
-      if (attempt >= 8) { throw logic_error("pool::acquire_host: tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) + " keeps being dropped for recompute"); }
-    } catch (...) {
-      if (counted && !quiet) { counters_.acquire_failures.fetch_add(1, std::memory_order_relaxed); }
-      throw;
-    }
-  }
+  return lease_with_recipes(rec, handle, access, {}, true, [&](bool retry, bool& counted) {
+    return acquire_host_locked(rec, access, retry, counted);
+  });
 }
 
 lease pool_impl::acquire_host_locked(tensor_record& rec, access_mode access, bool retry, bool& counted)

@@ -898,21 +898,6 @@ tierpool::tensor const& live(py_tensor const& t)
 
 nb::object json_loads(std::string const& text) { return nb::module_::import_("json").attr("loads")(text); }
 
-// Pool.stats(): the eviction actions' figures (not in summary_json()).
-void add_action_figures(tierpool::pool_stats const& st, nb::dict& d)
-{
-  d["evicted_dropped"] = st.evicted_dropped;
-  d["evicted_moved"] = st.evicted_moved;
-  d["evicted_compressed"] = st.evicted_compressed;
-  d["evicted_recompute"] = st.evicted_recompute;
-  d["evicted_recompute_bytes"] = st.evicted_recompute_bytes;
-  d["rebuilds"] = st.rebuilds;
-  d["rebuild_failures"] = st.rebuild_failures;
-  d["rebuild_seconds"] = st.rebuild_seconds;
-  d["recipes"] = st.recipes;
-  d["recipes_ended"] = st.recipes_ended;
-}
-
 // Pool.stats(): the Python policies' fallbacks, per tier and in all (py_policy.hpp).
 void add_policy_figures(tierpool::python::policy_host const& host, nb::object& stats)
 {
@@ -1467,17 +1452,14 @@ NB_MODULE(_tierpool, m)
           "stats",
           [](py_pool const& p) {
             p.check();
-            tierpool::pool_stats st;
             std::string json;
             {
               nb::gil_scoped_release unlocked;
-              st = p.pool.stats();  // one snapshot: the JSON of summary_json() and the figures it lacks
-              json = tierpool::to_json(st);
+              json = tierpool::to_json(p.pool.stats());  // summary_json()'s figures, the actions' included
             }
             nb::dict d;
             d["backend"] = p.pool.backend().caps().name;
             d.attr("update")(json_loads(json));
-            add_action_figures(st, d);
             d["python_views"] = view_pins_dict(p);
             add_policy_figures(*p.policies, d);
             return d;

@@ -19,6 +19,7 @@ foreach(_tp_case
     "twice|--devices;sim:gh200,sim:gh200|'sim:gh200' is named twice"
     "empty_item|--devices;sim:gh200,,sim:h100-pcie|an empty item"
     "short_budget|--devices;sim:gh200;--budget;0.5s|too short for any workload on 1 device"
+    "short_budget_serving|--devices;sim:gh200;--only;kv-serving;--preset;quick;--budget;20s|too short for any workload on 1 device\\(s\\): the shortest needs about 75 s"
     "bad_budget|--budget;-3m|--budget must be a positive duration"
     "bad_budget_unit|--budget;5y|--budget must be a positive duration"
     "unknown_workload|--only;link,warp|unknown workload 'warp'"

@@ -17,12 +17,20 @@
  * 2 MiB; smaller ones come from operator new, as with std::allocator (a replaced global
  * operator new still sees them).
  * Limitations: a mapping is rounded up to 2 MiB (address space, not memory, until
- * touched); without THP the pages fault in one by one like any memory.
+ * touched); without THP the pages fault in one by one like any memory. A huge page is
+ * not always the cheaper fault: on the development VM, where the kernel's free 2 MiB
+ * blocks are often memory the hypervisor has not backed yet, zeroing them is slow, and
+ * compiling the 12.7 M-event kv-paging trace took 1.0-2.5 s with huge pages against
+ * 0.56-0.63 s without (a warm CloudPhysics replay went the other way, 0.21 against
+ * 0.31 s; bench/results/scale-cpu-2026-12-04.md). TIERPOOL_HUGE_PAGES=0 maps without
+ * the hint (read once, at the first big array; any other value than 0 or 1 is logged as a
+ * warning and ignored).
  */
 #pragma once
 
 #include <cstddef>
 #include <new>
+#include <optional>
 
 #include <tierpool/export.hpp>
 
@@ -31,9 +39,16 @@ namespace tierpool::detail {
 /// @brief Arrays of at least this many bytes are mapped on huge pages.
 inline constexpr std::size_t kBigArrayBytes = std::size_t{1} << 20U;
 
+/// @brief A TIERPOOL_HUGE_PAGES value: true for null, empty or "1", false for "0", nullopt
+///        for anything else.
+[[nodiscard]] TIERPOOL_EXPORT std::optional<bool> parse_huge_pages(char const* value) noexcept;
+/// @brief Whether map_huge asks for huge pages: TIERPOOL_HUGE_PAGES, read at the first call
+///        (an invalid value is logged as a warning and read as 1). Thread-safe.
+[[nodiscard]] TIERPOOL_EXPORT bool huge_pages_wanted() noexcept;
+
 /**
  * @brief Map `bytes` (a multiple of 2 MiB: huge_round_up) 2 MiB-aligned, with MADV_HUGEPAGE
- *        (a hint). Thread-safe.
+ *        (a hint; not with TIERPOOL_HUGE_PAGES=0). Thread-safe.
  * @throws std::bad_alloc when the system refuses the mapping
  */
 [[nodiscard]] TIERPOOL_EXPORT void* map_huge(std::size_t bytes);

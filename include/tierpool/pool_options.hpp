@@ -216,6 +216,12 @@ struct pool_options {
   /// a request, and which tensors stay resident changes (the replay figures recorded for
   /// the policies are without it); turn it on for workloads of many distinct sizes.
   bool compaction{false};
+  /// Window eviction: a request for at least 1/window_eviction_share of a tier that must
+  /// evict (and is at least 1 MiB) takes one contiguous run of victims, chosen by the policy's order and the tier's
+  /// layout, instead of the policy's first victims wherever they lie (whose blocks may not
+  /// make room for it: the ladder then evicted again and again). 0 turns it off. Storage
+  /// tiers never do it. See docs/chapters/tiers.md, "Window eviction".
+  std::size_t window_eviction_share{64};
   /// Eviction actions beyond moving a copy down: recompute, and the order of the tiers a
   /// write-back may go to (action_options).
   action_options actions{};

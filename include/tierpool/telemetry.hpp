@@ -60,6 +60,9 @@ struct tier_stats {
   /// COUNT: placements that went on to evict (or, with nothing to evict, to fail) although
   /// the tier's free bytes covered the request: no free block held it (fragmentation)
   std::uint64_t fragmented_evictions{0};
+  /// COUNT: eviction rounds of large requests that evicted one contiguous run of victims
+  /// chosen by the ladder (pool_options::window_eviction_share)
+  std::uint64_t window_evictions{0};
   /// COUNT: placements the out-of-memory ladder made room for by compacting the tier
   /// (pool_options::compaction) instead of evicting
   std::uint64_t compactions{0};

@@ -368,7 +368,7 @@ double migration_engine::cheapest_round_trip(tensor_record const& rec, std::uint
 
 evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming,
                                             std::uint32_t tenant, evict_pass pass, evict_handoff* handoff,
-                                            std::unique_lock<std::mutex>* held)
+                                            std::unique_lock<std::mutex>* held, std::span<tensor_id const> chosen)
 {
   // The planner's protections (transfer_planner.cpp): a planned prefetch does no harm; any
   // other eviction in the planner's tier keeps what is needed before the horizon.
@@ -403,7 +403,13 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
     int const asks = filtered ? kMaxProposalsFiltered : kMaxProposals;
     for (int ask = 0; ask < asks && got < bytes; ++ask) {
       req.bytes_needed = sat_add(bytes, extra);
-      ts.policy->propose(req, ts.proposal);
+      if (chosen.empty()) {
+        ts.policy->propose(req, ts.proposal);
+      } else {  // the ladder chose them (Note [Evicting a window for a large request], window_eviction.cpp)
+        if (ask != 0) { break; }
+        ts.proposal.clear();
+        ts.proposal.victims.assign(chosen.begin(), chosen.end());
+      }
       if (ts.proposal.empty()) { break; }
       bool learned = false;
       for (tensor_id const id : ts.proposal.victims) {

@@ -26,6 +26,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <span>
 #include <vector>
 
 #include <tierpool/backend.hpp>
@@ -332,9 +333,16 @@ class migration_engine {
   /// evicted it], eviction.cpp).
   /// `held`: the caller's lock of tier k, when it holds it (placement's climb, so that the
   /// round's first phase takes no second lock); the round releases it after that phase.
+  /// `chosen`: the victims, in place of the policy's proposal (window_victims_locked);
+  /// each is still checked as a proposed one is, and the round asks nothing more.
   evict_outcome evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming = {},
                             std::uint32_t tenant = 0, evict_pass pass = evict_pass::shares, evict_handoff* handoff = nullptr,
-                            std::unique_lock<std::mutex>* held = nullptr);
+                            std::unique_lock<std::mutex>* held = nullptr, std::span<tensor_id const> chosen = {});
+  /// The victims of one contiguous run of tier `ts` that holds `bytes` once they are
+  /// evicted, cheapest by the policy's order (Note [Evicting a window for a large
+  /// request], window_eviction.cpp), into `out`, and their slot bytes into `live_bytes`.
+  /// False (out empty) when no run qualifies. The caller holds ts's lock, accesses drained.
+  bool window_victims_locked(tier_state& ts, std::size_t bytes, std::vector<tensor_id>& out, std::size_t* live_bytes);
   /// Set the eviction actions' settings and prices (construction, before any tensor).
   void set_actions(action_prices const& p) noexcept { actions_ = p; }
   [[nodiscard]] action_prices const& actions() const noexcept { return actions_; }

@@ -77,6 +77,11 @@
 namespace tierpool::detail {
 namespace {
 
+// Window eviction only from this size (Note [Evicting a window for a large request],
+// window_eviction.cpp): below it the walk of the policy's order costs more than it saves,
+// and small tiers keep the plain rounds (the replay goldens of small traces hold).
+constexpr std::size_t kWindowMinBytes = std::size_t{1} << 20U;
+
 // Upper bound on ladder rounds of one request. Each round evicts or reclaims something,
 // so it is only reached when other threads keep taking the room made (then we give up).
 constexpr int kMaxLadderRounds = 4096;
@@ -269,7 +274,21 @@ place_result migration_engine::place(place_request const& r)
     ho.incoming = r.incoming_rec;
     ho.incoming_write = r.incoming_write;
     evict_handoff* const hand = ladder && r.take_uses && r.reuse_in_order ? &ho : nullptr;
-    evict_outcome ev = evict_round(r.tier, bytes, r.mode, r.incoming, r.tenant, evict_pass::shares, hand, &tl);
+    // A large request: one contiguous run of victims, not the policy's scattered ones
+    // (Note [Evicting a window for a large request], window_eviction.cpp).
+    thread_local std::vector<tensor_id> window;
+    window.clear();
+    std::size_t window_bytes = 0;
+    if (ladder && r.reuse_in_order && ts.window_share != 0 && slot >= std::max(kWindowMinBytes, ts.capacity / ts.window_share) &&
+        tl.owns_lock()) {
+      if (window_victims_locked(ts, bytes, window, &window_bytes)) {
+        ts.window_evictions.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    evict_outcome ev = window.empty()
+                           ? evict_round(r.tier, bytes, r.mode, r.incoming, r.tenant, evict_pass::shares, hand, &tl)
+                           : evict_round(r.tier, window_bytes, r.mode, r.incoming, r.tenant, evict_pass::shares, hand, &tl,
+                                         window);
     TIERPOOL_ASSERT(!tl.owns_lock());
     if (!ev.progress && ev.kept && !planning().active) {  // the keep window or the shares left nothing: evict anyway
       ev = evict_round(r.tier, bytes, r.mode, r.incoming, r.tenant, evict_pass::fallback, hand);

@@ -665,6 +665,11 @@ struct tier_state {
   std::atomic<std::uint64_t> compaction_copy_failures{0};  ///< COUNT: moves whose copy failed (the copy stayed)
   /// COUNT: ladder placements that evicted although the tier's free bytes covered the request
   std::atomic<std::uint64_t> fragmented_evictions{0};
+  // Window eviction (Note [Evicting a window for a large request], window_eviction.cpp).
+  /// Constant: a ladder request of at least capacity / window_share bytes evicts one
+  /// contiguous run (pool_options::window_eviction_share); 0: never.
+  std::size_t window_share{0};
+  std::atomic<std::uint64_t> window_evictions{0};  ///< COUNT: ladder rounds that evicted a chosen run
 };
 
 }  // namespace tierpool::detail

@@ -148,6 +148,7 @@ boost::json::object stats_json(pool_stats const& st)
     o["numa_node"] = t.numa_node;
     o["policy"] = t.policy;
     o["fragmented_evictions"] = t.fragmented_evictions;
+    o["window_evictions"] = t.window_evictions;
     o["compactions"] = t.compactions;
     o["compacted_tensors"] = t.compacted_tensors;
     o["compacted_bytes"] = t.compacted_bytes;

@@ -41,6 +41,7 @@ pool_stats pool_impl::stats() const
     t.reuses_in_order = ts.reused_in_order.load(std::memory_order_relaxed);
     t.merges_in_order = ts.merged_in_order.load(std::memory_order_relaxed);
     t.fragmented_evictions = ts.fragmented_evictions.load(std::memory_order_relaxed);
+    t.window_evictions = ts.window_evictions.load(std::memory_order_relaxed);
     t.compactions = ts.compactions.load(std::memory_order_relaxed);
     t.compacted_tensors = ts.compacted_tensors.load(std::memory_order_relaxed);
     t.compacted_bytes = ts.compacted_bytes.load(std::memory_order_relaxed);

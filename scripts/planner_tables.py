@@ -51,7 +51,7 @@ def main():
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             out = os.path.join(tmp, key + ".json")
             cmd = [a.tierpool, "replay", trace, "-p", POLICIES, "-c", ",".join(CAPACITIES), "--prefetch", PREFETCH,
-                   "--mode", MODES, "-q", "--json", out]
+                   "--mode", MODES, "--no-recompute", "-q", "--json", out]  # swap only: docs/chapters/replay.md, "Floors with recompute"
             if a.svg_dir:
                 name = f"planner-ideal-{key}" + (f"-{a.date}" if a.date else "") + ".svg"
                 cmd += ["--plot-ideal", os.path.join(a.svg_dir, name)]

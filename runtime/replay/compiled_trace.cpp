@@ -793,7 +793,7 @@ class next_use_heap {
 };
 
 // The h2d floor: Note [Fractional Belady is a floor].
-void fractional_belady(compiled_data const& d, std::uint64_t capacity, must_move& m)
+void fractional_belady(compiled_data const& d, std::uint64_t capacity, must_move& m, std::vector<std::uint8_t> const& out)
 {
   std::vector<std::uint64_t> resident(d.objects, 0);
   std::vector<std::uint8_t> seen(d.objects, 0);
@@ -810,8 +810,8 @@ void fractional_belady(compiled_data const& d, std::uint64_t capacity, must_move
       heap.erase(o);
       continue;
     }
-    std::uint64_t const size = size_of(r);
-    if (size > capacity) { continue; }
+    std::uint64_t const size = size_of(r);  // before any skip: the cursor walks every access
+    if (size > capacity || (!out.empty() && out[o] != 0)) { continue; }
     bool const first = seen[o] == 0;
     seen[o] = 1;
     bool const copies = (r.word & kDiscardFlag) == 0 && !(first && (r.word & kBornOnDeviceFlag) != 0);
@@ -841,7 +841,7 @@ void fractional_belady(compiled_data const& d, std::uint64_t capacity, must_move
 }
 
 // The d2h floor: Note [Dirty episodes].
-void dirty_episodes(compiled_data const& d, std::uint64_t capacity, must_move& m)
+void dirty_episodes(compiled_data const& d, std::uint64_t capacity, must_move& m, std::vector<std::uint8_t> const& out)
 {
   auto const& cache = d.cache;
   auto const n = static_cast<std::uint32_t>(cache.size());
@@ -854,6 +854,7 @@ void dirty_episodes(compiled_data const& d, std::uint64_t capacity, must_move& m
     for (std::uint32_t i = n; i-- > 0;) {
       cache_req const& r = cache[i];
       std::uint32_t const o = r.obj;
+      if (!out.empty() && out[o] != 0) { continue; }  // no episode: episode_end stays kNoNext
       if ((r.word & kFreeFlag) != 0) {
         last_read[o] = kNoNext;
         later[o] = 0;
@@ -912,11 +913,35 @@ void dirty_episodes(compiled_data const& d, std::uint64_t capacity, must_move& m
 
 }  // namespace
 
-must_move compute_must_move(compiled_data const& d, std::uint64_t capacity)
+// Note [Floors with recompute]
+// ------------------------------
+// Rationale: with recipes (a trace's recomputable tensors, replayed with recompute on) a
+// schedule may drop a tensor's last copy and rebuild it on its next use: no write-back,
+// no copy-in. The byte floors and the phase floor count every tensor's bytes, so a run
+// with recompute finished under them (transformer-train at 25 %: 343.9 ms against a
+// 416.2 ms phase floor), and they were not floors any more.
+// Approach: the floors of such a run leave the recomputable tensors out of the trace,
+// as if they took no room and needed no copy. Leaving objects out is a relaxation (any
+// schedule of the whole trace, restricted to the other objects, is a schedule of the
+// smaller one that moves no more bytes and takes no longer), so what remains is still a
+// floor, a looser one; the rebuilds' own compute is not counted, which only lowers it.
+// `--no-recompute` runs, and traces without recipes, keep the full floors.
+std::vector<std::uint8_t> recomputable_mask(compiled_data const& d)
+{
+  std::vector<std::uint8_t> out;
+  for (auto const& [obj, h] : d.hints) {
+    if (h.recompute_ns == 0 || obj >= d.objects) { continue; }
+    if (out.empty()) { out.assign(d.objects, 0); }
+    out[obj] = 1;
+  }
+  return out;
+}
+
+must_move compute_must_move(compiled_data const& d, std::uint64_t capacity, std::vector<std::uint8_t> const& leave_out)
 {
   must_move m;
-  fractional_belady(d, capacity, m);
-  if (d.flagged) { dirty_episodes(d, capacity, m); }  // plain reads: nothing is ever only on the device
+  fractional_belady(d, capacity, m, leave_out);
+  if (d.flagged) { dirty_episodes(d, capacity, m, leave_out); }  // plain reads: nothing is ever only on the device
   return m;
 }
 

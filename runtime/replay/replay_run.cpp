@@ -109,7 +109,11 @@ replay_result run(compiled_trace const& trace, run_options const& o)
 
   // The ideal time does not depend on the run: compute it first, so that a link too slow
   // for the simulated clock is refused before the run rather than saturating it.
-  detail::must_move const m = detail::compute_must_move(d, o.capacity_bytes);
+  // A pool run with recipes may drop and rebuild the recomputable tensors: its floors leave
+  // them out (Note [Floors with recompute], compiled_trace.cpp).
+  std::vector<std::uint8_t> const leave_out =
+    o.mode == replay_mode::pool && o.recompute ? detail::recomputable_mask(d) : std::vector<std::uint8_t>{};
+  detail::must_move const m = detail::compute_must_move(d, o.capacity_bytes, leave_out);
   double const floor_h2d = link_seconds(o.link, m.h2d_bytes, m.h2d_copies);
   double const floor_d2h = link_seconds(o.link, m.d2h_bytes, 0);
   if (o.mode != replay_mode::cache) {
@@ -173,7 +177,7 @@ replay_result run(compiled_trace const& trace, run_options const& o)
     // Streams run in parallel and each link direction is its own.
     r.compute_seconds = static_cast<double>(d.max_stream_compute_ns) * 1e-9;
     r.ideal_seconds = std::max({r.compute_seconds, floor_h2d, floor_d2h});
-    r.phase_floor_seconds = detail::window_bound_seconds(d, o.capacity_bytes, o.link.bandwidth_bytes_per_s);
+    r.phase_floor_seconds = detail::window_bound_seconds(d, o.capacity_bytes, o.link.bandwidth_bytes_per_s, leave_out);
     if (!(r.makespan_seconds < kClockRangeSeconds)) {
       throw logic_error("replay: " + r.policy + " at " + r.capacity_label + " ran the simulated clock to " +
                         seconds_text(r.makespan_seconds) + ", past its range (" + seconds_text(kClockRangeSeconds) +

@@ -64,7 +64,8 @@ struct ev {
 
 }  // namespace
 
-double window_bound_seconds(compiled_data const& d, std::uint64_t capacity, double bytes_per_s)
+double window_bound_seconds(compiled_data const& d, std::uint64_t capacity, double bytes_per_s,
+                            std::vector<std::uint8_t> const& leave_out)
 {
   if (d.ops.empty() || d.phase_marks.empty() || !(bytes_per_s > 0.0)) { return 0.0; }
   auto const n = static_cast<std::uint32_t>(d.ops.size());
@@ -97,7 +98,7 @@ double window_bound_seconds(compiled_data const& d, std::uint64_t capacity, doub
         ran += static_cast<double>(op.arg) * 1e-9;
         break;
       case pool_op_kind::access: {
-        if (op.obj >= evs.size()) { break; }
+        if (op.obj >= evs.size() || (!leave_out.empty() && leave_out[op.obj] != 0)) { break; }  // Note [Floors with recompute]
         size[op.obj] = std::max(size[op.obj], op.bytes);
         bool const host = op.host != 0;
         ev_kind kd = host ? ev_kind::host_read : ev_kind::read;
@@ -110,7 +111,7 @@ double window_bound_seconds(compiled_data const& d, std::uint64_t capacity, doub
         break;
       }
       case pool_op_kind::free:
-        if (op.obj < evs.size()) { evs[op.obj].push_back({i, ev_kind::free}); }
+        if (op.obj < evs.size() && (leave_out.empty() || leave_out[op.obj] == 0)) { evs[op.obj].push_back({i, ev_kind::free}); }
         break;
       default: break;
     }

@@ -584,6 +584,44 @@ TEST(ReplayPhaseFloor, NoScheduleBeatsItOnRandomPhasedTrainingLikeTraces)
   std::printf("phase floor above the ideal time in %d of %d runs\n", above_ideal, runs);
 }
 
+// Note [Floors with recompute]: transformer-train marks its activations recomputable; a
+// pool run with recompute drops and rebuilds them, moving fewer bytes than any swap-only
+// schedule. Its floors leave those tensors out, so that no run finishes under them, and
+// they are no higher than the swap-only floors of the same trace (`--no-recompute`).
+TEST(ReplayPhaseFloor, RunsWithRecomputeDoNotBeatTheirFloors)
+{
+  std::vector<tt::event> const ev = tt::generate("transformer-train", {{"iterations", "2"}}, 1);
+  auto const t = tr::compiled_trace::compile(ev);
+  EXPECT_FALSE(tr::detail::recomputable_mask(t.data()).empty()) << "the generator marks activations";
+  int dropped_runs = 0;
+  for (double const share : {0.25, 0.5}) {
+    auto const cap = static_cast<std::uint64_t>(static_cast<double>(t.peak_live_bytes()) * share);
+    for (char const* policy : {"lru", "belady"}) {
+      for (char const* prefetch : {"none", "plan"}) {
+        SCOPED_TRACE(std::string(policy) + " " + prefetch + " at " + std::to_string(share));
+        tr::run_options o;
+        o.policy = policy;
+        o.prefetch = prefetch;
+        o.capacity_bytes = cap;
+        tr::replay_result const with = tr::run(t, o);
+        o.recompute = false;
+        tr::replay_result const swap = tr::run(t, o);
+        ASSERT_EQ(with.unserved, 0U);
+        dropped_runs += with.evicted_recompute > 0 ? 1 : 0;
+        EXPECT_EQ(swap.evicted_recompute, 0U);
+        EXPECT_GE(with.makespan_seconds * (1 + 1e-12), with.phase_floor_seconds);
+        EXPECT_GE(with.makespan_seconds * (1 + 1e-12), with.ideal_seconds);
+        EXPECT_GE(swap.makespan_seconds * (1 + 1e-12), swap.phase_floor_seconds);
+        EXPECT_LE(with.phase_floor_seconds, swap.phase_floor_seconds);
+        EXPECT_LE(with.must_move_h2d, swap.must_move_h2d);
+        EXPECT_LE(with.must_move_d2h, swap.must_move_d2h);
+        EXPECT_GT(with.phase_floor_seconds, 0.0);
+      }
+    }
+  }
+  EXPECT_GT(dropped_runs, 0) << "recompute was exercised";
+}
+
 TEST(ReplayIdeal, EveryRewriteOfDeviceOnlyBytesTheRoomCannotHoldIsAWriteBack)
 {
   // 1 and 2 (150 bytes each) are rewritten (rw) in turn, 1 2 1 2 1 2 after their births,

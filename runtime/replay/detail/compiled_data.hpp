@@ -133,12 +133,21 @@ struct must_move {
   std::uint64_t d2h_bytes{0};
 };
 
-/// Bytes any policy must move at `capacity` (one pass over the cache array).
-[[nodiscard]] must_move compute_must_move(compiled_data const& d, std::uint64_t capacity);
+/// Per object (dense index), 1 where the trace gives it a recipe (an allocate hint with a
+/// recompute cost: the pool replay may drop it and rebuild it); empty when none has one.
+[[nodiscard]] std::vector<std::uint8_t> recomputable_mask(compiled_data const& d);
+
+/// Bytes any policy must move at `capacity` (one pass over the cache array). Objects marked
+/// in `leave_out` (recomputable_mask; empty: none) are left out of the trace: Note
+/// [Floors with recompute].
+[[nodiscard]] must_move compute_must_move(compiled_data const& d, std::uint64_t capacity,
+                                          std::vector<std::uint8_t> const& leave_out = {});
 
 /// The phase floor on any schedule's makespan at `capacity` with links of `bytes_per_s`
 /// (Note [A floor from the phases], window_bound.cpp), seconds; 0 where it does not apply
-/// (no phase markers, kernels on more than one stream, too many markers).
-[[nodiscard]] double window_bound_seconds(compiled_data const& d, std::uint64_t capacity, double bytes_per_s);
+/// (no phase markers, kernels on more than one stream, too many markers). `leave_out` as
+/// compute_must_move's.
+[[nodiscard]] double window_bound_seconds(compiled_data const& d, std::uint64_t capacity, double bytes_per_s,
+                                          std::vector<std::uint8_t> const& leave_out = {});
 
 }  // namespace tierpool::replay::detail

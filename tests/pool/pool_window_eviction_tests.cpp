@@ -6,15 +6,20 @@
 // least recently used tensors lie every other block evicts one contiguous run, not the
 // policy's scattered victims round after round; every tensor keeps its bytes (sim real
 // memory); pool_options::window_eviction_share = 0 keeps the plain rounds; a request the
-// policy's first victims already make room for takes the plain round.
+// policy's first victims already make room for takes the plain round; eight threads
+// (more than cores) leasing small and large tensors on a full tier keep every byte.
 #include "unit/pool_test_util.hpp"
 
 #include <gtest/gtest.h>
 
 #include <tierpool/pool.hpp>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <random>
+#include <string>
+#include <thread>
 #include <vector>
 
 namespace tierpool::test {
@@ -123,6 +128,86 @@ TEST(PoolWindowEviction, APolicyHeadThatMakesRoomTakesThePlainRound)
   EXPECT_EQ(o.device.window_evictions, 0U);
   EXPECT_EQ(o.device.evictions, 4U);
   expect_bytes(p, ts, big);
+}
+
+#if defined(__SANITIZE_THREAD__)
+constexpr int kThreadOps = 150;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr int kThreadOps = 150;
+#else
+constexpr int kThreadOps = 1500;
+#endif
+#else
+constexpr int kThreadOps = 1500;
+#endif
+
+// Eight threads, each with six 256 KiB tensors and two of 1-2 MiB (large enough for window
+// eviction on a 32 MiB tier), lease one at a time on their own stream, check its bytes and
+// rewrite some; now and then a thread frees a large tensor and allocates another on the
+// device. Window eviction runs while other threads hold leases and evict: every lease
+// sees the last version, every tensor holds it at the end, and the pool validates.
+TEST(PoolWindowEvictionThreads, SmallAndLargeTensorsKeepEveryByte)
+{
+  constexpr std::uint32_t kThreads = 8;
+  pool_options o = small_tiers(make_sim(sim_clock_mode::wall, 64_MiB), 32_MiB, 0, 512_MiB);
+  o.policy = "lru";
+  pool p(o);
+  std::atomic<std::uint64_t> bad{0};
+  std::atomic<std::uint64_t> errors{0};
+  std::vector<std::vector<tensor>> owned(kThreads);
+  std::vector<std::vector<std::uint32_t>> versions(kThreads);
+  std::vector<std::vector<std::uint64_t>> keys(kThreads);
+  std::vector<std::thread> workers;
+  for (std::uint32_t w = 0; w < kThreads; ++w) {
+    workers.emplace_back([&, w] {
+      std::mt19937_64 rng(7 + w);
+      auto& ts = owned[w];
+      auto& ver = versions[w];
+      auto& key = keys[w];
+      std::uint64_t next_key = (std::uint64_t{w} << 32U) + 1;
+      auto large_bytes = [&] { return 1_MiB + (rng() % 5) * 256_KiB; };
+      try {
+        for (int i = 0; i < 8; ++i) {
+          ts.push_back(p.allocate(i < 6 ? 256_KiB : large_bytes()));
+          key.push_back(next_key++);
+          ver.push_back(1);
+          fill(p, ts.back(), key.back(), 1);
+        }
+        stream_handle const s = p.create_stream();
+        for (int k = 0; k < kThreadOps; ++k) {
+          std::size_t const i = rng() % ts.size();
+          if (i >= 6 && rng() % 16 == 0) {  // a new large tensor, born on the device
+            ts[i] = p.allocate(large_bytes(), {.preferred_tier = tier_id{0}});
+            key[i] = next_key++;
+            ver[i] = 1;
+            fill(p, ts[i], key[i], 1);
+            continue;
+          }
+          bool const write = rng() % 3 == 0;
+          lease l = p.acquire(ts[i], write ? access_mode::read_write : access_mode::read, s);
+          p.synchronize(s);
+          if (!has_pattern(l.data(), l.bytes(), key[i], ver[i])) { bad.fetch_add(1); }
+          if (write) { write_pattern(l.data(), l.bytes(), key[i], ++ver[i]); }
+        }
+        p.destroy_stream(s);
+      } catch (std::exception const& e) {
+        errors.fetch_add(1);
+        ADD_FAILURE() << "thread " << w << ": " << e.what();
+      }
+    });
+  }
+  for (auto& t : workers) { t.join(); }
+  EXPECT_EQ(errors.load(), 0U);
+  EXPECT_EQ(bad.load(), 0U) << "leases that saw other bytes than the last version";
+  for (std::uint32_t w = 0; w < kThreads; ++w) {
+    for (std::size_t i = 0; i < owned[w].size(); ++i) {
+      EXPECT_TRUE(check(p, owned[w][i], keys[w][i], versions[w][i])) << "thread " << w << " tensor " << i;
+    }
+  }
+  pool_stats const st = p.stats();
+  EXPECT_GT(st.tiers[0].window_evictions, 0U) << "window eviction was exercised";
+  EXPECT_TRUE(p.validate());
 }
 
 }  // namespace

@@ -509,13 +509,24 @@ TEST(PoolRecomputeThreads, ConcurrentDropsAndRebuildsKeepEveryByte)
     pairs.push_back(make_pair_of(p, static_cast<std::uint64_t>(i + 1)));
     p.set_recompute(pairs.back().a, r.make(pairs.back().x, 1e-9, true));
   }
+  // Every thread's scratch is made and written before the threads start: 6 MiB live on a
+  // 3.5 MiB tier, and the pairs, used least recently, are the first victims, so some `a`
+  // is dropped and rebuilt however the threads are scheduled (made inside the threads,
+  // run one after another on a busy machine, they fitted and nothing was evicted).
+  std::vector<std::vector<tensor>> scratches(kThreads);
+  for (auto& sc : scratches) {
+    for (int k = 0; k < 2; ++k) {
+      sc.push_back(p.allocate(kT, {.preferred_tier = tier_id{0}}));
+      lease d = p.acquire(sc.back(), access_mode::write_discard);
+      std::memset(d.data(), 0xee, d.bytes());
+    }
+  }
   std::atomic<int> bad{0};
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; ++i) {
     threads.emplace_back([&, i] {
       try {
-        std::vector<tensor> scratch;
-        for (int k = 0; k < 2; ++k) { scratch.push_back(p.allocate(kT, {.preferred_tier = tier_id{0}})); }
+        std::vector<tensor> const& scratch = scratches[static_cast<std::size_t>(i)];
         for (int k = 0; k < 30; ++k) {
           for (tensor const& s : scratch) {  // churn: dirty copies the tier must make room for
             lease d = p.acquire(s, access_mode::write_discard);

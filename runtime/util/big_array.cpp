@@ -23,8 +23,8 @@ constexpr std::size_t kHugePage = std::size_t{2} << 20U;  // a transparent huge 
 
 std::optional<bool> parse_huge_pages(char const* value) noexcept
 {
-  if (value == nullptr || *value == '\0' || std::strcmp(value, "1") == 0) { return true; }
-  if (std::strcmp(value, "0") == 0) { return false; }
+  if (value == nullptr || *value == '\0' || std::strcmp(value, "0") == 0) { return false; }
+  if (std::strcmp(value, "1") == 0) { return true; }
   return std::nullopt;
 }
 
@@ -35,10 +35,10 @@ bool huge_pages_wanted() noexcept
     if (auto const v = parse_huge_pages(env)) { return *v; }
     try {
       log_message(log_level::warning, std::string("tierpool: TIERPOOL_HUGE_PAGES must be 0 or 1, got '") + env +
-                                        "'; using 1 (big arrays on huge pages)");
+                                        "'; using 0 (no huge pages)");
     } catch (...) {  // NOLINT(bugprone-empty-catch): no memory for the message; the default stands
     }
-    return true;
+    return false;
   }();
   return wanted;
 }

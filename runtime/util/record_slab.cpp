@@ -14,10 +14,10 @@
 // Approach: records are fixed-size blocks carved from chunks; a chunk is used by bumping
 // a pointer, freed blocks go to a LIFO free list that allocate pops first. The first
 // chunk is small (a pool with a few tensors reserves 64 KiB); every later one is 2 MiB,
-// mapped 2 MiB-aligned with MADV_HUGEPAGE, so where transparent huge pages are enabled
-// ("madvise" or "always") one fault maps 2 MiB. (Chunks used to double from 64 KiB to
-// 2 MiB: the ~2 MiB between, faulted 4 KiB at a time, cost more than a huge page — a
-// 4 KiB fault is ~14 us on the development VM, a whole huge page ~0.1-1.5 ms.) The pools'
+// mapped 2 MiB-aligned by map_huge, with MADV_HUGEPAGE where TIERPOOL_HUGE_PAGES=1 asks
+// for it (Note [Big arrays on huge pages]: on the development VM fresh huge pages often
+// fault in slower than 4 KiB pages). (Chunks used to double from 64 KiB to 2 MiB; one
+// size of chunk past the first keeps the slab simple.) The pools'
 // records come from one slab of the process (process_slab<T>(), made on first use, never
 // destroyed), so that the last reference's release (Note [Records count their references],
 // records.cpp) returns a record without holding the slab: a record costs its 168 bytes and

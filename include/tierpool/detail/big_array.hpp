@@ -4,27 +4,27 @@
  * @file big_array.hpp
  * @brief tierpool::detail::big_array_allocator: an allocator for large bookkeeping arrays
  *        (the pool's record table, policies' slabs and indexes, a replay's handles) that
- *        maps the large ones on transparent huge pages.
+ *        maps the large ones 2 MiB-aligned, on transparent huge pages where asked.
  *
  * Note [Big arrays on huge pages]
  * -------------------------------
  * Rationale: a pool or policy that tracks tens of thousands of tensors grows its arrays to
- * megabytes by doubling, and fresh memory faults in 4 KiB at a time: on the development VM
- * a fault costs ~14 us, and a CloudPhysics replay (49,000 tensors) spent more of its first
- * pass faulting bookkeeping in than copying.
- * Approach: arrays of kBigArrayBytes or more are mapped 2 MiB-aligned with MADV_HUGEPAGE,
- * so where transparent huge pages are enabled ("madvise" or "always") one fault maps
- * 2 MiB; smaller ones come from operator new, as with std::allocator (a replaced global
- * operator new still sees them).
+ * megabytes by doubling, and a compiled trace is hundreds of MiB. Mapping them with
+ * MADV_HUGEPAGE was meant to fault them in 2 MiB at a time instead of 4 KiB. Measured on
+ * the development VM (bench/results/scale-cpu-2026-12-04.md) it mostly costs: the
+ * kernel's free 2 MiB blocks there are often memory the hypervisor has not backed yet,
+ * and a fresh huge page took up to ~30 ms to fault in. Compiling the kv-paging serving
+ * preset (19.2 M events, 803 MiB) took 10.8-14.0 s with huge pages and 1.8 s without;
+ * cache mode on it 5.0 s against 0.9-1.1 s; the 12.7 M-event kv-paging trace 1.0-2.5 s
+ * against 0.6 s. Only a warm CloudPhysics replay gained (0.21 against 0.31 s), and
+ * `tierpool bench scale` (record slabs) did not move.
+ * Approach: arrays of kBigArrayBytes or more (and record slab chunks of 2 MiB) are mapped
+ * 2 MiB-aligned; they ask for huge pages (MADV_HUGEPAGE) only with TIERPOOL_HUGE_PAGES=1,
+ * for machines where huge pages fault in fast. Smaller arrays come from operator new, as
+ * with std::allocator (a replaced global operator new still sees them).
  * Limitations: a mapping is rounded up to 2 MiB (address space, not memory, until
- * touched); without THP the pages fault in one by one like any memory. A huge page is
- * not always the cheaper fault: on the development VM, where the kernel's free 2 MiB
- * blocks are often memory the hypervisor has not backed yet, zeroing them is slow, and
- * compiling the 12.7 M-event kv-paging trace took 1.0-2.5 s with huge pages against
- * 0.56-0.63 s without (a warm CloudPhysics replay went the other way, 0.21 against
- * 0.31 s; bench/results/scale-cpu-2026-12-04.md). TIERPOOL_HUGE_PAGES=0 maps without
- * the hint (read once, at the first big array; any other value than 0 or 1 is logged as a
- * warning and ignored).
+ * touched). The variable is read once, at the first big array; a value other than 0 or 1
+ * is logged as a warning and read as 0.
  */
 #pragma once
 
@@ -39,16 +39,16 @@ namespace tierpool::detail {
 /// @brief Arrays of at least this many bytes are mapped on huge pages.
 inline constexpr std::size_t kBigArrayBytes = std::size_t{1} << 20U;
 
-/// @brief A TIERPOOL_HUGE_PAGES value: true for null, empty or "1", false for "0", nullopt
+/// @brief A TIERPOOL_HUGE_PAGES value: true for "1", false for null, empty or "0", nullopt
 ///        for anything else.
 [[nodiscard]] TIERPOOL_EXPORT std::optional<bool> parse_huge_pages(char const* value) noexcept;
-/// @brief Whether map_huge asks for huge pages: TIERPOOL_HUGE_PAGES, read at the first call
-///        (an invalid value is logged as a warning and read as 1). Thread-safe.
+/// @brief Whether map_huge asks for huge pages: TIERPOOL_HUGE_PAGES=1, read at the first
+///        call (an invalid value is logged as a warning and read as 0). Thread-safe.
 [[nodiscard]] TIERPOOL_EXPORT bool huge_pages_wanted() noexcept;
 
 /**
  * @brief Map `bytes` (a multiple of 2 MiB: huge_round_up) 2 MiB-aligned, with MADV_HUGEPAGE
- *        (a hint; not with TIERPOOL_HUGE_PAGES=0). Thread-safe.
+ *        (a hint; only with TIERPOOL_HUGE_PAGES=1). Thread-safe.
  * @throws std::bad_alloc when the system refuses the mapping
  */
 [[nodiscard]] TIERPOOL_EXPORT void* map_huge(std::size_t bytes);

@@ -8,6 +8,18 @@ add_test(NAME cli.suite_run.two_presets
           -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_suite_run_check.cmake)
 set_tests_properties(cli.suite_run.two_presets PROPERTIES LABELS cpu)
 
+# The serving-scale KV cache (quick: lru and s3fifo at 2x on the kv-paging serving preset,
+# about 80 s): both runs' figures, and the preset named in their parameters.
+add_test(NAME cli.suite_run.kv_serving
+  COMMAND $<TARGET_FILE:tierpool_cli> suite report ${_tp_suite_out}_kvs/sim-gh200.json)
+add_test(NAME cli.suite_run.kv_serving_run
+  COMMAND $<TARGET_FILE:tierpool_cli> suite run --devices sim:gh200 --only kv-serving --preset quick
+          --out ${_tp_suite_out}_kvs)
+set_tests_properties(cli.suite_run.kv_serving_run PROPERTIES LABELS cpu FIXTURES_SETUP suite_kvs
+  PASS_REGULAR_EXPRESSION "kv-serving +\\.\\.\\. 6 figures")
+set_tests_properties(cli.suite_run.kv_serving PROPERTIES LABELS cpu FIXTURES_REQUIRED suite_kvs
+  PASS_REGULAR_EXPRESSION "makespan +kv-paging +lru +none +pool +2 +serving.*makespan +kv-paging +s3fifo +none +pool +2 +serving")
+
 add_test(NAME cli.suite_run.list COMMAND $<TARGET_FILE:tierpool_cli> suite run --list)
 set_tests_properties(cli.suite_run.list PROPERTIES PASS_REGULAR_EXPRESSION "h200-sxm.*gh200.*h100-cxl")
 

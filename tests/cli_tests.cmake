@@ -79,6 +79,12 @@ set_tests_properties(cli.bench_arena.corrupt_trace_message PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "tierpool: error: alloc trace '[^']*cli_bench_arena_corrupt\\.trace' line 5: expected a slot")
 add_test(NAME cli.bench_arena.corrupt_trace_fails COMMAND $<TARGET_FILE:tierpool_cli> bench arena --trace ${_tp_bad_trace})
 set_tests_properties(cli.bench_arena.corrupt_trace_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+# --through-pool with no tier below: with no compaction the fragmented placements fail; the
+# defaults (compaction as the last resort) and compaction on place them all.
+add_test(NAME cli.bench_arena.through_pool_device_only
+  COMMAND $<TARGET_FILE:tierpool_cli> bench arena --workload rand85 --through-pool --seeds 1 --ops 300000 --device-only)
+set_tests_properties(cli.bench_arena.through_pool_device_only PROPERTIES LABELS cpu TIMEOUT 120
+  PASS_REGULAR_EXPRESSION "compaction off +default \\(last resort\\) +compaction on.*failures +[1-9][0-9]* \\([0-9-]+\\) +0 \\(0-0\\) +0 \\(0-0\\).*per seed")
 add_test(NAME cli.bench_arena.unknown_workload_fails COMMAND $<TARGET_FILE:tierpool_cli> bench arena --workload rand99)
 set_tests_properties(cli.bench_arena.unknown_workload_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
 

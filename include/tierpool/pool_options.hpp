@@ -216,6 +216,12 @@ struct pool_options {
   /// a request, and which tensors stay resident changes (the replay figures recorded for
   /// the policies are without it); turn it on for workloads of many distinct sizes.
   bool compaction{false};
+  /// Compaction as the last resort: a request about to fail with oom_cause::fragmentation
+  /// (the free bytes cover it, no free block holds it, and eviction could not make room:
+  /// leased or busy tensors, or dirty ones with no room below) compacts the tier once before
+  /// it fails, even with `compaction` off. Costs nothing where the ladder succeeds; on by
+  /// default (docs/chapters/tiers.md, "Compaction").
+  bool compact_before_failing{true};
   /// Window eviction: a request for at least 1/window_eviction_share of a tier that must
   /// evict (and is at least 1 MiB) takes one contiguous run of victims, chosen by the policy's order and the tier's
   /// layout, instead of the policy's first victims wherever they lie (whose blocks may not

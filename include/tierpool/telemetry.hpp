@@ -57,8 +57,9 @@ struct tier_stats {
   std::uint64_t evictions{0};        ///< COUNT: copies evicted from this tier
   std::uint64_t evictions_clean{0};  ///< COUNT: evictions that wrote nothing back
   std::uint64_t allocation_failures{0};  ///< COUNT: allocations the arena could not place
-  /// COUNT: placements that went on to evict (or, with nothing to evict, to fail) although
-  /// the tier's free bytes covered the request: no free block held it (fragmentation)
+  /// COUNT: placements that evicted (or, with nothing to evict and no compaction that
+  /// helped, failed) although the tier's free bytes covered the request: no free block
+  /// held it (fragmentation)
   std::uint64_t fragmented_evictions{0};
   /// COUNT: eviction rounds of large requests that evicted one contiguous run of victims
   /// chosen by the ladder (pool_options::window_eviction_share)

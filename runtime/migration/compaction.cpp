@@ -30,6 +30,9 @@
 //   pool::compact (compact_tier): passes over the copies from the highest offset down, each
 // moved to the lowest free block before it that holds it, until a pass moves nothing: the
 // copies settle towards the start of the tier and the free space gathers after them.
+// The last resort (pool_options::compact_before_failing) runs the ladder's step once more
+// before a request fails, and there the host also waits for an unleased copy's fill and
+// recorded uses rather than pass over it: the alternative is the failure.
 // Limitations: the host waits for each move's copy, with the tier lock held (as the
 // ladder's wait for a vacated block does), and the copy runs on one of the pool's copy
 // streams, behind whatever is queued there (a write-back waiting for a user's stream: the
@@ -147,19 +150,21 @@ bool migration_engine::move_copy_locked(tier_state& ts, tensor_record& rec, std:
   return true;
 }
 
-bool migration_engine::move_resident_locked(tier_state& ts, resident_copy const& c, std::uint64_t to) noexcept
+bool migration_engine::move_resident_locked(tier_state& ts, resident_copy const& c, std::uint64_t to,
+                                            bool wait_for_uses) noexcept
 {
   record_lock const rl(*c.rec, std::try_to_lock);
   if (!rl.owns()) { return false; }
   tensor_record& rec = *c.rec;
   if (rec.freed || ts.index >= rec.slots.size()) { return false; }
-  copy_slot const& s = rec.slots[ts.index];
+  copy_slot& s = rec.slots[ts.index];
   if (s.state == copy_state::absent || s.blk.slot.offset != c.offset || s.blk.slot.size != c.size) { return false; }
+  if (wait_for_uses && s.pins == 0 && rec.paused == 0) { host_wait_slot(s, true); }
   if (!movable_locked(rec, ts.index)) { return false; }
   return move_copy_locked(ts, rec, to);
 }
 
-std::optional<block> migration_engine::compact_for_locked(tier_state& ts, std::size_t bytes)
+std::optional<block> migration_engine::compact_for_locked(tier_state& ts, std::size_t bytes, bool wait_for_uses)
 {
   if (ts.file || is_storage(ts.kind)) { return std::nullopt; }
   std::uint64_t const need = ts.mem->slot_bytes(bytes);
@@ -259,7 +264,9 @@ std::optional<block> migration_engine::compact_for_locked(tier_state& ts, std::s
     }
     if (!fits) { continue; }
     for (auto const& [i, to] : plan) {
-      if (!move_resident_locked(ts, copies[layout[i].copy], to)) { return std::nullopt; }  // the moves made stay: valid
+      if (!move_resident_locked(ts, copies[layout[i].copy], to, wait_for_uses)) {
+        return std::nullopt;  // the moves made stay: valid
+      }
     }
     return ts.mem->allocate_at(lo, bytes);
   }

@@ -303,8 +303,10 @@ class migration_engine {
   // ---- compaction (compaction.cpp; Note [Compaction]) ----
   /// The ladder's compaction step for `bytes` in tier `ts` (its lock held): move copies out
   /// of one run of the tier so that the request fits there. @return the request's block,
-  /// or std::nullopt (copies moved meanwhile stay moved, each intact).
-  [[nodiscard]] std::optional<block> compact_for_locked(tier_state& ts, std::size_t bytes);
+  /// or std::nullopt (copies moved meanwhile stay moved, each intact). `wait_for_uses`
+  /// (the last resort before a failure): the host waits for an unleased copy's fill and
+  /// uses instead of passing over it.
+  [[nodiscard]] std::optional<block> compact_for_locked(tier_state& ts, std::size_t bytes, bool wait_for_uses = false);
   /// pool::compact of tier k (takes its lock): move copies down until none can move. The
   /// caller closed the quiesce gate (no operation runs).
   compact_totals compact_tier(std::uint32_t k);
@@ -319,8 +321,8 @@ class migration_engine {
   /// copy stays where it was).
   bool move_copy_locked(tier_state& ts, tensor_record& rec, std::uint64_t to) noexcept;
   /// move_copy_locked for `c`, its record try-locked and checked to be still where it was
-  /// and movable.
-  bool move_resident_locked(tier_state& ts, resident_copy const& c, std::uint64_t to) noexcept;
+  /// and movable (`wait_for_uses`: after the host waited for its fill and uses, when unleased).
+  bool move_resident_locked(tier_state& ts, resident_copy const& c, std::uint64_t to, bool wait_for_uses = false) noexcept;
   /// True for the pool's own copy streams (h2d, d2h), whose deferred frees may be reused
   /// in stream order.
   [[nodiscard]] bool is_copy_stream(stream_handle s) const noexcept;

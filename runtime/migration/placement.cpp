@@ -166,6 +166,7 @@ place_result migration_engine::place(place_request const& r)
   std::size_t const slot = ts.mem->slot_bytes(bytes);
   int compact_tries = 0;
   bool counted_fragmented = false;
+  std::size_t last_free = 0;  // the arena's free bytes at the last round's allocation
   for (int round = 0; round < kMaxLadderRounds; ++round) {
     std::size_t free_now = 0;  // the arena's free bytes at this round's allocation
     std::unique_lock tl(ts.mem->mutex());  // handed to the eviction round below, which unlocks it
@@ -238,6 +239,7 @@ place_result migration_engine::place(place_request const& r)
       }
       add_under_tier_lock(ts.alloc_failures, std::uint64_t{1});
       free_now = rep.free_bytes;
+      last_free = free_now;
       if (rep.result == tier_alloc_result::backend_failed) { last_backend = rep.backend_status; }
       if (r.mode == place_mode::try_only || (r.mode == place_mode::no_wait && evicted)) { return give_up(); }
       // Wait for vacated blocks, when they alone would make room once their last uses
@@ -263,10 +265,14 @@ place_result migration_engine::place(place_request const& r)
         }
       }
     }
-    if (free_now >= slot && !counted_fragmented) {  // evicting for want of a contiguous block
-      counted_fragmented = true;
-      ts.fragmented_evictions.fetch_add(1, std::memory_order_relaxed);
-    }
+    // Evicting for want of a contiguous block: counted once the round evicted something.
+    bool const fragmented = free_now >= slot && !counted_fragmented;
+    auto count_fragmented = [&] {
+      if (fragmented) {
+        counted_fragmented = true;
+        ts.fragmented_evictions.fetch_add(1, std::memory_order_relaxed);
+      }
+    };
     // Evict. A victim block of the request's size may come straight back (Note [The
     // evicted block goes to the request that evicted it], eviction.cpp).
     evict_handoff ho;
@@ -294,6 +300,7 @@ place_result migration_engine::place(place_request const& r)
       ev = evict_round(r.tier, bytes, r.mode, r.incoming, r.tenant, evict_pass::fallback, hand);
     }
     if (ho.blk) {  // counted by the round (hand_off_told_locked)
+      count_fragmented();
       out.blk = ho.blk;
       out.after = ho.ready;
       out.after_users = std::move(ho.users);
@@ -301,6 +308,7 @@ place_result migration_engine::place(place_request const& r)
       return out;
     }
     if (ev.progress) {
+      count_fragmented();
       evicted = true;
       busy = 0;
       last_write_back = status::ok;  // other victims made up for it
@@ -319,6 +327,25 @@ place_result migration_engine::place(place_request const& r)
     tl.unlock();
     if (waited) { continue; }
     break;
+  }
+  // Compaction as the last resort (pool_options::compact_before_failing): the request is
+  // about to fail (nothing busy to retry for) although the free bytes cover it. The ladder's
+  // own step (above) already tried when compaction is on.
+  if (ladder && busy == 0 && ts.compact_last_resort && !ts.compact_in_ladder && last_free >= slot) {
+    std::unique_lock tl(ts.mem->mutex());
+    drain_accesses_locked(ts);
+    std::optional<block> b;
+    try {
+      b = compact_for_locked(ts, bytes, /*wait_for_uses=*/true);
+    } catch (std::bad_alloc const&) {  // no memory for the plan: fail as before (moves made stay, intact)
+    }
+    if (b) {
+      add_under_tier_lock(ts.compactions, std::uint64_t{1});
+      return took(*b);
+    }
+  }
+  if (ladder && busy == 0 && last_free >= slot && !counted_fragmented) {  // failing for want of a contiguous block
+    ts.fragmented_evictions.fetch_add(1, std::memory_order_relaxed);
   }
   give_up();
   if (!ladder) { return out; }

@@ -192,7 +192,9 @@ TEST(PoolCompact, LadderCompactsInsteadOfEvicting)
 TEST(PoolCompact, LadderPlacesWhatWouldFailWithoutATierBelow)
 {
   {
-    pool off(small_tiers(make_sim(), 1_MiB, 0, 0));  // compaction off by default
+    pool_options oo = small_tiers(make_sim(), 1_MiB, 0, 0);
+    oo.compact_before_failing = false;  // no compaction at all
+    pool off(std::move(oo));
     fragmented f = fragment(off);
     try {
       tensor big = off.allocate(4 * kUnit, on_device());
@@ -202,15 +204,48 @@ TEST(PoolCompact, LadderPlacesWhatWouldFailWithoutATierBelow)
     }
     EXPECT_TRUE(off.validate());
   }
-  pool_options o = small_tiers(make_sim(), 1_MiB, 0, 0);
-  o.compaction = true;
-  pool p(std::move(o));
+  // Before evicting (compaction on), and as the last resort before failing (the default).
+  for (bool const before_evicting : {true, false}) {
+    SCOPED_TRACE(before_evicting ? "compaction on" : "the default: compaction before failing");
+    pool_options o = small_tiers(make_sim(), 1_MiB, 0, 0);
+    o.compaction = before_evicting;
+    pool p(std::move(o));
+    fragmented f = fragment(p);
+    tensor big = p.allocate(4 * kUnit, on_device());
+    put(p, big, 99);
+    EXPECT_EQ(p.stats().tiers[0].compactions, 1U);
+    EXPECT_GT(p.stats().tiers[0].compacted_tensors, 0U);
+    EXPECT_EQ(p.stats().tiers[0].evictions, 0U);
+    EXPECT_TRUE(holds(p, big, 99));
+    for (std::size_t i = 0; i < f.ts.size(); ++i) { EXPECT_TRUE(holds(p, f.ts[i], f.keys[i])); }
+    EXPECT_TRUE(p.validate());
+  }
+}
+
+// The last resort moves no leased copy: with every live tensor leased it cannot clear a
+// run, and the request fails for fragmentation with every pointer and byte as it was.
+TEST(PoolCompact, LastResortLeavesLeasedCopiesAndFailsForFragmentation)
+{
+  pool p(small_tiers(make_sim(), 1_MiB, 0, 0));
   fragmented f = fragment(p);
-  tensor big = p.allocate(4 * kUnit, on_device());
-  put(p, big, 99);
-  EXPECT_EQ(p.stats().tiers[0].compactions, 1U);
-  EXPECT_TRUE(holds(p, big, 99));
-  for (std::size_t i = 0; i < f.ts.size(); ++i) { EXPECT_TRUE(holds(p, f.ts[i], f.keys[i])); }
+  std::vector<lease> held;
+  std::vector<void*> where;
+  for (std::size_t i = 0; i < f.ts.size(); ++i) {
+    held.push_back(p.acquire(f.ts[i], access_mode::read));
+    where.push_back(held.back().data());
+  }
+  try {
+    tensor big = p.allocate(4 * kUnit, on_device());
+    ADD_FAILURE() << "placed although every copy was leased";
+  } catch (out_of_memory const& e) {
+    EXPECT_EQ(e.figures().cause, oom_cause::fragmentation) << e.what();
+  }
+  EXPECT_EQ(p.stats().tiers[0].compacted_tensors, 0U);
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    EXPECT_EQ(held[i].data(), where[i]) << "a leased copy moved";
+    EXPECT_TRUE(has_pattern(held[i].data(), held[i].bytes(), f.keys[i], 1));
+  }
+  held.clear();
   EXPECT_TRUE(p.validate());
 }
 

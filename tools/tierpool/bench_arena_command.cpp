@@ -21,6 +21,7 @@
 #include <boost/program_options.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -96,15 +97,17 @@ boost::json::object to_json(std::string const& name, std::uint64_t seed, wl::all
   return j;
 }
 
-// --through-pool: the trace of each seed replayed through a pool with compaction off and on
+// --through-pool: the trace of each seed replayed through a pool with no compaction, the
+// defaults (compaction as the last resort) and compaction on
 // (Note [Compaction]), beside the arena alone with its default scan and exact best fit.
 struct pool_seed_run {
   std::uint64_t seed{0};
   std::uint64_t operations{0};
   std::uint64_t arena_failures{0};     // the arena alone, its options as given
   std::uint64_t best_fit_failures{0};  // the arena alone, whole lists scanned (exact best fit)
-  wl::pool_arena_outcome off;
-  wl::pool_arena_outcome on;
+  wl::pool_arena_outcome off;   // no compaction
+  wl::pool_arena_outcome dflt;  // the defaults: compaction only before a failure
+  wl::pool_arena_outcome on;    // pool_options::compaction: before evicting
 };
 
 bench_common::spread spread_of(std::vector<pool_seed_run> const& runs, double (*f)(pool_seed_run const&))
@@ -115,40 +118,45 @@ bench_common::spread spread_of(std::vector<pool_seed_run> const& runs, double (*
   return bench_common::summarize(std::move(v));
 }
 
+using pool_outcome = wl::pool_arena_outcome;
+
+// The three runs of a seed, as columns: no compaction, the defaults, compaction on.
+constexpr std::array<std::pair<char const*, pool_outcome pool_seed_run::*>, 3> kPoolColumns{{
+  {"compaction off", &pool_seed_run::off},
+  {"default (last resort)", &pool_seed_run::dflt},
+  {"compaction on", &pool_seed_run::on},
+}};
+
+bench_common::spread spread_of(std::vector<pool_seed_run> const& runs, pool_outcome pool_seed_run::* column,
+                               double (*f)(pool_outcome const&))
+{
+  std::vector<double> v;
+  v.reserve(runs.size());
+  for (pool_seed_run const& r : runs) { v.push_back(f(r.*column)); }
+  return bench_common::summarize(std::move(v));
+}
+
 struct pool_row {
   char const* name;
-  double (*off)(pool_seed_run const&);
-  double (*on)(pool_seed_run const&);
+  double (*of)(pool_outcome const&);
   bool fraction;
 };
 
 std::vector<pool_row> pool_rows()
 {
   return {
-    {"fragmented evictions", [](pool_seed_run const& r) { return double(r.off.fragmented_evictions); },
-     [](pool_seed_run const& r) { return double(r.on.fragmented_evictions); }, false},
-    {"failures", [](pool_seed_run const& r) { return double(r.off.failures); },
-     [](pool_seed_run const& r) { return double(r.on.failures); }, false},
-    {"evictions", [](pool_seed_run const& r) { return double(r.off.evictions); },
-     [](pool_seed_run const& r) { return double(r.on.evictions); }, false},
-    {"fragmentation mean", [](pool_seed_run const& r) { return r.off.frag_mean; },
-     [](pool_seed_run const& r) { return r.on.frag_mean; }, true},
-    {"fragmentation max", [](pool_seed_run const& r) { return r.off.frag_max; },
-     [](pool_seed_run const& r) { return r.on.frag_max; }, true},
-    {"compactions", [](pool_seed_run const& r) { return double(r.off.compactions); },
-     [](pool_seed_run const& r) { return double(r.on.compactions); }, false},
-    {"tensors moved", [](pool_seed_run const& r) { return double(r.off.compacted_tensors); },
-     [](pool_seed_run const& r) { return double(r.on.compacted_tensors); }, false},
-    {"GiB moved", [](pool_seed_run const& r) { return double(r.off.compacted_bytes) / double(1ULL << 30U); },
-     [](pool_seed_run const& r) { return double(r.on.compacted_bytes) / double(1ULL << 30U); }, true},
-    {"frag. before compact()", [](pool_seed_run const& r) { return r.off.end_frag_before; },
-     [](pool_seed_run const& r) { return r.on.end_frag_before; }, true},
-    {"frag. after compact()", [](pool_seed_run const& r) { return r.off.end_frag_after; },
-     [](pool_seed_run const& r) { return r.on.end_frag_after; }, true},
-    {"compact() moved", [](pool_seed_run const& r) { return double(r.off.end_moved); },
-     [](pool_seed_run const& r) { return double(r.on.end_moved); }, false},
-    {"replay seconds", [](pool_seed_run const& r) { return r.off.seconds; },
-     [](pool_seed_run const& r) { return r.on.seconds; }, true},
+    {"fragmented evictions", [](pool_outcome const& o) { return double(o.fragmented_evictions); }, false},
+    {"failures", [](pool_outcome const& o) { return double(o.failures); }, false},
+    {"evictions", [](pool_outcome const& o) { return double(o.evictions); }, false},
+    {"fragmentation mean", [](pool_outcome const& o) { return o.frag_mean; }, true},
+    {"fragmentation max", [](pool_outcome const& o) { return o.frag_max; }, true},
+    {"compactions", [](pool_outcome const& o) { return double(o.compactions); }, false},
+    {"tensors moved", [](pool_outcome const& o) { return double(o.compacted_tensors); }, false},
+    {"GiB moved", [](pool_outcome const& o) { return double(o.compacted_bytes) / double(1ULL << 30U); }, true},
+    {"frag. before compact()", [](pool_outcome const& o) { return o.end_frag_before; }, true},
+    {"frag. after compact()", [](pool_outcome const& o) { return o.end_frag_after; }, true},
+    {"compact() moved", [](pool_outcome const& o) { return double(o.end_moved); }, false},
+    {"replay seconds", [](pool_outcome const& o) { return o.seconds; }, true},
   };
 }
 
@@ -172,23 +180,27 @@ void print_pool_table(std::string const& name, wl::alloc_trace const& t, std::ve
               static_cast<unsigned long long>(runs.front().operations), static_cast<unsigned long long>(t.capacity),
               device_only ? "alone (no tier below)" : "over a host tier 4x as large");
   std::printf("  median (min-max) over the seeds; \"compact()\": pool::compact of the device tier after the replay\n");
-  std::printf("  %-26s %-30s %-30s\n", "", "compaction off", "compaction on");
+  std::printf("  %-26s", "");
+  for (auto const& [title, column] : kPoolColumns) { std::printf(" %-30s", title); }
+  std::printf("\n");
   for (pool_row const& row : pool_rows()) {
-    std::printf("  %-26s %-30s %-30s\n", row.name, cell(spread_of(runs, row.off), row.fraction).c_str(),
-                cell(spread_of(runs, row.on), row.fraction).c_str());
+    std::printf("  %-26s", row.name);
+    for (auto const& [title, column] : kPoolColumns) {
+      std::printf(" %-30s", cell(spread_of(runs, column, row.of), row.fraction).c_str());
+    }
+    std::printf("\n");
   }
   std::printf("  %-26s %-30s\n", "arena alone: failures",
               cell(spread_of(runs, [](pool_seed_run const& r) { return double(r.arena_failures); }), false).c_str());
   std::printf("  %-26s %-30s\n", "  best fit: failures",
               cell(spread_of(runs, [](pool_seed_run const& r) { return double(r.best_fit_failures); }), false).c_str());
-  std::printf("  per seed: seed, fragmented evictions off/on, failures off/on, arena/best-fit failures\n");
+  std::printf("  per seed: seed, fragmented evictions off/default/on, failures off/default/on, arena/best-fit failures\n");
+  auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
   for (pool_seed_run const& r : runs) {
-    std::printf("    %llu  %llu/%llu  %llu/%llu  %llu/%llu%s\n", static_cast<unsigned long long>(r.seed),
-                static_cast<unsigned long long>(r.off.fragmented_evictions),
-                static_cast<unsigned long long>(r.on.fragmented_evictions),
-                static_cast<unsigned long long>(r.off.failures), static_cast<unsigned long long>(r.on.failures),
-                static_cast<unsigned long long>(r.arena_failures), static_cast<unsigned long long>(r.best_fit_failures),
-                r.off.valid_at_end && r.on.valid_at_end ? "" : "  (pool invalid at end!)");
+    std::printf("    %llu  %llu/%llu/%llu  %llu/%llu/%llu  %llu/%llu%s\n", u(r.seed), u(r.off.fragmented_evictions),
+                u(r.dflt.fragmented_evictions), u(r.on.fragmented_evictions), u(r.off.failures), u(r.dflt.failures),
+                u(r.on.failures), u(r.arena_failures), u(r.best_fit_failures),
+                r.off.valid_at_end && r.dflt.valid_at_end && r.on.valid_at_end ? "" : "  (pool invalid at end!)");
   }
 }
 
@@ -200,8 +212,6 @@ boost::json::object pool_json(std::string const& name, wl::alloc_trace const& t,
   j["through_pool"] = true;
   j["device_only"] = device_only;
   j["capacity"] = t.capacity;
-  boost::json::object off;
-  boost::json::object on;
   auto key = [](char const* n) {  // "frag. before compact()" -> "end_frag_before_compact"
     std::string k;
     for (char const* c = n; *c != '\0'; ++c) {
@@ -215,16 +225,16 @@ boost::json::object pool_json(std::string const& name, wl::alloc_trace const& t,
     while (!k.empty() && k.back() == '_') { k.pop_back(); }
     return k;
   };
-  for (pool_row const& row : pool_rows()) {
-    bench_common::spread const a = spread_of(runs, row.off);
-    bench_common::spread const b = spread_of(runs, row.on);
-    off[key(row.name)] = a.median;
-    off[key(row.name) + "_spread"] = bench_common::to_json(a);
-    on[key(row.name)] = b.median;
-    on[key(row.name) + "_spread"] = bench_common::to_json(b);
+  constexpr std::array<char const*, 3> kKeys{"compaction_off", "compaction_default", "compaction_on"};
+  for (std::size_t c = 0; c < kPoolColumns.size(); ++c) {
+    boost::json::object col;
+    for (pool_row const& row : pool_rows()) {
+      bench_common::spread const a = spread_of(runs, kPoolColumns[c].second, row.of);
+      col[key(row.name)] = a.median;
+      col[key(row.name) + "_spread"] = bench_common::to_json(a);
+    }
+    j[kKeys[c]] = std::move(col);
   }
-  j["compaction_off"] = std::move(off);
-  j["compaction_on"] = std::move(on);
   bench_common::spread const af = spread_of(runs, [](pool_seed_run const& r) { return double(r.arena_failures); });
   bench_common::spread const bf = spread_of(runs, [](pool_seed_run const& r) { return double(r.best_fit_failures); });
   j["arena_failures"] = af.median;
@@ -235,7 +245,7 @@ boost::json::object pool_json(std::string const& name, wl::alloc_trace const& t,
   bool valid = true;
   for (pool_seed_run const& r : runs) {
     seeds.push_back(r.seed);
-    valid = valid && r.off.valid_at_end && r.on.valid_at_end;
+    valid = valid && r.off.valid_at_end && r.dflt.valid_at_end && r.on.valid_at_end;
   }
   j["seeds"] = std::move(seeds);
   j["valid"] = valid;
@@ -334,8 +344,9 @@ int bench_arena_command(int argc, char** argv)
       r.operations = t.ops.size();
       r.arena_failures = wl::replay_arena(t, mo).failures;
       r.best_fit_failures = wl::replay_arena(t, best).failures;
-      r.off = wl::replay_through_pool(t, false, device_only);
-      r.on = wl::replay_through_pool(t, true, device_only);
+      r.off = wl::replay_through_pool(t, wl::pool_compaction::off, device_only);
+      r.dflt = wl::replay_through_pool(t, wl::pool_compaction::last_resort, device_only);
+      r.on = wl::replay_through_pool(t, wl::pool_compaction::ladder, device_only);
       seed_runs.push_back(r);
     }
     if (vm.count("json") != 0) {

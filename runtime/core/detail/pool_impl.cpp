@@ -208,6 +208,7 @@ pool_impl::pool_impl(pool_options options)
     ts->index = static_cast<std::uint32_t>(i);
     ts->acc_drain.reserve((kShards + 1) * access_shard::kCap);
     ts->compact_in_ladder = options.compaction && !is_storage(ts->kind);  // Note [Compaction]
+    ts->compact_last_resort = options.compact_before_failing && !is_storage(ts->kind);
     ts->window_share = is_storage(ts->kind) ? 0 : options.window_eviction_share;  // Note [Evicting a window for a large request]
     ts->split_by_default = ts->kind == tier_kind::device;  // Note [Tenants' shares of a tier]
     ts->tenant_bytes.emplace_back(0, 0);                  // tenant 0's entry: the default tenant

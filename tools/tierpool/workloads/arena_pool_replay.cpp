@@ -3,7 +3,7 @@
 //
 // arena_pool_replay.cpp — an arena trace replayed through a pool (`tierpool bench arena
 // --through-pool`): what fragmentation costs a pool (evictions although the free bytes
-// covered the request), with compaction off and on. Entry point: replay_through_pool.
+// covered the request), with no compaction, the defaults (the last resort) and compaction on. Entry point: replay_through_pool.
 #include "workloads/arena_workloads.hpp"
 
 #include <tierpool/error.hpp>
@@ -17,7 +17,8 @@
 
 namespace tierpool::workloads {
 
-pool_arena_outcome replay_through_pool(alloc_trace const& t, bool compaction, bool device_only, std::uint64_t frag_interval)
+pool_arena_outcome replay_through_pool(alloc_trace const& t, pool_compaction compaction, bool device_only,
+                                       std::uint64_t frag_interval)
 {
   pool_options o;
   o.read_environment = false;
@@ -26,7 +27,8 @@ pool_arena_outcome replay_through_pool(alloc_trace const& t, bool compaction, bo
   o.backend = backend_choice::sim;
   o.sim.memory = sim_memory_mode::phantom;
   o.sim.device_bytes = static_cast<std::size_t>(t.capacity) + (std::size_t{1} << 30U);
-  o.compaction = compaction;
+  o.compaction = compaction == pool_compaction::ladder;
+  o.compact_before_failing = compaction != pool_compaction::off;
   std::size_t const cap = static_cast<std::size_t>(t.capacity);
   // One chunk: the device tier's arena is one region of the trace's capacity, as the arena
   // bench replays it (tiers align to 256 bytes, as the generated traces do).

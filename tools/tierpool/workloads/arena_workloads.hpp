@@ -186,6 +186,13 @@ struct pool_arena_outcome {
   std::uint64_t end_moved{0};             ///< see end_frag_before
 };
 
+/// @brief The compaction a pool of replay_through_pool may do (docs/chapters/tiers.md, "Compaction").
+enum class pool_compaction : std::uint8_t {
+  off,          ///< none: pool_options::compaction and compact_before_failing off
+  last_resort,  ///< the defaults: only before a request would fail (compact_before_failing)
+  ladder,       ///< pool_options::compaction on: before evicting
+};
+
 /**
  * @brief Replay `t` through a pool (docs/chapters/tiers.md, "Compaction"): a device tier of
  *        the trace's capacity in one chunk (as the arena replays it) over a host tier four
@@ -195,11 +202,11 @@ struct pool_arena_outcome {
  *        that finds no room fails, as in the arena); each free frees it. After the replay,
  *        pool::compact of the device tier.
  * @param t          The trace.
- * @param compaction pool_options::compaction.
+ * @param compaction What compaction the pool may do (pool_compaction).
  * @param device_only No host tier below the device tier.
  * @param frag_interval Sample the device tier's fragmentation every this many operations.
  */
-[[nodiscard]] pool_arena_outcome replay_through_pool(alloc_trace const& t, bool compaction, bool device_only = false,
-                                                     std::uint64_t frag_interval = 10'000);
+[[nodiscard]] pool_arena_outcome replay_through_pool(alloc_trace const& t, pool_compaction compaction,
+                                                     bool device_only = false, std::uint64_t frag_interval = 10'000);
 
 }  // namespace tierpool::workloads

@@ -68,6 +68,9 @@ class TIERPOOL_EXPORT plan_predictor {
     /// A prefetch evicts only what the demand schedule would evict anyway (Note [Conservative
     /// prefetches], pool_impl.cpp): no more bytes moved than without prefetching.
     bool conservative{false};
+    /// The keep window (Note [The keep window], transfer_planner.cpp): evictions in the
+    /// device tier pass over tensors the forecast needs before the horizon.
+    bool keep{true};
   };
 
   /// @brief @throws tierpool::logic_error for a window of 0 or a history under 64

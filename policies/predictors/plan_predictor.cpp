@@ -215,6 +215,7 @@ void register_plan_predictors(policy_registry& registry)
     c.clean_ahead = p.get<bool>("clean_ahead");
     c.stream_reuse = p.get<bool>("stream_reuse");
     c.conservative = p.get<bool>("conservative");
+    c.keep = p.get<bool>("keep");
     if (!oracle) {
       auto const history = p.get<std::uint64_t>("history");
       TIERPOOL_EXPECTS(history >= 64 && history <= (1ULL << 26), "plan predictor: history must be in 64..67108864");
@@ -233,7 +234,10 @@ void register_plan_predictors(policy_registry& registry)
      "a planned copy may take room vacated behind user work, waiting for it in stream order"},
     {"conservative", parameter_type::boolean, "off",
      "evict for a prefetch only what the demand schedule would evict anyway: never more bytes moved than without "
-     "prefetching (for runs the link bounds)"}};
+     "prefetching (for runs the link bounds)"},
+    {"keep", parameter_type::boolean, "on",
+     "evictions pass over tensors the forecast needs before the horizon (the keep window; off: the policy's order "
+     "alone)"}};
   std::vector<policy_parameter> learned = common;
   learned.push_back({"history", parameter_type::unsigned_integer, "65536",
                      "accesses remembered; a longer iteration is never learned"});

@@ -770,7 +770,8 @@ tierpool::pool_options make_options(tierpool::python::policy_host& host,
                                     std::map<std::uint32_t, std::size_t> const& tenant_quotas,
                                     std::string const& trace_path, bool publish, bool quiet,
                                     std::vector<nb::dict> const& sim_faults, std::uint64_t sim_fault_seed,
-                                    std::optional<nb::dict> const& actions)
+                                    std::optional<nb::dict> const& actions, bool compaction,
+                                    bool compact_before_failing, std::int64_t window_eviction_share)
 {
   tierpool::pool_options o;
   if (tiers) {
@@ -812,6 +813,13 @@ tierpool::pool_options make_options(tierpool::python::policy_host& host,
   o.publish.enabled = publish;
   o.notice = quiet ? tierpool::fallback_notice::silent : tierpool::fallback_notice::stderr_line;
   if (actions) { o.actions = actions_from_dict(*actions); }
+  o.compaction = compaction;
+  o.compact_before_failing = compact_before_failing;
+  if (window_eviction_share < 0) {
+    throw tierpool::logic_error("Pool(window_eviction_share=" + std::to_string(window_eviction_share) +
+                                "): must be 0 (off) or a positive share of a tier");
+  }
+  o.window_eviction_share = static_cast<std::size_t>(window_eviction_share);
   return o;
 }
 
@@ -1301,7 +1309,8 @@ NB_MODULE(_tierpool, m)
                       "policy; tensors move between them as leases need their bytes.\n\n"
                       "Pool(*, tiers=None, policy='lru', prefetch='none', backend='auto', device=0, "
                       "sim_memory='real', sim_clock='wall', sim_device_bytes=None, read_environment=True, "
-                      "tenant_quotas={}, trace_path='', publish=True, quiet=False, sim_faults=[], sim_fault_seed=0, actions=None)\n\n"
+                      "tenant_quotas={}, trace_path='', publish=True, quiet=False, sim_faults=[], sim_fault_seed=0, actions=None, compaction=False, "
+                      "compact_before_failing=True, window_eviction_share=64)\n\n"
                       "tiers: a list of TierOptions or dicts with the same keys (None: device, pinned_host, host); "
                       "policy (and a tier dict's 'policy'): a spec ('lru', a registered Python policy's name) or a "
                       "Python EvictionPolicy class; prefetch: a spec or a Python Predictor class; "
@@ -1318,7 +1327,11 @@ NB_MODULE(_tierpool, m)
                       "(default True), 'by_cost': order a write-back's lower tiers by round-trip cost (default "
                       "True), 'h2d_bytes_per_s', 'd2h_bytes_per_s', 'storage_write_bytes_per_s', "
                       "'storage_read_bytes_per_s': the bandwidths actions are priced with (0: the backend's "
-                      "models or defaults; negative: LogicError)}.\n\n"
+                      "models or defaults; negative: LogicError)}; compaction: move idle copies within a tier "
+                      "before evicting when its free bytes cover a request in pieces (the host waits for the "
+                      "moves); compact_before_failing: do so once before a request would fail for fragmentation; "
+                      "window_eviction_share: a request for at least 1/share of a tier that must evict takes one "
+                      "contiguous run of victims (0: off; negative: LogicError).\n\n"
                       "`with Pool(...) as p:` closes the pool at the end of the block.")
       .def(
           "__init__",
@@ -1327,11 +1340,13 @@ NB_MODULE(_tierpool, m)
              std::string const& sim_clock, std::optional<std::size_t> sim_device_bytes, bool read_environment,
              std::map<std::uint32_t, std::size_t> const& tenant_quotas, std::string const& trace_path, bool publish,
              bool quiet, std::vector<nb::dict> const& sim_faults, std::uint64_t sim_fault_seed,
-             std::optional<nb::dict> const& actions) {
+             std::optional<nb::dict> const& actions, bool compaction, bool compact_before_failing,
+             std::int64_t window_eviction_share) {
             auto host = tierpool::python::make_policy_host();
             tierpool::pool_options o = make_options(*host, tiers, policy, prefetch, backend, device, sim_memory,
                                                     sim_clock, sim_device_bytes, read_environment, tenant_quotas,
-                                                    trace_path, publish, quiet, sim_faults, sim_fault_seed, actions);
+                                                    trace_path, publish, quiet, sim_faults, sim_fault_seed, actions,
+                                                    compaction, compact_before_failing, window_eviction_share);
             nb::gil_scoped_release unlocked;
             new (self) py_pool(std::move(host), std::move(o));
           },
@@ -1340,7 +1355,8 @@ NB_MODULE(_tierpool, m)
           "sim_device_bytes"_a.none() = nb::none(), "read_environment"_a = true,
           "tenant_quotas"_a = std::map<std::uint32_t, std::size_t>{}, "trace_path"_a = "", "publish"_a = true,
           "quiet"_a = false, "sim_faults"_a = std::vector<nb::dict>{}, "sim_fault_seed"_a = 0,
-          "actions"_a.none() = nb::none(),
+          "actions"_a.none() = nb::none(), "compaction"_a = false, "compact_before_failing"_a = true,
+          "window_eviction_share"_a = 64,
           "Build a pool (see the class docstring). Raises LogicError for bad options or an unknown policy, "
           "BackendError when the backend cannot be built.")
       .def(

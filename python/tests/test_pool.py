@@ -216,3 +216,55 @@ def test_compact_coalesces_free_space_and_keeps_bytes():
         p.compact(9)
     assert p.validate()
     p.close()
+
+
+def _fragmented_device_only(**kwargs):
+    """A device-only pool of 64 KiB, every other 8 KiB tensor freed: 32 KiB free in 8 KiB holes."""
+    n = 8 * KiB
+    tiers = [tierpool.TierOptions(kind="device", capacity_bytes=64 * KiB, chunk_bytes=64 * KiB, name="dev")]
+    p = make_pool(tiers=tiers, **kwargs)
+    ts = []
+    for i in range(8):
+        t = p.allocate(n, name=f"f{i}", preferred_tier=0)
+        with p.acquire(t, "write_discard") as lease:
+            np.asarray(lease)[:] = pattern(n, i)
+        ts.append(t)
+    for t in ts[::2]:
+        p.free(t)
+    return p, {i: t for i, t in enumerate(ts) if i % 2 == 1}
+
+
+def _holds_every_byte(p, kept):
+    for i, t in kept.items():
+        with p.acquire(t, "read") as lease:
+            assert np.array_equal(np.asarray(lease), pattern(8 * KiB, i)), i
+
+
+def test_compaction_options_decide_whether_a_fragmented_request_fails():
+    # No compaction at all: the request fails for fragmentation, and nothing moved.
+    p, kept = _fragmented_device_only(compact_before_failing=False)
+    with pytest.raises(tierpool.OutOfMemory) as e:
+        p.allocate(16 * KiB, name="big", preferred_tier=0)
+    assert e.value.cause == "fragmentation", str(e.value)
+    assert p.stats()["tiers"][0]["compactions"] == 0
+    _holds_every_byte(p, kept)
+    assert p.validate()
+    p.close()
+    # The defaults (compaction as the last resort) and compaction before evicting place it.
+    for kwargs in ({}, {"compaction": True}):
+        p, kept = _fragmented_device_only(**kwargs)
+        big = p.allocate(16 * KiB, name="big", preferred_tier=0)
+        assert p.stats()["tiers"][0]["compactions"] == 1, kwargs
+        with p.acquire(big, "write_discard") as lease:
+            np.asarray(lease)[:] = pattern(16 * KiB, 99)
+        _holds_every_byte(p, kept)
+        assert p.validate()
+        p.close()
+
+
+def test_window_eviction_share_is_checked():
+    with pytest.raises(tierpool.LogicError, match="window_eviction_share"):
+        make_pool(window_eviction_share=-1)
+    p = make_pool(window_eviction_share=0)  # off
+    assert p.validate()
+    p.close()

@@ -258,6 +258,12 @@ TEST(PlanPredictor, RegistryParametersAndErrors)
   EXPECT_EQ(c.window, 64U);
   EXPECT_FALSE(c.write_back);
   EXPECT_TRUE(c.prefetch);
+  EXPECT_TRUE(c.keep);
+  any_prefetch_predictor k = reg.create_predictor("plan:keep=off");
+  plan_predictor const* const kp = k.target<plan_predictor>();
+  ASSERT_NE(kp, nullptr);
+  EXPECT_FALSE(kp != nullptr ? kp->options().keep : true);
+  EXPECT_THROW((void)reg.create_predictor("plan:keep=maybe"), logic_error);
   any_prefetch_predictor o = reg.create_predictor("oracle");
   EXPECT_EQ(o.name(), "oracle");
   EXPECT_THROW((void)reg.create_predictor("plan:window=0"), logic_error);
@@ -311,7 +317,8 @@ TEST_P(PoolPlanner, LearnsALoopPrefetchesAndKeepsEveryByte)
 
 // The default planner, cleaning ahead of the policy too, and with planned prefetches off:
 // early write-backs alone, still every byte.
-INSTANTIATE_TEST_SUITE_P(Variants, PoolPlanner, ::testing::Values("plan", "plan:clean_ahead=on", "plan:stream_reuse=off"));
+INSTANTIATE_TEST_SUITE_P(Variants, PoolPlanner, ::testing::Values("plan", "plan:clean_ahead=on", "plan:stream_reuse=off",
+                                                                  "plan:keep=off"));
 
 }  // namespace
 }  // namespace tierpool::test

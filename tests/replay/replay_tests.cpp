@@ -1017,3 +1017,36 @@ TEST(ReplayPlanner, ConservativePrefetchesMoveFewerBytesThanAggressiveOnesOnALin
     EXPECT_LE(conservative, none + none / 10);
   }
 }
+
+namespace {
+
+// The planner with nothing on (no prefetches, no early write-backs, no keep window) leaves
+// an lru run exactly as demand fetching does: same bytes each way, same makespan. The keep
+// window alone changes which tensors go (Note [The keep window]).
+TEST(ReplayPlanner, WithNothingOnThePlannerIsDemandFetching)
+{
+  std::vector<tt::event> const ev = tt::generate("transformer-train", {{"iterations", "3"}}, 1);
+  auto const t = tr::compiled_trace::compile(ev);
+  bool keep_mattered = false;
+  for (double const share : {0.25, 0.5}) {
+    SCOPED_TRACE("at " + std::to_string(share));
+    tr::run_options o;
+    o.policy = "lru";
+    o.recompute = false;
+    o.capacity_bytes = static_cast<std::uint64_t>(static_cast<double>(t.peak_live_bytes()) * share);
+    o.prefetch = "none";
+    tr::replay_result const none = tr::run(t, o);
+    o.prefetch = "plan:prefetch=off,writeback=off,keep=off";
+    tr::replay_result const idle = tr::run(t, o);
+    EXPECT_EQ(idle.bytes_h2d, none.bytes_h2d);
+    EXPECT_EQ(idle.bytes_d2h, none.bytes_d2h);
+    EXPECT_DOUBLE_EQ(idle.makespan_seconds, none.makespan_seconds);
+    EXPECT_EQ(idle.prefetches, 0U);
+    o.prefetch = "plan:prefetch=off,writeback=off";  // the keep window on
+    tr::replay_result const kept = tr::run(t, o);
+    keep_mattered = keep_mattered || kept.bytes_d2h != none.bytes_d2h || kept.bytes_h2d != none.bytes_h2d;
+  }
+  EXPECT_TRUE(keep_mattered) << "the keep window changed no eviction: the test shows nothing";
+}
+
+}  // namespace

@@ -565,7 +565,7 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
     }
   }
   tick const keep_until = n == 0 ? 0 : horizon == no_next_use ? ahead[n - 1].when : horizon;
-  if (n != 0) { engine_.set_keep_window(d, now, keep_until); }
+  if (n != 0 && planner.options().keep) { engine_.set_keep_window(d, now, keep_until); }
   // 2. Early write-backs.
   for (auto const& r : to_clean) {
     tick const nu = r->next_use.load(std::memory_order_relaxed);

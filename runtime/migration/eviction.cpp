@@ -371,14 +371,15 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
                                             std::unique_lock<std::mutex>* held, std::span<tensor_id const> chosen)
 {
   // The planner's protections (transfer_planner.cpp): a planned prefetch does no harm; any
-  // other eviction in the planner's tier keeps what is needed before the horizon.
+  // other eviction in the planner's tier keeps what is needed before the horizon, except a
+  // window the ladder chose on the tier's layout (Note [The keep window]).
   planning_terms const& pt = planning();
   tick guard_from = 0;
   tick guard_until = 0;
   if (pt.active) {
     guard_from = pt.now;
     guard_until = pt.protect;
-  } else if (pass == evict_pass::shares && k == keep_tier_.load(std::memory_order_relaxed)) {
+  } else if (pass == evict_pass::shares && chosen.empty() && k == keep_tier_.load(std::memory_order_relaxed)) {
     guard_until = keep_until_.load(std::memory_order_relaxed);
     guard_from = keep_from_.load(std::memory_order_relaxed);
   }

@@ -20,8 +20,9 @@
 // ladder picks the victims itself, among the runs of the tier's layout that hold the
 // request: free and vacated blocks cost nothing, a block the policy may give up costs its
 // bytes times (1 + the bytes the policy ranks before it / the request), and any other
-// block (leased, busy, kept by the planner's window, the request's own tensor) ends a
-// run. The cheapest run wins (fewer bytes evicted on a tie), preferring runs the ladder
+// block (leased, busy, the request's own tensor) ends a run. The planner's keep window
+// does not: its tensors are victims like any other, and the round evicts the chosen run
+// whatever the window says (Note [The keep window], transfer_planner.cpp). The cheapest run wins (fewer bytes evicted on a tie), preferring runs the ladder
 // can take at once in stream order (at most tier::deferred_span::kMaxParts blocks to
 // wait for). The round then evicts exactly those victims; the ladder's next climb takes
 // the run (Note [Merging deferred blocks], tier.cpp). With every block of the request's
@@ -95,13 +96,6 @@ bool migration_engine::window_victims_locked(tier_state& ts, std::size_t bytes, 
   } catch (...) {  // a policy that cannot propose now (belady without forecasts): the plain round
     return false;
   }
-  // The planner's keep window, as evict_round's first pass honours it.
-  tick guard_from = 0;
-  tick guard_until = 0;
-  if (k == keep_tier_.load(std::memory_order_relaxed)) {
-    guard_until = keep_until_.load(std::memory_order_relaxed);
-    guard_from = keep_from_.load(std::memory_order_relaxed);
-  }
   double const per = 1.0 / static_cast<double>(std::max<std::uint64_t>(need, 1));
   std::uint64_t before = 0;  // slot bytes the policy ranks before this victim
   for (tensor_id const id : order) {
@@ -116,10 +110,6 @@ bool migration_engine::window_victims_locked(tier_state& ts, std::size_t bytes, 
     copy_slot const& s = rec->slots[k];
     if (s.state == copy_state::absent || s.pins != 0) { continue; }
     if (rec->no_compress && !can_leave_locked(*rec, k)) { continue; }
-    if (guard_until != 0) {
-      tick const nu = rec->next_use.load(std::memory_order_relaxed);
-      if (nu != kNoForecast && nu >= guard_from && nu <= guard_until) { continue; }
-    }
     double const size = static_cast<double>(s.blk.slot.size);
     cands.push_back(window_candidate{.offset = s.blk.slot.offset, .size = s.blk.slot.size,
                                      .cost = size * (1.0 + static_cast<double>(before) * per), .id = id,

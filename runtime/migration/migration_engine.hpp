@@ -484,6 +484,10 @@ class migration_engine {
   void steer_to_device(tensor_record& rec, copy_slot& slot, stream_handle stream) noexcept;
   [[nodiscard]] bool ready_complete(copy_slot& slot) noexcept;
   [[nodiscard]] stream_handle copy_stream(std::uint32_t to, std::uint32_t from) noexcept;
+  /// True when a write-back queued now would start at once in device time: some d2h copy
+  /// stream has reached the point `user` has reached (or the backend does not know device
+  /// times). Note [Early write-backs on an idle link], transfer_planner.cpp.
+  [[nodiscard]] bool write_back_link_idle(stream_handle user) const noexcept;
   /// True when prefetch requests wait in the queue (one relaxed load: the hit path's check).
   [[nodiscard]] bool prefetch_pending() const noexcept { return pq_size_.load(std::memory_order_relaxed) != 0; }
   /// close(): drop every queued request; later prefetches of freed records are dropped.

@@ -572,7 +572,8 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
     // Only a forecast use past the horizon: a tensor never used again is dropped, not saved,
     // and one without a forecast (learning) is not worth a speculative copy.
     bool const far = nu < kNoForecast / 2 && nu > horizon;
-    if (far && !holds_record(*r)) { (void)engine_.write_back_early(r, d); }
+    // Only on an idle link (Note [Early write-backs on an idle link], transfer_planner.cpp).
+    if (far && !holds_record(*r) && engine_.write_back_link_idle(stream)) { (void)engine_.write_back_early(r, d); }
   }
   if (planner.options().clean_ahead) { (void)engine_.clean_ahead(d, static_cast<std::size_t>(cap / 8)); }
   // 3. Planned prefetches.

@@ -267,6 +267,19 @@ struct replay_result {
     tick at{0};        ///< ns of virtual time
   };
   std::vector<phase_time> phases{};  ///< the markers and their device times (see phase_time)
+  /// With `activity`: the device time of each iteration, in order. An iteration starts at
+  /// each marker of the first label that recurs (labels merged as in phase_activities:
+  /// "forward", or "step #"), and runs to the next one (the last to the makespan); the
+  /// time before the first is not an iteration. Empty when no label recurs.
+  std::vector<double> iteration_seconds{};
+  /// @brief The sum of iteration_seconds from the second on: the run once a schedule could
+  ///        be learned (0 with fewer than two iterations).
+  [[nodiscard]] double steady_seconds() const noexcept
+  {
+    double s = 0.0;
+    for (std::size_t k = 1; k < iteration_seconds.size(); ++k) { s += iteration_seconds[k]; }
+    return s;
+  }
   double wall_seconds{0.0};            ///< host time the run took
   double requests_per_second{0.0};     ///< requests / wall_seconds
   double events_per_second{0.0};       ///< events / wall_seconds

@@ -79,20 +79,24 @@ class trace_schedule final : public schedule_source {
   std::size_t cur_{0};
 };
 
+// A phase marker's label with a trailing number merged ("step 0", "step 1" -> "step #"; a
+// generated label per step would make a row per step).
+std::string phase_label(std::string const& name)
+{
+  std::size_t k = name.size();
+  while (k > 0 && name[k - 1] >= '0' && name[k - 1] <= '9') { --k; }
+  if (k == name.size() || k == 0) { return name; }
+  return name.substr(0, k) + "#";
+}
+
 // replay_result::phase_activities: each marker's window [its time, the next marker's) summed
-// per label, labels that differ only in a trailing number merged ("step 0", "step 1" ->
-// "step #"; a generated label per step would make a row per step).
+// per label (phase_label).
 std::vector<replay_result::phase_activity> phase_activities(std::span<sim_span const> spans,
                                                             std::span<replay_result::phase_time const> marks, tick end)
 {
   std::vector<replay_result::phase_activity> out;
   if (marks.empty()) { return out; }
-  auto label = [](std::string const& name) {
-    std::size_t k = name.size();
-    while (k > 0 && name[k - 1] >= '0' && name[k - 1] <= '9') { --k; }
-    if (k == name.size() || k == 0) { return name; }
-    return name.substr(0, k) + "#";
-  };
+  auto const label = phase_label;
   auto add = [&](std::string const& name, tick from, tick to) {
     if (to <= from) { return; }
     sim_activity const w = summarize_activity(spans, from, to);
@@ -107,6 +111,33 @@ std::vector<replay_result::phase_activity> phase_activities(std::span<sim_span c
   add("(start)", 0, marks.front().at);
   for (std::size_t k = 0; k < marks.size(); ++k) {
     add(label(marks[k].name), marks[k].at, k + 1 < marks.size() ? marks[k + 1].at : end);
+  }
+  return out;
+}
+
+// replay_result::iteration_seconds: an iteration starts at each marker of the first label
+// that recurs and runs to the next one (the last to `end`).
+std::vector<double> iteration_seconds(std::span<replay_result::phase_time const> marks, tick end)
+{
+  std::vector<double> out;
+  std::string first_recurring;
+  for (std::size_t i = 0; i < marks.size() && first_recurring.empty(); ++i) {
+    std::string const li = phase_label(marks[i].name);
+    for (std::size_t j = i + 1; j < marks.size(); ++j) {
+      if (phase_label(marks[j].name) == li) {
+        first_recurring = li;
+        break;
+      }
+    }
+  }
+  if (first_recurring.empty()) { return out; }
+  std::vector<tick> starts;
+  for (auto const& m : marks) {
+    if (phase_label(m.name) == first_recurring) { starts.push_back(m.at); }
+  }
+  for (std::size_t k = 0; k < starts.size(); ++k) {
+    tick const to = k + 1 < starts.size() ? starts[k + 1] : std::max(end, starts[k]);
+    out.push_back(static_cast<double>(to - starts[k]) * 1e-9);
   }
   return out;
 }
@@ -341,6 +372,7 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
       auto spans = std::make_shared<std::vector<sim_span>>(backend->spans());
       out.activity = summarize_activity(*spans, makespan);
       out.phase_activities = phase_activities(*spans, out.phases, makespan);
+      out.iteration_seconds = iteration_seconds(out.phases, makespan);
       if (o.record_timeline) {
         out.timeline = std::move(spans);
         for (stream_handle const s : streams) { out.timeline_streams.push_back(s.value); }

@@ -304,6 +304,15 @@ std::string to_json(std::span<replay_result const> results)
       }
       out += ']';
     }
+    if (!r.iteration_seconds.empty()) {  // JSON only, as the phases
+      out += ",\"iteration_seconds\":[";
+      for (std::size_t k = 0; k < r.iteration_seconds.size(); ++k) {
+        if (k != 0) { out += ','; }
+        append_double(out, r.iteration_seconds[k]);
+      }
+      out += "],\"steady_seconds\":";
+      append_double(out, r.steady_seconds());
+    }
     out += '}';
   }
   out += results.empty() ? "]\n" : "\n]\n";
@@ -422,7 +431,19 @@ std::string format_activity(std::span<replay_result const> results)
     }
   }
   if (rows.empty()) { return {}; }
-  return aligned_table(head, rows, 3, [](std::size_t) { return false; });
+  std::string out = aligned_table(head, rows, 3, [](std::size_t) { return false; });
+  // Device time per iteration (replay_result::iteration_seconds), and from the second on.
+  bool any = false;
+  for (replay_result const& r : results) {
+    if (r.iteration_seconds.empty()) { continue; }
+    if (!any) { out += "device time per iteration (from the trace's first recurring phase marker):\n"; }
+    any = true;
+    out += r.policy + " " + r.prefetch + " " + r.capacity_label + ":";
+    for (double const t : r.iteration_seconds) { out += " " + seconds(t); }
+    if (r.iteration_seconds.size() > 1) { out += "; from the second: " + seconds(r.steady_seconds()); }
+    out += '\n';
+  }
+  return out;
 }
 
 std::string to_csv(std::span<replay_result const> results)

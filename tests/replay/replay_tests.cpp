@@ -825,9 +825,11 @@ TEST(ReplayPoolMode, RecordedTimelineAccountsForTheMakespanAndTheBytes)
   EXPECT_NE(chrome.find("\"name\":\"d2h link\""), std::string::npos);
   EXPECT_EQ(chrome.find("\"pid\":2"), std::string::npos) << "the row without a timeline is left out";
   std::string const table = tr::format_activity(rows);
-  // A header and the run's row, then a row per phase of the generator (init, forward, backward, optimizer).
+  // A header and the run's row, then a row per phase of the generator (init, forward,
+  // backward, optimizer); then the device time per iteration: a header and the run's line.
   EXPECT_EQ(table.rfind("policy", 0), 0U) << table;
-  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 2 + 4) << table;
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 2 + 4 + 2) << table;
+  EXPECT_EQ(r.iteration_seconds.size(), 2U) << "the generator's iterations";
   EXPECT_NE(table.find("\n  phase forward "), std::string::npos) << table;
   EXPECT_TRUE(tr::format_activity(std::vector<tr::replay_result>{plain}).empty());
 }
@@ -893,6 +895,18 @@ TEST(ReplayPoolMode, PhaseMarkersAreTimedAndSplitTheActivity)
   EXPECT_NE(table.find("30 us (2 %)"), std::string::npos) << table;
   EXPECT_EQ(table.find("phase step 1"), std::string::npos) << table;
   EXPECT_EQ(table.find("phase end"), std::string::npos) << table;
+  // Iterations start at each marker of the first label that recurs ("one"): 0 to 1.5 ms,
+  // then 1.5 ms to the makespan (1.63 ms).
+  ASSERT_EQ(r.iteration_seconds.size(), 2U);
+  EXPECT_DOUBLE_EQ(r.iteration_seconds[0], 1.5e-3);
+  EXPECT_DOUBLE_EQ(r.iteration_seconds[1], 0.13e-3);
+  EXPECT_DOUBLE_EQ(r.steady_seconds(), 0.13e-3);
+  EXPECT_EQ(figures_only.iteration_seconds, r.iteration_seconds);
+  EXPECT_NE(table.find("device time per iteration"), std::string::npos) << table;
+  EXPECT_NE(table.find(": 1.5 ms 130 us; from the second: 130 us"), std::string::npos) << table;
+  std::string const json = tr::to_json(rows);
+  EXPECT_NE(json.find("\"iteration_seconds\":[0.0015,0.00013"), std::string::npos) << json;
+  EXPECT_NE(json.find("],\"steady_seconds\":0.00013"), std::string::npos) << json;
   std::string const chrome = tr::to_chrome_trace(rows);
   std::size_t marks = 0;
   for (std::size_t at = chrome.find("\"ph\":\"i\""); at != std::string::npos; at = chrome.find("\"ph\":\"i\"", at + 1)) {

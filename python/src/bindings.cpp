@@ -1987,7 +1987,9 @@ NB_MODULE(_tierpool, m)
       "policy failed (after the grid ran; its tier fell back to lru). activity=True (pool mode): each row also says "
       "where the device time went, as `tierpool replay --activity`: compute_only_seconds, overlapped_seconds, "
       "exposed_h2d_seconds, exposed_d2h_seconds, exposed_both_seconds, idle_seconds, and 'phases', a list of dicts "
-      "with the same keys and 'name' per phase label of the trace.");
+      "with the same keys and 'name' per phase label of the trace; 'iteration_seconds', the device time of "
+      "each iteration (from each marker of the first recurring phase label), and 'steady_seconds', their sum "
+      "from the second on.");
 
   m.def(
       "_torch_allocator_attach",

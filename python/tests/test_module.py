@@ -48,8 +48,15 @@ def test_replay_activity(tmp_path):
     names = [p["name"] for p in r["phases"]]
     assert {"forward", "backward", "optimizer"} <= set(names), names
     assert abs(sum(p[k] for p in r["phases"] for k in keys) - r["makespan_seconds"]) < 1e-9
+    # The device time per iteration: the generator's iterations, within the makespan (the
+    # init phase comes before the first), and the sum from the second on.
+    its = r["iteration_seconds"]
+    assert len(its) >= 2 and all(t > 0 for t in its), its
+    assert sum(its) <= r["makespan_seconds"] + 1e-12
+    assert abs(r["steady_seconds"] - sum(its[1:])) < 1e-12
     (plain,) = tierpool.replay(str(path), ["lru"], "40%")
     assert plain["overlapped_seconds"] is None and "phases" not in plain
+    assert "iteration_seconds" not in plain
     assert plain["makespan_seconds"] == r["makespan_seconds"]
 
 

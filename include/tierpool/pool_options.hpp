@@ -218,7 +218,7 @@ struct pool_options {
   bool compaction{false};
   /// Compaction as the last resort: a request about to fail with oom_cause::fragmentation
   /// (the free bytes cover it, no free block holds it, and eviction could not make room:
-  /// leased or busy tensors, or dirty ones with no room below) compacts the tier once before
+  /// leased tensors, or dirty ones with no room below) compacts the tier once before
   /// it fails, even with `compaction` off. Costs nothing where the ladder succeeds; on by
   /// default (docs/chapters/tiers.md, "Compaction").
   bool compact_before_failing{true};

@@ -22,7 +22,8 @@
 // bytes times (1 + the bytes the policy ranks before it / the request), and any other
 // block (leased, busy, the request's own tensor) ends a run. The planner's keep window
 // does not: its tensors are victims like any other, and the round evicts the chosen run
-// whatever the window says (Note [The keep window], transfer_planner.cpp). The cheapest run wins (fewer bytes evicted on a tie), preferring runs the ladder
+// whatever the window says (Note [The keep window], transfer_planner.cpp). The cheapest
+// run wins (fewer bytes evicted on a tie), preferring runs the ladder
 // can take at once in stream order (at most tier::deferred_span::kMaxParts blocks to
 // wait for). The round then evicts exactly those victims; the ladder's next climb takes
 // the run (Note [Merging deferred blocks], tier.cpp). With every block of the request's

@@ -96,7 +96,6 @@ std::vector<replay_result::phase_activity> phase_activities(std::span<sim_span c
 {
   std::vector<replay_result::phase_activity> out;
   if (marks.empty()) { return out; }
-  auto const label = phase_label;
   auto add = [&](std::string const& name, tick from, tick to) {
     if (to <= from) { return; }
     sim_activity const w = summarize_activity(spans, from, to);
@@ -110,7 +109,7 @@ std::vector<replay_result::phase_activity> phase_activities(std::span<sim_span c
   };
   add("(start)", 0, marks.front().at);
   for (std::size_t k = 0; k < marks.size(); ++k) {
-    add(label(marks[k].name), marks[k].at, k + 1 < marks.size() ? marks[k + 1].at : end);
+    add(phase_label(marks[k].name), marks[k].at, k + 1 < marks.size() ? marks[k + 1].at : end);
   }
   return out;
 }

@@ -959,6 +959,49 @@ nb::dict view_pins_dict(py_pool const& p)
   return d;
 }
 
+// Note [DLPack consumer streams]
+// ------------------------------
+// Rationale: DLPack's `stream` keyword names the consumer's stream: None or 1 the legacy
+// default stream, 2 the per-thread default stream, -1 no synchronization, anything else a
+// cudaStream_t. The pool orders its own streams only, and torch.from_dlpack on torch's
+// default stream passes 1 (seen on an H200: every zero-copy view failed with "unknown
+// stream 1").
+// Approach: a cudaStream_t the pool has not seen is wrapped (wrap_native_stream: idempotent,
+// and it stays wrapped for the pool's life, as torch's pooled streams live for the
+// process's); one of the pool's own streams is used as it is. The two default streams are no
+// streams a pool can adopt, so for them the host waits for the producer's stream before the
+// capsule is made (DLPack lets a producer synchronize).
+
+/// DLPack's `stream` keyword for a CUDA producer: -1, 1, 2 or a cudaStream_t.
+std::int64_t dlpack_consumer(nb::object const& stream)
+{
+  std::int64_t const consumer = stream.is_none() ? 1 : nb::cast<std::int64_t>(stream);
+  if (consumer < -1 || consumer == 0) {
+    throw nb::value_error("__dlpack__(stream=...): a CUDA stream is None, -1, 1, 2 or a cudaStream_t");
+  }
+  return consumer;
+}
+
+/// Orders the consumer's stream after `producer` (Note [DLPack consumer streams]).
+void dlpack_order(tierpool::pool& pool, tierpool::stream_handle producer, std::int64_t consumer)
+{
+  if (consumer == -1 || static_cast<std::uintptr_t>(consumer) == producer.value) { return; }
+  nb::gil_scoped_release unlocked;
+  if (consumer == 1 || consumer == 2) {
+    pool.synchronize(producer);
+    return;
+  }
+  tierpool::stream_handle target{static_cast<std::uintptr_t>(consumer)};
+  try {
+    target = pool.wrap_native_stream(reinterpret_cast<void*>(static_cast<std::uintptr_t>(consumer)));  // NOLINT
+  } catch (tierpool::logic_error const&) {
+    // one of the pool's own streams (create_stream): ordered as it is, or event::wait says why not
+  }
+  tierpool::event e = pool.create_event();
+  e.record(producer);
+  e.wait(target);
+}
+
 }  // namespace
 
 NB_MODULE(_tierpool, m)
@@ -1133,19 +1176,10 @@ NB_MODULE(_tierpool, m)
               nb::del(kwargs["stream"]);
             }
             if (!l->host && l->cuda) {
-              // The consumer's stream waits for the lease's (the copy-in); None is the legacy
-              // default stream (1), -1 asks for no synchronization (DLPack's convention).
-              std::int64_t const consumer = stream.is_none() ? 1 : nb::cast<std::int64_t>(stream);
-              if (consumer < -1 || consumer == 0) {
-                throw nb::value_error("__dlpack__(stream=...): a CUDA stream is None, -1, 1, 2 or a cudaStream_t");
-              }
+              // The consumer's stream waits for the lease's (the copy-in): Note [DLPack consumer streams].
+              std::int64_t const consumer = dlpack_consumer(stream);
               l->check_viewable();
-              if (consumer != -1 && static_cast<std::uintptr_t>(consumer) != l->handle.stream().value) {
-                nb::gil_scoped_release unlocked;
-                tierpool::event e = l->owner->pool.create_event();
-                e.record(l->handle.stream());
-                e.wait(tierpool::stream_handle{static_cast<std::uintptr_t>(consumer)});
-              }
+              dlpack_order(l->owner->pool, l->handle.stream(), consumer);
             } else if (!stream.is_none() && !(nb::isinstance<nb::int_>(stream) && nb::cast<std::int64_t>(stream) == -1)) {
               throw nb::value_error("__dlpack__(stream=...): host memory has no stream (pass None)");
             }
@@ -1154,8 +1188,9 @@ NB_MODULE(_tierpool, m)
           },
           "A DLPack capsule over the lease's bytes (1-D uint8, zero-copy); it keeps the lease alive. "
           "stream (DLPack's keyword): for a device lease on CUDA, the consumer's stream, made to wait for the "
-          "lease's stream without blocking the host (None: the legacy default stream; -1: no wait); for host "
-          "memory None (the bytes are there when the call returns).")
+          "lease's stream without blocking the host (a stream the pool has not seen is wrapped); None, 1 (the "
+          "legacy default stream) or 2 (the per-thread one): the host waits for the lease's stream; -1: no wait. "
+          "For host memory None (the bytes are there when the call returns).")
       .def(
           "__dlpack_device__",
           [](py_lease const& l) {
@@ -1216,17 +1251,9 @@ NB_MODULE(_tierpool, m)
               nb::del(kwargs["stream"]);
             }
             if (b->device && b->cuda) {
-              std::int64_t const consumer = stream.is_none() ? 1 : nb::cast<std::int64_t>(stream);
-              if (consumer < -1 || consumer == 0) {
-                throw nb::value_error("__dlpack__(stream=...): a CUDA stream is None, -1, 1, 2 or a cudaStream_t");
-              }
+              std::int64_t const consumer = dlpack_consumer(stream);
               b->check_viewable();
-              if (consumer != -1 && static_cast<std::uint64_t>(consumer) != b->stream) {
-                nb::gil_scoped_release unlocked;
-                tierpool::event e = b->owner->pool.create_event();
-                e.record(tierpool::stream_handle{static_cast<std::uintptr_t>(b->stream)});
-                e.wait(tierpool::stream_handle{static_cast<std::uintptr_t>(consumer)});
-              }
+              dlpack_order(b->owner->pool, tierpool::stream_handle{static_cast<std::uintptr_t>(b->stream)}, consumer);
             } else if (!stream.is_none() && !(nb::isinstance<nb::int_>(stream) && nb::cast<std::int64_t>(stream) == -1)) {
               throw nb::value_error("__dlpack__(stream=...): host memory has no stream (pass None)");
             }

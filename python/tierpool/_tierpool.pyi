@@ -408,7 +408,7 @@ class Lease:
 
     def __dlpack__(self, **kwargs) -> object:
         """
-        A DLPack capsule over the lease's bytes (1-D uint8, zero-copy); it keeps the lease alive. stream (DLPack's keyword): for a device lease on CUDA, the consumer's stream, made to wait for the lease's stream without blocking the host (None: the legacy default stream; -1: no wait); for host memory None (the bytes are there when the call returns).
+        A DLPack capsule over the lease's bytes (1-D uint8, zero-copy); it keeps the lease alive. stream (DLPack's keyword): for a device lease on CUDA, the consumer's stream, made to wait for the lease's stream without blocking the host (a stream the pool has not seen is wrapped); None, 1 (the legacy default stream) or 2 (the per-thread one): the host waits for the lease's stream; -1: no wait. For host memory None (the bytes are there when the call returns).
         """
 
     def __dlpack_device__(self) -> tuple:

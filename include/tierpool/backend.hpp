@@ -53,6 +53,9 @@ struct backend_caps {
   bool managed_shares_device{false};      ///< managed memory is device memory (a GPU): managed_bytes and device tiers draw on the same free bytes
   std::uint32_t max_copy_streams{16};     ///< streams the runtime should create at most
   int host_numa_node{-1};                 ///< the device's nearest NUMA node; -1 unknown
+  int driver_version{0};                  ///< CUDA driver API version (cudaDriverGetVersion, e.g. 13000); 0 for sim
+  int runtime_version{0};                 ///< CUDA runtime version linked in (e.g. 13000); 0 for sim
+  std::string pci_bus_id;                 ///< "0000:5d:00.0" (cudaDeviceGetPCIBusId, lower case); empty for sim
 };
 
 /// @brief Where memory should go for prefetch / advise: a tier kind and, for host kinds, a NUMA node.

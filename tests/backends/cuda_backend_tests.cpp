@@ -222,6 +222,11 @@ TEST_F(CudaBackend, CapsDescribeTheDevice)
   EXPECT_FALSE(c.virtual_clock);
   EXPECT_EQ(c.allocation_alignment, 256U);
   EXPECT_GE(c.host_numa_node, -1);
+  // What tierpool info and the suite's fingerprint name the machine by.
+  EXPECT_GE(c.driver_version, 13000) << "a CUDA 13 runtime runs on a CUDA 13 driver";
+  EXPECT_GE(c.runtime_version, 13000);
+  EXPECT_EQ(c.pci_bus_id.size(), 12U) << c.pci_bus_id;  // "0000:5d:00.0"
+  EXPECT_EQ(c.pci_bus_id.find_first_of("ABCDEF"), std::string::npos) << "lower case, as sysfs names it";
   std::size_t free_b = 0;
   std::size_t total_b = 0;
   ASSERT_EQ(be_->device_memory_info(&free_b, &total_b), status::ok);

@@ -14,6 +14,7 @@
 #endif
 
 #include "commands.hpp"
+#include "device_facts.hpp"
 
 #include <tierpool/backend_factory.hpp>
 #include <tierpool/detail/parse.hpp>
@@ -136,6 +137,11 @@ void print_text(info_report const& r)
   } else {
     std::printf("  compute capability: n/a\n");
   }
+  if (caps.driver_version != 0) {
+    std::printf("  CUDA driver %s, runtime %s%s%s\n", json::serialize(cuda_version_json(caps.driver_version)).c_str(),
+                json::serialize(cuda_version_json(caps.runtime_version)).c_str(),
+                caps.pci_bus_id.empty() ? "" : ", PCI ", caps.pci_bus_id.c_str());
+  }
   std::printf("  managed memory: %s (concurrent access: %s, prefetch: %s)\n", caps.has_managed ? "yes" : "no",
               caps.concurrent_managed_access ? "yes" : "no", caps.has_managed_prefetch ? "yes" : "no");
   if (caps.host_numa_node >= 0) {
@@ -193,7 +199,10 @@ void print_json(info_report const& r)
                    {"managed_bytes", static_cast<std::uint64_t>(caps.managed_bytes)},
                    {"concurrent_managed_access", caps.concurrent_managed_access},
                    {"managed_prefetch", caps.has_managed_prefetch},
-                   {"host_numa_node", caps.host_numa_node}};
+                   {"host_numa_node", caps.host_numa_node},
+                   {"driver_version", cuda_version_json(caps.driver_version)},
+                   {"runtime_version", cuda_version_json(caps.runtime_version)}};
+  for (auto const& [k, v] : pcie_json(caps)) { dev[k] = v; }
   out["devices"] = json::array{dev};
   json::array nodes;
   for (auto const& n : r.topo->numa_nodes()) {

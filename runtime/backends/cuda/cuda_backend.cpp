@@ -71,7 +71,9 @@
 #include <cudaTypedefs.h>  // PFN_* of the driver entry points (Note [Device guard])
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -412,6 +414,27 @@ std::string cuda_backend::initialize()
   caps_.virtual_clock = false;
   caps_.max_copy_streams = 16;
   caps_.host_numa_node = attribute(cudaDevAttrHostNumaId, -1);
+  // What a result bundle names the machine by (tierpool info, the suite's fingerprint);
+  // none of these is needed to run, so a failure leaves the field empty.
+  if (cudaError_t const e = cudaDriverGetVersion(&caps_.driver_version); e != cudaSuccess) {
+    cu::clear_own_error(e);
+    caps_.driver_version = 0;
+  }
+  if (cudaError_t const e = cudaRuntimeGetVersion(&caps_.runtime_version); e != cudaSuccess) {
+    cu::clear_own_error(e);
+    caps_.runtime_version = 0;
+  }
+  std::array<char, 32> bus{};
+  if (cudaError_t const e = cudaDeviceGetPCIBusId(bus.data(), static_cast<int>(bus.size()), device_); e == cudaSuccess) {
+    caps_.pci_bus_id.assign(bus.data(), ::strnlen(bus.data(), bus.size()));
+    for (char& ch : caps_.pci_bus_id) { ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch))); }
+    // sysfs's form: a 4-digit domain ("0000:5d:00.0"; NVML's form has 8).
+    if (std::size_t const colon = caps_.pci_bus_id.find(':'); colon == 8 && caps_.pci_bus_id.starts_with("0000")) {
+      caps_.pci_bus_id.erase(0, 4);
+    }
+  } else {
+    cu::clear_own_error(e);
+  }
 
   if (auto e = cudaDeviceGetStreamPriorityRange(&least_priority_, &greatest_priority_); e != cudaSuccess) {
     return failed("cudaDeviceGetStreamPriorityRange", e);

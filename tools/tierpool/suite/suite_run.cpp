@@ -20,6 +20,7 @@
 //   the reads (enqueueing) is not device time on a virtual clock, and is on a GPU.
 #include "checked_options.hpp"
 #include "commands.hpp"
+#include "device_facts.hpp"
 #include "suite/suite_mpi.hpp"
 #include "suite/suite_presets.hpp"
 
@@ -788,7 +789,7 @@ json::object device_fingerprint(suite::device_spec const& d, backend& be)
   std::size_t total_b = 0;
   (void)be.device_memory_info(&free_b, &total_b);
   o["memory_bytes"] = total_b;
-  o["numa_node"] = -1;
+  o["numa_node"] = d.simulated ? -1 : be.caps().host_numa_node;
   if (d.simulated) {
     o["name"] = d.preset->title;
     json::object l;
@@ -802,9 +803,14 @@ json::object device_fingerprint(suite::device_spec const& d, backend& be)
     o["runtime_version"] = nullptr;
   } else {
     o["name"] = be.caps().device_name.empty() ? "CUDA device " + std::to_string(d.cuda_ordinal) : be.caps().device_name;
-    o["link"] = json::object{{"name", "measured"}};
-    o["driver_version"] = nullptr;
-    o["runtime_version"] = nullptr;
+    backend_caps const& caps = be.caps();
+    json::object l{{"name", "measured"}};
+    for (auto const& [k, v] : pcie_json(caps)) { l[k] = v; }
+    o["link"] = l;
+    o["compute_capability"] = std::to_string(caps.compute_capability_major) + "." +
+                              std::to_string(caps.compute_capability_minor);
+    o["driver_version"] = cuda_version_json(caps.driver_version);
+    o["runtime_version"] = cuda_version_json(caps.runtime_version);
   }
   return o;
 }

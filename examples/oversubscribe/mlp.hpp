@@ -7,11 +7,10 @@
  */
 #pragma once
 
-#include <condition_variable>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -111,7 +110,6 @@ class mlp_trainer {
   void run(std::size_t index);
   void mark_done();
   void wait_until_at_most(std::uint64_t outstanding);
-  static void on_done(void* self);
 
   tierpool::pool& pool_;
   compute_backend& compute_;
@@ -125,11 +123,11 @@ class mlp_trainer {
   std::vector<operation> ops_;
   std::vector<tierpool::lease> leases_;
 
-  // Completion of enqueued operations, signalled by a host function after each one.
-  std::mutex mutex_;
-  std::condition_variable done_cv_;
+  // Completion of enqueued operations: an event recorded after each, in a ring longer than
+  // the host ever runs ahead (Note [Throttling with events] in mlp.cpp).
+  std::array<tierpool::event, 4> done_;
   std::uint64_t enqueued_{0};
-  std::uint64_t done_{0};  // guarded by mutex_; done_ <= enqueued_
+  bool virtual_clock_{false};
 };
 
 }  // namespace oversubscribe

@@ -197,9 +197,10 @@ std::vector<line> collect_lines(table const& t, plot_group const& g, std::size_t
     if (x == nullptr || !x->number || r.first->name != g.figure || join_params(*r.first, p.split) != g.split) { continue; }
     if (p.x_log && *x->number <= 0) { continue; }
     std::string name;
+    // a series parameter the figure lacks (tierpool_vs_baseline has no path): "-"
     for (std::string const& k : p.series) {
       param const* v = find_param(*r.first, k);
-      name += (name.empty() ? "" : " ") + (v != nullptr ? format_param(*v) : std::string("?"));
+      name += (name.empty() ? "" : " ") + (v != nullptr ? format_param(*v) : std::string("-"));
     }
     auto const it = std::find(series.begin(), series.end(), name);
     std::size_t const s = static_cast<std::size_t>(it - series.begin());

@@ -7,15 +7,18 @@
 # that is lent a GPU. Each step is timed and tolerant: a failed step records its exit
 # status and the tail of its output, and the script goes on. Every step runs under
 # `timeout`; no step starts after CHECK_BUDGET_S seconds or runs more than 30 s past it:
-# total well under 7 minutes, whatever hangs.
+# total under 8 minutes, whatever hangs.
 #
 #   bench/gpu/pack.sh                          # here: build-gpu/ (CUDA build + lib-carry/)
-#   run(command="bash bench/gpu/check.sh", carry=["build-gpu"], timeout_s=420)
+#   run(command="bash bench/gpu/check.sh", carry=["build-gpu"], timeout_s=540)
 #
-# Results (JSON, at most 8 files — what the device tool brings back) go to
-# "${OUT:-bench/results/gpu-$(date +%F)}":
+# Results go to "${OUT:-bench/results/gpu-$(date +%F)}":
 #   summary.json        every step: status, exit code, seconds, output tails; the GPU
 #   ctest_gpu.xml       `ctest -L gpu` as JUnit (when ctest exists there)
+#   pytest_cuda.txt     where pack.sh packed the Python extension (build-gpu/python): the
+#                       GPU's Python tests (python/tests/test_torch_cuda.py, DLPack on a torch
+#                       stream) with their printed figures
+#   pytest_all.txt, pytest.xml   the whole of python/tests with the machine's Python and torch
 #   info.json           `tierpool info --json`
 #   bench_hitpath.json  `tierpool bench hitpath --threads 2 --json`
 #   bench_copy.json     `tierpool bench copy --json` (default sizes)
@@ -23,13 +26,14 @@
 #                       against cudaMemcpyAsync of pinned memory (bench/gpu/copy_bw.cu)
 #   demo_2x.json, demo_4x.json   examples/oversubscribe at 2x and 4x oversubscription
 #   suite/DEVICE.json   `tierpool suite run --devices all --preset quick --budget 120s` bundles
-# and, where pack.sh packed the Python extension (build-gpu/python), `python3 -m pytest
-# python/tests` with it (its result line in summary.json's tails: eight files is the most
-# the device tool brings back).
+#                       (SUITE_PRESET, SUITE_BUDGET_S)
+# Under the device tool (OUT set), which brings back at most 8 files, everything but
+# summary.json is packed into results.tar.gz at the end.
 #
 # Environment: BUILD_GPU (default build-gpu), CHECK_BACKEND (default cuda; `sim` runs the
-# whole script on a machine without a GPU, as a dry run), CHECK_BUDGET_S (default 330: no
-# step starts after that many seconds), BW_TOTAL (bytes per bandwidth size, default 1GiB).
+# whole script on a machine without a GPU, as a dry run), CHECK_BUDGET_S (default 420: no
+# step starts after that many seconds), BW_TOTAL (bytes per bandwidth size, default 1GiB),
+# SUITE_PRESET (quick or full, default quick), SUITE_BUDGET_S (the suite's budget, default 120).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -39,7 +43,7 @@ mkdir -p "$OUT_DIR"
 B=${BUILD_GPU:-$ROOT/build-gpu}
 case $B in /*) ;; *) B=$ROOT/$B ;; esac
 BACKEND=${CHECK_BACKEND:-cuda}
-BUDGET_S=${CHECK_BUDGET_S:-330}
+BUDGET_S=${CHECK_BUDGET_S:-420}
 BW_TOTAL=${BW_TOTAL:-1073741824}
 SCRATCH=$(mktemp -d)
 trap 'rm -rf "$SCRATCH"' EXIT
@@ -57,7 +61,14 @@ LIBS=$SCRATCH/lib
 mkdir -p "$LIBS"
 for f in "$CARRIED"/*.so*; do
   [[ -e $f ]] || continue
-  case ${f##*/} in libstdc++.so*|libgcc_s.so*) ;; *) ln -s "$f" "$LIBS/" ;; esac
+  case ${f##*/} in
+    libstdc++.so*|libgcc_s.so*) ;;
+    # Base libraries the machine has itself (a newer one serves, and the machine's Python and
+    # torch were built against theirs): carried only where it lacks them.
+    libz.so*|libzstd.so*|liblz4.so*|libudev.so*)
+      if ! { ldconfig -p 2>/dev/null || true; } | grep -q "[[:space:]]${f##*/} "; then ln -s "$f" "$LIBS/"; fi ;;
+    *) ln -s "$f" "$LIBS/" ;;
+  esac
 done
 if command -v ldd >/dev/null 2>&1; then
   for exe in "$TP" "$DEMO" "$B"/tests/*; do
@@ -179,16 +190,19 @@ export -f run_gpu_tests
 step ctest_gpu 150 - run_gpu_tests
 
 # ---- 1b. the Python package's tests with the machine's Python 3.12 and its CUDA torch ---
+# The tests that need the GPU (CUDA training through the pool, torch's MemPool, DLPack on a
+# torch stream: their printed figures in pytest_cuda.txt); the whole of python/tests comes
+# after the suite (4c).
 if [[ -d $B/python/tierpool ]]; then
-  python_tests() {
+  pytest_here() {
     # The carried libraries (hwloc, TBB, Boost) for the extension alone; torch keeps the
     # machine's own C++ runtime unless the check found it too old.
-    PYTHONPATH="$B/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 with_libs python3 -m pytest "$ROOT/python/tests" \
-      -q -p no:cacheprovider -x -o addopts="" 2>&1 | tail -n 25
-    return "${PIPESTATUS[0]}"
+    PYTHONPATH="$B/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 with_libs python3 -m pytest \
+      -p no:cacheprovider -o addopts="" "$@" 2>&1
   }
-  export -f python_tests
-  step python_tests 150 - python_tests
+  export -f pytest_here
+  step python_cuda 150 pytest_cuda.txt pytest_here -rA -s "$ROOT/python/tests/test_torch_cuda.py" \
+    "$ROOT/python/tests/test_torch.py::test_a_torch_stream_is_a_pool_stream_and_dlpack_orders_it"
 fi
 
 # ---- 2. tierpool info and the two pool benchmarks ---------------------------------------
@@ -249,9 +263,18 @@ for x in 2 4; do
 done
 
 # ---- 4b. the benchmark suite (docs/chapters/suite.md): one bundle per device ---------------
-# `all`: every CUDA device (on a sim dry run, the simulated presets). Quick preset, 2 min.
-step suite 150 - with_libs "$TP" suite run --devices all --preset quick --budget 120s --demo "$DEMO" \
+# `all`: every CUDA device (on a sim dry run, the simulated presets). The quick preset in
+# 2 min by default, without kv-serving (a CPU-bound replay of over a minute that no GPU
+# changes); SUITE_PRESET=full and SUITE_BUDGET_S choose another.
+SUITE_BUDGET_S=${SUITE_BUDGET_S:-120}
+step suite $((SUITE_BUDGET_S + 30)) - with_libs "$TP" suite run --devices all --preset "${SUITE_PRESET:-quick}" \
+  --budget "${SUITE_BUDGET_S}s" --demo "$DEMO" --only link,oversub-train,replay-train,infer-stream,kv-paging,allocator \
   --out "$OUT_DIR/suite"
+
+# ---- 4c. the whole of python/tests with the machine's Python and torch -------------------
+if [[ -d $B/python/tierpool ]]; then
+  step python_tests 200 pytest_all.txt pytest_here -q "$ROOT/python/tests" --junitxml="$OUT_DIR/pytest.xml"
+fi
 
 # ---- 5. summary.json and bandwidth.json ------------------------------------------------
 python3 - "$STEPS" "$SCRATCH" "$OUT_DIR" "$BACKEND" "$START" "$ROOT" <<'EOF' || cp "$STEPS" "$OUT_DIR/summary.tsv"
@@ -309,6 +332,13 @@ json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
 print(f"check.sh: {len(steps)} steps, failed: {summary['failed'] or 'none'}, warnings: {warnings or 'none'}, "
       f"{summary['total_seconds']} s -> {out}")
 EOF
+# The device tool brings back at most 8 files: under its $OUT, everything but summary.json
+# goes into one archive (bench/results/ keeps the files themselves).
+if [[ -n ${OUT:-} ]]; then
+  (cd "$OUT_DIR" && find . -mindepth 1 -maxdepth 1 ! -name summary.json ! -name results.tar.gz -print0 |
+    xargs -0 -r tar czf results.tar.gz && find . -mindepth 1 -maxdepth 1 ! -name summary.json \
+    ! -name results.tar.gz -exec rm -rf {} +)
+fi
 ls -la "$OUT_DIR"
 if cut -f2 "$STEPS" | grep -qx -e failed -e timeout; then exit 1; fi
 exit 0

@@ -7,11 +7,13 @@
 # difference is the steady per-iteration time, without the first iteration's allocations),
 # with and without prefetch, each under `time` (user + system CPU against wall: a busy host
 # or a waiting one), and at 4x a trace of the pool's calls (.tpb) for `tierpool replay` and
-# `tierpool trace stats` here. Run after bench/gpu/pack.sh, with build-gpu carried:
+# `tierpool trace stat` here, and at 4x every copy's device time (copies_4x.jsonl, with
+# TIERPOOL_CUDA_COPY_TIMING). Run after bench/gpu/pack.sh, with build-gpu carried:
 #
 #   run(command="bash bench/gpu/demo_profile.sh", carry=["build-gpu"], timeout_s=240)
 #
-# Writes demo_profile.txt (one line per run) and demo_4x.tpb to ${OUT:-bench/results/demo-profile}.
+# Writes demo_profile.txt (one line per run), demo_4x.tpb and copies_4x.jsonl to
+# ${OUT:-bench/results/demo-profile}.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 B=${BUILD_GPU:-$ROOT/build-gpu}
@@ -53,4 +55,7 @@ for x in 1 2 4; do
   one "x${x}_it20_noprefetch" --oversubscription "$x" --iterations 20 --no-prefetch
 done
 one x4_it5_trace --oversubscription 4 --iterations 5 --trace "$OUT_DIR/demo_4x.tpb"
+# Every copy's device time (Note [Copy timing] in runtime/backends/cuda/cuda_backend.cpp):
+# one JSON line per copy, for both the oversubscribed pool and the reference's.
+TIERPOOL_CUDA_COPY_TIMING=$OUT_DIR/copies_4x.jsonl one x4_it20_copy_timing --oversubscription 4 --iterations 20
 cat "$TXT"

@@ -76,7 +76,9 @@
 #include <cctype>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -250,6 +252,136 @@ void run_host_copy(void* user) noexcept
   std::memcpy(c->dst, c->src, c->bytes);
 }
 
+// Note [Copy timing]
+// A diagnostic for a GPU: with TIERPOOL_CUDA_COPY_TIMING=FILE, every copy_async is bracketed
+// by two timing events on its stream, and the backend's destructor writes one JSON line per
+// copy to FILE: {"stream", "src", "dst", "bytes", "start_us", "end_us"}, the device times
+// relative to the first copy's start. Where copies sit on the device's timeline (how long
+// each takes, how busy each stream is, what waits between them) is what no host-side figure
+// says; bench/gpu/demo_profile.sh reads it. Off (no event, no lock) without the variable; at
+// most kCopyTimingMax copies are kept. A failure to make or record an event drops that
+// copy's timing, never the copy.
+constexpr std::size_t kCopyTimingMax = 1U << 20U;
+
+class copy_timer {
+ public:
+  copy_timer()
+  {
+    if (char const* f = std::getenv("TIERPOOL_CUDA_COPY_TIMING"); f != nullptr && *f != '\0') { path_ = f; }
+  }
+  copy_timer(copy_timer const&) = delete;
+  copy_timer& operator=(copy_timer const&) = delete;
+  ~copy_timer() { flush(); }
+
+  struct probe {
+    copy_timer* timer{nullptr};
+    cudaStream_t stream{nullptr};
+    cudaEvent_t start{nullptr};
+    std::size_t bytes{0};
+    tier_kind src{};
+    tier_kind dst{};
+    probe() = default;
+    probe(probe const&) = delete;
+    probe& operator=(probe const&) = delete;
+    ~probe()
+    {
+      if (timer != nullptr) { timer->end(*this); }
+    }
+  };
+
+  /// Records the start event of a copy on `cs` into `p` (nothing when timing is off).
+  void begin(probe& p, cudaStream_t cs, copy_desc const& d) noexcept
+  {
+    if (path_.empty()) { return; }
+    cudaEvent_t e = nullptr;
+    if (cudaError_t const r = cudaEventCreate(&e); r != cudaSuccess) {
+      cu::clear_own_error(r);
+      return;
+    }
+    if (cudaError_t const r = cudaEventRecord(e, cs); r != cudaSuccess) {
+      cu::clear_own_error(r);
+      (void)cudaEventDestroy(e);
+      return;
+    }
+    p.timer = this;
+    p.stream = cs;
+    p.start = e;
+    p.bytes = d.bytes;
+    p.src = d.src_kind;
+    p.dst = d.dst_kind;
+  }
+
+  /// Writes the copies recorded so far to the file and forgets them (the backend's
+  /// destructor calls it while its context is current).
+  void flush() noexcept
+  {
+    std::lock_guard const lock(mtx_);
+    if (copies_.empty()) { return; }
+    try {
+      std::ofstream out(path_, std::ios::trunc);
+      std::unordered_map<cudaStream_t, std::size_t> ids;
+      cudaEvent_t const anchor = copies_.front().start;
+      (void)cudaEventSynchronize(anchor);
+      for (timed const& c : copies_) {
+        (void)cudaEventSynchronize(c.end);
+        float a = 0.0F;
+        float b = 0.0F;
+        cudaError_t r = cudaEventElapsedTime(&a, anchor, c.start);
+        if (r == cudaSuccess) { r = cudaEventElapsedTime(&b, anchor, c.end); }
+        if (r != cudaSuccess) {
+          cu::clear_own_error(r);
+          continue;
+        }
+        std::size_t const id = ids.try_emplace(c.stream, ids.size()).first->second;
+        out << "{\"stream\": " << id << ", \"src\": \"" << to_string(c.src) << "\", \"dst\": \"" << to_string(c.dst)
+            << "\", \"bytes\": " << c.bytes << ", \"start_us\": " << 1e3 * static_cast<double>(a)
+            << ", \"end_us\": " << 1e3 * static_cast<double>(b) << "}\n";
+      }
+    } catch (...) {
+    }
+    for (timed const& c : copies_) {
+      (void)cudaEventDestroy(c.start);
+      (void)cudaEventDestroy(c.end);
+    }
+    copies_.clear();
+  }
+
+ private:
+  friend struct probe;
+  struct timed {
+    cudaStream_t stream;
+    cudaEvent_t start;
+    cudaEvent_t end;
+    std::size_t bytes;
+    tier_kind src;
+    tier_kind dst;
+  };
+
+  void end(probe const& p) noexcept
+  {
+    cudaEvent_t e = nullptr;
+    cudaError_t r = cudaEventCreate(&e);
+    if (r == cudaSuccess) { r = cudaEventRecord(e, p.stream); }
+    std::lock_guard const lock(mtx_);
+    if (r != cudaSuccess || copies_.size() >= kCopyTimingMax) {
+      cu::clear_own_error(r);
+      (void)cudaEventDestroy(p.start);
+      if (e != nullptr) { (void)cudaEventDestroy(e); }
+      return;
+    }
+    try {
+      copies_.push_back({p.stream, p.start, e, p.bytes, p.src, p.dst});
+    } catch (...) {
+      (void)cudaEventDestroy(p.start);
+      (void)cudaEventDestroy(e);
+    }
+  }
+
+  std::string path_;
+  std::mutex mtx_;
+  std::vector<timed> copies_;
+};
+
 // Pinned staging per stream (Note [Pageable copies through pinned staging]).
 constexpr std::size_t kStagingBytes = std::size_t{8} << 20U;
 
@@ -336,6 +468,8 @@ class cuda_backend final : public backend {
   std::mutex bound_mtx_;
   std::unordered_map<void*, std::size_t> bound_pinned_;  // hwloc + cudaHostRegister
   std::unordered_map<void*, std::size_t> bound_host_;    // hwloc only
+
+  copy_timer timer_;  // Note [Copy timing]: off unless TIERPOOL_CUDA_COPY_TIMING names a file
 };
 
 std::unique_ptr<backend> cuda_backend::create(int device, std::string* why_not)
@@ -465,6 +599,7 @@ cuda_backend::~cuda_backend()
     if (!adopted_.contains(s)) { (void)cudaStreamSynchronize(s); }
   }
   if (default_stream_ != nullptr) { (void)cudaStreamSynchronize(default_stream_); }
+  timer_.flush();  // while the context is current (Note [Copy timing])
   {
     std::lock_guard const staging_lock(staging_mtx_);
     for (auto const& [stream, st] : staging_) { free_staging(st); }
@@ -904,6 +1039,8 @@ status cuda_backend::copy_async(copy_desc const& d, stream_handle s) noexcept
   if (!resolve(s, &cs)) { return fail(status::invalid_value, "copy_async: unknown stream"); }
   device_guard const guard(ctx_);
   TIERPOOL_CUDA_TRY(guard.error());
+  copy_timer::probe probe;  // records the copy's end event when it goes (Note [Copy timing])
+  timer_.begin(probe, cs, d);
 
   // Host <-> host, pinned or pageable: cudaMemcpyAsync would copy on the calling thread; a
   // host function keeps the copy asynchronous and in stream order (Note [Host copies run

@@ -321,19 +321,26 @@ std::shared_ptr<tierpool::backend> make_backend(tierpool::backend_choice choice,
   return std::shared_ptr<tierpool::backend>(std::move(sel.backend));
 }
 
-/// Options of a three-tier pool (device, pinned host, host) on `be`. The pool reads the
+/// Options of a three-tier pool (device, pinned host, host) on `be`; the pinned tier holds
+/// `pinned_bytes` (0: the pool's default, twice the device tier). Note [Pinned room for the
+/// spill]: the demo gives it the whole working set, so that the device tier spills into
+/// pinned memory only. With the default (twice a device tier of a quarter of the working
+/// set) a quarter of the tensors went on to the pageable tier, and on an H200 each copy to
+/// or from pageable memory took 200-250 us a MiB (a host function per copy, Note [Pageable
+/// copies through pinned staging] in the CUDA backend) against 24-27 us pinned: the 4x run
+/// was 10 times the reference. The host tier stays below as the backing tier. The pool reads the
 /// TIERPOOL_* variables (TIERPOOL_PREFETCH, TIERPOOL_PUBLISH, ...), less those the demo
 /// decides itself, so that its flags win over them: TIERPOOL_DEVICE_BYTES and
 /// TIERPOOL_BACKEND (read in run(): they size and choose the backend `be`), TIERPOOL_POLICY
 /// when --policy is given, and TIERPOOL_TRACE when --trace is given or the pool does not
 /// record (`record`: only the oversubscribed pool does).
 tierpool::pool_options pool_options_for(std::shared_ptr<tierpool::backend> be, std::size_t device_bytes,
-                                        options const& o, bool record)
+                                        std::size_t pinned_bytes, options const& o, bool record)
 {
   tierpool::pool_options po;
   po.tiers = {
     {.kind = tierpool::tier_kind::device, .capacity_bytes = device_bytes, .name = "device"},
-    {.kind = tierpool::tier_kind::pinned_host, .name = "pinned_host"},
+    {.kind = tierpool::tier_kind::pinned_host, .capacity_bytes = pinned_bytes, .name = "pinned_host"},
     {.kind = tierpool::tier_kind::host, .name = "host"},
   };
   po.ignore_environment = {"TIERPOOL_DEVICE_BYTES", "TIERPOOL_BACKEND"};
@@ -429,7 +436,7 @@ int run_kernel_check(options const& o)
     }
     throw std::runtime_error("no kernels to check: " + why);
   }
-  tierpool::pool pool{pool_options_for(be, kCheckDeviceBytes, o, false)};
+  tierpool::pool pool{pool_options_for(be, kCheckDeviceBytes, 0, o, false)};
   std::printf("check-kernels: backend %s (%s); kernels: %s\n", be->caps().name.c_str(), reason.c_str(),
               std::string(compute->name()).c_str());
   oversubscribe::kernel_check_result const r = oversubscribe::check_kernels(pool, *compute, stdout);
@@ -500,10 +507,11 @@ int run(options const& o)
   auto ref_compute = oversubscribe::make_compute_backend(*ref_be, &why, o.kernel_time);
   if (!ref_compute) { throw std::runtime_error("no kernels for the reference run: " + why); }
 
-  tierpool::pool_options opts = pool_options_for(be, device_bytes, o, true);  // only this pool records
+  // The pinned tier: room for the whole working set (Note [Pinned room for the spill]).
+  tierpool::pool_options opts = pool_options_for(be, device_bytes, ref_device_bytes, o, true);  // only this pool records
   opts.publish.name = "oversubscribe";  // both pools show in `tierpool top` while the demo runs
   tierpool::pool pool{std::move(opts)};
-  tierpool::pool_options ref_opts = pool_options_for(ref_be, ref_device_bytes, o, false);
+  tierpool::pool_options ref_opts = pool_options_for(ref_be, ref_device_bytes, ref_device_bytes, o, false);
   ref_opts.publish.name = "oversubscribe (reference)";
   tierpool::pool ref_pool{std::move(ref_opts)};
   std::string const segment = pool.stats_segment();  // empty with TIERPOOL_PUBLISH=0

@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 import tierpool  # noqa: E402
 import tierpool.torch as tpt  # noqa: E402
 from conftest import KiB  # noqa: E402
+from torch_models import TinyTransformer, bit_equal, make_mlp  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU and a CUDA build of torch")
 
@@ -32,29 +33,11 @@ def cuda_pool(device_bytes, host_bytes=128 * MiB):
 
 
 def mlp():
-    torch.manual_seed(0)
-    layers = []
-    for _ in range(LAYERS):
-        layers += [torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU()]
-    layers.append(torch.nn.Linear(WIDTH, 1))
-    return torch.nn.Sequential(*layers)
+    return make_mlp(WIDTH, LAYERS)
 
 
-class Transformer(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        torch.manual_seed(0)
-        self.embed = torch.nn.Linear(WIDTH, DIM)
-        self.layers = torch.nn.ModuleList(
-            torch.nn.TransformerEncoderLayer(DIM, HEADS, dim_feedforward=FF, dropout=0.1, batch_first=True)
-            for _ in range(DEPTH))
-        self.head = torch.nn.Linear(DIM, 1)
-
-    def forward(self, x):
-        h = self.embed(x)
-        for layer in self.layers:
-            h = layer(h)
-        return self.head(h).mean(dim=1)
+def transformer():
+    return TinyTransformer(WIDTH, DIM, HEADS, FF, DEPTH)
 
 
 # model name -> (constructor, input shape, device tier in bytes). The Adam step leases a
@@ -62,12 +45,7 @@ class Transformer(torch.nn.Module):
 # fallback): the tier holds four of the largest parameter and room for the small ones
 # around them (with exactly four, 1 MiB for the MLP, the H200 run failed for fragmentation:
 # three leased 256 KiB tensors left 256 KiB free in two pieces).
-MODELS = {"mlp": (mlp, (BATCH, WIDTH), 5 * MiB // 4), "transformer": (Transformer, (BATCH // 8, SEQ, WIDTH), 3 * MiB)}
-
-
-def bit_equal(a, b):
-    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(
-        a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8))
+MODELS = {"mlp": (mlp, (BATCH, WIDTH), 5 * MiB // 4), "transformer": (transformer, (BATCH // 8, SEQ, WIDTH), 3 * MiB)}
 
 
 def train(model_name, pool=None, steps=3, activations=False, report=None):

@@ -14,41 +14,21 @@ torch = pytest.importorskip("torch")
 import tierpool  # noqa: E402
 import tierpool.torch as tpt  # noqa: E402
 from conftest import KiB, make_pool  # noqa: E402
+from torch_models import TinyTransformer, bit_equal, make_mlp  # noqa: E402
 
 BATCH, WIDTH, LAYERS = 32, 64, 4
 SEQ, DIM, HEADS, FF, DEPTH = 8, 32, 4, 64, 2
 
 
 def mlp():
-    torch.manual_seed(0)
-    layers = []
-    for _ in range(LAYERS):
-        layers += [torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU()]
-    layers.append(torch.nn.Linear(WIDTH, 1))
-    return torch.nn.Sequential(*layers)
+    return make_mlp(WIDTH, LAYERS)
 
 
-class TinyTransformer(torch.nn.Module):
-    """An input projection, DEPTH encoder layers (self-attention, feed-forward, LayerNorm,
-    dropout 0.1: the same random draws with and without the pool) and a head."""
-
-    def __init__(self):
-        super().__init__()
-        torch.manual_seed(0)
-        self.embed = torch.nn.Linear(WIDTH, DIM)
-        self.layers = torch.nn.ModuleList(
-            torch.nn.TransformerEncoderLayer(DIM, HEADS, dim_feedforward=FF, dropout=0.1, batch_first=True)
-            for _ in range(DEPTH))
-        self.head = torch.nn.Linear(DIM, 1)
-
-    def forward(self, x):
-        h = self.embed(x)
-        for layer in self.layers:
-            h = layer(h)
-        return self.head(h).mean(dim=1)
+def transformer():
+    return TinyTransformer(WIDTH, DIM, HEADS, FF, DEPTH)
 
 
-MODELS = {"mlp": (mlp, (BATCH, WIDTH)), "transformer": (TinyTransformer, (BATCH // 4, SEQ, WIDTH))}
+MODELS = {"mlp": (mlp, (BATCH, WIDTH)), "transformer": (transformer, (BATCH // 4, SEQ, WIDTH))}
 OPTIMIZERS = {
     "sgd_momentum": lambda ps: torch.optim.SGD(ps, lr=0.01, momentum=0.9),
     "adam": lambda ps: torch.optim.Adam(ps, lr=1e-3),
@@ -62,11 +42,6 @@ def storage_bytes(t):
 def placeholder(p):
     """True when `p` holds one element of storage with every stride 0 (offload's stand-in)."""
     return storage_bytes(p.data) == p.element_size() and all(st == 0 for st in p.data.stride())
-
-
-def bit_equal(a, b):
-    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(
-        a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8))
 
 
 def train(model_name, opt_name, steps=3, pool=None, activations=False, step_on="device", accumulate=1,

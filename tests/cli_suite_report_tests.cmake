@@ -104,3 +104,16 @@ suite_report_error(baseline_out_of_range "tierpool suite report: --baseline 2 is
 suite_report_error(baseline_unknown_id
   "tierpool suite report: --baseline 'sim:b200' names no bundle's device \\(devices: sim:h200-sxm, sim:gh200\\)"
   ${_tp_sr_pair} --baseline sim:b200)
+
+# ---- bench/gpu/copy_timing_report.py on the H200's recorded copy timing ---------------------
+# The copies of the 4x demo through pageable memory (bench/results/gpu-2026-12-04): the
+# report counts them, and the 1 MiB device <- pageable copies' median is 200.6 us.
+if(Python3_Interpreter_FOUND)
+  add_test(NAME bench.copy_timing_report
+           COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/gpu/copy_timing_report.py
+                   ${PROJECT_SOURCE_DIR}/bench/results/gpu-2026-12-04/copies_4x_pageable_spill.jsonl.gz)
+  set_tests_properties(bench.copy_timing_report PROPERTIES LABELS cpu
+    PASS_REGULAR_EXPRESSION "5496 copies over 525.1 ms.*host +device +>=1MiB +1104 +200.6.*stream 2: 3656 copies, busy 418.2 ms")
+  add_test(NAME bench.copy_timing_report_usage COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/gpu/copy_timing_report.py)
+  set_tests_properties(bench.copy_timing_report_usage PROPERTIES LABELS cpu WILL_FAIL TRUE)
+endif()

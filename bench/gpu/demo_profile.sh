@@ -58,4 +58,7 @@ one x4_it5_trace --oversubscription 4 --iterations 5 --trace "$OUT_DIR/demo_4x.t
 # Every copy's device time (Note [Copy timing] in runtime/backends/cuda/cuda_backend.cpp):
 # one JSON line per copy, for both the oversubscribed pool and the reference's.
 TIERPOOL_CUDA_COPY_TIMING=$OUT_DIR/copies_4x.jsonl one x4_it20_copy_timing --oversubscription 4 --iterations 20
+if [[ -s $OUT_DIR/copies_4x.jsonl ]]; then
+  python3 "$ROOT/bench/gpu/copy_timing_report.py" "$OUT_DIR/copies_4x.jsonl" >> "$TXT" 2>&1
+fi
 cat "$TXT"

@@ -992,14 +992,20 @@ void dlpack_order(tierpool::pool& pool, tierpool::stream_handle producer, std::i
     return;
   }
   tierpool::stream_handle target{static_cast<std::uintptr_t>(consumer)};
+  std::string why_not;  // why the stream could not be wrapped, if it is not the pool's own either
   try {
     target = pool.wrap_native_stream(reinterpret_cast<void*>(static_cast<std::uintptr_t>(consumer)));  // NOLINT
-  } catch (tierpool::logic_error const&) {
-    // one of the pool's own streams (create_stream): ordered as it is, or event::wait says why not
+  } catch (tierpool::logic_error const& err) {
+    why_not = err.what();  // one of the pool's own streams (create_stream) is ordered as it is
   }
   tierpool::event e = pool.create_event();
   e.record(producer);
-  e.wait(target);
+  try {
+    e.wait(target);
+  } catch (tierpool::logic_error const&) {
+    if (why_not.empty()) { throw; }
+    throw tierpool::logic_error("__dlpack__(stream=...): " + why_not);  // e.g. a stream of another device
+  }
 }
 
 }  // namespace

@@ -27,7 +27,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -316,6 +318,45 @@ TEST_F(CudaBackend, PageableHostCopiesFollowStreamOrder)
   // Overlapping ranges are rejected.
   EXPECT_EQ(be_->copy_async({a.bytes() + 1, a.get(), 64, tier_kind::host, tier_kind::host}, s.get()),
             status::invalid_value);
+}
+
+// TIERPOOL_CUDA_COPY_TIMING=FILE (Note [Copy timing]): a backend made with it writes one
+// line per copy at destruction, with its kinds, bytes and device times; without it, nothing.
+TEST_F(CudaBackend, CopyTimingWritesOneLinePerCopy)
+{
+  std::string const path = ::testing::TempDir() + "tierpool_copy_timing.jsonl";
+  std::remove(path.c_str());
+  constexpr std::size_t bytes = 1U << 20U;
+  auto copy_twice = [&](tierpool::backend& be) {
+    conf::scoped_allocation pinned(be, tier_kind::pinned_host, bytes);
+    conf::scoped_allocation dev(be, tier_kind::device, bytes);
+    ASSERT_EQ(pinned.result(), status::ok);
+    ASSERT_EQ(dev.result(), status::ok);
+    conf::scoped_stream s(be);
+    ASSERT_EQ(be.copy_async({dev.get(), pinned.get(), bytes, tier_kind::device, tier_kind::pinned_host}, s.get()),
+              status::ok);
+    ASSERT_EQ(be.copy_async({pinned.get(), dev.get(), bytes, tier_kind::pinned_host, tier_kind::device}, s.get()),
+              status::ok);
+    ASSERT_EQ(be.synchronize_stream(s.get()), status::ok);
+  };
+  copy_twice(*be_);  // made without the variable
+  be_.reset();
+  EXPECT_FALSE(std::ifstream(path).good());
+
+  ASSERT_EQ(::setenv("TIERPOOL_CUDA_COPY_TIMING", path.c_str(), 1), 0);
+  auto timed = tierpool::make_cuda_backend(0);
+  ::unsetenv("TIERPOOL_CUDA_COPY_TIMING");
+  ASSERT_NE(timed, nullptr);
+  copy_twice(*timed);
+  timed.reset();
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) { lines.push_back(line); }
+  ASSERT_EQ(lines.size(), 2U);
+  EXPECT_NE(lines[0].find(R"("src": "pinned_host", "dst": "device", "bytes": 1048576, "start_us": 0)"), std::string::npos)
+    << lines[0];
+  EXPECT_NE(lines[1].find(R"("src": "device", "dst": "pinned_host", "bytes": 1048576)"), std::string::npos) << lines[1];
+  std::remove(path.c_str());
 }
 
 TEST_F(CudaBackend, StreamPrioritiesAreClamped)

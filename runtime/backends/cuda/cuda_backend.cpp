@@ -65,6 +65,7 @@
 #include "cuda_check.hpp"
 
 #include <tierpool/backends/cuda_backend.hpp>
+#include <tierpool/log.hpp>
 #include <tierpool/topology.hpp>
 
 #include <cuda.h>          // driver types (CUcontext, CUresult) only: nothing of libcuda is linked
@@ -260,7 +261,7 @@ void run_host_copy(void* user) noexcept
 // each takes, how busy each stream is, what waits between them) is what no host-side figure
 // says; bench/gpu/demo_profile.sh reads it. Off (no event, no lock) without the variable; at
 // most kCopyTimingMax copies are kept. A failure to make or record an event drops that
-// copy's timing, never the copy.
+// copy's timing, never the copy; a file that cannot be written is a logged warning.
 constexpr std::size_t kCopyTimingMax = 1U << 20U;
 
 class copy_timer {
@@ -319,6 +320,10 @@ class copy_timer {
     if (copies_.empty()) { return; }
     try {
       std::ofstream out(path_, std::ios::trunc);
+      if (!out) {
+        log_message(log_level::warning, "tierpool: TIERPOOL_CUDA_COPY_TIMING: cannot write '" + path_ + "': " +
+                                          std::to_string(copies_.size()) + " copies' timing dropped");
+      }
       std::unordered_map<cudaStream_t, std::size_t> ids;
       cudaEvent_t const anchor = copies_.front().start;
       (void)cudaEventSynchronize(anchor);

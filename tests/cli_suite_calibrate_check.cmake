@@ -4,12 +4,7 @@
 # latency to whole nanoseconds).
 file(REMOVE_RECURSE ${OUT})
 file(MAKE_DIRECTORY ${OUT})
-macro(run_ok)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "${ARGN} failed (${rc}):\n${out}\n${err}")
-  endif()
-endmacro()
+include(${CMAKE_CURRENT_LIST_DIR}/cli_run_ok.cmake)
 run_ok(${TIERPOOL} suite run --devices sim:a100-pcie4 --only link,replay-train --preset quick -q --out ${OUT}/measured)
 run_ok(${TIERPOOL} suite calibrate ${OUT}/measured/sim-a100-pcie4.json -o ${OUT}/preset.json --name cal-a100)
 if(NOT out MATCHES "h2d 25 GB/s \\+ 2 us, d2h 25 GB/s \\+ 2 us")

@@ -21,7 +21,7 @@ out = sys.argv[1]
 want = {"h200-sxm": 50e9, "gh200": 450e9}
 for dev, bw in want.items():
     b = json.load(open(f"{out}/sim-{dev}.json"))
-    assert b["format"] == "tierpool-suite-bundle" and b["suite_version"] == 1, b.get("format")
+    assert b["format"] == "tierpool-suite-bundle" and b["suite_version"] == 2, b.get("format")
     assert b["suite_preset"] == "quick"
     d = b["device"]
     assert d["id"] == "sim:" + dev and d["simulated"] is True and d["link"]["h2d_bytes_per_second"] == bw, d

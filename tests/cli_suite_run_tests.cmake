@@ -69,12 +69,38 @@ add_test(NAME cli.suite_calibrate.round_trip
           -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_suite_calibrate_check.cmake)
 set_tests_properties(cli.suite_calibrate.round_trip PROPERTIES LABELS cpu)
 
+# Calibration of the host's costs: a simulated GPU with known ones, recovered by the fit
+# (Note [Fitting the host's costs]); needs the demo (examples/ is added after tests/, so
+# the option, not the target, says whether it is built).
+if(TIERPOOL_BUILD_EXAMPLES)
+  add_test(NAME cli.suite_calibrate.host_costs
+    COMMAND ${CMAKE_COMMAND} -DTIERPOOL=$<TARGET_FILE:tierpool_cli> -DDEMO=$<TARGET_FILE:oversubscribe>
+            -DTRUTH=${CMAKE_CURRENT_SOURCE_DIR}/data/suite/truth-host-costs.json
+            -DOUT=${CMAKE_CURRENT_BINARY_DIR}/suite_calibrate_host_out
+            -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_suite_calibrate_host_check.cmake)
+  set_tests_properties(cli.suite_calibrate.host_costs PROPERTIES LABELS cpu TIMEOUT 600)
+endif()
+add_test(NAME cli.suite_calibrate.v1_bundle_link_only
+  COMMAND $<TARGET_FILE:tierpool_cli> suite calibrate ${CMAKE_CURRENT_SOURCE_DIR}/data/suite/h200-sxm.json
+          -o ${CMAKE_CURRENT_BINARY_DIR}/suite_calibrate_v1.json)
+set_tests_properties(cli.suite_calibrate.v1_bundle_link_only PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "host costs: not fitted \\(the bundle is of suite version 1 \\(its oversub-train times include the first iteration")
+add_test(NAME cli.suite_calibrate.bad_rounds
+  COMMAND $<TARGET_FILE:tierpool_cli> suite calibrate ${CMAKE_CURRENT_SOURCE_DIR}/data/suite/h200-sxm.json --fit-rounds 0)
+set_tests_properties(cli.suite_calibrate.bad_rounds PROPERTIES LABELS cpu WILL_FAIL TRUE)
+add_test(NAME cli.suite_calibrate.bad_rounds_message
+  COMMAND $<TARGET_FILE:tierpool_cli> suite calibrate ${CMAKE_CURRENT_SOURCE_DIR}/data/suite/h200-sxm.json --fit-rounds 0)
+set_tests_properties(cli.suite_calibrate.bad_rounds_message PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "--fit-rounds must be 1-20 \\(got 0\\)")
+
 set(_tp_preset_dir ${CMAKE_CURRENT_SOURCE_DIR}/data/suite)
 foreach(_tp_case
     "missing|sim:/nonexistent/p.json|preset file /nonexistent/p.json: cannot be read"
     "corrupt|sim:${_tp_preset_dir}/corrupt.json|not JSON"
     "foreign|sim:${_tp_preset_dir}/h200-sxm.json|not a tierpool suite preset"
-    "bad_field|sim:${_tp_preset_dir}/preset-negative.json|'bandwidth_bytes_per_second' must be > 0")
+    "bad_field|sim:${_tp_preset_dir}/preset-negative.json|'bandwidth_bytes_per_second' must be > 0"
+    "bad_host_costs|sim:${_tp_preset_dir}/preset-bad-host-costs.json|host_costs: 'copy_seconds' must be finite and >= 0"
+    "bad_kernels|sim:${_tp_preset_dir}/preset-bad-kernels.json|kernels: the roofline's figures must be > 0")
   string(REPLACE "|" ";" _tp_parts "${_tp_case}")
   list(GET _tp_parts 0 _tp_name)
   list(GET _tp_parts 1 _tp_dev)

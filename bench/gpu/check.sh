@@ -27,6 +27,8 @@
 #   demo_2x.json, demo_4x.json   examples/oversubscribe at 2x and 4x oversubscription
 #   suite/DEVICE.json   `tierpool suite run --devices all --preset quick --budget 120s` bundles
 #                       (SUITE_PRESET, SUITE_BUDGET_S)
+#   suite/calibrated.json, calibrate.txt   `tierpool suite calibrate` of the first bundle: the
+#                       link and the host's costs, with the fit's measured-against-simulated table
 # Under the device tool (OUT set), which brings back at most 8 files, everything but
 # summary.json is packed into results.tar.gz at the end.
 #
@@ -270,6 +272,17 @@ SUITE_BUDGET_S=${SUITE_BUDGET_S:-120}
 step suite $((SUITE_BUDGET_S + 30)) - with_libs "$TP" suite run --devices all --preset "${SUITE_PRESET:-quick}" \
   --budget "${SUITE_BUDGET_S}s" --demo "$DEMO" --only link,oversub-train,replay-train,infer-stream,kv-paging,allocator \
   --out "$OUT_DIR/suite"
+
+# ---- 4b'. calibration: the first device's bundle as a preset, the host's costs fitted to
+# its steady demo times on the simulator (--skip-math runs: seconds), and the fit's table of
+# measured against simulated times (docs/chapters/suite.md, "Calibration").
+for bundle in "$OUT_DIR"/suite/cuda-0.json "$OUT_DIR"/suite/sim-h200-sxm.json; do
+  if [[ -f $bundle ]]; then
+    step calibrate 120 calibrate.txt with_libs "$TP" suite calibrate "$bundle" -o "$OUT_DIR/suite/calibrated.json" \
+      --demo "$DEMO"
+    break
+  fi
+done
 
 # ---- 4c. the whole of python/tests with the machine's Python and torch -------------------
 if [[ -d $B/python/tierpool ]]; then

@@ -20,41 +20,43 @@ namespace ck = cuda_kernels;
 /// Launches the kernels on the device of the backend it was made for.
 class cuda_compute_backend final : public compute_backend {
  public:
-  explicit cuda_compute_backend(int device) noexcept : device_(device) {}
+  cuda_compute_backend(int device, kernel_roofline roofline) noexcept : compute_backend(roofline), device_(device) {}
 
   [[nodiscard]] std::string_view name() const noexcept override { return "cuda"; }
 
-  void gemm(tierpool::stream_handle stream, transpose ta, transpose tb, std::size_t m, std::size_t n, std::size_t k,
+  // The roofline time (`double`) is the model's; the GPU's kernels take their own.
+ protected:
+  void do_gemm(tierpool::stream_handle stream, double /*seconds*/, transpose ta, transpose tb, std::size_t m, std::size_t n, std::size_t k,
             float const* a, float const* b, float* c, bool accumulate) override
   {
     check("gemm", ck::gemm(context(stream, "gemm"), ta == transpose::yes, tb == transpose::yes, m, n, k, a, b, c,
                            accumulate));
   }
-  void bias_add(tierpool::stream_handle stream, float* y, float const* bias, std::size_t rows,
+  void do_bias_add(tierpool::stream_handle stream, double /*seconds*/, float* y, float const* bias, std::size_t rows,
                 std::size_t cols) override
   {
     check("bias_add", ck::bias_add(context(stream, "bias_add"), y, bias, rows, cols));
   }
-  void bias_grad(tierpool::stream_handle stream, float const* dy, float* dbias, std::size_t rows,
+  void do_bias_grad(tierpool::stream_handle stream, double /*seconds*/, float const* dy, float* dbias, std::size_t rows,
                  std::size_t cols) override
   {
     check("bias_grad", ck::bias_grad(context(stream, "bias_grad"), dy, dbias, rows, cols));
   }
-  void relu_fwd(tierpool::stream_handle stream, float* y, std::size_t n) override
+  void do_relu_fwd(tierpool::stream_handle stream, double /*seconds*/, float* y, std::size_t n) override
   {
     check("relu_fwd", ck::relu_fwd(context(stream, "relu_fwd"), y, n));
   }
-  void relu_bwd(tierpool::stream_handle stream, float* dy, float const* y, std::size_t n) override
+  void do_relu_bwd(tierpool::stream_handle stream, double /*seconds*/, float* dy, float const* y, std::size_t n) override
   {
     check("relu_bwd", ck::relu_bwd(context(stream, "relu_bwd"), dy, y, n));
   }
-  void softmax_xent_grad(tierpool::stream_handle stream, float const* logits, std::int32_t const* labels,
+  void do_softmax_xent_grad(tierpool::stream_handle stream, double /*seconds*/, float const* logits, std::int32_t const* labels,
                          float* dlogits, std::size_t rows, std::size_t classes) override
   {
     check("softmax_xent_grad",
           ck::softmax_xent_grad(context(stream, "softmax_xent_grad"), logits, labels, dlogits, rows, classes));
   }
-  void adam_step(tierpool::stream_handle stream, float* w, float* m, float* v, float const* g, std::size_t n,
+  void do_adam_step(tierpool::stream_handle stream, double /*seconds*/, float* w, float* m, float* v, float const* g, std::size_t n,
                  adam_params const& p) override
   {
     ck::adam_constants const c{.lr = p.lr,
@@ -93,7 +95,8 @@ class cuda_compute_backend final : public compute_backend {
 
 }  // namespace
 
-std::unique_ptr<compute_backend> make_cuda_compute_backend(tierpool::backend& be, std::string* why)
+std::unique_ptr<compute_backend> make_cuda_compute_backend(tierpool::backend& be, std::string* why,
+                                                          kernel_roofline roofline)
 {
   int const device = be.caps().device_ordinal;
   int major = 0;
@@ -107,7 +110,7 @@ std::unique_ptr<compute_backend> make_cuda_compute_backend(tierpool::backend& be
     }
     return nullptr;
   }
-  return std::make_unique<cuda_compute_backend>(device);
+  return std::make_unique<cuda_compute_backend>(device, roofline);
 }
 
 }  // namespace oversubscribe

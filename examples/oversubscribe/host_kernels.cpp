@@ -131,64 +131,66 @@ namespace {
 // Note [Kernel time on the virtual clock]
 //   On the sim's virtual clock a host function takes no time, so the run would look like
 //   copies alone. With --kernel-time each kernel also occupies its stream (sim_backend::compute_async) for
-//   max(FLOPs / kFlopsPerSecond, bytes touched / kBytesPerSecond): a roofline of a
-//   datacentre GPU (fp32 without tensor cores, HBM3), stated here, not measured. On a wall
-//   clock the kernels' own run time is the time.
-constexpr double kFlopsPerSecond = 50e12;
-constexpr double kBytesPerSecond = 3e12;
-
+//   its time on a roofline, max(FLOPs / FLOP/s, bytes touched / B/s), with the costs stated in
+//   compute_backend.hpp. The default roofline is a datacentre GPU's (fp32 without tensor
+//   cores, HBM3: 50 TFLOP/s, 3 TB/s), stated, not measured; --kernel-roofline gives a suite
+//   preset's or a calibrated one (docs/chapters/suite.md, "Calibration"). On a wall clock
+//   the kernels' own run time is the time.
 class host_compute_backend final : public compute_backend {
  public:
-  host_compute_backend(tierpool::backend& be, bool kernel_time)
-    : be_(be), sim_(kernel_time && be.caps().virtual_clock ? dynamic_cast<tierpool::sim_backend*>(&be) : nullptr)
+  host_compute_backend(tierpool::backend& be, bool kernel_time, kernel_roofline roofline, bool math)
+    : compute_backend(roofline),
+      be_(be),
+      math_(math),
+      sim_(kernel_time && be.caps().virtual_clock ? dynamic_cast<tierpool::sim_backend*>(&be) : nullptr)
   {
   }
 
   [[nodiscard]] std::string_view name() const noexcept override { return "host"; }
 
-  void gemm(tierpool::stream_handle stream, transpose ta, transpose tb, std::size_t m, std::size_t n, std::size_t k,
-            float const* a, float const* b, float* c, bool accumulate) override
+ protected:
+  void do_gemm(tierpool::stream_handle stream, double seconds, transpose ta, transpose tb, std::size_t m,
+               std::size_t n, std::size_t k, float const* a, float const* b, float* c, bool accumulate) override
   {
     enqueue(stream, [=] {
       thread_local std::vector<float> scratch;  // one per stream worker thread
       host_kernels::gemm(ta, tb, m, n, k, a, b, c, accumulate, scratch);
     });
-    occupy(stream, 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
-           4.0 * static_cast<double>(m * k + k * n + 2 * m * n));
+    occupy(stream, seconds);
   }
-  void bias_add(tierpool::stream_handle stream, float* y, float const* bias, std::size_t rows,
-                std::size_t cols) override
+  void do_bias_add(tierpool::stream_handle stream, double seconds, float* y, float const* bias, std::size_t rows,
+                   std::size_t cols) override
   {
     enqueue(stream, [=] { host_kernels::bias_add(y, bias, rows, cols); });
-    occupy(stream, static_cast<double>(rows * cols), 8.0 * static_cast<double>(rows * cols));
+    occupy(stream, seconds);
   }
-  void bias_grad(tierpool::stream_handle stream, float const* dy, float* dbias, std::size_t rows,
-                 std::size_t cols) override
+  void do_bias_grad(tierpool::stream_handle stream, double seconds, float const* dy, float* dbias, std::size_t rows,
+                    std::size_t cols) override
   {
     enqueue(stream, [=] { host_kernels::bias_grad(dy, dbias, rows, cols); });
-    occupy(stream, static_cast<double>(rows * cols), 4.0 * static_cast<double>(rows * cols));
+    occupy(stream, seconds);
   }
-  void relu_fwd(tierpool::stream_handle stream, float* y, std::size_t n) override
+  void do_relu_fwd(tierpool::stream_handle stream, double seconds, float* y, std::size_t n) override
   {
     enqueue(stream, [=] { host_kernels::relu_fwd(y, n); });
-    occupy(stream, static_cast<double>(n), 8.0 * static_cast<double>(n));
+    occupy(stream, seconds);
   }
-  void relu_bwd(tierpool::stream_handle stream, float* dy, float const* y, std::size_t n) override
+  void do_relu_bwd(tierpool::stream_handle stream, double seconds, float* dy, float const* y, std::size_t n) override
   {
     enqueue(stream, [=] { host_kernels::relu_bwd(dy, y, n); });
-    occupy(stream, static_cast<double>(n), 12.0 * static_cast<double>(n));
+    occupy(stream, seconds);
   }
-  void softmax_xent_grad(tierpool::stream_handle stream, float const* logits, std::int32_t const* labels,
-                         float* dlogits, std::size_t rows, std::size_t classes) override
+  void do_softmax_xent_grad(tierpool::stream_handle stream, double seconds, float const* logits,
+                            std::int32_t const* labels, float* dlogits, std::size_t rows, std::size_t classes) override
   {
     enqueue(stream, [=] { host_kernels::softmax_xent_grad(logits, labels, dlogits, rows, classes); });
-    occupy(stream, 5.0 * static_cast<double>(rows * classes), 8.0 * static_cast<double>(rows * classes));
+    occupy(stream, seconds);
   }
-  void adam_step(tierpool::stream_handle stream, float* w, float* m, float* v, float const* g, std::size_t n,
-                 adam_params const& p) override
+  void do_adam_step(tierpool::stream_handle stream, double seconds, float* w, float* m, float* v, float const* g,
+                    std::size_t n, adam_params const& p) override
   {
     enqueue(stream, [=] { host_kernels::adam_step(w, m, v, g, n, p); });
-    occupy(stream, 12.0 * static_cast<double>(n), 28.0 * static_cast<double>(n));
+    occupy(stream, seconds);
   }
 
  private:
@@ -209,7 +211,9 @@ class host_compute_backend final : public compute_backend {
   template <class F>
   void enqueue(tierpool::stream_handle stream, F&& f)
   {
-    auto j = std::make_unique<job>(std::forward<F>(f));
+    // Without the math (--skip-math) the host function is still enqueued, empty: the
+    // backend sees the same calls in the same order.
+    auto j = math_ ? std::make_unique<job>(std::forward<F>(f)) : std::make_unique<job>([] {});
     tierpool::status const s = be_.launch_host_func(stream, &run, j.get());
     if (s != tierpool::status::ok) {
       throw std::runtime_error("launch_host_func failed (" + std::string(tierpool::to_string(s)) +
@@ -219,25 +223,26 @@ class host_compute_backend final : public compute_backend {
   }
 
   // Note [Kernel time on the virtual clock].
-  void occupy(tierpool::stream_handle stream, double flops, double bytes)
+  void occupy(tierpool::stream_handle stream, double seconds)
   {
     if (sim_ == nullptr) { return; }
-    double const ns = std::max(flops / kFlopsPerSecond, bytes / kBytesPerSecond) * 1e9;
-    tierpool::status const s = sim_->compute_async(stream, static_cast<tierpool::tick>(std::ceil(ns)));
+    tierpool::status const s = sim_->compute_async(stream, static_cast<tierpool::tick>(std::ceil(seconds * 1e9)));
     if (s != tierpool::status::ok) {
       throw std::runtime_error("compute_async failed (" + std::string(tierpool::to_string(s)) + ")");
     }
   }
 
   tierpool::backend& be_;
+  bool math_;                 // false: the kernels compute nothing (--skip-math)
   tierpool::sim_backend* sim_;  // the virtual clock's kernels take time (null: wall clock or CUDA)
 };
 
 }  // namespace
 
-std::unique_ptr<compute_backend> make_host_compute_backend(tierpool::backend& be, bool kernel_time)
+std::unique_ptr<compute_backend> make_host_compute_backend(tierpool::backend& be, bool kernel_time,
+                                                           kernel_roofline roofline, bool math)
 {
-  return std::make_unique<host_compute_backend>(be, kernel_time);
+  return std::make_unique<host_compute_backend>(be, kernel_time, roofline, math);
 }
 
 }  // namespace oversubscribe

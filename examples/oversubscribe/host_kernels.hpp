@@ -56,9 +56,14 @@ namespace oversubscribe {
  * @param be A backend whose device memory the host can read and write (sim, real memory);
  *           must outlive the result.
  * @param kernel_time On the virtual clock: each kernel also occupies its stream for its
- *        roofline time (Note [Kernel time on the virtual clock], host_kernels.cpp).
+ *        time on `roofline` (Note [Kernel time on the virtual clock], host_kernels.cpp).
+ * @param roofline The roofline the kernels are timed on.
+ * @param math False: each kernel is an empty host function (its time is still charged):
+ *        the backend sees the same calls, and no result is computed.
  * @return The backend; never null.
  */
-[[nodiscard]] std::unique_ptr<compute_backend> make_host_compute_backend(tierpool::backend& be, bool kernel_time = false);
+[[nodiscard]] std::unique_ptr<compute_backend> make_host_compute_backend(tierpool::backend& be, bool kernel_time = false,
+                                                                        kernel_roofline roofline = {},
+                                                                        bool math = true);
 
 }  // namespace oversubscribe

@@ -38,6 +38,7 @@ using tierpool::sim_call;
 using tierpool::sim_clock_mode;
 using tierpool::sim_link;
 using tierpool::sim_links;
+using tierpool::sim_host_costs;
 using tierpool::sim_memory_mode;
 using tierpool::sim_activity;
 using tierpool::sim_span;
@@ -191,6 +192,68 @@ TEST(SimVirtualClock, CopyCompletesAtLatencyPlusBytesOverBandwidth)
   EXPECT_EQ(st.copies, 2U);
   EXPECT_EQ(st.bytes, 5096U);
   EXPECT_EQ(st.busy_ns, 5096U + 2000U);
+}
+
+// Note [Host time per call]: each call of a kind with a cost moves now() by it before it
+// takes effect; its work is then ready no earlier than that.
+TEST(SimVirtualClock, HostCostsMoveTheClockBeforeEachCall)
+{
+  sim_options o = virtual_options({1e9, 1000});  // 1 B/ns, 1 us
+  o.host_costs = sim_host_costs{.copy = 500, .event = 100, .compute = 2000, .host_func = 50};
+  sim_backend be{o};
+  buffers b(be, 64_KiB);
+  stream_handle const s = new_stream(be);
+  ASSERT_EQ(be.now(), 0U) << "allocate and create_stream cost nothing";
+  event_handle const e = new_event(be);
+  EXPECT_EQ(be.now(), 100U) << "create_event is an event call";
+  ASSERT_EQ(be.copy_async(b.h2d(4096), s), status::ok);
+  EXPECT_EQ(be.now(), 600U);
+  EXPECT_EQ(be.stream_tail(s), std::optional<tick>{600 + 1000 + 4096}) << "the copy is ready once enqueued";
+  ASSERT_EQ(be.compute_async(s, 10'000), status::ok);
+  EXPECT_EQ(be.now(), 2600U);
+  EXPECT_EQ(be.stream_tail(s), std::optional<tick>{5696 + 10'000}) << "a kernel waits for the stream, not the host";
+  ASSERT_EQ(be.record_event(e, s), status::ok);
+  ASSERT_EQ(be.stream_wait_event(s, e), status::ok);
+  EXPECT_EQ(be.now(), 2800U);
+  int ran = 0;
+  ASSERT_EQ(be.launch_host_func(s, [](void* p) { ++*static_cast<int*>(p); }, &ran), status::ok);
+  EXPECT_EQ(be.now(), 2850U);
+  EXPECT_EQ(ran, 1);
+
+  // A call that fails its checks costs nothing; query and synchronize are free.
+  EXPECT_EQ(be.record_event(event_handle{}, s), status::invalid_value);
+  EXPECT_EQ(be.copy_async(copy_desc{b.dev, b.host, 0, tier_kind::device, tier_kind::pinned_host}, s),
+            status::invalid_value);
+  EXPECT_EQ(be.query_event(e), status::not_ready);
+  EXPECT_EQ(be.now(), 2850U);
+
+  // As the host's time passes, work it enqueued completes: an event the host polls is
+  // done once enough calls have been made.
+  for (int i = 0; i < 26; ++i) { ASSERT_EQ(be.copy_async(b.d2h(1), new_stream(be)), status::ok); }
+  EXPECT_EQ(be.now(), 2850U + 26 * 500);
+  EXPECT_EQ(be.query_event(e), status::ok) << "the event's time, 15696, has passed";
+  EXPECT_EQ(be.call_count(sim_call::copy), 27U);
+  be.destroy_event(e);
+}
+
+TEST(SimVirtualClock, NoHostCostsLeaveTheClockStillAndAWallClockIgnoresThem)
+{
+  sim_backend be{virtual_options()};
+  EXPECT_TRUE(be.caps().virtual_clock);
+  buffers b(be, 64_KiB);
+  stream_handle const s = new_stream(be);
+  for (int i = 0; i < 8; ++i) { ASSERT_EQ(be.copy_async(b.h2d(64), s), status::ok); }
+  EXPECT_EQ(be.now(), 0U);
+
+  sim_options w;  // a wall clock: host costs are the host's own time, nothing is added
+  w.host_costs.copy = 1'000'000'000;  // one second a copy would be seen at once
+  sim_backend wall{w};
+  buffers bw(wall, 64_KiB);
+  stream_handle const ws = new_stream(wall);
+  auto const t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(wall.copy_async(bw.h2d(64), ws), status::ok);
+  ASSERT_EQ(wall.synchronize_stream(ws), status::ok);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
 }
 
 TEST(SimVirtualClock, TwoCopiesOnOneLinkSerialize)

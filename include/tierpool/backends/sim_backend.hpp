@@ -195,6 +195,37 @@ struct sim_fault_options {
   std::vector<sim_fault_rule> rules;  ///< empty: no faults
 };
 
+/**
+ * @brief Host time the calls of each kind take on a virtual clock (Note [Host time per
+ *        call], sim_backend.cpp): each such call moves now() forward by its cost before it
+ *        takes effect, so work is enqueued no earlier than the host could have enqueued it.
+ *
+ * On a GPU a program whose kernels and copies are small is bound by the host: each CUDA
+ * call costs microseconds, and the device waits for the next one. All zero (the default)
+ * is a host that takes no time, as before. `tierpool suite calibrate` fits them to a
+ * measured GPU (docs/chapters/suite.md, "Calibration").
+ */
+struct sim_host_costs {
+  tick copy{0};       ///< copy_async, ns
+  tick event{0};      ///< create_event, record_event, stream_wait_event, ns
+  tick compute{0};    ///< compute_async (a kernel's launch), ns
+  tick host_func{0};  ///< launch_host_func, ns
+  /// @brief The cost of a call of `kind` (0 for the kinds not listed).
+  [[nodiscard]] constexpr tick of(sim_call kind) const noexcept
+  {
+    switch (kind) {
+      case sim_call::copy: return copy;
+      case sim_call::event: return event;
+      case sim_call::compute: return compute;
+      case sim_call::host_func: return host_func;
+      default: return 0;
+    }
+  }
+  /// @brief True when every cost is zero.
+  [[nodiscard]] constexpr bool none() const noexcept { return copy == 0 && event == 0 && compute == 0 && host_func == 0; }
+  friend constexpr bool operator==(sim_host_costs const&, sim_host_costs const&) noexcept = default;
+};
+
 /// @brief Construction options of the sim backend (VMA-style create-info aggregate).
 struct sim_options {
   std::size_t device_bytes{256_MiB};       ///< device capacity; allocations beyond -> out_of_memory
@@ -237,6 +268,9 @@ struct sim_options {
   /// sim_backend::spans() (a timeline to draw, or summarize_activity). Off by default: a
   /// long run keeps one 40-byte span per copy and kernel. No effect on a wall clock.
   bool record_spans{false};
+  /// Virtual clock: the host time each kind of call takes (sim_host_costs). No effect on a
+  /// wall clock, where the host's time is its own.
+  sim_host_costs host_costs{};
 };
 
 /// @brief The work captured on a sim stream (sim_backend::end_capture), to launch again

@@ -264,11 +264,28 @@ struct sim_backend::impl {
   }
 
   /// Step 2 of every fallible call. Returns ok or injected_fault (recorded).
+  // Note [Host time per call]
+  //   On a virtual clock the host takes no time unless told: the pool's calls, however
+  //   many, are all enqueued at the same instant, and only the device's work (copies on
+  //   their links, kernels with compute_async) moves the timeline. On a GPU each CUDA
+  //   call costs the host microseconds, and a training step of small kernels and copies
+  //   is bound by the host: the demo's MLP on an H200 takes about 1.5 ms an iteration for
+  //   126 kernels whose roofline time is 0.07 ms, and each eviction's copies and events
+  //   add their calls' time (bench/results/suite-gpu-2026-12-04). sim_options::host_costs
+  //   gives each kind of call a host time: a call that passes its checks moves now()
+  //   forward by it before it takes effect, so its work is ready no earlier than the host
+  //   could have enqueued it, and events the host polls complete as its time passes. A
+  //   call that fails its checks costs nothing. Deterministic: now() moves only with the
+  //   calls the host makes. With several host threads their costs add up on the one clock,
+  //   as if one host thread made every call.
   status inject(sim_call kind) noexcept
   {
     std::string why;
     if (faults.check(kind, &why)) {
       return fail(status::injected_fault, why);
+    }
+    if (vt != nullptr) {
+      if (tick const cost = opts.host_costs.of(kind); cost != 0) { vt->advance_to(timeline->now() + cost); }
     }
     return status::ok;
   }

@@ -24,17 +24,19 @@ namespace {
 
 constexpr std::uint64_t GiB = 1ULL << 30U;
 
+// fp32 without tensor cores, vendors' datasheets: A100 19.5 TFLOP/s, H100 PCIe 51.2,
+// H100/H200 SXM and GH200 67; the kernels' memory bandwidth is the device link's (HBM).
 constexpr std::array<device_preset, 5> kPresets = {{
   {"a100-pcie4", "NVIDIA A100 PCIe 80 GB on PCIe 4.0 x16 (simulated)", 80 * GiB, link_model::pcie4(),
-   link_model{1.9e12, 2'000}, "pcie4"},
+   link_model{1.9e12, 2'000}, "pcie4", link_model{}, 19.5e12},
   {"h100-pcie", "NVIDIA H100 PCIe 80 GB on PCIe 5.0 x16 (simulated)", 80 * GiB, link_model::pcie5(),
-   link_model{2.0e12, 2'000}, "pcie5"},
+   link_model{2.0e12, 2'000}, "pcie5", link_model{}, 51.2e12},
   {"h200-sxm", "NVIDIA H200 SXM 141 GB on PCIe 5.0 x16 to the host (simulated)", 141'000'000'000ULL,
-   link_model::pcie5(), link_model{4.8e12, 2'000}, "pcie5"},
+   link_model::pcie5(), link_model{4.8e12, 2'000}, "pcie5", link_model{}, 67e12},
   {"gh200", "NVIDIA GH200 Grace Hopper 96 GB, NVLink-C2C to the host (simulated)", 96 * GiB,
-   link_model::nvlink_c2c(), link_model{4.0e12, 2'000}, "nvlink-c2c"},
+   link_model::nvlink_c2c(), link_model{4.0e12, 2'000}, "nvlink-c2c", link_model{}, 67e12},
   {"h100-cxl", "NVIDIA H100 PCIe 80 GB, host tier on a CXL memory expander (simulated)", 80 * GiB,
-   link_model::cxl(), link_model{2.0e12, 2'000}, "cxl"},
+   link_model::cxl(), link_model{2.0e12, 2'000}, "cxl", link_model{}, 51.2e12},
 }};
 
 std::string names()
@@ -108,10 +110,33 @@ device_preset const& load_preset_file(std::string const& path)
   link_model const h2d = link_field(*o, "h2d", where);
   link_model const d2h = link_field(*o, "d2h", where);
   link_model const dev = o->contains("device_link") ? link_field(*o, "device_link", where) : link_model::hbm();
+  double flops = 0.0;
+  double kbytes = 0.0;
+  if (boost::json::value const* k = o->if_contains("kernels")) {
+    if (!k->is_object()) { throw logic_error(where + ": 'kernels' must be an object"); }
+    flops = field(k->as_object(), "flops_per_second", where + ": kernels");
+    kbytes = field(k->as_object(), "bytes_per_second", where + ": kernels");
+    if (flops <= 0 || kbytes <= 0) { throw logic_error(where + ": kernels: the roofline's figures must be > 0"); }
+  }
+  sim_host_costs hc;
+  if (boost::json::value const* h = o->if_contains("host_costs")) {
+    if (!h->is_object()) { throw logic_error(where + ": 'host_costs' must be an object"); }
+    std::string const at = where + ": host_costs";
+    auto ns = [&](char const* key) {
+      boost::json::value const* given = h->as_object().if_contains(key);
+      if (given == nullptr) { return tick{0}; }
+      double const sec = field(h->as_object(), key, at);
+      if (sec > 1.0) { throw logic_error(at + ": '" + key + "' is over a second"); }
+      return static_cast<tick>(std::llround(sec * 1e9));
+    };
+    hc = sim_host_costs{.copy = ns("copy_seconds"), .event = ns("event_seconds"), .compute = ns("kernel_seconds"),
+                        .host_func = ns("host_func_seconds")};
+  }
   std::deque<loaded_preset>& all = loaded();
   all.push_back(std::move(lp));
   loaded_preset& back = all.back();
-  back.preset = device_preset{back.name, back.title, static_cast<std::uint64_t>(mem), h2d, dev, back.link_name, d2h};
+  back.preset = device_preset{back.name, back.title, static_cast<std::uint64_t>(mem), h2d, dev, back.link_name, d2h,
+                              flops, kbytes, hc};
   return back.preset;
 }
 
@@ -126,6 +151,7 @@ sim_options sim_options_for(device_preset const& p)
   l.d2h = p.d2h();
   l.d2d = p.device_link;
   o.links = l;
+  o.host_costs = p.host_costs;
   return o;
 }
 

@@ -24,6 +24,13 @@ struct device_preset {
   link_model device_link;       ///< device <-> device (HBM)
   std::string_view link_name;   ///< the host link's kind (pcie4, pcie5, nvlink-c2c, cxl)
   link_model d2h_link{};        ///< device -> host, when it differs (a calibrated preset)
+  /// The kernels' roofline for the demo (`--kernel-roofline`): fp32 FLOP/s (0: the demo's
+  /// default) and memory bytes/s (0: device_link's bandwidth).
+  double kernel_flops{0.0};
+  double kernel_bytes{0.0};
+  /// The host's time per call on the virtual clock (sim_options::host_costs): zero in the
+  /// stock presets, fitted by `tierpool suite calibrate` (docs/chapters/suite.md).
+  sim_host_costs host_costs{};
   /// The device -> host link in effect.
   [[nodiscard]] link_model const& d2h() const noexcept { return d2h_link.unthrottled() ? host_link : d2h_link; }
 };

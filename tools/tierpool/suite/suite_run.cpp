@@ -21,6 +21,7 @@
 #include "checked_options.hpp"
 #include "commands.hpp"
 #include "device_facts.hpp"
+#include "suite/suite_demo.hpp"
 #include "suite/suite_mpi.hpp"
 #include "suite/suite_presets.hpp"
 
@@ -69,7 +70,9 @@ namespace fs = std::filesystem;
 namespace json = boost::json;
 using clock_type = std::chrono::steady_clock;
 
-constexpr int kSuiteVersion = 1;
+// 2: oversub-train's iteration time is the steady state (iterations 2..4, Note [Steady state]
+//    in the demo), with first_iteration_time and reference_iteration_time beside it.
+constexpr int kSuiteVersion = 2;
 
 // ---- options -------------------------------------------------------------------------
 
@@ -569,46 +572,6 @@ workload_result run_replay_serving(device_under_test const& d, run_config const&
 
 // ---- workload: the oversubscription demo (a child process) --------------------------------
 
-std::optional<json::object> run_demo(std::string const& demo, std::vector<std::string> args, std::string const& json_path)
-{
-  args.insert(args.begin(), demo);
-  args.push_back("--json");
-  args.push_back(json_path);
-  std::vector<char*> argv;
-  for (std::string& a : args) { argv.push_back(a.data()); }
-  argv.push_back(nullptr);
-  pid_t const pid = fork();
-  if (pid < 0) { return std::nullopt; }
-  if (pid == 0) {
-    std::FILE* devnull = std::fopen("/dev/null", "w");
-    if (devnull != nullptr) {
-      (void)dup2(fileno(devnull), 1);
-      (void)dup2(fileno(devnull), 2);
-    }
-    execv(demo.c_str(), argv.data());
-    _exit(127);
-  }
-  int st = 0;
-  if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) { return std::nullopt; }
-  std::ifstream in(json_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  boost::system::error_code ec;
-  json::value v = json::parse(ss.str(), ec);
-  if (ec || !v.is_object()) { return std::nullopt; }
-  return v.as_object();
-}
-
-double num(json::object const& o, char const* key)
-{
-  json::value const* v = o.if_contains(key);
-  if (v == nullptr) { return 0.0; }
-  if (v->is_double()) { return v->as_double(); }
-  if (v->is_int64()) { return static_cast<double>(v->as_int64()); }
-  if (v->is_uint64()) { return static_cast<double>(v->as_uint64()); }
-  return 0.0;
-}
-
 workload_result run_demo_train(device_under_test const& d, run_config const& cfg, fs::path const& scratch)
 {
   workload_result w{"oversub-train", "Oversubscribed training: the demo's MLP with Adam, iteration time against oversubscription",
@@ -626,35 +589,32 @@ workload_result run_demo_train(device_under_test const& d, run_config const& cfg
   std::vector<conf> const confs = {{"lru", true}, {"lru", false}, {"repeat", true}};
   for (conf const& c : confs) {
     for (double const x : ratios) {
-      std::vector<std::string> args = {"--oversubscription", ratio_label(x), "--policy", c.policy, "--iterations", "3"};
+      std::vector<std::string> args = {"--oversubscription", ratio_label(x), "--policy", c.policy, "--iterations",
+                                       std::to_string(suite::kDemoIterations)};
       if (!c.prefetch) { args.emplace_back("--no-prefetch"); }
-      if (d.spec().simulated) {
-        char link[64];
-        std::snprintf(link, sizeof link, "%.6g,%llu", d.spec().preset->host_link.bandwidth_bytes_per_s,
-                      static_cast<unsigned long long>(d.spec().preset->host_link.latency_ns));
-        args.insert(args.end(), {"--backend", "sim", "--virtual-clock", "--kernel-time", "--link", link});
-      } else {
+      if (d.spec().simulated) { suite::append_sim_demo_args(*d.spec().preset, args); }
+      else {
         args.insert(args.end(), {"--backend", "cuda", "--device", std::to_string(d.spec().cuda_ordinal)});
       }
-      std::optional<json::object> const r = run_demo(cfg.demo_path, args, (scratch / "demo.json").string());
+      std::optional<json::object> const r = suite::run_demo(cfg.demo_path, args, (scratch / "demo.json").string());
       if (!r) {
         throw logic_error("the demo failed: " + cfg.demo_path + " with" +
                           std::accumulate(args.begin(), args.end(), std::string(),
                                           [](std::string a, std::string const& b) { return std::move(a) + " " + b; }));
       }
-      bool const virt = d.spec().simulated;
-      double const iters = std::max(1.0, num(*r, "iterations"));
-      double const secs = virt ? num(*r, "virtual_seconds") : num(*r, "seconds");
-      double const ref = virt ? num(*r, "reference_virtual_seconds") : num(*r, "reference_seconds");
+      suite::demo_times const t = suite::demo_times_of(*r, d.spec().simulated);
+      double const iters = std::max(1.0, suite::num(*r, "iterations"));
       json::object p;
       p["model"] = "demo-mlp";
       p["policy"] = c.policy;
       p["prefetch"] = c.prefetch ? "next-op" : "none";
       p["oversubscription"] = x;
-      w.figures.push_back({"iteration_time", "s", {secs / iters}, p});
-      w.figures.push_back({"host_stall", "s", {num(*r, "stall_seconds") / iters}, p});  // the host's waits (wall clock)
-      w.figures.push_back({"bytes_moved", "B", {(num(*r, "bytes_h2d") + num(*r, "bytes_d2h")) / iters}, p});
-      if (ref > 0) { w.figures.push_back({"vs_unlimited", "x", {secs / ref}, p}); }
+      w.figures.push_back({"iteration_time", "s", {t.steady}, p});
+      w.figures.push_back({"first_iteration_time", "s", {t.first}, p});
+      w.figures.push_back({"reference_iteration_time", "s", {t.reference_steady}, p});
+      w.figures.push_back({"host_stall", "s", {suite::num(*r, "stall_seconds") / iters}, p});  // the host's waits (wall clock)
+      w.figures.push_back({"bytes_moved", "B", {(suite::num(*r, "bytes_h2d") + suite::num(*r, "bytes_d2h")) / iters}, p});
+      if (t.reference_steady > 0) { w.figures.push_back({"vs_unlimited", "x", {t.steady / t.reference_steady}, p}); }
       json::value const* ok = r->if_contains("verified");
       w.figures.push_back({"losses_bit_identical", "bool", {ok != nullptr && ok->is_bool() && ok->as_bool() ? 1.0 : 0.0}, p});
     }
@@ -720,7 +680,7 @@ struct workload_def {
 
 constexpr workload_def kWorkloads[] = {
   {"link", 1.0, 3.0, false, false},
-  {"oversub-train", 20.0, 60.0, false, true},
+  {"oversub-train", 25.0, 75.0, false, true},
   {"replay-train", 2.0, 5.0, true, false},
   {"infer-stream", 1.0, 3.0, true, false},
   {"kv-paging", 2.0, 5.0, true, false},
@@ -918,20 +878,6 @@ double parse_budget(std::string const& text)
   return v * mult;
 }
 
-std::string find_demo(char const* argv0)
-{
-  if (char const* e = std::getenv("TIERPOOL_DEMO"); e != nullptr && *e != '\0') { return e; }
-  std::error_code ec;
-  fs::path const self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) { return {}; }
-  (void)argv0;
-  for (fs::path const& cand : {self.parent_path().parent_path() / "examples" / "oversubscribe" / "oversubscribe",
-                               self.parent_path() / "oversubscribe"}) {
-    if (fs::exists(cand, ec)) { return cand.string(); }
-  }
-  return {};
-}
-
 // The devices rank R runs under --mpi: R, R + N, ... of the list; with fewer devices than
 // ranks, device R mod count; with `all` (CUDA devices of the rank's node), the node-local
 // rank's device.
@@ -1056,7 +1002,7 @@ int suite_run_command(int argc, char** argv)
       }
       cfg.only.push_back(name);
     }
-    if (cfg.demo_path.empty()) { cfg.demo_path = find_demo(argv[0]); }
+    if (cfg.demo_path.empty()) { cfg.demo_path = suite::find_demo(); }
     if (cfg.nvbandwidth_path.empty()) { cfg.nvbandwidth_path = find_nvbandwidth(); }
     double shortest = 1e30;
     for (workload_def const& w : kWorkloads) {

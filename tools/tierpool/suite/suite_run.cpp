@@ -245,9 +245,6 @@ double baseline_copy_seconds(device_under_test const& d, link_case const& c, std
 
 // Through the pool: a copy-in (acquire on a stream of a tensor held in the host tier) or a
 // write-back (demote of a dirty device copy); with `bidi`, a second tensor moves the other
-// way at once.
-// Through the pool: a copy-in (acquire on a stream of a tensor held in the host tier) or a
-// write-back (demote of a dirty device copy); with `bidi`, a second tensor moves the other
 // way at once. The two tensors are used on two streams, as a program overlapping a copy-in
 // with a write-back would: the write-back waits for its tensor's last use on its stream.
 double pool_copy_seconds(device_under_test const& d, pool& p, link_case const& c, tensor const& a, tensor const& b,

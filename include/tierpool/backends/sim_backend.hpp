@@ -223,6 +223,7 @@ struct sim_host_costs {
   }
   /// @brief True when every cost is zero.
   [[nodiscard]] constexpr bool none() const noexcept { return copy == 0 && event == 0 && compute == 0 && host_func == 0; }
+  /// @brief Equal when every cost is.
   friend constexpr bool operator==(sim_host_costs const&, sim_host_costs const&) noexcept = default;
 };
 

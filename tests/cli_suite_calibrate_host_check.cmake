@@ -1,7 +1,8 @@
 # cli.suite_calibrate.host_costs: a simulated GPU whose host costs are known (kernel 10 us,
 # copy 6 us, event 1.6 us; tests/data/suite/truth-host-costs.json) runs the link and the
 # demo's workloads; `suite calibrate` must fit host costs that predict every steady
-# iteration time within 15 % (Note [Fitting the host's costs]), near the truth. The fit
+# iteration time within 15 % (Note [Fitting the host's costs]), near the truth: the MLP's
+# and the transformer-shaped model's rows. The fit
 # cannot tell a copy's host cost from the link's latency, so their sum is what is checked.
 file(REMOVE_RECURSE ${OUT})
 file(MAKE_DIRECTORY ${OUT})
@@ -9,7 +10,7 @@ include(${CMAKE_CURRENT_LIST_DIR}/cli_run_ok.cmake)
 run_ok(${TIERPOOL} suite run --devices sim:${TRUTH} --only link,oversub-train --preset quick -q --out ${OUT}/measured
        --demo ${DEMO})
 run_ok(${TIERPOOL} suite calibrate ${OUT}/measured/sim-truth.json -o ${OUT}/fit.json --demo ${DEMO})
-if(NOT out MATCHES "host costs: kernel [0-9.]+ us, copy [0-9.]+ us, event [0-9.]+ us .*  reference +measured .*worst error")
+if(NOT out MATCHES "host costs: kernel [0-9.]+ us, copy [0-9.]+ us, event [0-9.]+ us .*  mlp reference +measured .*worst error")
   message(FATAL_ERROR "no host-cost fit in calibrate's output:\n${out}")
 endif()
 set(py [=[
@@ -18,7 +19,10 @@ p = json.load(open(sys.argv[1]))
 h = p["host_costs"]
 assert h["fit_max_error"] < 0.15, h
 rows = h["rows"]
-assert len(rows) == 10 and rows[0]["row"] == "reference", [r["row"] for r in rows]
+names = [r["row"] for r in rows]
+# quick: each model's reference, the MLP's 3 configurations and the transformer's 2 at 1x, 2x, 4x
+assert len(rows) == 17 and names[0] == "mlp reference" and "transformer reference" in names, names
+assert sum(n.startswith("transformer ") for n in names) == 7, names
 for r in rows:
     err = abs(r["simulated_seconds"] / r["measured_seconds"] - 1)
     assert err <= h["fit_max_error"] + 1e-12, (r, h["fit_max_error"])

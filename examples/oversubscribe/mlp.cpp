@@ -32,12 +32,16 @@ std::size_t param_floats(std::size_t in, std::size_t out) noexcept { return (in 
 mlp_trainer::mlp_trainer(tierpool::pool& pool, compute_backend& compute, mlp_config cfg)
     : pool_(pool), compute_(compute), cfg_(cfg)
 {
-  if (cfg_.layers == 0 || cfg_.width == 0 || cfg_.batch == 0 || cfg_.classes == 0) {
-    throw std::invalid_argument("layers, width, batch and classes must be positive");
+  if (cfg_.layers == 0 || cfg_.width == 0 || cfg_.batch == 0 || cfg_.classes == 0 || cfg_.seq == 0) {
+    throw std::invalid_argument("layers, width, batch, seq and classes must be positive");
   }
   stream_ = pool_.create_stream();
   virtual_clock_ = pool_.backend().caps().virtual_clock;
   for (tierpool::event& e : done_) { e = pool_.create_event(); }
+  if (cfg_.model == model_kind::transformer) {
+    build_transformer();
+    return;
+  }
   std::size_t const b = cfg_.batch;
   input_ = make_tensor(b * cfg_.width * sizeof(float), "input");
   labels_ = make_tensor(b * sizeof(std::int32_t), "labels");
@@ -80,6 +84,7 @@ mlp_trainer::~mlp_trainer()
 
 std::size_t mlp_trainer::working_set_bytes(mlp_config const& cfg)
 {
+  if (cfg.model == model_kind::transformer) { return transformer_working_set(cfg); }
   std::size_t total = cfg.batch * cfg.width * sizeof(float) + cfg.batch * sizeof(std::int32_t);
   for (std::size_t l = 0; l < cfg.layers; ++l) {
     std::size_t const out = l + 1 == cfg.layers ? cfg.classes : cfg.width;
@@ -91,6 +96,7 @@ std::size_t mlp_trainer::working_set_bytes(mlp_config const& cfg)
 
 std::size_t mlp_trainer::largest_operation_bytes(mlp_config const& cfg)
 {
+  if (cfg.model == model_kind::transformer) { return transformer_largest_operation(cfg); }
   std::size_t largest = 0;
   std::size_t const act_in = cfg.batch * cfg.width * sizeof(float);
   for (std::size_t l = 0; l < cfg.layers; ++l) {
@@ -201,19 +207,22 @@ void mlp_trainer::build_operations()
     ops_.push_back(std::move(op));
   }
   // Adam, first layer first (the backward pass ended there, so its tensors are warm).
-  for (std::size_t l = 0; l <= last; ++l) {
-    std::size_t const n = param_floats(in, out_dim(l));
-    ops_.push_back({{{&w_[l], access_mode::read_write}, {&adam_m_[l], access_mode::read_write},
-                     {&adam_v_[l], access_mode::read_write}, {&grad_w_[l], access_mode::read}},
-                    [this, f, n](std::vector<tierpool::lease> const& ls) {
-                      adam_params p;
-                      p.lr = cfg_.lr;
-                      auto const t = static_cast<double>(steps_);
-                      p.bias_correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(p.beta1), t));
-                      p.bias_correction2 = static_cast<float>(1.0 - std::pow(static_cast<double>(p.beta2), t));
-                      compute_.adam_step(stream_, f(ls[0]), f(ls[1]), f(ls[2]), f(ls[3]), n, p);
-                    }});
-  }
+  for (std::size_t l = 0; l <= last; ++l) { add_adam(l, param_floats(in, out_dim(l))); }
+}
+
+void mlp_trainer::add_adam(std::size_t param, std::size_t floats)
+{
+  ops_.push_back({{{&w_[param], access_mode::read_write}, {&adam_m_[param], access_mode::read_write},
+                   {&adam_v_[param], access_mode::read_write}, {&grad_w_[param], access_mode::read}},
+                  [this, floats](std::vector<tierpool::lease> const& ls) {
+                    adam_params p;
+                    p.lr = cfg_.lr;
+                    auto const t = static_cast<double>(steps_);
+                    p.bias_correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(p.beta1), t));
+                    p.bias_correction2 = static_cast<float>(1.0 - std::pow(static_cast<double>(p.beta2), t));
+                    compute_.adam_step(stream_, ls[0].as<float>(), ls[1].as<float>(), ls[2].as<float>(),
+                                       ls[3].as<float>(), floats, p);
+                  }});
 }
 
 double mlp_trainer::step()
@@ -230,7 +239,8 @@ double mlp_trainer::step()
   // The loss comes from bytes read back through the pool, wherever they are now.
   auto logits = pool_.acquire_host(act_.back(), access_mode::read);
   auto labels = pool_.acquire_host(labels_, access_mode::read);
-  return host_kernels::softmax_xent_loss(logits.as<float>(), labels.as<std::int32_t>(), cfg_.batch, cfg_.classes);
+  std::size_t const rows = cfg_.model == model_kind::transformer ? cfg_.batch * cfg_.seq : cfg_.batch;
+  return host_kernels::softmax_xent_loss(logits.as<float>(), labels.as<std::int32_t>(), rows, cfg_.classes);
 }
 
 void mlp_trainer::run(std::size_t index)
@@ -310,12 +320,12 @@ void mlp_trainer::dump_tensors(std::string const& dir)
     f.write(static_cast<char const*>(l.data()), static_cast<std::streamsize>(l.bytes() / sizeof(float) * sizeof(float)));
     if (!f) { throw std::runtime_error("cannot write '" + path + "'"); }
   };
-  for (std::size_t l = 0; l < cfg_.layers; ++l) {
-    std::string const n = std::to_string(l);
-    write(act_[l], "act" + n);
-    write(adam_m_[l], "adam_m" + n);
-    write(adam_v_[l], "adam_v" + n);
-    write(w_[l], "w" + n);
+  for (std::size_t i = 0; i < act_.size(); ++i) { write(act_[i], "act" + std::to_string(i)); }
+  for (std::size_t i = 0; i < w_.size(); ++i) {
+    std::string const n = std::to_string(i);
+    write(adam_m_[i], "adam_m" + n);
+    write(adam_v_[i], "adam_v" + n);
+    write(w_[i], "w" + n);
   }
 }
 

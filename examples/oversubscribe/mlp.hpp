@@ -20,12 +20,20 @@
 
 namespace oversubscribe {
 
-/// @brief Shape and training settings of the MLP.
+/// @brief Which model the trainer builds.
+enum class model_kind : std::uint8_t {
+  mlp,          ///< linear layers with ReLU
+  transformer,  ///< transformer-shaped blocks (transformer.cpp, Note [A transformer-shaped loop])
+};
+
+/// @brief Shape and training settings of the model.
 struct mlp_config {
-  std::size_t layers{16};    ///< linear layers (ReLU after all but the last)
-  std::size_t width{512};    ///< input and hidden width
-  std::size_t batch{64};     ///< samples per step (one fixed synthetic batch)
-  std::size_t classes{10};   ///< outputs of the last layer (softmax cross-entropy)
+  model_kind model{model_kind::mlp};  ///< the model
+  std::size_t layers{16};    ///< linear layers (ReLU after all but the last); blocks of the transformer
+  std::size_t width{512};    ///< input and hidden width (the transformer's model width d)
+  std::size_t batch{64};     ///< samples per step (one fixed synthetic batch); sequences of the transformer
+  std::size_t seq{64};       ///< the transformer's tokens per sequence
+  std::size_t classes{10};   ///< outputs of the last layer (softmax cross-entropy; per token in the transformer)
   std::uint64_t seed{1};     ///< initial weights, inputs and labels
   bool prefetch{true};       ///< prefetch the next operation's inputs while one computes
   float lr{1e-3F};           ///< Adam learning rate
@@ -103,10 +111,16 @@ class mlp_trainer {
   };
 
   [[nodiscard]] std::size_t out_dim(std::size_t layer) const noexcept;
+  // The transformer-shaped model (transformer.cpp).
+  void build_transformer();
+  [[nodiscard]] static std::size_t transformer_working_set(mlp_config const& cfg);
+  [[nodiscard]] static std::size_t transformer_largest_operation(mlp_config const& cfg);
   [[nodiscard]] tierpool::tensor const& layer_input(std::size_t layer) const noexcept;
   [[nodiscard]] tierpool::tensor make_tensor(std::size_t bytes, std::string name);
   void initialise();
   void build_operations();
+  /// Adam over parameter `param` (w_[param] and its moments, of `floats` floats) as an operation.
+  void add_adam(std::size_t param, std::size_t floats);
   void run(std::size_t index);
   void mark_done();
   void wait_until_at_most(std::uint64_t outstanding);
@@ -117,7 +131,9 @@ class mlp_trainer {
   tierpool::stream_handle stream_{};
   std::uint64_t steps_{0};
 
-  // One per layer; act_[l] is layer l's output (the logits for the last layer).
+  // One per layer; act_[l] is layer l's output (the logits for the last layer). The
+  // transformer: one per parameter (w_...) and per activation (act_, grad_act_), the
+  // logits last.
   std::vector<tierpool::tensor> w_, grad_w_, adam_m_, adam_v_, act_, grad_act_;
   tierpool::tensor input_, labels_;
   std::vector<operation> ops_;

@@ -83,9 +83,13 @@ Trains an MLP with Adam on a tiered pool whose device tier is a fraction of the 
 set, and checks every step's loss bit for bit against a run with unlimited device memory.
 
   --iterations N        training steps (default 5)
-  --layers L            linear layers (default 16)
-  --width W             hidden width (default 512)
-  --batch B             batch size (default 64)
+  --model NAME          mlp (default) or transformer: transformer-shaped blocks (Q, K,
+                        V, attention scores, context, output, a 4x wide MLP) of the
+                        same kernels
+  --layers L            linear layers (default 16); transformer blocks (default 4)
+  --width W             hidden width (default 512; transformer 256)
+  --batch B             batch size (default 64); transformer sequences (default 8)
+  --seq T               the transformer's tokens per sequence (default 64)
   --classes C           output classes (default 10)
   --seed S              seed of weights, inputs and labels (default 1)
   --device-bytes SIZE   device tier capacity, e.g. 16MiB (default: working set / 4,
@@ -292,6 +296,9 @@ tierpool::sim_host_costs parse_host_costs(std::string_view text)
 options parse_options(int argc, char** argv)
 {
   options o;
+  struct {
+    bool layers = false, width = false, batch = false, seq = false;
+  } given;
   std::vector<std::string_view> const args(argv + 1, argv + argc);
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string_view arg = args[i];
@@ -312,9 +319,16 @@ options parse_options(int argc, char** argv)
     };
     if (arg == "--help" || arg == "-h") { o.help = true; }
     else if (arg == "--iterations") { o.iterations = positive(arg); }
-    else if (arg == "--layers") { o.model.layers = positive(arg); }
-    else if (arg == "--width") { o.model.width = positive(arg); }
-    else if (arg == "--batch") { o.model.batch = positive(arg); }
+    else if (arg == "--layers") { o.model.layers = positive(arg); given.layers = true; }
+    else if (arg == "--width") { o.model.width = positive(arg); given.width = true; }
+    else if (arg == "--batch") { o.model.batch = positive(arg); given.batch = true; }
+    else if (arg == "--seq") { o.model.seq = positive(arg); given.seq = true; }
+    else if (arg == "--model") {
+      std::string_view const m = value();
+      if (m == "mlp") { o.model.model = oversubscribe::model_kind::mlp; }
+      else if (m == "transformer") { o.model.model = oversubscribe::model_kind::transformer; }
+      else { throw usage_error("--model: '" + std::string(m) + "' is not a model (mlp, transformer)"); }
+    }
     else if (arg == "--classes") { o.model.classes = positive(arg); }
     else if (arg == "--seed") { o.model.seed = parse_number<std::uint64_t>(value(), arg); }
     else if (arg == "--device-bytes") { o.device_bytes = parse_bytes(value(), arg); }
@@ -355,6 +369,15 @@ options parse_options(int argc, char** argv)
                          arg == "--virtual-clock" || arg == "--kernel-time" || arg == "--skip-math")) {
       throw usage_error(std::string(arg) + " takes no value");
     }
+  }
+  if (o.model.model == oversubscribe::model_kind::transformer) {
+    // The transformer's own defaults (Note [A transformer-shaped loop] in transformer.cpp):
+    // 4 blocks of width 256, 8 sequences of 64 tokens; a working set of about the MLP's.
+    if (!given.layers) { o.model.layers = 4; }
+    if (!given.width) { o.model.width = 256; }
+    if (!given.batch) { o.model.batch = 8; }
+  } else if (given.seq) {
+    throw usage_error("--seq is the transformer's (--model transformer)");
   }
   if (o.kernel_time && !o.virtual_clock) { throw usage_error("--kernel-time needs --virtual-clock"); }
   if (!o.host_costs.none() && !o.virtual_clock) { throw usage_error("--host-costs needs --virtual-clock"); }
@@ -616,8 +639,14 @@ int run(options const& o)
   }
   double const oversubscription = static_cast<double>(working_set) / static_cast<double>(tier_bytes);
 
-  std::printf("oversubscribe: MLP %zu x %zu, batch %zu, %zu classes, Adam; %zu iterations%s\n", cfg.layers,
-              cfg.width, cfg.batch, cfg.classes, o.iterations, cfg.prefetch ? "" : ", no prefetch");
+  if (cfg.model == oversubscribe::model_kind::transformer) {
+    std::printf("oversubscribe: transformer-shaped, %zu blocks of width %zu, %zu sequences of %zu tokens, %zu classes, "
+                "Adam; %zu iterations%s\n",
+                cfg.layers, cfg.width, cfg.batch, cfg.seq, cfg.classes, o.iterations, cfg.prefetch ? "" : ", no prefetch");
+  } else {
+    std::printf("oversubscribe: MLP %zu x %zu, batch %zu, %zu classes, Adam; %zu iterations%s\n", cfg.layers,
+                cfg.width, cfg.batch, cfg.classes, o.iterations, cfg.prefetch ? "" : ", no prefetch");
+  }
   std::printf("backend: %s (%s); kernels: %s; policy: %s\n", backend_name.c_str(), reason.c_str(),
               std::string(compute->name()).c_str(), policy.empty() ? "lru (default)" : policy.c_str());
   std::printf("working set %s on a device tier of %s: oversubscription %.2fx\n", format_bytes(working_set).c_str(),
@@ -824,6 +853,8 @@ int run(options const& o)
        << "  \"kernels\": " << json_string(compute->name()) << ",\n"
        << "  \"policy\": " << json_string(policy.empty() ? "lru" : policy) << ",\n"
        << "  \"prefetch\": " << (cfg.prefetch ? "true" : "false") << ",\n"
+       << "  \"model\": " << json_string(cfg.model == oversubscribe::model_kind::transformer ? "transformer" : "mlp")
+       << ", \"seq\": " << cfg.seq << ",\n"
        << "  \"layers\": " << cfg.layers << ", \"width\": " << cfg.width << ", \"batch\": " << cfg.batch
        << ", \"classes\": " << cfg.classes << ", \"seed\": " << cfg.seed << ",\n"
        << "  \"bytes_h2d\": " << stats.bytes_h2d << ",\n"

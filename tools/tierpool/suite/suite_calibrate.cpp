@@ -130,8 +130,9 @@ json::object link_json(link_fit const& f)
 
 // One measured steady time and what to run on the simulator to predict it.
 struct measured_row {
-  std::string label;   // "lru next-op 2x", or "reference"
-  std::string policy;  // empty: the reference (taken from every row's run)
+  std::string label;   // "mlp lru next-op 2x", or "mlp reference"
+  std::string model;   // the demo's --model: mlp or transformer
+  std::string policy;  // empty: the model's reference run (taken from its rows' runs)
   bool prefetch{true};
   double oversubscription{1.0};
   double seconds{0.0};
@@ -139,39 +140,45 @@ struct measured_row {
 
 std::vector<measured_row> measured_rows(suite::bundle const& b, std::string* why)
 {
-  std::vector<measured_row> rows;
-  std::vector<double> refs;
-  for (suite::workload const& w : b.workloads) {
-    if (w.name != "oversub-train") { continue; }
-    for (suite::figure const& f : w.figures) {
-      suite::param const* x = suite::find_param(f, "oversubscription");
-      if (param_text(f, "model") != "demo-mlp" || x == nullptr || !x->number || f.value <= 0) { continue; }
-      if (f.name == "reference_iteration_time") { refs.push_back(f.value); }
-      if (f.name != "iteration_time") { continue; }
-      measured_row r;
-      r.policy = param_text(f, "policy");
-      r.prefetch = param_text(f, "prefetch") != "none";
-      r.oversubscription = *x->number;
-      r.seconds = f.value;
-      r.label = r.policy + " " + param_text(f, "prefetch") + " " + x->text + "x";
-      rows.push_back(r);
-    }
-  }
   if (b.suite_version < 2) {
     *why = "the bundle is of suite version " + std::to_string(b.suite_version) +
            " (its oversub-train times include the first iteration; version 2 has the steady state)";
     return {};
   }
-  if (rows.empty() || refs.empty()) {
-    *why = "the bundle has no oversub-train steady times (tierpool suite run --only oversub-train)";
-    return {};
+  std::vector<measured_row> out;
+  for (char const* model : {"mlp", "transformer"}) {
+    std::vector<measured_row> rows;
+    std::vector<double> refs;
+    for (suite::workload const& w : b.workloads) {
+      if (w.name != "oversub-train") { continue; }
+      for (suite::figure const& f : w.figures) {
+        suite::param const* x = suite::find_param(f, "oversubscription");
+        if (param_text(f, "model") != std::string("demo-") + model || x == nullptr || !x->number || f.value <= 0) {
+          continue;
+        }
+        if (f.name == "reference_iteration_time") { refs.push_back(f.value); }
+        if (f.name != "iteration_time") { continue; }
+        measured_row r;
+        r.model = model;
+        r.policy = param_text(f, "policy");
+        r.prefetch = param_text(f, "prefetch") != "none";
+        r.oversubscription = *x->number;
+        r.seconds = f.value;
+        r.label = std::string(model) + " " + r.policy + " " + param_text(f, "prefetch") + " " + x->text + "x";
+        rows.push_back(r);
+      }
+    }
+    if (rows.empty() || refs.empty()) { continue; }
+    std::sort(refs.begin(), refs.end());
+    measured_row ref;
+    ref.label = std::string(model) + " reference";
+    ref.model = model;
+    ref.seconds = refs[refs.size() / 2];
+    out.push_back(ref);
+    out.insert(out.end(), rows.begin(), rows.end());
   }
-  std::sort(refs.begin(), refs.end());
-  measured_row ref;
-  ref.label = "reference";
-  ref.seconds = refs[refs.size() / 2];
-  rows.insert(rows.begin(), ref);
-  return rows;
+  if (out.empty()) { *why = "the bundle has no oversub-train steady times (tierpool suite run --only oversub-train)"; }
+  return out;
 }
 
 using costs = std::array<double, 3>;  // seconds per kernel, copy, event call
@@ -273,30 +280,35 @@ sim_round simulate(std::string const& demo, suite::device_preset preset, costs c
   preset.host_link = less_copy_cost(preset.host_link, c);
   preset.d2h_link = less_copy_cost(preset.d2h_link, c);
   sim_round out;
-  std::vector<double> ref_s;
-  std::vector<costs> ref_calls;
-  for (std::size_t i = 1; i < rows.size(); ++i) {
+  out.seconds.assign(rows.size(), 0.0);
+  out.calls.assign(rows.size(), costs{});
+  std::map<std::string, std::vector<double>> ref_s;  // per model: its runs' reference times
+  std::map<std::string, costs> ref_calls;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
     measured_row const& r = rows[i];
+    if (r.policy.empty()) { continue; }
     char x[32];
     std::snprintf(x, sizeof x, "%g", r.oversubscription);
-    std::vector<std::string> args = {"--oversubscription", x, "--policy", r.policy, "--iterations",
-                                     std::to_string(suite::kDemoIterations)};
+    std::vector<std::string> args = {"--model", r.model, "--oversubscription", x, "--policy", r.policy,
+                                     "--iterations", std::to_string(suite::kDemoIterations)};
     if (!r.prefetch) { args.emplace_back("--no-prefetch"); }
     suite::append_sim_demo_args(preset, args);
     args.emplace_back("--skip-math");  // the same calls and times, no numbers (20x faster)
     std::optional<boost::json::object> const j = suite::run_demo(demo, args, scratch);
     if (!j) { throw logic_error("the demo failed on the simulator (" + demo + ", row " + r.label + ")"); }
     suite::demo_times const t = suite::demo_times_of(*j, true);
-    out.seconds.push_back(t.steady);
-    out.calls.push_back(calls_of(*j, "calls_per_iteration"));
-    ref_s.push_back(t.reference_steady);
-    ref_calls.push_back(calls_of(*j, "reference_calls_per_iteration"));
+    out.seconds[i] = t.steady;
+    out.calls[i] = calls_of(*j, "calls_per_iteration");
+    ref_s[r.model].push_back(t.reference_steady);
+    ref_calls.emplace(r.model, calls_of(*j, "reference_calls_per_iteration"));  // the runs are all alike
   }
-  // The reference runs are all alike: the first one's calls, the median time.
-  std::vector<double> sorted = ref_s;
-  std::sort(sorted.begin(), sorted.end());
-  out.seconds.insert(out.seconds.begin(), sorted[sorted.size() / 2]);
-  out.calls.insert(out.calls.begin(), ref_calls.front());
+  for (std::size_t i = 0; i < rows.size(); ++i) {  // each model's reference: the median of its runs'
+    if (!rows[i].policy.empty()) { continue; }
+    std::vector<double>& v = ref_s[rows[i].model];
+    std::sort(v.begin(), v.end());
+    out.seconds[i] = v.empty() ? 0.0 : v[v.size() / 2];
+    out.calls[i] = ref_calls[rows[i].model];
+  }
   return out;
 }
 

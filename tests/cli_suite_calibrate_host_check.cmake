@@ -31,6 +31,8 @@ assert 0.5e-6 <= h["event_seconds"] <= 4e-6, h
 per_copy = h["copy_seconds"] + p["h2d"]["latency_seconds"]
 assert abs(per_copy - 16.68e-6) < 0.2 * 16.68e-6, (per_copy, h, p["h2d"])
 assert p["h2d"]["measured_latency_seconds"] >= p["h2d"]["latency_seconds"], p["h2d"]
+# The bundle's kernel roofline (the truth preset names none: the demo's default) is kept.
+assert p["kernels"] == {"flops_per_second": 5e13, "bytes_per_second": 3e12}, p.get("kernels")
 print(f"host costs fitted: kernel {h['kernel_seconds']*1e6:.2f} us, copy {h['copy_seconds']*1e6:.2f} us, "
       f"event {h['event_seconds']*1e6:.2f} us; worst error {h['fit_max_error']:.1%}")
 ]=])

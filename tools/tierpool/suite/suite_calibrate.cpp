@@ -424,6 +424,10 @@ int suite_calibrate_command(int argc, char** argv)
                               link_model{h2d.bandwidth, static_cast<tick>(std::llround(h2d.latency * 1e9))},
                               link_model::hbm(), "calibrated",
                               link_model{d2h.bandwidth, static_cast<tick>(std::llround(d2h.latency * 1e9))}};
+      if (b.kernel_roofline) {  // the measured device's kernels, for the demo's runs (its reference)
+        sp.kernel_flops = b.kernel_roofline->first;
+        sp.kernel_bytes = b.kernel_roofline->second;
+      }
       std::printf("fitting the host's costs to %zu steady iteration times (the demo on the simulator, %d rounds):\n",
                   rows.size(), rounds);
       hf = fit_host_costs(demo, sp, rows, rounds, true);
@@ -444,6 +448,10 @@ int suite_calibrate_command(int argc, char** argv)
         l["measured_latency_seconds"] = fit->latency;
         l["latency_seconds"] = std::max(0.0, fit->latency - hf->c[1]);
       }
+    }
+    if (b.kernel_roofline) {
+      p["kernels"] = json::object{{"flops_per_second", b.kernel_roofline->first},
+                                  {"bytes_per_second", b.kernel_roofline->second}};
     }
     p["calibrated_from"] = json::object{{"device", b.device_id}, {"simulated", b.simulated}, {"file", b.file},
                                         {"created_utc", b.created_utc}};

@@ -80,8 +80,8 @@ void append_sim_demo_args(device_preset const& p, std::vector<std::string>& args
   args.insert(args.end(), {"--backend", "sim", "--virtual-clock", "--kernel-time", "--link", link});
   if (p.kernel_flops > 0) {
     char roof[64];
-    double const bytes = p.kernel_bytes > 0 ? p.kernel_bytes : p.device_link.bandwidth_bytes_per_s;
-    std::snprintf(roof, sizeof roof, "%.6g,%.6g", p.kernel_flops, bytes);
+    auto const [flops, bytes] = kernel_roofline_of(p);
+    std::snprintf(roof, sizeof roof, "%.6g,%.6g", flops, bytes);
     args.insert(args.end(), {"--kernel-roofline", roof});
   }
   if (!p.host_costs.none()) {

@@ -140,6 +140,25 @@ device_preset const& load_preset_file(std::string const& path)
   return back.preset;
 }
 
+std::pair<double, double> kernel_roofline_of(device_preset const& p) noexcept
+{
+  if (p.kernel_flops <= 0) { return {50e12, 3e12}; }  // the demo's default (compute_backend.hpp)
+  return {p.kernel_flops, p.kernel_bytes > 0 ? p.kernel_bytes : p.device_link.bandwidth_bytes_per_s};
+}
+
+std::optional<std::pair<double, double>> kernel_roofline_for_gpu(std::string_view gpu_name) noexcept
+{
+  // GH200 before H200, which its name contains.
+  for (auto const& [part, preset] : {std::pair<char const*, char const*>{"GH200", "gh200"}, {"H200", "h200-sxm"},
+                                     {"H100", "h100-pcie"}, {"A100", "a100-pcie4"}}) {
+    if (gpu_name.find(part) == std::string_view::npos) { continue; }
+    for (device_preset const& p : kPresets) {
+      if (p.name == preset) { return kernel_roofline_of(p); }
+    }
+  }
+  return std::nullopt;
+}
+
 sim_options sim_options_for(device_preset const& p)
 {
   sim_options o;

@@ -8,6 +8,8 @@
 #include <tierpool/backends/sim_backend.hpp>
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <span>
 #include <string>
 #include <string_view>
@@ -48,6 +50,14 @@ inline constexpr std::string_view kPresetFormat = "tierpool-suite-preset";
 
 /// Every preset, in the order --list prints them.
 [[nodiscard]] std::span<device_preset const> presets() noexcept;
+
+/// The demo's kernel roofline on a preset, FLOP/s and bytes/s: what `--kernel-roofline`
+/// gives it (the demo's own default, 50e12 and 3e12, where the preset names none).
+[[nodiscard]] std::pair<double, double> kernel_roofline_of(device_preset const& p) noexcept;
+
+/// The roofline of a stock preset whose GPU `gpu_name` names (an H200, GH200, H100 or
+/// A100, by the name CUDA reports); nullopt for any other GPU.
+[[nodiscard]] std::optional<std::pair<double, double>> kernel_roofline_for_gpu(std::string_view gpu_name) noexcept;
 
 /// The sim options of a preset: phantom memory, the virtual clock, its links.
 [[nodiscard]] sim_options sim_options_for(device_preset const& p);

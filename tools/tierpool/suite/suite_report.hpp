@@ -69,6 +69,7 @@ struct bundle {
   bool simulated = false;
   std::optional<std::uint64_t> memory_bytes;
   std::string link;  // the link's name
+  std::optional<std::pair<double, double>> kernel_roofline;  // device.kernel_roofline: FLOP/s, bytes/s
   std::string tierpool_version;
   std::string machine;  // hostname and cpu
   std::vector<workload> workloads;

@@ -211,6 +211,14 @@ void read_device(fields const& d, bundle& b)
     b.memory_bytes = mem->to_number<std::uint64_t>();
   }
   b.link = link_name(d.raw());
+  if (json::value const* k = d.raw().if_contains("kernel_roofline"); k != nullptr && k->is_object()) {
+    json::value const* f = k->as_object().if_contains("flops_per_second");
+    json::value const* by = k->as_object().if_contains("bytes_per_second");
+    if (f != nullptr && by != nullptr && f->is_number() && by->is_number() && f->to_number<double>() > 0 &&
+        by->to_number<double>() > 0) {
+      b.kernel_roofline = std::pair{f->to_number<double>(), by->to_number<double>()};
+    }
+  }
 }
 
 void read_context(fields const& top, bundle& b)

@@ -692,7 +692,7 @@ struct workload_def {
 
 constexpr workload_def kWorkloads[] = {
   {"link", 1.0, 3.0, false, false},
-  {"oversub-train", 30.0, 90.0, false, true},
+  {"oversub-train", 40.0, 100.0, false, true},
   {"replay-train", 2.0, 5.0, true, false},
   {"infer-stream", 1.0, 3.0, true, false},
   {"kv-paging", 2.0, 5.0, true, false},
@@ -773,6 +773,15 @@ json::object device_fingerprint(suite::device_spec const& d, backend& be)
     o["link"] = l;
     o["driver_version"] = nullptr;
     o["runtime_version"] = nullptr;
+    auto const [flops, bytes] = suite::kernel_roofline_of(*d.preset);
+    o["kernel_roofline"] = json::object{{"flops_per_second", flops}, {"bytes_per_second", bytes}};
+    if (!d.preset->host_costs.none()) {
+      sim_host_costs const& h = d.preset->host_costs;
+      o["host_costs"] = json::object{{"kernel_seconds", static_cast<double>(h.compute) * 1e-9},
+                                     {"copy_seconds", static_cast<double>(h.copy) * 1e-9},
+                                     {"event_seconds", static_cast<double>(h.event) * 1e-9},
+                                     {"host_func_seconds", static_cast<double>(h.host_func) * 1e-9}};
+    }
   } else {
     o["name"] = be.caps().device_name.empty() ? "CUDA device " + std::to_string(d.cuda_ordinal) : be.caps().device_name;
     backend_caps const& caps = be.caps();
@@ -783,6 +792,10 @@ json::object device_fingerprint(suite::device_spec const& d, backend& be)
                               std::to_string(caps.compute_capability_minor);
     o["driver_version"] = cuda_version_json(caps.driver_version);
     o["runtime_version"] = cuda_version_json(caps.runtime_version);
+    // The stock preset's roofline for this GPU (its vendor figures), for `suite calibrate`.
+    if (auto const r = suite::kernel_roofline_for_gpu(o["name"].as_string())) {
+      o["kernel_roofline"] = json::object{{"flops_per_second", r->first}, {"bytes_per_second", r->second}};
+    }
   }
   return o;
 }

@@ -127,8 +127,14 @@ add_test(NAME cli.suite_run.nvbandwidth
           -DFAKE=${CMAKE_CURRENT_SOURCE_DIR}/data/suite/fake_nvbandwidth.sh -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_suite_nvbw_check.cmake)
 set_tests_properties(cli.suite_run.nvbandwidth PROPERTIES LABELS cpu)
 
+# A demo row that fails (a stand-in demo, failing at 4x) is skipped with its error.
+add_test(NAME cli.suite_run.demo_row_fails
+  COMMAND ${CMAKE_COMMAND} -DTIERPOOL=$<TARGET_FILE:tierpool_cli> -DOUT=${CMAKE_CURRENT_BINARY_DIR}/suite_demo_fail_out
+          -DFAKE=${CMAKE_CURRENT_SOURCE_DIR}/data/suite/fake_demo.sh -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_suite_demo_fail_check.cmake)
+set_tests_properties(cli.suite_run.demo_row_fails PROPERTIES LABELS cpu)
+
 # The budget: what no longer fits is skipped and the bundle says so (the demo's workload
-# needs about 20 s; 8 s leave room for the short ones only), and the run still succeeds.
+# needs about 40 s; 8 s leave room for the short ones only), and the run still succeeds.
 add_test(NAME cli.suite_run.budget_skips
   COMMAND ${CMAKE_COMMAND} -DTIERPOOL=$<TARGET_FILE:tierpool_cli> -DOUT=${CMAKE_CURRENT_BINARY_DIR}/suite_budget_out
           -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_suite_budget_check.cmake)

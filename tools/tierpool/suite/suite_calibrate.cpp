@@ -263,6 +263,7 @@ sim_host_costs to_sim(costs const& c)
 struct sim_round {
   std::vector<double> seconds;
   std::vector<costs> calls;
+  std::vector<std::string> failed;  // per row: why the demo failed on the simulator (empty: it ran)
 };
 
 // The link less the host's time to issue a copy (Note [Fitting the host's costs]).
@@ -282,6 +283,7 @@ sim_round simulate(std::string const& demo, suite::device_preset preset, costs c
   sim_round out;
   out.seconds.assign(rows.size(), 0.0);
   out.calls.assign(rows.size(), costs{});
+  out.failed.assign(rows.size(), std::string());
   std::map<std::string, std::vector<double>> ref_s;  // per model: its runs' reference times
   std::map<std::string, costs> ref_calls;
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -294,8 +296,12 @@ sim_round simulate(std::string const& demo, suite::device_preset preset, costs c
     if (!r.prefetch) { args.emplace_back("--no-prefetch"); }
     suite::append_sim_demo_args(preset, args);
     args.emplace_back("--skip-math");  // the same calls and times, no numbers (20x faster)
-    std::optional<boost::json::object> const j = suite::run_demo(demo, args, scratch);
-    if (!j) { throw logic_error("the demo failed on the simulator (" + demo + ", row " + r.label + ")"); }
+    std::string why;
+    std::optional<boost::json::object> const j = suite::run_demo(demo, args, scratch, &why);
+    if (!j) {  // left out of this round's fit and error (an out-of-memory at these costs, say)
+      out.failed[i] = why.empty() ? "failed" : why;
+      continue;
+    }
     suite::demo_times const t = suite::demo_times_of(*j, true);
     out.seconds[i] = t.steady;
     out.calls[i] = calls_of(*j, "calls_per_iteration");
@@ -323,7 +329,16 @@ host_fit fit_host_costs(std::string const& demo, suite::device_preset const& pre
   for (int round = 1; round <= rounds; ++round) {
     sim_round const s = simulate(demo, preset, c, rows, scratch);
     double worst = 0;
-    for (std::size_t i = 0; i < rows.size(); ++i) { worst = std::max(worst, std::abs(s.seconds[i] - rows[i].seconds) / rows[i].seconds); }
+    std::size_t failed = 0;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (!s.failed[i].empty() || s.seconds[i] <= 0) {
+        ++failed;
+        if (verbose) { std::printf("  round %d: %s did not run on the simulator: %s\n", round, rows[i].label.c_str(), s.failed[i].c_str()); }
+        continue;
+      }
+      worst = std::max(worst, std::abs(s.seconds[i] - rows[i].seconds) / rows[i].seconds);
+    }
+    if (failed * 2 > rows.size()) { worst = INFINITY; }  // a round that runs less than half the rows loses
     if (verbose) {
       std::printf("  round %d: kernel %.3g us, copy %.3g us, event %.3g us -> worst error %.1f %%\n", round, c[0] * 1e6,
                   c[1] * 1e6, c[2] * 1e6, worst * 100);
@@ -335,13 +350,16 @@ host_fit fit_host_costs(std::string const& demo, suite::device_preset const& pre
       best.predicted.clear();
       for (std::size_t i = 0; i < rows.size(); ++i) { best.predicted.emplace_back(rows[i], s.seconds[i]); }
     }
+    std::vector<costs> a;
     std::vector<double> t;
     std::vector<double> w;
-    for (measured_row const& r : rows) {
-      t.push_back(r.seconds);
-      w.push_back(1.0 / (r.seconds * r.seconds));  // relative error
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (!s.failed[i].empty() || s.seconds[i] <= 0) { continue; }
+      a.push_back(s.calls[i]);
+      t.push_back(rows[i].seconds);
+      w.push_back(1.0 / (rows[i].seconds * rows[i].seconds));  // relative error
     }
-    c = nnls3(s.calls, t, w);
+    c = nnls3(a, t, w);
   }
   std::error_code ec;
   std::filesystem::remove(scratch, ec);
@@ -433,7 +451,8 @@ int suite_calibrate_command(int argc, char** argv)
       hf = fit_host_costs(demo, sp, rows, rounds, true);
       json::array table;
       for (auto const& [row, sim_s] : hf->predicted) {
-        table.push_back(json::object{{"row", row.label}, {"measured_seconds", row.seconds}, {"simulated_seconds", sim_s}});
+        json::value sim_v = sim_s > 0 ? json::value(sim_s) : json::value(nullptr);  // null: did not run there
+        table.push_back(json::object{{"row", row.label}, {"measured_seconds", row.seconds}, {"simulated_seconds", sim_v}});
       }
       p["host_costs"] = json::object{{"kernel_seconds", hf->c[0]},
                                      {"copy_seconds", hf->c[1]},
@@ -468,6 +487,10 @@ int suite_calibrate_command(int argc, char** argv)
                   hf->c[0] * 1e6, hf->c[1] * 1e6, hf->c[2] * 1e6, hf->rounds,
                   std::max(0.0, h2d.latency - hf->c[1]) * 1e6, std::max(0.0, d2h.latency - hf->c[1]) * 1e6);
       for (auto const& [row, sim_s] : hf->predicted) {
+        if (sim_s <= 0) {
+          std::printf("  %-24s measured %8.3f ms  did not run on the simulator\n", row.label.c_str(), row.seconds * 1e3);
+          continue;
+        }
         std::printf("  %-24s measured %8.3f ms  simulated %8.3f ms  %+6.1f %%\n", row.label.c_str(), row.seconds * 1e3,
                     sim_s * 1e3, (sim_s / row.seconds - 1) * 100);
       }

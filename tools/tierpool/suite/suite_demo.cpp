@@ -32,7 +32,8 @@ std::string find_demo()
   return {};
 }
 
-std::optional<json::object> run_demo(std::string const& demo, std::vector<std::string> args, std::string const& json_path)
+std::optional<json::object> run_demo(std::string const& demo, std::vector<std::string> args, std::string const& json_path,
+                                     std::string* why)
 {
   args.insert(args.begin(), demo);
   args.push_back("--json");
@@ -40,25 +41,49 @@ std::optional<json::object> run_demo(std::string const& demo, std::vector<std::s
   std::vector<char*> argv;
   for (std::string& a : args) { argv.push_back(a.data()); }
   argv.push_back(nullptr);
+  std::string const err_path = json_path + ".err";
   pid_t const pid = fork();
-  if (pid < 0) { return std::nullopt; }
+  if (pid < 0) {
+    if (why != nullptr) { *why = "cannot start it (fork failed)"; }
+    return std::nullopt;
+  }
   if (pid == 0) {
     std::FILE* devnull = std::fopen("/dev/null", "w");
-    if (devnull != nullptr) {
-      (void)dup2(fileno(devnull), 1);
-      (void)dup2(fileno(devnull), 2);
-    }
+    std::FILE* err = std::fopen(err_path.c_str(), "w");
+    if (devnull != nullptr) { (void)dup2(fileno(devnull), 1); }
+    if (err != nullptr || devnull != nullptr) { (void)dup2(fileno(err != nullptr ? err : devnull), 2); }
     execv(demo.c_str(), argv.data());
     _exit(127);
   }
   int st = 0;
-  if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) { return std::nullopt; }
+  bool const ok = waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  if (!ok) {
+    if (why != nullptr) {  // its last line on stderr says why (`oversubscribe: out of memory: ...`)
+      std::ifstream e(err_path);
+      std::string line;
+      std::string last;
+      while (std::getline(e, line)) {
+        if (!line.empty()) { last = line; }
+      }
+      *why = !last.empty() ? last
+             : WIFEXITED(st) ? "exit status " + std::to_string(WEXITSTATUS(st))
+                             : "killed by signal " + std::to_string(WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    }
+    std::error_code ec;
+    fs::remove(err_path, ec);
+    return std::nullopt;
+  }
+  std::error_code rm_ec;
+  fs::remove(err_path, rm_ec);
   std::ifstream in(json_path);
   std::stringstream ss;
   ss << in.rdbuf();
   boost::system::error_code ec;
   json::value v = json::parse(ss.str(), ec);
-  if (ec || !v.is_object()) { return std::nullopt; }
+  if (ec || !v.is_object()) {
+    if (why != nullptr) { *why = "it wrote no JSON to " + json_path; }
+    return std::nullopt;
+  }
   return v.as_object();
 }
 

@@ -26,9 +26,10 @@ inline constexpr int kDemoIterations = 4;
 [[nodiscard]] std::string find_demo();
 
 /// Run the demo with `args` (its output discarded) and read the JSON it writes to
-/// `json_path`; nullopt when it cannot start, fails, or writes no JSON object.
+/// `json_path`; nullopt when it cannot start, fails, or writes no JSON object, with the
+/// reason in `*why` (its last line on stderr, e.g. an out-of-memory error) when given.
 [[nodiscard]] std::optional<boost::json::object> run_demo(std::string const& demo, std::vector<std::string> args,
-                                                          std::string const& json_path);
+                                                          std::string const& json_path, std::string* why = nullptr);
 
 /// The demo's flags for a simulated preset: the sim on the virtual clock with kernel
 /// time, the preset's host link, its kernels' roofline and its host costs.

@@ -582,12 +582,13 @@ int run(options const& o)
   else { device_bytes = static_cast<std::size_t>(static_cast<double>(working_set) / kDefaultOversubscription); }
   device_bytes = std::max<std::size_t>(device_bytes / 256 * 256, 256);  // rounded down: never less oversubscribed
   if (device_bytes < largest_op) {
+    bool const mlp = cfg.model == oversubscribe::model_kind::mlp;
     std::fprintf(stderr,
-                 "oversubscribe: a device tier of %s is too small: one operation (Adam on a layer: its "
-                 "weights, gradient and two moments) leases %s at once; use --device-bytes %s or more, "
-                 "a smaller --width, or more --layers\n",
-                 format_bytes(device_bytes).c_str(), format_bytes(largest_op).c_str(),
-                 format_bytes(round_up(largest_op + largest_op / 4, 1_MiB)).c_str());
+                 "oversubscribe: a device tier of %s is too small: one operation (%s) leases %s at once; use "
+                 "--device-bytes %s or more, a smaller --width, or more --layers\n",
+                 format_bytes(device_bytes).c_str(),
+                 mlp ? "Adam on a layer: its weights, gradient and two moments" : "the largest of a block's",
+                 format_bytes(largest_op).c_str(), format_bytes(round_up(largest_op + largest_op / 4, 1_MiB)).c_str());
     return kExitUsage;
   }
 

@@ -41,6 +41,6 @@ for x in (1, 2):
 b["workloads"] = [w for w in b["workloads"] if w["name"] == "link"] + [
     {"name": "oversub-train", "title": "Oversubscribed training: steady state from the demo profile (assembled)",
      "figures": figs}]
-json.dump(b, open("h200-steady-demo-profile.json", "w"), indent=1)
+json.dump(b, open("h200-steady-demo-profile.json", "w"), separators=(",", ":"))
 for f in figs:
     print(f["name"], f["params"]["oversubscription"], "%.4g" % f["value"])

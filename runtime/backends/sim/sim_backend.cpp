@@ -161,7 +161,8 @@ struct sim_backend::impl {
                                                             opts.inline_idle_copies})
                  : detail::make_virtual_timeline(*opts.links, {opts.device_ordinal, opts.serialize_host_functions,
                                                                opts.inline_idle_copies, opts.record_spans})),
-      vt(dynamic_cast<detail::virtual_timeline_ops*>(timeline.get()))
+      vt(dynamic_cast<detail::virtual_timeline_ops*>(timeline.get())),
+      charge_host(vt != nullptr && !opts.host_costs.none())
   {
     faults.set(opts.faults);
   }
@@ -284,7 +285,7 @@ struct sim_backend::impl {
     if (faults.check(kind, &why)) {
       return fail(status::injected_fault, why);
     }
-    if (vt != nullptr) {
+    if (charge_host) {  // one predictable branch on every call when no cost is set
       if (tick const cost = opts.host_costs.of(kind); cost != 0) { vt->advance_to(timeline->now() + cost); }
     }
     return status::ok;
@@ -333,6 +334,7 @@ struct sim_backend::impl {
   detail::fault_injector faults;
   std::unique_ptr<detail::sim_timeline> timeline;
   detail::virtual_timeline_ops* vt;  // non-null on a virtual clock
+  bool charge_host;                  // a virtual clock with host costs (Note [Host time per call])
   std::atomic<std::uint64_t> invalid_deallocs{0};
   // Operations enqueued, counted per thread shard as the fault injector counts calls (no
   // locked add per call); enqueued_operations() sums them.

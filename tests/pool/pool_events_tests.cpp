@@ -674,6 +674,10 @@ TEST(PoolRecordStream, MisuseIsALogicError)
 // callable after its lease ended), orders b after it (order(), an event, or pool::wait,
 // by round), reads it on b and checks every byte there, and reads it on a's lease through
 // record_stream(b) as well. Eviction moves the tensors between rounds.
+//
+// Every thread's tensors are made before any thread starts and live until all have ended:
+// made inside the threads, a thread scheduled late could find the others' tensors already
+// freed, and a run could end without a single eviction (it did, once in 200 runs, in CI).
 TEST(PoolEventsThreads, ManyThreadsOrderTheirStreamsUnderEviction)
 {
   unsigned const n_threads = std::max(6U, 3 * std::thread::hardware_concurrency());
@@ -682,6 +686,15 @@ TEST(PoolEventsThreads, ManyThreadsOrderTheirStreamsUnderEviction)
   auto be = make_sim();
   // device: room for one leased tensor per thread and two more, of two per thread.
   pool p{quiet(small_tiers(be, kBytes * (n_threads + 2), 0, 64_MiB))};
+  std::vector<std::vector<tensor>> tensors(n_threads);
+  for (unsigned i = 0; i < n_threads; ++i) {
+    for (std::uint64_t k = 0; k < 2; ++k) {
+      tensors[i].push_back(p.allocate(kBytes));
+      fill(p, tensors[i].back(), i * 2 + k, 0);
+    }
+  }
+  // 2n tensors, room for n + 2: the rounds must evict, whatever order the threads run in.
+  std::uint64_t const evictions_before = p.stats().tiers[0].evictions;
   std::atomic<int> bad{0};
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;
@@ -690,11 +703,7 @@ TEST(PoolEventsThreads, ManyThreadsOrderTheirStreamsUnderEviction)
       try {
         stream_handle const a = p.create_stream();
         stream_handle const b = p.create_stream();
-        std::vector<tensor> ts;
-        for (std::uint64_t k = 0; k < 2; ++k) {
-          ts.push_back(p.allocate(kBytes));
-          fill(p, ts.back(), i * 2 + k, 0);
-        }
+        std::vector<tensor> const& ts = tensors[i];
         event e = p.create_event();
         for (int r = 1; r <= kRounds; ++r) {
           tensor const& t = ts[static_cast<std::size_t>(r) % 2];
@@ -745,7 +754,9 @@ TEST(PoolEventsThreads, ManyThreadsOrderTheirStreamsUnderEviction)
   for (auto& t : threads) { t.join(); }
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(bad.load(), 0) << "a reader on b saw bytes other than the writer's on a";
-  EXPECT_GT(p.stats().tiers[0].evictions, 0U) << "no eviction pressure";
+  EXPECT_GT(p.stats().tiers[0].evictions, evictions_before) << "no eviction pressure during the rounds";
+  EXPECT_TRUE(p.validate());
+  tensors.clear();
   EXPECT_TRUE(p.validate());
 }
 

@@ -529,6 +529,20 @@ add_test(NAME cli.replay.activity_needs_pool_mode
           $<TARGET_FILE:tierpool_cli> ${_tp_replay_trace})
 set_tests_properties(cli.replay.activity_needs_pool_mode PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "--activity and --timeline need --mode pool.*exit 2")
+add_test(NAME cli.replay.compaction_needs_pool_mode
+  COMMAND sh -c "\"$0\" replay \"$1\" --mode cache --compaction -q; echo \"exit $?\""
+          $<TARGET_FILE:tierpool_cli> ${_tp_replay_trace})
+set_tests_properties(cli.replay.compaction_needs_pool_mode PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "--compaction needs --mode pool.*exit 2")
+# --compaction (Note [Compacting around vacated blocks], runtime/migration/placement.cpp):
+# GPT-2 small on a device tier above its 16.6 GiB peak. Without compaction the tier's
+# vacated room is scattered between live tensors and the pool moves gigabytes; with it,
+# nothing crosses the link.
+add_test(NAME cli.replay.compaction_above_the_peak
+  COMMAND sh -c "\"$0\" replay \"$1\" -p lru -c 20GiB --no-recompute -q --json \"$2.off.json\" > /dev/null && \"$0\" replay \"$1\" -p lru -c 20GiB --no-recompute --compaction -q --json \"$2.on.json\" > /dev/null && grep -o '\"bytes_h2d\":[0-9]*' \"$2.off.json\" \"$2.on.json\""
+          $<TARGET_FILE:tierpool_cli> ${CMAKE_CURRENT_SOURCE_DIR}/data/gpt2_small_train.tpt ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_compaction)
+set_tests_properties(cli.replay.compaction_above_the_peak PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "off.json:\"bytes_h2d\":[1-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]+\n[^\n]*on.json:\"bytes_h2d\":0\n")
 add_test(NAME cli.replay.unknown_policy_fails COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --policy bogus -q)
 set_tests_properties(cli.replay.unknown_policy_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
 add_test(NAME cli.replay.unknown_policy_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --policy bogus -q)

@@ -381,6 +381,10 @@ struct run_options {
   /// false: swap only (the hints are ignored). Lossy and no-compress hints set
   /// tensor_options::lossy_compression and compressible either way.
   bool recompute{true};
+  /// Pool mode: the pool compacts its tiers before it evicts (pool_options::compaction),
+  /// waiting for vacated blocks where that lets it (Note [Compacting around vacated blocks],
+  /// runtime/migration/placement.cpp). Off by default, as in a pool.
+  bool compaction{false};
   policy_registry const* registry{nullptr};  ///< null: the built-in policies
   progress_fn progress{};                    ///< called about every 2^20 events (may be empty)
   /// Cache mode, tests: when non-null, receives 1 (hit) or 0 (miss) per request, in order.
@@ -437,6 +441,7 @@ struct grid_options {
   std::optional<link_model> storage_write_link{};  ///< as run_options::storage_write_link
   double storage_ratio{1.0};                       ///< as run_options::storage_ratio
   bool recompute{true};                            ///< as run_options::recompute
+  bool compaction{false};                          ///< as run_options::compaction
   std::uint64_t uvm_page_bytes{kUvmDefaultPageBytes};  ///< as run_options::uvm_page_bytes
   double uvm_fault_ns{kUvmDefaultFaultNs};             ///< as run_options::uvm_fault_ns
   bool uvm_drop_clean{false};                          ///< as run_options::uvm_drop_clean

@@ -67,6 +67,9 @@ struct tier_stats {
   /// COUNT: placements the out-of-memory ladder made room for by compacting the tier
   /// (pool_options::compaction) instead of evicting
   std::uint64_t compactions{0};
+  /// COUNT: placements whose host waited for vacated blocks so that compaction could
+  /// gather the room (the free and vacated bytes covered the request, no run of them did)
+  std::uint64_t waits_to_compact{0};
   std::uint64_t compacted_tensors{0};  ///< COUNT: copies moved within the tier (the ladder and pool::compact)
   std::uint64_t compacted_bytes{0};    ///< SUM: their bytes
   std::uint64_t compaction_copy_failures{0};  ///< COUNT: moves whose copy failed (the copy stayed where it was)

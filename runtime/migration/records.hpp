@@ -661,6 +661,7 @@ struct tier_state {
   bool compact_in_ladder{false};  ///< constant: the ladder compacts before it evicts (pool_options::compaction)
   bool compact_last_resort{false};  ///< constant: the ladder compacts before it fails (pool_options::compact_before_failing)
   std::atomic<std::uint64_t> compactions{0};           ///< COUNT: ladder requests placed by compacting
+  std::atomic<std::uint64_t> waits_to_compact{0};      ///< COUNT: placements that waited for vacated blocks to compact
   std::atomic<std::uint64_t> compacted_tensors{0};     ///< COUNT: copies moved within the tier
   std::atomic<std::uint64_t> compacted_bytes{0};       ///< SUM: their bytes
   std::atomic<std::uint64_t> compaction_copy_failures{0};  ///< COUNT: moves whose copy failed (the copy stayed)

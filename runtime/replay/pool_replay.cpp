@@ -201,6 +201,7 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
   }
   po.policy = o.policy;
   po.actions.recompute = o.recompute;
+  po.compaction = o.compaction;
   po.prefetch = o.prefetch;  // the pool builds the predictor from the registry (unknown: a typed error)
   // The online planner learns its own forecast: the trace's next uses are not given to it
   // (they would be the oracle's). The oracle planner reads the trace's future.

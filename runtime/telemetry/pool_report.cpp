@@ -150,6 +150,7 @@ boost::json::object stats_json(pool_stats const& st)
     o["fragmented_evictions"] = t.fragmented_evictions;
     o["window_evictions"] = t.window_evictions;
     o["compactions"] = t.compactions;
+    o["waits_to_compact"] = t.waits_to_compact;
     o["compacted_tensors"] = t.compacted_tensors;
     o["compacted_bytes"] = t.compacted_bytes;
     o["compaction_copy_failures"] = t.compaction_copy_failures;

@@ -188,6 +188,62 @@ TEST(PoolCompact, LadderCompactsInsteadOfEvicting)
   }
 }
 
+// The ladder with the room vacated, not free (Note [Compacting around vacated blocks],
+// runtime/migration/placement.cpp): the host ran ahead of the device, so the freed
+// tensors' blocks still wait for a kernel that reads them. The free and vacated bytes
+// cover a 256 KiB request, but live tensors lie between the vacated blocks, so no run of
+// them holds it. With compaction on, the host waits for the vacated blocks and compacts:
+// nothing is evicted, every byte stays. Off, the ladder evicts.
+TEST(PoolCompact, LadderWaitsForVacatedBlocksAndCompactsInsteadOfEvicting)
+{
+  for (bool const on : {false, true}) {
+    SCOPED_TRACE(on ? "compaction on" : "compaction off");
+    auto be = make_sim(sim_clock_mode::virtual_clock);
+    pool p(device_over_host(be, on));
+    std::vector<tensor> all;
+    for (std::uint64_t i = 0; i < 16; ++i) {
+      all.push_back(p.allocate(kUnit, on_device()));
+      put(p, all.back(), i);
+    }
+    stream_handle const s = p.create_stream();
+    std::vector<tensor> live;
+    std::vector<std::uint64_t> keys;
+    for (std::uint64_t i = 0; i < 16; ++i) {
+      if (i % 2 == 0) {
+        {
+          lease l = p.acquire(all[i], access_mode::read, s);
+          ASSERT_EQ(be->compute_async(s, 1'000'000), status::ok);  // 1 ms reading it, on the device's time
+        }
+        p.free(all[i]);  // vacated: its block waits for that kernel
+      } else {
+        live.push_back(std::move(all[i]));
+        keys.push_back(i);
+      }
+    }
+    tier_stats const before = p.stats().tiers[0];
+    ASSERT_EQ(before.largest_free_block, 0U) << "the freed blocks should still be vacated";
+    tensor big = p.allocate(4 * kUnit, on_device());
+    put(p, big, 99);
+    tier_stats const st = p.stats().tiers[0];
+    if (on) {
+      EXPECT_EQ(st.waits_to_compact, 1U);
+      EXPECT_EQ(st.compactions, 1U);
+      EXPECT_GT(st.compacted_tensors, 0U);
+      EXPECT_EQ(st.evictions, 0U) << "evicted although compaction could make the room";
+    } else {
+      EXPECT_EQ(st.waits_to_compact, 0U);
+      EXPECT_EQ(st.compactions, 0U);
+      EXPECT_GT(st.evictions, 0U);
+    }
+    EXPECT_EQ(p.residency(big).home, tier_id{0});
+    EXPECT_TRUE(holds(p, big, 99));
+    for (std::size_t i = 0; i < live.size(); ++i) { EXPECT_TRUE(holds(p, live[i], keys[i])) << "tensor " << keys[i]; }
+    EXPECT_TRUE(p.validate());
+    p.synchronize(s);
+    p.destroy_stream(s);
+  }
+}
+
 // With no tier below, what would have failed for fragmentation succeeds.
 TEST(PoolCompact, LadderPlacesWhatWouldFailWithoutATierBelow)
 {

@@ -43,6 +43,7 @@ pool_stats pool_impl::stats() const
     t.fragmented_evictions = ts.fragmented_evictions.load(std::memory_order_relaxed);
     t.window_evictions = ts.window_evictions.load(std::memory_order_relaxed);
     t.compactions = ts.compactions.load(std::memory_order_relaxed);
+    t.waits_to_compact = ts.waits_to_compact.load(std::memory_order_relaxed);
     t.compacted_tensors = ts.compacted_tensors.load(std::memory_order_relaxed);
     t.compacted_bytes = ts.compacted_bytes.load(std::memory_order_relaxed);
     t.compaction_copy_failures = ts.compaction_copy_failures.load(std::memory_order_relaxed);

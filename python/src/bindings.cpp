@@ -1361,8 +1361,9 @@ NB_MODULE(_tierpool, m)
                       "True), 'h2d_bytes_per_s', 'd2h_bytes_per_s', 'storage_write_bytes_per_s', "
                       "'storage_read_bytes_per_s': the bandwidths actions are priced with (0: the backend's "
                       "models or defaults; negative: LogicError)}; compaction: move idle copies within a tier "
-                      "before evicting when its free bytes cover a request in pieces (the host waits for the "
-                      "moves); compact_before_failing: do so once before a request would fail for fragmentation; "
+                      "before evicting when its free bytes cover a request in pieces, first waiting for vacated "
+                      "blocks when they and the free bytes cover it (the host waits; stats key waits_to_compact); "
+                      "compact_before_failing: do so once before a request would fail for fragmentation; "
                       "window_eviction_share: a request for at least 1/share of a tier that must evict takes one "
                       "contiguous run of victims (0: off; negative: LogicError).\n\n"
                       "`with Pool(...) as p:` closes the pool at the end of the block.")

@@ -255,6 +255,7 @@ def test_compaction_options_decide_whether_a_fragmented_request_fails():
         p, kept = _fragmented_device_only(**kwargs)
         big = p.allocate(16 * KiB, name="big", preferred_tier=0)
         assert p.stats()["tiers"][0]["compactions"] == 1, kwargs
+        assert p.stats()["tiers"][0]["waits_to_compact"] == 0, kwargs  # the room was free, not vacated
         with p.acquire(big, "write_discard") as lease:
             np.asarray(lease)[:] = pattern(16 * KiB, 99)
         _holds_every_byte(p, kept)

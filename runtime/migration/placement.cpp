@@ -126,10 +126,10 @@ constexpr int kCompactTries = 2;
 // free bytes cover the request, also settles the uses of the copies around them, which
 // compaction may move only once idle: stopping early left GPT-2 at 20 GiB moving 8.6 GiB
 // each way with lru and 13.2 GiB with belady, instead of nothing. Counted in
-// tier_stats::waits_to_compact. Measured (virtual clock, pcie4, swap only, 2026-12-05;
+// tier_stats::waits_to_compact. Measured (virtual clock, pcie4, swap only, 2026-12-04;
 // docs/chapters/tiers.md, "Compaction"): GPT-2 small at 20 GiB moves nothing and runs in
 // its compute time; at 90 % of its peak the makespans of lru / belady / repeat with
-// none / plan / oracle fall to 0.42-0.72x.
+// none / plan / oracle fall to 0.42-0.87x.
 // Limitations: the host waits, the device's run-ahead is lost at each such wait; only
 // ladder placements (never a prefetch); off with compaction, as compaction is.
 

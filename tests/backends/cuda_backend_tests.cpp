@@ -320,6 +320,59 @@ TEST_F(CudaBackend, PageableHostCopiesFollowStreamOrder)
             status::invalid_value);
 }
 
+// A staged copy out of pageable memory whose source another stream is still writing (a
+// host function held until the copy is queued): the copy's stream waits for the writer, so
+// it is not idle and the first chunk must not be read on the calling thread (Note [Staging
+// from pageable memory on an idle stream]). The device gets the writer's bytes. Then the
+// same copy on an idle stream (the first chunk copied by the caller) arrives whole too.
+TEST_F(CudaBackend, AStagedCopyFromPageableMemoryWaitsForTheSourcesWriter)
+{
+  constexpr std::size_t bytes = std::size_t{9} << 20U;  // two chunks: the first, then a host function's
+  conf::scoped_allocation src(*be_, tier_kind::host, bytes);
+  conf::scoped_allocation dev(*be_, tier_kind::device, bytes);
+  conf::scoped_allocation back(*be_, tier_kind::pinned_host, bytes);
+  for (auto* x : {&src, &dev, &back}) { ASSERT_EQ(x->result(), status::ok) << be_->last_error(); }
+  std::memset(src.get(), 0, bytes);
+  struct writer {
+    std::atomic<bool> go{false};
+    std::byte* p{nullptr};
+    std::size_t n{0};
+  };
+  writer w;
+  w.p = src.bytes();
+  w.n = bytes;
+  conf::scoped_stream a(*be_);
+  conf::scoped_stream s(*be_);
+  ASSERT_EQ(a.result(), status::ok);
+  ASSERT_EQ(s.result(), status::ok);
+  tierpool::event_handle e{};
+  ASSERT_EQ(be_->create_event(&e), status::ok);
+  auto const write = [](void* u) {
+    auto* const wr = static_cast<writer*>(u);
+    while (!wr->go.load()) { std::this_thread::yield(); }
+    conf::fill_pattern(wr->p, wr->n, 42);
+  };
+  ASSERT_EQ(be_->launch_host_func(a.get(), write, &w), status::ok);
+  ASSERT_EQ(be_->record_event(e, a.get()), status::ok);
+  ASSERT_EQ(be_->stream_wait_event(s.get(), e), status::ok);
+  ASSERT_EQ(be_->copy_async({dev.get(), src.get(), bytes, tier_kind::device, tier_kind::host}, s.get()), status::ok)
+    << be_->last_error();
+  w.go = true;
+  ASSERT_EQ(be_->copy_async({back.get(), dev.get(), bytes, tier_kind::pinned_host, tier_kind::device}, s.get()),
+            status::ok);
+  ASSERT_EQ(be_->synchronize_stream(s.get()), status::ok);
+  EXPECT_EQ(conf::first_mismatch(back.bytes(), bytes, 42), bytes) << "the copy read the source before its writer";
+  // An idle stream: the caller stages the first chunk itself.
+  conf::fill_pattern(src.bytes(), bytes, 43);
+  ASSERT_EQ(be_->copy_async({dev.get(), src.get(), bytes, tier_kind::device, tier_kind::host}, s.get()), status::ok);
+  ASSERT_EQ(be_->copy_async({back.get(), dev.get(), bytes, tier_kind::pinned_host, tier_kind::device}, s.get()),
+            status::ok);
+  ASSERT_EQ(be_->synchronize_stream(s.get()), status::ok);
+  EXPECT_EQ(conf::first_mismatch(back.bytes(), bytes, 43), bytes);
+  ASSERT_EQ(be_->synchronize_stream(a.get()), status::ok);
+  be_->destroy_event(e);
+}
+
 // TIERPOOL_CUDA_COPY_TIMING=FILE (Note [Copy timing]): a backend made with it writes one
 // line per copy at destruction, with its kinds, bytes and device times; without it, nothing.
 TEST_F(CudaBackend, CopyTimingWritesOneLinePerCopy)

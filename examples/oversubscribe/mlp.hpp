@@ -138,6 +138,7 @@ class mlp_trainer {
   tierpool::tensor input_, labels_;
   std::vector<operation> ops_;
   std::vector<tierpool::lease> leases_;
+  std::vector<tierpool::acquire_item> items_;  // the transformer's operands for acquire_all (reused)
 
   // Completion of enqueued operations: an event recorded after each, in a ring longer than
   // the host ever runs ahead (Note [Throttling with events] in mlp.cpp).

@@ -15,9 +15,11 @@
 #include <memory>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include <tierpool/backend.hpp>
 #include <tierpool/detail/record_ref.hpp>
@@ -156,6 +158,14 @@ struct low_memory_event {
 using low_memory_callback = std::function<void(low_memory_event const&)>;
 
 /**
+ * @brief One tensor of a pool::acquire_all call, and how it is accessed.
+ */
+struct acquire_item {
+  tensor const* t{nullptr};                ///< the tensor (not owned; null: a logic_error)
+  access_mode access{access_mode::read};  ///< as pool::acquire's
+};
+
+/**
  * @brief The tiered memory pool: tiers from fastest (the device) to slowest, each with an
  *        arena and an eviction policy, a migration engine with copy streams, and the
  *        tensors it places among them.
@@ -231,6 +241,24 @@ class TIERPOOL_EXPORT pool {
    * @throws tierpool::backend_error if a copy fails; the tensor's bytes are unchanged.
    */
   [[nodiscard]] lease acquire(tensor const& t, access_mode access, stream_handle stream = {});
+
+  /**
+   * @brief Lease several tensors for one piece of work on `stream` (a kernel's operands):
+   *        all of them, or none.
+   *
+   * The leases come back in the items' order, but are taken largest tensor first (ties in
+   * the items' order): a small tensor placed first can sit in the middle of the room a
+   * large one needs, and once leased it cannot move, so the large one fails for
+   * fragmentation although the tier had room for all. When one acquire throws, the
+   * leases already taken end (in the reverse order) and the exception propagates; the
+   * tensors' bytes are as before, except a write_discard item's, which the caller has
+   * declared dead. The same tensor may appear twice, as two acquire calls would lease it.
+   * Each lease is an acquire() (traced and told to the prefetcher as one).
+   *
+   * @throws tierpool::logic_error for a null item (nothing leased), and as acquire().
+   * @throws tierpool::out_of_memory, tierpool::backend_error as acquire().
+   */
+  [[nodiscard]] std::vector<lease> acquire_all(std::span<acquire_item const> items, stream_handle stream = {});
 
   /**
    * @brief Make `t`'s bytes reachable in host memory, synchronously (for filling and checking).

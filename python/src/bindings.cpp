@@ -1445,6 +1445,54 @@ NB_MODULE(_tierpool, m)
           "copying them in (and evicting others) if needed. access: 'read', 'read_write' or 'write_discard'. "
           "Raises OutOfMemory when the device tier cannot make room (e.g. everything is leased).")
       .def(
+          "acquire_all",
+          [](nb::handle self, nb::sequence items, std::optional<std::uint64_t> stream) {
+            py_pool& p = nb::cast<py_pool&>(self);
+            p.check();
+            tierpool::stream_handle const s{static_cast<std::uintptr_t>(stream.value_or(0))};
+            std::vector<nb::object> owners;  // the Tensor objects: each Lease keeps its own alive
+            std::vector<py_tensor const*> pts;
+            std::vector<tierpool::acquire_item> its;
+            for (nb::handle h : items) {
+              nb::object t = nb::borrow(h);
+              std::string access = "read";
+              if (nb::isinstance<nb::tuple>(h)) {
+                auto const tup = nb::borrow<nb::tuple>(h);
+                if (tup.size() != 2) {
+                  throw tierpool::logic_error("Pool.acquire_all: an item is a Tensor or a (Tensor, access) pair (got a tuple of " +
+                                              std::to_string(tup.size()) + ")");
+                }
+                t = tup[0];
+                access = nb::cast<std::string>(tup[1]);
+              }
+              if (!nb::isinstance<py_tensor>(t)) {
+                throw nb::type_error("Pool.acquire_all: an item is a Tensor or a (Tensor, access) pair");
+              }
+              py_tensor const& pt = nb::cast<py_tensor const&>(t);
+              its.push_back({&live(pt), parse_access(access)});
+              pts.push_back(&pt);
+              owners.push_back(std::move(t));
+            }
+            std::vector<tierpool::lease> ls;
+            naming_view_pins(p, [&] {
+              nb::gil_scoped_release unlocked;
+              ls = p.pool.acquire_all(its, s);
+            });
+            nb::list out;
+            for (std::size_t i = 0; i < ls.size(); ++i) {
+              nb::object l = nb::cast(make_lease(p, *pts[i], std::move(ls[i]), false));
+              nb::keep_alive_obj(l, self);       // a lease keeps its pool, as acquire's
+              nb::keep_alive_obj(l, owners[i]);  // and its tensor
+              out.append(l);
+            }
+            return out;
+          },
+          "items"_a, "stream"_a.none() = nb::none(),
+          "Lease several tensors for one piece of work on `stream` (a kernel's operands): all of them or none. "
+          "items: Tensors (read) or (Tensor, access) pairs. Returns the Leases in the items' order, taken largest "
+          "tensor first (a small one leased first can split the room a large one needs); when one acquire fails, "
+          "those already taken are released and the error is raised.")
+      .def(
           "acquire_host",
           [](py_pool& p, py_tensor const& t, std::string const& access) {
             p.check();

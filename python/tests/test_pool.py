@@ -269,3 +269,40 @@ def test_window_eviction_share_is_checked():
     p = make_pool(window_eviction_share=0)  # off
     assert p.validate()
     p.close()
+
+
+def test_acquire_all_returns_every_lease_in_order_or_none():
+    p = make_pool(device_bytes=64 * KiB, host_bytes=1024 * KiB)
+    sizes = [8 * KiB, 32 * KiB, 16 * KiB]
+    ts = []
+    for i, n in enumerate(sizes):
+        t = p.allocate(n, name=f"t{i}", preferred_tier=1)
+        with p.acquire_host(t, "write_discard") as lease:
+            np.asarray(lease)[:] = pattern(n, i)
+        ts.append(t)
+    leases = p.acquire_all([ts[0], (ts[1], "read_write"), (ts[2], "read")])
+    assert [lease.nbytes for lease in leases] == sizes
+    assert p.stats()["tiers"][0]["pinned_bytes"] == sum(sizes)
+    for i, lease in enumerate(leases):
+        p.synchronize(lease.stream)
+        assert np.array_equal(np.asarray(lease), pattern(sizes[i], i)), i
+    for lease in leases:
+        lease.release()
+    assert p.stats()["tiers"][0]["pinned_bytes"] == 0
+    # Together larger than the device tier: OutOfMemory, and nothing stays leased.
+    big = p.allocate(40 * KiB, name="big", preferred_tier=1)
+    with pytest.raises(tierpool.OutOfMemory):
+        p.acquire_all([ts[1], big])
+    assert p.stats()["tiers"][0]["pinned_bytes"] == 0
+    with pytest.raises(tierpool.LogicError, match="a Tensor or a \\(Tensor, access\\) pair"):
+        p.acquire_all([(ts[0], "read", 1)])
+    with pytest.raises(tierpool.LogicError):
+        p.acquire_all([(ts[0], "sideways")])
+    with pytest.raises(TypeError, match="a Tensor or a \\(Tensor, access\\) pair"):
+        p.acquire_all([42])
+    assert p.acquire_all([]) == []
+    for i, t in enumerate(ts):
+        with p.acquire_host(t, "read") as lease:
+            assert np.array_equal(np.asarray(lease), pattern(sizes[i], i)), i
+    assert p.validate()
+    p.close()

@@ -559,6 +559,11 @@ class Pool:
         Lease the tensor's bytes in device-accessible memory for work on `stream` (None: the default stream), copying them in (and evicting others) if needed. access: 'read', 'read_write' or 'write_discard'. Raises OutOfMemory when the device tier cannot make room (e.g. everything is leased).
         """
 
+    def acquire_all(self, items: Sequence[Tensor | tuple[Tensor, str]], stream: int | None = None) -> list[Lease]:
+        """
+        Lease several tensors for one piece of work on `stream` (a kernel's operands): all of them or none. items: Tensors (read) or (Tensor, access) pairs. Returns the Leases in the items' order, taken largest tensor first (a small one leased first can split the room a large one needs); when one acquire fails, those already taken are released and the error is raised.
+        """
+
     def acquire_host(self, tensor: Tensor, access: str = 'read') -> Lease:
         """
         Lease the tensor's bytes in host memory, synchronously (for filling and checking them from Python).

@@ -6,7 +6,10 @@
 // Entry points: the members declared in include/tierpool/pool.hpp.
 #include <tierpool/pool.hpp>
 
+#include <algorithm>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "core/detail/pool_impl.hpp"
 
@@ -147,6 +150,32 @@ lease pool::acquire(tensor const& t, access_mode access, stream_handle stream)
   if (impl.tracing()) [[unlikely]] { impl.trace_access(l); }
   if (impl.has_predictor()) [[unlikely]] { impl.predict_after(l.id(), l.bytes(), access, stream); }
   return l;
+}
+
+std::vector<lease> pool::acquire_all(std::span<acquire_item const> items, stream_handle stream)
+{
+  (void)checked(impl_, "acquire_all");
+  std::vector<std::size_t> order(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (items[i].t == nullptr) {
+      throw logic_error("pool::acquire_all: item " + std::to_string(i) + " names no tensor (a null pointer)");
+    }
+    order[i] = i;
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return items[a].t->bytes() > items[b].t->bytes(); });
+  std::vector<lease> out(items.size());
+  std::size_t taken = 0;
+  try {
+    for (; taken < order.size(); ++taken) {
+      acquire_item const& it = items[order[taken]];
+      out[order[taken]] = acquire(*it.t, it.access, stream);
+    }
+  } catch (...) {
+    while (taken > 0) { out[order[--taken]].release(); }  // the reverse of the order they were taken in
+    throw;
+  }
+  return out;
 }
 
 lease pool::acquire_host(tensor const& t, access_mode access)

@@ -214,7 +214,10 @@ struct pool_options {
   /// "Compaction"). The host waits for those copies. Storage tiers are never compacted.
   /// pool::compact works either way. Off by default: the host would wait for copies inside
   /// a request, and which tensors stay resident changes (the replay figures recorded for
-  /// the policies are without it); turn it on for workloads of many distinct sizes.
+  /// the policies are without it); turn it on for workloads of many distinct sizes, or a
+  /// device tier near or above the program's peak. With it, the ladder also waits for
+  /// vacated blocks when they and the free bytes cover a request that no run of them holds
+  /// (Note [Compacting around vacated blocks]). TIERPOOL_COMPACTION=0/1 wins when read.
   bool compaction{false};
   /// Compaction as the last resort: a request about to fail with oom_cause::fragmentation
   /// (the free bytes cover it, no free block holds it, and eviction could not make room:

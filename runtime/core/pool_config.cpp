@@ -25,9 +25,17 @@ namespace {
 constexpr std::size_t kDefaultChunkBytes = 64_MiB;
 
 /// The variables pool_options::ignore_environment may name (pool_options.hpp).
-constexpr std::array<std::string_view, 7> kEnvironmentVariables = {
+constexpr std::array<std::string_view, 8> kEnvironmentVariables = {
   "TIERPOOL_BACKEND", "TIERPOOL_DEVICE_BYTES", "TIERPOOL_POLICY", "TIERPOOL_PREFETCH", "TIERPOOL_TRACE",
-  "TIERPOOL_PUBLISH", "TIERPOOL_PUBLISH_GROUP"};
+  "TIERPOOL_PUBLISH", "TIERPOOL_PUBLISH_GROUP", "TIERPOOL_COMPACTION"};
+
+// "0" / "off" / "false" or "1" / "on" / "true"; anything else names the variable.
+bool parse_switch(char const* name, std::string_view v)
+{
+  if (v == "1" || v == "on" || v == "true") { return true; }
+  if (v == "0" || v == "off" || v == "false") { return false; }
+  throw logic_error(std::string(name) + ": expected 0 or 1 (or off / on), got '" + std::string(v) + "'");
+}
 
 }  // namespace
 
@@ -77,16 +85,8 @@ environment_overrides apply_environment(pool_options& options, environment_looku
     env.prefetch = v;
     options.prefetch = v;
   }
-  if (char const* v = read("TIERPOOL_PUBLISH")) {
-    std::string_view const b(v);
-    if (b == "1" || b == "on" || b == "true") {
-      options.publish.enabled = true;
-    } else if (b == "0" || b == "off" || b == "false") {
-      options.publish.enabled = false;
-    } else {
-      throw logic_error("TIERPOOL_PUBLISH: expected 0 or 1 (or off / on), got '" + std::string(b) + "'");
-    }
-  }
+  if (char const* v = read("TIERPOOL_PUBLISH")) { options.publish.enabled = parse_switch("TIERPOOL_PUBLISH", v); }
+  if (char const* v = read("TIERPOOL_COMPACTION")) { options.compaction = parse_switch("TIERPOOL_COMPACTION", v); }
   if (char const* v = read("TIERPOOL_PUBLISH_GROUP")) { options.publish.group = v; }
   if (char const* v = read("TIERPOOL_TRACE")) {
     env.trace_path = v;

@@ -64,7 +64,35 @@ TEST(PoolEnvironment, AnUnknownNameIsAnError)
   EXPECT_EQ(error_of(reading({"TIERPOOL_POLCY"})),
             "pool_options::ignore_environment: unknown variable 'TIERPOOL_POLCY' (valid: TIERPOOL_BACKEND, "
             "TIERPOOL_DEVICE_BYTES, TIERPOOL_POLICY, TIERPOOL_PREFETCH, TIERPOOL_TRACE, TIERPOOL_PUBLISH, "
-            "TIERPOOL_PUBLISH_GROUP)");
+            "TIERPOOL_PUBLISH_GROUP, TIERPOOL_COMPACTION)");
+}
+
+// TIERPOOL_COMPACTION turns pool_options::compaction on or off (Note [Compacting around
+// vacated blocks]): a fragmented device tier then compacts for a request instead of
+// evicting. A bad value is an error naming the variable; ignored, it is not read.
+TEST(PoolEnvironment, CompactionVariableDecidesWhetherTheLadderCompacts)
+{
+  auto fragmented_request = [](pool_options o) {
+    pool p{std::move(o)};
+    std::vector<tensor> all;
+    for (int i = 0; i < 16; ++i) { all.push_back(p.allocate(64_KiB, {.preferred_tier = tier_id{0}})); }
+    for (std::size_t i = 0; i < all.size(); i += 2) { p.free(all[i]); }  // 512 KiB free in 64 KiB holes
+    tensor big = p.allocate(256_KiB, {.preferred_tier = tier_id{0}});
+    return p.stats().tiers[0].compactions;
+  };
+  {
+    scoped_env const on("TIERPOOL_COMPACTION", "on");
+    EXPECT_EQ(fragmented_request(reading({})), 1U);
+    EXPECT_EQ(fragmented_request(reading({"TIERPOOL_COMPACTION"})), 0U) << "an ignored variable was read";
+  }
+  {
+    scoped_env const off("TIERPOOL_COMPACTION", "0");
+    pool_options o = reading({});
+    o.compaction = true;
+    EXPECT_EQ(fragmented_request(o), 0U) << "the variable wins over the option";
+  }
+  scoped_env const bad("TIERPOOL_COMPACTION", "maybe");
+  EXPECT_EQ(error_of(reading({})), "TIERPOOL_COMPACTION: expected 0 or 1 (or off / on), got 'maybe'");
 }
 
 }  // namespace

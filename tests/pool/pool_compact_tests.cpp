@@ -161,6 +161,35 @@ TEST(PoolCompact, CopiesInUseByAStreamStay)
   p.destroy_stream(s);
 }
 
+// After one request the ladder placed: with compaction on, by compacting once and evicting
+// nothing; off, by evicting.
+void expect_compacted_not_evicted(tier_stats const& st, bool on)
+{
+  EXPECT_EQ(st.compactions, on ? 1U : 0U);
+  if (on) {
+    EXPECT_GT(st.compacted_tensors, 0U);
+    EXPECT_EQ(st.evictions, 0U) << "evicted although compaction could make the room";
+  } else {
+    EXPECT_GT(st.evictions, 0U);
+  }
+}
+
+// Places a 256 KiB tensor on the device (its bytes written there), checks the ladder's
+// figures, its bytes and every live tensor's; returns the device tier's figures as they
+// were right after the placement.
+tier_stats place_big_and_check(pool& p, std::vector<tensor> const& live, std::vector<std::uint64_t> const& keys, bool on)
+{
+  tensor big = p.allocate(4 * kUnit, on_device());
+  put(p, big, 99);
+  tier_stats const st = p.stats().tiers[0];
+  expect_compacted_not_evicted(st, on);
+  EXPECT_EQ(p.residency(big).home, tier_id{0});
+  EXPECT_TRUE(holds(p, big, 99));
+  for (std::size_t i = 0; i < live.size(); ++i) { EXPECT_TRUE(holds(p, live[i], keys[i])) << "tensor " << keys[i]; }
+  EXPECT_TRUE(p.validate());
+  return st;
+}
+
 // The ladder: a 256 KiB tensor needs a run that no free block holds, with 512 KiB free.
 TEST(PoolCompact, LadderCompactsInsteadOfEvicting)
 {
@@ -168,23 +197,8 @@ TEST(PoolCompact, LadderCompactsInsteadOfEvicting)
     SCOPED_TRACE(on ? "compaction on" : "compaction off");
     pool p(device_over_host(make_sim(), on));
     fragmented f = fragment(p);
-    tensor big = p.allocate(4 * kUnit, on_device());
-    put(p, big, 99);
-    tier_stats const st = p.stats().tiers[0];
-    if (on) {
-      EXPECT_EQ(st.compactions, 1U);
-      EXPECT_EQ(st.evictions, 0U);
-      EXPECT_EQ(st.fragmented_evictions, 0U);
-      EXPECT_GT(st.compacted_tensors, 0U);
-    } else {
-      EXPECT_EQ(st.compactions, 0U);
-      EXPECT_GT(st.evictions, 0U);
-      EXPECT_EQ(st.fragmented_evictions, 1U);
-    }
-    EXPECT_EQ(p.residency(big).home, tier_id{0});
-    EXPECT_TRUE(holds(p, big, 99));
-    for (std::size_t i = 0; i < f.ts.size(); ++i) { EXPECT_TRUE(holds(p, f.ts[i], f.keys[i])); }
-    EXPECT_TRUE(p.validate());
+    tier_stats const st = place_big_and_check(p, f.ts, f.keys, on);
+    EXPECT_EQ(st.fragmented_evictions, on ? 0U : 1U);
   }
 }
 
@@ -222,23 +236,8 @@ TEST(PoolCompact, LadderWaitsForVacatedBlocksAndCompactsInsteadOfEvicting)
     }
     tier_stats const before = p.stats().tiers[0];
     ASSERT_EQ(before.largest_free_block, 0U) << "the freed blocks should still be vacated";
-    tensor big = p.allocate(4 * kUnit, on_device());
-    put(p, big, 99);
-    tier_stats const st = p.stats().tiers[0];
-    if (on) {
-      EXPECT_EQ(st.waits_to_compact, 1U);
-      EXPECT_EQ(st.compactions, 1U);
-      EXPECT_GT(st.compacted_tensors, 0U);
-      EXPECT_EQ(st.evictions, 0U) << "evicted although compaction could make the room";
-    } else {
-      EXPECT_EQ(st.waits_to_compact, 0U);
-      EXPECT_EQ(st.compactions, 0U);
-      EXPECT_GT(st.evictions, 0U);
-    }
-    EXPECT_EQ(p.residency(big).home, tier_id{0});
-    EXPECT_TRUE(holds(p, big, 99));
-    for (std::size_t i = 0; i < live.size(); ++i) { EXPECT_TRUE(holds(p, live[i], keys[i])) << "tensor " << keys[i]; }
-    EXPECT_TRUE(p.validate());
+    tier_stats const st = place_big_and_check(p, live, keys, on);
+    EXPECT_EQ(st.waits_to_compact, on ? 1U : 0U);
     p.synchronize(s);
     p.destroy_stream(s);
   }

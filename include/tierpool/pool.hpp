@@ -289,6 +289,22 @@ class TIERPOOL_EXPORT pool {
   void demote(tensor const& t, tier_id to);
 
   /**
+   * @brief Declare `t`'s bytes dead: the program will not read them again before it writes
+   *        every byte anew (a buffer reused each step, a paged cache block given back to its
+   *        free list). The pool drops its copies when it evicts them, never writing them
+   *        back, so no transfer carries dead bytes.
+   *
+   * The tensor stays allocated. Until a lease with access_mode::write_discard gives it new
+   *        contents, a lease that reads it (read, read_write; acquire or acquire_host) is a
+   *        logic_error, whether or not a copy is still resident, and a prefetch of it does
+   *        nothing. Discarding twice is the same as once. See docs/chapters/pools.md,
+   *        "Discarding contents".
+   * @throws tierpool::logic_error for an empty/foreign/freed tensor, a tensor with a live
+   *         lease, or one with a recompute recipe (pool::set_recompute: clear it first).
+   */
+  void discard(tensor const& t);
+
+  /**
    * @brief Give the eviction policies a forecast of `t`'s next use (Belady's MIN needs one;
    *        `tierpool replay` passes the trace's true next use before every access).
    *

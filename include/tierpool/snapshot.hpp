@@ -72,6 +72,9 @@ struct tensor_residency {
   /// Dropped for recompute: no tier holds its bytes (copies is empty or stale only, home is
   /// meaningless); its recipe rebuilds it on next use (pool::set_recompute)
   bool dropped_for_recompute{false};
+  /// Its bytes were discarded (pool::discard): reads are refused until a write_discard
+  /// lease, and its copies are dropped when evicted (copies may be empty, home meaningless)
+  bool discarded{false};
   bool recomputable{false};     ///< it has a recipe (pool::set_recompute)
   std::uint32_t leases{0};      ///< live leases (acquire, acquire_host), all tiers
   std::uint32_t write_leases{0};  ///< of which may write

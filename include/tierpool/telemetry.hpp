@@ -223,6 +223,10 @@ struct pool_stats {
   double rebuild_seconds{0.0};          ///< SUM: time in recipes (host recipes; device ones: enqueueing)
   std::uint64_t recipes{0};             ///< COUNT: live recipes now
   std::uint64_t recipes_ended{0};       ///< COUNT: recipes ended by a write, an input's free or write, or clear_recompute
+  std::uint64_t discards{0};            ///< COUNT: pool::discard calls that marked a tensor's bytes dead
+  /// COUNT: evictions of a discarded tensor's newest copy, dropped with nothing written back
+  std::uint64_t evicted_discarded{0};
+  std::uint64_t evicted_discarded_bytes{0};  ///< SUM: their bytes (the write-backs saved)
   /// The device was lost (tierpool::device_lost): only host copies remain  /// The device was lost (tierpool::device_lost): only host copies remain
   bool device_lost{false};
   std::uint64_t lost_tensors{0};          ///< COUNT: tensors whose bytes went with it

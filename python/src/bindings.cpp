@@ -865,6 +865,7 @@ nb::dict residency_dict(tierpool::tensor_residency const& r)
   d["access_count"] = r.access_count;
   d["last_use"] = r.last_use;
   d["dropped_for_recompute"] = r.dropped_for_recompute;
+  d["discarded"] = r.discarded;
   d["recomputable"] = r.recomputable;
   return d;
 }
@@ -1527,6 +1528,18 @@ NB_MODULE(_tierpool, m)
           "tensor"_a, "tier"_a,
           "Move the tensor down to `tier`, writing it back if its newest bytes are above. Raises LogicError "
           "while it is leased.")
+      .def(
+          "discard",
+          [](py_pool& p, py_tensor const& t) {
+            p.check();
+            tierpool::tensor const& h = live(t);
+            nb::gil_scoped_release unlocked;
+            p.pool.discard(h);
+          },
+          "tensor"_a,
+          "Declare the tensor's bytes dead until a 'write_discard' lease writes new ones: its copies are dropped "
+          "when evicted, never written back. Reading it before then raises LogicError; so does discarding it "
+          "while leased or with a recompute recipe. Stats: discards, evicted_discarded(_bytes).")
       .def(
           "free",
           [](py_pool& p, py_tensor& t) {

@@ -306,3 +306,37 @@ def test_acquire_all_returns_every_lease_in_order_or_none():
             assert np.array_equal(np.asarray(lease), pattern(sizes[i], i)), i
     assert p.validate()
     p.close()
+
+
+def test_discard_drops_dead_bytes_and_refuses_reads_until_rewritten():
+    p = make_pool(device_bytes=64 * KiB, host_bytes=1024 * KiB)
+    n = 16 * KiB
+    t = p.allocate(n, name="t", preferred_tier=0)
+    with p.acquire(t, "write_discard") as lease:
+        np.asarray(lease)[:] = pattern(n, 1)
+    p.discard(t)
+    assert p.residency(t)["discarded"]
+    with pytest.raises(tierpool.LogicError, match="was discarded \\(pool::discard\\)"):
+        p.acquire(t, "read")
+    with pytest.raises(tierpool.LogicError, match="was discarded"):
+        p.acquire_host(t, "read_write")
+    others = [p.allocate(n, name=f"o{i}") for i in range(4)]
+    for i, o in enumerate(others):
+        with p.acquire(o, "write_discard") as lease:
+            np.asarray(lease)[:] = pattern(n, 10 + i)
+    st = p.stats()
+    assert st["evicted_discarded"] == 1 and st["evicted_discarded_bytes"] == n, st
+    assert st["bytes_d2h"] == 0, "the dead bytes were written back"
+    with p.acquire_host(t, "write_discard") as lease:
+        np.asarray(lease)[:] = pattern(n, 2)
+    assert not p.residency(t)["discarded"]
+    with p.acquire_host(t, "read") as lease:
+        assert np.array_equal(np.asarray(lease), pattern(n, 2))
+    for i, o in enumerate(others):
+        with p.acquire_host(o, "read") as lease:
+            assert np.array_equal(np.asarray(lease), pattern(n, 10 + i)), i
+    with p.acquire(t, "read"):
+        with pytest.raises(tierpool.LogicError, match="live lease"):
+            p.discard(t)
+    assert p.validate()
+    p.close()

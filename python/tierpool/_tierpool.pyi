@@ -559,6 +559,11 @@ class Pool:
         Lease the tensor's bytes in device-accessible memory for work on `stream` (None: the default stream), copying them in (and evicting others) if needed. access: 'read', 'read_write' or 'write_discard'. Raises OutOfMemory when the device tier cannot make room (e.g. everything is leased).
         """
 
+    def discard(self, tensor: Tensor) -> None:
+        """
+        Declare the tensor's bytes dead until a 'write_discard' lease writes new ones: its copies are dropped when evicted, never written back. Reading it before then raises LogicError; so does discarding it while leased or with a recompute recipe. Stats: discards, evicted_discarded(_bytes).
+        """
+
     def acquire_all(self, items: Sequence[Tensor | tuple[Tensor, str]], stream: int | None = None) -> list[Lease]:
         """
         Lease several tensors for one piece of work on `stream` (a kernel's operands): all of them or none. items: Tensors (read) or (Tensor, access) pairs. Returns the Leases in the items' order, taken largest tensor first (a small one leased first can split the room a large one needs); when one acquire fails, those already taken are released and the error is raised.

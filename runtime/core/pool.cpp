@@ -187,6 +187,8 @@ lease pool::acquire_host(tensor const& t, access_mode access)
 }
 
 void pool::prefetch(tensor const& t, tier_id to) { checked(impl_, "prefetch").prefetch(t, to); }
+void pool::discard(tensor const& t) { checked(impl_, "discard").discard(t); }
+
 void pool::demote(tensor const& t, tier_id to)
 {
   detail::pool_impl& impl = checked(impl_, "demote");

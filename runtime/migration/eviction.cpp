@@ -516,6 +516,11 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
     for (std::uint32_t j = 0; j < rec->slots.size() && dirty; ++j) {
       dirty = !(j != k && rec->slots[j].state == copy_state::valid);
     }
+    if (dirty && rec->discarded) {  // dead bytes: dropped, nothing written (Note [Discarded contents], tensor_ops.cpp)
+      dirty = false;
+      counters_->evicted_discarded.fetch_add(1, std::memory_order_relaxed);
+      counters_->evicted_discarded_bytes.fetch_add(rec->bytes, std::memory_order_relaxed);
+    }
     bool recompute = false;  // Note [Choosing an eviction action]
     std::uint32_t wrote_to = k;
     if (dirty) {

@@ -37,7 +37,7 @@ void migration_engine::prefetch_record(record_ref const& recp, std::uint32_t k, 
   if (rec.slots[k].state == copy_state::valid || rec.prefetch_queued) { return; }  // resident, in flight, queued
   // A live write lease may be changing the bytes (on the host, or on a stream after the
   // copy would run): a copy now would snapshot them half-written. Nothing to prefetch.
-  if (rec.write_pins != 0 || rec.needs_rebuild) {  // or dropped for recompute: nothing to copy
+  if (rec.write_pins != 0 || rec.needs_rebuild || rec.discarded) {  // or dropped for recompute: nothing to copy
     counters_->prefetch_dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -112,7 +112,7 @@ void migration_engine::serve_prefetches() noexcept
     record_lock rl(*rec, std::try_to_lock);
     if (!rl.owns()) { break; }  // busy: try again at a later call
     if (rec->freed || rec->slots[req.tier].state == copy_state::valid ||
-        rec->write_pins != 0 || rec->needs_rebuild) {  // freed, resident by now, being written (see prefetch()), dropped
+        rec->write_pins != 0 || rec->needs_rebuild || rec->discarded) {  // freed, resident by now, being written (see prefetch()), dropped
       rec->prefetch_queued = false;
       remove(req.seq);
       counters_->prefetch_dropped.fetch_add(1, std::memory_order_relaxed);

@@ -356,6 +356,10 @@ struct alignas(8) tensor_record {
   bool prefetched{false};         ///< a prefetch copied it in and no acquire used it yet
   bool prefetch_queued{false};    ///< a request for it waits in the prefetch queue
   bool lost{false};               ///< the device was lost with its only valid copy there (device_lost)
+  /// pool::discard: its bytes are dead until a write_discard lease gives it new ones. Its
+  /// copies are dropped, never written back; it may have no valid copy (Note [Discarded
+  /// contents], tensor_ops.cpp).
+  bool discarded{false};
   /// Constant: the preferred tier is device-accessible (acquire may use it in place of the
   /// device tier).
   bool prefers_device_accessible{false};

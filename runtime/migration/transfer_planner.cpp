@@ -110,7 +110,7 @@ plan_outcome migration_engine::plan_prefetch(record_ref const& recp, std::uint32
   record_lock rl(rec, std::try_to_lock);
   if (!rl.owns() || rec.freed) { return plan_outcome::skipped; }
   if (rec.slots[k].state == copy_state::valid) { return plan_outcome::resident; }
-  if (rec.prefetch_queued || rec.write_pins != 0 || rec.needs_rebuild || rec.bytes > tiers_[k]->capacity) {
+  if (rec.prefetch_queued || rec.write_pins != 0 || rec.needs_rebuild || rec.discarded || rec.bytes > tiers_[k]->capacity) {
     return plan_outcome::skipped;
   }
   fill_result r = fill_result::no_room;
@@ -154,7 +154,7 @@ bool migration_engine::write_back_early(record_ref const& recp, std::uint32_t k)
   tensor_record& rec = *recp;
   if (holds_record(rec)) { return false; }
   record_lock rl(rec, std::try_to_lock);
-  if (!rl.owns() || rec.freed || k >= rec.slots.size()) { return false; }
+  if (!rl.owns() || rec.freed || rec.discarded || k >= rec.slots.size()) { return false; }  // dead bytes: never saved
   copy_slot const& s = rec.slots[k];
   if (s.state != copy_state::valid || s.pins != 0 || rec.write_pins != 0) { return false; }
   for (std::uint32_t j = 0; j < rec.slots.size(); ++j) {

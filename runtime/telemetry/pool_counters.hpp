@@ -51,6 +51,7 @@ struct pool_counters {
   std::atomic<std::uint64_t> evicted_dropped{0}, evicted_moved{0}, evicted_compressed{0};
   std::atomic<std::uint64_t> evicted_recompute{0}, evicted_recompute_bytes{0};
   std::atomic<std::uint64_t> rebuilds{0}, rebuild_failures{0}, rebuild_ns{0}, recipes_ended{0};
+  std::atomic<std::uint64_t> discards{0}, evicted_discarded{0}, evicted_discarded_bytes{0};  ///< pool::discard
   std::atomic<std::uint64_t> acquire_failures{0};  ///< counted acquires that threw (pool_stats::acquire_failures)
   std::atomic<std::uint64_t> live_tensors{0};
   std::atomic<std::uint64_t> live_tensor_bytes{0};

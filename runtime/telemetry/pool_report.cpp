@@ -244,6 +244,9 @@ boost::json::object stats_json(pool_stats const& st)
   root["rebuild_seconds"] = st.rebuild_seconds;
   root["recipes"] = st.recipes;
   root["recipes_ended"] = st.recipes_ended;
+  root["discards"] = st.discards;
+  root["evicted_discarded"] = st.evicted_discarded;
+  root["evicted_discarded_bytes"] = st.evicted_discarded_bytes;
   root["predicted_prefetches"] = st.predicted_prefetches;
   root["prefetch_on_time_device"] = st.prefetch_on_time_device;
   root["prefetch_late_device"] = st.prefetch_late_device;

@@ -109,6 +109,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   auto with_low_memory_step(tensor_record* rec, record_ref const* handle, Body&& body)
     -> decltype(body(false));
   void demote(tensor const& t, tier_id to);
+  void discard(tensor const& t);
   void free(tensor& t);
   void free_handle(tensor& t) noexcept;  ///< the handle's destructor
   /// The record is locked by this thread, its handle is gone (free_when_unpinned, drop_held
@@ -203,6 +204,9 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
                        access_mode access, bool retry, bool& counted);
   lease acquire_host_locked(tensor_record& rec, access_mode access, bool retry, bool& counted);
   void demote_locked(tensor_record& rec, std::uint32_t k);
+  // A logic_error naming `what` when rec is discarded and `access` would read it (Note
+  // [Discarded contents], tensor_ops.cpp). Under the record's lock.
+  static void refuse_discarded(tensor_record const& rec, access_mode access, char const* what);
   /// Write a write-through tensor's device copy in tier k back (Note [Write-through tensors]).
   void write_through_locked(tensor_record& rec, std::uint32_t k, stream_handle used_on) noexcept;
   /// A deferred free happens (the handle died earlier): free the slots, record the free.

@@ -147,6 +147,9 @@ pool_stats pool_impl::stats() const
   st.rebuild_seconds = static_cast<double>(counters_.rebuild_ns.load(std::memory_order_relaxed)) * 1e-9;
   st.recipes = recipes_live_.load(std::memory_order_relaxed);
   st.recipes_ended = counters_.recipes_ended.load(std::memory_order_relaxed);
+  st.discards = counters_.discards.load(std::memory_order_relaxed);
+  st.evicted_discarded = counters_.evicted_discarded.load(std::memory_order_relaxed);
+  st.evicted_discarded_bytes = counters_.evicted_discarded_bytes.load(std::memory_order_relaxed);
   st.predicted_prefetches = counters_.predicted_prefetches.load(std::memory_order_relaxed);
   st.planned_prefetches = counters_.planned_prefetches.load(std::memory_order_relaxed);
   st.planned_prefetch_bytes = counters_.planned_prefetch_bytes.load(std::memory_order_relaxed);
@@ -250,7 +253,7 @@ bool pool_impl::validate() const
         fail(name + ": pinned copy missing from the register of tier " + std::to_string(k));
       }
     }
-    if (!any_valid && !r->needs_rebuild) { fail(name + ": no valid copy"); }
+    if (!any_valid && !r->needs_rebuild && !r->discarded) { fail(name + ": no valid copy"); }  // discarded: maybe none
     if (r->needs_rebuild && !r->has_recipe) { fail(name + ": dropped for recompute without a recipe"); }
     // Note [Copy slots only where a copy is]: a record is spilled only while two tiers hold
     // a copy; unspilled, its inline slot holds it.
@@ -258,7 +261,7 @@ bool pool_impl::validate() const
       std::size_t held = 0;
       for (std::size_t k = 0; k < n; ++k) { held += r->slots[k].state != copy_state::absent ? 1U : 0U; }
       if (held < 2) { fail(name + ": copy slots spilled to the heap for " + std::to_string(held) + " copy"); }
-    } else if (r->slots[r->slots.home()].state == copy_state::absent && !r->needs_rebuild) {
+    } else if (r->slots[r->slots.home()].state == copy_state::absent && !r->needs_rebuild && !r->discarded) {
       fail(name + ": inline copy slot empty");
     }
     if (pins != r->pins) { fail(name + ": pin count " + std::to_string(r->pins) + " != sum over tiers"); }

@@ -62,6 +62,7 @@ void fill_residency(tensor_record const& rec, backend& be, tensor_residency& r)
   r.prefetch_queued = rec.prefetch_queued;
   r.prefetched = rec.prefetched;
   r.dropped_for_recompute = rec.needs_rebuild;
+  r.discarded = rec.discarded;
   r.recomputable = rec.has_recipe;
   r.leases = rec.pins;
   r.write_leases = rec.write_pins;

@@ -109,6 +109,12 @@ void pool_impl::set_recompute(tensor const& t, recompute_options options)
   tensor_record& rec = checked_record(t, "set_recompute");
   std::string const what = "pool::set_recompute: " + tensor_text(rec);
   if (!options.fn) { throw logic_error(what + ": no recompute function (recompute_options::fn)"); }
+  {
+    record_lock rl(rec);
+    if (rec.discarded) {  // Note [Discarded contents], tensor_ops.cpp
+      throw logic_error(what + ": its bytes were discarded (pool::discard); lease it with write_discard first");
+    }
+  }
   if (options.inputs.size() > kMaxInputs) {
     throw logic_error(what + ": " + std::to_string(options.inputs.size()) + " inputs (at most " +
                       std::to_string(kMaxInputs) + ")");

@@ -346,6 +346,7 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
   record_lock rl(rec);
   TIERPOOL_EXPECTS(!rec.freed, "pool::acquire: the tensor was freed");
   check_write_leases(rec, access, "acquire");
+  refuse_discarded(rec, access, "pool::acquire");  // a write_discard lease clears the mark once granted
   if (rec.needs_rebuild && access != access_mode::write_discard) [[unlikely]] { throw rebuild_needed{}; }
   rec.rebuilt_fresh = false;
   if (rec.slots[d].state != copy_state::valid && rec.prefers_device_accessible) [[unlikely]] {
@@ -413,6 +414,7 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
     if (!captured()) { engine_.steer_to_device(rec, *slot, stream); }  // a hint: skipped in a capture
   }
   add_use(slot->users, se, se.gen.load(std::memory_order_relaxed));  // settled at release
+  rec.discarded = false;  // only write_discard gets here for a discarded tensor: every byte is written anew
   return make_lease(rec, d, access, stream, false);
 }
 
@@ -440,6 +442,7 @@ lease pool_impl::acquire_host_locked(tensor_record& rec, access_mode access, boo
   TIERPOOL_EXPECTS(!rec.freed, "pool::acquire_host: the tensor was freed");
   check_write_leases(rec, access, "acquire_host");
   if (rec.lost) [[unlikely]] { throw_lost("acquire_host"); }
+  refuse_discarded(rec, access, "pool::acquire_host");  // a write_discard lease clears the mark once granted
   if (rec.needs_rebuild && access != access_mode::write_discard) [[unlikely]] { throw rebuild_needed{}; }
   rec.rebuilt_fresh = false;
   bool const write = access != access_mode::read;
@@ -486,6 +489,7 @@ lease pool_impl::acquire_host_locked(tensor_record& rec, access_mode access, boo
   engine_.host_wait_slot(slot, write || managed);
   slot.pages_on_device = slot.pages_on_device && !managed;  // the host touches the pages (they fault back)
   if (write) { engine_.mark_others_stale_locked(rec, *h); }
+  rec.discarded = false;  // only write_discard gets here for a discarded tensor: every byte is written anew
   return make_lease(rec, *h, access, stream_handle{}, true);
 }
 
@@ -537,10 +541,57 @@ void pool_impl::demote_locked(tensor_record& rec, std::uint32_t k)
   TIERPOOL_EXPECTS(rec.pins == 0, "pool::demote: tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) +
                                     " has " + std::to_string(rec.pins) + " live lease(s)");
   if (rec.needs_rebuild) { return; }  // dropped for recompute: in no tier, below them all
+  if (rec.discarded) {  // dead bytes: nothing to carry down, the copies above go
+    for (std::uint32_t j = 0; j < k && j < rec.slots.size(); ++j) {
+      if (rec.slots[j].state != copy_state::absent) { engine_.vacate_locked(rec, j); }
+    }
+    return;
+  }
   (void)engine_.ensure_valid_locked(rec, k, access_mode::read, place_mode::ladder);
   for (std::uint32_t j = 0; j < k; ++j) {
     if (rec.slots[j].state != copy_state::absent) { engine_.vacate_locked(rec, j); }
   }
+}
+
+// Note [Discarded contents]
+// -------------------------
+// Rationale: a program often keeps a buffer whose bytes it will overwrite before reading
+// them again (a gradient buffer between steps, a paged KV-cache block back on its free
+// list, an output kept past its last read). The pool cannot tell: evicting such a tensor
+// writes it back, a transfer of dead bytes on the link the next copy-in waits for.
+// Approach: pool::discard marks the record (tensor_record::discarded, under its lock; no
+// lease may be live). Eviction then treats every copy of it as clean: it is dropped, never
+// written back, and once its last copy goes the record has no valid copy at all, which
+// validate() accepts for a discarded record. A lease that would read the bytes is refused
+// with a logic_error (the bytes may be gone, and which copy survived would otherwise
+// decide what a read sees); a write_discard lease clears the mark, since it writes every
+// byte. Prefetches, early write-backs and demote skip or drop it. Limitations: a tensor
+// with a recompute recipe is refused (its recipe describes bytes that discard declares
+// dead: clear_recompute first); copies already resident stay until evicted.
+void pool_impl::discard(tensor const& t)
+{
+  op_gate::scope const op(gate_, thread_shard());
+  tensor_record& rec = checked_record(t, "discard");
+  record_lock rl(rec);
+  TIERPOOL_EXPECTS(!rec.freed, "pool::discard: the tensor was freed");
+  if (rec.pins != 0 || rec.write_pins != 0) {
+    throw logic_error("pool::discard: tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) + " has " +
+                      std::to_string(rec.pins) + " live lease(s); end them before discarding its bytes");
+  }
+  if (rec.has_recipe) {
+    throw logic_error("pool::discard: tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) +
+                      " has a recompute recipe; clear_recompute first");
+  }
+  if (!rec.discarded) { counters_.discards.fetch_add(1, std::memory_order_relaxed); }
+  rec.discarded = true;
+}
+
+void pool_impl::refuse_discarded(tensor_record const& rec, access_mode access, char const* what)
+{
+  if (!rec.discarded || access == access_mode::write_discard) { return; }
+  throw logic_error(std::string(what) + ": tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) +
+                    " was discarded (pool::discard) and has no contents to read; lease it with write_discard "
+                    "to give it new ones");
 }
 
 // ---------------------------------------------------------------------------------------

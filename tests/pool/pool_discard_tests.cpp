@@ -23,17 +23,6 @@ namespace {
 
 constexpr std::size_t kBytes = 256_KiB;
 
-template <class F>
-std::string logic_message(F&& f)
-{
-  try {
-    f();
-  } catch (logic_error const& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // A 1 MiB device tier over a host tier; `t` written on the device only (its one valid,
 // dirty copy), three others resident beside it.
 struct dirty_on_device {

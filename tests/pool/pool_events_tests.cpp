@@ -36,18 +36,6 @@ pool_options quiet(pool_options o)
   return o;
 }
 
-/// The message of the logic_error `f` throws ("" and a failure when it throws none).
-template <class F>
-std::string logic_message(F&& f)
-{
-  try {
-    f();
-  } catch (logic_error const& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no logic_error";
-  return "";
-}
 
 /// A host callable that holds its stream until opened (as stream_gate, for enqueue_host).
 struct gate {

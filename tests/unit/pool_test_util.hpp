@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <tierpool/backends/sim_backend.hpp>
+#include <tierpool/error.hpp>
 #include <tierpool/pool.hpp>
 #include <tierpool/prefetch.hpp>
 
@@ -189,5 +190,18 @@ struct four_resident {
     p.synchronize(s);
   }
 };
+
+/// The message of the logic_error `f` throws ("" and a failure when it throws none).
+template <class F>
+std::string logic_message(F&& f)
+{
+  try {
+    f();
+  } catch (logic_error const& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no logic_error";
+  return "";
+}
 
 }  // namespace tierpool::test

@@ -14,8 +14,12 @@
 #include <tierpool/error.hpp>
 #include <tierpool/pool.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <exception>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace tierpool::test {
@@ -159,6 +163,63 @@ TEST(PoolDiscard, MisuseIsALogicErrorAndChangesNothing)
   f.p.free(f.t);  // a discarded tensor frees as any other
   EXPECT_TRUE(f.others_intact());
   EXPECT_TRUE(f.p.validate());
+}
+
+// More threads than cores, each with three tensors on a device tier that holds about half
+// of them: each round checks a tensor's bytes (when it was kept), writes it anew in the
+// device tier (write_discard), and discards it or not by turns, while the others' acquires
+// evict. A discarded tensor is never read
+// before it is rewritten; one kept must come back with its bytes. (Under TSan in .ci/run.)
+TEST(PoolDiscardThreads, ManyThreadsDiscardAndRewriteUnderEviction)
+{
+  unsigned const n_threads = std::max(6U, 3 * std::thread::hardware_concurrency());
+  constexpr std::size_t kTensor = 32_KiB;
+  constexpr int kRounds = 60;
+  pool p{small_tiers(make_sim(), kTensor * (3 * n_threads / 2 + 2), 0, 64_MiB)};
+  std::vector<std::vector<tensor>> mine(n_threads);
+  for (unsigned i = 0; i < n_threads; ++i) {
+    for (int k = 0; k < 3; ++k) { mine[i].push_back(p.allocate(kTensor)); }
+  }
+  std::uint64_t const evictions_before = p.stats().tiers[0].evictions;
+  std::atomic<int> bad{0};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (unsigned i = 0; i < n_threads; ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        std::vector<std::uint32_t> version(3, 0);
+        std::vector<bool> dead(3, true);  // never written: no contents to check
+        for (int r = 0; r < kRounds; ++r) {
+          std::size_t const k = static_cast<std::size_t>(r) % 3;
+          tensor const& t = mine[i][k];
+          std::uint64_t const key = i * 3 + k;
+          if (!dead[k]) {  // kept last time: its bytes must be there
+            lease h = p.acquire_host(t, access_mode::read);
+            if (!has_pattern(h.data(), h.bytes(), key, version[k])) { ++bad; }
+          }
+          {
+            // Written in the device tier (sim real memory: a host pointer), evicting others:
+            // its only valid copy is there, dirty. The stream's wait for the block is settled first.
+            lease w = p.acquire(t, access_mode::write_discard);
+            p.synchronize(stream_handle{});
+            write_pattern(w.data(), w.bytes(), key, ++version[k]);
+          }
+          dead[k] = r % 2 == 0;
+          if (dead[k]) { p.discard(t); }
+        }
+      } catch (std::exception const& ex) {
+        ++failures;
+        ADD_FAILURE() << "thread " << i << ": " << ex.what();
+      }
+    });
+  }
+  for (auto& t : threads) { t.join(); }
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(bad.load(), 0) << "a tensor kept came back with other bytes";
+  pool_stats const st = p.stats();
+  EXPECT_GT(st.tiers[0].evictions, evictions_before) << "no eviction pressure";
+  EXPECT_GT(st.evicted_discarded, 0U) << "no discarded tensor was evicted";
+  EXPECT_TRUE(p.validate());
 }
 
 }  // namespace

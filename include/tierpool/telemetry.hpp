@@ -227,7 +227,7 @@ struct pool_stats {
   /// COUNT: evictions of a discarded tensor's newest copy, dropped with nothing written back
   std::uint64_t evicted_discarded{0};
   std::uint64_t evicted_discarded_bytes{0};  ///< SUM: their bytes (the write-backs saved)
-  /// The device was lost (tierpool::device_lost): only host copies remain  /// The device was lost (tierpool::device_lost): only host copies remain
+  /// The device was lost (tierpool::device_lost): only host copies remain
   bool device_lost{false};
   std::uint64_t lost_tensors{0};          ///< COUNT: tensors whose bytes went with it
 };

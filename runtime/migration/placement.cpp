@@ -119,8 +119,10 @@ constexpr int kCompactTries = 2;
 // compute time.
 // Approach: with compaction on (pool_options::compaction), when the free and vacated bytes
 // together cover the request and no run of them holds it, the host waits for vacated
-// blocks, oldest first, until none is left (each wait is the ladder's "wait for vacated
-// blocks" step: tier::reclaim_oldest_blocking, a stall), and the ladder starts again: the
+// blocks, oldest first, until none of those vacated by then is left (each wait is the
+// ladder's "wait for vacated blocks" step: tier::reclaim_oldest_blocking, a stall; once per
+// placement, and never for blocks other threads vacate meanwhile, so it always ends), and
+// the ladder starts again: the
 // arena may hold the request now, else compaction gathers the free space (device to
 // device copies, not transfers over the link). Waiting for all of them, not only until the
 // free bytes cover the request, also settles the uses of the copies around them, which
@@ -195,6 +197,7 @@ place_result migration_engine::place(place_request const& r)
   std::size_t busy = 0;  // busy victims of the last round that made no progress
   std::size_t const slot = ts.mem->slot_bytes(bytes);
   int compact_tries = 0;
+  bool waited_to_compact = false;  // the "wait to compact" step runs once per placement
   bool counted_fragmented = false;
   std::size_t last_free = 0;  // the arena's free bytes at the last round's allocation
   for (int round = 0; round < kMaxLadderRounds; ++round) {
@@ -282,10 +285,13 @@ place_result migration_engine::place(place_request const& r)
       }
       // Wait for vacated blocks so as to compact (Note [Compacting around vacated blocks]):
       // free and vacated bytes together cover the request, no run of them holds it.
-      if (ladder && ts.compact_in_ladder && free_now < slot && rep.deferred_bytes != 0 &&
-          rep.free_bytes + rep.deferred_bytes >= slot && compact_tries < kCompactTries) {
+      if (ladder && ts.compact_in_ladder && !waited_to_compact && free_now < slot && rep.deferred_bytes != 0 &&
+          rep.free_bytes + rep.deferred_bytes >= slot) {
+        waited_to_compact = true;
+        // The blocks vacated by now, no more: other threads may keep vacating while it waits.
+        std::size_t left = ts.mem->usage().deferred_count;
         bool waited = false;
-        while (ts.mem->deferred_bytes() != 0 && wait_oldest()) { waited = true; }
+        while (left-- > 0 && ts.mem->deferred_bytes() != 0 && wait_oldest()) { waited = true; }
         if (waited) {
           add_under_tier_lock(ts.waits_to_compact, std::uint64_t{1});
           continue;  // the arena may hold it now; else the free bytes cover it: compact

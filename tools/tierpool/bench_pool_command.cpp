@@ -90,9 +90,9 @@ backend_pick pick_backend(std::string const& flag)
 constexpr char const* kEnvironmentHelp =
   "Environment: TIERPOOL_BACKEND is the default of --backend; TIERPOOL_DEVICE_BYTES is\n"
   "ignored (the command sizes its tiers); TIERPOOL_POLICY, TIERPOOL_PREFETCH, TIERPOOL_TRACE,\n"
-  "TIERPOOL_PUBLISH and TIERPOOL_PUBLISH_GROUP apply to its pool as to any (an invalid value\n"
-  "is an error naming the variable). A trace that cannot be written completely fails the\n"
-  "command (exit 1).\n\n";
+  "TIERPOOL_PUBLISH, TIERPOOL_PUBLISH_GROUP and TIERPOOL_COMPACTION apply to its pool as to\n"
+  "any (an invalid value is an error naming the variable). A trace that cannot be written\n"
+  "completely fails the command (exit 1).\n\n";
 
 // --device: the device ordinal (CUDA's, or the simulated device's: 0..255).
 constexpr char const* kDeviceHelp = "device to run on: CUDA device N, or simulated device N on sim (0..255)";

@@ -42,9 +42,9 @@
 // fill, is done), the source's bytes are ready and the buffer is idle, so the first chunk
 // is copied into the buffer on the calling thread and only its DMA is queued; the chunks
 // after it go as before. A stream being captured is never queried (that would invalidate
-// the capture): its chunks go into the graph as host functions. Limitations: the caller spends that memcpy (up to the buffer's
-// 8 MiB); copies into pageable memory keep their host function (its bytes exist only once
-// the DMA is done).
+// the capture): its chunks go into the graph as host functions. Limitations: the caller
+// spends that memcpy (up to the buffer's 8 MiB); copies into pageable memory keep their
+// host function (its bytes exist only once the DMA is done).
 //
 // Note [Host copies run on the host]
 // cudaMemcpyAsync between two host ranges, pinned or pageable, is synchronous with respect

@@ -346,7 +346,7 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
   record_lock rl(rec);
   TIERPOOL_EXPECTS(!rec.freed, "pool::acquire: the tensor was freed");
   check_write_leases(rec, access, "acquire");
-  refuse_discarded(rec, access, "pool::acquire");  // a write_discard lease clears the mark once granted
+  if (rec.discarded) [[unlikely]] { refuse_discarded(rec, access, "pool::acquire"); }  // write_discard: cleared once granted
   if (rec.needs_rebuild && access != access_mode::write_discard) [[unlikely]] { throw rebuild_needed{}; }
   rec.rebuilt_fresh = false;
   if (rec.slots[d].state != copy_state::valid && rec.prefers_device_accessible) [[unlikely]] {
@@ -414,7 +414,7 @@ lease pool_impl::acquire_locked(tensor_record& rec, std::uint32_t d, stream_entr
     if (!captured()) { engine_.steer_to_device(rec, *slot, stream); }  // a hint: skipped in a capture
   }
   add_use(slot->users, se, se.gen.load(std::memory_order_relaxed));  // settled at release
-  rec.discarded = false;  // only write_discard gets here for a discarded tensor: every byte is written anew
+  if (rec.discarded) [[unlikely]] { rec.discarded = false; }  // only write_discard gets here: every byte is new
   return make_lease(rec, d, access, stream, false);
 }
 
@@ -442,7 +442,7 @@ lease pool_impl::acquire_host_locked(tensor_record& rec, access_mode access, boo
   TIERPOOL_EXPECTS(!rec.freed, "pool::acquire_host: the tensor was freed");
   check_write_leases(rec, access, "acquire_host");
   if (rec.lost) [[unlikely]] { throw_lost("acquire_host"); }
-  refuse_discarded(rec, access, "pool::acquire_host");  // a write_discard lease clears the mark once granted
+  if (rec.discarded) [[unlikely]] { refuse_discarded(rec, access, "pool::acquire_host"); }  // write_discard: cleared once granted
   if (rec.needs_rebuild && access != access_mode::write_discard) [[unlikely]] { throw rebuild_needed{}; }
   rec.rebuilt_fresh = false;
   bool const write = access != access_mode::read;
@@ -489,7 +489,7 @@ lease pool_impl::acquire_host_locked(tensor_record& rec, access_mode access, boo
   engine_.host_wait_slot(slot, write || managed);
   slot.pages_on_device = slot.pages_on_device && !managed;  // the host touches the pages (they fault back)
   if (write) { engine_.mark_others_stale_locked(rec, *h); }
-  rec.discarded = false;  // only write_discard gets here for a discarded tensor: every byte is written anew
+  if (rec.discarded) [[unlikely]] { rec.discarded = false; }  // only write_discard gets here: every byte is new
   return make_lease(rec, *h, access, stream_handle{}, true);
 }
 

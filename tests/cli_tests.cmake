@@ -271,7 +271,7 @@ add_test(NAME cli.trace.gen_stat_json
   COMMAND sh -c "\"$0\" trace gen kv-paging requests=5 --seed 3 -o \"$1\" && \"$0\" trace stat \"$1\" --json"
           $<TARGET_FILE:tierpool_cli> ${CMAKE_CURRENT_BINARY_DIR}/cli_trace_kv.tpb)
 set_tests_properties(cli.trace.gen_stat_json PROPERTIES LABELS cpu
-  PASS_REGULAR_EXPRESSION "kv-paging \\(seed 3\\): [0-9]+ events.*-> [^ ]*cli_trace_kv\\.tpb \\(binary\\)\n{\"file\":[^\n]*\"format\":\"binary\".*\"live_at_end\":0,.*\"accesses_not_live\":0,\"frees_not_live\":0,\"allocates_live\":0,\"prefetches_not_live\":0,\"saturated\":false}")
+  PASS_REGULAR_EXPRESSION "kv-paging \\(seed 3\\): [0-9]+ events.*-> [^ ]*cli_trace_kv\\.tpb \\(binary\\)\n{\"file\":[^\n]*\"format\":\"binary\".*\"live_at_end\":0,.*\"accesses_not_live\":0,\"frees_not_live\":0,\"allocates_live\":0,\"prefetches_not_live\":0,\"discards_not_live\":0,\"reads_after_discard\":0,\"saturated\":false}")
 
 # The same workload written as text, and as binary converted to text, is byte-identical.
 add_test(NAME cli.trace.convert_roundtrip
@@ -305,7 +305,7 @@ set(_tp_trace_corrupt ${CMAKE_CURRENT_BINARY_DIR}/cli_trace_corrupt.tpt)
 file(WRITE ${_tp_trace_corrupt} "# tierpool-trace v1\nread 1 bytes=8\nallok 2 3\n")
 add_test(NAME cli.trace.stat_corrupt_message COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${_tp_trace_corrupt})
 set_tests_properties(cli.trace.stat_corrupt_message PROPERTIES LABELS cpu
-  PASS_REGULAR_EXPRESSION "tierpool: error: trace '[^']*cli_trace_corrupt\\.tpt' line 3: unknown keyword 'allok' \\(expected alloc, free, read, rw, wd, prefetch, compute, phase, release\\)")
+  PASS_REGULAR_EXPRESSION "tierpool: error: trace '[^']*cli_trace_corrupt\\.tpt' line 3: unknown keyword 'allok' \\(expected alloc, free, read, rw, wd, prefetch, compute, phase, release, discard\\)")
 add_test(NAME cli.trace.stat_corrupt_fails COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${_tp_trace_corrupt})
 set_tests_properties(cli.trace.stat_corrupt_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
 add_test(NAME cli.trace.gen_unknown_workload_message COMMAND $<TARGET_FILE:tierpool_cli> trace gen cnn-train)
@@ -328,10 +328,10 @@ set(_tp_trace_release ${CMAKE_CURRENT_BINARY_DIR}/cli_trace_release.tpt)
 file(WRITE ${_tp_trace_release} "# tierpool-trace v1\nalloc 1 8\nread 1\nrelease 1\n")
 add_test(NAME cli.trace.stat_counts_release COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${_tp_trace_release})
 set_tests_properties(cli.trace.stat_counts_release PROPERTIES LABELS cpu
-  PASS_REGULAR_EXPRESSION "  events +3\n    allocate +1\n    free +0\n    access +1\n    prefetch +0\n    compute +0\n    phase +0\n    release +1\n  requests +1\n")
+  PASS_REGULAR_EXPRESSION "  events +3\n    allocate +1\n    free +0\n    access +1\n    prefetch +0\n    compute +0\n    phase +0\n    release +1\n    discard +0\n  requests +1\n")
 add_test(NAME cli.trace.stat_counts_release_json COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${_tp_trace_release} --json)
 set_tests_properties(cli.trace.stat_counts_release_json PROPERTIES LABELS cpu
-  PASS_REGULAR_EXPRESSION "\"events_by_kind\":{\"allocate\":1,\"free\":0,\"access\":1,\"prefetch\":0,\"compute\":0,\"phase\":0,\"release\":1},\"requests\":1,")
+  PASS_REGULAR_EXPRESSION "\"events_by_kind\":{\"allocate\":1,\"free\":0,\"access\":1,\"prefetch\":0,\"compute\":0,\"phase\":0,\"release\":1,\"discard\":0},\"requests\":1,")
 
 # Pipes: stat opens its input once (it opened it twice: a FIFO hung, a pipe lost its header).
 add_test(NAME cli.trace.stat_pipe

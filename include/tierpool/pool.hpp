@@ -297,10 +297,12 @@ class TIERPOOL_EXPORT pool {
    * The tensor stays allocated. Until a lease with access_mode::write_discard gives it new
    *        contents, a lease that reads it (read, read_write; acquire or acquire_host) is a
    *        logic_error, whether or not a copy is still resident, and a prefetch of it does
-   *        nothing. Discarding twice is the same as once. See docs/chapters/pools.md,
-   *        "Discarding contents".
-   * @throws tierpool::logic_error for an empty/foreign/freed tensor, a tensor with a live
-   *         lease, or one with a recompute recipe (pool::set_recompute: clear it first).
+   *        nothing. Discarding twice is the same as once. Recipes end as at a
+   *        write_discard lease: those that read `t` (a dependent that was dropped is
+   *        rebuilt first), then `t`'s own, without rebuilding `t`. See
+   *        docs/chapters/pools.md, "Discarding contents".
+   * @throws tierpool::logic_error for an empty/foreign/freed tensor or a tensor with a live
+   *         lease (nothing changes); as acquire_host when a dependent's rebuild fails.
    */
   void discard(tensor const& t);
 

@@ -73,11 +73,14 @@ enum class event_kind : std::uint8_t {
   phase,     ///< marker: `name` begins (e.g. "iter 3", "forward")
   release,   ///< the lease of `tensor`'s latest access on `stream` ended (recorded runs; a
              ///< trace without release events holds each lease until the stream's next compute)
+  discard,   ///< `tensor`'s bytes are dead until a write_discard access (pool::discard); its
+             ///< next access must be write_discard (or it is freed). The last kind the binary
+             ///< record tag has room for.
 };
 
-/// @brief How many event kinds there are (`release` is the last): size every array indexed
+/// @brief How many event kinds there are (`discard` is the last): size every array indexed
 ///        by an event_kind with it.
-inline constexpr std::size_t event_kind_count = static_cast<std::size_t>(event_kind::release) + 1;
+inline constexpr std::size_t event_kind_count = static_cast<std::size_t>(event_kind::discard) + 1;
 
 /// @brief How an access uses the tensor (same meaning as tierpool::access_mode).
 enum class access_kind : std::uint8_t {
@@ -120,7 +123,7 @@ struct event {
   access_kind mode{access_kind::read};  ///< access only
   std::uint32_t stream{0};              ///< access, compute: trace-local stream number (0 = default)
   std::uint32_t tier{no_tier};          ///< prefetch: target tier; allocate: preferred tier
-  std::uint64_t tensor{0};              ///< allocate, free, access, prefetch
+  std::uint64_t tensor{0};              ///< allocate, free, access, prefetch, release, discard
   std::uint64_t bytes{0};               ///< allocate: size; access: object size (0 = as allocated)
   std::uint64_t time_ns{0};             ///< when it happened (0 = unknown)
   std::uint64_t duration_ns{0};         ///< compute: its length; allocate: recompute cost (with hint_recomputable)
@@ -145,7 +148,7 @@ enum class format : std::uint8_t {
 [[nodiscard]] TIERPOOL_EXPORT format parse_format(std::string_view text);
 /// @brief The name parse_format accepts for `f`.
 [[nodiscard]] TIERPOOL_EXPORT std::string_view to_string(format f) noexcept;
-/// @brief "allocate", "free", "access", "prefetch", "compute", "phase", "release".
+/// @brief "allocate", "free", "access", "prefetch", "compute", "phase", "release", "discard".
 [[nodiscard]] TIERPOOL_EXPORT std::string_view to_string(event_kind k) noexcept;
 
 /// @brief Which csv columns hold what (0-based; -1 = absent). Each row is one access.
@@ -316,6 +319,10 @@ struct summary {
   std::uint64_t frees_not_live{0};     ///< COUNT frees of an id that is not live
   std::uint64_t allocates_live{0};     ///< COUNT allocates of an id that is already live
   std::uint64_t prefetches_not_live{0};///< COUNT prefetches of an id that is not live
+  std::uint64_t discards_not_live{0};  ///< COUNT discards of an id that is not live
+  /// COUNT read or read_write accesses of a discarded id before a write_discard one (a pool
+  /// refuses them: pool::discard)
+  std::uint64_t reads_after_discard{0};
   /// True when a SUM above (working set, allocated, live or peak live bytes, compute, the hint sums) passed
   /// 2^64 - 1: it shows 2^64 - 1 (saturated) instead of wrapping.
   bool saturated{false};

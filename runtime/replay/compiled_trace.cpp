@@ -112,6 +112,7 @@ struct object_state {
   bool live{false};
   bool born_on_device{false};
   bool first_access_pending{false};
+  bool discarded{false};  // a discard event since its last write_discard access (or its allocate)
 };
 
 // Note [Dense ids]
@@ -209,6 +210,13 @@ class id_table {
                     " before any allocate, without a size (event " + std::to_string(event) + ")");
 }
 
+[[noreturn, gnu::cold, gnu::noinline]] void throw_read_after_discard(std::uint64_t id, std::uint64_t event)
+{
+  throw logic_error("replay: event " + std::to_string(event) + " reads tensor " + std::to_string(id) +
+                    " after its discard event, before a write_discard access gave it new contents (a pool "
+                    "refuses such a lease: pool::discard)");
+}
+
 [[noreturn, gnu::cold, gnu::noinline]] void throw_too_many(std::uint64_t events, compile_options const& o)
 {
   throw logic_error("replay: " + std::to_string(events) + " events" +
@@ -272,6 +280,7 @@ class compiler {
         break;
       case trace::event_kind::free:
       case trace::event_kind::release:
+      case trace::event_kind::discard:
       case trace::event_kind::prefetch: obj = ids_.find(e.tensor); break;
       case trace::event_kind::compute: break;
       case trace::event_kind::phase: obj = phase_of(e.name); break;
@@ -329,6 +338,10 @@ class compiler {
           if (options_.pool) { push_op({.kind = detail::pool_op_kind::allocate, .obj = obj, .tier = 1U, .bytes = bytes}); }
         }
         object_state& o = objs_[obj];
+        if (o.discarded) [[unlikely]] {
+          if (e.mode != trace::access_kind::write_discard) { throw_read_after_discard(id_of_[obj], d_->events); }
+          o.discarded = false;
+        }
         std::uint64_t const req = bytes != 0 ? sized(bytes) : o.size;
         TIERPOOL_EXPECTS(d_->requests + 1 < detail::kNoNext, "replay: too many requests (at most 2^32 - 2)");
         ++d_->requests;
@@ -381,6 +394,16 @@ class compiler {
           d_->phase_marks.push_back({static_cast<std::uint32_t>(d_->ops.size()), e.obj});
         }
         break;
+      case trace::event_kind::discard: {
+        // Its next access must be a write_discard, which the floors already count as needing
+        // no copy-in and ending the dirty episode before it: they need nothing else.
+        if (e.obj != detail::kNoNext && objs_[e.obj].live) {
+          objs_[e.obj].discarded = true;
+          ++d_->discard_events;
+          if (options_.pool) { push_op({.kind = detail::pool_op_kind::discard, .obj = e.obj}); }
+        }
+        break;
+      }
       case trace::event_kind::release: {
         ++d_->release_events;
         if (options_.pool && e.obj != detail::kNoNext) {
@@ -465,6 +488,7 @@ class compiler {
     o.size = size;
     o.born_on_device = on_device;
     o.first_access_pending = true;
+    o.discarded = false;
     live_bytes_ += size;
     peak_live_ = std::max(peak_live_, live_bytes_);
   }

@@ -291,6 +291,15 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
           case pool_op_kind::release:
             if (explicit_release && !held_by_obj[op.obj].empty()) { held_by_obj[op.obj].pop_back(); }
             break;
+          case pool_op_kind::discard:
+            // As a free: no lease of it may be live (a recorded run released them first).
+            if (explicit_release) {
+              held_by_obj[op.obj].clear();
+            } else if (hold) {
+              release_all();
+            }
+            p.discard(tensors[op.obj]);
+            break;
           case pool_op_kind::access: {
             bytes_requested += op.bytes;
             if (op.bytes > cap) {

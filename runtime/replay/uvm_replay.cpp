@@ -120,6 +120,15 @@ class uvm_engine {
         }
         break;
       case pool_op_kind::compute: kernel(op.stream, op.arg); break;
+      case pool_op_kind::discard:
+        // With hints, the program's discard is cudaMemDiscardBatchAsync: the driver takes the
+        // pages back without migrating them, and the next touch (a write_discard) fills new
+        // ones without a copy. Plain managed memory has no such call: nothing happens.
+        if (hints_) {
+          flush_pending_of(op.obj);
+          drop(op.obj);
+        }
+        break;
       case pool_op_kind::prefetch:  // the recorded pool's own prefetches: not the user's
       case pool_op_kind::release: break;
     }

@@ -43,7 +43,7 @@ std::uint32_t load_u32_le(char const* p) noexcept
 bool main_has_tensor(event_kind k) noexcept
 {
   return k == event_kind::allocate || k == event_kind::free || k == event_kind::access || k == event_kind::prefetch ||
-         k == event_kind::release;
+         k == event_kind::release || k == event_kind::discard;
 }
 
 }  // namespace
@@ -83,6 +83,7 @@ void append_binary(std::string& out, event const& e, std::uint64_t& prev_time)
     case event_kind::free:
     case event_kind::access:
     case event_kind::release:
+    case event_kind::discard:
     case event_kind::prefetch: append_varint(out, e.tensor); break;
     case event_kind::compute: append_varint(out, e.duration_ns); break;
     case event_kind::phase:
@@ -249,9 +250,9 @@ class binary_reader final : public reader {
     auto const tag = static_cast<unsigned char>(p[0]);
     unsigned const kind = tag & kTagKindMask;
     unsigned const mode = (tag & kTagModeMask) >> kTagModeShift;
-    if (kind > static_cast<unsigned>(event_kind::release)) {
-      bad(0, "unknown event kind " + std::to_string(kind) + " in record tag (expected 0..6)");
-    }
+    // Every kind the tag's three bits can hold is one (discard took the last code): a new
+    // kind needs a new schema version.
+    static_assert(static_cast<unsigned>(event_kind::discard) == kTagKindMask);
     if (mode > static_cast<unsigned>(access_kind::write_discard)) {
       bad(0, "unknown access mode " + std::to_string(mode) + " in record tag (expected 0..2)");
     }
@@ -275,6 +276,7 @@ class binary_reader final : public reader {
       case event_kind::access:
       case event_kind::prefetch:
       case event_kind::release:
+      case event_kind::discard:
         if (!varint(p, n, i, out.tensor, "the tensor id")) { return 0; }
         break;
       case event_kind::compute:

@@ -4,7 +4,8 @@
 // summary.cpp — owns trace::summarizer and summarize(): the figures `tierpool trace stat`
 // prints (events per kind, requests, unique objects, working set, peak live bytes, the
 // eviction hints of the allocates) and
-// the well-formedness counters the generator tests assert to be zero.
+// the well-formedness counters the generator tests assert to be zero (a discarded tensor
+// read before a write_discard is one).
 //
 // Invariant after every add():  state_->live == SUM(bytes of live ids), exactly (128 bits)
 //                               summary_.live_bytes_at_end == min(state_->live, 2^64 - 1)
@@ -26,6 +27,7 @@ struct summarizer::state {
     bool live{false};
     bool allocated{false};   // ever the subject of an allocate
     bool accessed{false};    // ever the subject of an access
+    bool discarded{false};   // a discard since the last write_discard, allocate or free
   };
   std::unordered_map<std::uint64_t, id_state> ids;  // lookup only, never iterated
   u128 live{0};  // exact SUM of the sizes of live ids; summary_ shows it saturated
@@ -81,6 +83,7 @@ void summarizer::add(event const& e)
   };
   auto make_live = [&](state::id_state& st, std::uint64_t bytes) {
     st.live = true;
+    st.discarded = false;
     st.bytes = bytes;
     ++s.live_at_end;
     set_live(sta.live + bytes);
@@ -119,6 +122,7 @@ void summarizer::add(event const& e)
         break;
       }
       it->second.live = false;
+      it->second.discarded = false;
       set_live(sta.live - it->second.bytes);
       --s.live_at_end;
       break;
@@ -144,6 +148,10 @@ void summarizer::add(event const& e)
           ++s.accesses_not_live;
         }
       }
+      if (st.discarded) {  // a pool refuses the read; a write_discard gives it contents again
+        if (e.mode != access_kind::write_discard) { ++s.reads_after_discard; }
+        st.discarded = e.mode != access_kind::write_discard;
+      }
       break;
     }
     case event_kind::prefetch: {
@@ -154,6 +162,15 @@ void summarizer::add(event const& e)
     case event_kind::compute: add_saturated(s.compute_ns, e.duration_ns, s.saturated); break;
     case event_kind::phase: break;
     case event_kind::release: break;
+    case event_kind::discard: {
+      auto it = state_->ids.find(e.tensor);
+      if (it == state_->ids.end() || !it->second.live) {
+        ++s.discards_not_live;
+        break;
+      }
+      it->second.discarded = true;
+      break;
+    }
   }
 }
 

@@ -125,6 +125,10 @@ void append_text(std::string& out, event const& e)
       out += "release ";
       append_u64(out, e.tensor);
       break;
+    case event_kind::discard:
+      out += "discard ";
+      append_u64(out, e.tensor);
+      break;
     case event_kind::access:
       out += mode_keyword(e.mode);
       out += ' ';
@@ -197,7 +201,7 @@ struct keyword_entry {
   access_kind mode;
 };
 
-constexpr std::array<keyword_entry, 10> kKeywords{{
+constexpr std::array<keyword_entry, 11> kKeywords{{
   {"alloc", event_kind::allocate, access_kind::read},
   {"free", event_kind::free, access_kind::read},
   {"read", event_kind::access, access_kind::read},
@@ -208,9 +212,10 @@ constexpr std::array<keyword_entry, 10> kKeywords{{
   {"compute", event_kind::compute, access_kind::read},
   {"phase", event_kind::phase, access_kind::read},
   {"release", event_kind::release, access_kind::read},
+  {"discard", event_kind::discard, access_kind::read},
 }};
 
-constexpr std::string_view kKeywordList = "alloc, free, read, rw, wd, prefetch, compute, phase, release";
+constexpr std::string_view kKeywordList = "alloc, free, read, rw, wd, prefetch, compute, phase, release, discard";
 constexpr std::string_view kFieldList = "t, s, tier, id, bytes, dur, name, mode, hints";
 constexpr std::string_view kHintList = "recompute, lossy or nocompress";
 
@@ -400,6 +405,7 @@ class text_reader final : public reader {
       case event_kind::compute: return "compute <duration_ns>";
       case event_kind::phase: return "phase <label>";
       case event_kind::release: return "release <tensor>";
+      case event_kind::discard: return "discard <tensor>";
     }
     return "";
   }
@@ -482,6 +488,7 @@ class text_reader final : public reader {
       case event_kind::access:
       case event_kind::prefetch:
       case event_kind::release:
+      case event_kind::discard:
         out.tensor = number(t, "<tensor>");
         mark(given, f_tensor, "id");
         return;

@@ -51,6 +51,7 @@ std::string_view to_string(event_kind k) noexcept
     case event_kind::compute: return "compute";
     case event_kind::release: return "release";
     case event_kind::phase: return "phase";
+    case event_kind::discard: return "discard";
   }
   return "unknown";
 }

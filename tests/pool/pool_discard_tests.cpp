@@ -5,8 +5,9 @@
 // discarded tensor's only, dirty copy is dropped at eviction with nothing written back (the
 // same eviction without discard writes it back); reading it is refused, resident or not,
 // until a write_discard lease gives it new bytes, which then survive eviction like any
-// others; prefetch skips it and demote drops it; misuse (a live lease, a recipe, a freed or
-// foreign tensor) is a logic error that changes nothing; every other tensor keeps its bytes.
+// others; prefetch skips it and demote drops it; misuse (a live lease, a freed or foreign
+// tensor) is a logic error that changes nothing; every other tensor keeps its bytes.
+// Discarding a tensor with recipes: pool_recompute_tests.cpp.
 #include "unit/pool_test_util.hpp"
 
 #include <gtest/gtest.h>
@@ -149,10 +150,6 @@ TEST(PoolDiscard, MisuseIsALogicErrorAndChangesNothing)
   recompute_options ro;
   ro.fn = [](recompute_call const&) {};
   ro.cost_seconds = 1e-6;
-  f.p.set_recompute(f.t, ro);
-  EXPECT_EQ(logic_message([&] { f.p.discard(f.t); }),
-            "pool::discard: tensor " + id + " has a recompute recipe; clear_recompute first");
-  f.p.clear_recompute(f.t);
   f.p.discard(f.t);
   EXPECT_NE(logic_message([&] { f.p.set_recompute(f.t, ro); }).find("its bytes were discarded (pool::discard)"),
             std::string::npos);

@@ -115,6 +115,53 @@ pool_options device_host(std::size_t host = 16_MiB)
   return o;
 }
 
+// pool::discard of a tensor that was dropped for recompute: its recipe ends and nothing is
+// rebuilt (its bytes are dead); a write_discard lease gives it new bytes that are written
+// back like any others from then on.
+TEST(PoolRecompute, DiscardEndsTheRecipeWithoutRebuildingTheDroppedTensor)
+{
+  pool p{device_host()};
+  pair_of const t = make_pair_of(p);
+  counted_recipe r;
+  p.set_recompute(t.a, r.make(t.x, 1e-9));
+  auto const pushed = push_out(p);
+  ASSERT_EQ(p.stats().evicted_recompute, 1U) << "a was dropped, its recipe holds its bytes";
+  std::uint64_t const ended = p.stats().recipes_ended;
+  p.discard(t.a);
+  EXPECT_EQ(r.calls->load(), 0) << "dead bytes are not rebuilt";
+  EXPECT_EQ(p.stats().recipes_ended, ended + 1);
+  EXPECT_TRUE(p.residency(t.a).discarded);
+  EXPECT_TRUE(p.validate());
+  EXPECT_THROW((void)p.acquire_host(t.a, access_mode::read), logic_error);
+  fill(p, t.a, 9, 1);  // new contents (write_discard)
+  auto const again = push_out(p, 200);
+  EXPECT_EQ(p.stats().evicted_recompute, 1U) << "no recipe any more: written back, not dropped";
+  EXPECT_TRUE(check(p, t.a, 9, 1));
+  EXPECT_TRUE(check(p, t.x, 1, 1));
+  EXPECT_TRUE(p.validate());
+}
+
+// Discarding a recipe's input: the recipes that read it end first, and a dependent that
+// was dropped is rebuilt from the input's bytes before they are declared dead.
+TEST(PoolRecompute, DiscardingAnInputRebuildsItsDroppedDependentsFirst)
+{
+  pool p{device_host()};
+  pair_of const t = make_pair_of(p);
+  counted_recipe r;
+  p.set_recompute(t.a, r.make(t.x, 1e-9));
+  auto const pushed = push_out(p);
+  ASSERT_EQ(p.stats().evicted_recompute, 1U);
+  p.discard(t.x);
+  EXPECT_EQ(r.calls->load(), 1) << "a was rebuilt while x still held its bytes";
+  EXPECT_TRUE(p.residency(t.x).discarded);
+  EXPECT_FALSE(p.residency(t.a).discarded);
+  auto const again = push_out(p, 200);
+  EXPECT_EQ(p.stats().evicted_recompute, 1U) << "a's recipe ended: written back, not dropped";
+  EXPECT_TRUE(holds_derived(p, t.a, 1, 1));
+  EXPECT_EQ(r.calls->load(), 1);
+  EXPECT_TRUE(p.validate());
+}
+
 TEST(PoolRecompute, CheapRecipeIsDroppedInsteadOfWrittenBackAndRebuiltOnUse)
 {
   for (bool const on_device : {false, true}) {

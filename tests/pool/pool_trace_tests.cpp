@@ -22,7 +22,7 @@ namespace {
 
 // TIERPOOL_TRACE / pool_options::trace_path: the pool records its calls in the trace
 // schema; the file reads back as the same sequence (allocate, host and stream accesses
-// with their modes and trace-local stream numbers, prefetch, free).
+// with their modes and trace-local stream numbers, prefetch, discard, free).
 TEST(PoolTrace, RecordsItsCallsInTheTraceSchema)
 {
   auto const path = std::filesystem::temp_directory_path() / ("tierpool_pool_trace_" + std::to_string(::getpid()) + ".tpt");
@@ -38,6 +38,8 @@ TEST(PoolTrace, RecordsItsCallsInTheTraceSchema)
     { lease l = p.acquire(a, access_mode::read, s); }             // stream 1
     { lease l = p.acquire(b, access_mode::read_write, {}); }      // default stream 0
     p.prefetch(b, tier_id{1});
+    p.discard(b);
+    { lease l = p.acquire_host(b, access_mode::write_discard); }  // new contents
     p.free(a);
     p.synchronize(s);
   }  // b freed by its handle
@@ -62,8 +64,9 @@ TEST(PoolTrace, RecordsItsCallsInTheTraceSchema)
     "access 1 m2 shost",    "release 1 shost",
     "access 1 m0 s1",       "release 1 s1",
     "access 2 m1 s0",       "release 2 s0",
-    "prefetch 2 t1",        "free 1",
-    "free 2"};
+    "prefetch 2 t1",        "discard 2",
+    "access 2 m2 shost",    "release 2 shost",
+    "free 1",               "free 2"};
   EXPECT_EQ(got, want);
   for (std::size_t i = 1; i < ev.size(); ++i) { EXPECT_GE(ev[i].time_ns, ev[i - 1].time_ns); }
 }

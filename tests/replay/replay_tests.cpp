@@ -1105,3 +1105,73 @@ TEST(ReplayPlanner, EarlyWriteBacksWaitForAnIdleLink)
 }
 
 }  // namespace
+
+// ---- discard events (pool::discard) ---------------------------------------------------
+
+namespace {
+
+tt::event discard_event(std::uint64_t id)
+{
+  tt::event e{};
+  e.kind = tt::event_kind::discard;
+  e.tensor = id;
+  return e;
+}
+
+// Tensor 1 is written on the device and kept; three more are written beside it in a device
+// tier that holds two, so it is evicted. With `with_discard` the program declares its bytes
+// dead first; its next access rewrites it (write_discard) either way.
+std::vector<tt::event> dead_bytes_kept(bool with_discard)
+{
+  constexpr std::uint64_t kB = 1U << 20U;
+  std::vector<tt::event> ev = {born(1, kB), discard(1, kB), kernel(1000)};
+  if (with_discard) { ev.push_back(discard_event(1)); }
+  for (std::uint64_t id = 2; id <= 4; ++id) {
+    ev.push_back(born(id, kB));
+    ev.push_back(discard(id, kB));
+    ev.push_back(kernel(1000));
+  }
+  ev.push_back(discard(1, kB));
+  ev.push_back(kernel(1000));
+  for (std::uint64_t id = 1; id <= 4; ++id) {
+    ev.push_back(read(id));
+    ev.push_back(kernel(1000));
+  }
+  return ev;
+}
+
+}  // namespace
+
+TEST(ReplayDiscard, ADiscardedTensorIsDroppedNotWrittenBack)
+{
+  auto const plain = tr::compiled_trace::compile(dead_bytes_kept(false));
+  auto const dead = tr::compiled_trace::compile(dead_bytes_kept(true));
+  tr::run_options o;
+  o.policy = "lru";
+  o.capacity_bytes = 2U << 20U;
+  o.mode = tr::replay_mode::pool;
+  tr::replay_result const a = tr::run(plain, o);
+  tr::replay_result const b = tr::run(dead, o);
+  EXPECT_EQ(a.bytes_d2h - b.bytes_d2h, 1U << 20U) << "tensor 1's write-back, and only it, is saved";
+  EXPECT_EQ(a.bytes_h2d, b.bytes_h2d);
+  EXPECT_LT(b.makespan_seconds, a.makespan_seconds);
+  EXPECT_DOUBLE_EQ(a.ideal_seconds, b.ideal_seconds) << "the floors knew already: its next access is a write_discard";
+  // Managed memory: with hints the discard is cudaMemDiscardBatchAsync (its pages go without
+  // a copy); without hints there is no such call.
+  o.mode = tr::replay_mode::uvm_hints;
+  EXPECT_LT(tr::run(dead, o).bytes_d2h, tr::run(plain, o).bytes_d2h);
+  o.mode = tr::replay_mode::uvm;
+  EXPECT_EQ(tr::run(dead, o).bytes_d2h, tr::run(plain, o).bytes_d2h);
+}
+
+TEST(ReplayDiscard, AReadAfterADiscardIsRefusedWhenCompiled)
+{
+  std::vector<tt::event> ev = {born(7, 64), discard(7, 64), discard_event(7), read(7)};
+  EXPECT_THAT([&] { (void)tr::compiled_trace::compile(ev); },
+              testing::ThrowsMessage<tierpool::logic_error>(testing::HasSubstr(
+                "replay: event 4 reads tensor 7 after its discard event, before a write_discard access")));
+  ev.back() = discard(7, 64);  // rewritten first: fine; so is a discard of a dead id
+  ev.push_back(discard_event(99));
+  ev.push_back(read(7));
+  EXPECT_EQ(tr::compiled_trace::compile(ev).requests(), 3U);
+}

@@ -71,6 +71,9 @@ std::vector<event> every_kind_of_event()
   v.push_back({.kind = event_kind::free, .tensor = 0});
   v.push_back({.kind = event_kind::release, .stream = 1, .tensor = 7, .time_ns = 60});
   v.push_back({.kind = event_kind::release, .stream = 0xFFFFFFFFU, .tensor = 8});
+  v.push_back({.kind = event_kind::discard, .tensor = 9});
+  v.push_back({.kind = event_kind::discard, .stream = 2, .tensor = 0, .time_ns = 70});
+  v.push_back({.kind = event_kind::discard, .tier = 1, .tensor = 10, .bytes = 3, .name = "n"});
   return v;
 }
 
@@ -291,7 +294,7 @@ TEST(TraceText, AcceptsCommentsBlanksCrlfAliasesAndFieldForms)
 TEST(TraceText, ErrorsNameTheLineAndWhatWasExpected)
 {
   text_error_case const cases[] = {
-    {"allok 1 2\n", "trace 'mem' line 2: unknown keyword 'allok' (expected alloc, free, read, rw, wd, prefetch, compute, phase, release)"},
+    {"allok 1 2\n", "trace 'mem' line 2: unknown keyword 'allok' (expected alloc, free, read, rw, wd, prefetch, compute, phase, release, discard)"},
     {"read 1\nalloc x 5\n", "trace 'mem' line 3: bad number 'x' for <tensor> (expected an unsigned 64-bit integer)"},
     {"free 18446744073709551616\n", "line 2: bad number '18446744073709551616' for <tensor> (expected an unsigned 64-bit integer)"},
     {"alloc 1\n", "line 2: missing <bytes> (expected 'alloc <tensor> <bytes>')"},
@@ -315,7 +318,7 @@ TEST(TraceText, ErrorsNameTheLineAndWhatWasExpected)
     {"read 1 s=\n", "line 2: field 's' has no value"},
     {"@x read 1\n", "line 2: bad number 'x' for the time '@' (expected an unsigned 64-bit integer)"},
     {"@5\n", "line 2: expected a keyword after the time"},
-    {"s=1 read 1\n", "line 2: expected a keyword (alloc, free, read, rw, wd, prefetch, compute, phase, release), found 's'"},
+    {"s=1 read 1\n", "line 2: expected a keyword (alloc, free, read, rw, wd, prefetch, compute, phase, release, discard), found 's'"},
     {"alloc \"1\" 2\n", "line 2: bad number '1' for <tensor>"},
   };
   for (auto const& c : cases) {
@@ -369,10 +372,9 @@ TEST(TraceBinary, ErrorsNameTheOffsetAndWhatWasExpected)
   // a good access record, then a multi-byte varint cut short.
   EXPECT_EQ(error_of(header() + std::string("\x02\x05\x02\x80", 4)),
             "trace 'mem' offset 18: truncated record (the file ends 2 bytes into it; expected the tensor id)");
-  EXPECT_EQ(error_of(header() + "\x07\x01"), "trace 'mem' offset 16: unknown event kind 7 in record tag (expected 0..6)");
   EXPECT_EQ(error_of(header() + "\x1a\x01"), "trace 'mem' offset 16: unknown access mode 3 in record tag (expected 0..2)");
   EXPECT_EQ(error_of(header() + std::string(11, '\xff')),
-            "trace 'mem' offset 16: unknown event kind 7 in record tag (expected 0..6)");
+            "trace 'mem' offset 16: unknown access mode 3 in record tag (expected 0..2)");
   EXPECT_EQ(error_of(header() + "\x02" + std::string(10, '\xff') + "\x01"),
             "trace 'mem' offset 17: bad varint for the tensor id (more than 64 bits)");
   EXPECT_EQ(error_of(header() + "\x82\x01\x40"),

@@ -58,6 +58,7 @@ void expect_well_formed(std::vector<event> const& events, std::string_view name)
         break;
       case event_kind::access:
       case event_kind::prefetch:
+      case event_kind::discard:
         ASSERT_TRUE(live.contains(e.tensor) && live[e.tensor]) << name << ": use of a dead id at event " << i;
         ASSERT_EQ(e.bytes, 0U);
         break;

@@ -36,7 +36,21 @@ TEST(TraceSummary, CountsEveryKindInItsOwnSlot)
   std::uint64_t sum = 0;
   for (auto v : s.events_by_kind) { sum += v; }
   EXPECT_EQ(sum, s.events);
-  EXPECT_EQ(to_string(static_cast<event_kind>(tt::event_kind_count - 1)), "release");
+  EXPECT_EQ(to_string(static_cast<event_kind>(tt::event_kind_count - 1)), "discard");
+}
+
+// A discard of a live tensor is well-formed; one of a dead id, and a read of a discarded
+// tensor before a write_discard, are not (a pool would refuse the read).
+TEST(TraceSummary, CountsDiscardsAndTheReadsAPoolWouldRefuse)
+{
+  auto const events = read_memory(
+    "# tierpool-trace v1\nalloc 1 8\nwd 1\ndiscard 1\nwd 1\nread 1\ndiscard 1\nread 1\nrw 1\nwd 1\nread 1\n"
+    "discard 2\nfree 1\ndiscard 1\nalloc 1 8\nread 1\n");
+  tt::summary const s = tt::summarize(events);
+  EXPECT_EQ(s.events_by_kind[static_cast<std::size_t>(event_kind::discard)], 4U);
+  EXPECT_EQ(s.discards_not_live, 2U);   // id 2 never allocated; id 1 after its free
+  EXPECT_EQ(s.reads_after_discard, 2U);  // the read and the rw after the second discard
+  EXPECT_EQ(s.requests, 8U);
 }
 
 // `read 43 bytes=2^64-1` and a 512-byte object showed a working set of 511 B.

@@ -477,6 +477,8 @@ int trace_stat_command(int argc, char** argv)
       {"frees_not_live", s.frees_not_live},
       {"allocates_live", s.allocates_live},
       {"prefetches_not_live", s.prefetches_not_live},
+      {"discards_not_live", s.discards_not_live},
+      {"reads_after_discard", s.reads_after_discard},
       {"saturated", s.saturated},
     };
     std::cout << json::serialize(o) << '\n';
@@ -514,14 +516,17 @@ int trace_stat_command(int argc, char** argv)
   if (s.saturated) {
     std::printf("  %-22s a sum passed 2^64 - 1 and shows 18446744073709551615 (saturated, not wrapped)\n", "note");
   }
-  std::uint64_t const anomalies = s.accesses_not_live + s.frees_not_live + s.allocates_live + s.prefetches_not_live;
+  std::uint64_t const anomalies = s.accesses_not_live + s.frees_not_live + s.allocates_live + s.prefetches_not_live +
+                                  s.discards_not_live + s.reads_after_discard;
   if (anomalies == 0) {
     std::printf("  %-22s yes\n", "well-formed");
   } else {
-    std::printf("  %-22s no: %llu accesses, %llu frees, %llu prefetches of ids not live; %llu allocates of live ids\n",
+    std::printf("  %-22s no: %llu accesses, %llu frees, %llu prefetches, %llu discards of ids not live; %llu allocates "
+                "of live ids; %llu reads of discarded ids\n",
                 "well-formed", static_cast<unsigned long long>(s.accesses_not_live),
                 static_cast<unsigned long long>(s.frees_not_live), static_cast<unsigned long long>(s.prefetches_not_live),
-                static_cast<unsigned long long>(s.allocates_live));
+                static_cast<unsigned long long>(s.discards_not_live), static_cast<unsigned long long>(s.allocates_live),
+                static_cast<unsigned long long>(s.reads_after_discard));
   }
   return 0;
 }

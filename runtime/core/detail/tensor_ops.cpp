@@ -565,25 +565,50 @@ void pool_impl::demote_locked(tensor_record& rec, std::uint32_t k)
 // validate() accepts for a discarded record. A lease that would read the bytes is refused
 // with a logic_error (the bytes may be gone, and which copy survived would otherwise
 // decide what a read sees); a write_discard lease clears the mark, since it writes every
-// byte. Prefetches, early write-backs and demote skip or drop it. Limitations: a tensor
-// with a recompute recipe is refused (its recipe describes bytes that discard declares
-// dead: clear_recompute first); copies already resident stay until evicted.
+// byte. Prefetches, early write-backs and demote skip or drop it. Recipes (Note
+// [Recompute as an eviction action], recompute.cpp) end as at a write_discard lease: the
+// recipes that read the tensor first (a dependent dropped meanwhile is rebuilt from the
+// bytes still there), then its own, without a rebuild (its bytes are dead, a rebuild
+// would make them for nothing). The mark goes on between the two, so a concurrent
+// validate() never sees a record with no copy, no recipe and no mark. Limitations: copies
+// already resident stay until evicted; a discard refused because another thread took a
+// lease meanwhile has still ended the recipes that read the tensor.
 void pool_impl::discard(tensor const& t)
 {
   op_gate::scope const op(gate_, thread_shard());
   tensor_record& rec = checked_record(t, "discard");
-  record_lock rl(rec);
-  TIERPOOL_EXPECTS(!rec.freed, "pool::discard: the tensor was freed");
-  if (rec.pins != 0 || rec.write_pins != 0) {
-    throw logic_error("pool::discard: tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) + " has " +
-                      std::to_string(rec.pins) + " live lease(s); end them before discarding its bytes");
+  auto refuse_leased = [&rec] {  // under the record's lock
+    TIERPOOL_EXPECTS(!rec.freed, "pool::discard: the tensor was freed");
+    if (rec.pins != 0 || rec.write_pins != 0) {
+      throw logic_error("pool::discard: tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) + " has " +
+                        std::to_string(rec.pins) + " live lease(s); end them before discarding its bytes");
+    }
+  };
+  bool own = false;
+  bool input = false;
+  {
+    record_lock rl(rec);
+    refuse_leased();
+    own = rec.has_recipe;
+    input = rec.recipe_input;
   }
-  if (rec.has_recipe) {
-    throw logic_error("pool::discard: tensor " + std::to_string(static_cast<std::uint64_t>(rec.id)) +
-                      " has a recompute recipe; clear_recompute first");
+  if (input) {
+    std::lock_guard edit(recipe_edit_mtx_);
+    end_dependents(rec);
   }
-  if (!rec.discarded) { counters_.discards.fetch_add(1, std::memory_order_relaxed); }
-  rec.discarded = true;
+  {
+    record_lock rl(rec);
+    refuse_leased();
+    if (!rec.discarded) { counters_.discards.fetch_add(1, std::memory_order_relaxed); }
+    rec.discarded = true;
+    if (tracer_.active()) [[unlikely]] {  // under the lock: in order with the tensor's accesses
+      trace_record({.kind = trace::event_kind::discard, .tensor = static_cast<std::uint64_t>(rec.id)});
+    }
+  }
+  if (own) {
+    std::lock_guard edit(recipe_edit_mtx_);
+    (void)end_recipe(rec, /*discard=*/true);
+  }
 }
 
 void pool_impl::refuse_discarded(tensor_record const& rec, access_mode access, char const* what)

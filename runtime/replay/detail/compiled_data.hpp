@@ -67,7 +67,7 @@ class size_cursor {
 };
 
 /// What a pool-mode event does.
-enum class pool_op_kind : std::uint8_t { allocate, free, access, prefetch, compute, release };
+enum class pool_op_kind : std::uint8_t { allocate, free, access, prefetch, compute, release, discard };
 
 /// Target tier of a pool_op (the replay pool has two tiers: 0 device, 1 host).
 inline constexpr std::uint32_t kAnyTier = std::numeric_limits<std::uint32_t>::max();
@@ -78,7 +78,7 @@ struct pool_op {
   trace::access_kind mode{trace::access_kind::read};  ///< access
   std::uint8_t host{0};  ///< access, release: by the host (acquire_host), not on a stream
   std::uint8_t pad1{0};
-  std::uint32_t obj{0};     ///< allocate, free, access, prefetch: dense index
+  std::uint32_t obj{0};     ///< allocate, free, access, prefetch, release, discard: dense index
   std::uint32_t stream{0};  ///< access, compute: dense stream index
   std::uint32_t tier{kAnyTier};  ///< allocate: preferred tier (0/1) or kAnyTier; prefetch: target
   std::uint64_t bytes{0};   ///< allocate, access: size
@@ -106,6 +106,7 @@ struct compiled_data {
   std::uint64_t max_stream_compute_ns{0};
   std::uint64_t compute_events{0};
   std::uint64_t release_events{0};      ///< a recorded run: leases live until their release
+  std::uint64_t discard_events{0};      ///< discard events of live tensors (pool::discard)
   std::uint32_t streams{0};             ///< dense stream count (at least 1)
   bool discards{false};                 ///< some request carries kDiscardFlag (write_discard)
   bool flagged{false};                  ///< some entry of `cache` carries a flag (a free, a write, born on the device)

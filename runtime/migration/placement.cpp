@@ -106,6 +106,23 @@ constexpr int kWriteBackRetries = 2;
 // Compaction steps one request tries at most (each walks the tier's copies).
 constexpr int kCompactTries = 2;
 
+// Note [Room made while a round found nothing]
+// ----------------------------------------------
+// Rationale: an eviction round can make no progress and find nothing busy because other
+// threads got there first: the victims the policy proposed had been evicted or freed by
+// them (the round only forgets them), and the blocks they vacated were reclaimed by them
+// too, so nothing is left to wait for. The ladder then failed, although those threads had
+// made room meanwhile: a stress run under TSan (8 threads, a 1 MiB device tier) once got
+// an out_of_memory with cause "capacity" whose own figures showed a free block larger
+// than the request.
+// Approach: before failing, under the tier lock, a request whose round found nothing busy
+// looks at the arena's largest free block; if the request's slot fits it, the ladder goes
+// round again (at most kLateRoomRounds times per request, so a request that keeps losing
+// the room to others still ends).
+// Limitations: the check can still lose the room between the lock and the next round; a
+// failure after the last retry keeps the old diagnosis.
+constexpr int kLateRoomRounds = 16;
+
 // Note [Compacting around vacated blocks]
 // ----------------------------------------
 // Rationale: compaction ran only when the tier's *free* bytes covered the request. A host
@@ -197,6 +214,7 @@ place_result migration_engine::place(place_request const& r)
   std::size_t busy = 0;  // busy victims of the last round that made no progress
   std::size_t const slot = ts.mem->slot_bytes(bytes);
   int compact_tries = 0;
+  int late_room_rounds = 0;  // Note [Room made while a round found nothing]
   bool waited_to_compact = false;  // the "wait to compact" step runs once per placement
   bool counted_fragmented = false;
   std::size_t last_free = 0;  // the arena's free bytes at the last round's allocation
@@ -368,11 +386,18 @@ place_result migration_engine::place(place_request const& r)
     }
     busy = ev.busy_bytes;
     if (r.mode == place_mode::no_wait) { break; }
-    // Wait for the oldest vacated block.
+    // Wait for the oldest vacated block; else, room other threads made meanwhile (Note
+    // [Room made while a round found nothing]).
     tl.lock();
     bool const waited = ts.mem->deferred_bytes() != 0 && wait_oldest();
+    bool const room = !waited && busy == 0 && late_room_rounds < kLateRoomRounds &&
+                      ts.mem->usage().largest_free_block >= slot;
     tl.unlock();
     if (waited) { continue; }
+    if (room) {
+      ++late_room_rounds;
+      continue;
+    }
     break;
   }
   // Compaction as the last resort (pool_options::compact_before_failing): the request is

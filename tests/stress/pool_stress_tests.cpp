@@ -550,7 +550,8 @@ class actor {
       ++counts_.typed_oom;
       if (spurious_oom(e)) {
         ++counts_.spurious_oom;
-        note_unexpected(i, "spurious out_of_memory", e.what());
+        // The tiers right after it too: a rare one is diagnosed from CI's log alone.
+        note_unexpected(i, "spurious out_of_memory", (std::string(e.what()) + "\n" + p_.summary()).c_str());
       }
     } catch (backend_error const&) {
       ++counts_.typed_backend;

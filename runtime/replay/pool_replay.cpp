@@ -291,15 +291,21 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
           case pool_op_kind::release:
             if (explicit_release && !held_by_obj[op.obj].empty()) { held_by_obj[op.obj].pop_back(); }
             break;
-          case pool_op_kind::discard:
-            // As a free: no lease of it may be live (a recorded run released them first).
+          case pool_op_kind::discard: {
+            // No lease of it may be live (a recorded run released them first). Only its own
+            // end early: releasing every lease, as a free does, would let the next request
+            // evict tensors the trace's next kernel is still using.
+            tensor const& t = tensors[op.obj];
             if (explicit_release) {
               held_by_obj[op.obj].clear();
             } else if (hold) {
-              release_all();
+              for (auto& v : held) {
+                std::erase_if(v, [id = t.id()](lease const& l) { return l.id() == id; });
+              }
             }
-            p.discard(tensors[op.obj]);
+            p.discard(t);
             break;
+          }
           case pool_op_kind::access: {
             bytes_requested += op.bytes;
             if (op.bytes > cap) {

@@ -1164,6 +1164,24 @@ TEST(ReplayDiscard, ADiscardedTensorIsDroppedNotWrittenBack)
   EXPECT_EQ(tr::run(dead, o).bytes_d2h, tr::run(plain, o).bytes_d2h);
 }
 
+// A discard ends the tensor's own lease, not the others' (a trace without release events
+// holds leases until the stream's next kernel): tensor 2, still leased by the kernel to
+// come, must not become the victim of the next request; the discarded 1 is.
+TEST(ReplayDiscard, ADiscardEndsOnlyItsOwnLease)
+{
+  constexpr std::uint64_t kB = 1U << 20U;
+  std::vector<tt::event> const ev = {born(1, kB),      discard(1, kB), kernel(1000),   born(2, kB), discard(2, kB),
+                                     read(1),          discard_event(1), born(3, kB),  discard(3, kB), kernel(1000),
+                                     read(2),          read(3),          kernel(1000)};
+  tr::run_options o;
+  o.policy = "lru";  // 2 is the least recent: with every lease ended, it would go (dirty: written back)
+  o.capacity_bytes = 2U << 20U;
+  tr::replay_result const r = tr::run(tr::compiled_trace::compile(ev), o);
+  EXPECT_EQ(r.bytes_d2h, 0U);
+  EXPECT_EQ(r.bytes_h2d, 0U);
+  EXPECT_EQ(r.evictions, 1U);
+}
+
 TEST(ReplayDiscard, AReadAfterADiscardIsRefusedWhenCompiled)
 {
   std::vector<tt::event> ev = {born(7, 64), discard(7, 64), discard_event(7), read(7)};

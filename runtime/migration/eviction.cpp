@@ -348,6 +348,7 @@ double migration_engine::round_trip_seconds(tensor_record const& rec, std::uint3
 
 bool migration_engine::can_leave_locked(tensor_record const& rec, std::uint32_t k) const noexcept
 {
+  if (rec.discarded) { return true; }  // dead bytes: dropped, nothing written (Note [Discarded contents])
   for (std::uint32_t j = 0; j < rec.slots.size(); ++j) {
     if (j != k && rec.slots[j].state == copy_state::valid) { return true; }  // clean
   }

@@ -488,6 +488,37 @@ TEST(PoolEvictionActions, CompressedTierOnlyForCompressibleTensors)
   ASSERT_TRUE(p.validate());
 }
 
+// A tensor that may not be compressed, whose only copy is in the host tier above a
+// compressed one, stays there (nothing may hold it below) — unless it was discarded: its
+// bytes are dead, so it leaves with nothing written, and the host tier makes room.
+TEST(PoolEvictionActions, ADiscardedTensorLeavesAboveOnlyCompressedTiers)
+{
+  for (bool const discarded : {false, true}) {
+    SCOPED_TRACE(discarded ? "discarded" : "kept");
+    pool_options o = small_tiers(make_sim(), 1_MiB, 0, 1_MiB);
+    o.publish.enabled = false;
+    tier_options st{.kind = tier_kind::storage, .capacity_bytes = 64_MiB, .chunk_bytes = 16_MiB, .name = "packed"};
+    st.storage.engine = storage_engine::compressed;
+    st.storage.codec = codec_kind::lz4;
+    o.tiers.push_back(std::move(st));
+    pool p{o};
+    tensor const t = p.allocate(kT, {.preferred_tier = tier_id{1}, .compressible = false});
+    fill(p, t, 7, 1);  // its only copy: the host tier's
+    if (discarded) { p.discard(t); }
+    std::vector<tensor> ts;
+    for (std::uint64_t i = 0; i < 4; ++i) {  // a full host tier's worth beside it
+      ts.push_back(p.allocate(kT, {.preferred_tier = tier_id{1}}));
+      fill(p, ts.back(), i, 1);
+    }
+    tensor_residency const r = p.residency(t);
+    EXPECT_EQ(r.copies.empty(), discarded);
+    EXPECT_EQ(p.stats().evicted_discarded, discarded ? 1U : 0U);
+    if (!discarded) { EXPECT_TRUE(check(p, t, 7, 1)); }
+    for (std::uint64_t i = 0; i < ts.size(); ++i) { EXPECT_TRUE(check(p, ts[i], i, 1)) << i; }
+    ASSERT_TRUE(p.validate());
+  }
+}
+
 // Write-backs go to the cheapest lower tier first: below the host tier, a file on the
 // drive (GB/s) before a compressed tier (lz4, a fraction of a GB/s), though the compressed
 // tier comes first in the pool's order; actions.by_cost = false keeps that order.

@@ -115,16 +115,29 @@ pool_options device_host(std::size_t host = 16_MiB)
   return o;
 }
 
+// a = derive(x) with a host recipe of `cost` seconds, then four fresh tensors fill the
+// device tier: a is evicted (dropped when the recipe is cheap, else written back).
+struct dropped_pair {
+  pool p{device_host()};
+  pair_of t = make_pair_of(p);
+  counted_recipe r;
+  std::vector<tensor> pushed;
+  explicit dropped_pair(double cost = 1e-9)
+  {
+    p.set_recompute(t.a, r.make(t.x, cost));
+    pushed = push_out(p);
+  }
+};
+
 // pool::discard of a tensor that was dropped for recompute: its recipe ends and nothing is
 // rebuilt (its bytes are dead); a write_discard lease gives it new bytes that are written
 // back like any others from then on.
 TEST(PoolRecompute, DiscardEndsTheRecipeWithoutRebuildingTheDroppedTensor)
 {
-  pool p{device_host()};
-  pair_of const t = make_pair_of(p);
-  counted_recipe r;
-  p.set_recompute(t.a, r.make(t.x, 1e-9));
-  auto const pushed = push_out(p);
+  dropped_pair f;
+  pool& p = f.p;
+  pair_of const& t = f.t;
+  counted_recipe const& r = f.r;
   ASSERT_EQ(p.stats().evicted_recompute, 1U) << "a was dropped, its recipe holds its bytes";
   std::uint64_t const ended = p.stats().recipes_ended;
   p.discard(t.a);
@@ -145,11 +158,10 @@ TEST(PoolRecompute, DiscardEndsTheRecipeWithoutRebuildingTheDroppedTensor)
 // was dropped is rebuilt from the input's bytes before they are declared dead.
 TEST(PoolRecompute, DiscardingAnInputRebuildsItsDroppedDependentsFirst)
 {
-  pool p{device_host()};
-  pair_of const t = make_pair_of(p);
-  counted_recipe r;
-  p.set_recompute(t.a, r.make(t.x, 1e-9));
-  auto const pushed = push_out(p);
+  dropped_pair f;
+  pool& p = f.p;
+  pair_of const& t = f.t;
+  counted_recipe const& r = f.r;
   ASSERT_EQ(p.stats().evicted_recompute, 1U);
   p.discard(t.x);
   EXPECT_EQ(r.calls->load(), 1) << "a was rebuilt while x still held its bytes";
@@ -225,11 +237,10 @@ TEST(PoolRecompute, DeviceRecipesDropAgainAfterUseHostRecipesLeaveAHostCopy)
 
 TEST(PoolRecompute, DearRecipeIsWrittenBack)
 {
-  pool p{device_host()};
-  pair_of const t = make_pair_of(p);
-  counted_recipe r;
-  p.set_recompute(t.a, r.make(t.x, 10.0));  // 10 s: far more than a 256 KiB round trip
-  auto const keep = push_out(p);
+  dropped_pair f{10.0};  // 10 s: far more than a 256 KiB round trip
+  pool& p = f.p;
+  pair_of const& t = f.t;
+  counted_recipe const& r = f.r;
   pool_stats const st = p.stats();
   EXPECT_EQ(st.evicted_recompute, 0U);
   EXPECT_GE(st.evicted_moved, 1U);
@@ -299,11 +310,10 @@ TEST(PoolRecompute, AWriteEndsTheRecipe)
 
 TEST(PoolRecompute, ReadWriteOfADroppedTensorRebuildsFirst)
 {
-  pool p{device_host()};
-  pair_of const t = make_pair_of(p);
-  counted_recipe r;
-  p.set_recompute(t.a, r.make(t.x, 1e-9));
-  auto const keep = push_out(p);
+  dropped_pair f;
+  pool& p = f.p;
+  pair_of const& t = f.t;
+  counted_recipe const& r = f.r;
   ASSERT_TRUE(p.residency(t.a).dropped_for_recompute);
   {
     lease h = p.acquire_host(t.a, access_mode::read_write);  // reads the rebuilt bytes
@@ -319,11 +329,10 @@ TEST(PoolRecompute, ReadWriteOfADroppedTensorRebuildsFirst)
 
 TEST(PoolRecompute, WriteDiscardOfADroppedTensorSkipsTheRebuild)
 {
-  pool p{device_host()};
-  pair_of const t = make_pair_of(p);
-  counted_recipe r;
-  p.set_recompute(t.a, r.make(t.x, 1e-9));
-  auto const keep = push_out(p);
+  dropped_pair f;
+  pool& p = f.p;
+  pair_of const& t = f.t;
+  counted_recipe const& r = f.r;
   ASSERT_TRUE(p.residency(t.a).dropped_for_recompute);
   fill(p, t.a, 9, 3);
   EXPECT_EQ(r.calls->load(), 0);
@@ -385,11 +394,10 @@ TEST(PoolRecompute, AFailingRecipeLeavesTheTensorDroppedAndCanBeRetried)
 
 TEST(PoolRecompute, ClearRecomputeRebuildsADroppedTensor)
 {
-  pool p{device_host()};
-  pair_of const t = make_pair_of(p);
-  counted_recipe r;
-  p.set_recompute(t.a, r.make(t.x, 1e-9));
-  auto const keep = push_out(p);
+  dropped_pair f;
+  pool& p = f.p;
+  pair_of const& t = f.t;
+  counted_recipe const& r = f.r;
   p.clear_recompute(t.a);
   EXPECT_EQ(r.calls->load(), 1);
   EXPECT_FALSE(p.residency(t.a).dropped_for_recompute);

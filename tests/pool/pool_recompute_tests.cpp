@@ -465,9 +465,8 @@ TEST(PoolRecompute, NegativeBandwidthIsRefused)
   expect_logic_error([&] { pool p{o}; }, "pool_options::actions.h2d_bytes_per_s");
 }
 
-// Compressed tiers are passed over for a tensor marked not compressible; the others go
-// there and are counted as compressed.
-TEST(PoolEvictionActions, CompressedTierOnlyForCompressibleTensors)
+// 1 MiB device and host tiers over a 64 MiB lz4-compressed storage tier ("packed", tier 2).
+pool_options over_a_compressed_tier()
 {
   pool_options o = small_tiers(make_sim(), 1_MiB, 0, 1_MiB);
   o.publish.enabled = false;
@@ -475,7 +474,14 @@ TEST(PoolEvictionActions, CompressedTierOnlyForCompressibleTensors)
   st.storage.engine = storage_engine::compressed;
   st.storage.codec = codec_kind::lz4;
   o.tiers.push_back(std::move(st));
-  pool p{o};
+  return o;
+}
+
+// Compressed tiers are passed over for a tensor marked not compressible; the others go
+// there and are counted as compressed.
+TEST(PoolEvictionActions, CompressedTierOnlyForCompressibleTensors)
+{
+  pool p{over_a_compressed_tier()};
   std::vector<tensor> ts;
   for (std::uint64_t i = 0; i < 16; ++i) {  // 4 MiB through 2 MiB of memory tiers
     ts.push_back(p.allocate(kT, {.compressible = i % 8 != 0}));  // two stay in the memory tiers
@@ -503,13 +509,7 @@ TEST(PoolEvictionActions, ADiscardedTensorLeavesAboveOnlyCompressedTiers)
 {
   for (bool const discarded : {false, true}) {
     SCOPED_TRACE(discarded ? "discarded" : "kept");
-    pool_options o = small_tiers(make_sim(), 1_MiB, 0, 1_MiB);
-    o.publish.enabled = false;
-    tier_options st{.kind = tier_kind::storage, .capacity_bytes = 64_MiB, .chunk_bytes = 16_MiB, .name = "packed"};
-    st.storage.engine = storage_engine::compressed;
-    st.storage.codec = codec_kind::lz4;
-    o.tiers.push_back(std::move(st));
-    pool p{o};
+    pool p{over_a_compressed_tier()};
     tensor const t = p.allocate(kT, {.preferred_tier = tier_id{1}, .compressible = false});
     fill(p, t, 7, 1);  // its only copy: the host tier's
     if (discarded) { p.discard(t); }

@@ -1539,7 +1539,8 @@ NB_MODULE(_tierpool, m)
           "tensor"_a,
           "Declare the tensor's bytes dead until a 'write_discard' lease writes new ones: its copies are dropped "
           "when evicted, never written back. Reading it before then raises LogicError; so does discarding it "
-          "while leased or with a recompute recipe. Stats: discards, evicted_discarded(_bytes).")
+          "while leased. Recipes end as at a 'write_discard' lease: those that read it (a dropped dependent is "
+          "rebuilt first), then its own, without a rebuild. Stats: discards, evicted_discarded(_bytes).")
       .def(
           "free",
           [](py_pool& p, py_tensor& t) {

@@ -249,6 +249,32 @@ def test_clear_recompute_rebuilds_a_dropped_tensor_and_ends_the_recipe():
     p.close()
 
 
+def test_discard_ends_recipes_without_rebuilding_dead_bytes():
+    p = make_pool()
+    x, a, src = make_pair(p)
+    r = Recipe()
+    p.set_recompute(a, r, inputs=[x], cost_seconds=1e-9)
+    keep = push_out(p)
+    assert p.residency(a)["dropped_for_recompute"]
+    p.discard(a)  # its own recipe: ended, nothing rebuilt
+    assert r.calls == [] and p.stats()["recipes"] == 0
+    assert p.residency(a)["discarded"] and not p.residency(a)["recomputable"]
+    with pytest.raises(tierpool.LogicError, match="was discarded"):
+        p.acquire_host(a, "read")
+    b = p.allocate(T, preferred_tier=0, name="b")
+    with p.acquire(b, "write_discard") as d:
+        d.numpy()[:] = derived(src)
+    p.set_recompute(b, r, inputs=[x], cost_seconds=1e-9)
+    keep += push_out(p)
+    assert p.residency(b)["dropped_for_recompute"]
+    p.discard(x)  # an input: b is rebuilt from x's bytes first, then its recipe ends
+    assert len(r.calls) == 1 and p.stats()["recipes"] == 0
+    assert np.array_equal(host_bytes(p, b), derived(src))
+    assert p.validate()
+    del keep
+    p.close()
+
+
 def test_misuse_raises_the_mapped_exception():
     p = make_pool()
     x, a, src = make_pair(p)

@@ -539,10 +539,10 @@ set_tests_properties(cli.replay.compaction_needs_pool_mode PROPERTIES LABELS cpu
 # vacated room is scattered between live tensors and the pool moves gigabytes; with it,
 # nothing crosses the link.
 add_test(NAME cli.replay.compaction_above_the_peak
-  COMMAND sh -c "\"$0\" replay \"$1\" -p lru -c 20GiB --no-recompute -q --json \"$2.off.json\" > /dev/null && \"$0\" replay \"$1\" -p lru -c 20GiB --no-recompute --compaction -q --json \"$2.on.json\" > /dev/null && grep -o '\"bytes_h2d\":[0-9]*' \"$2.off.json\" \"$2.on.json\""
+  COMMAND sh -c "\"$0\" replay \"$1\" -p lru -c 20GiB --no-recompute -q --json \"$2.off.json\" > /dev/null && \"$0\" replay \"$1\" -p lru -c 20GiB --no-recompute --compaction -q --json \"$2.on.json\" > /dev/null && grep -o '\"bytes_h2d\":[0-9]*\\|\"fragmented_evictions\":[0-9]*\\|\"compactions\":[0-9]*' \"$2.off.json\" \"$2.on.json\""
           $<TARGET_FILE:tierpool_cli> ${CMAKE_CURRENT_SOURCE_DIR}/data/gpt2_small_train.tpt ${CMAKE_CURRENT_BINARY_DIR}/cli_replay_compaction)
 set_tests_properties(cli.replay.compaction_above_the_peak PROPERTIES LABELS cpu
-  PASS_REGULAR_EXPRESSION "off.json:\"bytes_h2d\":[1-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]+\n[^\n]*on.json:\"bytes_h2d\":0\n")
+  PASS_REGULAR_EXPRESSION "off.json:\"bytes_h2d\":[1-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]+\n[^\n]*off.json:\"fragmented_evictions\":[1-9][0-9]*\n[^\n]*off.json:\"compactions\":0\n[^\n]*on.json:\"bytes_h2d\":0\n[^\n]*on.json:\"fragmented_evictions\":0\n[^\n]*on.json:\"compactions\":[1-9][0-9]*\n")
 add_test(NAME cli.replay.unknown_policy_fails COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --policy bogus -q)
 set_tests_properties(cli.replay.unknown_policy_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
 add_test(NAME cli.replay.unknown_policy_message COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_replay_trace} --policy bogus -q)

@@ -226,6 +226,11 @@ struct replay_result {
   /// COUNT: pool mode: copies dropped for recompute (no write-back; pool_stats::evicted_recompute)
   std::uint64_t evicted_recompute{0};
   std::uint64_t rebuilds{0};           ///< COUNT: pool mode: recipes run (each its cost of compute on the asking stream)
+  /// COUNT: pool mode: device-tier placements that evicted although the tier's free bytes
+  /// covered the request (no free block held it: fragmentation; tier_stats::fragmented_evictions)
+  std::uint64_t fragmented_evictions{0};
+  std::uint64_t compactions{0};     ///< COUNT: pool mode: device-tier placements made by compacting (--compaction)
+  std::uint64_t compacted_bytes{0}; ///< SUM: pool mode: bytes compaction moved within the device tier
   double compute_seconds{0.0};         ///< the longest stream's compute time
   double stall_seconds{0.0};           ///< time streams waited (see docs/chapters/replay.md)
   double makespan_seconds{0.0};        ///< virtual end time

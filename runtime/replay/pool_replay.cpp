@@ -413,6 +413,11 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
   out.early_write_backs = st.early_write_backs;
   out.evicted_recompute = st.evicted_recompute;
   out.rebuilds = st.rebuilds;
+  if (!st.tiers.empty()) {
+    out.fragmented_evictions = st.tiers[0].fragmented_evictions;
+    out.compactions = st.tiers[0].compactions;
+    out.compacted_bytes = st.tiers[0].compacted_bytes;
+  }
   out.makespan_seconds = static_cast<double>(makespan) * 1e-9;
 }
 

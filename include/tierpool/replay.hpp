@@ -222,6 +222,9 @@ struct replay_result {
   std::uint64_t prefetches{0};         ///< COUNT: pool mode: prefetches that issued a copy
   std::uint64_t prefetches_late{0};    ///< COUNT: pool mode: prefetched copies a stream had to wait for (device time)
   double prefetch_lateness_seconds{0.0};  ///< pool mode: how long, in all
+  std::uint64_t prefetches_wasted{0};     ///< COUNT: pool mode: prefetched copies evicted or freed unused
+  std::uint64_t prefetch_wasted_bytes{0}; ///< SUM: pool mode: their bytes
+  std::uint64_t planner_relearns{0};      ///< COUNT: pool mode: times the planner fell back and learned again
   std::uint64_t early_write_backs{0};  ///< COUNT: pool mode: write-backs the planner made early
   /// COUNT: pool mode: copies dropped for recompute (no write-back; pool_stats::evicted_recompute)
   std::uint64_t evicted_recompute{0};

@@ -410,6 +410,9 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
   out.prefetches = st.prefetches;
   out.prefetches_late = st.prefetch_late_device;
   out.prefetch_lateness_seconds = st.prefetch_lateness_seconds;
+  out.prefetches_wasted = st.prefetch_wasted;
+  out.prefetch_wasted_bytes = st.prefetch_wasted_bytes;
+  out.planner_relearns = st.planner_relearns;
   out.early_write_backs = st.early_write_backs;
   out.evicted_recompute = st.evicted_recompute;
   out.rebuilds = st.rebuilds;

@@ -48,6 +48,17 @@ def push_out(p, n=4):
     return ts
 
 
+def dropped_pair():
+    """make_pair with a cheap host recipe for a, then push_out: a is dropped for recompute."""
+    p = make_pool()
+    x, a, src = make_pair(p)
+    r = Recipe()
+    p.set_recompute(a, r, inputs=[x], cost_seconds=1e-9)
+    keep = push_out(p)
+    assert p.residency(a)["dropped_for_recompute"]
+    return p, x, a, src, r, keep
+
+
 def host_bytes(p, t):
     with p.acquire_host(t, "read") as h:
         return h.numpy().copy()
@@ -213,12 +224,7 @@ def test_a_write_ends_the_recipe():
 
 @pytest.mark.parametrize("how", ["free", "del"])
 def test_freeing_the_input_rebuilds_the_dependent_first(how):
-    p = make_pool()
-    x, a, src = make_pair(p)
-    r = Recipe()
-    p.set_recompute(a, r, inputs=[x], cost_seconds=1e-9)
-    keep = push_out(p)
-    assert p.residency(a)["dropped_for_recompute"]
+    p, x, a, src, r, keep = dropped_pair()
     if how == "free":
         p.free(x)
     else:
@@ -234,12 +240,7 @@ def test_freeing_the_input_rebuilds_the_dependent_first(how):
 
 
 def test_clear_recompute_rebuilds_a_dropped_tensor_and_ends_the_recipe():
-    p = make_pool()
-    x, a, src = make_pair(p)
-    r = Recipe()
-    p.set_recompute(a, r, inputs=[x], cost_seconds=1e-9)
-    keep = push_out(p)
-    assert p.residency(a)["dropped_for_recompute"]
+    p, x, a, src, r, keep = dropped_pair()
     p.clear_recompute(a)
     assert len(r.calls) == 1
     assert not p.residency(a)["recomputable"] and p.stats()["recipes"] == 0
@@ -250,12 +251,7 @@ def test_clear_recompute_rebuilds_a_dropped_tensor_and_ends_the_recipe():
 
 
 def test_discard_ends_recipes_without_rebuilding_dead_bytes():
-    p = make_pool()
-    x, a, src = make_pair(p)
-    r = Recipe()
-    p.set_recompute(a, r, inputs=[x], cost_seconds=1e-9)
-    keep = push_out(p)
-    assert p.residency(a)["dropped_for_recompute"]
+    p, x, a, src, r, keep = dropped_pair()
     p.discard(a)  # its own recipe: ended, nothing rebuilt
     assert r.calls == [] and p.stats()["recipes"] == 0
     assert p.residency(a)["discarded"] and not p.residency(a)["recomputable"]
@@ -376,12 +372,7 @@ def test_closing_the_pool_lets_go_of_the_recipe_functions():
 
 
 def test_threads_asking_for_a_dropped_tensor_rebuild_it_once():
-    p = make_pool()
-    x, a, src = make_pair(p)
-    r = Recipe()
-    p.set_recompute(a, r, inputs=[x], cost_seconds=1e-9)
-    keep = push_out(p)
-    assert p.residency(a)["dropped_for_recompute"]
+    p, x, a, src, r, keep = dropped_pair()
     results, errors = [], []
     start = threading.Barrier(4)
 

@@ -179,39 +179,30 @@ TEST(PoolDiscardThreads, ManyThreadsDiscardAndRewriteUnderEviction)
   }
   std::uint64_t const evictions_before = p.stats().tiers[0].evictions;
   std::atomic<int> bad{0};
-  std::atomic<int> failures{0};
-  std::vector<std::thread> threads;
-  for (unsigned i = 0; i < n_threads; ++i) {
-    threads.emplace_back([&, i] {
-      try {
-        std::vector<std::uint32_t> version(3, 0);
-        std::vector<bool> dead(3, true);  // never written: no contents to check
-        for (int r = 0; r < kRounds; ++r) {
-          std::size_t const k = static_cast<std::size_t>(r) % 3;
-          tensor const& t = mine[i][k];
-          std::uint64_t const key = i * 3 + k;
-          if (!dead[k]) {  // kept last time: its bytes must be there
-            lease h = p.acquire_host(t, access_mode::read);
-            if (!has_pattern(h.data(), h.bytes(), key, version[k])) { ++bad; }
-          }
-          {
-            // Written in the device tier (sim real memory: a host pointer), evicting others:
-            // its only valid copy is there, dirty. The stream's wait for the block is settled first.
-            lease w = p.acquire(t, access_mode::write_discard);
-            p.synchronize(stream_handle{});
-            write_pattern(w.data(), w.bytes(), key, ++version[k]);
-          }
-          dead[k] = r % 2 == 0;
-          if (dead[k]) { p.discard(t); }
-        }
-      } catch (std::exception const& ex) {
-        ++failures;
-        ADD_FAILURE() << "thread " << i << ": " << ex.what();
+  auto const body = [&](unsigned i) {
+    std::vector<std::uint32_t> version(3, 0);
+    std::vector<bool> dead(3, true);  // never written: no contents to check
+    for (int r = 0; r < kRounds; ++r) {
+      std::size_t const k = static_cast<std::size_t>(r) % 3;
+      tensor const& t = mine[i][k];
+      std::uint64_t const key = i * 3 + k;
+      if (!dead[k]) {  // kept last time: its bytes must be there
+        lease h = p.acquire_host(t, access_mode::read);
+        if (!has_pattern(h.data(), h.bytes(), key, version[k])) { ++bad; }
       }
-    });
-  }
-  for (auto& t : threads) { t.join(); }
-  EXPECT_EQ(failures.load(), 0);
+      {
+        // Written in the device tier (sim real memory: a host pointer),
+        // evicting others: its only valid copy is there, dirty. The
+        // stream's wait for the block is settled first.
+        lease w = p.acquire(t, access_mode::write_discard);
+        p.synchronize(stream_handle{});
+        write_pattern(w.data(), w.bytes(), key, ++version[k]);
+      }
+      dead[k] = r % 2 == 0;
+      if (dead[k]) { p.discard(t); }
+    }
+  };
+  EXPECT_EQ(run_threads(n_threads, body), 0);
   EXPECT_EQ(bad.load(), 0) << "a tensor kept came back with other bytes";
   pool_stats const st = p.stats();
   EXPECT_GT(st.tiers[0].evictions, evictions_before) << "no eviction pressure";

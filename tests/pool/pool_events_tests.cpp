@@ -684,63 +684,53 @@ TEST(PoolEventsThreads, ManyThreadsOrderTheirStreamsUnderEviction)
   // 2n tensors, room for n + 2: the rounds must evict, whatever order the threads run in.
   std::uint64_t const evictions_before = p.stats().tiers[0].evictions;
   std::atomic<int> bad{0};
-  std::atomic<int> failures{0};
-  std::vector<std::thread> threads;
-  for (unsigned i = 0; i < n_threads; ++i) {
-    threads.emplace_back([&, i] {
-      try {
-        stream_handle const a = p.create_stream();
-        stream_handle const b = p.create_stream();
-        std::vector<tensor> const& ts = tensors[i];
-        event e = p.create_event();
-        for (int r = 1; r <= kRounds; ++r) {
-          tensor const& t = ts[static_cast<std::size_t>(r) % 2];
-          std::uint64_t const key = i * 2 + static_cast<std::uint64_t>(r % 2);
-          auto const v = static_cast<std::uint32_t>(r);
-          {
-            lease w = p.acquire(t, access_mode::write_discard, a);
-            p.enqueue_host(a, [ptr = w.data(), n = w.bytes(), key, v] { write_pattern(ptr, n, key, v); });
-            p.record_stream(w, b);
-            p.enqueue_host(b, [] {});  // nothing reads w's bytes on b: record_stream must not hurt
-          }
-          switch (r % 3) {
-            case 0: p.order(t, a, b); break;
-            case 1:
-              e.record(a);
-              e.wait(b);
-              break;
-            default:
-              e.record(a);
-              p.wait(b, e);
-              break;
-          }
-          {
-            lease rd = p.acquire(t, access_mode::read, b);
-            p.enqueue_host(b, [&bad, ptr = rd.data(), n = rd.bytes(), key, v] {
-              if (!has_pattern(ptr, n, key, v)) { ++bad; }
-            });
-          }
-          if (r % 8 == 0) {
-            p.synchronize(a);
-            p.synchronize(b);
-          }
-        }
+  auto const body = [&](unsigned i) {
+    stream_handle const a = p.create_stream();
+    stream_handle const b = p.create_stream();
+    std::vector<tensor> const& ts = tensors[i];
+    event e = p.create_event();
+    for (int r = 1; r <= kRounds; ++r) {
+      tensor const& t = ts[static_cast<std::size_t>(r) % 2];
+      std::uint64_t const key = i * 2 + static_cast<std::uint64_t>(r % 2);
+      auto const v = static_cast<std::uint32_t>(r);
+      {
+        lease w = p.acquire(t, access_mode::write_discard, a);
+        p.enqueue_host(a, [ptr = w.data(), n = w.bytes(), key, v] { write_pattern(ptr, n, key, v); });
+        p.record_stream(w, b);
+        p.enqueue_host(b, [] {});  // nothing reads w's bytes on b: record_stream must not hurt
+      }
+      switch (r % 3) {
+        case 0: p.order(t, a, b); break;
+        case 1:
+          e.record(a);
+          e.wait(b);
+          break;
+        default:
+          e.record(a);
+          p.wait(b, e);
+          break;
+      }
+      {
+        lease rd = p.acquire(t, access_mode::read, b);
+        p.enqueue_host(b, [&bad, ptr = rd.data(), n = rd.bytes(), key, v] {
+          if (!has_pattern(ptr, n, key, v)) { ++bad; }
+        });
+      }
+      if (r % 8 == 0) {
         p.synchronize(a);
         p.synchronize(b);
-        for (std::uint64_t k = 0; k < 2; ++k) {
-          auto const last = static_cast<std::uint32_t>(kRounds - (kRounds % 2 == static_cast<int>(k) ? 0 : 1));
-          if (!check(p, ts[k], i * 2 + k, last)) { ++bad; }
-        }
-        p.destroy_stream(a);
-        p.destroy_stream(b);
-      } catch (std::exception const& ex) {
-        ++failures;
-        ADD_FAILURE() << "thread " << i << ": " << ex.what();
       }
-    });
-  }
-  for (auto& t : threads) { t.join(); }
-  EXPECT_EQ(failures.load(), 0);
+    }
+    p.synchronize(a);
+    p.synchronize(b);
+    for (std::uint64_t k = 0; k < 2; ++k) {
+      auto const last = static_cast<std::uint32_t>(kRounds - (kRounds % 2 == static_cast<int>(k) ? 0 : 1));
+      if (!check(p, ts[k], i * 2 + k, last)) { ++bad; }
+    }
+    p.destroy_stream(a);
+    p.destroy_stream(b);
+  };
+  EXPECT_EQ(run_threads(n_threads, body), 0);
   EXPECT_EQ(bad.load(), 0) << "a reader on b saw bytes other than the writer's on a";
   EXPECT_GT(p.stats().tiers[0].evictions, evictions_before) << "no eviction pressure during the rounds";
   EXPECT_TRUE(p.validate());

@@ -204,4 +204,26 @@ std::string logic_message(F&& f)
   return "";
 }
 
+/// Runs `body(i)` on `n` threads at once, i = 0..n-1, and joins them; an exception a body
+/// throws is a test failure naming its thread. Returns how many threads threw.
+template <class F>
+int run_threads(unsigned n, F&& body)
+{
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  threads.reserve(n);
+  for (unsigned i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        body(i);
+      } catch (std::exception const& ex) {
+        ++failures;
+        ADD_FAILURE() << "thread " << i << ": " << ex.what();
+      }
+    });
+  }
+  for (auto& t : threads) { t.join(); }
+  return failures.load();
+}
+
 }  // namespace tierpool::test

@@ -31,7 +31,9 @@
 //                         victims are dropped, dirty ones written back a tier down; for a
 //                         copy-in, a victim block of the request's size is taken at once
 //                         (Note [The evicted block goes to the request that evicted it])
-//   wait for the oldest vacated block   when eviction made no progress
+//   wait for the oldest vacated block   when eviction made no progress; with none, room
+//                         other threads made meanwhile (Note [Room made while a round
+//                         found nothing])
 //   other threads in the way      busy victims or others' leases: the request lets go of
 //                         every lock and retries (core: request_retry.hpp, the Note below)
 //   low-memory callbacks  once, unlocked (core: request_retry.hpp)

@@ -52,7 +52,7 @@ constexpr std::array<gp, 8> kLlmParams{{
   {"tflops", "100", "device rate in TFLOP/s for compute durations"},
 }};
 
-constexpr std::array<gp, 12> kKvParams{{
+constexpr std::array<gp, 14> kKvParams{{
   {"requests", "64", "requests served"},
   {"arrival", "0.5", "mean arrivals per decoding step (Poisson)"},
   {"max_batch", "16", "sequences decoded at once; later arrivals wait"},
@@ -65,6 +65,10 @@ constexpr std::array<gp, 12> kKvParams{{
   {"weight_bytes", "0", "model weights read every step (0 = none)"},
   {"token_ns", "200000", "compute per decoded token, ns"},
   {"prefill_token_ns", "20000", "compute per prompt token at admission, ns"},
+  {"block_pool", "0", "1: finished sequences' blocks go to a free list new blocks are taken from (a preallocated KV "
+                      "cache), instead of being freed"},
+  {"discard_blocks", "1", "with block_pool=1, 1: a block put on the free list is discarded (pool::discard), so an "
+                          "eviction drops it unwritten; 0: it is kept as is"},
 }};
 
 // About 90,000 live KV blocks at once, as a serving engine on one large GPU holds (issue

@@ -38,7 +38,11 @@ struct sequence {
 // weights (if any) are read; every active sequence reads its full blocks and appends one
 // token to its last block (alloc + wd when the token starts a new block, else rw); one
 // compute of token_ns x active; sequences that produced their output free their blocks.
-// Steps with nothing to do are skipped, not emitted.
+// Steps with nothing to do are skipped, not emitted. With block_pool=1 a finished
+// sequence's blocks go to a free list instead (discarded first with discard_blocks=1, as a
+// serving engine over tierpool would call pool::discard), new blocks come from it while it
+// has any, oldest first (a wd of the reused tensor, no alloc), and the teardown frees the
+// list.
 void generate_kv_paging(param_reader const& p, std::uint64_t seed, emitter& out)
 {
   std::uint64_t const requests = p.count("requests", 1, kMaxRequests);
@@ -54,6 +58,10 @@ void generate_kv_paging(param_reader const& p, std::uint64_t seed, emitter& out)
   std::uint64_t const token_ns = p.count("token_ns", 0, std::uint64_t{1} << 40U);
   std::uint64_t const prefill_token_ns = p.count("prefill_token_ns", 0, std::uint64_t{1} << 40U);
   std::uint64_t const block_bytes = checked_mul(token_bytes, block_tokens, "KV block bytes");
+  bool const block_pool = p.count("block_pool", 0, 1) == 1;
+  bool const discard_blocks = p.count("discard_blocks", 0, 1) == 1;
+  // block_pool: blocks of finished sequences, reused oldest first (as vLLM's free block queue)
+  std::deque<std::uint64_t> free_blocks;
 
   random_source rng(seed);
   std::deque<sequence> waiting;
@@ -68,6 +76,17 @@ void generate_kv_paging(param_reader const& p, std::uint64_t seed, emitter& out)
   }
   auto block_name = [](sequence const& s) {
     return "req" + std::to_string(s.request) + ".kv" + std::to_string(s.blocks.size());
+  };
+  auto new_block = [&](sequence& s) {  // a block for s's next tokens, written in full (wd)
+    std::uint64_t id = 0;
+    if (!free_blocks.empty()) {
+      id = free_blocks.front();
+      free_blocks.pop_front();
+    } else {
+      id = out.alloc(block_bytes, block_name(s));
+    }
+    s.blocks.push_back(id);
+    out.wd(id);
   };
 
   while (arrived < requests || !waiting.empty() || !active.empty()) {
@@ -88,24 +107,18 @@ void generate_kv_paging(param_reader const& p, std::uint64_t seed, emitter& out)
       sequence s = std::move(waiting.front());
       waiting.pop_front();
       std::uint64_t const n = (s.prompt + block_tokens - 1) / block_tokens;
-      for (std::uint64_t b = 0; b < n; ++b) {
-        std::uint64_t const id = out.alloc(block_bytes, block_name(s));
-        s.blocks.push_back(id);
-        out.wd(id);
-      }
+      for (std::uint64_t b = 0; b < n; ++b) { new_block(s); }
       out.compute(std::max<std::uint64_t>(1, checked_mul(prefill_token_ns, s.prompt, "prefill time")));
       active.push_back(std::move(s));
     }
     if (weights != 0) { out.read(weights); }
     for (auto& s : active) {
       std::uint64_t const position = s.prompt + s.generated;  // 0-based index of the new token
-      bool const new_block = position % block_tokens == 0;
-      std::size_t const full = new_block ? s.blocks.size() : s.blocks.size() - 1;
+      bool const starts_block = position % block_tokens == 0;
+      std::size_t const full = starts_block ? s.blocks.size() : s.blocks.size() - 1;
       for (std::size_t b = 0; b < full; ++b) { out.read(s.blocks[b]); }
-      if (new_block) {
-        std::uint64_t const id = out.alloc(block_bytes, block_name(s));
-        s.blocks.push_back(id);
-        out.wd(id);
+      if (starts_block) {
+        new_block(s);
       } else {
         out.rw(s.blocks.back());
       }
@@ -115,11 +128,19 @@ void generate_kv_paging(param_reader const& p, std::uint64_t seed, emitter& out)
     auto const done = std::stable_partition(active.begin(), active.end(),
                                             [](sequence const& s) { return s.generated < s.output; });
     for (auto it = done; it != active.end(); ++it) {
-      for (auto id : it->blocks) { out.free(id); }
+      for (auto id : it->blocks) {
+        if (!block_pool) {
+          out.free(id);
+          continue;
+        }
+        if (discard_blocks) { out.discard(id); }
+        free_blocks.push_back(id);
+      }
     }
     active.erase(done, active.end());
   }
   out.phase("teardown");
+  for (auto id : free_blocks) { out.free(id); }
   if (weights != 0) { out.free(weights); }
 }
 

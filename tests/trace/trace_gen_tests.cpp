@@ -331,6 +331,38 @@ TEST(TraceGen, KvPagingServesEveryRequest)
   EXPECT_GE(steps, 16U);           // at least the shortest output (output_min)
 }
 
+// block_pool=1: finished sequences' blocks are reused, oldest first, instead of freed;
+// discarded before (discard_blocks=1, the default) or not. Reused blocks are rewritten in
+// full (wd), so no read ever follows a discard; the default is the trace without a pool.
+TEST(TraceGen, KvPagingBlockPoolReusesAndDiscardsFinishedBlocks)
+{
+  auto with = [](tt::generator_params const& extra) {
+    tt::generator_params params = small("kv-paging");
+    params.insert(params.end(), extra.begin(), extra.end());
+    return tt::generate("kv-paging", params, 5);
+  };
+  auto const plain = with({});
+  EXPECT_EQ(plain, with({{"block_pool", "0"}}));
+  auto const pooled = with({{"block_pool", "1"}});
+  auto const kept = with({{"block_pool", "1"}, {"discard_blocks", "0"}});
+  ASSERT_NO_FATAL_FAILURE(expect_well_formed(pooled, "block_pool=1"));
+  ASSERT_NO_FATAL_FAILURE(expect_well_formed(kept, "block_pool=1 discard_blocks=0"));
+  tt::summary const a = tt::summarize(plain);
+  tt::summary const b = tt::summarize(pooled);
+  tt::summary const c = tt::summarize(kept);
+  auto const kinds = [](tt::summary const& s, event_kind k) { return s.events_by_kind[static_cast<std::size_t>(k)]; };
+  EXPECT_LT(b.tensors, a.tensors) << "blocks are reused";
+  EXPECT_EQ(b.requests, a.requests) << "the same accesses, on fewer tensors";
+  EXPECT_EQ(kinds(b, event_kind::free), b.tensors) << "every block freed once, at the teardown";
+  EXPECT_GT(kinds(b, event_kind::discard), 0U);
+  EXPECT_EQ(b.reads_after_discard + b.discards_not_live, 0U);
+  EXPECT_EQ(kinds(c, event_kind::discard), 0U);
+  EXPECT_EQ(c.tensors, b.tensors);
+  EXPECT_LE(b.peak_live_bytes, a.peak_live_bytes);
+  EXPECT_THAT([] { (void)tt::generate("kv-paging", {{"block_pool", "2"}}, 1); },
+              testing::ThrowsMessage<tierpool::logic_error>(testing::HasSubstr("block_pool")));
+}
+
 // preset=serving (issue 19): about 90,000 KV blocks live at the peak, 256 KiB each (16
 // tokens of 16 KiB). Streamed: the trace has 19 M events.
 TEST(TraceGen, KvPagingServingPresetHoldsAbout90kLiveBlocks)

@@ -67,6 +67,12 @@ class emitter {
     e_.mode = mode;
     sink_(e_);
   }
+  void discard(std::uint64_t id)
+  {
+    start(event_kind::discard);
+    e_.tensor = id;
+    sink_(e_);
+  }
   void read(std::uint64_t id) { access(id, access_kind::read); }
   void rw(std::uint64_t id) { access(id, access_kind::read_write); }
   void wd(std::uint64_t id) { access(id, access_kind::write_discard); }

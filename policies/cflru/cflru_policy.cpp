@@ -36,28 +36,47 @@ void cflru_policy::on_insert(tensor_view const& v) noexcept
     if (!v.pinned) { order_enter(i); }
     return;
   }
-  node& n = nodes_[i];  // known: a new copy, promoted
-  n.dirty = v.write_access;
-  set_bytes(i, v.bytes);
+  node& n = nodes_[i];  // known: a new copy, promoted, dirty or clean as the view says
+  set_bytes(i, v.bytes);  // while in its list: the list's sum follows
   if (n.pinned != v.pinned) {
-    set_pinned(i, v.pinned);  // an unpinned tensor enters at the MRU end
+    if (n.pinned) {  // out of the lists: the flag first, then it enters the list it names
+      n.dirty = v.write_access;
+      set_pinned(i, false);
+    } else {  // leaves the list its old flag names
+      set_pinned(i, true);
+      n.dirty = v.write_access;
+    }
   } else if (!n.pinned) {
     order_leave(i);
+    n.dirty = v.write_access;
     order_enter(i);
+  } else {
+    n.dirty = v.write_access;
   }
 }
 
 void cflru_policy::access(slot i, tensor_view const& v) noexcept
 {
   node& n = nodes_[i];
-  n.dirty = n.dirty || v.write_access;
   set_bytes(i, v.bytes);
+  bool const dirty = n.dirty || v.write_access;
   if (n.pinned != v.pinned) {  // the view is the truth at this event
-    set_pinned(i, v.pinned);
+    if (n.pinned) {
+      n.dirty = dirty;
+      set_pinned(i, false);
+    } else {
+      set_pinned(i, true);
+      n.dirty = dirty;
+    }
     return;
   }
-  if (n.pinned || lru_.front == i) { return; }
-  order_leave(i);
+  if (n.pinned) {
+    n.dirty = dirty;
+    return;
+  }
+  if (n.dirty == dirty && n.stamp == stamp_) { return; }  // the most recent of both lists already
+  order_leave(i);  // promoted, onto the dirty list if the access wrote
+  n.dirty = dirty;
   order_enter(i);
 }
 
@@ -67,38 +86,75 @@ bool cflru_policy::is_dirty(tensor_id id) const noexcept
   return i != pd::no_slot && nodes_[i].dirty;
 }
 
+std::size_t cflru_policy::evictable_bytes() const noexcept
+{
+  return pd::saturating_add(clean_.bytes(), dirty_.bytes());
+}
+
+cflru_policy::slot cflru_policy::older_of(slot& a, slot& b) const noexcept
+{
+  if (a == pd::no_slot && b == pd::no_slot) { return pd::no_slot; }
+  bool const from_a = b == pd::no_slot || (a != pd::no_slot && nodes_[a].stamp < nodes_[b].stamp);
+  slot& cursor = from_a ? a : b;
+  slot const i = cursor;
+  cursor = nodes_[i].prev;
+  return i;
+}
+
+bool cflru_policy::order_ok(std::size_t& held) const noexcept
+{
+  held = clean_.count + dirty_.count;
+  auto const stamps_fall = [this](pd::slab_list const& l) {  // most recent at the front
+    for (slot i = l.front; i != pd::no_slot && nodes_[i].next != pd::no_slot; i = nodes_[i].next) {
+      if (nodes_[nodes_[i].next].stamp >= nodes_[i].stamp) { return false; }
+    }
+    return true;
+  };
+  return pd::slab_list_ok(nodes_, clean_, index_, [](node const& n) { return !n.pinned && !n.dirty; }) &&
+         pd::slab_list_ok(nodes_, dirty_, index_, [](node const& n) { return !n.pinned && n.dirty; }) &&
+         stamps_fall(clean_) && stamps_fall(dirty_);
+}
+
 void cflru_policy::propose(eviction_request const& req, eviction_proposal& out) const
 {
   if (req.bytes_needed == 0) { return; }
-  // The window: the least recent `window` of the evictable bytes (all of them at 1, where
-  // the product could round below the sum).
-  std::size_t const window = cfg_.window >= 1.0 ? SIZE_MAX
-                                                : static_cast<std::size_t>(cfg_.window * static_cast<double>(lru_.bytes()));
   std::size_t freed = 0;
-  std::size_t seen = 0;     // bytes of the window walked
+  auto take = [&](slot i) {
+    node const& n = nodes_[i];
+    index_.prefetch(n.id);
+    out.add(n.id, n.bytes);
+    freed = pd::saturating_add(freed, n.bytes);
+  };
+  if (cfg_.window >= 1.0) {  // every clean tensor, least recent first, then every dirty one
+    for (slot i = clean_.back; i != pd::no_slot && freed < req.bytes_needed; i = nodes_[i].prev) { take(i); }
+    for (slot i = dirty_.back; i != pd::no_slot && freed < req.bytes_needed; i = nodes_[i].prev) { take(i); }
+    return;
+  }
+  // The window: the least recent `window` of the evictable bytes, walked by merging the two
+  // lists by recency. Its clean tensors first.
+  auto const window = static_cast<std::size_t>(cfg_.window * static_cast<double>(evictable_bytes()));
+  std::size_t seen = 0;
   slot edge = pd::no_slot;  // the first tensor past the window (none: the window is all of them)
-  for (slot i = lru_.back; i != pd::no_slot; i = nodes_[i].prev) {
+  slot a = clean_.back;
+  slot b = dirty_.back;
+  for (slot i = older_of(a, b); i != pd::no_slot; i = older_of(a, b)) {
     if (seen >= window) {
       edge = i;
       break;
     }
-    node const& n = nodes_[i];
-    seen = pd::saturating_add(seen, n.bytes);
-    if (n.dirty) { continue; }
-    index_.prefetch(n.id);
-    out.add(n.id, n.bytes);
-    freed = pd::saturating_add(freed, n.bytes);
+    seen = pd::saturating_add(seen, nodes_[i].bytes);
+    if (nodes_[i].dirty) { continue; }
+    take(i);
     if (freed >= req.bytes_needed) { return; }
   }
   // Then the window's dirty tensors and everything past it, in LRU order.
+  a = clean_.back;
+  b = dirty_.back;
   bool past = false;
-  for (slot i = lru_.back; i != pd::no_slot && freed < req.bytes_needed; i = nodes_[i].prev) {
+  for (slot i = older_of(a, b); i != pd::no_slot && freed < req.bytes_needed; i = older_of(a, b)) {
     past = past || i == edge;
-    node const& n = nodes_[i];
-    if (!past && !n.dirty) { continue; }  // a clean tensor of the window: proposed above
-    index_.prefetch(n.id);
-    out.add(n.id, n.bytes);
-    freed = pd::saturating_add(freed, n.bytes);
+    if (!past && !nodes_[i].dirty) { continue; }  // a clean tensor of the window: proposed above
+    take(i);
   }
 }
 

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include <tierpool/export.hpp>
@@ -44,11 +45,12 @@ namespace policies::detail {
 struct cflru_node {
   tensor_id id{};
   std::size_t bytes{0};
-  slab_slot prev{no_slot};  // towards the most recent end (front)
+  std::uint64_t stamp{0};   // when it entered its list (the policy's promotion count): recency across the two
+  slab_slot prev{no_slot};  // towards the most recent end (front) of its list
   slab_slot next{no_slot};  // towards the least recent end (back); free-list link for free slots
   bool pinned{false};
   bool live{false};
-  bool dirty{false};  // written since it was inserted (tensor_view::write_access)
+  bool dirty{false};  // written since it was inserted (tensor_view::write_access); which list holds it
 };
 }  // namespace policies::detail
 
@@ -56,7 +58,9 @@ struct cflru_node {
  * @brief Clean-first LRU over the tensors of one tier.
  *
  * Complexity: on_access, on_erase, on_pin, on_unpin O(1) expected (one hash lookup);
- * on_insert O(1) amortized; propose O(tensors in the window + victims).
+ * on_insert O(1) amortized; propose O(victims) with `window` 1 (clean and dirty tensors
+ * are on two recency lists), O(tensors in the window + victims) below 1 (a merge of the
+ * two lists by recency).
  * Thread safety: externally synchronized (called under the tier's lock).
  * Ownership: a value; copying copies the whole ordering.
  *
@@ -105,7 +109,7 @@ class TIERPOOL_EXPORT cflru_policy
   void propose(eviction_request const& req, eviction_proposal& out) const;
 
   /// @brief Sum of the evictable tensors' bytes (saturating at SIZE_MAX).
-  [[nodiscard]] std::size_t evictable_bytes() const noexcept { return lru_.bytes(); }
+  [[nodiscard]] std::size_t evictable_bytes() const noexcept;
   /// @brief Whether a resident tensor counts as dirty (false when unknown).
   [[nodiscard]] bool is_dirty(tensor_id id) const noexcept;
 
@@ -114,16 +118,27 @@ class TIERPOOL_EXPORT cflru_policy
   static constexpr std::string_view policy_name = "cflru";  // name()
 
   void access(slot i, tensor_view const& v) noexcept;  // on_access of a resident tensor
+  // The least recent tensor of the two lists not yet passed (a and b: each list's cursor,
+  // moved to its next more recent tensor when taken); no_slot when both are done.
+  [[nodiscard]] slot older_of(slot& a, slot& b) const noexcept;
 
-  // The order (Note [One base for the slab policies]): evictable tensors, MRU at front.
-  void order_leave(slot i) noexcept { policies::detail::unlink(nodes_, lru_, i); }
-  void order_enter(slot i) noexcept { policies::detail::link_front(nodes_, lru_, i); }
-  void order_resize(slot /*i*/, std::size_t from, std::size_t to) noexcept { lru_.resize(from, to); }
-  [[nodiscard]] std::size_t order_count() const noexcept { return lru_.count; }
-  [[nodiscard]] bool order_ok(std::size_t& held) const noexcept { return one_list_ok(lru_, held); }
+  // The order (Note [One base for the slab policies]): evictable tensors, on the clean or
+  // the dirty list by their flag, each MRU at front.
+  policies::detail::slab_list& list_of(slot i) noexcept { return nodes_[i].dirty ? dirty_ : clean_; }
+  void order_leave(slot i) noexcept { policies::detail::unlink(nodes_, list_of(i), i); }
+  void order_enter(slot i) noexcept
+  {
+    nodes_[i].stamp = ++stamp_;
+    policies::detail::link_front(nodes_, list_of(i), i);
+  }
+  void order_resize(slot i, std::size_t from, std::size_t to) noexcept { list_of(i).resize(from, to); }
+  [[nodiscard]] std::size_t order_count() const noexcept { return clean_.count + dirty_.count; }
+  [[nodiscard]] bool order_ok(std::size_t& held) const noexcept;
 
   config cfg_;
-  policies::detail::slab_list lru_;  // evictable, MRU at front, LRU at back
+  policies::detail::slab_list clean_;  // evictable clean tensors, MRU at front, LRU at back
+  policies::detail::slab_list dirty_;  // evictable dirty tensors, the same
+  std::uint64_t stamp_{0};             // entries into the lists so far
 };
 
 namespace policies {

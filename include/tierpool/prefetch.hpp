@@ -52,6 +52,9 @@ struct planned_access {
   std::size_t bytes{0};  ///< its size
   tick when{0};          ///< its position, in the units the schedule counts in
   bool discard{false};   ///< write_discard: needs room, not its bytes (nothing to prefetch)
+  /// The tensor's last access as far as the schedule knows (it is freed, or never used
+  /// again, after it): the planner counts its room as coming back there.
+  bool last{false};
 };
 
 /**

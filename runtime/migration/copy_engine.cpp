@@ -285,6 +285,14 @@ void migration_engine::mark_others_stale_locked(tensor_record& rec, std::uint32_
   for (std::uint32_t j = 0; j < rec.slots.size(); ++j) {
     if (j != k && rec.slots[j].state == copy_state::valid) { rec.slots[j].state = copy_state::stale; }
   }
+  if (rec.cleaned_early) { early_write_back_wasted(rec); }
+}
+
+void migration_engine::early_write_back_wasted(tensor_record& rec) noexcept
+{
+  rec.cleaned_early = false;
+  counters_->early_write_backs_wasted.fetch_add(1, std::memory_order_relaxed);
+  counters_->early_write_back_wasted_bytes.fetch_add(rec.bytes, std::memory_order_relaxed);
 }
 
 // Note [A copy-in records its block's previous event again]
@@ -687,6 +695,7 @@ void migration_engine::vacate_all_locked(tensor_record& rec) noexcept
 {
   if (rec.freed) { return; }
   for (auto k = static_cast<std::uint32_t>(rec.slots.size()); k-- > 0;) { vacate_locked(rec, k); }
+  if (rec.cleaned_early) { early_write_back_wasted(rec); }
   if (rec.prefetched) {
     counters_->prefetch_wasted.fetch_add(1, std::memory_order_relaxed);
     counters_->prefetch_wasted_bytes.fetch_add(rec.bytes, std::memory_order_relaxed);

@@ -441,6 +441,9 @@ class migration_engine {
   /// before it are stale after it.
   void compact_slots_locked(tensor_record& rec) noexcept;
   void mark_others_stale_locked(tensor_record& rec, std::uint32_t k) noexcept;
+  /// The record's early write-back is wasted (a write or a free came before an eviction):
+  /// counted in pool_stats::early_write_backs_wasted.
+  void early_write_back_wasted(tensor_record& rec) noexcept;
   /// Vacate every slot of the (locked) record and mark it freed (the caller settles its accounts).
   void vacate_all_locked(tensor_record& rec) noexcept;
   void insert_into_policy(tensor_record& rec, std::uint32_t k, bool write) noexcept;

@@ -353,7 +353,12 @@ struct alignas(8) tensor_record {
   /// The handle died while leased or while a request of it waited on low-memory callbacks:
   /// the last release frees it (or record_lock's unlock when no lease or request holds it)
   bool free_when_unpinned{false};
-  bool prefetched{false};         ///< a prefetch copied it in and no acquire used it yet
+  // Two flags guarded by `mtx` share a byte: the record stays within its budget
+  // (RecordLayout test).
+  bool prefetched : 1 = false;  ///< a prefetch copied it in and no acquire used it yet
+  /// An early write-back (migration_engine::write_back_early) made its lower copy and no
+  /// eviction has dropped the device copy since: a write or a free first wastes that copy.
+  bool cleaned_early : 1 = false;
   bool prefetch_queued{false};    ///< a request for it waits in the prefetch queue
   bool lost{false};               ///< the device was lost with its only valid copy there (device_lost)
   /// pool::discard: its bytes are dead until a write_discard lease gives it new ones. Its

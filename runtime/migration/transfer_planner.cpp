@@ -161,6 +161,7 @@ bool migration_engine::write_back_early(record_ref const& recp, std::uint32_t k)
     if (j != k && rec.slots[j].state == copy_state::valid) { return false; }  // clean already
   }
   if (!write_back_locked(rec, k, place_mode::no_wait)) { return false; }
+  rec.cleaned_early = true;
   counters_->early_write_backs.fetch_add(1, std::memory_order_relaxed);
   counters_->early_write_back_bytes.fetch_add(rec.bytes, std::memory_order_relaxed);
   return true;

@@ -67,7 +67,8 @@ class trace_schedule final : public schedule_source {
       tensor const& t = (*tensors_)[op.obj];
       bool const discard = op.mode == trace::access_kind::write_discard;
       tensor_id const id = t.valid() ? t.id() : tensor_id{kUnbornTensor | op.obj};  // not allocated yet: its room counts
-      out[n++] = planned_access{id, static_cast<std::size_t>(op.bytes), tick{i}, discard};
+      bool const last = op.arg == kNoNext;  // no access after this one
+      out[n++] = planned_access{id, static_cast<std::size_t>(op.bytes), tick{i}, discard, last};
     }
     return n;
   }
@@ -414,6 +415,8 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
   out.prefetch_wasted_bytes = st.prefetch_wasted_bytes;
   out.planner_relearns = st.planner_relearns;
   out.early_write_backs = st.early_write_backs;
+  out.early_write_backs_wasted = st.early_write_backs_wasted;
+  out.early_write_back_wasted_bytes = st.early_write_back_wasted_bytes;
   out.evicted_recompute = st.evicted_recompute;
   out.rebuilds = st.rebuilds;
   if (!st.tiers.empty()) {

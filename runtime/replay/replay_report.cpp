@@ -119,6 +119,8 @@ field const kFields[] = {
   TP_COUNT("prefetch_wasted_bytes", r.prefetch_wasted_bytes),
   TP_COUNT("planner_relearns", r.planner_relearns),
   TP_COUNT("early_write_backs", r.early_write_backs),
+  TP_COUNT("early_write_backs_wasted", r.early_write_backs_wasted),
+  TP_COUNT("early_write_back_wasted_bytes", r.early_write_back_wasted_bytes),
   TP_COUNT("evicted_recompute", r.evicted_recompute),
   TP_COUNT("rebuilds", r.rebuilds),
   TP_COUNT("fragmented_evictions", r.fragmented_evictions),

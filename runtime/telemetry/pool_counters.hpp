@@ -39,6 +39,7 @@ struct pool_counters {
   std::atomic<std::uint64_t> predicted_prefetches{0};
   std::atomic<std::uint64_t> planned_prefetches{0}, planned_prefetch_bytes{0}, plan_harm_skips{0}, plan_no_room{0};
   std::atomic<std::uint64_t> early_write_backs{0}, early_write_back_bytes{0};
+  std::atomic<std::uint64_t> early_write_backs_wasted{0}, early_write_back_wasted_bytes{0};
   // Prefetches used, judged in device time where the backend knows it (virtual clock).
   std::atomic<std::uint64_t> prefetch_on_time_device{0}, prefetch_late_device{0}, prefetch_lateness_ns{0};
   std::atomic<std::uint64_t> prefetch_lead_ns{0};  // on-time prefetches: completion to use, device time

@@ -114,7 +114,7 @@ std::string format_summary(pool_stats const& st, std::string_view backend)
   if (!st.planner_state.empty()) {
     add(std::snprintf(line, sizeof line,
                       "planner %s (period %llu, relearns %llu, mispredicted %llu): prefetched %llu (%s), harm skips %llu, "
-                      "no room %llu; early write-backs %llu (%s)\n",
+                      "no room %llu; early write-backs %llu (%s), wasted %llu (%s)\n",
                       st.planner_state.c_str(), static_cast<unsigned long long>(st.planner_period),
                       static_cast<unsigned long long>(st.planner_relearns),
                       static_cast<unsigned long long>(st.planner_mispredicted),
@@ -123,7 +123,9 @@ std::string format_summary(pool_stats const& st, std::string_view backend)
                       static_cast<unsigned long long>(st.plan_harm_skips),
                       static_cast<unsigned long long>(st.plan_no_room),
                       static_cast<unsigned long long>(st.early_write_backs),
-                      format_byte_size(st.early_write_back_bytes).c_str()));
+                      format_byte_size(st.early_write_back_bytes).c_str(),
+                      static_cast<unsigned long long>(st.early_write_backs_wasted),
+                      format_byte_size(st.early_write_back_wasted_bytes).c_str()));
   }
   for (tenant_stats const& t : st.tenants) {
     if (t.quota_bytes == 0 && st.tenants.size() == 1) { continue; }  // one tenant, no quota: nothing to say
@@ -263,6 +265,8 @@ boost::json::object stats_json(pool_stats const& st)
   root["plan_no_room"] = st.plan_no_room;
   root["early_write_backs"] = st.early_write_backs;
   root["early_write_back_bytes"] = st.early_write_back_bytes;
+  root["early_write_backs_wasted"] = st.early_write_backs_wasted;
+  root["early_write_back_wasted_bytes"] = st.early_write_back_wasted_bytes;
   boost::json::array tenants;
   for (tenant_stats const& t : st.tenants) {
     tenants.push_back(boost::json::object{{"tenant", t.tenant},

@@ -242,6 +242,8 @@ void fill_payload(seg_payload& p, pool_stats const& st)
   p.plan_no_room = st.plan_no_room;
   p.early_write_backs = st.early_write_backs;
   p.early_write_back_bytes = st.early_write_back_bytes;
+  p.early_write_backs_wasted = st.early_write_backs_wasted;
+  p.early_write_back_wasted_bytes = st.early_write_back_wasted_bytes;
   p.prefetch_on_time_device = st.prefetch_on_time_device;
   p.prefetch_late_device = st.prefetch_late_device;
   p.prefetch_lateness_seconds = st.prefetch_lateness_seconds;
@@ -321,6 +323,8 @@ pool_stats stats_of(seg_payload const& p)
   st.plan_no_room = p.plan_no_room;
   st.early_write_backs = p.early_write_backs;
   st.early_write_back_bytes = p.early_write_back_bytes;
+  st.early_write_backs_wasted = p.early_write_backs_wasted;
+  st.early_write_back_wasted_bytes = p.early_write_back_wasted_bytes;
   st.prefetch_on_time_device = p.prefetch_on_time_device;
   st.prefetch_late_device = p.prefetch_late_device;
   st.prefetch_lateness_seconds = p.prefetch_lateness_seconds;

@@ -38,7 +38,7 @@
 namespace tierpool::telemetry {
 
 inline constexpr std::uint64_t kMagic = 0x5354415453505054ULL;  // "TPPSTATS" little-endian
-inline constexpr std::uint32_t kVersion = 4;  // 2: the transfer planner and device-time lateness; 3: policies, pressure; 4: storage bytes
+inline constexpr std::uint32_t kVersion = 5;  // 2: the transfer planner and device-time lateness; 3: policies, pressure; 4: storage bytes; 5: wasted early write-backs
 inline constexpr std::size_t kMaxTiers = 16;
 inline constexpr std::size_t kMaxTenants = 16;
 inline constexpr char kPrefix[] = "tierpool.";  // segment names: tierpool.<pid>.<n>
@@ -85,6 +85,7 @@ struct seg_payload {
   std::uint64_t planner_period{0}, planner_relearns{0}, planner_mispredicted{0};
   std::uint64_t planned_prefetches{0}, planned_prefetch_bytes{0}, plan_harm_skips{0}, plan_no_room{0};
   std::uint64_t early_write_backs{0}, early_write_back_bytes{0};
+  std::uint64_t early_write_backs_wasted{0}, early_write_back_wasted_bytes{0};
   std::uint64_t prefetch_on_time_device{0}, prefetch_late_device{0};
   double prefetch_lateness_seconds{0.0};
   double prefetch_lead_seconds{0.0};

@@ -13,6 +13,7 @@
 #include <tierpool/pool.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -203,6 +204,13 @@ TEST(PlanPredictor, LearnsTheIterationThroughReallocatedActivationsAndForecastsT
   EXPECT_EQ(ahead[3].id, tensor_id{3});
   EXPECT_EQ(ahead[4].id, tensor_id{1});
   EXPECT_EQ(ahead[4].when, q + 5);
+  // The activation's read is its last access (it is freed and reborn each iteration); the
+  // weights live on (Note [Early write-backs only under pressure]).
+  EXPECT_FALSE(ahead[0].last);
+  EXPECT_FALSE(ahead[1].last);
+  EXPECT_TRUE(ahead[2].last);
+  EXPECT_FALSE(ahead[3].last);
+  EXPECT_FALSE(ahead[4].last);
   d.access(act, true, true);
   EXPECT_EQ(d.p.next_use_of_last(), std::optional<tick>{q + 3}) << "the activation's read two accesses later";
   d.access(2);
@@ -319,6 +327,126 @@ TEST_P(PoolPlanner, LearnsALoopPrefetchesAndKeepsEveryByte)
 // early write-backs alone, still every byte.
 INSTANTIATE_TEST_SUITE_P(Variants, PoolPlanner, ::testing::Values("plan", "plan:clean_ahead=on", "plan:stream_reuse=off",
                                                                   "plan:keep=off"));
+
+// Early write-backs (Note [Early write-backs only under pressure], pool_impl.cpp): an oracle
+// without prefetches, so that its only copies are early write-backs, on a 1 MiB device tier
+// holding 9 fillers. Its schedule: the fillers, then 11 tensors on the host, 20 x 64 KiB
+// ahead in all (more than the tier). A tensor written with a next use far past that is
+// written back early 8 accesses after its write, once the accesses ahead must evict
+// something before its use.
+class early_write_back_rig {
+ public:
+  static constexpr tick kFar = 1'000'000;
+
+  explicit early_write_back_rig(bool ahead_freed)
+  {
+    pool_options o = small_tiers(be_, 1_MiB, 0, 16_MiB);
+    o.prefetch = "oracle:prefetch=off";
+    o.schedule = schedule_;
+    p = std::make_unique<pool>(o);
+    s = p->create_stream();
+    for (std::uint64_t k = 0; k < 9; ++k) {
+      fillers_.push_back(p->allocate(64_KiB));
+      fill(*p, fillers_.back(), 100 + k, 1);
+      use(fillers_.back());
+    }
+    for (int k = 0; k < 11; ++k) { later_.push_back(p->allocate(64_KiB, {.preferred_tier = tier_id{1}})); }
+    for (tensor const& t : fillers_) { schedule_->ahead.push_back({.id = t.id(), .bytes = t.bytes()}); }
+    // ahead_freed: each of the later tensors is freed after its access, so the live bytes
+    // ahead never outgrow the tier and nothing needs to be evicted.
+    for (tensor const& t : later_) { schedule_->ahead.push_back({.id = t.id(), .bytes = t.bytes(), .last = ahead_freed}); }
+  }
+  void use(tensor const& t) { lease l = p->acquire(t, access_mode::read, s); }
+  /// Rewrite t on the stream (key, version), give it a far next use, then 10 device hits.
+  void write(tensor const& t, std::uint64_t key, std::uint32_t version)
+  {
+    ASSERT_EQ(modify_on_stream(*p, t, s, key, version, jobs_), status::ok);
+    p->set_next_use(t, kFar);
+    for (int k = 0; k < 10; ++k) { use(fillers_[static_cast<std::size_t>(k * 4) % fillers_.size()]); }
+    p->synchronize(s);
+  }
+  /// 16 new tensors of 64 KiB through the device tier: everything else there is evicted.
+  void flush()
+  {
+    for (std::uint64_t k = 0; k < 16; ++k) {
+      others_.push_back(p->allocate(64_KiB));
+      fill(*p, others_.back(), 200 + k, 1);
+      use(others_.back());
+    }
+    p->synchronize(s);
+  }
+  [[nodiscard]] bool bytes_intact()
+  {
+    for (std::uint64_t k = 0; k < fillers_.size(); ++k) {
+      if (!check(*p, fillers_[k], 100 + k, 1)) { return false; }
+    }
+    for (std::uint64_t k = 0; k < others_.size(); ++k) {
+      if (!check(*p, others_[k], 200 + k, 1)) { return false; }
+    }
+    return p->validate();
+  }
+
+  std::unique_ptr<pool> p;
+  stream_handle s{};
+
+ private:
+  std::shared_ptr<sim_backend> be_ = make_sim();
+  std::shared_ptr<fixed_schedule> schedule_ = std::make_shared<fixed_schedule>();
+  std::vector<tensor> fillers_, later_, others_;
+  std::vector<std::unique_ptr<modify_job>> jobs_;
+};
+
+TEST(PoolPlannerWriteBacks, OnlyWhenTheLiveBytesAheadOutgrowTheTier)
+{
+  for (bool const freed : {false, true}) {
+    SCOPED_TRACE(freed ? "the tensors ahead are freed on the way" : "the tensors ahead stay live");
+    early_write_back_rig r{freed};
+    tensor a = r.p->allocate(64_KiB);
+    fill(*r.p, a, 1, 1);
+    r.use(a);
+    r.write(a, 1, 2);
+    pool_stats const st = r.p->stats();
+    ASSERT_EQ(st.planner_state, "oracle");
+    EXPECT_EQ(st.early_write_backs, freed ? 0U : 1U);
+    EXPECT_EQ(st.early_write_backs_wasted, 0U);
+    r.flush();  // a is evicted: written back now unless it was early
+    EXPECT_EQ(r.p->stats().early_write_backs_wasted, 0U) << "an eviction used the early copy";
+    EXPECT_TRUE(check(*r.p, a, 1, 2));
+    EXPECT_TRUE(r.bytes_intact());
+  }
+}
+
+TEST(PoolPlannerWriteBacks, ARewriteOrAFreeBeforeTheEvictionWastesTheEarlyCopy)
+{
+  early_write_back_rig r{false};
+  tensor a = r.p->allocate(64_KiB);
+  tensor b = r.p->allocate(64_KiB);
+  fill(*r.p, a, 1, 1);
+  fill(*r.p, b, 2, 1);
+  r.use(a);
+  r.use(b);
+  r.write(a, 1, 2);
+  ASSERT_EQ(r.p->stats().early_write_backs, 1U);
+  r.write(a, 1, 3);  // written again while resident: the early copy is stale, unused
+  pool_stats st = r.p->stats();
+  EXPECT_EQ(st.early_write_backs_wasted, 1U);
+  EXPECT_EQ(st.early_write_back_wasted_bytes, 64_KiB);
+  EXPECT_EQ(st.early_write_backs, 2U) << "and written back early again";
+  r.write(b, 2, 2);
+  ASSERT_EQ(r.p->stats().early_write_backs, 3U);
+  r.p->free(b);  // freed while resident: its early copy was for nothing
+  st = r.p->stats();
+  EXPECT_EQ(st.early_write_backs_wasted, 2U);
+  EXPECT_EQ(st.early_write_back_wasted_bytes, 128_KiB);
+  r.flush();  // a's latest early copy is what its eviction keeps
+  r.write(a, 1, 4);
+  st = r.p->stats();
+  EXPECT_EQ(st.early_write_backs_wasted, 2U) << "an early copy an eviction used is not wasted";
+  EXPECT_TRUE(check(*r.p, a, 1, 4));
+  EXPECT_TRUE(r.bytes_intact());
+  EXPECT_NE(r.p->summary().find("wasted 2 (128.0 KiB)"), std::string::npos) << r.p->summary();
+  EXPECT_NE(r.p->summary_json().find("\"early_write_backs_wasted\":2"), std::string::npos) << r.p->summary_json();
+}
 
 }  // namespace
 }  // namespace tierpool::test

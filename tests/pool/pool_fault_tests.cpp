@@ -277,13 +277,6 @@ INSTANTIATE_TEST_SUITE_P(Rates, PoolFaultPlannerRate,
                                   "_" + std::get<1>(pi.param).name;
                          });
 
-// The oracle's schedule of the early write-back test: always the same accesses ahead.
-class fixed_schedule final : public schedule_source {
- public:
-  std::vector<planned_access> ahead;
-  std::size_t upcoming(std::span<planned_access> out) noexcept override { return loop_ahead(out, ahead, 999); }
-};
-
 // An early write-back whose copy fails: the tensor stays dirty and resident (its device copy
 // is the only valid one; the host copy, stale or never made, is not taken for valid), and
 // its eviction later writes it back. One tensor has a stale host copy, one none yet (the

@@ -249,6 +249,8 @@ TEST(Monitor, PlannerFiguresArePublished)
   EXPECT_EQ(got.planned_prefetch_bytes, want.planned_prefetch_bytes);
   EXPECT_EQ(got.plan_harm_skips, want.plan_harm_skips);
   EXPECT_EQ(got.early_write_backs, want.early_write_backs);
+  EXPECT_EQ(got.early_write_backs_wasted, want.early_write_backs_wasted);
+  EXPECT_EQ(got.early_write_back_wasted_bytes, want.early_write_back_wasted_bytes);
   EXPECT_EQ(got.prefetch_on_time_device, want.prefetch_on_time_device);
   EXPECT_EQ(got.prefetch_late_device, want.prefetch_late_device);
   EXPECT_GT(got.prefetch_on_time_device + got.prefetch_late_device, 0U) << "a virtual clock judges in device time";

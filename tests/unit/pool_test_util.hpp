@@ -110,6 +110,13 @@ inline std::size_t loop_ahead(std::span<planned_access> out, std::vector<planned
   return n;
 }
 
+/// An oracle's schedule that is always the same accesses ahead (positions from 1000 on).
+class fixed_schedule final : public schedule_source {
+ public:
+  std::vector<planned_access> ahead;
+  std::size_t upcoming(std::span<planned_access> out) noexcept override { return loop_ahead(out, ahead, 999); }
+};
+
 /// A "kernel" that checks the device copy against (key, version) when its stream runs it,
 /// counting a mismatch in *bad. Keep the job alive until the stream syncs.
 struct check_job {

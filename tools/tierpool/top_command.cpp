@@ -87,13 +87,13 @@ void print_pool(published_pool const& p, published_pool const* prev)
   }
   if (!s.planner_state.empty()) {
     std::printf("  planner: %s  period %llu  relearns %llu  mispredicted %llu  prefetched %llu (%s)  harm skips %llu  "
-                "early write-backs %llu (%s)\n",
+                "early write-backs %llu (%s, wasted %llu)\n",
                 s.planner_state.c_str(), static_cast<unsigned long long>(s.planner_period),
                 static_cast<unsigned long long>(s.planner_relearns),
                 static_cast<unsigned long long>(s.planner_mispredicted),
                 static_cast<unsigned long long>(s.planned_prefetches), bytes(s.planned_prefetch_bytes).c_str(),
                 static_cast<unsigned long long>(s.plan_harm_skips), static_cast<unsigned long long>(s.early_write_backs),
-                bytes(s.early_write_back_bytes).c_str());
+                bytes(s.early_write_back_bytes).c_str(), static_cast<unsigned long long>(s.early_write_backs_wasted));
   }
   std::printf("  %-14s %11s %11s %11s %11s %11s %12s %6s %10s  %s\n", "tier", "capacity", "used", "peak", "pinned",
               "in flight", "largest free", "frag", "evictions", "policy");

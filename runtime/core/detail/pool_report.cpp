@@ -162,6 +162,8 @@ pool_stats pool_impl::stats() const
   st.prefetch_lead_seconds = static_cast<double>(counters_.prefetch_lead_ns.load(std::memory_order_relaxed)) * 1e-9;
   st.prefetch_wasted_bytes = counters_.prefetch_wasted_bytes.load(std::memory_order_relaxed);
   st.early_write_back_bytes = counters_.early_write_back_bytes.load(std::memory_order_relaxed);
+  st.early_write_backs_wasted = counters_.early_write_backs_wasted.load(std::memory_order_relaxed);
+  st.early_write_back_wasted_bytes = counters_.early_write_back_wasted_bytes.load(std::memory_order_relaxed);
   if (prediction_.planner != nullptr) {
     std::lock_guard lock(prediction_.mtx);
     st.planner_state = std::string(to_string(prediction_.planner->state()));

@@ -97,6 +97,13 @@ class TIERPOOL_EXPORT plan_predictor {
   /// @brief Planned: the forecast next use (a position) of the tensor of the latest access;
   ///        no_next_use when the forecast says never; empty when not planned.
   [[nodiscard]] std::optional<tick> next_use_of_last() const noexcept { return last_next_; }
+  /// @brief Planned: the forecast next use (a position) of `id` after the access about to
+  ///        be recorded, if the forecast has `id` there (what next_use_of_last() will say
+  ///        once it is recorded); no_next_use when never; empty when not planned or when
+  ///        the forecast has another tensor there. The pool gives it before the acquire,
+  ///        so that the policies see it with the access (Note [The forecast before the
+  ///        access], pool_impl.cpp).
+  [[nodiscard]] std::optional<tick> next_use_if_next(tensor_id id) const noexcept;
   /// @brief Planned: the accesses after the latest one, in order, at most out.size() of
   ///        them and at most `window` ahead; a tensor not born yet has the id kUnbornTensor |
   ///        (its key's low bits), so that its room is counted. @return how many
@@ -124,6 +131,8 @@ class TIERPOOL_EXPORT plan_predictor {
   [[nodiscard]] entry const& at(std::uint64_t p) const noexcept { return ring_[p % ring_.size()]; }
   [[nodiscard]] entry& at(std::uint64_t p) noexcept { return ring_[p % ring_.size()]; }
   void forecast_last(std::uint64_t key, tensor_id id) noexcept;
+  /// The forecast next use after an access of `key` at position i (planned, i >= period).
+  [[nodiscard]] std::optional<tick> forecast_at(std::uint64_t key, std::uint64_t i) const noexcept;
 
   config cfg_;
   std::vector<entry> ring_;

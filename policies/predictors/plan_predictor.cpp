@@ -161,22 +161,28 @@ void plan_predictor::on_access(access_view const& a, prefetch_plan& out)
 void plan_predictor::forecast_last(std::uint64_t key, tensor_id id) noexcept
 {
   (void)id;
-  std::uint64_t const i = pos_ - 1;
-  if (i < period_) { return; }
+  last_next_ = forecast_at(key, pos_ - 1);
+}
+
+std::optional<tick> plan_predictor::forecast_at(std::uint64_t key, std::uint64_t i) const noexcept
+{
+  if (i < period_) { return std::nullopt; }
   entry const& back = at(i - period_);
-  if (back.key != key) { return; }  // mispredicted: no forecast for it
+  if (back.key != key) { return std::nullopt; }  // mispredicted: no forecast for it
   std::uint64_t const d = back.next_same;
-  if (d != 0 && back.next_reborn) {  // the key's next access was of the next life's tensor
-    last_next_ = tick{no_next_use};
-    return;
-  }
-  if (d != 0 && d < period_) {
-    last_next_ = tick{i + d};
-    return;
-  }
+  if (d != 0 && back.next_reborn) { return tick{no_next_use}; }  // the key's next access was of the next life's tensor
+  if (d != 0 && d < period_) { return tick{i + d}; }
   auto const r = reborn_.find(key);
   bool const reborn = r != reborn_.end() && r->second;
-  last_next_ = reborn ? tick{no_next_use} : tick{i + period_};
+  return reborn ? tick{no_next_use} : tick{i + period_};
+}
+
+std::optional<tick> plan_predictor::next_use_if_next(tensor_id id) const noexcept
+{
+  if (state_ != phase::planned || pos_ < period_) { return std::nullopt; }
+  auto const k = key_of_.find(static_cast<std::uint64_t>(id));
+  if (k == key_of_.end()) { return std::nullopt; }
+  return forecast_at(k->second.key, pos_);
 }
 
 std::size_t plan_predictor::upcoming(std::span<planned_access> out) const noexcept

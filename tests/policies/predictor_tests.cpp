@@ -211,8 +211,13 @@ TEST(PlanPredictor, LearnsTheIterationThroughReallocatedActivationsAndForecastsT
   EXPECT_TRUE(ahead[2].last);
   EXPECT_FALSE(ahead[3].last);
   EXPECT_FALSE(ahead[4].last);
+  // Before the access, the forecast already says what next_use_of_last will (Note [The
+  // forecast before the access]); a tensor the forecast does not have there gets none.
+  EXPECT_EQ(d.p.next_use_if_next(tensor_id{act}), std::optional<tick>{q + 3});
+  EXPECT_FALSE(d.p.next_use_if_next(tensor_id{2}).has_value());
   d.access(act, true, true);
   EXPECT_EQ(d.p.next_use_of_last(), std::optional<tick>{q + 3}) << "the activation's read two accesses later";
+  EXPECT_EQ(d.p.next_use_if_next(tensor_id{2}), std::optional<tick>{q + 7}) << "w2, next at q + 2, again one period later";
   d.access(2);
   d.access(act);
   EXPECT_EQ(d.p.next_use_of_last(), std::optional<tick>{no_next_use}) << "reborn each iteration: never again";

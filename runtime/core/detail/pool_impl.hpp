@@ -88,6 +88,9 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   [[nodiscard]] bool has_predictor() const noexcept { return prediction_.active; }
   /// Tell the predictor about a device acquire (no record lock held) and prefetch its plan.
   void predict_after(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream);
+  /// The `plan` forecast of the tensor's next use after this access, given before the
+  /// acquire (Note [The forecast before the access], pool_impl.cpp).
+  void forecast_before(tensor_record& rec, stream_handle stream);
   /// Tell the predictor of a device access (prediction_.mtx held); the view it was told.
   access_view tell_predictor(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream);
   /// The transfer planner's step after a device acquire (Note [The planner's step], pool_impl.cpp).

@@ -466,8 +466,8 @@ void pool_impl::predict_after(tensor_id id, std::size_t bytes, access_mode acces
 //   access about to be recorded (plan_predictor::next_use_if_next: one period back, as
 //   next_use_of_last will); unplanned, or mispredicted there, the least-recently-used
 //   order value plan_after gives. Oracle: the program gives the forecasts itself.
-//   Limitations: pool::acquire only; acquire_all and acquire_host are not forecast (nor
-//   told to the planner).
+//   Limitations: device acquires only (pool::acquire, and acquire_all through it), as the
+//   planner is told of no other; a stream in capture gets no forecast (prefetches are hints).
 void pool_impl::forecast_before(tensor_record& rec, stream_handle stream)
 {
   plan_predictor const& planner = *prediction_.planner;

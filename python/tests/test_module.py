@@ -60,6 +60,24 @@ def test_replay_activity(tmp_path):
     assert plain["makespan_seconds"] == r["makespan_seconds"]
 
 
+def test_replay_with_the_planner(tmp_path):
+    # The learned forecast drives belady as the trace's true one does once it holds (the
+    # planner gives it before each acquire), and the rows say how the planner's early
+    # write-backs went.
+    path = tmp_path / "mlp10.tpb"
+    tierpool.trace_gen("mlp-train", str(path), {"iterations": "10"}, seed=1)
+    (truth,) = tierpool.replay(str(path), ["belady"], "25%", activity=True)
+    (learned,) = tierpool.replay(str(path), ["belady"], "25%", activity=True,
+                                 prefetch="plan:prefetch=off,writeback=off,keep=off")
+    assert len(truth["iteration_seconds"]) == len(learned["iteration_seconds"]) == 10
+    for k in range(4, 9):
+        assert learned["iteration_seconds"][k] == pytest.approx(truth["iteration_seconds"][k], abs=1e-9), k
+    (plan,) = tierpool.replay(str(path), ["lru"], "50%", prefetch="plan")
+    assert plan["prefetch"] == "plan"
+    assert 0 <= plan["early_write_backs_wasted"] <= plan["early_write_backs"]
+    assert plan["early_write_back_wasted_bytes"] >= plan["early_write_backs_wasted"]
+
+
 def test_generator_presets(tmp_path):
     kv = next(w for w in tierpool.workloads() if w["name"] == "kv-paging")
     assert "max_batch=4096" in kv["presets"]["serving"]

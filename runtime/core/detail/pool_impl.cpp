@@ -484,16 +484,18 @@ void pool_impl::forecast_before(tensor_record& rec, stream_handle stream)
 }
 
 // Note [The planner's step]
-//   After each device acquire, with the forecast (plan: learned; oracle: the program's
-//   schedule), under the prediction lock: tell the forecast; plan mode gives the tensor
-//   its forecast next use (pool::set_next_use's field: belady and the do-no-harm check
-//   read it; while there is no forecast, a value that orders tensors least recently used
-//   first, far beyond any forecast); copy the accesses ahead. Then, without it:
+//   Before each device acquire, plan mode gives the tensor its forecast next use (Note
+//   [The forecast before the access]). After it, with the forecast (plan: learned; oracle:
+//   the program's schedule), under the prediction lock: tell the forecast; plan mode gives
+//   the tensor its forecast next use again (pool::set_next_use's field: belady and the
+//   do-no-harm check read it; while there is no forecast, a value that orders tensors least
+//   recently used first, far beyond any forecast); copy the accesses ahead. Then, without it:
 //   1. the horizon: the position where the accesses ahead add up to more bytes than the
-//      device tier holds: a tensor not needed before it will be evicted under any policy;
+//      device tier holds; and the pressure point, where those still live do (Note
+//      [Early write-backs only under pressure]);
 //   2. early write-backs: tensors written lately (FIFO, tried 8 accesses after the write,
 //      when a lease of a kernel's operand has usually ended; still leased: skipped),
-//      whose next use lies past the horizon are written back now, on the d2h stream behind
+//      whose next use lies past the pressure point are written back now, on the d2h stream behind
 //      their last use, so that their eviction later drops them and the copy-in that takes
 //      their room does not wait for a write-back;
 //   3. planned prefetches, nearest use first, passing over victims needed before the

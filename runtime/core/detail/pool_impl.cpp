@@ -465,17 +465,41 @@ void pool_impl::predict_after(tensor_id id, std::size_t bytes, access_mode acces
 //   Approach: before a device acquire, the planner gives the tensor's next use after the
 //   access about to be recorded (plan_predictor::next_use_if_next: one period back, as
 //   next_use_of_last will); unplanned, or mispredicted there, the least-recently-used
-//   order value plan_after gives. Oracle: the program gives the forecasts itself.
+//   order value plan_after gives. Oracle: the program gives the forecasts itself. Each
+//   planner step leaves the forecast for the acquire its schedule expects next in two
+//   atomics (a seqlock), so that acquire needs no lock; another tensor's takes the
+//   prediction lock if it is free, and keeps its last step's forecast if not. Measured
+//   (`tierpool bench hitpath -t 4 -r 7 --ops 200000`, TIERPOOL_PREFETCH=plan, 2 cores,
+//   three alternating rounds against the build before, medians): 1 thread 243-246 ns per
+//   acquire + release against 223-224; 4 threads 1103-1174 against 989-1065. Without a
+//   planner the path is unchanged (65-68 ns). Taking the lock on every acquire cost 250-286
+//   and 1235-1348 ns, and asking the backend whether the stream captures another 20 ns.
 //   Limitations: device acquires only (pool::acquire, and acquire_all through it), as the
 //   planner is told of no other; a stream in capture gets no forecast (prefetches are hints).
-void pool_impl::forecast_before(tensor_record& rec, stream_handle stream)
+void pool_impl::forecast_before(tensor_record& rec)
 {
   plan_predictor const& planner = *prediction_.planner;
-  if (planner.options().oracle || capturing(stream)) { return; }
+  // A capture anywhere: no forecast (capturing(stream) asks the backend, a cost on every acquire).
+  if (planner.options().oracle || backend_->capture_underway()) { return; }
+  // The last step's forecast for the acquire it expected (a seqlock over two words; a torn
+  // read only makes a forecast a little off, never a byte wrong).
+  auto const id = static_cast<std::uint64_t>(rec.id);
+  std::uint64_t const s1 = prediction_.next_id.load(std::memory_order_acquire);
+  if (s1 == id || s1 == kAnyNextTensor) {
+    tick const v = prediction_.next_value.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (prediction_.next_id.load(std::memory_order_relaxed) == s1) {
+      rec.next_use.store(v, std::memory_order_relaxed);
+      return;
+    }
+  }
+  // Another tensor was expected: ask the planner, unless another thread holds it (then the
+  // tensor keeps the forecast of its last step, as before).
   std::optional<tick> f;
   tick now = 0;
   {
-    std::lock_guard lock(prediction_.mtx);
+    std::unique_lock lock(prediction_.mtx, std::try_to_lock);
+    if (!lock.owns_lock()) { return; }
     f = planner.next_use_if_next(rec.id);
     now = planner.position() + 1;
   }
@@ -570,6 +594,23 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
       now = planner.position();
       next = planner.next_use_of_last();
       if (!next) { next = kNoForecast - 1 - std::min<tick>(now, kNoForecast / 2); }  // least recently used first
+      // The forecast the next acquire will want, if it is of the tensor the schedule has
+      // there (Note [The forecast before the access]): read without the lock.
+      std::uint64_t sid = kAnyNextTensor;
+      tick sv = kNoForecast - 1 - std::min<tick>(now + 1, kNoForecast / 2);
+      if (planner.state() == plan_predictor::phase::planned) {
+        sid = 0;  // mispredicted ahead: the next acquire asks under the lock
+        if (n != 0 && (static_cast<std::uint64_t>(ahead[0].id) & kUnbornTensor) == 0) {
+          if (auto const f = planner.next_use_if_next(ahead[0].id)) {
+            sid = static_cast<std::uint64_t>(ahead[0].id);
+            sv = *f;
+          }
+        }
+      }
+      prediction_.next_id.store(0, std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_release);
+      prediction_.next_value.store(sv, std::memory_order_relaxed);
+      prediction_.next_id.store(sid, std::memory_order_release);
     }
     if (write && rec != nullptr && planner.options().write_back) { prediction_.written.emplace_back(id, a.sequence); }
     // Written tensors whose leases are likely released by now (kCleanLag accesses later), oldest first.

@@ -55,6 +55,10 @@
 
 namespace tierpool::detail {
 
+/// @brief pool_impl::prediction::next_id when the next acquire's forecast does not depend
+///        on which tensor it is (the planner still learning: least recently used order).
+inline constexpr std::uint64_t kAnyNextTensor = ~std::uint64_t{0};
+
 /// @brief The engine behind tierpool::pool. Every public member is internally synchronized.
 class pool_impl final : public record_owner, public std::enable_shared_from_this<pool_impl> {
  public:
@@ -90,7 +94,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   void predict_after(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream);
   /// The `plan` forecast of the tensor's next use after this access, given before the
   /// acquire (Note [The forecast before the access], pool_impl.cpp).
-  void forecast_before(tensor_record& rec, stream_handle stream);
+  void forecast_before(tensor_record& rec);
   /// Tell the predictor of a device access (prediction_.mtx held); the view it was told.
   access_view tell_predictor(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream);
   /// The transfer planner's step after a device acquire (Note [The planner's step], pool_impl.cpp).
@@ -319,6 +323,10 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
     /// Under mtx: tensors written lately and the access count then, to clean early (FIFO).
     std::vector<std::pair<tensor_id, std::uint64_t>> written;  // looked up in the table when due
     std::size_t written_head{0};                        ///< under mtx: first entry of `written` still pending
+    /// Written under mtx, read without it (forecast_before): the tensor the schedule has
+    /// next (kAnyNextTensor: whatever it is; 0: none known) and its forecast next use after it.
+    std::atomic<std::uint64_t> next_id{0};
+    std::atomic<tick> next_value{0};
   } prediction_;
   pool_tracer tracer_;  ///< trace recording (TIERPOOL_TRACE)
   std::string prefetch_spec_{"none"};  ///< the predictor with all its parameters (pool_stats::prefetch)

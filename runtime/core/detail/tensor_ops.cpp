@@ -293,7 +293,7 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
   op_gate::scope const op(gate_, thread_shard());
   if (lost()) [[unlikely]] { throw_lost("acquire"); }
   tensor_record& rec = checked_record(t, "acquire");
-  if (prediction_.planner != nullptr) [[unlikely]] { forecast_before(rec, stream); }
+  if (prediction_.planner != nullptr) [[unlikely]] { forecast_before(rec); }
   return acquire_record(rec, &t.rec_, access, stream);
 }
 

@@ -226,7 +226,7 @@ struct replay_result {
   std::uint64_t prefetch_wasted_bytes{0}; ///< SUM: pool mode: their bytes
   std::uint64_t planner_relearns{0};      ///< COUNT: pool mode: times the planner fell back and learned again
   std::uint64_t early_write_backs{0};  ///< COUNT: pool mode: write-backs the planner made early
-  /// COUNT: pool mode: of those, written again or freed before an eviction used them
+  /// COUNT: pool mode: of those, written again or freed before their device copy left (eviction, demote, shrink)
   std::uint64_t early_write_backs_wasted{0};
   std::uint64_t early_write_back_wasted_bytes{0};  ///< SUM: pool mode: their bytes
   /// COUNT: pool mode: copies dropped for recompute (no write-back; pool_stats::evicted_recompute)

@@ -186,8 +186,8 @@ struct pool_stats {
   /// COUNT: dirty tensors written back early, off the critical path
   std::uint64_t early_write_backs{0};
   std::uint64_t early_write_back_bytes{0};  ///< SUM: their bytes
-  /// COUNT: early write-backs wasted: the tensor was written again or freed before an
-  /// eviction dropped its device copy, so the copy below was never used
+  /// COUNT: early write-backs wasted: the tensor was written again or freed before its
+  /// device copy left (eviction, demote, shrink), so the copy below was never used
   std::uint64_t early_write_backs_wasted{0};
   std::uint64_t early_write_back_wasted_bytes{0};  ///< SUM: their bytes
   /// COUNT: managed copies used in place by acquire whose pages were steered to the device

@@ -532,6 +532,16 @@ void migration_engine::vacate_locked(tensor_record& rec, std::uint32_t k) noexce
 {
   copy_slot& s = rec.slots[k];
   if (s.state == copy_state::absent) { return; }
+  if (rec.cleaned_early && s.state == copy_state::valid) {
+    // A valid copy leaves while one below stays valid (an eviction, a demote, a shrink):
+    // the early write-back spared it its copy, so it was not wasted.
+    for (auto j = static_cast<std::uint32_t>(k + 1); j < rec.slots.size(); ++j) {
+      if (rec.slots[j].state == copy_state::valid) {
+        rec.cleaned_early = false;
+        break;
+      }
+    }
+  }
   tier_state& ts = *tiers_[k];
   // One event on the retire stream covers the copy that filled the block and every use;
   // when all of them are known complete (Note [Last-use marks]) the block is free at once.
@@ -694,8 +704,8 @@ void migration_engine::compact_slots_locked(tensor_record& rec) noexcept
 void migration_engine::vacate_all_locked(tensor_record& rec) noexcept
 {
   if (rec.freed) { return; }
+  if (rec.cleaned_early) { early_write_back_wasted(rec); }  // freed with its device copy never dropped
   for (auto k = static_cast<std::uint32_t>(rec.slots.size()); k-- > 0;) { vacate_locked(rec, k); }
-  if (rec.cleaned_early) { early_write_back_wasted(rec); }
   if (rec.prefetched) {
     counters_->prefetch_wasted.fetch_add(1, std::memory_order_relaxed);
     counters_->prefetch_wasted_bytes.fetch_add(rec.bytes, std::memory_order_relaxed);

@@ -550,7 +550,7 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
     } else {
       counters_->evicted_moved.fetch_add(1, std::memory_order_relaxed);
     }
-    rec->cleaned_early = false;  // the early write-back spared this eviction its copy
+    rec->cleaned_early = false;  // the early write-back spared this eviction its copy (a hand-off skips vacate_locked)
     if (rec->prefetched) {
       counters_->prefetch_wasted.fetch_add(1, std::memory_order_relaxed);
       counters_->prefetch_wasted_bytes.fetch_add(rec->bytes, std::memory_order_relaxed);

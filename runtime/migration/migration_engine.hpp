@@ -441,7 +441,7 @@ class migration_engine {
   /// before it are stale after it.
   void compact_slots_locked(tensor_record& rec) noexcept;
   void mark_others_stale_locked(tensor_record& rec, std::uint32_t k) noexcept;
-  /// The record's early write-back is wasted (a write or a free came before an eviction):
+  /// The record's early write-back is wasted (a write or a free came before the device copy left):
   /// counted in pool_stats::early_write_backs_wasted.
   void early_write_back_wasted(tensor_record& rec) noexcept;
   /// Vacate every slot of the (locked) record and mark it freed (the caller settles its accounts).

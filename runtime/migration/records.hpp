@@ -356,8 +356,9 @@ struct alignas(8) tensor_record {
   // Two flags guarded by `mtx` share a byte: the record stays within its budget
   // (RecordLayout test).
   bool prefetched : 1 = false;  ///< a prefetch copied it in and no acquire used it yet
-  /// An early write-back (migration_engine::write_back_early) made its lower copy and no
-  /// eviction has dropped the device copy since: a write or a free first wastes that copy.
+  /// An early write-back (migration_engine::write_back_early) made its lower copy and the
+  /// device copy has not left since (an eviction, demote or shrink drops it: the early copy
+  /// served; vacate_locked clears this): a write or a free first wastes that copy.
   bool cleaned_early : 1 = false;
   bool prefetch_queued{false};    ///< a request for it waits in the prefetch queue
   bool lost{false};               ///< the device was lost with its only valid copy there (device_lost)

@@ -443,13 +443,24 @@ TEST(PoolPlannerWriteBacks, ARewriteOrAFreeBeforeTheEvictionWastesTheEarlyCopy)
   st = r.p->stats();
   EXPECT_EQ(st.early_write_backs_wasted, 2U);
   EXPECT_EQ(st.early_write_back_wasted_bytes, 128_KiB);
+  tensor c = r.p->allocate(64_KiB);
+  fill(*r.p, c, 3, 1);
+  r.use(c);
+  r.write(c, 3, 2);
+  ASSERT_EQ(r.p->stats().early_write_backs, 4U);
+  std::uint64_t const d2h = r.p->stats().bytes_d2h;
+  r.p->demote(c, tier_id{1});  // its device copy leaves without a copy: the early one served
+  EXPECT_EQ(r.p->stats().bytes_d2h, d2h);
+  r.write(c, 3, 3);
+  EXPECT_EQ(r.p->stats().early_write_backs_wasted, 2U) << "an early copy a demote used is not wasted";
+  EXPECT_TRUE(check(*r.p, c, 3, 3));
   r.flush();  // a's latest early copy is what its eviction keeps
   r.write(a, 1, 4);
   st = r.p->stats();
   EXPECT_EQ(st.early_write_backs_wasted, 2U) << "an early copy an eviction used is not wasted";
   EXPECT_TRUE(check(*r.p, a, 1, 4));
   EXPECT_TRUE(r.bytes_intact());
-  EXPECT_NE(r.p->summary().find("wasted 2 (128.0 KiB)"), std::string::npos) << r.p->summary();
+  EXPECT_NE(r.p->summary().find(", wasted 2 (128.0 KiB)"), std::string::npos) << r.p->summary();
   EXPECT_NE(r.p->summary_json().find("\"early_write_backs_wasted\":2"), std::string::npos) << r.p->summary_json();
 }
 

@@ -31,12 +31,16 @@ namespace tierpool {
  *   allocates new ones with new ids. Every tensor gets a *birth key* when it is allocated:
  *   a hash of the key of the access before its birth, how many tensors were born since that
  *   access, and its size. The next iteration's activation is born at the same point, so it
- *   gets the same key; a persistent tensor keeps its own.
+ *   gets the same key; a persistent tensor keeps its own. The first iteration's are born
+ *   after other accesses (the initialisation), so a young tensor that matches its
+ *   counterpart one period back in shape takes that one's key (Note [Aligning the first
+ *   iterations], plan_predictor.cpp).
  * - **The period.** Each device access is a token (key, write or not, stream). A hash of the
- *   last 8 tokens is looked up where it was last seen: the distance is a candidate period
- *   p. The forecast holds (state `planned`) once 16 tokens in a row equal the token p
- *   earlier; two mispredictions among the last 32 accesses drop it (state `fallback`, one
- *   more relearn) and detection starts over.
+ *   last 8 tokens (a young access counted by its shape) is looked up where it was last
+ *   seen: the distance is a candidate period p. The forecast holds (state `planned`) once
+ *   16 tokens in a row equal the token p earlier (or align with it); two mispredictions
+ *   among the last 32 accesses drop it (state `fallback`, one more relearn) and detection
+ *   starts over.
  * - **The forecast.** While planned, the accesses ahead are the ones one period back
  *   (upcoming()), mapped from keys to the live tensors of those keys; the next use of the
  *   tensor just accessed is the next position of its key (next_use_of_last()). A key whose
@@ -44,7 +48,8 @@ namespace tierpool {
  *   forecast is no_next_use.
  *
  * Cost: O(1) hash lookups per access and allocation; upcoming() O(window). Memory: the
- * history ring (24 bytes per access remembered) and two maps over live tensors.
+ * history ring (40 bytes per access remembered), maps over live tensors and over keys
+ * seen (bounded by 4 x history).
  * Thread safety: externally synchronized (the pool's prediction lock).
  */
 class TIERPOOL_EXPORT plan_predictor {
@@ -114,6 +119,9 @@ class TIERPOOL_EXPORT plan_predictor {
   [[nodiscard]] std::uint64_t predicted() const noexcept { return hits_; }
   /// @brief Accesses the forecast predicted wrong while planned.
   [[nodiscard]] std::uint64_t mispredicted() const noexcept { return misses_; }
+  /// @brief Tensors that took the key of their counterpart one period back (Note [Aligning
+  ///        the first iterations], plan_predictor.cpp).
+  [[nodiscard]] std::uint64_t aligned() const noexcept { return aligned_; }
   /// @brief Keys it remembers the latest access of (bounded by 4 x history + 1).
   [[nodiscard]] std::size_t tracked_keys() const noexcept { return last_pos_.size(); }
   /// @brief The parameters it was made with.
@@ -121,12 +129,14 @@ class TIERPOOL_EXPORT plan_predictor {
 
  private:
   struct entry {
-    std::uint64_t token{0};
+    std::uint64_t token{0};      // hash of key and access
     std::uint64_t key{0};
-    std::uint32_t next_same{0};  // distance to the next access of the same key (0: none yet)
+    std::uint64_t access{0};     // hash of write or not and stream
     std::size_t bytes{0};
+    std::uint32_t next_same{0};  // distance to the next access of the same key (0: none yet)
     bool discard{false};         // write_discard
     bool next_reborn{false};     // the next access of the key was of another tensor (a rebirth)
+    bool young{false};           // within 8 accesses of its tensor's first (counts by shape in windows)
   };
   [[nodiscard]] entry const& at(std::uint64_t p) const noexcept { return ring_[p % ring_.size()]; }
   [[nodiscard]] entry& at(std::uint64_t p) noexcept { return ring_[p % ring_.size()]; }
@@ -140,17 +150,28 @@ class TIERPOOL_EXPORT plan_predictor {
   struct tensor_info {
     std::uint64_t key{0};
     std::size_t bytes{0};
+    std::uint64_t first_pos{0};  // position of its first access (~0: none yet)
+    bool before_any{false};      // allocated before the first access (or before the planner saw it): never young
   };
+  /// The tensor `raw` takes `key`, its counterpart's one period back (Note [Aligning the
+  /// first iterations], plan_predictor.cpp).
+  void align(std::uint64_t raw, tensor_info& t, std::uint64_t key);
+  /// The period has its second exact match at position i: align the live young tensors
+  /// accessed in the period before it.
+  void align_back(std::uint64_t i);
   std::unordered_map<std::uint64_t, tensor_info> key_of_;       // live tensor -> birth key, size
   std::unordered_map<std::uint64_t, std::uint64_t> live_of_;    // birth key -> newest live tensor of it
   std::unordered_map<std::uint64_t, std::uint64_t> last_pos_;   // key -> position of its latest access
   std::unordered_map<std::uint64_t, std::uint64_t> last_id_;    // key -> tensor of its latest access
   std::unordered_map<std::uint64_t, bool> reborn_;              // key -> its tensor changes between periods
   std::unordered_map<std::uint64_t, std::uint64_t> windows_;    // hash of 8 tokens -> where they ended
+  std::unordered_map<std::uint64_t, std::uint64_t> alias_;      // birth key -> the key its tensor was aligned to
   std::uint64_t last_key_{0};
   std::uint64_t born_since_{0};
   std::uint64_t period_{0};
   std::uint64_t streak_{0};
+  std::uint64_t exact_{0};    // exact matches since the candidate period was found
+  std::uint64_t aligned_{0};  // tensors aligned with their counterpart one period back
   std::uint64_t recent_miss_mask_{0};  // bit i: the access i back was mispredicted (planned only)
   std::optional<tick> last_next_{};
   phase state_{phase::learning};

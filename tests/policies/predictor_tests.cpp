@@ -260,6 +260,172 @@ TEST(PlanPredictor, AScheduleThatNeverRepeatsKeepsItsMemoryBounded)
   EXPECT_EQ(p.upcoming(ahead), 0U);
 }
 
+// An MLP-like training loop (as `tierpool trace gen mlp-train` writes it): weights 1..4,
+// initialised by an init pass, then per iteration activations a0..a4 of one size, each
+// born just before its layer reads the weight and the activation before it; a backward
+// pass reads them in reverse and frees them; an optimizer step rewrites the weights. The
+// first iteration's activations are born after the init's last write, the later ones
+// after an optimizer step, so their birth keys differ (Note [Aligning the first
+// iterations]).
+struct mlp_driver {
+  plan_predictor p{plan_predictor::config{}};
+  static constexpr std::uint64_t kLayers = 8;
+  static constexpr std::size_t kAct = 4096;
+  std::uint64_t next_id{100};
+  std::vector<std::uint64_t> acts;
+  void access(std::uint64_t id, bool write = false)
+  {
+    prefetch_plan unused;
+    p.on_access({.id = tensor_id{id}, .bytes = id < 100 ? 1000 + id : kAct, .write = write}, unused);
+  }
+  /// Weights allocated up front (`upfront`), or each just before its init write, as
+  /// PyTorch's module constructors do; initialised last to first, so that the first
+  /// activation is born after w1's write, not w8's as after an optimizer step.
+  void init(bool upfront)
+  {
+    if (upfront) {
+      for (std::uint64_t w = 1; w <= kLayers; ++w) { p.on_allocate(tensor_id{w}, 1000 + w); }
+    }
+    for (std::uint64_t w = kLayers; w >= 1; --w) {
+      if (!upfront) { p.on_allocate(tensor_id{w}, 1000 + w); }
+      access(w, true);
+    }
+  }
+  std::uint64_t born()
+  {
+    std::uint64_t const id = next_id++;
+    p.on_allocate(tensor_id{id}, kAct);
+    acts.push_back(id);
+    return id;
+  }
+  void forward()  // 1 + 3 L accesses
+  {
+    acts.clear();
+    access(born(), true);
+    for (std::uint64_t l = 1; l <= kLayers; ++l) {
+      std::uint64_t const a = born();
+      access(l);
+      access(acts[l - 1]);
+      access(a, true);
+    }
+  }
+  void backward_step(std::uint64_t l)  // 2 accesses
+  {
+    p.on_free(tensor_id{acts[l]});
+    access(acts[l - 1]);
+    access(l);
+  }
+  void rest_of_iteration(std::uint64_t from_layer)  // the backward steps left, the optimizer (L)
+  {
+    for (std::uint64_t l = from_layer; l >= 1; --l) { backward_step(l); }
+    p.on_free(tensor_id{acts[0]});
+    for (std::uint64_t w = 1; w <= kLayers; ++w) { access(w, true); }
+  }
+  void iteration()
+  {
+    forward();
+    rest_of_iteration(kLayers);
+  }
+};
+constexpr std::uint64_t kMlpPeriod = 1 + 6 * mlp_driver::kLayers;
+
+class PlanPredictorAligns : public ::testing::TestWithParam<bool> {};
+
+TEST_P(PlanPredictorAligns, TheFirstIterationsActivationsWithTheSecondsAndPlansWithinIt)
+{
+  mlp_driver d;
+  d.init(GetParam());
+  d.iteration();
+  EXPECT_EQ(d.p.state(), plan_predictor::phase::learning);
+  EXPECT_EQ(d.p.aligned(), 0U);
+  // The second iteration: the forecast holds two steps into its backward pass (without the
+  // alignment, not before the third iteration: no window of its tokens had repeated).
+  d.forward();
+  constexpr std::uint64_t L = mlp_driver::kLayers;
+  d.backward_step(L);
+  d.backward_step(L - 1);
+  ASSERT_EQ(d.p.state(), plan_predictor::phase::planned);
+  EXPECT_EQ(d.p.period(), kMlpPeriod);
+  EXPECT_GE(d.p.aligned(), 1U);
+  // Its forecast names this iteration's tensors: the backward pass reads a5 then w6, a4
+  // then w5, a3 then w4. (Activations written before the period was found, a0..a3, are
+  // aligned at their next access.)
+  std::vector<planned_access> ahead(6);
+  ASSERT_EQ(d.p.upcoming(ahead), 6U);
+  for (std::uint64_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(ahead[2 * k].id, tensor_id{d.acts[L - 3 - k]}) << k;
+    EXPECT_EQ(ahead[2 * k + 1].id, tensor_id{L - 2 - k}) << k;
+  }
+  EXPECT_TRUE(ahead[0].last) << "a5 is freed after its backward read";
+  d.rest_of_iteration(L - 2);
+  std::uint64_t const aligned = d.p.aligned();
+  // Later iterations' activations are born under the keys they were aligned to: nothing
+  // more to align, nothing mispredicted.
+  d.iteration();
+  d.iteration();
+  EXPECT_EQ(d.p.aligned(), aligned);
+  EXPECT_EQ(d.p.mispredicted(), 0U);
+  EXPECT_EQ(d.p.relearns(), 0U);
+  EXPECT_EQ(d.p.state(), plan_predictor::phase::planned);
+  // The forecast in the steady state: a1, written at q, is read by the next layer at q + 2.
+  d.acts.clear();
+  d.access(d.born(), true);
+  std::uint64_t const a1 = d.born();
+  d.access(1);
+  d.access(d.acts[0]);
+  EXPECT_EQ(d.p.next_use_if_next(tensor_id{a1}), std::optional<tick>{d.p.position() + 3});
+  d.access(a1, true);
+  EXPECT_EQ(d.p.next_use_of_last(), std::optional<tick>{d.p.position() + 2});
+}
+
+INSTANTIATE_TEST_SUITE_P(Weights, PlanPredictorAligns, ::testing::Values(true, false),
+                         [](auto const& param_info) { return param_info.param ? std::string{"AllocatedUpFront"} : std::string{"AllocatedOneByOne"}; });
+
+// Two blocks of the same shapes per iteration, each with a temporary freed inside it: the
+// temporaries match each other in shape, but the blocks' weights tell them apart, so the
+// period learned is the iteration, never a block, and nothing is aligned across blocks.
+TEST(PlanPredictor, IdenticalBlocksDoNotPassForEachOther)
+{
+  plan_predictor p{plan_predictor::config{}};
+  prefetch_plan unused;
+  auto access = [&](std::uint64_t id, bool write = false) {
+    p.on_access({.id = tensor_id{id}, .bytes = id < 100 ? std::size_t{1000} : std::size_t{4096}, .write = write}, unused);
+  };
+  for (std::uint64_t w = 1; w <= 4; ++w) {
+    p.on_allocate(tensor_id{w}, 1000);  // the same size: only their keys differ
+    access(w, true);
+  }
+  std::uint64_t next = 100;
+  std::vector<std::uint64_t> saved;
+  std::uint64_t per_iteration = 0;
+  for (int it = 0; it < 5; ++it) {
+    std::uint64_t const before = p.position();
+    saved.clear();
+    for (std::uint64_t b = 0; b < 2; ++b) {
+      std::uint64_t const t = next++;
+      p.on_allocate(tensor_id{t}, 4096);
+      access(2 * b + 1);
+      access(t, true);
+      access(2 * b + 2);
+      access(t);
+      p.on_free(tensor_id{t});
+      std::uint64_t const s = next++;
+      p.on_allocate(tensor_id{s}, 4096);
+      access(s, true);
+      saved.push_back(s);
+    }
+    for (std::uint64_t s : saved) {
+      access(s);
+      p.on_free(tensor_id{s});
+    }
+    per_iteration = p.position() - before;
+  }
+  ASSERT_EQ(p.state(), plan_predictor::phase::planned);
+  EXPECT_EQ(p.period(), per_iteration);
+  EXPECT_EQ(p.mispredicted(), 0U);
+  EXPECT_EQ(p.relearns(), 0U);
+}
+
 TEST(PlanPredictor, RegistryParametersAndErrors)
 {
   auto reg = policy_registry::with_builtins();

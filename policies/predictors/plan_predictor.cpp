@@ -315,8 +315,9 @@ std::size_t plan_predictor::upcoming(std::span<planned_access> out) const noexce
     entry const& e = at(i + o - period_);
     auto const live = live_of_.find(e.key);
     // The last access of its tensor one period back: the key's next access was the next
-    // life's, or has not come yet although the key is reborn each period.
-    bool const last = e.next_reborn || (e.next_same == 0 && reborn_.contains(e.key));
+    // life's, or has not come yet although the key is reborn each period or its tensor
+    // has been freed since (the first period learned: no key reborn yet).
+    bool const last = e.next_reborn || (e.next_same == 0 && (live == live_of_.end() || reborn_.contains(e.key)));
     if (live == live_of_.end()) {  // not born yet: room to keep, nothing to prefetch
       out[n++] = planned_access{tensor_id{kUnbornTensor | (e.key >> 1U)}, e.bytes, tick{i + o}, e.discard, last};
       continue;

@@ -381,6 +381,38 @@ TEST_P(PlanPredictorAligns, TheFirstIterationsActivationsWithTheSecondsAndPlansW
 INSTANTIATE_TEST_SUITE_P(Weights, PlanPredictorAligns, ::testing::Values(true, false),
                          [](auto const& param_info) { return param_info.param ? std::string{"AllocatedUpFront"} : std::string{"AllocatedOneByOne"}; });
 
+// The first period the forecast holds in, no key has been reborn yet: an activation of the
+// period before, freed since, still has its last access marked, so that its room counts
+// as coming back (Note [Early write-backs only under pressure]). 30 weights are read, then
+// an activation is born, written, read and freed.
+TEST(PlanPredictor, MarksTheLastAccessOfAFreedTensorBeforeAnyKeyIsReborn)
+{
+  plan_predictor p{plan_predictor::config{}};
+  prefetch_plan unused;
+  constexpr std::uint64_t kWeights = 30;
+  for (std::uint64_t w = 1; w <= kWeights; ++w) { p.on_allocate(tensor_id{w}, 1000); }
+  auto weights = [&](std::uint64_t from, std::uint64_t to) {
+    for (std::uint64_t w = from; w <= to; ++w) { p.on_access({.id = tensor_id{w}, .bytes = 1000}, unused); }
+  };
+  auto activation = [&](std::uint64_t id) {
+    p.on_allocate(tensor_id{id}, 4096);
+    p.on_access({.id = tensor_id{id}, .bytes = 4096, .write = true}, unused);
+    p.on_access({.id = tensor_id{id}, .bytes = 4096}, unused);
+    p.on_free(tensor_id{id});
+  };
+  weights(1, kWeights);
+  activation(100);
+  weights(1, kWeights - 4);  // the second iteration, up to its last four weights
+  ASSERT_EQ(p.state(), plan_predictor::phase::planned);
+  std::vector<planned_access> ahead(8);
+  ASSERT_EQ(p.upcoming(ahead), 8U);  // w27..w30, the activation's write and read, w1, w2
+  EXPECT_FALSE(ahead[3].last) << "a weight lives on";
+  EXPECT_GE(static_cast<std::uint64_t>(ahead[4].id), kUnbornTensor) << "this iteration's activation is not born yet";
+  EXPECT_FALSE(ahead[4].last);
+  EXPECT_TRUE(ahead[5].last) << "its read is its last access: the last iteration's was freed after it";
+  EXPECT_FALSE(ahead[6].last);
+}
+
 // Two blocks of the same shapes per iteration, each with a temporary freed inside it: the
 // temporaries match each other in shape, but the blocks' weights tell them apart, so the
 // period learned is the iteration, never a block, and nothing is aligned across blocks.

@@ -6,6 +6,9 @@
 Runs `tierpool replay` on the three generated training and inference traces and the two
 real-model fixtures, with every policy, prefetcher and UVM mode at 25 % and 50 %, and
 prints one markdown table per trace: the makespan and, in brackets, makespan / ideal.
+Then one table of the iterations from the second on (the planner issue's "within 1.10x of
+the oracle from the second iteration on"): per trace and capacity, the best online row's
+time against the best `oracle` row's, and each policy's `plan` against its `oracle`.
 With --svg-dir, also writes each trace's makespan / ideal plot (--plot-ideal).
 
     python3 scripts/planner_tables.py [--tierpool build/bin/tierpool] [--svg-dir DIR] [--date D]
@@ -41,6 +44,7 @@ def main():
     ap.add_argument("--date", default=None, help="in the SVG names (planner-ideal-KEY-DATE.svg)")
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    later = []  # (trace, capacity, {(policy, prefetch): seconds from the second iteration on})
     with tempfile.TemporaryDirectory() as tmp:
         for key, title, gen in TRACES:
             if gen is None:
@@ -51,7 +55,7 @@ def main():
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             out = os.path.join(tmp, key + ".json")
             cmd = [a.tierpool, "replay", trace, "-p", POLICIES, "-c", ",".join(CAPACITIES), "--prefetch", PREFETCH,
-                   "--mode", MODES, "--no-recompute", "-q", "--json", out]  # swap only: docs/chapters/replay.md, "Floors with recompute"
+                   "--mode", MODES, "--no-recompute", "-q", "--activity", "--json", out]  # swap only: docs/chapters/replay.md, "Floors with recompute"
             if a.svg_dir:
                 name = f"planner-ideal-{key}" + (f"-{a.date}" if a.date else "") + ".svg"
                 cmd += ["--plot-ideal", os.path.join(a.svg_dir, name)]
@@ -61,7 +65,11 @@ def main():
             floor = {}
             cells = {}
             order = []
+            per = {}
             for r in rows:
+                its = r.get("iteration_seconds") or []
+                if r["mode"] == "pool" and len(its) >= 2:
+                    per.setdefault(r["capacity"], {})[(r["policy"], r["prefetch"])] = sum(its[1:])
                 k = (r["policy"], r["mode"], r["prefetch"])
                 if k not in cells:
                     cells[k] = {}
@@ -81,7 +89,37 @@ def main():
             for k in order:
                 print(f"| {k[0]} | {k[1]} | {k[2]} | " + " | ".join(cells[k].get(c, "-") for c in CAPACITIES) + " |")
             print()
+            for c in CAPACITIES:
+                if c in per:
+                    later.append((key, c, per[c]))
+    print_later(later)
     return 0
+
+
+def online(policy, prefetch):
+    """Rows that read no future: every `plan` row, and no prefetch but with belady."""
+    return prefetch.startswith("plan") or (prefetch in ("none", "sequence") and policy != "belady")
+
+
+def print_later(later):
+    print("**From the second iteration on** (pool mode; device time of the iterations after the "
+          "first, `--activity`): best online against best `oracle`, and each policy's `plan` "
+          "against its `oracle`\n")
+    print("| trace | capacity | best online | best oracle | ratio | " + " | ".join(
+        f"{p} plan / oracle" for p in POLICIES.split(",")) + " |")
+    print("|---|---|---|---|---|" + "---|" * len(POLICIES.split(",")))
+    for key, c, v in later:
+        on = min(((t, k) for k, t in v.items() if online(*k)), default=None)
+        orc = min(((t, k) for k, t in v.items() if k[1] == "oracle"), default=None)
+        if on is None or orc is None:
+            continue
+        ratios = []
+        for p in POLICIES.split(","):
+            a, b = v.get((p, "plan")), v.get((p, "oracle"))
+            ratios.append(f"{a / b:.3f}x" if a and b else "-")
+        print(f"| {key} | {c} | {ms(on[0])}, {on[1][0]} {on[1][1]} | {ms(orc[0])}, {orc[1][0]} | "
+              f"{on[0] / orc[0]:.3f}x | " + " | ".join(ratios) + " |")
+    print()
 
 
 if __name__ == "__main__":

@@ -526,6 +526,67 @@ TEST_P(PoolPlanner, LearnsALoopPrefetchesAndKeepsEveryByte)
   EXPECT_NE(p.summary_json().find("\"planned_prefetches\""), std::string::npos);
 }
 
+// A training loop on a live pool (Note [Aligning the first iterations], plan_predictor.cpp):
+// 6 weights of 128 KiB, first read in order by an init pass; per iteration 7
+// activations born one per layer and written on the device by a "kernel", read in the
+// backward pass (their bytes checked there) and freed, then the weights rewritten on the
+// host (the optimizer). The device tier holds 8 of the 13 live tensors. The first
+// iteration's activations are born after the init's last read (w6), the later ones after
+// the backward pass's (w1), so the planner has to align them to learn the loop within its
+// second iteration; every byte survives.
+TEST(PoolPlanner, LearnsATrainingLoopWithinItsSecondIteration)
+{
+  auto be = make_sim();
+  pool_options o = small_tiers(be, 1_MiB, 0, 16_MiB);
+  o.prefetch = "plan";
+  pool p{o};
+  stream_handle s = p.create_stream();
+  constexpr std::uint64_t kLayers = 6;
+  std::vector<tensor> w;
+  for (std::uint64_t l = 0; l < kLayers; ++l) {
+    w.push_back(p.allocate(128_KiB));
+    fill(p, w.back(), l, 0);
+  }
+  for (std::uint64_t l = 0; l < kLayers; ++l) { lease const r = p.acquire(w[l], access_mode::read, s); }
+  std::vector<std::unique_ptr<modify_job>> jobs;
+  auto iteration = [&](std::uint32_t it) {
+    std::vector<tensor> a;
+    a.push_back(p.allocate(128_KiB));
+    ASSERT_EQ(modify_on_stream(p, a[0], s, 100, it, jobs), status::ok);
+    for (std::uint64_t l = 0; l < kLayers; ++l) {
+      a.push_back(p.allocate(128_KiB));
+      { lease const r = p.acquire(w[l], access_mode::read, s); }
+      { lease const r = p.acquire(a[l], access_mode::read, s); }
+      ASSERT_EQ(modify_on_stream(p, a[l + 1], s, 101 + l, it, jobs), status::ok);
+    }
+    for (std::uint64_t l = kLayers; l-- > 0;) {
+      { lease const r = p.acquire(a[l], access_mode::read, s); }
+      { lease const r = p.acquire(w[l], access_mode::read, s); }
+      p.synchronize(s);
+      ASSERT_TRUE(check(p, a[l + 1], 101 + l, it)) << "iteration " << it << " activation " << l + 1;
+      p.free(a[l + 1]);
+    }
+    ASSERT_TRUE(check(p, a[0], 100, it));
+    p.free(a[0]);
+    for (std::uint64_t l = 0; l < kLayers; ++l) {
+      ASSERT_TRUE(check(p, w[l], l, it - 1)) << "iteration " << it << " weight " << l;
+      fill(p, w[l], l, it);
+    }
+    ASSERT_TRUE(p.validate());
+  };
+  iteration(1);
+  EXPECT_EQ(p.stats().planner_state, "learning");
+  iteration(2);
+  EXPECT_EQ(p.stats().planner_state, "planned") << "the forecast holds within the second iteration";
+  for (std::uint32_t it = 3; it <= 5; ++it) { iteration(it); }
+  pool_stats const st = p.stats();
+  EXPECT_EQ(st.planner_state, "planned");
+  EXPECT_EQ(st.planner_relearns, 0U);
+  EXPECT_EQ(st.planner_mispredicted, 0U);
+  EXPECT_GT(st.planned_prefetches, 0U);
+  EXPECT_GT(st.bytes_d2h, 0U) << "activations written on the device were evicted and written back";
+}
+
 // The default planner, cleaning ahead of the policy too, and with planned prefetches off:
 // early write-backs alone, still every byte.
 INSTANTIATE_TEST_SUITE_P(Variants, PoolPlanner, ::testing::Values("plan", "plan:clean_ahead=on", "plan:stream_reuse=off",

@@ -111,8 +111,9 @@ class TIERPOOL_EXPORT plan_predictor {
   [[nodiscard]] std::optional<tick> next_use_if_next(tensor_id id) const noexcept;
   /// @brief Planned: the accesses after the latest one, in order, at most out.size() of
   ///        them and at most `window` ahead; a tensor not born yet has the id kUnbornTensor |
-  ///        (its key's low bits), so that its room is counted. @return how many
-  [[nodiscard]] std::size_t upcoming(std::span<planned_access> out) const noexcept;
+  ///        (its key's low bits), so that its room is counted. `skip`: leave out the first
+  ///        `skip` of them (the pool reads the schedule in chunks). @return how many
+  [[nodiscard]] std::size_t upcoming(std::span<planned_access> out, std::size_t skip = 0) const noexcept;
   /// @brief Times the forecast was dropped and relearned.
   [[nodiscard]] std::uint64_t relearns() const noexcept { return relearns_; }
   /// @brief Accesses the forecast predicted right / wrong while planned.

@@ -305,13 +305,13 @@ std::optional<tick> plan_predictor::next_use_if_next(tensor_id id) const noexcep
   return forecast_at(k->second.key, pos_);
 }
 
-std::size_t plan_predictor::upcoming(std::span<planned_access> out) const noexcept
+std::size_t plan_predictor::upcoming(std::span<planned_access> out, std::size_t skip) const noexcept
 {
   if (state_ != phase::planned || pos_ == 0) { return 0; }
   std::uint64_t const i = pos_ - 1;
   std::uint64_t const ahead = std::min<std::uint64_t>(cfg_.window, period_);
   std::size_t n = 0;
-  for (std::uint64_t o = 1; o <= ahead && n < out.size(); ++o) {
+  for (std::uint64_t o = 1 + skip; o <= ahead && n < out.size(); ++o) {
     entry const& e = at(i + o - period_);
     auto const live = live_of_.find(e.key);
     // The last access of its tensor one period back: the key's next access was the next
@@ -322,9 +322,9 @@ std::size_t plan_predictor::upcoming(std::span<planned_access> out) const noexce
       out[n++] = planned_access{tensor_id{kUnbornTensor | (e.key >> 1U)}, e.bytes, tick{i + o}, e.discard, last};
       continue;
     }
-    auto const info = key_of_.find(live->second);
-    if (info == key_of_.end()) { continue; }
-    out[n++] = planned_access{tensor_id{live->second}, info->second.bytes, tick{i + o}, e.discard, last};
+    // A key names one size (a birth key hashes it; an aligned tensor has its counterpart's
+    // shape), so the entry's bytes are the live tensor's: no second lookup.
+    out[n++] = planned_access{tensor_id{live->second}, e.bytes, tick{i + o}, e.discard, last};
   }
   return n;
 }

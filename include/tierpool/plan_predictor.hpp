@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <tierpool/detail/flat_table.hpp>
 #include <tierpool/export.hpp>
 #include <tierpool/prefetch.hpp>
 
@@ -161,7 +162,48 @@ class TIERPOOL_EXPORT plan_predictor {
   /// accessed in the period before it.
   void align_back(std::uint64_t i);
   std::unordered_map<std::uint64_t, tensor_info> key_of_;       // live tensor -> birth key, size
-  std::unordered_map<std::uint64_t, std::uint64_t> live_of_;    // birth key -> newest live tensor of it
+  /// Key -> value in one flat array (detail::flat_table): looked up once per access ahead
+  /// on every planner step. A key of ~0 (the empty marker) is stored as ~0 - 1.
+  class key_table {
+   public:
+    [[nodiscard]] std::uint64_t const* find(std::uint64_t k) const noexcept
+    {
+      cell const* c = table_.find(fix(k));
+      return c == nullptr ? nullptr : &c->value;
+    }
+    [[nodiscard]] bool contains(std::uint64_t k) const noexcept { return find(k) != nullptr; }
+    void set(std::uint64_t k, std::uint64_t v)
+    {
+      auto const [c, added] = table_.find_or_claim(fix(k));
+      (void)added;
+      c->key = fix(k);
+      c->value = v;
+    }
+    /// Remove k if it maps to v.
+    void erase_if(std::uint64_t k, std::uint64_t v) noexcept
+    {
+      cell const* c = table_.find(fix(k));
+      if (c != nullptr && c->value == v) { (void)table_.erase(fix(k)); }
+    }
+
+   private:
+    static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
+    [[nodiscard]] static std::uint64_t fix(std::uint64_t k) noexcept { return k == kEmpty ? k - 1 : k; }
+    struct cell {
+      std::uint64_t key{kEmpty};
+      std::uint64_t value{0};
+    };
+    struct traits {
+      using cell = key_table::cell;
+      static constexpr unsigned run_bits = 0;
+      static constexpr std::size_t min_cells = 64;
+      static bool empty(cell const& c) noexcept { return c.key == kEmpty; }
+      static std::uint64_t key(cell const& c) noexcept { return c.key; }
+      static void clear(cell& c) noexcept { c.key = kEmpty; }
+    };
+    detail::flat_table<traits> table_;
+  };
+  key_table live_of_;  // birth key -> newest live tensor of it
   std::unordered_map<std::uint64_t, std::uint64_t> last_pos_;   // key -> position of its latest access
   std::unordered_map<std::uint64_t, std::uint64_t> last_id_;    // key -> tensor of its latest access
   std::unordered_map<std::uint64_t, bool> reborn_;              // key -> its tensor changes between periods

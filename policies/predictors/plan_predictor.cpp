@@ -61,15 +61,14 @@ void plan_predictor::on_allocate(tensor_id id, std::size_t bytes)
   // first iterations]): this birth is that tensor's, under the key it was given.
   if (auto const a = alias_.find(key); a != alias_.end() && !live_of_.contains(a->second)) { key = a->second; }
   key_of_[static_cast<std::uint64_t>(id)] = tensor_info{key, bytes, kNotAccessed, pos_ == 0};
-  live_of_[key] = static_cast<std::uint64_t>(id);
+  live_of_.set(key, static_cast<std::uint64_t>(id));
 }
 
 void plan_predictor::on_free(tensor_id id) noexcept
 {
   auto const it = key_of_.find(static_cast<std::uint64_t>(id));
   if (it == key_of_.end()) { return; }
-  auto const live = live_of_.find(it->second.key);
-  if (live != live_of_.end() && live->second == static_cast<std::uint64_t>(id)) { live_of_.erase(live); }
+  live_of_.erase_if(it->second.key, static_cast<std::uint64_t>(id));
   key_of_.erase(it);
 }
 
@@ -135,8 +134,8 @@ void plan_predictor::align(std::uint64_t raw, tensor_info& t, std::uint64_t key)
   last_pos_.erase(from);
   last_id_.erase(from);
   reborn_.erase(from);
-  if (auto const live = live_of_.find(from); live != live_of_.end() && live->second == raw) { live_of_.erase(live); }
-  live_of_[key] = raw;
+  live_of_.erase_if(from, raw);
+  live_of_.set(key, raw);
   alias_[from] = key;
   if (last_key_ == from) { last_key_ = key; }
   t.key = key;
@@ -154,11 +153,12 @@ void plan_predictor::align_back(std::uint64_t i)
         live_of_.contains(back.key)) {
       continue;
     }
-    auto const live = live_of_.find(e.key);
-    if (live == live_of_.end()) { continue; }  // freed since: nothing ahead to name
-    auto const info = key_of_.find(live->second);
+    std::uint64_t const* live = live_of_.find(e.key);
+    if (live == nullptr) { continue; }  // freed since: nothing ahead to name
+    std::uint64_t const raw = *live;
+    auto const info = key_of_.find(raw);
     if (info == key_of_.end() || info->second.key != e.key || info->second.first_pos <= j - period_) { continue; }
-    align(live->second, info->second, back.key);
+    align(raw, info->second, back.key);
   }
 }
 
@@ -174,7 +174,7 @@ void plan_predictor::on_access(access_view const& a, prefetch_plan& out)
   if (info == key_of_.end()) {  // allocated before the planner saw it: its id is its key
     std::uint64_t const key = mix(0x51ed270b27e0ec0dULL, raw);
     info = key_of_.emplace(raw, tensor_info{key, a.bytes, kNotAccessed, true}).first;
-    live_of_[key] = raw;
+    live_of_.set(key, raw);
   }
   tensor_info& t = info->second;
   std::uint64_t const i = pos_;
@@ -313,18 +313,18 @@ std::size_t plan_predictor::upcoming(std::span<planned_access> out, std::size_t 
   std::size_t n = 0;
   for (std::uint64_t o = 1 + skip; o <= ahead && n < out.size(); ++o) {
     entry const& e = at(i + o - period_);
-    auto const live = live_of_.find(e.key);
+    std::uint64_t const* live = live_of_.find(e.key);
     // The last access of its tensor one period back: the key's next access was the next
     // life's, or has not come yet although the key is reborn each period or its tensor
     // has been freed since (the first period learned: no key reborn yet).
-    bool const last = e.next_reborn || (e.next_same == 0 && (live == live_of_.end() || reborn_.contains(e.key)));
-    if (live == live_of_.end()) {  // not born yet: room to keep, nothing to prefetch
+    bool const last = e.next_reborn || (e.next_same == 0 && (live == nullptr || reborn_.contains(e.key)));
+    if (live == nullptr) {  // not born yet: room to keep, nothing to prefetch
       out[n++] = planned_access{tensor_id{kUnbornTensor | (e.key >> 1U)}, e.bytes, tick{i + o}, e.discard, last};
       continue;
     }
     // A key names one size (a birth key hashes it; an aligned tensor has its counterpart's
     // shape), so the entry's bytes are the live tensor's: no second lookup.
-    out[n++] = planned_access{tensor_id{live->second}, e.bytes, tick{i + o}, e.discard, last};
+    out[n++] = planned_access{tensor_id{*live}, e.bytes, tick{i + o}, e.discard, last};
   }
   return n;
 }

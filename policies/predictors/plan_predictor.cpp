@@ -95,8 +95,8 @@ void plan_predictor::on_free(tensor_id id) noexcept
 // same point gets the taken key at birth. Tensors born after an aligned one chain from its
 // new key and so get their counterparts' keys directly. When the candidate gets its second
 // exact match, the live tensors accessed in the period before are aligned the same way
-// (align_back), so that the forecast names them before their next access. A wrong alignment costs what a
-// wrong forecast does (mispredictions, then a relearn), never bytes.
+// (align_back), so that the forecast names them before their next access. A wrong
+// alignment costs what a wrong forecast does (mispredictions, then a relearn), never bytes.
 // On mlp-train (3 iterations) the forecast now holds from the 24th of the second
 // iteration's 81 accesses instead of the 71st (its optimizer step); on transformer-train
 // from the 24th of 134 instead of the 109th.

@@ -158,8 +158,8 @@ class TIERPOOL_EXPORT plan_predictor {
   /// The tensor `raw` takes `key`, its counterpart's one period back (Note [Aligning the
   /// first iterations], plan_predictor.cpp).
   void align(std::uint64_t raw, tensor_info& t, std::uint64_t key);
-  /// The period has its second exact match at position i: align the live young tensors
-  /// accessed in the period before it.
+  /// The forecast starts to hold before position i: align the live young tensors accessed
+  /// in the period before it.
   void align_back(std::uint64_t i);
   std::unordered_map<std::uint64_t, tensor_info> key_of_;       // live tensor -> birth key, size
   /// Key -> value in one flat array (detail::flat_table): looked up once per access ahead

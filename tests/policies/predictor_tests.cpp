@@ -206,6 +206,15 @@ TEST(PlanPredictor, LearnsTheIterationThroughReallocatedActivationsAndForecastsT
   EXPECT_EQ(ahead[3].id, tensor_id{3});
   EXPECT_EQ(ahead[4].id, tensor_id{1});
   EXPECT_EQ(ahead[4].when, q + 5);
+  // Read in chunks (the pool's step does): skipping 2 gives the same accesses from the third.
+  std::vector<planned_access> rest(16);
+  ASSERT_EQ(d.p.upcoming(rest, 2), 3U);
+  for (std::size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(rest[k].id, ahead[k + 2].id) << k;
+    EXPECT_EQ(rest[k].when, ahead[k + 2].when) << k;
+    EXPECT_EQ(rest[k].last, ahead[k + 2].last) << k;
+  }
+  EXPECT_EQ(d.p.upcoming(rest, 5), 0U) << "nothing past one period";
   // The activation's read is its last access (it is freed and reborn each iteration); the
   // weights live on (Note [Early write-backs only under pressure]).
   EXPECT_FALSE(ahead[0].last);

@@ -628,6 +628,30 @@ void pool_impl::forecast_before(tensor_record& rec)
 //   Limitations: necessary, not sufficient: the policy may still keep the tensor (lru keeps
 //   a tensor written late in the backward pass over older ones), so `plan` still wastes
 //   most of its early write-backs on GPT-2.
+// Note [No early write-back while the tier evicts]
+//   Rationale: an early write-back waits for an idle d2h link (Note [Early write-backs on an
+//   idle link], transfer_planner.cpp), judged in device time at the accessing stream's point.
+//   Where the run is copy-bound (an optimizer step: every copy-in waits for its victim's
+//   room) the stream is held back by the copies, so the link looks idle after each one, and
+//   the early copy then goes ahead of the next victim's write-back: the copy-in behind it
+//   waits for both. On mlp-train layers=16 width=1024 batch=512 at 50 % (lru, `plan`) the
+//   optimizer step took 23.6 ms, 20.5 without early write-backs, and the run 42.5 ms
+//   against 41.6 with no prefetch at all.
+//   Approach: a step that sees the device tier's eviction count (tier_state::evictions)
+//   moved since the step before tries no early write-back; the written tensors stay queued
+//   for a later step. Tried first: counting only demand misses' dirty victims (an early copy
+//   leaves its victim clean, the next miss writes nothing back, and the early copies went
+//   on: all 72 of ReplayPlanner.NoEarlyWriteBackWhileTheTierEvicts); counting demand misses'
+//   evictions but not a prefetch's (`plan` rows' geometric mean 0.9991 against 0.9975 here);
+//   dropping the held tensors rather than keeping them queued (slightly worse).
+//   Measured (virtual clock, pcie4, the five traces and the 16 generator variants, lru and
+//   repeat at 25 % and 50 %; bench/results/early-write-backs-evicting-cpu-2026-12-05.md):
+//   `plan` rows 0.971-1.014x (geometric mean 0.9975; the layers=16 row 42.5 -> 41.5 ms),
+//   `oracle` rows 0.969-1.014x (0.9985).
+//   Limitations: the signal is global and one step old: with threads interleaving, one
+//   thread's eviction holds another's early write-backs for a step. On the layers=16 row
+//   (now 41.5 ms) early write-backs still cost 3 % (40.4 ms with writeback=off): copy-bound
+//   stretches where nothing is evicted for a step still let one through.
 // Note [The schedule ahead in chunks]
 //   Rationale: every device acquire runs the planner's step, and the step read the whole
 //   window ahead (1024 accesses by default) from the forecast: two hash lookups per access
@@ -700,9 +724,14 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
       prediction_.next_id.store(sid, std::memory_order_release);
     }
     if (write && rec != nullptr && planner.options().write_back) { prediction_.written.emplace_back(id, a.sequence); }
-    // Written tensors whose leases are likely released by now (kCleanLag accesses later), oldest first.
+    // Written tensors whose leases are likely released by now (kCleanLag accesses later),
+    // oldest first; while the device tier evicts they wait (Note [No early write-back while
+    // the tier evicts]).
+    std::uint64_t const evicted = engine_.tiers()[device_tier()]->evictions.load(std::memory_order_relaxed);
+    bool const evicting = evicted != prediction_.device_evictions;
+    prediction_.device_evictions = evicted;
     auto& w = prediction_.written;
-    while (prediction_.written_head < w.size() && to_clean.size() < kCleanPerStep &&
+    while (!evicting && prediction_.written_head < w.size() && to_clean.size() < kCleanPerStep &&
            w[prediction_.written_head].second + kCleanLag <= a.sequence) {
       record_ref r;  // Note [Records count their references]: the table holds live tensors
       {

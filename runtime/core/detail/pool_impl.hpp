@@ -323,6 +323,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
     /// Under mtx: tensors written lately and the access count then, to clean early (FIFO).
     std::vector<std::pair<tensor_id, std::uint64_t>> written;  // looked up in the table when due
     std::size_t written_head{0};                        ///< under mtx: first entry of `written` still pending
+    std::uint64_t device_evictions{0};                  ///< under mtx: the device tier's evictions at the last step
     /// Written under mtx, read without it (forecast_before): the tensor the schedule has
     /// next (kAnyNextTensor: whatever it is; 0: none known) and its forecast next use after it.
     std::atomic<std::uint64_t> next_id{0};

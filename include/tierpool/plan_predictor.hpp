@@ -49,7 +49,7 @@ namespace tierpool {
  *   forecast is no_next_use.
  *
  * Cost: O(1) hash lookups per access and allocation; upcoming() O(window). Memory: the
- * history ring (40 bytes per access remembered), maps over live tensors and over keys
+ * history ring (48 bytes per access remembered), maps over live tensors and over keys
  * seen (bounded by 4 x history).
  * Thread safety: externally synchronized (the pool's prediction lock).
  */
@@ -77,6 +77,10 @@ class TIERPOOL_EXPORT plan_predictor {
     /// The keep window (Note [The keep window], transfer_planner.cpp): evictions in the
     /// device tier pass over tensors the forecast needs before the horizon.
     bool keep{true};
+    /// Copy-ins at the latest start (Note [Copy-ins at the latest start], pool_impl.cpp): a
+    /// prefetch that has to evict waits for the step where the compute left before its use
+    /// no longer covers the copies queued before it. Where the backend knows device times.
+    bool timing{true};
   };
 
   /// @brief @throws tierpool::logic_error for a window of 0 or a history under 64
@@ -139,6 +143,7 @@ class TIERPOOL_EXPORT plan_predictor {
     bool discard{false};         // write_discard
     bool next_reborn{false};     // the next access of the key was of another tensor (a rebirth)
     bool young{false};           // within 8 accesses of its tensor's first (counts by shape in windows)
+    std::uint32_t compute{0};    // access_view::compute, ns (saturated)
   };
   [[nodiscard]] entry const& at(std::uint64_t p) const noexcept { return ring_[p % ring_.size()]; }
   [[nodiscard]] entry& at(std::uint64_t p) noexcept { return ring_[p % ring_.size()]; }

@@ -40,6 +40,9 @@ struct access_view {
   std::uint64_t sequence{0};  ///< number of this access among the pool's device acquires (0, 1, ...)
   std::uint64_t stream{0};    ///< the stream it was acquired on (stream_handle's value)
   bool discard{false};        ///< access_mode::write_discard: the old bytes are not read
+  /// Device compute (ns) queued on its stream since that stream's access before, where the
+  /// backend knows device times ahead (the sim's virtual clock); else 0.
+  tick compute{0};
 };
 
 /// @brief `planned_access::id` of an access to a tensor not allocated yet: the bit is set
@@ -55,6 +58,10 @@ struct planned_access {
   /// The tensor's last access as far as the schedule knows (it is freed, or never used
   /// again, after it): the planner counts its room as coming back there.
   bool last{false};
+  /// Device compute (ns) between the schedule's access before this one and this one, on
+  /// this access's stream, when the schedule knows it (0: unknown): the planner's clock for
+  /// issuing a copy-in as late as still completes before its use.
+  tick compute{0};
 };
 
 /**

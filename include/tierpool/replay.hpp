@@ -222,6 +222,9 @@ struct replay_result {
   std::uint64_t prefetches{0};         ///< COUNT: pool mode: prefetches that issued a copy
   std::uint64_t prefetches_late{0};    ///< COUNT: pool mode: prefetched copies a stream had to wait for (device time)
   double prefetch_lateness_seconds{0.0};  ///< pool mode: how long, in all
+  /// COUNT: pool mode: prefetched copies complete before the stream reached their use (device time)
+  std::uint64_t prefetches_on_time{0};
+  double prefetch_lead_seconds{0.0};  ///< pool mode: how long before their use those completed, in all
   std::uint64_t prefetches_wasted{0};     ///< COUNT: pool mode: prefetched copies evicted or freed unused
   std::uint64_t prefetch_wasted_bytes{0}; ///< SUM: pool mode: their bytes
   std::uint64_t planner_relearns{0};      ///< COUNT: pool mode: times the planner fell back and learned again

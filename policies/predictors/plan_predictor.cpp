@@ -9,6 +9,7 @@
 #include <tierpool/policy.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <bit>
 
 namespace tierpool {
@@ -229,7 +230,8 @@ void plan_predictor::on_access(access_view const& a, prefetch_plan& out)
     reborn_.clear();
   }
   if (alias_.size() > 4 * h) { alias_.clear(); }
-  at(i) = entry{token, key, access, a.bytes, 0, a.discard, false, !t.before_any && i - t.first_pos < kWindowTokens};
+  at(i) = entry{token, key, access, a.bytes, 0, a.discard, false, !t.before_any && i - t.first_pos < kWindowTokens,
+                static_cast<std::uint32_t>(std::min<tick>(a.compute, std::numeric_limits<std::uint32_t>::max()))};
   auto const li = last_id_.find(key);
   bool const reborn = li != last_id_.end() && li->second != raw;
   if (li != last_id_.end()) {
@@ -323,12 +325,12 @@ std::size_t plan_predictor::upcoming(std::span<planned_access> out, std::size_t 
     // has been freed since (the first period learned: no key reborn yet).
     bool const last = e.next_reborn || (e.next_same == 0 && (live == nullptr || reborn_.contains(e.key)));
     if (live == nullptr) {  // not born yet: room to keep, nothing to prefetch
-      out[n++] = planned_access{tensor_id{kUnbornTensor | (e.key >> 1U)}, e.bytes, tick{i + o}, e.discard, last};
+      out[n++] = planned_access{tensor_id{kUnbornTensor | (e.key >> 1U)}, e.bytes, tick{i + o}, e.discard, last, e.compute};
       continue;
     }
     // A key names one size (a birth key hashes it; an aligned tensor has its counterpart's
     // shape), so the entry's bytes are the live tensor's: no second lookup.
-    out[n++] = planned_access{tensor_id{*live}, e.bytes, tick{i + o}, e.discard, last};
+    out[n++] = planned_access{tensor_id{*live}, e.bytes, tick{i + o}, e.discard, last, e.compute};
   }
   return n;
 }
@@ -350,6 +352,7 @@ void register_plan_predictors(policy_registry& registry)
     c.stream_reuse = p.get<bool>("stream_reuse");
     c.conservative = p.get<bool>("conservative");
     c.keep = p.get<bool>("keep");
+    c.timing = p.get<bool>("timing");
     if (!oracle) {
       auto const history = p.get<std::uint64_t>("history");
       TIERPOOL_EXPECTS(history >= 64 && history <= (1ULL << 26), "plan predictor: history must be in 64..67108864");
@@ -371,7 +374,10 @@ void register_plan_predictors(policy_registry& registry)
      "prefetching (for runs the link bounds)"},
     {"keep", parameter_type::boolean, "on",
      "evictions pass over tensors the forecast needs before the horizon (the keep window; off: the policy's order "
-     "alone)"}};
+     "alone)"},
+    {"timing", parameter_type::boolean, "on",
+     "a copy-in that has to evict waits for its latest start: the step where the compute left before its use no "
+     "longer covers the copies queued before it (device times known ahead only; off: as soon as room allows)"}};
   std::vector<policy_parameter> learned = common;
   learned.push_back({"history", parameter_type::unsigned_integer, "65536",
                      "accesses remembered; a longer iteration is never learned"});

@@ -491,6 +491,10 @@ class migration_engine {
   /// stream has reached the point `user` has reached (or the backend does not know device
   /// times). Note [Early write-backs on an idle link], transfer_planner.cpp.
   [[nodiscard]] bool write_back_link_idle(stream_handle user) const noexcept;
+  /// Device time (ns) from the point `user` has reached until the h2d copy streams have
+  /// run what is queued on them (0 when they are idle there); std::nullopt where the
+  /// backend does not know device times ahead (Note [Copy-ins at the latest start], pool_impl.cpp).
+  [[nodiscard]] std::optional<tick> copy_in_backlog(stream_handle user) const noexcept;
   /// True when prefetch requests wait in the queue (one relaxed load: the hit path's check).
   [[nodiscard]] bool prefetch_pending() const noexcept { return pq_size_.load(std::memory_order_relaxed) != 0; }
   /// close(): drop every queued request; later prefetches of freed records are dropped.

@@ -68,6 +68,7 @@
 //   the link counts as idle, as before.
 #include <tierpool/error.hpp>
 
+#include <algorithm>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -147,6 +148,19 @@ bool migration_engine::write_back_link_idle(stream_handle user) const noexcept
     if (!t || *t <= *at) { return true; }
   }
   return false;
+}
+
+std::optional<tick> migration_engine::copy_in_backlog(stream_handle user) const noexcept
+{
+  std::optional<tick> const at = backend_->known_stream_time(user);
+  if (!at) { return std::nullopt; }
+  tick end = *at;
+  for (stream_handle const s : h2d_) {
+    std::optional<tick> const t = backend_->known_stream_time(s);
+    if (!t) { return std::nullopt; }
+    end = std::max(end, *t);
+  }
+  return end - *at;
 }
 
 bool migration_engine::write_back_early(record_ref const& recp, std::uint32_t k) noexcept

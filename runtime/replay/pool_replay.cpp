@@ -35,6 +35,7 @@
 #include <tierpool/pool.hpp>
 
 #include <algorithm>
+#include <utility>
 #include <memory>
 #include <span>
 #include <string>
@@ -52,7 +53,10 @@ constexpr std::size_t kHandlePrefetch = 4;  // events ahead whose tensor handle 
 // being replayed, in event positions (the units of the next-use hints the replay gives).
 class trace_schedule final : public schedule_source {
  public:
-  trace_schedule(compiled_data const& d, std::uint64_t cap) : d_(d), cap_(cap) {}
+  trace_schedule(compiled_data const& d, std::uint64_t cap) : d_(d), cap_(cap)
+  {
+    for (pool_op const& op : d_.ops) { streams_ = std::max<std::size_t>(streams_, std::size_t{op.stream} + 1); }
+  }
   void attach(std::vector<tensor, tierpool::detail::big_array_allocator<tensor>> const* tensors) noexcept
   {
     tensors_ = tensors;
@@ -61,14 +65,19 @@ class trace_schedule final : public schedule_source {
   std::size_t upcoming(std::span<planned_access> out) noexcept override
   {
     std::size_t n = 0;
+    thread_local std::vector<tick> compute;  // per trace stream: compute since the access before
+    compute.assign(streams_, 0);
     for (std::size_t i = cur_ + 1; i < d_.ops.size() && n < out.size(); ++i) {
       pool_op const& op = d_.ops[i];
+      if (op.kind == pool_op_kind::compute && op.stream < compute.size()) { compute[op.stream] += op.arg; }
       if (op.kind != pool_op_kind::access || op.host != 0 || op.bytes > cap_) { continue; }
       tensor const& t = (*tensors_)[op.obj];
       bool const discard = op.mode == trace::access_kind::write_discard;
       tensor_id const id = t.valid() ? t.id() : tensor_id{kUnbornTensor | op.obj};  // not allocated yet: its room counts
       bool const last = op.arg == kNoNext;  // no access after this one
-      out[n++] = planned_access{id, static_cast<std::size_t>(op.bytes), tick{i}, discard, last};
+      tick c = 0;
+      if (op.stream < compute.size()) { c = std::exchange(compute[op.stream], 0); }
+      out[n++] = planned_access{id, static_cast<std::size_t>(op.bytes), tick{i}, discard, last, c};
     }
     return n;
   }
@@ -76,6 +85,7 @@ class trace_schedule final : public schedule_source {
  private:
   compiled_data const& d_;
   std::uint64_t cap_;
+  std::size_t streams_{1};
   std::vector<tensor, tierpool::detail::big_array_allocator<tensor>> const* tensors_{nullptr};
   std::size_t cur_{0};
 };
@@ -411,6 +421,8 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
   out.prefetches = st.prefetches;
   out.prefetches_late = st.prefetch_late_device;
   out.prefetch_lateness_seconds = st.prefetch_lateness_seconds;
+  out.prefetches_on_time = st.prefetch_on_time_device;
+  out.prefetch_lead_seconds = st.prefetch_lead_seconds;
   out.prefetches_wasted = st.prefetch_wasted;
   out.prefetch_wasted_bytes = st.prefetch_wasted_bytes;
   out.planner_relearns = st.planner_relearns;

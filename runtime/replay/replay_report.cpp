@@ -115,6 +115,8 @@ field const kFields[] = {
   TP_COUNT("prefetches", r.prefetches),
   TP_COUNT("prefetches_late", r.prefetches_late),
   TP_REAL("prefetch_lateness_seconds", r.prefetch_lateness_seconds),
+  TP_COUNT("prefetches_on_time", r.prefetches_on_time),
+  TP_REAL("prefetch_lead_seconds", r.prefetch_lead_seconds),
   TP_COUNT("prefetches_wasted", r.prefetches_wasted),
   TP_COUNT("prefetch_wasted_bytes", r.prefetch_wasted_bytes),
   TP_COUNT("planner_relearns", r.planner_relearns),

@@ -235,6 +235,29 @@ TEST(PlanPredictor, LearnsTheIterationThroughReallocatedActivationsAndForecastsT
   EXPECT_EQ(d.p.mispredicted(), 0U);
 }
 
+// Note [Copy-ins at the latest start]: each access carries the device compute queued on its
+// stream since the one before (the pool measures it); the forecast gives every access ahead
+// the compute of its counterpart one period back.
+TEST(PlanPredictor, TheAccessesAheadCarryTheComputeBeforeThemOnePeriodBack)
+{
+  plan_predictor p{plan_predictor::config{}};
+  for (std::uint64_t id = 1; id <= 4; ++id) { p.on_allocate(tensor_id{id}, 64); }
+  auto const compute_before = [](std::uint64_t id) { return tick{id * 1000 + 7}; };
+  for (int it = 0; it < 8; ++it) {
+    for (std::uint64_t id = 1; id <= 4; ++id) {
+      prefetch_plan unused;
+      p.on_access({.id = tensor_id{id}, .bytes = 64, .compute = compute_before(id)}, unused);
+    }
+  }
+  ASSERT_EQ(p.state(), plan_predictor::phase::planned);
+  std::vector<planned_access> ahead(8);
+  std::size_t const n = p.upcoming(ahead);
+  ASSERT_EQ(n, 4U);
+  for (std::size_t k = 0; k < n; ++k) {
+    EXPECT_EQ(ahead[k].compute, compute_before(static_cast<std::uint64_t>(ahead[k].id))) << k;
+  }
+}
+
 TEST(PlanPredictor, FallsBackWhenTheScheduleChangesAndRelearnsIt)
 {
   plan_driver d;
@@ -567,6 +590,12 @@ TEST(PlanPredictor, RegistryParametersAndErrors)
   EXPECT_FALSE(c.write_back);
   EXPECT_TRUE(c.prefetch);
   EXPECT_TRUE(c.keep);
+  EXPECT_TRUE(c.timing);
+  any_prefetch_predictor tm = reg.create_predictor("oracle:timing=off");
+  plan_predictor const* const tp = tm.target<plan_predictor>();
+  ASSERT_NE(tp, nullptr);
+  EXPECT_FALSE(tp != nullptr ? tp->options().timing : true);
+  EXPECT_THROW((void)reg.create_predictor("plan:timing=soon"), logic_error);
   any_prefetch_predictor k = reg.create_predictor("plan:keep=off");
   plan_predictor const* const kp = k.target<plan_predictor>();
   ASSERT_NE(kp, nullptr);
@@ -867,6 +896,86 @@ TEST(PrefetchTiming, DeviceTimeSaysOnTimeOrLateAndByHowMuch)
   EXPECT_EQ(st.prefetch_wasted, 1U);
   EXPECT_EQ(st.prefetch_wasted_bytes, 128_KiB);
   EXPECT_TRUE(p.validate());
+}
+
+// An oracle's schedule the test moves along: the accesses after position `at`.
+class stepped_schedule final : public schedule_source {
+ public:
+  std::vector<planned_access> all;  // positions 0, 1, ...
+  std::size_t at{0};
+  std::size_t upcoming(std::span<planned_access> out) noexcept override
+  {
+    std::size_t n = 0;
+    for (std::size_t i = at + 1; i < all.size() && n < out.size(); ++i) { out[n++] = all[i]; }
+    return n;
+  }
+};
+
+// Note [Copy-ins at the latest start]: x is on the host and the device tier is full, so its
+// prefetch has to evict f (next used much later). Three accesses of resident tensors come
+// first, each after a kernel four copies long. With timing the planner waits for the last
+// step that still has x copied in before its use (the one just before it); without, x is
+// copied in at the first step. Either way its copy is done by its use, and every byte is there.
+TEST(PrefetchTiming, ACopyInThatMustEvictWaitsForItsLatestStart)
+{
+  for (bool const timing : {true, false}) {
+    SCOPED_TRACE(timing ? "timing on" : "timing off");
+    auto be = make_sim(sim_clock_mode::virtual_clock);
+    auto sched = std::make_shared<stepped_schedule>();
+    pool_options o = small_tiers(be, 1_MiB, 0, 16_MiB);
+    o.prefetch = timing ? "oracle:writeback=off,keep=off" : "oracle:writeback=off,keep=off,timing=off";
+    o.schedule = sched;
+    pool p{o};
+    stream_handle const s = p.create_stream();
+    tick const copy_ns = link_model::pcie4().transfer_ns(256_KiB);
+    std::vector<tensor> g;
+    for (std::uint64_t k = 0; k < 3; ++k) {
+      g.push_back(p.allocate(256_KiB));
+      fill(p, g.back(), k, 1);
+    }
+    tensor f = p.allocate(256_KiB);
+    fill(p, f, 9, 1);
+    tensor x = p.allocate(256_KiB, {.preferred_tier = tier_id{1}});
+    fill(p, x, 7, 1);
+    for (tensor const& t : g) { lease l = p.acquire(t, access_mode::read, s); }  // resident
+    { lease l = p.acquire(f, access_mode::read, s); }
+    // The next uses the program gives (as a replay does): the schedule's, f and the g's
+    // once used far later.
+    p.set_next_use(f, 1'000'000);
+    for (std::uint64_t k = 0; k < 3; ++k) { p.set_next_use(g[k], k); }
+    p.set_next_use(x, 3);
+    ASSERT_EQ(p.stats().tiers[0].used_bytes.current, static_cast<std::int64_t>(1_MiB)) << "the device tier is full";
+    // The schedule: g0, g1, g2, x at positions 0..3, each after a kernel of 4 copies.
+    for (std::uint64_t k = 0; k < 3; ++k) { sched->all.push_back({.id = g[k].id(), .bytes = 256_KiB, .when = k, .compute = 4 * copy_ns}); }
+    sched->all.push_back({.id = x.id(), .bytes = 256_KiB, .when = 3, .compute = 4 * copy_ns});
+    std::vector<std::uint64_t> issued_after;  // planned prefetches after each step
+    for (std::size_t k = 0; k < 3; ++k) {
+      ASSERT_EQ(be->compute_async(s, 4 * copy_ns), status::ok);
+      sched->at = k;
+      { lease l = p.acquire(g[k], access_mode::read, s); }
+      p.set_next_use(g[k], 2'000'000 + k);
+      issued_after.push_back(p.stats().planned_prefetches);
+    }
+    std::vector<std::uint64_t> const expected = timing ? std::vector<std::uint64_t>{0, 0, 1} : std::vector<std::uint64_t>{1, 1, 1};
+    EXPECT_EQ(issued_after, expected);
+    ASSERT_EQ(be->compute_async(s, 4 * copy_ns), status::ok);
+    sched->at = 3;
+    { lease l = p.acquire(x, access_mode::read, s); }
+    pool_stats const st = p.stats();
+    EXPECT_EQ(st.prefetch_on_time_device, 1U);
+    EXPECT_EQ(st.prefetch_late_device, 0U);
+    // Copied in at the last step: ready about three copies before its use; at the first: eleven.
+    double const lead = st.prefetch_lead_seconds / (static_cast<double>(copy_ns) * 1e-9);
+    if (timing) {
+      EXPECT_LT(lead, 4.0);
+    } else {
+      EXPECT_GT(lead, 8.0);
+    }
+    EXPECT_TRUE(check(p, x, 7, 1));
+    EXPECT_TRUE(check(p, f, 9, 1));
+    for (std::uint64_t k = 0; k < 3; ++k) { EXPECT_TRUE(check(p, g[k], k, 1)); }
+    EXPECT_TRUE(p.validate());
+  }
 }
 
 }  // namespace

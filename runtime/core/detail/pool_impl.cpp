@@ -487,6 +487,23 @@ access_view pool_impl::tell_predictor(tensor_id id, std::size_t bytes, access_mo
   a.discard = access == access_mode::write_discard;
   a.sequence = prediction_.seq++;
   a.stream = stream.value;
+  // Device compute queued on the stream since its access before (Note [Copy-ins at the
+  // latest start]): the stream's time when this acquire began, less its time when the one
+  // before was told.
+  if (std::optional<tick> const end = backend_->known_stream_time(stream)) {
+    acquire_start const began = std::exchange(acquire_began(), acquire_start{});
+    auto& told = prediction_.stream_told;
+    auto it = std::find_if(told.begin(), told.end(), [&](auto const& e) { return e.first == stream.value; });
+    if (it == told.end()) {
+      try {
+        told.emplace_back(stream.value, *end);
+      } catch (std::bad_alloc const&) {  // a stream more: its compute stays unknown (0)
+      }
+    } else {
+      if (began.pool == this && began.stream == stream.value && began.at > it->second) { a.compute = began.at - it->second; }
+      it->second = *end;
+    }
+  }
   prediction_.predictor->on_access(a, prediction_.plan);
   return a;
 }
@@ -652,6 +669,40 @@ void pool_impl::forecast_before(tensor_record& rec)
 //   thread's eviction holds another's early write-backs for a step. On the layers=16 row
 //   (now 41.5 ms) early write-backs still cost 3 % (40.4 ms with writeback=off): copy-bound
 //   stretches where nothing is evicted for a step still let one through.
+// Note [Copy-ins at the latest start]
+//   Rationale: the planner's walk is bounded in bytes (the horizon, the budget), not in time:
+//   it copied in every tensor ahead it found harmless room for, however much compute lay
+//   before its use. A copy-in that has to evict takes that room from then on: the tensors
+//   it evicts (next used after it, so "no harm" by Cao et al.'s rule) are gone early, and
+//   the copies the walk issued first stand in the h2d queue ahead of ones needed sooner at
+//   the next step. The issue asks for each copy-in at the latest time that still completes
+//   before its use, in device time, given the link's bandwidth and its queue.
+//   Approach (where the backend knows device times ahead: the sim's virtual clock):
+//   - The compute before each access is learned. At the start of a planned acquire the
+//     pool reads its stream's device time; the compute queued on that stream since its
+//     access before is that time less the stream's time when that one was told
+//     (access_view::compute). plan_predictor keeps it per access, and upcoming() gives each
+//     access ahead the compute of its counterpart one period back (planned_access::compute;
+//     the oracle's schedule sums the trace's compute events on the access's stream).
+//   - In the prefetch walk, a candidate that has no free room (the device tier's placed
+//     bytes plus its own exceed the tier; free room harms nothing and is taken now) is held
+//     back while, issued at the next step instead, it would still complete before its use:
+//     behind the h2d queue at the stream's point (migration_engine::copy_in_backlog) and the
+//     copies of the candidates before it, less the compute the stream runs until that step,
+//     with the compute ahead counted at 80 %. The next access itself is never held back
+//     (its acquire is the next step).
+//   - A candidate issued now first issues the ones held back before it: on a FIFO link they
+//     would queue behind it (without that, the `repeat` rows went up to 1.17x).
+//   Measured (virtual clock, pcie4, the five traces and the 16 generator variants, 25 % and
+//   50 %; bench/results/copy-in-timing-cpu-2026-12-05.md), timing against timing=off:
+//   `plan` with lru 0.945-1.002x (geometric mean 0.996; transformer-train at 50 % 394.9 ->
+//   387.6 ms), with repeat 0.988-1.014x, with belady 0.970-1.020x; `oracle` rows
+//   0.954-1.090x (geometric mean about 1.000; GPT-2 small at 50 % with repeat 1.09x).
+//   Without the free-room exception: `plan` with lru 0.935-1.048x (GPT-2 small at 50 % 1.048x).
+//   Limitations: the compute ahead sums every access's compute whatever its stream (exact on
+//   one stream, an overestimate on several); where device times are not known ahead
+//   (CUDA, the sim's wall clock) copy-ins go as before, as soon as room allows: a real GPU
+//   would need events at the accesses and their elapsed times.
 // Note [The schedule ahead in chunks]
 //   Rationale: every device acquire runs the planner's step, and the step read the whole
 //   window ahead (1024 accesses by default) from the forecast: two hash lookups per access
@@ -829,11 +880,23 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
     }
   }
   tick const window_end = n == 0 ? 0 : ahead[n - 1].when;
+  // Copy-ins at the latest start (Note [Copy-ins at the latest start]): the h2d link's queue
+  // ahead of the stream's point, in device time (empty: device times not known ahead).
+  constexpr double kLateMargin = 0.2;  // the compute ahead counted at 80 %: room for copies the estimate misses
+  std::optional<tick> const backlog = planner.options().timing ? engine_.copy_in_backlog(stream) : std::nullopt;
+  double const h2d_ns_per_byte = 1e9 / std::max(engine_.actions().h2d, 1.0);
+  double link_ns = backlog ? static_cast<double>(*backlog) : 0.0;  // plus the copies of the candidates so far
+  double const next_gap = n != 0 ? static_cast<double>(ahead[0].compute) : 0.0;  // the stream's advance by the next step
+  double t_ahead = 0.0;  // compute from the stream's point to the access
+  thread_local std::vector<std::pair<record_ref, tick>> waiting;  // deferred, nearer than the next one issued
+  waiting.clear();
+  auto const& dts = *engine_.tiers()[d];
   tick guard = 0;  // conservative: the latest next use, after their use, of the tensors used before this one
   std::uint64_t outstanding = 0;
   sum = 0;
   for (std::size_t i = 0; i < n || (more() && i < n); ++i) {
     planned_access const& pa = ahead[i];
+    t_ahead += static_cast<double>(pa.compute);
     tick const before = guard;
     if (conservative) {
       auto const it = reuse.find(static_cast<std::uint64_t>(pa.id));
@@ -862,10 +925,34 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
       }
     }
     if (outstanding + r->bytes > prediction_.budget) { break; }
-    plan_outcome const o = engine_.plan_prefetch(r, d, std::max({pa.when, keep_until, before}), now, planner.options().stream_reuse);
+    double const copy_ns = static_cast<double>(r->bytes) * h2d_ns_per_byte;
+    // Issued at the next step instead, measured from the stream's point then: it completes
+    // behind the copies queued before it (deferred ones too) and must be done by its use.
+    double const done_next = std::max(link_ns - next_gap, 0.0) + copy_ns;
+    double const use_next = t_ahead - next_gap;
+    link_ns += copy_ns;
+    tick const protect = std::max({pa.when, keep_until, before});
+    // Free room taken harms nothing: that copy goes now. One that has to evict waits while
+    // a later step still completes it before its use.
+    std::int64_t const used = dts.bytes_allocated.load(std::memory_order_relaxed) - dts.bytes_freed.load(std::memory_order_relaxed);
+    bool const room_free = used >= 0 && static_cast<std::uint64_t>(used) + r->bytes <= cap;
+    if (backlog && !room_free && i != 0 && done_next < use_next * (1.0 - kLateMargin)) {
+      waiting.emplace_back(std::move(r), protect);
+      continue;
+    }
+    bool stop = false;
+    for (auto& [wr, wp] : waiting) {  // the nearer ones first: they would queue behind this one
+      plan_outcome const wo = engine_.plan_prefetch(wr, d, wp, now, planner.options().stream_reuse);
+      if (wo == plan_outcome::issued) { outstanding += wr->bytes; }
+      if (wo == plan_outcome::no_room) { stop = true; break; }
+    }
+    waiting.clear();
+    if (stop) { break; }
+    plan_outcome const o = engine_.plan_prefetch(r, d, protect, now, planner.options().stream_reuse);
     if (o == plan_outcome::issued) { outstanding += r->bytes; }
     if (o == plan_outcome::no_room) { break; }
   }
+  waiting.clear();  // the ones a later step issues (their references go now)
 }
 
 void pool_impl::note_prefetch_timing(copy_slot const& slot, stream_handle stream) noexcept

@@ -95,6 +95,19 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   /// The `plan` forecast of the tensor's next use after this access, given before the
   /// acquire (Note [The forecast before the access], pool_impl.cpp).
   void forecast_before(tensor_record& rec);
+  /// The calling thread's latest planned acquire: the pool, its stream and that stream's
+  /// device time when it began (known device times only; taken by tell_predictor). Note
+  /// [Copy-ins at the latest start].
+  struct acquire_start {
+    pool_impl const* pool{nullptr};
+    std::uint64_t stream{0};
+    tick at{0};
+  };
+  [[nodiscard]] static acquire_start& acquire_began() noexcept
+  {
+    thread_local acquire_start t;
+    return t;
+  }
   /// Tell the predictor of a device access (prediction_.mtx held); the view it was told.
   access_view tell_predictor(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream);
   /// The transfer planner's step after a device acquire (Note [The planner's step], pool_impl.cpp).
@@ -324,6 +337,9 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
     std::vector<std::pair<tensor_id, std::uint64_t>> written;  // looked up in the table when due
     std::size_t written_head{0};                        ///< under mtx: first entry of `written` still pending
     std::uint64_t device_evictions{0};                  ///< under mtx: the device tier's evictions at the last step
+    /// Under mtx: per stream, its device time when its latest acquire was told (known device
+    /// times only): access_view::compute is the time queued on it since.
+    std::vector<std::pair<std::uint64_t, tick>> stream_told;
     /// Written under mtx, read without it (forecast_before): the tensor the schedule has
     /// next (kAnyNextTensor: whatever it is; 0: none known) and its forecast next use after it.
     std::atomic<std::uint64_t> next_id{0};

@@ -293,7 +293,12 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
   op_gate::scope const op(gate_, thread_shard());
   if (lost()) [[unlikely]] { throw_lost("acquire"); }
   tensor_record& rec = checked_record(t, "acquire");
-  if (prediction_.planner != nullptr) [[unlikely]] { forecast_before(rec); }
+  if (prediction_.planner != nullptr) [[unlikely]] {
+    forecast_before(rec);
+    if (std::optional<tick> const at = backend_->known_stream_time(stream)) {  // Note [Copy-ins at the latest start]
+      acquire_began() = acquire_start{this, stream.value, *at};
+    }
+  }
   return acquire_record(rec, &t.rec_, access, stream);
 }
 

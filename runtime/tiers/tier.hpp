@@ -285,6 +285,10 @@ class TIERPOOL_EXPORT tier {
     std::array<bool, kMaxParts> borrowed{};
     std::size_t count{0};
   };
+  /// @brief Span searches answered by the last one that failed, nothing having changed
+  ///        since (Note [A failed span search is remembered], tier.cpp).
+  [[nodiscard]] std::uint64_t span_searches_remembered() const noexcept { return span_miss_.skipped; }
+
   /**
    * @brief Stream-ordered reuse of any size: hand out one block made of deferred blocks
    *        (recorded on streams `allowed` accepts) and the free blocks between and around
@@ -552,6 +556,16 @@ class TIERPOOL_EXPORT tier {
   };
   std::vector<char> lane_allowed_;
   std::vector<span_candidate> span_scratch_;
+  // Changes of the layout or of the deferred blocks (Note [A failed span search is
+  // remembered], tier.cpp), and the last span search that found nothing.
+  std::uint64_t layout_version_{0};
+  struct span_miss {
+    bool valid{false};
+    std::uint64_t version{0};
+    std::uint64_t need{0};
+    std::vector<char> allowed;
+    std::uint64_t skipped{0};  // searches it answered
+  } span_miss_;
 
   // used_ + deferred_bytes_ + arena_.free_bytes() == reserved_ <= config_.capacity_bytes
   // arena_.capacity() == reserved_ + placeholder_bytes_

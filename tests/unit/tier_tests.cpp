@@ -892,6 +892,45 @@ TEST(TierDeferred, TakeDeferredSpanMergesDeferredAndFreeBlocksWithoutWaiting)
   ASSERT_TRUE(t.validate());
 }
 
+// Note [A failed span search is remembered]: a search that found no window answers the
+// next ones for no fewer bytes over the same lanes while nothing changes; a smaller request,
+// other lanes or any change of the tier search again.
+TEST(TierDeferred, AFailedSpanSearchIsRememberedUntilTheTierChanges)
+{
+  rig r{virtual_clock()};
+  stream_handle s1{};
+  ASSERT_EQ(r.be.create_stream(&s1), status::ok);
+  tier t{r.be, r.events, config(tier_kind::device, 256_KiB, 256_KiB)};
+  std::vector<block> const v = four_blocks(t);
+  ASSERT_EQ(v.size(), 4U);
+  event_handle const e0 = busy_event(r, s1, 10'000);
+  t.deallocate_after(v[0], e0, s1);
+  event_handle const e2 = busy_event(r, s1, 20'000);
+  t.deallocate_after(v[2], e2, s1);  // v[1] and v[3] live: no run of two blocks
+  auto any = [](stream_handle) { return true; };
+  auto none = [](stream_handle) { return false; };
+  tier::deferred_span sp;
+  EXPECT_FALSE(t.take_deferred_span(128_KiB, any, &sp));
+  EXPECT_EQ(t.span_searches_remembered(), 0U);
+  EXPECT_FALSE(t.take_deferred_span(128_KiB, any, &sp));
+  EXPECT_FALSE(t.take_deferred_span(192_KiB, any, &sp));
+  EXPECT_EQ(t.span_searches_remembered(), 2U) << "nothing changed: no window then, none now";
+  EXPECT_FALSE(t.take_deferred_span(128_KiB, none, &sp));
+  EXPECT_EQ(t.span_searches_remembered(), 2U) << "other lanes: searched again";
+  EXPECT_FALSE(t.take_deferred_span(128_KiB, any, &sp));
+  EXPECT_EQ(t.span_searches_remembered(), 2U) << "the lanes of the last search differ: searched again";
+  t.deallocate(v[1]);  // v[0], v[1] free now, v[2]: a run of 192 KiB
+  auto got = t.take_deferred_span(192_KiB, any, &sp);
+  ASSERT_TRUE(got) << "the tier changed: searched again, and the window is there";
+  EXPECT_EQ(got->ptr, v[0].ptr);
+  EXPECT_EQ(t.span_searches_remembered(), 2U);
+  for (std::size_t k = 0; k < sp.count; ++k) { r.events.release(sp.events[k]); }
+  t.deallocate(*got);
+  t.deallocate(v[3]);
+  EXPECT_EQ(r.events.stats().outstanding, 0U);
+  ASSERT_TRUE(t.validate());
+}
+
 // A deferred block larger than the request is split: the head is handed on, the tail stays
 // deferred behind the same event, which the caller only borrows (the tier still frees the
 // tail when it completes, and gives the event back then).

@@ -31,9 +31,10 @@ namespace {
 struct workload_mode {
   char const* name{"random"};
   char const* prefetch{"none"};  ///< pool_options::prefetch
-  /// A repeating schedule in place of random operations: step k acquires tensor k % n on the
-  /// device, a read_write "kernel" that rewrites it for every third tensor, a read for the
-  /// others (the transfer planner learns the loop, prefetches and writes back early).
+  /// A repeating schedule in place of random operations: a sweep that acquires every tensor
+  /// in turn on the device, a read_write "kernel" that rewrites every third, a read for the
+  /// others, then 40 reads of the first four (the transfer planner learns the loop,
+  /// prefetches, and writes back early while the four are read).
   bool loop{false};
   std::size_t tensors{12};     ///< n
   std::size_t unit{32_KiB};    ///< tensor i has unit x (1 + i % 4) + 256 i bytes
@@ -70,8 +71,13 @@ class workload {
   // One operation; typed failures are accepted (the model is unchanged then).
   void step(std::mt19937_64& rng)
   {
-    std::size_t const i = loop_ ? pos_ % n_ : rng() % n_;
-    std::uint64_t const op = loop_ ? (pos_ % 3 == 0 ? 0 : 2) : rng() % 6;
+    // The loop: a sweep over every tensor, then kHot reads of the first four, resident, during
+    // which nothing is evicted (early write-backs wait for such a stretch: Note [No early
+    // write-back while the tier evicts]).
+    constexpr std::uint64_t kHot = 40;
+    std::uint64_t const q = loop_ ? pos_ % (n_ + kHot) : 0;
+    std::size_t const i = loop_ ? (q < n_ ? q : q % 4) : rng() % n_;
+    std::uint64_t const op = loop_ ? (q < n_ && q % 3 == 0 ? 0 : 2) : rng() % 6;
     ++pos_;
     try {
       if (!ts_[i].valid()) {  // a failed re-allocation earlier

@@ -654,21 +654,24 @@ void pool_impl::forecast_before(tensor_record& rec)
 //   waits for both. On mlp-train layers=16 width=1024 batch=512 at 50 % (lru, `plan`) the
 //   optimizer step took 23.6 ms, 20.5 without early write-backs, and the run 42.5 ms
 //   against 41.6 with no prefetch at all.
-//   Approach: a step that sees the device tier's eviction count (tier_state::evictions)
-//   moved since the step before tries no early write-back; the written tensors stay queued
-//   for a later step. Tried first: counting only demand misses' dirty victims (an early copy
-//   leaves its victim clean, the next miss writes nothing back, and the early copies went
-//   on: all 72 of ReplayPlanner.NoEarlyWriteBackWhileTheTierEvicts); counting demand misses'
-//   evictions but not a prefetch's (`plan` rows' geometric mean 0.9991 against 0.9975 here);
-//   dropping the held tensors rather than keeping them queued (slightly worse).
-//   Measured (virtual clock, pcie4, the five traces and the 16 generator variants, lru and
-//   repeat at 25 % and 50 %; bench/results/early-write-backs-evicting-cpu-2026-12-05.md):
-//   `plan` rows 0.971-1.014x (geometric mean 0.9975; the layers=16 row 42.5 -> 41.5 ms),
-//   `oracle` rows 0.969-1.014x (0.9985).
-//   Limitations: the signal is global and one step old: with threads interleaving, one
-//   thread's eviction holds another's early write-backs for a step. On the layers=16 row
-//   (now 41.5 ms) early write-backs still cost 3 % (40.4 ms with writeback=off): copy-bound
-//   stretches where nothing is evicted for a step still let one through.
+//   Approach: early write-backs wait for a quiet stretch: kQuietSteps (32) planner steps in
+//   a row in which the device tier's eviction count (tier_state::evictions) did not move;
+//   the written tensors stay queued meanwhile. Tried first, on the step alone (no early
+//   write-back in a step that finds the count moved since the step before): `plan` rows
+//   0.971-1.014x, the layers=16 row 41.5 ms. Then the stretch, against that (the five
+//   traces and the 16 generator variants, 25 % and 50 %; `plan` geometric mean per policy
+//   lru / repeat / belady): 2 steps 1.001 / 0.999 / 0.999, 4 0.997 / 0.996 / 0.999, 8 0.996 /
+//   0.995 / 0.998, 16 0.998 / 0.994 / 0.996, 32 0.9955 / 0.993 / 0.995 (max 1.012), 64
+//   0.999 / 0.994 / 0.995 (max 1.042), 128 1.002 (max 1.109), the same as writeback=off.
+//   Also tried: counting only demand misses' dirty victims (an early copy leaves its victim
+//   clean, the next miss writes nothing back, and the early copies went on: all 72 of
+//   ReplayPlanner.NoEarlyWriteBackWhileTheTierEvicts); demand misses' evictions but not a
+//   prefetch's; dropping the held tensors rather than keeping them queued.
+//   Measured against no rule (bench/results/early-write-backs-evicting-cpu-2026-12-05.md):
+//   the layers=16 row 42.5 -> 40.6 ms (writeback=off 40.4), transformer-train batch=2
+//   seq=512 at 25 % with lru 159.8 -> 156.4 ms (`none` 159.2).
+//   Limitations: 32 is measured, not derived; the signal is global (with threads
+//   interleaving, one thread's eviction holds another's early write-backs).
 // Note [Copy-ins at the latest start]
 //   Rationale: the planner's walk is bounded in bytes (the horizon, the budget), not in time:
 //   it copied in every tensor ahead it found harmless room for, however much compute lay
@@ -725,6 +728,7 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
   constexpr std::size_t kFirstChunk = 128;  // accesses ahead read at first; then as many again each time
   constexpr std::size_t kCleanPerStep = 8;
   constexpr std::uint64_t kCleanLag = 8;  // accesses after a write before its write-back is tried (the lease ends)
+  constexpr std::uint32_t kQuietSteps = 32;  // steps without an eviction before early write-backs go (Note [No early write-back while the tier evicts])
   thread_local std::vector<planned_access> ahead(kAhead);
   thread_local std::vector<record_ref> to_clean;
   plan_predictor& planner = *prediction_.planner;
@@ -779,7 +783,12 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
     // oldest first; while the device tier evicts they wait (Note [No early write-back while
     // the tier evicts]).
     std::uint64_t const evicted = engine_.tiers()[device_tier()]->evictions.load(std::memory_order_relaxed);
-    bool const evicting = evicted != prediction_.device_evictions;
+    if (evicted != prediction_.device_evictions) {
+      prediction_.quiet_steps = 0;
+    } else if (prediction_.quiet_steps < kQuietSteps) {
+      ++prediction_.quiet_steps;
+    }
+    bool const evicting = prediction_.quiet_steps < kQuietSteps;
     prediction_.device_evictions = evicted;
     auto& w = prediction_.written;
     while (!evicting && prediction_.written_head < w.size() && to_clean.size() < kCleanPerStep &&

@@ -337,6 +337,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
     std::vector<std::pair<tensor_id, std::uint64_t>> written;  // looked up in the table when due
     std::size_t written_head{0};                        ///< under mtx: first entry of `written` still pending
     std::uint64_t device_evictions{0};                  ///< under mtx: the device tier's evictions at the last step
+    std::uint32_t quiet_steps{~std::uint32_t{0}};       ///< under mtx: steps since the device tier last evicted (capped; none yet: max)
     /// Under mtx: per stream, its device time when its latest acquire was told (known device
     /// times only): access_view::compute is the time queued on it since.
     std::vector<std::pair<std::uint64_t, tick>> stream_told;

@@ -490,7 +490,7 @@ access_view pool_impl::tell_predictor(tensor_id id, std::size_t bytes, access_mo
   // Device compute queued on the stream since its access before (Note [Copy-ins at the
   // latest start]): the stream's time when this acquire began, less its time when the one
   // before was told.
-  if (std::optional<tick> const end = backend_->known_stream_time(stream)) {
+  if (std::optional<tick> const end = device_times_known(stream) ? backend_->known_stream_time(stream) : std::nullopt) {
     acquire_start const began = std::exchange(acquire_began(), acquire_start{});
     auto& told = prediction_.stream_told;
     auto it = std::find_if(told.begin(), told.end(), [&](auto const& e) { return e.first == stream.value; });
@@ -661,15 +661,16 @@ void pool_impl::forecast_before(tensor_record& rec)
 //   0.971-1.014x, the layers=16 row 41.5 ms. Then the stretch, against that (the five
 //   traces and the 16 generator variants, 25 % and 50 %; `plan` geometric mean per policy
 //   lru / repeat / belady): 2 steps 1.001 / 0.999 / 0.999, 4 0.997 / 0.996 / 0.999, 8 0.996 /
-//   0.995 / 0.998, 16 0.998 / 0.994 / 0.996, 32 0.9955 / 0.993 / 0.995 (max 1.012), 64
+//   0.995 / 0.998, 16 0.998 / 0.994 / 0.996, 32 0.9956 / 0.993 / 0.995 (max 1.012), 64
 //   0.999 / 0.994 / 0.995 (max 1.042), 128 1.002 (max 1.109), the same as writeback=off.
 //   Also tried: counting only demand misses' dirty victims (an early copy leaves its victim
 //   clean, the next miss writes nothing back, and the early copies went on: all 72 of
 //   ReplayPlanner.NoEarlyWriteBackWhileTheTierEvicts); demand misses' evictions but not a
 //   prefetch's; dropping the held tensors rather than keeping them queued.
 //   Measured against no rule (bench/results/early-write-backs-evicting-cpu-2026-12-05.md):
-//   the layers=16 row 42.5 -> 40.6 ms (writeback=off 40.4), transformer-train batch=2
+//   the layers=16 row 42.5 -> 40.8 ms (writeback=off 40.4), transformer-train batch=2
 //   seq=512 at 25 % with lru 159.8 -> 156.4 ms (`none` 159.2).
+//   A pool counts as quiet until its first eviction.
 //   Limitations: 32 is measured, not derived; the signal is global (with threads
 //   interleaving, one thread's eviction holds another's early write-backs).
 // Note [Copy-ins at the latest start]
@@ -892,7 +893,8 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
   // Copy-ins at the latest start (Note [Copy-ins at the latest start]): the h2d link's queue
   // ahead of the stream's point, in device time (empty: device times not known ahead).
   constexpr double kLateMargin = 0.2;  // the compute ahead counted at 80 %: room for copies the estimate misses
-  std::optional<tick> const backlog = planner.options().timing ? engine_.copy_in_backlog(stream) : std::nullopt;
+  std::optional<tick> const backlog =
+    planner.options().timing && device_times_known(stream) ? engine_.copy_in_backlog(stream) : std::nullopt;
   double const h2d_ns_per_byte = 1e9 / std::max(engine_.actions().h2d, 1.0);
   double link_ns = backlog ? static_cast<double>(*backlog) : 0.0;  // plus the copies of the candidates so far
   double const next_gap = n != 0 ? static_cast<double>(ahead[0].compute) : 0.0;  // the stream's advance by the next step

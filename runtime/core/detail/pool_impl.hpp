@@ -103,6 +103,18 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
     std::uint64_t stream{0};
     tick at{0};
   };
+  /// Whether the backend knows device times ahead (the sim's virtual clock): asked once, on
+  /// the first planned acquire, then remembered (a wall clock or CUDA never does: the hit
+  /// path with the planner then makes no virtual call for it).
+  [[nodiscard]] bool device_times_known(stream_handle s) const noexcept
+  {
+    int k = device_times_.load(std::memory_order_relaxed);
+    if (k < 0) [[unlikely]] {
+      k = backend_->known_stream_time(s).has_value() ? 1 : 0;
+      device_times_.store(k, std::memory_order_relaxed);
+    }
+    return k == 1;
+  }
   [[nodiscard]] static acquire_start& acquire_began() noexcept
   {
     thread_local acquire_start t;
@@ -346,6 +358,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
     std::atomic<std::uint64_t> next_id{0};
     std::atomic<tick> next_value{0};
   } prediction_;
+  mutable std::atomic<int> device_times_{-1};  ///< device_times_known: -1 not asked yet, 0 no, 1 yes
   pool_tracer tracer_;  ///< trace recording (TIERPOOL_TRACE)
   std::string prefetch_spec_{"none"};  ///< the predictor with all its parameters (pool_stats::prefetch)
   // A lost device (pool_loss.cpp): lost_ is set once, after lost_ids_ and friends.

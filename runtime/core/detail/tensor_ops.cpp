@@ -295,8 +295,8 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
   tensor_record& rec = checked_record(t, "acquire");
   if (prediction_.planner != nullptr) [[unlikely]] {
     forecast_before(rec);
-    if (std::optional<tick> const at = backend_->known_stream_time(stream)) {  // Note [Copy-ins at the latest start]
-      acquire_began() = acquire_start{this, stream.value, *at};
+    if (device_times_known(stream)) {  // Note [Copy-ins at the latest start]
+      if (std::optional<tick> const at = backend_->known_stream_time(stream)) { acquire_began() = acquire_start{this, stream.value, *at}; }
     }
   }
   return acquire_record(rec, &t.rec_, access, stream);

@@ -495,6 +495,7 @@ access_view pool_impl::tell_predictor(tensor_id id, std::size_t bytes, access_mo
     auto& told = prediction_.stream_told;
     auto it = std::find_if(told.begin(), told.end(), [&](auto const& e) { return e.first == stream.value; });
     if (it == told.end()) {
+      if (told.size() >= 64) { told.clear(); }  // streams come and go: bounded (their compute restarts at 0)
       try {
         told.emplace_back(stream.value, *end);
       } catch (std::bad_alloc const&) {  // a stream more: its compute stays unknown (0)

@@ -902,6 +902,7 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
   double t_ahead = 0.0;  // compute from the stream's point to the access
   thread_local std::vector<std::pair<record_ref, tick>> waiting;  // deferred, nearer than the next one issued
   waiting.clear();
+  std::uint64_t waiting_bytes = 0;
   auto const& dts = *engine_.tiers()[d];
   tick guard = 0;  // conservative: the latest next use, after their use, of the tensors used before this one
   std::uint64_t outstanding = 0;
@@ -936,7 +937,7 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
         continue;
       }
     }
-    if (outstanding + r->bytes > prediction_.budget) { break; }
+    if (outstanding + waiting_bytes + r->bytes > prediction_.budget) { break; }  // held-back ones count as issued
     double const copy_ns = static_cast<double>(r->bytes) * h2d_ns_per_byte;
     // Issued at the next step instead, measured from the stream's point then: it completes
     // behind the copies queued before it (deferred ones too) and must be done by its use.
@@ -949,6 +950,7 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
     std::int64_t const used = dts.bytes_allocated.load(std::memory_order_relaxed) - dts.bytes_freed.load(std::memory_order_relaxed);
     bool const room_free = used >= 0 && static_cast<std::uint64_t>(used) + r->bytes <= cap;
     if (backlog && !room_free && i != 0 && done_next < use_next * (1.0 - kLateMargin)) {
+      waiting_bytes += r->bytes;
       waiting.emplace_back(std::move(r), protect);
       continue;
     }
@@ -959,6 +961,7 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
       if (wo == plan_outcome::no_room) { stop = true; break; }
     }
     waiting.clear();
+    waiting_bytes = 0;
     if (stop) { break; }
     plan_outcome const o = engine_.plan_prefetch(r, d, protect, now, planner.options().stream_reuse);
     if (o == plan_outcome::issued) { outstanding += r->bytes; }

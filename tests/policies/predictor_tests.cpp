@@ -978,5 +978,60 @@ TEST(PrefetchTiming, ACopyInThatMustEvictWaitsForItsLatestStart)
   }
 }
 
+// Note [Copy-ins at the latest start]: a copy-in held back counts against the prefetch budget
+// as if issued. x1 (64 KiB) can wait for a later step; x2 (1 MiB, right behind it) cannot, so
+// issuing x2 would issue x1 first: 1 MiB + 64 KiB, over the 1 MiB budget. The walk stops at
+// x2 instead; x1 goes at the next step, x2 once x1 is used.
+TEST(PrefetchTiming, CopyInsHeldBackCountAgainstTheBudget)
+{
+  auto be = make_sim(sim_clock_mode::virtual_clock);
+  auto sched = std::make_shared<stepped_schedule>();
+  pool_options o = small_tiers(be, 2_MiB, 0, 16_MiB);
+  o.prefetch = "oracle:writeback=off,keep=off,budget=1MiB";
+  o.schedule = sched;
+  pool p{o};
+  stream_handle const s = p.create_stream();
+  tick const copy2 = link_model::pcie4().transfer_ns(1_MiB);
+  // The device tier full: g0, g1 (used first), f1 and f2 (the sizes of x1 and x2, next used
+  // much later: their room goes to them) and h.
+  tensor g0 = p.allocate(256_KiB);
+  tensor g1 = p.allocate(256_KiB);
+  tensor f1 = p.allocate(64_KiB);
+  tensor f2 = p.allocate(1_MiB);
+  tensor h = p.allocate(448_KiB);
+  tensor x1 = p.allocate(64_KiB, {.preferred_tier = tier_id{1}});
+  tensor x2 = p.allocate(1_MiB, {.preferred_tier = tier_id{1}});
+  std::vector<tensor const*> const all{&g0, &g1, &f1, &f2, &h, &x1, &x2};
+  for (std::size_t k = 0; k < all.size(); ++k) { fill(p, *all[k], k, 1); }
+  for (tensor const* t : {&g0, &g1, &f1, &f2, &h}) { lease l = p.acquire(*t, access_mode::read, s); }
+  ASSERT_EQ(p.stats().tiers[0].used_bytes.current, static_cast<std::int64_t>(2_MiB)) << "the device tier is full";
+  p.set_next_use(f1, 1'000'000);
+  p.set_next_use(f2, 1'000'001);
+  p.set_next_use(h, 1'000'002);
+  p.set_next_use(g0, 0);
+  p.set_next_use(g1, 1);
+  p.set_next_use(x1, 2);
+  p.set_next_use(x2, 3);
+  sched->all = {{.id = g0.id(), .bytes = 256_KiB, .when = 0},
+                {.id = g1.id(), .bytes = 256_KiB, .when = 1, .compute = copy2 / 2},
+                {.id = x1.id(), .bytes = 64_KiB, .when = 2, .compute = copy2 / 2},
+                {.id = x2.id(), .bytes = 1_MiB, .when = 3, .compute = 0}};
+  std::vector<std::uint64_t> issued_after;  // planned prefetches after each step
+  std::vector<tensor const*> const order{&g0, &g1, &x1};
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    ASSERT_EQ(be->compute_async(s, copy2 / 2), status::ok);
+    sched->at = k;
+    { lease l = p.acquire(*order[k], access_mode::read, s); }
+    p.set_next_use(*order[k], 2'000'000 + k);
+    issued_after.push_back(p.stats().planned_prefetches);
+  }
+  std::vector<std::uint64_t> const expected{0, 1, 2};
+  EXPECT_EQ(issued_after, expected);
+  sched->at = 3;
+  { lease l = p.acquire(x2, access_mode::read, s); }
+  for (std::size_t k = 0; k < all.size(); ++k) { EXPECT_TRUE(check(p, *all[k], k, 1)) << k; }
+  EXPECT_TRUE(p.validate());
+}
+
 }  // namespace
 }  // namespace tierpool::test

@@ -56,6 +56,7 @@ class trace_schedule final : public schedule_source {
   trace_schedule(compiled_data const& d, std::uint64_t cap) : d_(d), cap_(cap)
   {
     for (pool_op const& op : d_.ops) { streams_ = std::max<std::size_t>(streams_, std::size_t{op.stream} + 1); }
+    compute_.resize(streams_);  // upcoming() is noexcept: its scratch is sized here
   }
   void attach(std::vector<tensor, tierpool::detail::big_array_allocator<tensor>> const* tensors) noexcept
   {
@@ -65,8 +66,8 @@ class trace_schedule final : public schedule_source {
   std::size_t upcoming(std::span<planned_access> out) noexcept override
   {
     std::size_t n = 0;
-    thread_local std::vector<tick> compute;  // per trace stream: compute since the access before
-    compute.assign(streams_, 0);
+    std::vector<tick>& compute = compute_;  // per trace stream: compute since the access before
+    std::fill(compute.begin(), compute.end(), tick{0});
     for (std::size_t i = cur_ + 1; i < d_.ops.size() && n < out.size(); ++i) {
       pool_op const& op = d_.ops[i];
       if (op.kind == pool_op_kind::compute && op.stream < compute.size()) { compute[op.stream] += op.arg; }
@@ -86,6 +87,7 @@ class trace_schedule final : public schedule_source {
   compiled_data const& d_;
   std::uint64_t cap_;
   std::size_t streams_{1};
+  std::vector<tick> compute_;  // upcoming()'s scratch (called under the pool's prediction lock)
   std::vector<tensor, tierpool::detail::big_array_allocator<tensor>> const* tensors_{nullptr};
   std::size_t cur_{0};
 };

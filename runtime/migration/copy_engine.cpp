@@ -153,6 +153,9 @@ void migration_engine::insert_into_policy_locked(tier_state& ts, tensor_record& 
   v.write_access = write;
   v.next_use = forecast_of(rec.next_use.load(std::memory_order_relaxed));
   ts.policy->on_insert(v);
+  // A copy inserted pinned is out of the policy's order, as after on_pin: its last unpin
+  // must put it back (unpin_locked tells the policy only when this is set).
+  if (v.pinned) { rec.slots[k].policy_pinned = true; }
   add_under_tier_lock(ts.resident, std::uint64_t{1});
   ts.add_tenant_bytes(rec.tenant, static_cast<std::int64_t>(rec.bytes));
 }
@@ -265,8 +268,6 @@ void migration_engine::unpin_locked(tensor_record& rec, std::uint32_t k) noexcep
   if (s.pins == 0) { return; }
   --rec.pins;
   if (--s.pins != 0) { return; }
-  std::size_t const sh = thread_shard();
-  bump(tiers_[k]->pinned[sh].bytes, -static_cast<std::int64_t>(rec.bytes), sh);
   unregister_pin_locked(rec, k);
   if (s.policy_pinned) {  // the policy heard of the pin (eviction skipped it): tell it
     tier_state& ts = *tiers_[k];
@@ -274,6 +275,10 @@ void migration_engine::unpin_locked(tensor_record& rec, std::uint32_t k) noexcep
     ts.policy->on_unpin(rec.id);
     s.policy_pinned = false;
   }
+  // Only now out of the tier's pinned bytes: until its policy takes the copy back, eviction
+  // still cannot have it, and a ladder failing meanwhile must see it as pinned (and wait).
+  std::size_t const sh = thread_shard();
+  bump(tiers_[k]->pinned[sh].bytes, -static_cast<std::int64_t>(rec.bytes), sh);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -414,7 +419,7 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
       if (mode != place_mode::ladder) { return fill_result::no_room; }
       throw_place_failure(k, rec.bytes, got.why);
     }
-    settle.bytes = got.placing;
+    settle.take(got);
     copy_slot* slot = nullptr;
     try {
       slot = &rec.slots.materialize(k);  // storage for the copy (Note [Copy slots only where a copy is])
@@ -496,7 +501,7 @@ bool migration_engine::write_back_locked(tensor_record& rec, std::uint32_t k, pl
         busy = busy + got.why.busy_bytes < busy ? busy : busy + got.why.busy_bytes;
         continue;
       }
-      settle.bytes = got.placing;
+      settle.take(got);
       copy_slot* slot = nullptr;
       try {
         slot = &rec.slots.materialize(j);  // Note [Copy slots only where a copy is]

@@ -458,6 +458,7 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
           continue;
         }
         if (s.pins != 0) {
+          out.pinned_bytes = sat_add(out.pinned_bytes, rec->bytes);
           if (!s.policy_pinned) {
             ts.policy->on_pin(id);  // see policy.hpp, Note [How a policy learns that a tensor is pinned]
             s.policy_pinned = true;

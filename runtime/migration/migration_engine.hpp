@@ -87,6 +87,10 @@ struct place_failure {
   /// The obstacle was leases of other threads (the calling thread holds none), not locks:
   /// they pin `busy_bytes`; the request waits for them as for busy victims.
   bool busy_pins{false};
+  /// The obstacle was blocks other threads are placing (tier_state::unsettled_bytes): they
+  /// make up `busy_bytes`; the request waits for them as for busy victims (Note [Blocks
+  /// being placed are waited for], placement.cpp).
+  bool busy_placing{false};
   /// A dirty victim's write-back failed in the backend on every try (the victim kept its
   /// bytes and stays resident): the request fails with this status, not an out-of-memory.
   status write_back_status{status::ok};
@@ -113,6 +117,9 @@ struct place_result {
   /// Bytes counted as in flight for a hard tenant (tenant_rank::placing): the caller hands
   /// them back with settle_placing once the copy entered the policy or the block went back.
   std::size_t placing{0};
+  /// Bytes of the block counted in tier_state::unsettled_bytes (the block is not in the
+  /// policy yet: `inserted` is false): the caller's placing_settle hands them back.
+  std::size_t unsettled{0};
   place_failure why{};           ///< when blk is empty; busy bytes in ladder mode only
 };
 
@@ -149,6 +156,14 @@ struct evict_handoff {
 [[nodiscard]] inline std::int64_t& thread_leases() noexcept
 {
   thread_local std::int64_t n = 0;
+  return n;
+}
+
+/// @brief Bytes of blocks the calling thread was given by place() and has not settled yet
+///        (place_result::unsettled, in every pool): a request does not wait for its own.
+[[nodiscard]] inline std::size_t& thread_unsettled() noexcept
+{
+  thread_local std::size_t n = 0;
   return n;
 }
 
@@ -198,6 +213,7 @@ enum class plan_outcome : std::uint8_t {
 struct evict_outcome {
   bool progress{false};     ///< at least one victim was vacated
   std::size_t busy_bytes{0};  ///< bytes of proposed victims another thread held (skipped)
+  std::size_t pinned_bytes{0};  ///< bytes of proposed victims with a lease on their copy here (skipped)
   bool kept{false};           ///< the planner's keep window, or a tenant's share, passed over a victim
   status write_back_status{status::ok};  ///< a victim's write-back failed in the backend (it stays resident)
   tensor_id write_back_victim{};         ///< that victim
@@ -292,7 +308,7 @@ class migration_engine {
   /// Hand back a placement's in-flight count (place_result::placing) for `tenant` in tier
   /// k: its copy is in the policy now (counted in tenant_bytes), or the block went back.
   /// No-op for 0. Takes tier k's lock.
-  void settle_placing(std::uint32_t k, std::uint32_t tenant, std::size_t bytes) noexcept;
+  void settle_placing(std::uint32_t k, std::uint32_t tenant, std::size_t bytes, std::size_t unsettled) noexcept;
   /// Undo a place() whose block the caller cannot use (it threw before the block reached a
   /// record): the block goes back to tier k, behind `after` (recorded on `after_stream`)
   /// when place() handed one over, the event with it.
@@ -545,14 +561,20 @@ class migration_engine {
 
 /// @brief Hands a placement's in-flight count back when it goes out of scope
 ///        (migration_engine::settle_placing): after the copy entered the policy, or after
-///        the block went back on a failure. Set `bytes` from place_result::placing.
+///        the block went back on a failure. Set it from the place_result (take()).
 class placing_settle {
  public:
   placing_settle(migration_engine& e, std::uint32_t k, std::uint32_t tenant) noexcept : e_(e), k_(k), tenant_(tenant) {}
   placing_settle(placing_settle const&) = delete;
   placing_settle& operator=(placing_settle const&) = delete;
-  ~placing_settle() { e_.settle_placing(k_, tenant_, bytes); }
-  std::size_t bytes{0};  ///< place_result::placing
+  ~placing_settle() { e_.settle_placing(k_, tenant_, bytes, unsettled); }
+  void take(place_result const& got) noexcept
+  {
+    bytes = got.placing;
+    unsettled = got.unsettled;
+  }
+  std::size_t bytes{0};      ///< place_result::placing
+  std::size_t unsettled{0};  ///< place_result::unsettled
 
  private:
   migration_engine& e_;

@@ -125,6 +125,34 @@ constexpr int kCompactTries = 2;
 // failure after the last retry keeps the old diagnosis.
 constexpr int kLateRoomRounds = 16;
 
+// Note [Blocks being placed are waited for]
+// ------------------------------------------
+// Rationale: a ladder that evicts nothing and finds nothing busy fails, and its diagnosis
+// blames the tier's size or its fragmentation. Two kinds of room were out of eviction's
+// sight and yet about to come back:
+//   - blocks place() handed out whose tensor has not entered the policy yet (its copy is
+//     being made): neither free nor a victim;
+//   - copies whose last lease was just released, with the release waiting for the tier
+//     lock (held by the failing ladder) to tell the policy on_unpin: the tier's pinned
+//     bytes already said 0, the policy still kept them out of its order.
+// With 16 threads acquiring 4 KiB-1 MiB tensors on an 8 MiB tier (no lease across calls),
+// most runs failed so, with figures like "resident 6.5 MiB in 0 tensors, pinned 0 B"; with
+// 8 threads, once in about 20,000 acquires in CI
+// (PoolContention.NoLeaseAcrossCallsNeverRunsOutOfMemory).
+// Approach: tier_state::unsettled_bytes counts the slot bytes of blocks handed out and not
+// yet settled (place_result::unsettled, given back by the caller's placing_settle once the
+// tensor is in the policy or the block went back). unpin_locked takes a copy out of the
+// pinned bytes only after the policy took it back. A ladder whose last round evicted
+// nothing and found nothing busy looks at both, as read at that round's start (under the
+// tier lock) and now: blocks other threads are placing (when this thread settles none of
+// its own, thread_unsettled()) make it a busy failure (place_failure::busy_placing), pinned
+// bytes (when this thread holds no lease) a pins one, and the request lets go of its locks
+// and retries within pool_options::contention, as for busy victims. The out_of_memory
+// figures say "N being placed" when there are any.
+// Limitations: any placing thread's bytes count, whether or not their blocks are where the
+// request would fit; the retries are bounded, so a thread stuck in a copy, or a lease kept
+// for good, still ends in an error (cause `busy` or `pinned`).
+
 // Note [Compacting around vacated blocks]
 // ----------------------------------------
 // Rationale: compaction ran only when the tier's *free* bytes covered the request. A host
@@ -168,9 +196,17 @@ place_result migration_engine::place(place_request const& r)
   bool const ladder = r.mode == place_mode::ladder;
   place_result out;
   status last_backend = status::ok;
+  // A block handed out not in the policy yet: other threads' failing requests wait for it
+  // (Note [Blocks being placed are waited for]); the caller's placing_settle counts it back.
+  auto unsettled = [&](block const& b) {
+    out.unsettled = b.slot.size;
+    ts.unsettled_bytes.fetch_add(static_cast<std::int64_t>(b.slot.size), std::memory_order_relaxed);
+    thread_unsettled() += b.slot.size;
+  };
   auto took = [&](block const& b) -> place_result& {  // under the tier lock
     add_under_tier_lock(ts.bytes_allocated, static_cast<std::int64_t>(b.slot.size));
     out.blk = b;
+    unsettled(b);
     return out;
   };
   // A hard tenant's request reserves its bytes within its share when it passes the check
@@ -220,9 +256,16 @@ place_result migration_engine::place(place_request const& r)
   bool waited_to_compact = false;  // the "wait to compact" step runs once per placement
   bool counted_fragmented = false;
   std::size_t last_free = 0;  // the arena's free bytes at the last round's allocation
+  // Other threads' pins and placements at the start of the last round that evicted
+  // nothing: gone by the time the ladder fails, they may still be why it did (Note [Blocks
+  // being placed are waited for]).
+  std::size_t seen_pinned = 0;
+  std::int64_t seen_placing = 0;
   for (int round = 0; round < kMaxLadderRounds; ++round) {
     std::size_t free_now = 0;  // the arena's free bytes at this round's allocation
     std::unique_lock tl(ts.mem->mutex());  // handed to the eviction round below, which unlocks it
+    std::size_t const round_pinned = ladder ? ts.pinned_bytes() : 0;
+    std::int64_t const round_placing = ladder ? ts.unsettled_bytes.load(std::memory_order_relaxed) : 0;
     {
       drain_accesses_locked(ts);
       // A hard share (Note [Hard shares and priorities], eviction.cpp): past it, the
@@ -372,6 +415,7 @@ place_result migration_engine::place(place_request const& r)
       out.after = ho.ready;
       out.after_users = std::move(ho.users);
       out.inserted = ho.inserted;
+      if (!out.inserted) { unsettled(*ho.blk); }
       return out;
     }
     if (ev.progress) {
@@ -387,6 +431,8 @@ place_result migration_engine::place(place_request const& r)
       if (++write_back_failures <= kWriteBackRetries && r.mode != place_mode::no_wait) { continue; }
     }
     busy = ev.busy_bytes;
+    seen_pinned = std::max(round_pinned, ev.pinned_bytes);
+    seen_placing = round_placing;
     if (r.mode == place_mode::no_wait) { break; }
     // Wait for the oldest vacated block; else, room other threads made meanwhile (Note
     // [Room made while a round found nothing]).
@@ -426,11 +472,21 @@ place_result migration_engine::place(place_request const& r)
   // Other threads in the way: say so, and the request retries (Note [Busy victims are
   // waited for, not failed on]); else the request fails (throw_place_failure diagnoses it).
   out.why.busy_bytes = busy;
-  if (busy == 0 && thread_leases() <= 0) {
+  if (busy == 0 && thread_unsettled() == 0) {
+    // Nothing was busy, but blocks other threads are placing hold part of the tier, out of
+    // eviction's sight until their tensors enter the policy: wait for them (Note [Blocks
+    // being placed are waited for]).
+    std::int64_t const placing = std::max(seen_placing, ts.unsettled_bytes.load(std::memory_order_relaxed));
+    if (placing > 0 && bytes <= ts.capacity) {
+      out.why.busy_bytes = static_cast<std::size_t>(placing);
+      out.why.busy_placing = true;
+    }
+  }
+  if (out.why.busy_bytes == 0 && thread_leases() <= 0) {
     // Nothing was busy, but leases pin part of the tier and none is this thread's: other
     // threads' leases, released soon in a program that keeps none across calls. Wait for
     // them as for busy victims (the bound still ends a wait on a lease kept for good).
-    std::size_t const pinned = ts.pinned_bytes();
+    std::size_t const pinned = std::max(seen_pinned, ts.pinned_bytes());
     if (pinned != 0 && bytes <= ts.capacity) {
       out.why.busy_bytes = pinned;
       out.why.busy_pins = true;
@@ -482,10 +538,15 @@ event_handle migration_engine::join_events(tier::deferred_span& sp, stream_handl
   return e;
 }
 
-void migration_engine::settle_placing(std::uint32_t k, std::uint32_t tenant, std::size_t bytes) noexcept
+void migration_engine::settle_placing(std::uint32_t k, std::uint32_t tenant, std::size_t bytes,
+                                      std::size_t unsettled) noexcept
 {
-  if (bytes == 0) { return; }
   tier_state& ts = *tiers_[k];
+  if (unsettled != 0) {
+    ts.unsettled_bytes.fetch_sub(static_cast<std::int64_t>(unsettled), std::memory_order_relaxed);
+    thread_unsettled() -= std::min(thread_unsettled(), unsettled);
+  }
+  if (bytes == 0) { return; }
   std::lock_guard g(ts.mem->mutex());
   for (auto& e : ts.tenant_ranks) {
     if (e.tenant == tenant) {
@@ -548,6 +609,7 @@ std::string migration_engine::oom_message_locked(std::uint32_t k, std::size_t by
   tier_state const& ts = *tiers_[k];
   tier_usage const u = ts.mem->usage();
   std::size_t const pinned = ts.pinned_bytes();
+  std::int64_t const placing = ts.unsettled_bytes.load(std::memory_order_relaxed);
   std::size_t const unreserved = u.capacity_bytes - std::min(u.capacity_bytes, u.reserved_bytes);
   std::size_t const free_total = u.free_bytes + unreserved;
   std::size_t const largest = std::max(u.largest_free_block, unreserved);
@@ -590,7 +652,9 @@ std::string migration_engine::oom_message_locked(std::uint32_t k, std::size_t by
                     " bytes) in tier " + std::to_string(k) + " '" + ts.name + "' (" + std::string(to_string(ts.kind)) +
                     "): capacity " + format_byte_size(u.capacity_bytes) + ", reserved " +
                     format_byte_size(u.reserved_bytes) + ", resident " + format_byte_size(u.used_bytes) + " in " +
-                    std::to_string(ts.resident.load(std::memory_order_relaxed)) + " tensors, pinned " +
+                    std::to_string(ts.resident.load(std::memory_order_relaxed)) + " tensors" +
+                    (placing > 0 ? " and " + format_byte_size(static_cast<std::size_t>(placing)) + " being placed" : "") +
+                    ", pinned " +
                     format_byte_size(pinned) + ", in flight " + format_byte_size(u.deferred_bytes) +
                     ", free " + format_byte_size(free_total) + ", largest free block " + format_byte_size(largest) +
                     "; cause: " + cause;
@@ -626,7 +690,10 @@ void migration_engine::throw_place_failure(std::uint32_t k, std::size_t bytes, p
     // failed on]); this message is seen only when a caller outside a request catches it.
     throw busy_failure("tierpool: out of memory: cannot place " + format_byte_size(bytes) + " in tier '" +
                          tiers_[k]->name + "' now; cause: busy — other threads hold " +
-                         format_byte_size(why.busy_bytes) + (why.busy_pins ? " in leases" : " of the tensors eviction needs"),
+                         format_byte_size(why.busy_bytes) +
+                         (why.busy_pins      ? " in leases"
+                          : why.busy_placing ? " in blocks they are copying tensors into"
+                                             : " of the tensors eviction needs"),
                        tier_id{k}, bytes, why.busy_bytes, why.busy_pins);
   }
   oom_figures f{};

@@ -664,6 +664,10 @@ struct tier_state {
   std::atomic<std::uint64_t> merged_in_order{0};  ///< of those, made of several blocks (Note [Merging deferred blocks])
   std::atomic<std::int64_t> bytes_allocated{0};  ///< SUM of slot sizes placed here, over the pool's life
   std::atomic<std::int64_t> bytes_freed{0};      ///< SUM of slot sizes vacated here
+  /// Slot bytes of blocks place() handed out whose tensor has not entered the policy yet
+  /// (the copy into them is being made): eviction cannot see them (Note [Blocks being
+  /// placed are waited for], placement.cpp). Relaxed: a hint for the failure path only.
+  std::atomic<std::int64_t> unsettled_bytes{0};
   /// Storage tiers only (count_copy): bytes copied into the tier (written) and out of it (read).
   std::atomic<std::uint64_t> storage_written{0};
   std::atomic<std::uint64_t> storage_read{0};

@@ -210,7 +210,7 @@ tensor pool_impl::allocate(std::size_t bytes, tensor_options options)
   });
 
   placing_settle settle(engine_, where, options.tenant);  // at exit: in the policy, or given back
-  settle.bytes = got.placing;
+  settle.take(got);
   // Until the record holds the block, a failure (std::bad_alloc growing the table) hands
   // the block back to the tier, and a stream-ordered reuse's pending event with it.
   try {

@@ -301,6 +301,11 @@ bool pool_impl::validate() const
       fail("tier " + ts.name + ": tenant " + std::to_string(by_tenant[k].begin()->first) + " has copies but no entry");
     }
     if (ts.pinned_bytes() != pinned[k]) { fail("tier " + ts.name + ": pinned bytes mismatch"); }
+    // No call is inside: every block place() handed out is settled (Note [Blocks being
+    // placed are waited for], placement.cpp).
+    if (std::int64_t const unsettled = ts.unsettled_bytes.load(std::memory_order_relaxed); unsettled != 0) {
+      fail("tier " + ts.name + ": " + std::to_string(unsettled) + " bytes of blocks handed out and never settled");
+    }
     std::uint64_t entries = 0;
     for (pin_register_shard& reg : ts.pin_reg) {
       std::lock_guard g(reg.mtx);

@@ -148,7 +148,8 @@ constexpr int kLateRoomRounds = 16;
 // its own, thread_unsettled()) make it a busy failure (place_failure::busy_placing), pinned
 // bytes (when this thread holds no lease) a pins one, and the request lets go of its locks
 // and retries within pool_options::contention, as for busy victims. The out_of_memory
-// figures say "N being placed" when there are any.
+// figures say "N being placed" when there are any; validate() checks that the count is 0
+// once no call is inside (a settle missed on some path would show there).
 // Limitations: any placing thread's bytes count, whether or not their blocks are where the
 // request would fit; the retries are bounded, so a thread stuck in a copy, or a lease kept
 // for good, still ends in an error (cause `busy` or `pinned`).

@@ -153,9 +153,6 @@ void migration_engine::insert_into_policy_locked(tier_state& ts, tensor_record& 
   v.write_access = write;
   v.next_use = forecast_of(rec.next_use.load(std::memory_order_relaxed));
   ts.policy->on_insert(v);
-  // A copy inserted pinned is out of the policy's order, as after on_pin: its last unpin
-  // must put it back (unpin_locked tells the policy only when this is set).
-  if (v.pinned) { rec.slots[k].policy_pinned = true; }
   add_under_tier_lock(ts.resident, std::uint64_t{1});
   ts.add_tenant_bytes(rec.tenant, static_cast<std::int64_t>(rec.bytes));
 }

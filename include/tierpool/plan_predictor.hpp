@@ -81,6 +81,11 @@ class TIERPOOL_EXPORT plan_predictor {
     /// prefetch that has to evict waits for the step where the compute left before its use
     /// no longer covers the copies queued before it. Where the backend knows device times.
     bool timing{true};
+    /// `plan` only: measure whether prefetching pays (Note [Measuring whether prefetching
+    /// pays], pool_impl.cpp): after 4 planned periods with prefetches, a trial of 3 periods
+    /// without; the faster mode stays, and the other is tried again after 16, 32, ...
+    /// periods.
+    bool probe{true};
   };
 
   /// @brief @throws tierpool::logic_error for a window of 0 or a history under 64

@@ -228,6 +228,10 @@ struct replay_result {
   std::uint64_t prefetches_wasted{0};     ///< COUNT: pool mode: prefetched copies evicted or freed unused
   std::uint64_t prefetch_wasted_bytes{0}; ///< SUM: pool mode: their bytes
   std::uint64_t planner_relearns{0};      ///< COUNT: pool mode: times the planner fell back and learned again
+  /// COUNT: pool mode, `plan`: periods timed with and without planned prefetches (Note
+  /// [Measuring whether prefetching pays])
+  std::uint64_t planner_periods_prefetching{0};
+  std::uint64_t planner_periods_without{0};  ///< COUNT
   std::uint64_t early_write_backs{0};  ///< COUNT: pool mode: write-backs the planner made early
   /// COUNT: pool mode: of those, written again or freed before their device copy left (eviction, demote, shrink)
   std::uint64_t early_write_backs_wasted{0};

@@ -357,6 +357,9 @@ void register_plan_predictors(policy_registry& registry)
       auto const history = p.get<std::uint64_t>("history");
       TIERPOOL_EXPECTS(history >= 64 && history <= (1ULL << 26), "plan predictor: history must be in 64..67108864");
       c.history = static_cast<std::uint32_t>(history);
+      c.probe = p.get<bool>("probe");
+    } else {
+      c.probe = false;  // no periods: the program's schedule
     }
     return any_prefetch_predictor{plan_predictor{c}};
   };
@@ -381,6 +384,9 @@ void register_plan_predictors(policy_registry& registry)
   std::vector<policy_parameter> learned = common;
   learned.push_back({"history", parameter_type::unsigned_integer, "65536",
                      "accesses remembered; a longer iteration is never learned"});
+  learned.push_back({"probe", parameter_type::boolean, "on",
+                     "measure whether prefetching pays: after 4 planned periods with prefetches, 3 without; the "
+                     "faster stays, and the other is tried again after 16, 32, ... periods (off: always prefetch)"});
   registry.add_predictor("plan",
                          "transfer planner: learns an iteration's schedule, prefetches in use order without evicting "
                          "anything needed sooner, writes dirty tensors back early (the online planner)",

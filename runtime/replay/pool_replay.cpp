@@ -428,6 +428,8 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
   out.prefetches_wasted = st.prefetch_wasted;
   out.prefetch_wasted_bytes = st.prefetch_wasted_bytes;
   out.planner_relearns = st.planner_relearns;
+  out.planner_periods_prefetching = st.planner_periods_prefetching;
+  out.planner_periods_without = st.planner_periods_without;
   out.early_write_backs = st.early_write_backs;
   out.early_write_backs_wasted = st.early_write_backs_wasted;
   out.early_write_back_wasted_bytes = st.early_write_back_wasted_bytes;

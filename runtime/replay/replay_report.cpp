@@ -120,6 +120,8 @@ field const kFields[] = {
   TP_COUNT("prefetches_wasted", r.prefetches_wasted),
   TP_COUNT("prefetch_wasted_bytes", r.prefetch_wasted_bytes),
   TP_COUNT("planner_relearns", r.planner_relearns),
+  TP_COUNT("planner_periods_prefetching", r.planner_periods_prefetching),
+  TP_COUNT("planner_periods_without", r.planner_periods_without),
   TP_COUNT("early_write_backs", r.early_write_backs),
   TP_COUNT("early_write_backs_wasted", r.early_write_backs_wasted),
   TP_COUNT("early_write_back_wasted_bytes", r.early_write_back_wasted_bytes),

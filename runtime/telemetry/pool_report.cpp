@@ -126,6 +126,16 @@ std::string format_summary(pool_stats const& st, std::string_view backend)
                       format_byte_size(st.early_write_back_bytes).c_str(),
                       static_cast<unsigned long long>(st.early_write_backs_wasted),
                       format_byte_size(st.early_write_back_wasted_bytes).c_str()));
+    if (st.planner_periods_prefetching + st.planner_periods_without != 0) {
+      add(std::snprintf(line, sizeof line,
+                        "planner prefetching %s: periods timed with prefetches %llu (latest %.3f ms), without %llu "
+                        "(latest %.3f ms)\n",
+                        st.planner_prefetching ? "on" : "off",
+                        static_cast<unsigned long long>(st.planner_periods_prefetching),
+                        st.planner_period_seconds_prefetching * 1e3,
+                        static_cast<unsigned long long>(st.planner_periods_without),
+                        st.planner_period_seconds_without * 1e3));
+    }
   }
   for (tenant_stats const& t : st.tenants) {
     if (t.quota_bytes == 0 && st.tenants.size() == 1) { continue; }  // one tenant, no quota: nothing to say
@@ -259,6 +269,11 @@ boost::json::object stats_json(pool_stats const& st)
   root["planner_period"] = st.planner_period;
   root["planner_relearns"] = st.planner_relearns;
   root["planner_mispredicted"] = st.planner_mispredicted;
+  root["planner_prefetching"] = st.planner_prefetching;
+  root["planner_periods_prefetching"] = st.planner_periods_prefetching;
+  root["planner_periods_without"] = st.planner_periods_without;
+  root["planner_period_seconds_prefetching"] = st.planner_period_seconds_prefetching;
+  root["planner_period_seconds_without"] = st.planner_period_seconds_without;
   root["planned_prefetches"] = st.planned_prefetches;
   root["planned_prefetch_bytes"] = st.planned_prefetch_bytes;
   root["plan_harm_skips"] = st.plan_harm_skips;

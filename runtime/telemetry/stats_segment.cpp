@@ -236,6 +236,11 @@ void fill_payload(seg_payload& p, pool_stats const& st)
   p.planner_period = st.planner_period;
   p.planner_relearns = st.planner_relearns;
   p.planner_mispredicted = st.planner_mispredicted;
+  p.planner_prefetching = st.planner_prefetching ? 1 : 0;
+  p.planner_periods_prefetching = st.planner_periods_prefetching;
+  p.planner_periods_without = st.planner_periods_without;
+  p.planner_period_seconds_prefetching = st.planner_period_seconds_prefetching;
+  p.planner_period_seconds_without = st.planner_period_seconds_without;
   p.planned_prefetches = st.planned_prefetches;
   p.planned_prefetch_bytes = st.planned_prefetch_bytes;
   p.plan_harm_skips = st.plan_harm_skips;
@@ -317,6 +322,11 @@ pool_stats stats_of(seg_payload const& p)
   st.planner_period = p.planner_period;
   st.planner_relearns = p.planner_relearns;
   st.planner_mispredicted = p.planner_mispredicted;
+  st.planner_prefetching = p.planner_prefetching != 0;
+  st.planner_periods_prefetching = p.planner_periods_prefetching;
+  st.planner_periods_without = p.planner_periods_without;
+  st.planner_period_seconds_prefetching = p.planner_period_seconds_prefetching;
+  st.planner_period_seconds_without = p.planner_period_seconds_without;
   st.planned_prefetches = p.planned_prefetches;
   st.planned_prefetch_bytes = p.planned_prefetch_bytes;
   st.plan_harm_skips = p.plan_harm_skips;

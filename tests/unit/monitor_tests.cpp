@@ -231,7 +231,7 @@ TEST(Monitor, PlannerFiguresArePublished)
     ts.push_back(p.allocate(256_KiB, {.preferred_tier = tier_id{2}}));
     fill(p, ts.back(), i, 1);
   }
-  for (int iter = 0; iter < 8; ++iter) {
+  for (int iter = 0; iter < 16; ++iter) {  // enough periods for a trial without prefetches
     for (auto const& t : ts) {
       lease l = p.acquire(t, access_mode::read_write, s);
       p.synchronize(s);
@@ -241,7 +241,16 @@ TEST(Monitor, PlannerFiguresArePublished)
   pool_stats const want = p.stats();
   ASSERT_EQ(want.planner_state, "planned");
   ASSERT_GT(want.planned_prefetches, 0U);
+  ASSERT_GE(want.planner_periods_prefetching, 4U);
+  ASSERT_GT(want.planner_periods_without, 0U);
+  ASSERT_GT(want.planner_period_seconds_prefetching, 0.0);
+  EXPECT_NE(p.summary().find("planner prefetching "), std::string::npos) << p.summary();
   pool_stats const got = read_published_pool(seg).stats;
+  EXPECT_EQ(got.planner_prefetching, want.planner_prefetching);
+  EXPECT_EQ(got.planner_periods_prefetching, want.planner_periods_prefetching);
+  EXPECT_EQ(got.planner_periods_without, want.planner_periods_without);
+  EXPECT_EQ(got.planner_period_seconds_prefetching, want.planner_period_seconds_prefetching);
+  EXPECT_EQ(got.planner_period_seconds_without, want.planner_period_seconds_without);
   EXPECT_EQ(got.planner_state, want.planner_state);
   EXPECT_EQ(got.planner_period, want.planner_period);
   EXPECT_EQ(got.planner_relearns, want.planner_relearns);

@@ -124,6 +124,9 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   access_view tell_predictor(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream);
   /// The transfer planner's step after a device acquire (Note [The planner's step], pool_impl.cpp).
   void plan_after(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream);
+  /// Whether this step issues planned prefetches, measuring each period (prediction_.mtx
+  /// held; Note [Measuring whether prefetching pays], pool_impl.cpp).
+  bool probe_prefetching(plan_predictor const& planner, stream_handle stream);
   /// A prefetched copy is used on `stream`: on a backend that knows device times ahead
   /// (virtual clock), count it on time or late, and by how much (pool_stats::prefetch_late_device).
   void note_prefetch_timing(copy_slot const& slot, stream_handle stream) noexcept;
@@ -357,6 +360,24 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
     /// next (kAnyNextTensor: whatever it is; 0: none known) and its forecast next use after it.
     std::atomic<std::uint64_t> next_id{0};
     std::atomic<tick> next_value{0};
+    /// Under mtx: whether prefetching pays, measured period by period (Note [Measuring
+    /// whether prefetching pays], pool_impl.cpp).
+    struct probe_state {
+      std::uint64_t period{0};     ///< the period measured (0: none yet)
+      bool measuring{false};       ///< a period is being timed from start_pos
+      bool on{false};              ///< planned prefetches in the period being timed
+      std::uint32_t trial{0};      ///< periods left of a trial of the other mode (0: none under way)
+      std::uint64_t start_pos{0};  ///< the planner's position where it began
+      tick start_time{0};          ///< the clock then (device time where known, else the host's)
+      tick took_on{0};             ///< periods with prefetches: running mean, or the last trial's (0: none yet)
+      tick took_off{0};            ///< periods without: the same
+      std::uint64_t since{0};      ///< periods since the mode was chosen
+      std::uint64_t next_trial{0}; ///< periods after which the other mode is tried again
+      tick trial_sum{0};           ///< the trial's timed periods so far: their sum
+      std::uint64_t trial_n{0};    ///< and count
+    } probe;
+    std::uint64_t periods_on{0};   ///< under mtx: periods timed with planned prefetches
+    std::uint64_t periods_off{0};  ///< under mtx: periods timed without
   } prediction_;
   mutable std::atomic<int> device_times_{-1};  ///< device_times_known: -1 not asked yet, 0 no, 1 yes
   pool_tracer tracer_;  ///< trace recording (TIERPOOL_TRACE)

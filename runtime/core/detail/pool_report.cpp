@@ -170,6 +170,12 @@ pool_stats pool_impl::stats() const
     st.planner_period = prediction_.planner->period();
     st.planner_relearns = prediction_.planner->relearns();
     st.planner_mispredicted = prediction_.planner->mispredicted();
+    auto const& o = prediction_.planner->options();
+    st.planner_prefetching = o.prefetch && (!o.probe || prediction_.probe.on);
+    st.planner_periods_prefetching = prediction_.periods_on;
+    st.planner_periods_without = prediction_.periods_off;
+    st.planner_period_seconds_prefetching = static_cast<double>(prediction_.probe.took_on) * 1e-9;
+    st.planner_period_seconds_without = static_cast<double>(prediction_.probe.took_off) * 1e-9;
     if (prediction_.planner->options().oracle) { st.planner_state = "oracle"; }
   }
   st.managed_prefetch_bytes = counters_.managed_prefetch_bytes.load(std::memory_order_relaxed);

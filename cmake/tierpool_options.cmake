@@ -38,6 +38,9 @@ option(TIERPOOL_WARNINGS_AS_ERRORS
   "Treat compiler warnings in tierpool's own targets as errors (default: on, the code base is warning-free)"
   ON)
 
+set(TIERPOOL_PYTHON_PREFIX "" CACHE PATH
+  "With TIERPOOL_BUILD_PYTHON: an installed tierpool (cmake --install of a build with position-independent static libraries, the default) that the Python extension links against instead of building the library again; empty (default): build it")
+
 set(TIERPOOL_SANITIZE "" CACHE STRING
   "Sanitizers for tierpool's own targets: empty (default, none), 'address+undefined' or 'thread'; every choice but 'thread' also defines _GLIBCXX_ASSERTIONS (bounds-checked operator[])")
 set_property(CACHE TIERPOOL_SANITIZE PROPERTY STRINGS "" "address+undefined" "address" "undefined" "thread")

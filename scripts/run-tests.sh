@@ -50,6 +50,21 @@ if [ "${TIERPOOL_SKIP_PYTHON:-0}" != 1 ]; then
         "scikit-build-core>=0.10" "nanobind>=3.0" pytest numpy
     fi
   fi
-  "$PYENV/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation ./
+  # The extension links the library built above, installed into $BUILD_DIR/python-prefix
+  # (static, position-independent libraries), so pip compiles only the bindings
+  # (TIERPOOL_PYTHON_PREFIX, CMakeLists.txt), in a build folder of their own
+  # (build/wheel-prefixed/<tag>: a plain `pip install .` keeps build/wheel/<tag> and builds
+  # the library). A build tree without install rules, with shared libraries or with
+  # sanitizers gives pip nothing to link: it builds the library, as `pip install .` does.
+  PIP_CONFIG=()
+  cache="$BUILD_DIR/CMakeCache.txt"
+  if grep -q '^TIERPOOL_ENABLE_INSTALL:BOOL=ON$' "$cache" && grep -q '^TIERPOOL_SANITIZE:STRING=$' "$cache" &&
+     ! grep -qE '^BUILD_SHARED_LIBS:BOOL=(ON|1|TRUE|YES)$' "$cache"; then
+    prefix="$(realpath -m "$BUILD_DIR/python-prefix")"
+    cmake --install "$BUILD_DIR" --prefix "$prefix" >/dev/null
+    PIP_CONFIG=(--config-settings=cmake.define.TIERPOOL_PYTHON_PREFIX="$prefix"
+                "--config-settings=build-dir=build/wheel-prefixed/{wheel_tag}")
+  fi
+  "$PYENV/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation "${PIP_CONFIG[@]}" ./
   "$PYENV/bin/python" -m pytest python/tests -q -p no:cacheprovider
 fi

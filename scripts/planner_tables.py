@@ -10,8 +10,11 @@ Then one table of the iterations from the second on (the planner issue's "within
 the oracle from the second iteration on"): per trace and capacity, the best online row's
 time against the best `oracle` row's, and each policy's `plan` against its `oracle`.
 With --svg-dir, also writes each trace's makespan / ideal plot (--plot-ideal).
+With --every-policy, instead: only the iterations from the second on, in pool mode, with
+every built-in policy (`tierpool policies`), best online, best `plan` and best `oracle` row.
 
     python3 scripts/planner_tables.py [--tierpool build/bin/tierpool] [--svg-dir DIR] [--date D]
+    python3 scripts/planner_tables.py --every-policy [--tierpool build/bin/tierpool]
 """
 import argparse
 import json
@@ -28,6 +31,8 @@ TRACES = [
     ("resnet", "tests/data/resnet18_train.tpt (ResNet-18, by hand from its layer shapes)", None),
 ]
 POLICIES = "lru,belady,repeat"
+EVERY_POLICY = "lru,belady,repeat,cflru,arc,lirs,s3fifo,two_q,gdsf,sieve,clock,lfu,fifo,random"
+EVERY_PREFETCH = "none,plan,plan:timing=off,plan:conservative=on,oracle,oracle:timing=off"
 PREFETCH = "none,sequence,plan,plan:conservative=on,oracle,oracle:timing=off"
 MODES = "pool,uvm,uvm-hints"
 CAPACITIES = ["25%", "50%"]
@@ -42,6 +47,8 @@ def main():
     ap.add_argument("--tierpool", default="build/bin/tierpool")
     ap.add_argument("--svg-dir", default=None)
     ap.add_argument("--date", default=None, help="in the SVG names (planner-ideal-KEY-DATE.svg)")
+    ap.add_argument("--every-policy", action="store_true",
+                    help="only the table from the second iteration on, over every built-in policy")
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     later = []  # (trace, capacity, {(policy, prefetch): seconds from the second iteration on})
@@ -54,6 +61,17 @@ def main():
                 subprocess.run([a.tierpool, "trace", "gen", *gen, "-o", trace], check=True,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             out = os.path.join(tmp, key + ".json")
+            if a.every_policy:
+                subprocess.run([a.tierpool, "replay", trace, "-p", EVERY_POLICY, "-c", ",".join(CAPACITIES),
+                                "--prefetch", EVERY_PREFETCH, "--no-recompute", "-q", "--activity", "--json", out],
+                               check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                per = {}
+                for r in json.load(open(out)):
+                    its = r.get("iteration_seconds") or []
+                    if r["mode"] == "pool" and len(its) >= 2:
+                        per.setdefault(r["capacity"], {})[(r["policy"], r["prefetch"])] = sum(its[1:])
+                later += [(key, c, per[c]) for c in CAPACITIES if c in per]
+                continue
             cmd = [a.tierpool, "replay", trace, "-p", POLICIES, "-c", ",".join(CAPACITIES), "--prefetch", PREFETCH,
                    "--mode", MODES, "--no-recompute", "-q", "--activity", "--json", out]  # swap only: docs/chapters/replay.md, "Floors with recompute"
             if a.svg_dir:
@@ -92,8 +110,28 @@ def main():
             for c in CAPACITIES:
                 if c in per:
                     later.append((key, c, per[c]))
-    print_later(later)
+    if a.every_policy:
+        print_every_policy(later)
+    else:
+        print_later(later)
     return 0
+
+
+def print_every_policy(later):
+    print("**From the second iteration on, every built-in policy** (" + EVERY_POLICY.replace(",", ", ")
+          + "; prefetch " + EVERY_PREFETCH.replace(",", ", ") + "): the best online row, the best `plan` "
+          "row and the best `oracle` row\n")
+    print("| trace | capacity | best online | best `plan` | best oracle | online / oracle | plan / oracle |")
+    print("|---|---|---|---|---|---|---|")
+    for key, c, v in later:
+        on = min(((t, k) for k, t in v.items() if online(*k)), default=None)
+        pl = min(((t, k) for k, t in v.items() if k[1].startswith("plan")), default=None)
+        orc = min(((t, k) for k, t in v.items() if k[1].startswith("oracle")), default=None)
+        if on is None or pl is None or orc is None:
+            continue
+        print(f"| {key} | {c} | {ms(on[0])}, {on[1][0]} {on[1][1]} | {ms(pl[0])}, {pl[1][0]} {pl[1][1]} | "
+              f"{ms(orc[0])}, {orc[1][0]} {orc[1][1]} | {on[0] / orc[0]:.3f}x | {pl[0] / orc[0]:.3f}x |")
+    print()
 
 
 def online(policy, prefetch):

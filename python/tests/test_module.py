@@ -76,6 +76,12 @@ def test_replay_with_the_planner(tmp_path):
     assert plan["prefetch"] == "plan"
     assert 0 <= plan["early_write_backs_wasted"] <= plan["early_write_backs"]
     assert plan["early_write_back_wasted_bytes"] >= plan["early_write_backs_wasted"]
+    # Ten iterations: 4 planned periods with prefetches, then a trial of 3 without, which
+    # loses here (prefetching pays on mlp-train); probe=off times nothing.
+    assert plan["planner_periods_prefetching"] >= 4
+    assert plan["planner_periods_without"] == 3
+    (always,) = tierpool.replay(str(path), ["lru"], "50%", prefetch="plan:probe=off")
+    assert always["planner_periods_prefetching"] == always["planner_periods_without"] == 0
 
 
 def test_generator_presets(tmp_path):

@@ -82,10 +82,17 @@ pack_python() {  # a failure here leaves the rest of the pack as it is
   fi
   pyver=$("$PY" -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
   pyb=$WORK/python$pyver  # one build tree per interpreter (CMake caches the one it found)
+  # The extension links the library built above (installed into $WORK/python-prefix:
+  # TIERPOOL_PYTHON_PREFIX, only the bindings are compiled), where the tree has install rules.
+  local prefix=""
+  if grep -q '^TIERPOOL_ENABLE_INSTALL:BOOL=ON$' "$WORK/CMakeCache.txt" &&
+     cmake --install "$WORK" --prefix "$WORK/python-prefix" > /dev/null; then
+    prefix=$WORK/python-prefix
+  fi
   cmake -S "$ROOT" -B "$pyb" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIERPOOL_BUILD_PYTHON=ON \
     -DTIERPOOL_ENABLE_CUDA=ON -DTIERPOOL_BUILD_TESTS=OFF -DTIERPOOL_BUILD_BENCH=OFF -DTIERPOOL_BUILD_EXAMPLES=OFF \
     -DTIERPOOL_BUILD_TOOLS=OFF -DTIERPOOL_BUILD_DOCS=OFF -DTIERPOOL_ENABLE_INSTALL=OFF \
-    -DPython_EXECUTABLE="$PY" -Dnanobind_ROOT="$nbdir" > /dev/null &&
+    -DTIERPOOL_PYTHON_PREFIX="$prefix" -DPython_EXECUTABLE="$PY" -Dnanobind_ROOT="$nbdir" > /dev/null &&
     cmake --build "$pyb" -j "$JOBS" --target _tierpool || return 1
   mkdir -p "$DEST/python/tierpool"
   cp python/tierpool/*.py python/tierpool/*.pyi python/tierpool/py.typed "$DEST/python/tierpool/"

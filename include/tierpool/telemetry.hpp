@@ -180,13 +180,13 @@ struct pool_stats {
   std::uint64_t planner_mispredicted{0};  ///< COUNT
   /// `plan` measuring whether prefetching pays (Note [Measuring whether prefetching pays]):
   /// whether the period under way issues planned prefetches, how many periods were timed
-  /// with and without them, and the latest timing of each (seconds of device time where
+  /// with and without them, and the running mean of each (or the last trial's; device time where
   /// the backend knows it, of the host's clock otherwise; 0: not timed yet).
   bool planner_prefetching{false};
   std::uint64_t planner_periods_prefetching{0};  ///< COUNT
   std::uint64_t planner_periods_without{0};      ///< COUNT
-  double planner_period_seconds_prefetching{0.0};
-  double planner_period_seconds_without{0.0};
+  double planner_period_seconds_prefetching{0.0};  ///< periods with planned prefetches: their running mean, seconds
+  double planner_period_seconds_without{0.0};      ///< periods without: the same
   std::uint64_t planned_prefetches{0};    ///< COUNT: planned prefetches that issued a copy (also in `prefetches`)
   std::uint64_t planned_prefetch_bytes{0};  ///< SUM: their bytes
   /// COUNT: victims a planned prefetch passed over because their next use came first ("do no harm")

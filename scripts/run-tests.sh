@@ -6,7 +6,8 @@
 # TIERPOOL_SKIP_PYTHON=1 skips the Python part; PYTHON names the interpreter of its
 # virtual environment (default: Debian's /usr/bin/python3; the environment is
 # $BUILD_DIR/pyenv, made once and reused; with --system-site-packages where the interpreter
-# has PyTorch, so that the tierpool.torch tests run).
+# has PyTorch, so that the tierpool.torch tests run). TIERPOOL_CMAKE_ARGS: more options for
+# the first configure of $BUILD_DIR (CI: -DTIERPOOL_TEST_PCH=ON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,7 +17,9 @@ if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
   # `tierpool suite run --mpi` and its test where Open MPI is installed (install-deps.sh does).
   MPI_OPT=()
   if command -v mpicxx >/dev/null 2>&1; then MPI_OPT=(-DTIERPOOL_ENABLE_MPI=ON); fi
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${MPI_OPT[@]}" >/dev/null
+  # shellcheck disable=SC2206  # options, split on spaces
+  EXTRA_OPT=(${TIERPOOL_CMAKE_ARGS:-})
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${MPI_OPT[@]}" "${EXTRA_OPT[@]}" >/dev/null
 fi
 cmake --build "$BUILD_DIR" -j"${JOBS:-2}"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j"${JOBS:-2}" "$@"

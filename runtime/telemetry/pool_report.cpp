@@ -128,8 +128,8 @@ std::string format_summary(pool_stats const& st, std::string_view backend)
                       format_byte_size(st.early_write_back_wasted_bytes).c_str()));
     if (st.planner_periods_prefetching + st.planner_periods_without != 0) {
       add(std::snprintf(line, sizeof line,
-                        "planner prefetching %s: periods timed with prefetches %llu (latest %.3f ms), without %llu "
-                        "(latest %.3f ms)\n",
+                        "planner prefetching %s: periods timed with prefetches %llu (mean %.3f ms), without %llu "
+                        "(mean %.3f ms)\n",
                         st.planner_prefetching ? "on" : "off",
                         static_cast<unsigned long long>(st.planner_periods_prefetching),
                         st.planner_period_seconds_prefetching * 1e3,

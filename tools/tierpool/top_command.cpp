@@ -95,7 +95,7 @@ void print_pool(published_pool const& p, published_pool const* prev)
                 static_cast<unsigned long long>(s.plan_harm_skips), static_cast<unsigned long long>(s.early_write_backs),
                 bytes(s.early_write_back_bytes).c_str(), static_cast<unsigned long long>(s.early_write_backs_wasted));
     if (s.planner_periods_prefetching + s.planner_periods_without != 0) {
-      std::printf("  prefetching %s  periods with %llu (latest %.3f ms)  without %llu (latest %.3f ms)\n",
+      std::printf("  prefetching %s  periods with %llu (mean %.3f ms)  without %llu (mean %.3f ms)\n",
                   s.planner_prefetching ? "on" : "off", static_cast<unsigned long long>(s.planner_periods_prefetching),
                   s.planner_period_seconds_prefetching * 1e3, static_cast<unsigned long long>(s.planner_periods_without),
                   s.planner_period_seconds_without * 1e3);

@@ -315,7 +315,7 @@ add_test(NAME cli.trace.gen_unknown_workload_fails COMMAND $<TARGET_FILE:tierpoo
 set_tests_properties(cli.trace.gen_unknown_workload_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
 add_test(NAME cli.trace.gen_bad_param_message COMMAND $<TARGET_FILE:tierpool_cli> trace gen mlp-train depth=3)
 set_tests_properties(cli.trace.gen_bad_param_message PROPERTIES LABELS cpu
-  PASS_REGULAR_EXPRESSION "tierpool: error: unknown parameter 'depth' for workload mlp-train \\(valid: layers, width, batch, iterations, dtype_bytes, tflops, hints\\)")
+  PASS_REGULAR_EXPRESSION "tierpool: error: unknown parameter 'depth' for workload mlp-train \\(valid: layers, width, batch, iterations, dtype_bytes, tflops, hints, streams, comm_gbps\\)")
 add_test(NAME cli.trace.convert_without_output_fails COMMAND $<TARGET_FILE:tierpool_cli> trace convert ${_tp_trace_corrupt})
 set_tests_properties(cli.trace.convert_without_output_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
 add_test(NAME cli.trace.convert_without_output_message COMMAND $<TARGET_FILE:tierpool_cli> trace convert ${_tp_trace_corrupt})

@@ -20,7 +20,7 @@ namespace {
 
 using gp = generator_param_info;
 
-constexpr std::array<gp, 7> kMlpParams{{
+constexpr std::array<gp, 9> kMlpParams{{
   {"layers", "8", "dense layers L"},
   {"width", "2048", "layer width W (weights are W x W)"},
   {"batch", "256", "batch size B (activations are B x W)"},
@@ -28,9 +28,11 @@ constexpr std::array<gp, 7> kMlpParams{{
   {"dtype_bytes", "4", "bytes per element (4 = fp32)"},
   {"tflops", "20", "device rate in TFLOP/s for compute durations"},
   {"hints", "1", "1: activations kept for backward are recomputable (at their forward time) and lossy-ok; 0: off"},
+  {"streams", "1", "2: each gradient is all-reduced on a second stream as backward produces it (data parallel)"},
+  {"comm_gbps", "25", "all-reduce bus bandwidth in GB/s with streams=2 (a ring moves twice the gradient's bytes)"},
 }};
 
-constexpr std::array<gp, 8> kTransformerParams{{
+constexpr std::array<gp, 10> kTransformerParams{{
   {"blocks", "12", "transformer blocks"},
   {"hidden", "768", "hidden size h (about 12 h^2 parameters per block)"},
   {"seq", "1024", "sequence length s"},
@@ -39,6 +41,8 @@ constexpr std::array<gp, 8> kTransformerParams{{
   {"iterations", "2", "training iterations"},
   {"tflops", "100", "device rate in TFLOP/s for compute durations"},
   {"hints", "1", "1: stored activations are recomputable (at their block's forward time) and lossy-ok; 0: off"},
+  {"streams", "1", "2: each gradient is all-reduced on a second stream as backward produces it (data parallel)"},
+  {"comm_gbps", "25", "all-reduce bus bandwidth in GB/s with streams=2 (a ring moves twice the gradient's bytes)"},
 }};
 
 constexpr std::array<gp, 8> kLlmParams{{

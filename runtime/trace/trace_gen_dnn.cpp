@@ -55,12 +55,13 @@ struct adam_layers {
 
   [[nodiscard]] std::uint64_t layers() const noexcept { return w.size() - 1; }
 
-  // "optimizer": per layer read g, rw m, rw v, rw w, compute.
-  void step(emitter& out, std::uint64_t opt_ns) const
+  // "optimizer": per layer read g (rw with a gradient all-reduce: Note [Gradients reduced on
+  // a second stream]), rw m, rw v, rw w, compute.
+  void step(emitter& out, std::uint64_t opt_ns, bool reduced) const
   {
     out.phase("optimizer");
     for (std::uint64_t l = 1; l <= layers(); ++l) {
-      out.read(g[l]);
+      out.access(g[l], reduced ? access_kind::read_write : access_kind::read);
       out.rw(m[l]);
       out.rw(v[l]);
       out.rw(w[l]);
@@ -81,6 +82,36 @@ struct adam_layers {
   }
 };
 
+// Note [Gradients reduced on a second stream]
+// streams=2 models data-parallel training (PyTorch DDP, DeepSpeed): as backward produces a
+// layer's gradient, a communication stream (trace stream 1) all-reduces it in place while
+// stream 0 goes on with the layers below: rw g_l, then compute 2 x bytes(g_l) / comm_gbps
+// (a ring all-reduce over many ranks moves about twice the buffer each way). The
+// optimizer's access to g_l becomes rw: the step zeroes the gradient bucket after reading
+// it, as DDP's buckets are. The two writes give the replay its cross-stream order with
+// what the trace format has (a write waits for the earlier uses on other streams,
+// docs/chapters/streams.md): the all-reduce waits for the kernel that wrote g_l, and the
+// optimizer for the all-reduce. Everything else runs on stream 0, in stream order.
+struct grad_reduction {
+  bool on{false};
+  std::uint64_t ns{0};  // one all-reduce of a gradient
+
+  grad_reduction(param_reader const& p, std::uint64_t grad_bytes)
+    : on(p.count("streams", 1, 2) == 2)
+  {
+    double const gbps = p.real("comm_gbps", 1e-6, 1e9);
+    ns = static_cast<std::uint64_t>(2.0 * static_cast<double>(grad_bytes) / gbps);  // bytes / (GB/s) = ns
+  }
+
+  // After the backward kernel that wrote g: its all-reduce on stream 1.
+  void after_backward(emitter& out, std::uint64_t g) const
+  {
+    if (!on) { return; }
+    out.rw(g, 1);
+    out.compute(ns, 1);
+  }
+};
+
 }  // namespace
 
 // Note [mlp-train shape]
@@ -88,7 +119,8 @@ struct adam_layers {
 // iteration); a_0 is the input batch. Forward: alloc a_l, read w_l, read a_{l-1}, wd a_l,
 // compute 2BW^2. Backward (l = L..1; a_L is freed first, the loss consumed it): read
 // a_{l-1}, read w_l, wd g_l, compute 4BW^2, free a_{l-1}. Optimizer (l = 1..L): read g_l,
-// rw m_l, rw v_l, rw w_l, compute 12 W^2.
+// rw m_l, rw v_l, rw w_l, compute 12 W^2. streams=2: Note [Gradients reduced on a second
+// stream].
 // Hints (Note [activation hints]): a_1..a_{L-1}, read in backward, are recomputable at
 // the forward time 2BW^2 and lossy-ok; a_0 (the input) and a_L (freed first) have none.
 void generate_mlp_train(param_reader const& p, emitter& out)
@@ -102,6 +134,7 @@ void generate_mlp_train(param_reader const& p, emitter& out)
   bool const hints = p.count("hints", 0, 1) == 1;
 
   std::uint64_t const weight_bytes = checked_mul(checked_mul(width, width, "W*W"), dtype, "weight bytes");
+  grad_reduction const reduce(p, weight_bytes);
   std::uint64_t const act_bytes = checked_mul(checked_mul(batch, width, "B*W"), dtype, "activation bytes");
   double const w2 = static_cast<double>(width) * static_cast<double>(width);
   double const bw2 = static_cast<double>(batch) * w2;
@@ -134,9 +167,10 @@ void generate_mlp_train(param_reader const& p, emitter& out)
       out.read(w[l]);
       out.wd(g[l]);
       out.compute(bwd_ns);
+      reduce.after_backward(out, g[l]);
       out.free(a[l - 1]);
     }
-    layer_state.step(out, opt_ns);
+    layer_state.step(out, opt_ns, reduce.on);
   }
   layer_state.free_all(out);
 }
@@ -150,6 +184,7 @@ void generate_mlp_train(param_reader const& p, emitter& out)
 // wd S_l, compute 24 b s h^2 + 4 b s^2 h; x0 is freed after block 1.
 // Backward (l = N..1): alloc dx, wd dx first; per block read S_l, read W_l, rw dx, wd G_l,
 // compute 2x forward, free S_l; free dx. Optimizer: read G_l, rw M_l, rw V_l, rw W_l.
+// streams=2: Note [Gradients reduced on a second stream].
 // Hints (Note [activation hints]): every S_l is recomputable at the block's forward time
 // (24 b s h^2 + 4 b s^2 h flops) and lossy-ok; x0 and dx have none.
 void generate_transformer_train(param_reader const& p, emitter& out)
@@ -165,6 +200,7 @@ void generate_transformer_train(param_reader const& p, emitter& out)
 
   std::uint64_t const params = checked_mul(12, checked_mul(hidden, hidden, "h*h"), "12 h^2");
   std::uint64_t const weight_bytes = checked_mul(params, dtype, "weight bytes");
+  grad_reduction const reduce(p, weight_bytes);
   std::uint64_t const moment_bytes = checked_mul(params, 4, "moment bytes");
   std::uint64_t const sbh = checked_mul(checked_mul(seq, batch, "s*b"), hidden, "s*b*h");
   std::uint64_t const stored_bytes = checked_mul(34, sbh, "34 s b h");
@@ -203,10 +239,11 @@ void generate_transformer_train(param_reader const& p, emitter& out)
       out.rw(dx);
       out.wd(g[l]);
       out.compute(bwd_ns);
+      reduce.after_backward(out, g[l]);
       out.free(s[l]);
     }
     out.free(dx);
-    layer_state.step(out, opt_ns);
+    layer_state.step(out, opt_ns, reduce.on);
   }
   layer_state.free_all(out);
 }

@@ -252,6 +252,64 @@ TEST(TraceGen, TransformerTrainMarksTheStoredActivations)
   EXPECT_EQ(tt::summarize(tt::generate("transformer-train", p, 1)).recomputable_tensors, 0U);
 }
 
+// streams=2 (Note [Gradients reduced on a second stream], trace_gen_dnn.cpp): the same trace
+// as streams=1 but that each backward kernel is followed by its gradient's all-reduce on
+// stream 1 (rw g, compute 2 x bytes / comm_gbps), and the optimizer's access to the gradient
+// is rw. Built here from the one-stream trace by that rule, event for event.
+TEST(TraceGen, TrainingGeneratorsCanReduceGradientsOnASecondStream)
+{
+  for (char const* w : {"mlp-train", "transformer-train"}) {
+    SCOPED_TRACE(w);
+    auto const plain = tt::generate(w, small(w), 1);
+    auto p = small(w);
+    p.emplace_back("streams", "2");
+    p.emplace_back("comm_gbps", "2");
+    auto const two = tt::generate(w, p, 1);
+    std::map<std::uint64_t, std::uint64_t> grad_bytes;  // gradient tensors: names "g<l>" / "block<l>.g"
+    std::string phase;
+    std::uint64_t last_grad = 0;  // the gradient the latest backward kernel wrote
+    std::vector<event> expected;
+    for (event const& e : plain) {
+      event x = e;
+      if (e.kind == event_kind::phase) { phase = e.name; }
+      if (e.kind == event_kind::allocate && (e.name.starts_with('g') || e.name.ends_with(".g"))) { grad_bytes[e.tensor] = e.bytes; }
+      bool const grad = e.kind == event_kind::access && grad_bytes.contains(e.tensor);
+      if (grad && phase == "backward") { last_grad = e.tensor; }
+      if (grad && phase == "optimizer") {
+        ASSERT_EQ(e.mode, access_kind::read);
+        x.mode = access_kind::read_write;
+      }
+      expected.push_back(x);
+      if (e.kind == event_kind::compute && phase == "backward") {
+        ASSERT_NE(last_grad, 0U);
+        event r{};
+        r.kind = event_kind::access;
+        r.tensor = last_grad;
+        r.mode = access_kind::read_write;
+        r.stream = 1;
+        r.tier = tt::no_tier;
+        expected.push_back(r);
+        event c{};
+        c.kind = event_kind::compute;
+        c.duration_ns = grad_bytes.at(last_grad);  // 2 x bytes at 2 GB/s
+        c.stream = 1;
+        c.tier = tt::no_tier;
+        expected.push_back(c);
+        last_grad = 0;
+      }
+    }
+    ASSERT_EQ(two.size(), expected.size());
+    for (std::size_t i = 0; i < two.size(); ++i) { EXPECT_EQ(two[i], expected[i]) << i; }
+    auto const s = tt::summarize(two);
+    EXPECT_EQ(s.accesses_not_live + s.frees_not_live + s.allocates_live, 0U);
+    auto bad = small(w);
+    bad.emplace_back("streams", "3");
+    EXPECT_THROW((void)tt::generate(w, bad, 1), tierpool::logic_error);
+    bad.back() = {"comm_gbps", "0"};
+    EXPECT_THROW((void)tt::generate(w, bad, 1), tierpool::logic_error);
+  }
+}
+
 // Inference and serving: no hints (KV blocks are lossless-only by default, hints 0).
 TEST(TraceGen, InferenceAndServingCarryNoHints)
 {
@@ -453,7 +511,7 @@ TEST(TraceGen, BadInputsAreNamed)
   EXPECT_EQ(message("cnn-train", {}),
             "unknown workload 'cnn-train' (valid: mlp-train, transformer-train, llm-infer-stream, kv-paging, random-reuse)");
   EXPECT_EQ(message("mlp-train", {{"depth", "3"}}),
-            "unknown parameter 'depth' for workload mlp-train (valid: layers, width, batch, iterations, dtype_bytes, tflops, hints)");
+            "unknown parameter 'depth' for workload mlp-train (valid: layers, width, batch, iterations, dtype_bytes, tflops, hints, streams, comm_gbps)");
   EXPECT_EQ(message("mlp-train", {{"layers", "0"}}),
             "bad value '0' for mlp-train parameter 'layers' (expected an integer in 1..1048576)");
   EXPECT_EQ(message("mlp-train", {{"layers", "2"}, {"layers", "3"}}), "parameter 'layers' given twice");

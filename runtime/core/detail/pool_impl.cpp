@@ -705,7 +705,11 @@ void pool_impl::forecast_before(tensor_record& rec)
 //   0.954-1.090x (geometric mean about 1.000; GPT-2 small at 50 % with repeat 1.09x).
 //   Without the free-room exception: `plan` with lru 0.935-1.048x (GPT-2 small at 50 % 1.048x).
 //   Limitations: the compute ahead sums every access's compute whatever its stream (exact on
-//   one stream, an overestimate on several); where device times are not known ahead
+//   one stream, an overestimate on several). Tried on two-stream traces (data-parallel
+//   training, `streams=2`; bench/results/two-streams-cpu-2026-12-07.md), not kept: the sum
+//   per stream, and per stream from each stream's own point. Both issue more copies that must
+//   evict: `plan` rows at a geometric mean of 1.000-1.002x, `oracle` rows 1.009-1.010x (up
+//   to 1.166x). Where device times are not known ahead
 //   (CUDA, the sim's wall clock) copy-ins go as before, as soon as room allows: a real GPU
 //   would need events at the accesses and their elapsed times.
 // Note [The schedule ahead in chunks]

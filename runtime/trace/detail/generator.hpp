@@ -60,11 +60,12 @@ class emitter {
     e_.tensor = id;
     sink_(e_);
   }
-  void access(std::uint64_t id, access_kind mode)
+  void access(std::uint64_t id, access_kind mode, std::uint32_t stream = 0)
   {
     start(event_kind::access);
     e_.tensor = id;
     e_.mode = mode;
+    e_.stream = stream;
     sink_(e_);
   }
   void discard(std::uint64_t id)
@@ -74,12 +75,13 @@ class emitter {
     sink_(e_);
   }
   void read(std::uint64_t id) { access(id, access_kind::read); }
-  void rw(std::uint64_t id) { access(id, access_kind::read_write); }
+  void rw(std::uint64_t id, std::uint32_t stream = 0) { access(id, access_kind::read_write, stream); }
   void wd(std::uint64_t id) { access(id, access_kind::write_discard); }
-  void compute(std::uint64_t ns)
+  void compute(std::uint64_t ns, std::uint32_t stream = 0)
   {
     start(event_kind::compute);
     e_.duration_ns = ns;
+    e_.stream = stream;
     sink_(e_);
   }
   void phase(std::string_view label)

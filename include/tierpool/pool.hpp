@@ -307,6 +307,33 @@ class TIERPOOL_EXPORT pool {
   void discard(tensor const& t);
 
   /**
+   * @brief Tell the pool that device work of `duration_ns` was queued on `s` outside it (a
+   *        kernel it does not see), so that a recorded trace carries the program's compute.
+   *
+   * The recording (pool_options::trace_path, `TIERPOOL_TRACE`) gets a `compute` event on
+   * `s`: a replay of the trace then times the run (docs/chapters/traces.md, "Recording a
+   * run"). On the simulated backend, which has no kernels of its own, `s` also runs for that
+   * long (sim_backend::compute_async): a live run on the virtual clock is timed as its
+   * replay. On CUDA the kernels are real, and only the recording changes. The duration is
+   * the program's: a measurement, or a model (`tierpool.torch.roofline` estimates it from
+   * each module's FLOPs and bytes). A duration of 0 does nothing.
+   * Thread safety: safe concurrently with any other call.
+   * @throws tierpool::logic_error for a stream not of this pool, or on a closed pool;
+   *         tierpool::backend_error when the simulated stream refuses the work
+   */
+  void note_compute(stream_handle s, std::uint64_t duration_ns);
+
+  /**
+   * @brief Mark the start of a program phase (`"forward"`, `"iter 3"`) in the recording:
+   *        a `phase` event, which replays use to split their figures (docs/chapters/replay.md, "Where
+   *        the device time went") and the phase floor needs. Nothing when the
+   *        pool does not record.
+   * Thread safety: safe concurrently with any other call.
+   * @throws tierpool::logic_error for an empty name, one over 1 MiB, or on a closed pool
+   */
+  void note_phase(std::string_view name);
+
+  /**
    * @brief Give the eviction policies a forecast of `t`'s next use (Belady's MIN needs one;
    *        `tierpool replay` passes the trace's true next use before every access).
    *

@@ -1652,6 +1652,33 @@ NB_MODULE(_tierpool, m)
           },
           "stream"_a, "Destroy a stream from create_stream() (after its queued work).")
       .def(
+          "note_compute",
+          [](py_pool& p, std::int64_t duration_ns, std::optional<std::uint64_t> s) {
+            p.check();
+            if (duration_ns < 0) {
+              throw tierpool::logic_error("Pool.note_compute: a negative duration (" + std::to_string(duration_ns) +
+                                          " ns)");
+            }
+            nb::gil_scoped_release unlocked;
+            p.pool.note_compute(tierpool::stream_handle{static_cast<std::uintptr_t>(s.value_or(0))},
+                                static_cast<std::uint64_t>(duration_ns));
+          },
+          "duration_ns"_a, "stream"_a.none() = nb::none(),
+          "Tell the pool that device work of `duration_ns` was queued on `stream` (None: the default stream) "
+          "outside it: the recording (trace_path, TIERPOOL_TRACE) gets a compute event, so that a replay times "
+          "the run; on the simulated backend the stream also runs for that long. tierpool.torch.roofline calls "
+          "it with each module's modelled time. Raises LogicError for a negative duration or a foreign stream.")
+      .def(
+          "note_phase",
+          [](py_pool& p, std::string const& name) {
+            p.check();
+            nb::gil_scoped_release unlocked;
+            p.pool.note_phase(name);
+          },
+          "name"_a,
+          "Mark the start of a phase ('forward', 'iter 3') in the recording: a phase event, which replays "
+          "split their figures by. Nothing when the pool does not record. Raises LogicError for an empty name.")
+      .def(
           "synchronize",
           [](py_pool& p, std::optional<std::uint64_t> s) {
             p.check();

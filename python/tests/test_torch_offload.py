@@ -696,3 +696,93 @@ def test_a_pluggable_malloc_waiting_for_room_does_not_block_frees():
     assert pool.validate()
     tpt.allocator_entry_points(None)
     pool.close()
+
+
+def _trace_lines(path):
+    lines = []
+    with open(path) as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                lines.append(line.split()[1:] if line.startswith("@") else line.split())
+    return lines
+
+
+def test_roofline_notes_each_modules_time_and_the_recording_replays_with_it(tmp_path):
+    """tierpool.torch.roofline over an offloaded MLP (parameters, gradients, Adam states and
+    activations in the pool): each Linear's forward takes 2 * rows * in * out flops at the
+    rate, each ReLU its bytes at the bandwidth, each backward twice that, each parameter's
+    step its bytes; the recorded trace carries them as compute events (with the phases the
+    program marks), the virtual clock ran them, training stays bit-identical, and the replay
+    of the recording is timed by them."""
+    path = tmp_path / "t.tpt"
+    pool = make_pool(DEVICE, 1024 * KiB, sim_clock="virtual", trace_path=str(path))
+    torch.manual_seed(0)
+    model = mlp()
+    ref_model = mlp()
+    ref_model.load_state_dict(model.state_dict())
+    handle = tpt.offload_module(pool, model)
+    opt = tpt.offload_optimizer(handle, torch.optim.Adam(model.parameters(), lr=1e-3))
+    ref_opt = torch.optim.Adam(ref_model.parameters(), lr=1e-3)
+    x = torch.randn(BATCH, WIDTH, generator=torch.Generator().manual_seed(1))
+    y = torch.randn(BATCH, 1, generator=torch.Generator().manual_seed(2))
+    with tpt.roofline(pool, model, tflops=1.0, gbps=100.0) as r:
+        for step in range(2):
+            pool.note_phase(f"iter {step}")
+            pool.note_phase("forward")
+            with tpt.offload_activations(pool, min_bytes=1024):
+                loss = torch.nn.functional.mse_loss(model(x), y)
+            pool.note_phase("backward")
+            loss.backward()
+            pool.note_phase("optimizer")
+            opt.step()
+            opt.zero_grad()
+            ref_loss = torch.nn.functional.mse_loss(ref_model(x), y)
+            ref_loss.backward()
+            ref_opt.step()
+            ref_opt.zero_grad()
+            assert bit_equal(loss.detach(), ref_loss.detach())
+    # Expected, per step: Linear(64, 64) x 4 and Linear(64, 1), each with a ReLU between.
+    def ns(flops, nbytes):
+        t = max(flops / 1e3, nbytes / 100.0)
+        return int(t) + (t > int(t))
+    act = BATCH * WIDTH * 4
+    lin = ns(2 * BATCH * WIDTH * WIDTH, act + act + (WIDTH * WIDTH + WIDTH) * 4)  # 263 ns (flop bound)
+    relu = ns(0, act + act)  # 164 ns (bandwidth bound)
+    head = ns(2 * BATCH * WIDTH, act + BATCH * 4 + (WIDTH + 1) * 4)
+    forward = 4 * lin + 4 * relu + head
+    assert r.forward_ns == 2 * forward
+    assert r.backward_ns == 2 * 2 * forward
+    assert r.optimizer_ns > 0 and r.kernels > 0
+    stats = pool.stats()
+    handle.close()
+    pool.close()
+    assert stats["tensors"] >= 0
+    lines = _trace_lines(path)
+    compute = [int(w[1]) for w in lines if w[0] == "compute"]
+    assert sum(compute) == r.forward_ns + r.backward_ns + r.optimizer_ns
+    assert len(compute) == r.kernels
+    phases = [" ".join(w[1:]).strip('"') for w in lines if w[0] == "phase"]
+    assert phases == ["iter 0", "forward", "backward", "optimizer", "iter 1", "forward", "backward", "optimizer"]
+    (row,) = tierpool.replay(str(path), ["lru"], "50%")
+    assert row["compute_seconds"] == pytest.approx(sum(compute) * 1e-9)
+    assert row["makespan_seconds"] >= row["compute_seconds"]
+
+
+def test_roofline_refuses_bad_parameters_and_note_compute_a_negative_time(pool):
+    model = mlp()
+    for kwargs in ({"tflops": 0}, {"gbps": -1.0}, {"backward": float("nan")}, {"tflops": "fast"}):
+        with pytest.raises(tierpool.LogicError, match="must be a positive number"):
+            tpt.roofline(pool, model, **kwargs)
+    with pytest.raises(tierpool.LogicError, match="costs maps module types"):
+        tpt.roofline(pool, model, costs={"Linear": lambda m, i, o: (0, 0)})
+    with pytest.raises(tierpool.LogicError, match="expected a torch.nn.Module"):
+        tpt.roofline(pool, object())
+    with pytest.raises(tierpool.LogicError, match="a negative duration"):
+        pool.note_compute(-1)
+    with pytest.raises(tierpool.LogicError, match="unknown stream"):
+        pool.note_compute(1, 123456)
+    with pytest.raises(tierpool.LogicError, match="an empty phase name"):
+        pool.note_phase("")
+    pool.note_compute(0)
+    pool.note_phase("not recorded")

@@ -625,6 +625,16 @@ class Pool:
     def destroy_stream(self, stream: int) -> None:
         """Destroy a stream from create_stream() (after its queued work)."""
 
+    def note_compute(self, duration_ns: int, stream: int | None = None) -> None:
+        """
+        Tell the pool that device work of `duration_ns` was queued on `stream` (None: the default stream) outside it: the recording (trace_path, TIERPOOL_TRACE) gets a compute event, so that a replay times the run; on the simulated backend the stream also runs for that long. tierpool.torch.roofline calls it with each module's modelled time. Raises LogicError for a negative duration or a foreign stream.
+        """
+
+    def note_phase(self, name: str) -> None:
+        """
+        Mark the start of a phase ('forward', 'iter 3') in the recording: a phase event, which replays split their figures by. Nothing when the pool does not record. Raises LogicError for an empty name.
+        """
+
     def synchronize(self, stream: int | None = None) -> None:
         """
         Block until all work on `stream` (None: the default stream) has completed.

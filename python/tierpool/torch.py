@@ -49,6 +49,8 @@ __all__ = [
     "mem_pool",
     "allocator_entry_points",
     "allocator_stats",
+    "roofline",
+    "Roofline",
 ]
 
 # The offload_activations contexts now active, innermost last. Note [Saved tensors under
@@ -56,6 +58,9 @@ __all__ = [
 # forward runs (torch uses the innermost hooks only), and hands the tensors that are not
 # its parameters on to the innermost offload_activations context, found here.
 _active_activation_offloads = []
+
+# The roofline contexts now active: OffloadedOptimizer tells them of each parameter's step.
+_active_rooflines = []
 
 
 def _non_overlapping(shape, strides):
@@ -1002,6 +1007,8 @@ class OffloadedOptimizer:
                 g["params"] = [target] if gj == gi else []
             with torch.no_grad():
                 self._orig_step()
+            for r in _active_rooflines:  # the step's modelled time, while its tensors are leased
+                r._optimizer_step(target, state.get(target))
             for gj, g in enumerate(groups):
                 g["params"] = []
             if host and target in state:
@@ -1136,3 +1143,181 @@ def mem_pool(pool):
     path, malloc_name, free_name = allocator_entry_points(pool)
     allocator = torch.cuda.memory.CUDAPluggableAllocator(path, malloc_name, free_name)
     return torch.cuda.MemPool(allocator.allocator())
+
+
+# ---- a roofline model of the device time, for recorded traces ---------------------------------
+
+def _tensor_bytes(x):
+    """Bytes of the tensors in `x` (a tensor, or a tuple / list / dict of them, nested)."""
+    if isinstance(x, torch.Tensor):
+        return x.numel() * x.element_size()
+    if isinstance(x, (tuple, list)):
+        return sum(_tensor_bytes(y) for y in x)
+    if isinstance(x, dict):
+        return sum(_tensor_bytes(y) for y in x.values())
+    return 0
+
+
+def _first_tensor(x):
+    if isinstance(x, torch.Tensor):
+        return x
+    if isinstance(x, (tuple, list)):
+        for y in x:
+            t = _first_tensor(y)
+            if t is not None:
+                return t
+    return None
+
+
+def _builtin_cost(module, inputs, output):
+    """(flops, bytes) of one forward of a leaf module: matrix products counted as 2 flops per
+    multiply-add, every other op as the bytes it reads and writes (inputs, outputs, its own
+    parameters), which bounds it on a GPU."""
+    params = sum(p.numel() * p.element_size() for p in module.parameters(recurse=False))
+    nbytes = _tensor_bytes(inputs) + _tensor_bytes(output) + params
+    x = _first_tensor(inputs)
+    y = _first_tensor(output)
+    if isinstance(module, torch.nn.Linear) and x is not None:
+        rows = x.numel() // max(module.in_features, 1)
+        return 2 * rows * module.in_features * module.out_features, nbytes
+    if isinstance(module, torch.nn.modules.conv._ConvNd) and y is not None:
+        k = 1
+        for d in module.kernel_size:
+            k *= d
+        return 2 * y.numel() * (module.in_channels // module.groups) * k, nbytes
+    if isinstance(module, torch.nn.Embedding) and y is not None:
+        return 0, 2 * _tensor_bytes(output)  # a gather: rows read, rows written
+    return 0, nbytes
+
+
+class Roofline:
+    """The handle of :func:`roofline`: the device time it modelled and told the pool of.
+
+    Counters (nanoseconds and kernels, over the context's life): ``forward_ns``,
+    ``backward_ns``, ``optimizer_ns``, ``kernels``.
+    """
+
+    def __init__(self, pool, model, *, tflops, gbps, backward, stream, costs):
+        if not isinstance(model, torch.nn.Module):
+            raise LogicError(f"tierpool.torch.roofline: expected a torch.nn.Module, got {type(model).__name__}")
+        for name, v in (("tflops", tflops), ("gbps", gbps), ("backward", backward)):
+            if not isinstance(v, (int, float)) or not v > 0 or v != v or v == float("inf"):
+                raise LogicError(f"tierpool.torch.roofline: {name} must be a positive number, got {v!r}")
+        self.pool = pool
+        self.model = model
+        self.tflops = float(tflops)
+        self.gbps = float(gbps)
+        self.backward = float(backward)
+        self.stream = stream
+        self.costs = dict(costs or {})
+        for k, f in self.costs.items():
+            if not isinstance(k, type) or not callable(f):
+                raise LogicError("tierpool.torch.roofline: costs maps module types to functions "
+                                 "(module, inputs, output) -> (flops, bytes)")
+        self.forward_ns = 0
+        self.backward_ns = 0
+        self.optimizer_ns = 0
+        self.kernels = 0
+        self._handles = None
+
+    def time_ns(self, flops, nbytes):
+        """The modelled time of one kernel: max(flops / rate, bytes / bandwidth), in whole ns."""
+        ns = max(flops / (self.tflops * 1e3), nbytes / self.gbps)  # flop / (TFLOP/s * 1e12) s, bytes / (GB/s * 1e9) s
+        return int(ns) + (ns > int(ns))
+
+    def _note(self, ns):
+        if ns > 0:
+            self.pool.note_compute(ns, self.stream)
+            self.kernels += 1
+
+    def _forward_hook(self, module, inputs, output):
+        f = self.costs.get(type(module))
+        if f is not None:
+            flops, nbytes = f(module, inputs, output)
+        elif next(module.children(), None) is None:
+            flops, nbytes = _builtin_cost(module, inputs, output)
+        else:
+            return  # a container: its children are timed
+        ns = self.time_ns(flops, nbytes)
+        if ns <= 0:
+            return
+        self._note(ns)
+        self.forward_ns += ns
+        if not torch.is_grad_enabled():
+            return
+        # Note [Backward kernels after their saved tensors]: the module's backward is noted
+        # when the gradient of its input is ready, i.e. after autograd ran its node (which
+        # leased the saved tensors); with no input that needs a gradient (the first layer),
+        # when the gradient of its output is ready, just before.
+        bns = int(ns * self.backward)
+        x = next((t for t in _flat_tensors(inputs) if t.requires_grad), None)
+        if x is None:
+            x = next((t for t in _flat_tensors(output) if t.requires_grad), None)
+        if x is None or bns <= 0:
+            return
+
+        def hook(_grad, bns=bns):
+            self._note(bns)
+            self.backward_ns += bns
+
+        x.register_hook(hook)
+
+    def _optimizer_step(self, p, state):
+        """One parameter's optimizer step (OffloadedOptimizer): it reads and writes the
+        parameter and its states and reads the gradient; bandwidth bound."""
+        nbytes = 3 * p.numel() * p.element_size()
+        if state:
+            for v in state.values():
+                if isinstance(v, torch.Tensor) and v.dim() > 0:
+                    nbytes += 2 * v.numel() * v.element_size()
+        ns = self.time_ns(12 * p.numel(), nbytes)
+        self._note(ns)
+        self.optimizer_ns += ns
+
+    def __enter__(self):
+        if self._handles is not None:
+            raise RuntimeError("tierpool.torch.roofline is not reentrant")
+        self._handles = [m.register_forward_hook(self._forward_hook) for m in self.model.modules()]
+        _active_rooflines.append(self)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        for h in self._handles or ():
+            h.remove()
+        self._handles = None
+        if self in _active_rooflines:
+            _active_rooflines.remove(self)
+        return False
+
+    def __repr__(self):
+        return (f"roofline(forward_ns={self.forward_ns}, backward_ns={self.backward_ns}, "
+                f"optimizer_ns={self.optimizer_ns}, kernels={self.kernels})")
+
+
+def _flat_tensors(x):
+    if isinstance(x, torch.Tensor):
+        yield x
+    elif isinstance(x, (tuple, list)):
+        for y in x:
+            yield from _flat_tensors(y)
+
+
+def roofline(pool, model, *, tflops=100.0, gbps=2000.0, backward=2.0, stream=None, costs=None):
+    """Context manager: tells `pool` the modelled device time of each module `model` runs
+    (``Pool.note_compute``), so that a recorded trace (``trace_path``, ``TIERPOOL_TRACE``)
+    carries the program's compute and its replay is timed.
+
+    Each leaf module's forward takes max(flops / ``tflops`` TFLOP/s, bytes / ``gbps`` GB/s):
+    ``Linear`` and convolutions count 2 flops per multiply-add; every other module is timed
+    by the bytes of its inputs, outputs and parameters. Its backward takes ``backward`` times
+    as long, noted when the gradient of its input is ready (Note [Backward kernels after
+    their saved tensors]). ``costs`` maps a module type to a function
+    ``(module, inputs, output) -> (flops, bytes)`` that replaces the built-in estimate (for a
+    container: work done besides its children, an attention's matrix products). Each
+    parameter's step under :func:`offload_optimizer` is timed by its bytes (12 flops per
+    element). ``stream``: the pool stream the kernels go on (None: the default stream).
+    On the simulated backend the kernels also run there (on the virtual clock: its time).
+    The defaults are of an H100-class device: 100 TFLOP/s of dense fp32/tf32 matrix
+    products, 2000 GB/s of memory bandwidth.
+    """
+    return Roofline(pool, model, tflops=tflops, gbps=gbps, backward=backward, stream=stream, costs=costs)

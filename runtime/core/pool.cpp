@@ -188,6 +188,11 @@ lease pool::acquire_host(tensor const& t, access_mode access)
 
 void pool::prefetch(tensor const& t, tier_id to) { checked(impl_, "prefetch").prefetch(t, to); }
 void pool::discard(tensor const& t) { checked(impl_, "discard").discard(t); }
+void pool::note_compute(stream_handle s, std::uint64_t duration_ns)
+{
+  checked(impl_, "note_compute").note_compute(s, duration_ns);
+}
+void pool::note_phase(std::string_view name) { checked(impl_, "note_phase").note_phase(name); }
 
 void pool::demote(tensor const& t, tier_id to)
 {

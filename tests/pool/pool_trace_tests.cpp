@@ -5,6 +5,7 @@
 // schema, and the file reads back as the same sequence.
 #include "unit/pool_test_util.hpp"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <tierpool/pool.hpp>
@@ -69,6 +70,57 @@ TEST(PoolTrace, RecordsItsCallsInTheTraceSchema)
     "free 1",               "free 2"};
   EXPECT_EQ(got, want);
   for (std::size_t i = 1; i < ev.size(); ++i) { EXPECT_GE(ev[i].time_ns, ev[i - 1].time_ns); }
+}
+
+// pool::note_compute and note_phase: the program's kernels and phases go into the recording
+// in order with its accesses, and on the simulated backend the stream runs for that long
+// (the virtual clock moves by the kernel's time).
+TEST(PoolTrace, RecordsTheComputeAndPhasesTheProgramTellsOf)
+{
+  auto const path = std::filesystem::temp_directory_path() / ("tierpool_pool_trace_c_" + std::to_string(::getpid()) + ".tpb");
+  tick elapsed = 0;
+  {
+    auto be = make_sim(sim_clock_mode::virtual_clock);
+    pool_options o = small_tiers(be);
+    o.trace_path = path.string();
+    pool p{o};
+    stream_handle s = p.create_stream();
+    tensor a = p.allocate(1024);
+    p.note_phase("forward");
+    tick const t0 = be->now();
+    {
+      lease l = p.acquire(a, access_mode::write_discard, s);
+      p.note_compute(s, 5000);
+    }
+    p.note_compute(s, 0);   // nothing
+    p.note_compute({}, 7);  // the default stream
+    p.synchronize(s);
+    elapsed = be->now() - t0;
+    p.free(a);
+    EXPECT_THAT([&] { p.note_compute(stream_handle{987654}, 1); },
+                ::testing::ThrowsMessage<logic_error>(::testing::HasSubstr("pool::note_compute: unknown stream 987654")));
+    EXPECT_THAT([&] { p.note_phase(""); },
+                ::testing::ThrowsMessage<logic_error>(::testing::HasSubstr("pool::note_phase: an empty phase name")));
+    p.close();
+    EXPECT_THAT([&] { p.note_phase("x"); }, ::testing::ThrowsMessage<logic_error>(::testing::HasSubstr("closed")));
+  }
+  EXPECT_GE(elapsed, tick{5000}) << "the simulated stream ran the kernel";
+  std::vector<trace::event> const ev = trace::read_all(path);
+  std::filesystem::remove(path);
+  std::vector<std::string> got;
+  for (trace::event const& e : ev) {
+    std::string line(trace::to_string(e.kind));
+    if (e.kind == trace::event_kind::phase) { line += " " + e.name; }
+    if (e.kind == trace::event_kind::access || e.kind == trace::event_kind::release ||
+        e.kind == trace::event_kind::compute) {
+      line += " s" + std::to_string(e.stream);
+    }
+    if (e.kind == trace::event_kind::compute) { line += " " + std::to_string(e.duration_ns); }
+    got.push_back(line);
+  }
+  std::vector<std::string> const want = {"allocate", "phase forward", "access s1", "compute s1 5000", "release s1",
+                                         "compute s0 7", "free"};
+  EXPECT_EQ(got, want);
 }
 
 }  // namespace

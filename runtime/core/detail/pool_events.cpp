@@ -30,6 +30,7 @@
 // `from` that reached the bytes otherwise is not waited for. A record_stream use is
 // stamped at the copy's last unpin, so work queued on S after that is not covered (as
 // with PyTorch's record_stream at free).
+#include <tierpool/backends/sim_backend.hpp>
 #include <tierpool/error.hpp>
 #include <tierpool/event.hpp>
 #include <tierpool/pool.hpp>
@@ -37,6 +38,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "core/detail/pool_impl.hpp"
@@ -213,6 +215,47 @@ stream_entry& pool_impl::user_stream(stream_handle s, char const* what) const
                       "; use a stream of this pool");
   }
   return *se;
+}
+
+// Note [Compute the program tells of]
+//   Rationale: a recorded trace held the pool's calls only, so its replay had no compute:
+//   no makespan worth reading, and nothing for the planner's latest start. A program knows
+//   its kernels (or a model of them); pool::note_compute passes them on. On the simulated
+//   backend the stream runs for that long too, so that a live run on the virtual clock and
+//   its replay see the same device timeline.
+void pool_impl::note_compute(stream_handle s, std::uint64_t duration_ns)
+{
+  stream_entry const& se = user_stream(s, "pool::note_compute");
+  if (duration_ns == 0) { return; }
+  if (auto* const sim = dynamic_cast<sim_backend*>(backend_.get())) {
+    if (status const st = sim->compute_async(s, duration_ns); st != status::ok) {
+      throw_backend(*backend_, st, "pool::note_compute: " + std::to_string(duration_ns) + " ns on stream " +
+                                     std::to_string(s.value));
+    }
+  }
+  if (tracer_.active()) [[unlikely]] {
+    trace::event e{};
+    e.kind = trace::event_kind::compute;
+    e.stream = se.trace_id;
+    e.duration_ns = duration_ns;
+    trace_record(std::move(e));
+  }
+}
+
+void pool_impl::note_phase(std::string_view name)
+{
+  if (closed_.load(std::memory_order_acquire)) [[unlikely]] { throw logic_error("pool::note_phase: the pool is closed"); }
+  if (name.empty()) { throw logic_error("pool::note_phase: an empty phase name"); }
+  constexpr std::size_t kMaxName = std::size_t{1} << 20U;  // what the recorder accepts
+  if (name.size() > kMaxName) {
+    throw logic_error("pool::note_phase: a phase name of " + std::to_string(name.size()) + " bytes (at most 1 MiB)");
+  }
+  if (tracer_.active()) [[unlikely]] {
+    trace::event e{};
+    e.kind = trace::event_kind::phase;
+    e.name.assign(name);
+    trace_record(std::move(e));
+  }
 }
 
 void pool_impl::enqueue_host_work(stream_handle s, std::unique_ptr<host_work> work)

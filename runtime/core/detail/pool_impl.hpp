@@ -145,6 +145,8 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
     -> decltype(body(false));
   void demote(tensor const& t, tier_id to);
   void discard(tensor const& t);
+  void note_compute(stream_handle s, std::uint64_t duration_ns);
+  void note_phase(std::string_view name);
   void free(tensor& t);
   void free_handle(tensor& t) noexcept;  ///< the handle's destructor
   /// The record is locked by this thread, its handle is gone (free_when_unpinned, drop_held

@@ -714,6 +714,26 @@ add_test(NAME cli.fixtures.torch_mlp_replay_check_fails
   COMMAND ${CMAKE_COMMAND} -DTIERPOOL_CLI=$<TARGET_FILE:tierpool_cli> -DTRACE=${_tp_replay_trace} -DREQUESTS=296
           -DWORKDIR=${CMAKE_CURRENT_BINARY_DIR}/torch_trace_check_fails -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_torch_trace_check.cmake)
 set_tests_properties(cli.fixtures.torch_mlp_replay_check_fails PROPERTIES LABELS cpu WILL_FAIL TRUE)
+# tests/data/resnet18_torch.tpb and gpt2_torch.tpb: real PyTorch training recorded through
+# tierpool.torch with tierpool.torch.roofline's compute (scripts/record_torch_models.py;
+# tests/data/README.md). `trace stat` gives their figures (compute and phases included), and
+# each replays in pool mode at 50 % with lru and the planner, timed by its compute.
+set(_tp_fixture_resnet_torch ${CMAKE_CURRENT_SOURCE_DIR}/data/resnet18_torch.tpb)
+add_test(NAME cli.fixtures.resnet18_torch_stat COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${_tp_fixture_resnet_torch})
+set_tests_properties(cli.fixtures.resnet18_torch_stat PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "events +6385\n +allocate +561\n +free +561\n +access +1865\n +prefetch +973\n +compute +546\n +phase +14\n +release +1865\n.*\n +tensors +561\n +working set +3431762880 .*\n +peak live +1192409472 .*\n +live at end +0\n +compute +0\\.017256 s\n.*well-formed +yes")
+add_test(NAME cli.fixtures.resnet18_torch_replay
+  COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_fixture_resnet_torch} -p lru -c 50% --prefetch plan --no-recompute -q)
+set_tests_properties(cli.fixtures.resnet18_torch_replay PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "561 objects, working set 3\\.2 GiB, peak live 1\\.1 GiB\n.*\nlru +50% \\(568\\.6 MiB\\) +1865 .* 67\\.8 ms +[0-9.]+ +129\\.9 ms ")
+set(_tp_fixture_gpt2_torch ${CMAKE_CURRENT_SOURCE_DIR}/data/gpt2_torch.tpb)
+add_test(NAME cli.fixtures.gpt2_torch_stat COMMAND $<TARGET_FILE:tierpool_cli> trace stat ${_tp_fixture_gpt2_torch})
+set_tests_properties(cli.fixtures.gpt2_torch_stat PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "events +15259\n +allocate +1374\n +free +1374\n +access +4541\n +prefetch +2368\n +compute +1047\n +phase +14\n +release +4541\n.*\n +tensors +1374\n +working set +17330257920 .*\n +peak live +6428901376 .*\n +live at end +0\n +compute +0\\.100093 s\n.*well-formed +yes")
+add_test(NAME cli.fixtures.gpt2_torch_replay
+  COMMAND $<TARGET_FILE:tierpool_cli> replay ${_tp_fixture_gpt2_torch} -p lru -c 50% --prefetch plan --no-recompute -q)
+set_tests_properties(cli.fixtures.gpt2_torch_replay PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "1374 objects, working set 16\\.1 GiB, peak live 6\\.0 GiB\n.*\nlru +50% \\(3\\.0 GiB\\) +4541 .* 333\\.6 ms +[0-9.]+ +503\\.8 ms ")
 # ---- end tierpool replay ----------------------------------------------------------
 
 # ---- tierpool top -------------------------------------------------------------------

@@ -23,6 +23,10 @@
 #include <tierpool/backend.hpp>
 #include <tierpool/types.hpp>
 
+namespace tierpool {
+class pool;
+}  // namespace tierpool
+
 namespace oversubscribe {
 
 /// @brief Whether a gemm operand is used as stored or transposed.
@@ -90,6 +94,11 @@ class compute_backend {
   [[nodiscard]] double roofline_seconds() const noexcept { return roofline_seconds_; }
   /// @brief How many kernels were enqueued so far.
   [[nodiscard]] std::uint64_t kernels() const noexcept { return kernels_; }
+  /// @brief Route the kernels' time through `p` (pool::note_compute) instead of straight to
+  ///        the simulated backend, so that `p`'s recording (`--trace`) carries each kernel as
+  ///        a `compute` event. The host kernels on the virtual clock with --kernel-time use it;
+  ///        other implementations ignore it. `p` must outlive the kernels enqueued after.
+  virtual void route_through(tierpool::pool* p) noexcept { (void)p; }
 
   /**
    * @brief `c[m×n] = op(a)[m×k] · op(b)[k×n]`, or `c += ...` when `accumulate`.

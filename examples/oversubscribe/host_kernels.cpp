@@ -10,6 +10,7 @@
 #include "host_kernels.hpp"
 
 #include <tierpool/backends/sim_backend.hpp>
+#include <tierpool/pool.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -147,6 +148,7 @@ class host_compute_backend final : public compute_backend {
   }
 
   [[nodiscard]] std::string_view name() const noexcept override { return "host"; }
+  void route_through(tierpool::pool* p) noexcept override { pool_ = p; }
 
  protected:
   void do_gemm(tierpool::stream_handle stream, double seconds, transpose ta, transpose tb, std::size_t m,
@@ -226,7 +228,12 @@ class host_compute_backend final : public compute_backend {
   void occupy(tierpool::stream_handle stream, double seconds)
   {
     if (sim_ == nullptr) { return; }
-    tierpool::status const s = sim_->compute_async(stream, static_cast<tierpool::tick>(std::ceil(seconds * 1e9)));
+    auto const ns = static_cast<tierpool::tick>(std::ceil(seconds * 1e9));
+    if (pool_ != nullptr) {  // the same compute_async, and a compute event in the pool's recording
+      pool_->note_compute(stream, ns);
+      return;
+    }
+    tierpool::status const s = sim_->compute_async(stream, ns);
     if (s != tierpool::status::ok) {
       throw std::runtime_error("compute_async failed (" + std::string(tierpool::to_string(s)) + ")");
     }
@@ -235,6 +242,7 @@ class host_compute_backend final : public compute_backend {
   tierpool::backend& be_;
   bool math_;                 // false: the kernels compute nothing (--skip-math)
   tierpool::sim_backend* sim_;  // the virtual clock's kernels take time (null: wall clock or CUDA)
+  tierpool::pool* pool_{nullptr};  // route_through: kernels' time through pool::note_compute
 };
 
 }  // namespace

@@ -628,6 +628,7 @@ int run(options const& o)
   tierpool::pool_options opts = pool_options_for(be, device_bytes, ref_device_bytes, o, true);  // only this pool records
   opts.publish.name = "oversubscribe";  // both pools show in `tierpool top` while the demo runs
   tierpool::pool pool{std::move(opts)};
+  compute->route_through(&pool);  // --kernel-time: each kernel is a compute event of the recording (--trace)
   tierpool::pool_options ref_opts = pool_options_for(ref_be, ref_device_bytes, ref_device_bytes, o, false);
   ref_opts.publish.name = "oversubscribe (reference)";
   tierpool::pool ref_pool{std::move(ref_opts)};

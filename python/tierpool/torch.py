@@ -407,6 +407,11 @@ def _offloaded_by(p):
     return h if h is not None and not h.closed else None
 
 
+def _require_module(model, who):
+    if not isinstance(model, torch.nn.Module):
+        raise LogicError(f"tierpool.torch.{who}: expected a torch.nn.Module, got {type(model).__name__}")
+
+
 def _default_units(model):
     """The model's children that hold parameters, each one unit with all its parameters (a
     ModuleList's or ModuleDict's children instead of it: containers that are never called);
@@ -441,8 +446,7 @@ class OffloadedModule:
 
     def __init__(self, pool, model, *, units=None, prefetch=True, offload_grads=True, name="param",
                  priority=0.0):
-        if not isinstance(model, torch.nn.Module):
-            raise LogicError(f"tierpool.torch.offload_module: expected a torch.nn.Module, got {type(model).__name__}")
+        _require_module(model, "offload_module")
         self.pool = pool
         self.model = model
         self.prefetch = bool(prefetch)
@@ -1198,8 +1202,7 @@ class Roofline:
     """
 
     def __init__(self, pool, model, *, tflops, gbps, backward, stream, costs):
-        if not isinstance(model, torch.nn.Module):
-            raise LogicError(f"tierpool.torch.roofline: expected a torch.nn.Module, got {type(model).__name__}")
+        _require_module(model, "roofline")
         for name, v in (("tflops", tflops), ("gbps", gbps), ("backward", backward)):
             if not isinstance(v, (int, float)) or not v > 0 or v != v or v == float("inf"):
                 raise LogicError(f"tierpool.torch.roofline: {name} must be a positive number, got {v!r}")

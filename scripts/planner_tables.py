@@ -3,8 +3,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The prefetch x policy x UVM tables of docs/chapters/replay.md ("Prefetch and the planner").
 
-Runs `tierpool replay` on the three generated training and inference traces and the two
-real-model fixtures, with every policy, prefetcher and UVM mode at 25 % and 50 %, and
+Runs `tierpool replay` on the three generated training and inference traces, the two
+real-model fixtures written by hand and the two recorded from PyTorch (--only picks some), with every policy, prefetcher and UVM mode at 25 % and 50 %, and
 prints one markdown table per trace: the makespan and, in brackets, makespan / ideal.
 Then one table of the iterations from the second on (the planner issue's "within 1.10x of
 the oracle from the second iteration on"): per trace and capacity, the best online row's
@@ -14,7 +14,7 @@ With --every-policy, instead: only the iterations from the second on, in pool mo
 every built-in policy (`tierpool policies`), best online, best `plan` and best `oracle` row.
 
     python3 scripts/planner_tables.py [--tierpool build/bin/tierpool] [--svg-dir DIR] [--date D]
-    python3 scripts/planner_tables.py --every-policy [--tierpool build/bin/tierpool]
+    python3 scripts/planner_tables.py --every-policy [--tierpool build/bin/tierpool] [--only gpt2-torch,resnet-torch]
 """
 import argparse
 import json
@@ -29,6 +29,8 @@ TRACES = [
     ("llm", "llm-infer-stream (defaults)", ["llm-infer-stream"]),
     ("gpt2", "tests/data/gpt2_small_train.tpt (GPT-2 small, by hand from its layer shapes)", None),
     ("resnet", "tests/data/resnet18_train.tpt (ResNet-18, by hand from its layer shapes)", None),
+    ("gpt2-torch", "tests/data/gpt2_torch.tpb (GPT-2 small, recorded from PyTorch)", None),
+    ("resnet-torch", "tests/data/resnet18_torch.tpb (ResNet-18, recorded from PyTorch)", None),
 ]
 POLICIES = "lru,belady,repeat"
 EVERY_POLICY = "lru,belady,repeat,cflru,arc,lirs,s3fifo,two_q,gdsf,sieve,clock,lfu,fifo,random"
@@ -49,11 +51,20 @@ def main():
     ap.add_argument("--date", default=None, help="in the SVG names (planner-ideal-KEY-DATE.svg)")
     ap.add_argument("--every-policy", action="store_true",
                     help="only the table from the second iteration on, over every built-in policy")
+    ap.add_argument("--only", default=None, help="these trace keys only (comma-separated: "
+                    + ", ".join(k for k, _, _ in TRACES) + ")")
     a = ap.parse_args()
+    keys = [k for k, _, _ in TRACES]
+    only = keys if a.only is None else a.only.split(",")
+    for k in only:
+        if k not in keys:
+            ap.error(f"unknown trace key {k!r} (valid: {', '.join(keys)})")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     later = []  # (trace, capacity, {(policy, prefetch): seconds from the second iteration on})
     with tempfile.TemporaryDirectory() as tmp:
         for key, title, gen in TRACES:
+            if key not in only:
+                continue
             if gen is None:
                 trace = os.path.join(root, "tests", "data", title.split(" ")[0].split("/")[-1])
             else:

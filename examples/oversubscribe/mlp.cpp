@@ -36,6 +36,7 @@ mlp_trainer::mlp_trainer(tierpool::pool& pool, compute_backend& compute, mlp_con
     throw std::invalid_argument("layers, width, batch, seq and classes must be positive");
   }
   stream_ = pool_.create_stream();
+  pool_.note_phase("init");
   virtual_clock_ = pool_.backend().caps().virtual_clock;
   for (tierpool::event& e : done_) { e = pool_.create_event(); }
   if (cfg_.model == model_kind::transformer) {
@@ -165,6 +166,7 @@ void mlp_trainer::build_operations()
   auto f = [](tierpool::lease const& l) { return l.as<float>(); };
 
   // Forward: y_l = relu(x_l · W_l^T + b_l) (no ReLU on the last layer: logits).
+  mark_phase("forward");
   for (std::size_t l = 0; l <= last; ++l) {
     std::size_t const out = out_dim(l);
     ops_.push_back({{{&w_[l], access_mode::read}, {&layer_input(l), access_mode::read},
@@ -177,6 +179,7 @@ void mlp_trainer::build_operations()
                     }});
   }
   // Loss gradient: d logits = (softmax - onehot) / batch.
+  mark_phase("backward");
   ops_.push_back({{{&act_[last], access_mode::read}, {&labels_, access_mode::read},
                    {&grad_act_[last], access_mode::write_discard}},
                   [this, f, b](std::vector<tierpool::lease> const& ls) {
@@ -207,6 +210,7 @@ void mlp_trainer::build_operations()
     ops_.push_back(std::move(op));
   }
   // Adam, first layer first (the backward pass ended there, so its tensors are warm).
+  mark_phase("optimizer");
   for (std::size_t l = 0; l <= last; ++l) { add_adam(l, param_floats(in, out_dim(l))); }
 }
 
@@ -233,7 +237,16 @@ double mlp_trainer::step()
       if (u.access != access_mode::write_discard) { pool_.prefetch(*u.tensor); }
     }
   }
-  for (std::size_t i = 0; i < ops_.size(); ++i) { run(i); }
+  // The phases go into the pool's recording (--trace), so that a replay splits its figures
+  // by them and has a phase floor (docs/chapters/replay.md, "The phase floor").
+  pool_.note_phase("iter " + std::to_string(steps_ - 1));
+  std::size_t next_phase = 0;
+  for (std::size_t i = 0; i < ops_.size(); ++i) {
+    for (; next_phase < phases_.size() && phases_[next_phase].op == i; ++next_phase) {
+      pool_.note_phase(phases_[next_phase].name);
+    }
+    run(i);
+  }
   pool_.synchronize(stream_);
 
   // The loss comes from bytes read back through the pool, wherever they are now.

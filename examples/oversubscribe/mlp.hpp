@@ -109,6 +109,12 @@ class mlp_trainer {
     std::vector<use> uses;  // leased in this order; launch() gets the leases in the same order
     std::function<void(std::vector<tierpool::lease> const&)> launch;
   };
+  // Where a phase of the step begins: the operation's index and the phase's name, noted in the
+  // pool's recording (pool::note_phase) before that operation runs.
+  struct phase_mark {
+    std::size_t op;
+    char const* name;
+  };
 
   [[nodiscard]] std::size_t out_dim(std::size_t layer) const noexcept;
   // The transformer-shaped model (transformer.cpp).
@@ -122,6 +128,7 @@ class mlp_trainer {
   /// Adam over parameter `param` (w_[param] and its moments, of `floats` floats) as an operation.
   void add_adam(std::size_t param, std::size_t floats);
   void run(std::size_t index);
+  void mark_phase(char const* name) { phases_.push_back({ops_.size(), name}); }  // before the next operation built
   void mark_done();
   void wait_until_at_most(std::uint64_t outstanding);
 
@@ -130,6 +137,7 @@ class mlp_trainer {
   mlp_config cfg_;
   tierpool::stream_handle stream_{};
   std::uint64_t steps_{0};
+  std::vector<phase_mark> phases_;  // forward, backward, optimizer: in operation order
 
   // One per layer; act_[l] is layer l's output (the logits for the last layer). The
   // transformer: one per parameter (w_...) and per activation (act_, grad_act_), the

@@ -187,6 +187,7 @@ void mlp_trainer::build_transformer()
   shape const sup{d, 4 * d};
   shape const sdown{4 * d, d};
 
+  mark_phase("forward");
   for (std::size_t l = 0; l < c.layers; ++l) {
     ops_.push_back({{{X(l), r}, {W(l, p_q), r}, {W(l, p_k), r}, {W(l, p_v), r}, {A(l, a_q), wd}, {A(l, a_k), wd}, {A(l, a_v), wd}},
                     [=](std::vector<tierpool::lease> const& ls) {
@@ -222,6 +223,7 @@ void mlp_trainer::build_transformer()
   tierpool::tensor const* dlogits = &grad_act_.back();
   ops_.push_back({{{X(c.layers), r}, {&w_[head], r}, {logits, wd}},
                   [=](std::vector<tierpool::lease> const& ls) { linear(ls[0], ls[1], ls[2], shead); }});
+  mark_phase("backward");
   ops_.push_back({{{logits, r}, {&labels_, r}, {dlogits, wd}},
                   [this, fp, n, c](std::vector<tierpool::lease> const& ls) {
                     compute_.softmax_xent_grad(stream_, fp(ls[0]), ls[1].as<std::int32_t>(), fp(ls[2]), n, c.classes);
@@ -272,6 +274,7 @@ void mlp_trainer::build_transformer()
     ops_.push_back(std::move(qkv));
   }
   // Adam over every parameter, the first block's first (the backward pass ended there).
+  mark_phase("optimizer");
   for (std::size_t i = 0; i < w_.size(); ++i) { add_adam(i, param_floats(shapes[i])); }
 }
 

@@ -15,7 +15,9 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace tierpool::test {
@@ -121,6 +123,52 @@ TEST(PoolTrace, RecordsTheComputeAndPhasesTheProgramTellsOf)
   std::vector<std::string> const want = {"allocate", "phase forward", "access s1", "compute s1 5000", "release s1",
                                          "compute s0 7", "free"};
   EXPECT_EQ(got, want);
+}
+
+// More threads than cores, each on its own stream, each acquiring its own tensor and telling
+// of a kernel after each access: every event is recorded, and each stream's events keep
+// their order (access, compute with that thread's running count, release). Under TSan in CI.
+TEST(PoolTrace, ComputeFromManyThreadsIsRecordedInOrderPerStream)
+{
+  auto const path = std::filesystem::temp_directory_path() / ("tierpool_pool_trace_t_" + std::to_string(::getpid()) + ".tpb");
+  constexpr int kThreads = 8;
+  constexpr int kRounds = 100;
+  {
+    auto be = make_sim(sim_clock_mode::virtual_clock);
+    pool_options o = small_tiers(be, 1_MiB);
+    o.trace_path = path.string();
+    pool p{o};
+    std::vector<std::thread> threads;
+    for (int k = 0; k < kThreads; ++k) {
+      threads.emplace_back([&p] {
+        stream_handle const s = p.create_stream();
+        tensor t = p.allocate(4096);
+        for (int i = 1; i <= kRounds; ++i) {
+          lease l = p.acquire(t, access_mode::read_write, s);
+          p.note_compute(s, static_cast<std::uint64_t>(i));
+        }
+        p.synchronize(s);
+        p.free(t);
+      });
+    }
+    for (auto& th : threads) { th.join(); }
+  }
+  std::vector<trace::event> const ev = trace::read_all(path);
+  std::filesystem::remove(path);
+  std::map<std::uint32_t, std::vector<std::string>> per_stream;
+  for (trace::event const& e : ev) {
+    if (e.kind == trace::event_kind::compute) {
+      per_stream[e.stream].push_back("c" + std::to_string(e.duration_ns));
+    } else if (e.kind == trace::event_kind::access || e.kind == trace::event_kind::release) {
+      per_stream[e.stream].push_back(e.kind == trace::event_kind::access ? "a" : "r");
+    }
+  }
+  ASSERT_EQ(per_stream.size(), static_cast<std::size_t>(kThreads));
+  std::vector<std::string> want;
+  for (int i = 1; i <= kRounds; ++i) {
+    want.insert(want.end(), {"a", "c" + std::to_string(i), "r"});
+  }
+  for (auto const& [stream, got] : per_stream) { EXPECT_EQ(got, want) << "stream " << stream; }
 }
 
 }  // namespace

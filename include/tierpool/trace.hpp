@@ -307,6 +307,8 @@ struct summary {
   std::uint64_t live_bytes_at_end{0};               ///< SUM of the sizes of ids live at the end
   std::uint64_t live_at_end{0};                     ///< COUNT ids live at the end (allocated, never freed)
   std::uint64_t compute_ns{0};                      ///< SUM of compute durations
+  std::uint64_t compute_streams{0};                 ///< COUNT distinct streams of compute events
+  std::uint64_t busiest_stream_compute_ns{0};       ///< MAX over streams of the SUM of their compute durations
   std::uint64_t recomputable_tensors{0};            ///< COUNT allocates with hint_recomputable
   std::uint64_t recomputable_bytes{0};              ///< SUM of their sizes
   std::uint64_t recompute_ns{0};                    ///< SUM of their duration_ns (the recompute costs)

@@ -32,6 +32,7 @@ struct summarizer::state {
   std::unordered_map<std::uint64_t, id_state> ids;  // lookup only, never iterated
   u128 live{0};  // exact SUM of the sizes of live ids; summary_ shows it saturated
   u128 peak{0};
+  std::unordered_map<std::uint32_t, u128> compute_by_stream;  // exact SUM of compute durations per stream
 };
 
 namespace {
@@ -159,7 +160,14 @@ void summarizer::add(event const& e)
       if (it == state_->ids.end() || !it->second.live) { ++s.prefetches_not_live; }
       break;
     }
-    case event_kind::compute: add_saturated(s.compute_ns, e.duration_ns, s.saturated); break;
+    case event_kind::compute: {
+      add_saturated(s.compute_ns, e.duration_ns, s.saturated);
+      auto [it, fresh] = state_->compute_by_stream.try_emplace(e.stream, 0);
+      it->second += e.duration_ns;
+      if (fresh) { ++s.compute_streams; }
+      s.busiest_stream_compute_ns = std::max(s.busiest_stream_compute_ns, clamp(it->second, s.saturated));
+      break;
+    }
     case event_kind::phase: break;
     case event_kind::release: break;
     case event_kind::discard: {

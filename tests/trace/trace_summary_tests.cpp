@@ -65,7 +65,23 @@ TEST(TraceSummary, SumsSaturateAndSaySoInsteadOfWrapping)
   EXPECT_EQ(s.peak_live_bytes, kMax);
   EXPECT_EQ(s.live_bytes_at_end, kMax);
   EXPECT_EQ(s.compute_ns, kMax);
+  EXPECT_EQ(s.busiest_stream_compute_ns, kMax);
   EXPECT_EQ(s.objects, 2U);
+}
+
+// Streams run side by side: the busiest stream's compute is what bounds a run (the replay's
+// ideal time), beside the sum over every stream.
+TEST(TraceSummary, CountsTheComputeOfTheBusiestStream)
+{
+  auto const events = read_memory("# tierpool-trace v1\ncompute 5 s=1\ncompute 10\ncompute 7 s=1\ncompute 2 s=3\n");
+  tt::summary const s = tt::summarize(events);
+  EXPECT_EQ(s.compute_ns, 24U);
+  EXPECT_EQ(s.compute_streams, 3U);
+  EXPECT_EQ(s.busiest_stream_compute_ns, 12U);
+  EXPECT_FALSE(s.saturated);
+  tt::summary const none = tt::summarize(read_memory("# tierpool-trace v1\nalloc 1 8\n"));
+  EXPECT_EQ(none.compute_streams, 0U);
+  EXPECT_EQ(none.busiest_stream_compute_ns, 0U);
 }
 
 // Live bytes are exact underneath: once the huge object is freed the figure is right again.

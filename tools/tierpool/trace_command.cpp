@@ -466,6 +466,8 @@ int trace_stat_command(int argc, char** argv)
       {"live_at_end", s.live_at_end},
       {"live_bytes_at_end", s.live_bytes_at_end},
       {"compute_ns", s.compute_ns},
+      {"compute_streams", s.compute_streams},
+      {"busiest_stream_compute_ns", s.busiest_stream_compute_ns},
       {"recomputable_tensors", s.recomputable_tensors},
       {"recomputable_bytes", s.recomputable_bytes},
       {"recompute_ns", s.recompute_ns},
@@ -506,6 +508,10 @@ int trace_stat_command(int argc, char** argv)
   bytes_line("allocated", s.allocated_bytes);
   line("live at end", s.live_at_end);
   std::printf("  %-22s %.6f s\n", "compute", static_cast<double>(s.compute_ns) / 1e9);
+  if (s.compute_streams > 1) {  // streams run side by side: the busiest one bounds the run (replay's ideal)
+    std::printf("    %-20s %.6f s (of %llu streams)\n", "busiest stream", static_cast<double>(s.busiest_stream_compute_ns) / 1e9,
+                static_cast<unsigned long long>(s.compute_streams));
+  }
   std::printf("  %-22s %.3f s\n", "time span",
               static_cast<double>(s.last_time_ns - s.first_time_ns) / 1e9);
   line("recomputable", s.recomputable_tensors);

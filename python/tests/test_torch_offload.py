@@ -786,3 +786,23 @@ def test_roofline_refuses_bad_parameters_and_note_compute_a_negative_time(pool):
         pool.note_phase("")
     pool.note_compute(0)
     pool.note_phase("not recorded")
+
+
+def test_roofline_times_multihead_attention_whole(pool):
+    """nn.MultiheadAttention never calls its out_proj module: the roofline times the whole
+    attention (four E x E projections over the rows, QK^T and AV), once per call, and the
+    TransformerEncoderLayer around it by its children and that."""
+    torch.manual_seed(0)
+    e, heads, n, length = 32, 4, 2, 8
+    mha = torch.nn.MultiheadAttention(e, heads, batch_first=True)
+    x = torch.randn(n, length, e)
+    with tpt.roofline(pool, mha, tflops=1.0, gbps=1e9) as r:  # flop bound
+        mha(x, x, x, need_weights=False)
+    flops = 2 * n * e * e * 4 * length + 4 * n * length * length * e
+    assert r.forward_ns == int(flops / 1e3) + (flops % 1000 != 0)
+    assert r.kernels == 1  # the forward; its backward is noted only when a backward runs
+    layer = torch.nn.TransformerEncoderLayer(e, heads, dim_feedforward=64, batch_first=True, dropout=0.0)
+    with tpt.roofline(pool, layer, tflops=1.0, gbps=1e9) as r2:
+        layer(x)
+    linears = 2 * 2 * n * length * e * 64  # linear1 and linear2
+    assert r2.forward_ns >= int((flops + linears) / 1e3)

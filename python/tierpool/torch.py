@@ -1191,7 +1191,30 @@ def _builtin_cost(module, inputs, output):
         return 2 * y.numel() * (module.in_channels // module.groups) * k, nbytes
     if isinstance(module, torch.nn.Embedding) and y is not None:
         return 0, 2 * _tensor_bytes(output)  # a gather: rows read, rows written
+    if isinstance(module, torch.nn.MultiheadAttention) and x is not None:
+        return _attention_cost(module, inputs, nbytes)
     return 0, nbytes
+
+
+def _attention_cost(module, inputs, nbytes):
+    """nn.MultiheadAttention: its forward computes with its own weights (in_proj_weight, and
+    out_proj's through the functional form, never calling out_proj), so it is timed whole:
+    the projections of query (L rows), key and value (S rows each) and of the output, E x E
+    each, and the two products QK^T and AV (2 L S E each), 2 flops per multiply-add; its
+    bytes are its inputs, output and parameters and the scores (heads x L x S) written and
+    read about four times (scores, mask, softmax, product)."""
+    q = inputs[0]
+    k = inputs[1] if len(inputs) > 1 and isinstance(inputs[1], torch.Tensor) else q
+    e = module.embed_dim
+    if q.dim() == 2:  # unbatched: (L, E)
+        n, length, source = 1, q.shape[0], k.shape[0]
+    elif module.batch_first:
+        n, length, source = q.shape[0], q.shape[1], k.shape[1]
+    else:
+        n, length, source = q.shape[1], q.shape[0], k.shape[0]
+    flops = 2 * n * e * e * (2 * length + 2 * source) + 4 * n * length * source * e
+    scores = n * module.num_heads * length * source * q.element_size()
+    return flops, nbytes + 4 * scores
 
 
 class Roofline:
@@ -1237,7 +1260,7 @@ class Roofline:
         f = self.costs.get(type(module))
         if f is not None:
             flops, nbytes = f(module, inputs, output)
-        elif next(module.children(), None) is None:
+        elif next(module.children(), None) is None or isinstance(module, torch.nn.MultiheadAttention):
             flops, nbytes = _builtin_cost(module, inputs, output)
         else:
             return  # a container: its children are timed
@@ -1311,8 +1334,9 @@ def roofline(pool, model, *, tflops=100.0, gbps=2000.0, backward=2.0, stream=Non
     carries the program's compute and its replay is timed.
 
     Each leaf module's forward takes max(flops / ``tflops`` TFLOP/s, bytes / ``gbps`` GB/s):
-    ``Linear`` and convolutions count 2 flops per multiply-add; every other module is timed
-    by the bytes of its inputs, outputs and parameters. Its backward takes ``backward`` times
+    ``Linear``, convolutions and ``MultiheadAttention`` (timed whole: its projections and
+    its two products) count 2 flops per multiply-add; every other module is timed by the
+    bytes of its inputs, outputs and parameters. Its backward takes ``backward`` times
     as long, noted when the gradient of its input is ready (Note [Backward kernels after
     their saved tensors]). ``costs`` maps a module type to a function
     ``(module, inputs, output) -> (flops, bytes)`` that replaces the built-in estimate (for a

@@ -534,6 +534,18 @@ add_test(NAME cli.replay.compaction_needs_pool_mode
           $<TARGET_FILE:tierpool_cli> ${_tp_replay_trace})
 set_tests_properties(cli.replay.compaction_needs_pool_mode PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "--compaction needs --mode pool.*exit 2")
+add_test(NAME cli.replay.no_trace_prefetch_needs_pool_mode
+  COMMAND sh -c "\"$0\" replay \"$1\" --mode uvm --no-trace-prefetch -q; echo \"exit $?\""
+          $<TARGET_FILE:tierpool_cli> ${_tp_replay_trace})
+set_tests_properties(cli.replay.no_trace_prefetch_needs_pool_mode PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "--no-trace-prefetch needs --mode pool.*exit 2")
+# --no-trace-prefetch on a recording with the program's own prefetches (the ResNet-18 fixture:
+# lru at 25 % issues 306 of them by default, none with the flag; tests/data/README.md).
+add_test(NAME cli.replay.no_trace_prefetch
+  COMMAND $<TARGET_FILE:tierpool_cli> replay ${CMAKE_CURRENT_SOURCE_DIR}/data/resnet18_torch.tpb -p lru -c 25% --no-recompute
+          --no-trace-prefetch -q --json /dev/stdout)
+set_tests_properties(cli.replay.no_trace_prefetch PROPERTIES LABELS cpu
+  PASS_REGULAR_EXPRESSION "\"prefetches\":0,")
 # --compaction (Note [Compacting around vacated blocks], runtime/migration/placement.cpp):
 # GPT-2 small on a device tier above its 16.6 GiB peak. Without compaction the tier's
 # vacated room is scattered between live tensors and the pool moves gigabytes; with it,

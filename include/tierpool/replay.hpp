@@ -403,6 +403,10 @@ struct run_options {
   /// waiting for vacated blocks where that lets it (Note [Compacting around vacated blocks],
   /// runtime/migration/placement.cpp). Off by default, as in a pool.
   bool compaction{false};
+  /// Pool mode: the trace's own `prefetch` events (a recorded program's pool::prefetch
+  /// calls) are replayed as pool::prefetch. false: they are skipped, so that the rows
+  /// compare the prefetchers of `prefetch` alone (`tierpool replay --no-trace-prefetch`).
+  bool trace_prefetches{true};
   policy_registry const* registry{nullptr};  ///< null: the built-in policies
   progress_fn progress{};                    ///< called about every 2^20 events (may be empty)
   /// Cache mode, tests: when non-null, receives 1 (hit) or 0 (miss) per request, in order.
@@ -460,6 +464,7 @@ struct grid_options {
   double storage_ratio{1.0};                       ///< as run_options::storage_ratio
   bool recompute{true};                            ///< as run_options::recompute
   bool compaction{false};                          ///< as run_options::compaction
+  bool trace_prefetches{true};                     ///< as run_options::trace_prefetches
   std::uint64_t uvm_page_bytes{kUvmDefaultPageBytes};  ///< as run_options::uvm_page_bytes
   double uvm_fault_ns{kUvmDefaultFaultNs};             ///< as run_options::uvm_fault_ns
   bool uvm_drop_clean{false};                          ///< as run_options::uvm_drop_clean

@@ -2061,7 +2061,8 @@ NB_MODULE(_tierpool, m)
   m.def(
       "replay",
       [](std::string const& trace_path, std::vector<nb::object> const& policy_objects, std::string const& capacities,
-         std::string const& mode, nb::handle prefetch_object, std::uint32_t loop, unsigned threads, bool activity) {
+         std::string const& mode, nb::handle prefetch_object, std::uint32_t loop, unsigned threads, bool activity,
+         bool trace_prefetches) {
         tierpool::replay::replay_mode const md = tierpool::replay::parse_replay_mode(mode);
         // Specs for the registry: Python classes are registered in this call's own host.
         auto const host = tierpool::python::make_policy_host();
@@ -2082,6 +2083,7 @@ NB_MODULE(_tierpool, m)
           g.prefetch = prefetch;
           g.threads = threads;
           g.record_activity = activity && md == tierpool::replay::replay_mode::pool;
+          g.trace_prefetches = trace_prefetches;
           g.registry = &host->registry;  // the worker threads take the GIL per Python hook
           // Python hooks run one at a time (the GIL), and threads that hand the GIL to each
           // other on every hook are ten times slower than one thread: by default, a grid
@@ -2100,6 +2102,7 @@ NB_MODULE(_tierpool, m)
       },
       "trace"_a, "policies"_a = std::vector<std::string>{"lru"}, "capacities"_a = "10%", "mode"_a = "pool",
       "prefetch"_a = nb::str("none"), "loop"_a = 1, "threads"_a = 0, "activity"_a = false,
+      "trace_prefetches"_a = true,
       "Replay a trace file (any format tierpool reads) for every policy x capacity, as `tierpool replay` "
       "does. capacities: comma-separated, '10%' of the working set or byte sizes ('64MiB'); threads: 0 = every "
       "hardware thread, or 1 when a Python policy or predictor is in the grid; mode: 'pool', "
@@ -2112,7 +2115,8 @@ NB_MODULE(_tierpool, m)
       "exposed_h2d_seconds, exposed_d2h_seconds, exposed_both_seconds, idle_seconds, and 'phases', a list of dicts "
       "with the same keys and 'name' per phase label of the trace; 'iteration_seconds', the device time of "
       "each iteration (from each marker of the first recurring phase label), and 'steady_seconds', their sum "
-      "from the second on.");
+      "from the second on. trace_prefetches=False (pool mode): the trace's own prefetch events (a recorded "
+      "program's prefetch calls) are skipped, as `tierpool replay --no-trace-prefetch`.");
 
   m.def(
       "_torch_allocator_attach",

@@ -806,3 +806,16 @@ def test_roofline_times_multihead_attention_whole(pool):
         layer(x)
     linears = 2 * 2 * n * length * e * 64  # linear1 and linear2
     assert r2.forward_ns >= int((flops + linears) / 1e3)
+
+
+def test_replay_can_leave_out_a_recordings_own_prefetches():
+    """tests/data/resnet18_torch.tpb carries offload_module's own prefetch calls: replayed by
+    default, left out with trace_prefetches=False (tierpool replay --no-trace-prefetch)."""
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "data", "resnet18_torch.tpb")
+    (own,) = tierpool.replay(path, ["lru"], "25%")
+    (alone,) = tierpool.replay(path, ["lru"], "25%", trace_prefetches=False)
+    assert own["prefetches"] > 0
+    assert alone["prefetches"] == 0
+    assert own["compute_seconds"] == alone["compute_seconds"]

@@ -375,6 +375,7 @@ void run_pool(compiled_data const& d, policy_registry const& registry, run_optio
             break;
           }
           case pool_op_kind::prefetch:
+            if (!o.trace_prefetches) { break; }  // --no-trace-prefetch: the prefetchers of `prefetch` alone
             if (op.tier != 0 || tensors[op.obj].bytes() <= cap) { p.prefetch(tensors[op.obj], tier_id{op.tier}); }
             break;
           case pool_op_kind::compute:

@@ -223,6 +223,7 @@ std::vector<replay_result> run_grid(compiled_trace const& trace, grid_options co
     o.storage_ratio = options.storage_ratio;
     o.recompute = options.recompute;
     o.compaction = options.compaction;
+    o.trace_prefetches = options.trace_prefetches;
     o.uvm_page_bytes = options.uvm_page_bytes;
     o.uvm_fault_ns = options.uvm_fault_ns;
     o.uvm_drop_clean = options.uvm_drop_clean;

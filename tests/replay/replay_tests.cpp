@@ -1382,3 +1382,32 @@ TEST(ReplayDiscard, AReadAfterADiscardIsRefusedWhenCompiled)
   ev.push_back(read(7));
   EXPECT_EQ(tr::compiled_trace::compile(ev).requests(), 3U);
 }
+
+// run_options::trace_prefetches (tierpool replay --no-trace-prefetch): a recorded program's
+// prefetch calls are replayed by default and skipped on request, so that a prefetcher's rows
+// compare it alone. Tensor 1 is written by the host, then the trace prefetches it to the
+// device before a kernel reads it: a prefetch copy beside the 100 us kernel before, or the
+// read's own miss without it (as early in stream order: the host runs ahead).
+TEST(ReplayPoolMode, TheTracesOwnPrefetchesCanBeLeftOut)
+{
+  constexpr std::uint64_t kB = 1U << 20U;
+  tt::event host_write = discard(1, kB);
+  host_write.stream = tt::host_stream;
+  tt::event pf{};
+  pf.kind = tt::event_kind::prefetch;
+  pf.tensor = 1;
+  pf.tier = 0;
+  std::vector<tt::event> const ev = {born(1, kB), host_write, pf, kernel(100000), read(1), kernel(1000)};
+  auto const t = tr::compiled_trace::compile(ev);
+  tr::run_options o;
+  o.policy = "lru";
+  o.capacity_bytes = 2 * kB;
+  tr::replay_result const with = tr::run(t, o);
+  o.trace_prefetches = false;
+  tr::replay_result const without = tr::run(t, o);
+  EXPECT_EQ(with.prefetches, 1U);
+  EXPECT_EQ(without.prefetches, 0U);
+  EXPECT_EQ(with.misses + 1, without.misses) << "the read finds the prefetched copy";
+  EXPECT_EQ(with.bytes_h2d, without.bytes_h2d) << "the same copy, made by the prefetch or by the miss";
+  EXPECT_EQ(with.prefetches_on_time, 1U) << "done beside the 100 us kernel";
+}

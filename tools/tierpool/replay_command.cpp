@@ -248,6 +248,8 @@ int replay_command(int argc, char** argv)
      "instead of written back when rebuilding costs less (their cost runs as compute on the asking stream)")
     ("compaction", "pool mode: the pool compacts the device tier before it evicts (pool_options::compaction, off "
      "by default): device-to-device moves instead of transfers where the free and vacated bytes cover a request")
+    ("no-trace-prefetch", "pool mode: skip the trace's own prefetch events (a recorded program's prefetch "
+     "calls), so that the rows compare the --prefetch predictors alone")
     ("loop", po::value(&loop_text), "replay the trace this many times in a row, 1..1000000 (default 1)")
     ("format", po::value(&format), "trace format: auto (default), text, binary, oracle_general, csv")
     ("json", po::value(&json_path), "write the results as JSON (one object per row) to FILE")
@@ -378,6 +380,7 @@ int replay_command(int argc, char** argv)
   }
   g.recompute = vm.count("no-recompute") == 0;
   g.compaction = vm.count("compaction") != 0;
+  g.trace_prefetches = vm.count("no-trace-prefetch") == 0;
   if ((g.host_capacity || g.storage_bytes != 0) && (!has_pool || modes.size() != 1)) {
     std::fprintf(stderr, "tierpool replay: --host-capacity and --storage need --mode pool\n");
     return 2;
@@ -385,6 +388,10 @@ int replay_command(int argc, char** argv)
   bool const activity = vm.count("activity") != 0 || !timeline_path.empty();
   if (activity && !has_pool) {
     std::fprintf(stderr, "tierpool replay: --activity and --timeline need --mode pool (a run on the simulated device)\n");
+    return 2;
+  }
+  if (!g.trace_prefetches && !has_pool) {
+    std::fprintf(stderr, "tierpool replay: --no-trace-prefetch needs --mode pool (UVM modes never replay them)\n");
     return 2;
   }
   if (g.compaction && !has_pool) {

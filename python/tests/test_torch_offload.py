@@ -776,6 +776,8 @@ def test_roofline_refuses_bad_parameters_and_note_compute_a_negative_time(pool):
             tpt.roofline(pool, model, **kwargs)
     with pytest.raises(tierpool.LogicError, match="costs maps module types"):
         tpt.roofline(pool, model, costs={"Linear": lambda m, i, o: (0, 0)})
+    with pytest.raises(tierpool.LogicError, match="got list"):
+        tpt.roofline(pool, model, costs=[torch.nn.Linear])
     with pytest.raises(tierpool.LogicError, match="expected a torch.nn.Module"):
         tpt.roofline(pool, object())
     with pytest.raises(tierpool.LogicError, match="a negative duration"):
@@ -819,3 +821,21 @@ def test_replay_can_leave_out_a_recordings_own_prefetches():
     assert own["prefetches"] > 0
     assert alone["prefetches"] == 0
     assert own["compute_seconds"] == alone["compute_seconds"]
+
+
+def test_roofline_notes_no_device_time_for_a_host_optimizer_step():
+    """offload_optimizer(step_on="host") steps on the CPU: the roofline notes the model's
+    kernels but no optimizer time."""
+    pool = make_pool(DEVICE, 1024 * KiB)
+    torch.manual_seed(0)
+    model = mlp()
+    handle = tpt.offload_module(pool, model)
+    opt = tpt.offload_optimizer(handle, torch.optim.Adam(model.parameters(), lr=1e-3), step_on="host")
+    x = torch.randn(BATCH, WIDTH)
+    with tpt.roofline(pool, model) as r:
+        torch.nn.functional.mse_loss(model(x), torch.zeros(BATCH, 1)).backward()
+        opt.step()
+    assert r.forward_ns > 0 and r.backward_ns > 0
+    assert r.optimizer_ns == 0
+    handle.close()
+    pool.close()

@@ -1011,8 +1011,9 @@ class OffloadedOptimizer:
                 g["params"] = [target] if gj == gi else []
             with torch.no_grad():
                 self._orig_step()
-            for r in _active_rooflines:  # the step's modelled time, while its tensors are leased
-                r._optimizer_step(target, state.get(target))
+            if not host:  # a host step is the CPU's work, not the device's
+                for r in _active_rooflines:  # the step's modelled time, while its tensors are leased
+                    r._optimizer_step(target, state.get(target))
             for gj, g in enumerate(groups):
                 g["params"] = []
             if host and target in state:
@@ -1235,6 +1236,9 @@ class Roofline:
         self.gbps = float(gbps)
         self.backward = float(backward)
         self.stream = stream
+        if costs is not None and not isinstance(costs, dict):
+            raise LogicError("tierpool.torch.roofline: costs maps module types to functions "
+                             f"(module, inputs, output) -> (flops, bytes), got {type(costs).__name__}")
         self.costs = dict(costs or {})
         for k, f in self.costs.items():
             if not isinstance(k, type) or not callable(f):
@@ -1342,7 +1346,8 @@ def roofline(pool, model, *, tflops=100.0, gbps=2000.0, backward=2.0, stream=Non
     ``(module, inputs, output) -> (flops, bytes)`` that replaces the built-in estimate (for a
     container: work done besides its children, an attention's matrix products). Each
     parameter's step under :func:`offload_optimizer` is timed by its bytes (12 flops per
-    element). ``stream``: the pool stream the kernels go on (None: the default stream).
+    element; a ``step_on="host"`` step is the CPU's and is not noted). ``stream``: the pool
+    stream the kernels go on (None: the default stream).
     On the simulated backend the kernels also run there (on the virtual clock: its time).
     The defaults are of an H100-class device: 100 TFLOP/s of dense fp32/tf32 matrix
     products, 2000 GB/s of memory bandwidth.

@@ -9,7 +9,9 @@
 #   4. with -DPYTHON=<python3> (to do the arithmetic): the kernels the demo gave the pool
 #      (--kernel-time routes them through pool::note_compute, so the trace has them) sum to
 #      its roofline time within 1 %, and the replay's makespan is within 3 % of the live
-#      run's virtual time (the replay also covers the parameter check after training).
+#      run's virtual time (the replay also covers the parameter check after training);
+#   5. the recording has the demo's phases (init, then per step iter N, forward, backward,
+#      optimizer).
 file(MAKE_DIRECTORY "${WORK}")
 set(trace "${WORK}/demo.tpt")
 set(live_json "${WORK}/demo.json")
@@ -50,6 +52,15 @@ foreach(pair bytes_h2d:bytes_h2d bytes_d2h:bytes_d2h copies_h2d:copies_h2d copie
     string(APPEND failed "  ${live_key}: live ${a}, replay ${b}\n")
   endif()
 endforeach()
+# The demo marks its phases in the recording (pool::note_phase): each of the 2 steps has
+# "iter N", forward, backward and optimizer.
+file(STRINGS "${trace}" phases REGEX "phase ")
+list(JOIN phases "|" phases)
+string(REGEX REPLACE "@[0-9]+ " "" phases "${phases}")
+message(STATUS "phases: ${phases}")
+if(NOT phases STREQUAL "phase init|phase \"iter 0\"|phase forward|phase backward|phase optimizer|phase \"iter 1\"|phase forward|phase backward|phase optimizer")
+  string(APPEND failed "  the recording's phases are not the demo's two steps: ${phases}\n")
+endif()
 string(JSON evictions GET "${live}" run_totals device_evictions)
 if(evictions EQUAL 0)
   string(APPEND failed "  the live run evicted nothing: the check would prove nothing\n")

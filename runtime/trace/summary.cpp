@@ -33,6 +33,8 @@ struct summarizer::state {
   u128 live{0};  // exact SUM of the sizes of live ids; summary_ shows it saturated
   u128 peak{0};
   std::unordered_map<std::uint32_t, u128> compute_by_stream;  // exact SUM of compute durations per stream
+  u128* last_compute{nullptr};  // compute_by_stream's entry of the latest compute event's stream (nodes stay put)
+  std::uint32_t last_compute_stream{0};
 };
 
 namespace {
@@ -162,10 +164,15 @@ void summarizer::add(event const& e)
     }
     case event_kind::compute: {
       add_saturated(s.compute_ns, e.duration_ns, s.saturated);
-      auto [it, fresh] = state_->compute_by_stream.try_emplace(e.stream, 0);
-      it->second += e.duration_ns;
-      if (fresh) { ++s.compute_streams; }
-      s.busiest_stream_compute_ns = std::max(s.busiest_stream_compute_ns, clamp(it->second, s.saturated));
+      state& st = *state_;
+      if (st.last_compute == nullptr || st.last_compute_stream != e.stream) {  // a lookup only when the stream changes
+        auto [it, fresh] = st.compute_by_stream.try_emplace(e.stream, 0);
+        if (fresh) { ++s.compute_streams; }
+        st.last_compute = &it->second;
+        st.last_compute_stream = e.stream;
+      }
+      *st.last_compute += e.duration_ns;
+      s.busiest_stream_compute_ns = std::max(s.busiest_stream_compute_ns, clamp(*st.last_compute, s.saturated));
       break;
     }
     case event_kind::phase: break;

@@ -100,7 +100,9 @@ struct grad_reduction {
     : on(p.count("streams", 1, 2) == 2)
   {
     double const gbps = p.real("comm_gbps", 1e-6, 1e9);
-    ns = static_cast<std::uint64_t>(2.0 * static_cast<double>(grad_bytes) / gbps);  // bytes / (GB/s) = ns
+    // bytes / (GB/s) = ns: flops_to_ns's division with the rate in thousands, which also
+    // saturates a time past 2^64 ns instead of overflowing the conversion
+    ns = flops_to_ns(2.0 * static_cast<double>(grad_bytes), gbps / 1e3);
   }
 
   // After the backward kernel that wrote g: its all-reduce on stream 1.

@@ -11,6 +11,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -308,6 +310,14 @@ TEST(TraceGen, TrainingGeneratorsCanReduceGradientsOnASecondStream)
     bad.back() = {"comm_gbps", "0"};
     EXPECT_THROW((void)tt::generate(w, bad, 1), tierpool::logic_error);
   }
+  // An all-reduce past 2^64 ns saturates (a 1 PiB gradient at 10^-6 GB/s), as compute
+  // durations do; the conversion overflowed to 0 before.
+  auto const huge = tt::generate("mlp-train", {{"layers", "1"}, {"width", "16777216"}, {"batch", "1"}, {"iterations", "1"},
+                                               {"streams", "2"}, {"comm_gbps", "0.000001"}}, 1);
+  auto const it = std::find_if(huge.begin(), huge.end(),
+                               [](event const& e) { return e.kind == event_kind::compute && e.stream == 1; });
+  ASSERT_NE(it, huge.end());
+  EXPECT_EQ(it->duration_ns, std::numeric_limits<std::uint64_t>::max());
 }
 
 // Inference and serving: no hints (KV blocks are lossless-only by default, hints 0).

@@ -69,6 +69,7 @@ struct options {
   std::string snapshot{};  ///< --snapshot: the pool's snapshot after training, as JSON
   std::string dump_tensors{};  ///< --dump-tensors: the reference model's tensors after training, as .npy files
   bool virtual_clock{false};  ///< --virtual-clock: the sim's deterministic timeline
+  bool hide_device_times{false};  ///< --hide-device-times: the pool measures device times with events
   bool kernel_time{false};    ///< --kernel-time: on the virtual clock, kernels occupy their streams (a roofline)
   oversubscribe::kernel_roofline roofline{};  ///< --kernel-roofline: the roofline kernels are timed on
   tierpool::sim_host_costs host_costs{};      ///< --host-costs: the virtual clock's host time per call
@@ -112,6 +113,9 @@ set, and checks every step's loss bit for bit against a run with unlimited devic
                         .npy files in DIR, for tierpool codec measure --input
   --virtual-clock       sim only: the deterministic virtual timeline instead of the wall
                         clock (the same pool decisions on every run; what replay uses)
+  --hide-device-times   with --virtual-clock: the pool does not see the device times ahead,
+                        as on a GPU; a planner (TIERPOOL_PREFETCH=plan) measures them with
+                        timed events once they have run (docs/chapters/policies.md)
   --kernel-time         with --virtual-clock: each kernel occupies its stream for its time
                         on a GPU-like roofline (50 TFLOP/s, 3 TB/s), and the demo reports
                         the virtual time against the reference's (the time streams waited);
@@ -360,13 +364,15 @@ options parse_options(int argc, char** argv)
     else if (arg == "--dump-tensors") { o.dump_tensors = value(); }
     else if (arg == "--virtual-clock") { o.virtual_clock = true; }
     else if (arg == "--kernel-time") { o.kernel_time = true; }
+    else if (arg == "--hide-device-times") { o.hide_device_times = true; }
     else if (arg == "--kernel-roofline") { o.roofline = parse_roofline(value()); }
     else if (arg == "--host-costs") { o.host_costs = parse_host_costs(value()); }
     else if (arg == "--skip-math") { o.skip_math = true; }
     else if (arg == "--check-kernels") { o.check_kernels = true; }
     else { throw usage_error("unknown option '" + std::string(args[i]) + "' (see --help)"); }
     if (inline_value && (arg == "--help" || arg == "-h" || arg == "--no-prefetch" || arg == "--check-kernels" ||
-                         arg == "--virtual-clock" || arg == "--kernel-time" || arg == "--skip-math")) {
+                         arg == "--virtual-clock" || arg == "--kernel-time" || arg == "--skip-math" ||
+                         arg == "--hide-device-times")) {
       throw usage_error(std::string(arg) + " takes no value");
     }
   }
@@ -380,6 +386,7 @@ options parse_options(int argc, char** argv)
     throw usage_error("--seq is the transformer's (--model transformer)");
   }
   if (o.kernel_time && !o.virtual_clock) { throw usage_error("--kernel-time needs --virtual-clock"); }
+  if (o.hide_device_times && !o.virtual_clock) { throw usage_error("--hide-device-times needs --virtual-clock"); }
   if (!o.host_costs.none() && !o.virtual_clock) { throw usage_error("--host-costs needs --virtual-clock"); }
   if (o.skip_math && !o.virtual_clock) { throw usage_error("--skip-math needs --virtual-clock"); }
   if (o.skip_math && o.check_kernels) { throw usage_error("--skip-math and --check-kernels exclude each other"); }
@@ -404,10 +411,12 @@ constexpr std::size_t round_up(std::size_t v, std::size_t to) noexcept { return 
 std::shared_ptr<tierpool::backend> make_backend(tierpool::backend_choice choice, int device, std::size_t device_bytes,
                                                 std::optional<tierpool::link_model> const& link,
                                                 tierpool::fallback_notice notice, std::string* reason,
-                                                bool virtual_clock = false, tierpool::sim_host_costs host_costs = {})
+                                                bool virtual_clock = false, tierpool::sim_host_costs host_costs = {},
+                                                bool hide_device_times = false)
 {
   tierpool::sim_options so;
   if (virtual_clock) { so.clock = tierpool::sim_clock_mode::virtual_clock; }
+  so.hide_device_times = hide_device_times;
   so.host_costs = host_costs;
   // The simulated card is larger than the device tier, as a real one would be: the
   // tier's capacity, not the card, is what the demo oversubscribes.
@@ -600,7 +609,7 @@ int run(options const& o)
   // kernels (cuda_kernels.cu) when the build has them and they run on this GPU.
   std::string reason;
   auto be = make_backend(choice, o.device, device_bytes, link, tierpool::fallback_notice::silent, &reason,
-                         o.virtual_clock, o.host_costs);  // reason printed below
+                         o.virtual_clock, o.host_costs, o.hide_device_times);  // reason printed below
   std::string why;
   auto compute = oversubscribe::make_compute_backend(*be, &why, o.kernel_time, o.roofline, !o.skip_math);
   if (!compute) {

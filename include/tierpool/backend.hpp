@@ -46,6 +46,7 @@ struct backend_caps {
   std::size_t copy_granularity{256};      ///< smallest efficient transfer, in bytes
   bool real_memory{true};                 ///< false: phantom memory (address ranges, no bytes)
   bool virtual_clock{false};              ///< true: now() is a deterministic simulated clock
+  bool timed_events{false};               ///< event_elapsed() times events made by create_timed_event()
   bool has_managed{false};                ///< managed (unified) memory available
   bool has_managed_prefetch{false};       ///< prefetch_async / advise on managed memory work
   bool concurrent_managed_access{false};  ///< host and device may touch managed memory at once
@@ -194,6 +195,25 @@ class TIERPOOL_EXPORT backend {
   {
     (void)s;
     return std::nullopt;
+  }
+  /// @brief Create an event that event_elapsed() can time (a CUDA event without
+  ///        cudaEventDisableTiming). The default: create_event().
+  [[nodiscard]] virtual status create_timed_event(event_handle* out) noexcept { return create_event(out); }
+  /**
+   * @brief Device time from the completion of the last record of `from` to that of `to`
+   *        (cudaEventElapsedTime), once both have completed: how a backend that does not know
+   *        device times ahead measures them afterwards.
+   * @param from, to Events from create_timed_event(), both recorded.
+   * @param ns       Receives the time (0 when `to` completed first).
+   * @return ok; not_ready while either has not completed; not_supported where events are not
+   *         timed (the default, the sim's wall clock); invalid_value (null `ns`, unknown event).
+   */
+  [[nodiscard]] virtual status event_elapsed(event_handle from, event_handle to, tick* ns) noexcept
+  {
+    (void)from;
+    (void)to;
+    if (ns != nullptr) { *ns = 0; }
+    return status::not_supported;
   }
 
   /**

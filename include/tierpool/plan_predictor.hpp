@@ -107,8 +107,16 @@ class TIERPOOL_EXPORT plan_predictor {
   [[nodiscard]] phase state() const noexcept { return state_; }
   /// @brief Position of the latest access (the count of accesses before it).
   [[nodiscard]] std::uint64_t position() const noexcept { return pos_ == 0 ? 0 : pos_ - 1; }
+  /// @brief The device compute (ns) before the access at `position` (its access_view::compute),
+  ///        measured after the access was told: where device times are known only once the
+  ///        work has run (Note [Device times measured with events], device_timer.cpp). A
+  ///        position not remembered any more, or not recorded yet, is ignored.
+  void set_compute(std::uint64_t position, tick ns) noexcept;
   /// @brief The period learned (0: none).
   [[nodiscard]] std::uint64_t period() const noexcept { return period_; }
+  /// @brief The device compute (ns) of the last period's accesses (each access_view::compute
+  ///        or set_compute), 0 without a period.
+  [[nodiscard]] tick period_compute() const noexcept;
   /// @brief Planned: the forecast next use (a position) of the tensor of the latest access;
   ///        no_next_use when the forecast says never; empty when not planned.
   [[nodiscard]] std::optional<tick> next_use_of_last() const noexcept { return last_next_; }

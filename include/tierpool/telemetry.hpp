@@ -178,6 +178,14 @@ struct pool_stats {
   std::uint64_t planner_period{0};        ///< COUNT
   std::uint64_t planner_relearns{0};      ///< COUNT
   std::uint64_t planner_mispredicted{0};  ///< COUNT
+  /// Accesses whose compute the planner measured with timed events, where the backend does
+  /// not know device times ahead (a GPU; Note [Device times measured with events]): 0 where
+  /// it knows them (the sim's virtual clock), with `timing=off`, or before any completed.
+  std::uint64_t planner_timed_accesses{0};  ///< COUNT
+  /// The device compute of the planner's last period, as it learned it (known device times,
+  /// or measured with events): what one iteration computes between its accesses. 0 without a
+  /// period or before any compute was learned.
+  double planner_period_compute_seconds{0.0};  ///< SECONDS
   /// `plan` measuring whether prefetching pays (Note [Measuring whether prefetching pays]):
   /// whether the period under way issues planned prefetches, how many periods were timed
   /// with and without them, and the running mean of each (or the last trial's; device time where

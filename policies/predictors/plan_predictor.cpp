@@ -335,6 +335,20 @@ std::size_t plan_predictor::upcoming(std::span<planned_access> out, std::size_t 
   return n;
 }
 
+tick plan_predictor::period_compute() const noexcept
+{
+  if (period_ == 0 || period_ > pos_ || period_ > ring_.size()) { return 0; }
+  tick sum = 0;
+  for (std::uint64_t p = pos_ - period_; p < pos_; ++p) { sum += at(p).compute; }
+  return sum;
+}
+
+void plan_predictor::set_compute(std::uint64_t position, tick ns) noexcept
+{
+  if (position >= pos_ || pos_ - position > ring_.size()) { return; }
+  at(position).compute = static_cast<std::uint32_t>(std::min<tick>(ns, std::numeric_limits<std::uint32_t>::max()));
+}
+
 namespace policies {
 
 void register_plan_predictors(policy_registry& registry)

@@ -335,6 +335,7 @@ status migration_engine::copy_locked(tensor_record& rec, std::uint32_t from, std
   d.dst_kind = tiers_[to]->kind;
   d.src_kind = tiers_[from]->kind;
   if (status const st = backend_->copy_async(d, c); st != status::ok) { return st; }
+  if (to < from) { h2d_queued_.fetch_add(rec.bytes, std::memory_order_relaxed); }
   // The copy's event: dst's previous `ready`, when there is one, recorded again (Note [A
   // copy-in records its block's previous event again]); else one from the pool.
   dst.ready = streams_->rerecord_or_sync(c, dst.ready);

@@ -511,6 +511,10 @@ class migration_engine {
   /// run what is queued on them (0 when they are idle there); std::nullopt where the
   /// backend does not know device times ahead (Note [Copy-ins at the latest start], pool_impl.cpp).
   [[nodiscard]] std::optional<tick> copy_in_backlog(stream_handle user) const noexcept;
+  /// The h2d copy streams, and the bytes queued on them so far (Note [Device times measured
+  /// with events], device_timer.cpp).
+  [[nodiscard]] std::span<stream_handle const> copy_in_streams() const noexcept { return h2d_; }
+  [[nodiscard]] std::uint64_t copy_in_bytes_queued() const noexcept { return h2d_queued_.load(std::memory_order_relaxed); }
   /// True when prefetch requests wait in the queue (one relaxed load: the hit path's check).
   [[nodiscard]] bool prefetch_pending() const noexcept { return pq_size_.load(std::memory_order_relaxed) != 0; }
   /// close(): drop every queued request; later prefetches of freed records are dropped.
@@ -530,6 +534,7 @@ class migration_engine {
   bool has_storage_{false};  // a storage tier is among tiers_: copies may need staging (storage_copy.cpp)
   std::vector<stream_handle> h2d_;
   std::vector<stream_handle> d2h_;
+  std::atomic<std::uint64_t> h2d_queued_{0};  // bytes of the copies queued on h2d_
   stream_handle retire_{};  // collects the last uses of vacated blocks (deferred frees)
   std::vector<stream_handle> join_;  // join the events of merged deferred blocks (join_events)
   std::atomic<std::uint32_t> join_rr_{0};

@@ -136,6 +136,12 @@ std::string format_summary(pool_stats const& st, std::string_view backend)
                         static_cast<unsigned long long>(st.planner_periods_without),
                         st.planner_period_seconds_without * 1e3));
     }
+    if (st.planner_period_compute_seconds > 0.0 || st.planner_timed_accesses != 0) {
+      add(std::snprintf(line, sizeof line, "planner compute: %.3f ms a period (%s)\n", st.planner_period_compute_seconds * 1e3,
+                        st.planner_timed_accesses != 0
+                          ? ("measured with events at " + std::to_string(st.planner_timed_accesses) + " accesses").c_str()
+                          : "device times known ahead"));
+    }
   }
   for (tenant_stats const& t : st.tenants) {
     if (t.quota_bytes == 0 && st.tenants.size() == 1) { continue; }  // one tenant, no quota: nothing to say
@@ -269,6 +275,8 @@ boost::json::object stats_json(pool_stats const& st)
   root["planner_period"] = st.planner_period;
   root["planner_relearns"] = st.planner_relearns;
   root["planner_mispredicted"] = st.planner_mispredicted;
+  root["planner_timed_accesses"] = st.planner_timed_accesses;
+  root["planner_period_compute_seconds"] = st.planner_period_compute_seconds;
   root["planner_prefetching"] = st.planner_prefetching;
   root["planner_periods_prefetching"] = st.planner_periods_prefetching;
   root["planner_periods_without"] = st.planner_periods_without;

@@ -412,6 +412,42 @@ TEST_F(CudaBackend, CopyTimingWritesOneLinePerCopy)
   std::remove(path.c_str());
 }
 
+// Note [Device times measured with events]: timed events around a copy give its device time
+// once both completed (not_ready before, while the copy runs); an event made without timing
+// (create_event) cannot be timed.
+TEST_F(CudaBackend, TimedEventsGiveTheDeviceTimeBetweenThem)
+{
+  constexpr std::size_t bytes = 64U << 20U;
+  conf::scoped_allocation pinned(*be_, tierpool::tier_kind::pinned_host, bytes);
+  conf::scoped_allocation dev(*be_, tierpool::tier_kind::device, bytes);
+  for (auto* x : {&pinned, &dev}) { ASSERT_EQ(x->result(), tierpool::status::ok) << be_->last_error(); }
+  conf::scoped_stream s(*be_);
+  ASSERT_EQ(s.result(), tierpool::status::ok);
+  tierpool::event_handle a{};
+  tierpool::event_handle b{};
+  tierpool::event_handle untimed{};
+  ASSERT_EQ(be_->create_timed_event(&a), tierpool::status::ok);
+  ASSERT_EQ(be_->create_timed_event(&b), tierpool::status::ok);
+  ASSERT_EQ(be_->create_event(&untimed), tierpool::status::ok);
+  ASSERT_EQ(be_->record_event(a, s.get()), tierpool::status::ok);
+  for (int k = 0; k < 8; ++k) {
+    ASSERT_EQ(be_->copy_async({dev.get(), pinned.get(), bytes, tierpool::tier_kind::device, tierpool::tier_kind::pinned_host}, s.get()),
+              tierpool::status::ok);
+  }
+  ASSERT_EQ(be_->record_event(b, s.get()), tierpool::status::ok);
+  ASSERT_EQ(be_->record_event(untimed, s.get()), tierpool::status::ok);
+  tierpool::tick ns = 0;
+  status const early = be_->event_elapsed(a, b, &ns);
+  EXPECT_TRUE(early == tierpool::status::not_ready || early == tierpool::status::ok) << tierpool::to_string(early);
+  ASSERT_EQ(be_->synchronize_event(b), tierpool::status::ok);
+  ASSERT_EQ(be_->event_elapsed(a, b, &ns), tierpool::status::ok) << be_->last_error();
+  // 512 MiB over PCIe or NVLink: more than 5 us, less than a second.
+  EXPECT_GT(ns, 5'000U);
+  EXPECT_LT(ns, 1'000'000'000U);
+  EXPECT_NE(be_->event_elapsed(a, untimed, &ns), tierpool::status::ok);
+  for (tierpool::event_handle e : {a, b, untimed}) { be_->destroy_event(e); }
+}
+
 TEST_F(CudaBackend, StreamPrioritiesAreClamped)
 {
   for (int prio : {-1000, -1, 0, 1, 1000}) {

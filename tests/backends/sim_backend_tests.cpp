@@ -366,6 +366,51 @@ TEST(SimVirtualClock, NoSpansUnlessAskedAndNoneOnAWallClock)
   EXPECT_TRUE(wall.spans().empty());
 }
 
+// Note [Device times measured with events]: two timed events give the device time between
+// them once both have completed (now() has passed them), as cudaEventElapsedTime does; with
+// hide_device_times the pool's look ahead (known_completion, known_stream_time) gives nothing,
+// and a wall clock does not time events.
+TEST(SimVirtualClock, TimedEventsGiveTheTimeBetweenThemOnceBothCompleted)
+{
+  for (bool const hide : {false, true}) {
+    SCOPED_TRACE(hide ? "device times hidden" : "device times known");
+    sim_options o = virtual_options({1e9, 1000});
+    o.hide_device_times = hide;
+    sim_backend be{o};
+    stream_handle const s = new_stream(be);
+    event_handle a{};
+    event_handle b{};
+    ASSERT_EQ(be.create_timed_event(&a), status::ok);
+    ASSERT_EQ(be.create_timed_event(&b), status::ok);
+    ASSERT_EQ(be.record_event(a, s), status::ok);
+    ASSERT_EQ(be.compute_async(s, 7000), status::ok);
+    ASSERT_EQ(be.record_event(b, s), status::ok);
+    tick ns = 1;
+    EXPECT_EQ(be.event_elapsed(a, b, &ns), status::not_ready) << "the kernel has not run yet";
+    EXPECT_EQ(ns, 0U);
+    EXPECT_EQ(be.known_stream_time(s), hide ? std::nullopt : std::optional<tick>{7000});
+    EXPECT_EQ(be.known_completion(b), hide ? std::nullopt : std::optional<tick>{7000});
+    EXPECT_EQ(be.stream_tail(s), std::optional<tick>{7000}) << "the sim's own view is not hidden";
+    ASSERT_EQ(be.synchronize_event(b), status::ok);
+    ASSERT_EQ(be.event_elapsed(a, b, &ns), status::ok);
+    EXPECT_EQ(ns, 7000U);
+    ASSERT_EQ(be.event_elapsed(b, a, &ns), status::ok);
+    EXPECT_EQ(ns, 0U) << "the second completed first: 0, not a wrapped difference";
+    EXPECT_EQ(be.event_elapsed(a, b, nullptr), status::invalid_value);
+    EXPECT_EQ(be.event_elapsed(a, event_handle{987654}, &ns), status::invalid_value);
+    EXPECT_NE(be.last_error().find("event_elapsed"), std::string::npos) << be.last_error();
+    be.destroy_event(a);
+    be.destroy_event(b);
+  }
+  sim_backend wall{sim_options{}};
+  event_handle a{};
+  ASSERT_EQ(wall.create_timed_event(&a), status::ok);
+  tick ns = 1;
+  EXPECT_EQ(wall.event_elapsed(a, a, &ns), status::not_supported);
+  EXPECT_EQ(ns, 0U);
+  wall.destroy_event(a);
+}
+
 TEST(SimVirtualClock, StreamWaitOnEventDelaysStart)
 {
   sim_backend be{virtual_options({1e9, 1000}, {1e9, 0})};

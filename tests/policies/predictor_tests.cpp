@@ -911,16 +911,34 @@ class stepped_schedule final : public schedule_source {
   }
 };
 
+/// A sim on the virtual clock (64 MiB, real memory) whose device times the pool sees ahead, or,
+/// `hidden`, does not (sim_options::hide_device_times: as on a GPU).
+std::shared_ptr<sim_backend> make_virtual_sim(bool hidden)
+{
+  sim_options so;
+  so.clock = sim_clock_mode::virtual_clock;
+  so.device_bytes = 64_MiB;
+  so.memory = sim_memory_mode::real;
+  so.hide_device_times = hidden;
+  return std::make_shared<sim_backend>(so);
+}
+
 // Note [Copy-ins at the latest start]: x is on the host and the device tier is full, so its
 // prefetch has to evict f (next used much later). Three accesses of resident tensors come
 // first, each after a kernel four copies long. With timing the planner waits for the last
 // step that still has x copied in before its use (the one just before it); without, x is
 // copied in at the first step. Either way its copy is done by its use, and every byte is there.
+// The same where the backend hides its device times, as a GPU does (Note [Device times
+// measured with events], device_timer.cpp): the host waits for the stream before each step,
+// so the events the pool records complete and its h2d queue is known empty, and the planner
+// decides as where it knows the times ahead.
 TEST(PrefetchTiming, ACopyInThatMustEvictWaitsForItsLatestStart)
 {
-  for (bool const timing : {true, false}) {
-    SCOPED_TRACE(timing ? "timing on" : "timing off");
-    auto be = make_sim(sim_clock_mode::virtual_clock);
+  for (int const mode : {0, 1, 2}) {
+    bool const timing = mode != 1;
+    bool const hidden = mode == 2;
+    SCOPED_TRACE(hidden ? "timing on, device times hidden" : timing ? "timing on" : "timing off");
+    auto be = make_virtual_sim(hidden);
     auto sched = std::make_shared<stepped_schedule>();
     pool_options o = small_tiers(be, 1_MiB, 0, 16_MiB);
     o.prefetch = timing ? "oracle:writeback=off,keep=off" : "oracle:writeback=off,keep=off,timing=off";
@@ -950,6 +968,7 @@ TEST(PrefetchTiming, ACopyInThatMustEvictWaitsForItsLatestStart)
     sched->all.push_back({.id = x.id(), .bytes = 256_KiB, .when = 3, .compute = 4 * copy_ns});
     std::vector<std::uint64_t> issued_after;  // planned prefetches after each step
     for (std::size_t k = 0; k < 3; ++k) {
+      p.synchronize(s);
       ASSERT_EQ(be->compute_async(s, 4 * copy_ns), status::ok);
       sched->at = k;
       { lease l = p.acquire(g[k], access_mode::read, s); }
@@ -962,19 +981,70 @@ TEST(PrefetchTiming, ACopyInThatMustEvictWaitsForItsLatestStart)
     sched->at = 3;
     { lease l = p.acquire(x, access_mode::read, s); }
     pool_stats const st = p.stats();
-    EXPECT_EQ(st.prefetch_on_time_device, 1U);
-    EXPECT_EQ(st.prefetch_late_device, 0U);
-    // Copied in at the last step: ready about three copies before its use; at the first: eleven.
-    double const lead = st.prefetch_lead_seconds / (static_cast<double>(copy_ns) * 1e-9);
-    if (timing) {
-      EXPECT_LT(lead, 4.0);
+    if (hidden) {
+      EXPECT_EQ(st.prefetch_on_time_device + st.prefetch_late_device, 0U) << "judged in device time only where known ahead";
+      EXPECT_GT(st.planner_timed_accesses, 0U);
     } else {
-      EXPECT_GT(lead, 8.0);
+      EXPECT_EQ(st.planner_timed_accesses, 0U) << "known ahead: nothing to measure";
+      EXPECT_EQ(st.prefetch_on_time_device, 1U);
+      EXPECT_EQ(st.prefetch_late_device, 0U);
+      // Copied in at the last step: ready about three copies before its use; at the first: eleven.
+      double const lead = st.prefetch_lead_seconds / (static_cast<double>(copy_ns) * 1e-9);
+      if (timing) {
+        EXPECT_LT(lead, 4.0);
+      } else {
+        EXPECT_GT(lead, 8.0);
+      }
     }
     EXPECT_TRUE(check(p, x, 7, 1));
     EXPECT_TRUE(check(p, f, 9, 1));
     for (std::uint64_t k = 0; k < 3; ++k) { EXPECT_TRUE(check(p, g[k], k, 1)); }
     EXPECT_TRUE(p.validate());
+  }
+}
+
+// Note [Device times measured with events], device_timer.cpp: a loop of 8 accesses, each after
+// a kernel of its own length (1..8 us), the host waiting for the stream at each iteration's
+// end as a training loop does (loss.item()). Where the backend knows device times ahead the
+// planner reads the compute at once; where it hides them, as a GPU does, the pool times the
+// kernels with events once they have run. Either way the planner learns the same compute,
+// 36 us a period, and the same bytes come back.
+TEST(PrefetchTiming, ThePlannerLearnsTheComputeWithEventsWhereDeviceTimesAreHidden)
+{
+  for (bool const hidden : {false, true}) {
+    SCOPED_TRACE(hidden ? "device times hidden" : "device times known");
+    auto be = make_virtual_sim(hidden);
+    pool_options o = small_tiers(be, 1_MiB, 0, 16_MiB);
+    o.prefetch = "plan";
+    pool p{o};
+    stream_handle const s = p.create_stream();
+    std::vector<tensor> ts;
+    for (std::uint64_t k = 0; k < 8; ++k) {
+      ts.push_back(p.allocate(192_KiB));  // 1.5 MiB in all: more than the device tier
+      fill(p, ts.back(), k, 1);
+    }
+    for (int it = 0; it < 8; ++it) {
+      for (std::uint64_t k = 0; k < 8; ++k) {
+        ASSERT_EQ(be->compute_async(s, (k + 1) * 1000), status::ok);
+        lease const l = p.acquire(ts[k], access_mode::read, s);
+      }
+      p.synchronize(s);
+      ASSERT_TRUE(p.validate());
+    }
+    pool_stats const st = p.stats();
+    EXPECT_EQ(st.planner_state, "planned");
+    EXPECT_EQ(st.planner_period, 8U);
+    EXPECT_DOUBLE_EQ(st.planner_period_compute_seconds, 36e-6);
+    if (hidden) {
+      EXPECT_GE(st.planner_timed_accesses, 8U * 7U) << "every access after the first, once its events ran";
+    } else {
+      EXPECT_EQ(st.planner_timed_accesses, 0U);
+    }
+    EXPECT_NE(p.summary_json().find("\"planner_period_compute_seconds\""), std::string::npos);
+    std::string const line = hidden ? "planner compute: 0.036 ms a period (measured with events at "
+                                    : "planner compute: 0.036 ms a period (device times known ahead)";
+    EXPECT_NE(p.summary().find(line), std::string::npos) << p.summary();
+    for (std::uint64_t k = 0; k < 8; ++k) { EXPECT_TRUE(check(p, ts[k], k, 1)) << k; }
   }
 }
 

@@ -41,6 +41,9 @@ struct threads_variant {
   /// place of random operations: a schedule for the transfer planner.
   bool loop{false};
   bool oracle{false};  ///< prefetch is "oracle": thread_loops is the schedule
+  /// A virtual clock whose device times are hidden from the pool, as a GPU's are: the planner
+  /// times each thread's stream with events (Note [Device times measured with events]).
+  bool timed_events{false};
 };
 
 std::ostream& operator<<(std::ostream& os, threads_variant const& v) { return os << v.name; }
@@ -82,6 +85,14 @@ void run_threads(threads_variant const& v)
 {
   int const ops = kTsan && v.tsan_ops != 0 ? v.tsan_ops : v.ops;
   auto be = make_sim();
+  if (v.timed_events) {
+    sim_options so;
+    so.clock = sim_clock_mode::virtual_clock;
+    so.memory = sim_memory_mode::real;
+    so.device_bytes = 64_MiB;
+    so.hide_device_times = true;
+    be = std::make_shared<sim_backend>(so);
+  }
   pool_options o = small_tiers(be, 1_MiB, 1_MiB, 16_MiB);
   o.prefetch = v.prefetch;
   if (v.oracle) { o.schedule = std::make_shared<thread_loops>(); }
@@ -169,6 +180,7 @@ void run_threads(threads_variant const& v)
     // threads take turns, and asserts that it plans). The oracle forecasts each thread's own
     // pass, which fits the device tier (so no early write-back): it must prefetch.
     if (v.oracle) { EXPECT_GT(st.planned_prefetches, 0U) << p.summary(); }
+    if (v.timed_events) { EXPECT_GT(st.planner_timed_accesses, 0U) << p.summary(); }
     std::printf("[ threads  ] %s: %d threads x %d ops, planner %s, %llu planned prefetches, %llu early write-backs\n",
                 v.name, v.threads, ops, st.planner_state.c_str(), static_cast<unsigned long long>(st.planned_prefetches),
                 static_cast<unsigned long long>(st.early_write_backs));
@@ -198,6 +210,14 @@ INSTANTIATE_TEST_SUITE_P(
                     .tsan_ops = 120,
                     .unit = 16_KiB,
                     .loop = true},
+    threads_variant{.name = "plan_loop_timed_events",
+                    .prefetch = "plan",
+                    .threads = 8,
+                    .ops = 300,
+                    .tsan_ops = 120,
+                    .unit = 16_KiB,
+                    .loop = true,
+                    .timed_events = true},
     threads_variant{.name = "oracle_loop",
                     .prefetch = "oracle",
                     .threads = 8,

@@ -260,6 +260,11 @@ struct sim_options {
   /// wall_timeline.cpp; on a virtual clock they run at enqueue under one lock). A host
   /// function that waits for work of another stream then hangs, as it can on CUDA.
   bool serialize_host_functions{false};
+  /// Hide the virtual clock's device times from the pool, as a real GPU does: known_completion
+  /// and known_stream_time give nothing, and the pool measures device time with timed events
+  /// (event_elapsed) once they complete, which on the virtual clock is when the host waits.
+  /// For testing the pool's paths for a real device on the virtual clock; ignored on the wall clock.
+  bool hide_device_times{false};
   /// Wall clock: a copy on an unthrottled link, or an event record, enqueued on an idle
   /// stream runs at once on the calling thread (Note [Idle streams run inline],
   /// wall_timeline.cpp). False hands every op to the stream's worker, so that copies are
@@ -408,10 +413,19 @@ class TIERPOOL_EXPORT sim_backend final : public backend {
                               memory_location where) noexcept override;
   [[nodiscard]] status launch_host_func(stream_handle s, host_fn fn, void* user_data) noexcept override;
   [[nodiscard]] tick now() const noexcept override;
-  /// Virtual clock: event_time(e); wall clock: std::nullopt.
-  [[nodiscard]] std::optional<tick> known_completion(event_handle e) const noexcept override { return event_time(e); }
-  /// Virtual clock: stream_tail(s); wall clock: std::nullopt.
-  [[nodiscard]] std::optional<tick> known_stream_time(stream_handle s) const noexcept override { return stream_tail(s); }
+  /// Virtual clock: event_time(e); wall clock or sim_options::hide_device_times: std::nullopt.
+  [[nodiscard]] std::optional<tick> known_completion(event_handle e) const noexcept override
+  {
+    return hide_times_ ? std::nullopt : event_time(e);
+  }
+  /// Virtual clock: stream_tail(s); wall clock or sim_options::hide_device_times: std::nullopt.
+  [[nodiscard]] std::optional<tick> known_stream_time(stream_handle s) const noexcept override
+  {
+    return hide_times_ ? std::nullopt : stream_tail(s);
+  }
+  /// Virtual clock: the difference of the two events' times once now() has passed both;
+  /// wall clock: not_supported.
+  [[nodiscard]] status event_elapsed(event_handle from, event_handle to, tick* ns) noexcept override;
   /// True between begin_capture(s) and end_capture(s).
   [[nodiscard]] status is_capturing(stream_handle s, bool* out) const noexcept override;
   [[nodiscard]] bool capture_underway() const noexcept override;
@@ -517,6 +531,7 @@ class TIERPOOL_EXPORT sim_backend final : public backend {
  private:
   struct impl;  // runtime/backends/sim/sim_backend.cpp
   std::unique_ptr<impl> impl_;
+  bool hide_times_{false};  ///< sim_options::hide_device_times on a virtual clock
 };
 
 /**

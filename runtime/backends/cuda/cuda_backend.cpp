@@ -422,6 +422,8 @@ class cuda_backend final : public backend {
   [[nodiscard]] status adopt_stream(void* native, stream_handle* out) noexcept override;
   void forget_stream(stream_handle s) noexcept override;
   [[nodiscard]] status create_event(event_handle* out) noexcept override;
+  [[nodiscard]] status create_timed_event(event_handle* out) noexcept override;
+  [[nodiscard]] status event_elapsed(event_handle from, event_handle to, tick* ns) noexcept override;
   void destroy_event(event_handle e) noexcept override;
   [[nodiscard]] status record_event(event_handle e, stream_handle s) noexcept override;
   [[nodiscard]] status query_event(event_handle e) noexcept override;
@@ -439,6 +441,8 @@ class cuda_backend final : public backend {
   [[nodiscard]] std::string last_error() const override;
 
  private:
+  /// create_event (timed false: cudaEventDisableTiming) and create_timed_event.
+  [[nodiscard]] status make_event(event_handle* out, bool timed) noexcept;
   cuda_backend(int device, CUcontext ctx) noexcept : device_(device), ctx_(ctx) {}
 
   // Probe capabilities and create the default stream; "" on success, else the reason.
@@ -565,6 +569,7 @@ std::string cuda_backend::initialize()
   caps_.copy_granularity = 256;
   caps_.real_memory = true;
   caps_.virtual_clock = false;
+  caps_.timed_events = true;  // cudaEventElapsedTime
   caps_.max_copy_streams = 16;
   caps_.host_numa_node = attribute(cudaDevAttrHostNumaId, -1);
   // What a result bundle names the machine by (tierpool info, the suite's fingerprint);
@@ -957,14 +962,38 @@ status cuda_backend::synchronize_stream(stream_handle s) noexcept
   return status::ok;
 }
 
-status cuda_backend::create_event(event_handle* out) noexcept
+status cuda_backend::create_event(event_handle* out) noexcept { return make_event(out, false); }
+
+status cuda_backend::create_timed_event(event_handle* out) noexcept { return make_event(out, true); }
+
+status cuda_backend::event_elapsed(event_handle from, event_handle to, tick* ns) noexcept
+{
+  if (ns == nullptr) { return fail(status::invalid_value, "event_elapsed: ns is null"); }
+  *ns = 0;
+  cudaEvent_t a = nullptr;
+  cudaEvent_t b = nullptr;
+  if (!resolve(from, &a) || !resolve(to, &b)) { return fail(status::invalid_value, "event_elapsed: unknown event"); }
+  device_guard const guard(ctx_);
+  TIERPOOL_CUDA_TRY(guard.error());
+  float ms = 0.0F;
+  cudaError_t const r = cudaEventElapsedTime(&ms, a, b);
+  if (r == cudaErrorNotReady) {
+    cu::clear_own_error(r);  // as in query_event: not a failure the program should see later
+    return status::not_ready;
+  }
+  TIERPOOL_CUDA_TRY(r);  // cudaErrorInvalidResourceHandle: an event made without timing
+  *ns = ms > 0.0F ? static_cast<tick>(static_cast<double>(ms) * 1e6) : 0;
+  return status::ok;
+}
+
+status cuda_backend::make_event(event_handle* out, bool timed) noexcept
 {
   if (out == nullptr) { return fail(status::invalid_value, "create_event: out is null"); }
   *out = {};
   device_guard const guard(ctx_);
   TIERPOOL_CUDA_TRY(guard.error());
   cudaEvent_t e = nullptr;
-  TIERPOOL_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  TIERPOOL_CUDA_TRY(cudaEventCreateWithFlags(&e, timed ? cudaEventDefault : cudaEventDisableTiming));
   try {
     std::unique_lock const lock(handles_mtx_);
     events_.insert(e);

@@ -107,6 +107,7 @@ backend_caps make_caps(sim_options const& o)
   c.copy_granularity = detail::sim_alignment;
   c.real_memory = o.memory == sim_memory_mode::real;
   c.virtual_clock = o.clock == sim_clock_mode::virtual_clock;
+  c.timed_events = c.virtual_clock;  // a wall clock does not time events
   c.has_managed = o.managed_bytes > 0;
   // Managed memory is host memory here, so the host may always touch it; the option models
   // a GPU where it may not (and where, as there, prefetch and advice are not supported).
@@ -352,7 +353,11 @@ struct sim_backend::impl {
   mutable std::atomic<std::uint64_t> violations{0};
 };
 
-sim_backend::sim_backend(sim_options options) : impl_(std::make_unique<impl>(std::move(options))) {}
+sim_backend::sim_backend(sim_options options)
+  : impl_(std::make_unique<impl>(options)),
+    hide_times_(options.hide_device_times && options.clock == sim_clock_mode::virtual_clock)
+{
+}
 
 sim_backend::~sim_backend()
 {
@@ -744,6 +749,22 @@ status sim_backend::advance_by(tick d) noexcept
 std::optional<tick> sim_backend::event_time(event_handle e) const noexcept
 {
   return impl_->vt == nullptr ? std::nullopt : impl_->vt->event_time(e);
+}
+
+status sim_backend::event_elapsed(event_handle from, event_handle to, tick* ns) noexcept
+{
+  auto& m = *impl_;
+  if (ns == nullptr) { return m.fail(status::invalid_value, "event_elapsed: ns is null"); }
+  *ns = 0;
+  if (m.vt == nullptr) { return status::not_supported; }  // a wall clock does not time events
+  std::optional<tick> const a = m.vt->event_time(from);
+  std::optional<tick> const b = m.vt->event_time(to);
+  if (!a) { return m.unknown_event(from, "event_elapsed"); }
+  if (!b) { return m.unknown_event(to, "event_elapsed"); }
+  tick const t = now();
+  if (*a > t || *b > t) { return status::not_ready; }  // as on a GPU: only once both completed
+  *ns = *b > *a ? *b - *a : 0;
+  return status::ok;
 }
 
 std::optional<tick> sim_backend::stream_tail(stream_handle s) const noexcept

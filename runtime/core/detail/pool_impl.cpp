@@ -320,6 +320,7 @@ pool_impl::pool_impl(pool_options options)
         }
         prediction_.schedule = options.schedule;
       }
+      if (prediction_.planner->options().timing) { timer_ = std::make_unique<device_timer>(*backend_); }
       std::uint64_t device_bytes = 0;
       for (auto const& ts : engine_.tiers()) {
         if (is_device_accessible(ts->kind)) {
@@ -506,6 +507,16 @@ access_view pool_impl::tell_predictor(tensor_id id, std::size_t bytes, access_mo
     }
   }
   prediction_.predictor->on_access(a, prediction_.plan);
+  if (timer_ != nullptr && prediction_.planner != nullptr && measured_times(stream)) {
+    // Note [Device times measured with events]: this access's compute is timed once its
+    // events complete, and what has completed goes into the forecast.
+    acquire_start const began = std::exchange(acquire_began(), acquire_start{});
+    event_handle const ev = began.pool == this && began.stream == stream.value ? began.ev : event_handle{};
+    if (began.ev && !ev && began.pool == this) { timer_->drop(began.ev); }
+    timer_->told(stream, ev, prediction_.planner->position(), engine_.copy_in_streams(), engine_.copy_in_bytes_queued());
+    plan_predictor& planner = *prediction_.planner;
+    timer_->resolve([&planner](std::uint64_t position, tick ns) { planner.set_compute(position, ns); });
+  }
   return a;
 }
 
@@ -710,8 +721,9 @@ void pool_impl::forecast_before(tensor_record& rec)
 //   per stream, and per stream from each stream's own point. Both issue more copies that must
 //   evict: `plan` rows at a geometric mean of 1.000-1.002x, `oracle` rows 1.009-1.010x (up
 //   to 1.166x). Where device times are not known ahead
-//   (CUDA, the sim's wall clock) copy-ins go as before, as soon as room allows: a real GPU
-//   would need events at the accesses and their elapsed times.
+//   but the backend times events (CUDA), they are measured once the work has run (Note
+//   [Device times measured with events], device_timer.cpp); where neither (the sim's wall
+//   clock) copy-ins go as before, as soon as room allows.
 // Note [The schedule ahead in chunks]
 //   Rationale: every device acquire runs the planner's step, and the step read the whole
 //   window ahead (1024 accesses by default) from the forecast: two hash lookups per access
@@ -900,9 +912,19 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
   // Copy-ins at the latest start (Note [Copy-ins at the latest start]): the h2d link's queue
   // ahead of the stream's point, in device time (empty: device times not known ahead).
   constexpr double kLateMargin = 0.2;  // the compute ahead counted at 80 %: room for copies the estimate misses
-  std::optional<tick> const backlog =
-    planner.options().timing && device_times_known(stream) ? engine_.copy_in_backlog(stream) : std::nullopt;
   double const h2d_ns_per_byte = 1e9 / std::max(engine_.actions().h2d, 1.0);
+  std::optional<tick> backlog;
+  if (planner.options().timing) {
+    if (device_times_known(stream)) {
+      backlog = engine_.copy_in_backlog(stream);
+    } else if (measured_times(stream)) {
+      // Where device times are measured after the fact (Note [Device times measured with
+      // events]): the bytes queued and not known copied, from now.
+      std::uint64_t const queued = engine_.copy_in_bytes_queued();
+      std::uint64_t const copied = std::min(timer_->copied_in(), queued);
+      backlog = static_cast<tick>(static_cast<double>(queued - copied) * h2d_ns_per_byte);
+    }
+  }
   double link_ns = backlog ? static_cast<double>(*backlog) : 0.0;  // plus the copies of the candidates so far
   double const next_gap = n != 0 ? static_cast<double>(ahead[0].compute) : 0.0;  // the stream's advance by the next step
   double t_ahead = 0.0;  // compute from the stream's point to the access

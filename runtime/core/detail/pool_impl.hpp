@@ -38,6 +38,7 @@
 #include <tierpool/trace.hpp>
 #include <tierpool/telemetry.hpp>
 
+#include "core/detail/device_timer.hpp"
 #include "core/detail/op_gate.hpp"
 #include "core/low_memory.hpp"
 #include "core/tenant_ledger.hpp"
@@ -102,6 +103,7 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
     pool_impl const* pool{nullptr};
     std::uint64_t stream{0};
     tick at{0};
+    event_handle ev{};  ///< measured device times: the event device_timer::mark recorded
   };
   /// Whether the backend knows device times ahead (the sim's virtual clock): asked once, on
   /// the first planned acquire, then remembered (a wall clock or CUDA never does: the hit
@@ -114,6 +116,17 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
       device_times_.store(k, std::memory_order_relaxed);
     }
     return k == 1;
+  }
+  /// Whether the planner measures device times with events (timing on, device times not known
+  /// ahead, a backend that times events): asked once, then remembered.
+  [[nodiscard]] bool measured_times(stream_handle s) noexcept
+  {
+    int k = measured_times_.load(std::memory_order_relaxed);
+    if (k < 0) [[unlikely]] {
+      k = timer_ != nullptr && !device_times_known(s) && timer_->usable() ? 1 : 0;
+      measured_times_.store(k, std::memory_order_relaxed);
+    }
+    return k == 1 && timer_->usable();
   }
   [[nodiscard]] static acquire_start& acquire_began() noexcept
   {
@@ -382,6 +395,10 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
     std::uint64_t periods_off{0};  ///< under mtx: periods timed without
   } prediction_;
   mutable std::atomic<int> device_times_{-1};  ///< device_times_known: -1 not asked yet, 0 no, 1 yes
+  /// Device times measured with events where not known ahead (Note [Device times measured
+  /// with events], device_timer.cpp): made with the planner when its timing is on.
+  std::unique_ptr<device_timer> timer_;
+  mutable std::atomic<int> measured_times_{-1};  ///< measured_times: -1 not asked yet, 0 no, 1 yes
   pool_tracer tracer_;  ///< trace recording (TIERPOOL_TRACE)
   std::string prefetch_spec_{"none"};  ///< the predictor with all its parameters (pool_stats::prefetch)
   // A lost device (pool_loss.cpp): lost_ is set once, after lost_ids_ and friends.

@@ -170,6 +170,12 @@ pool_stats pool_impl::stats() const
     st.planner_period = prediction_.planner->period();
     st.planner_relearns = prediction_.planner->relearns();
     st.planner_mispredicted = prediction_.planner->mispredicted();
+    if (timer_ != nullptr && measured_times_.load(std::memory_order_relaxed) == 1) {
+      plan_predictor& planner = *prediction_.planner;  // what has completed by now, first
+      timer_->resolve([&planner](std::uint64_t position, tick ns) { planner.set_compute(position, ns); });
+    }
+    st.planner_timed_accesses = timer_ != nullptr ? timer_->measured() : 0;
+    st.planner_period_compute_seconds = static_cast<double>(prediction_.planner->period_compute()) * 1e-9;
     auto const& o = prediction_.planner->options();
     st.planner_prefetching = o.prefetch && (!o.probe || prediction_.probe.on);
     st.planner_periods_prefetching = prediction_.periods_on;

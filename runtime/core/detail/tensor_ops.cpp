@@ -297,6 +297,10 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
     forecast_before(rec);
     if (device_times_known(stream)) {  // Note [Copy-ins at the latest start]
       if (std::optional<tick> const at = backend_->known_stream_time(stream)) { acquire_began() = acquire_start{this, stream.value, *at}; }
+    } else if (measured_times(stream) && !capturing(stream)) {  // Note [Device times measured with events]
+      acquire_start& b = acquire_began();
+      if (b.ev && b.pool == this) { timer_->drop(b.ev); }  // an acquire that never got told (it threw)
+      b = acquire_start{this, stream.value, 0, timer_->mark(stream)};
     }
   }
   return acquire_record(rec, &t.rec_, access, stream);

@@ -25,6 +25,8 @@
 #   bandwidth.json      per tensor size: the pool's copies (bench copy, pinned_host tier)
 #                       against cudaMemcpyAsync of pinned memory (bench/gpu/copy_bw.cu)
 #   demo_2x.json, demo_4x.json   examples/oversubscribe at 2x and 4x oversubscription
+#   demo_4x_plan.json   the same at 4x with the transfer planner (TIERPOOL_PREFETCH=plan,
+#                       --no-prefetch): its planner figures, timed events included
 #   suite/DEVICE.json   `tierpool suite run --devices all --preset quick --budget 120s` bundles
 #                       (SUITE_PRESET, SUITE_BUDGET_S)
 #   suite/calibrated.json, calibrate.txt   `tierpool suite calibrate` of the first bundle: the
@@ -263,6 +265,13 @@ for x in 2 4; do
     echo "no $DEMO in the build" > "$SCRATCH/demo_${x}x.err"
   fi
 done
+# The transfer planner instead of the demo's own prefetch, at 4x: on a GPU it measures the
+# compute between accesses with timed events (docs/chapters/policies.md, "On a GPU"); its
+# JSON's pool.planner_timed_accesses and planner_period_compute_seconds say what it learned.
+if [[ -x $DEMO ]]; then
+  step demo_4x_plan 75 - with_libs env TIERPOOL_PREFETCH=plan "$DEMO" --oversubscription 4 --backend "$BACKEND" \
+    --no-prefetch --json "$OUT_DIR/demo_4x_plan.json"
+fi
 
 # ---- 4b. the benchmark suite (docs/chapters/suite.md): one bundle per device ---------------
 # `all`: every CUDA device (on a sim dry run, the simulated presets). The quick preset in

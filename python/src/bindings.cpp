@@ -799,10 +799,11 @@ tierpool::pool_options make_options(tierpool::python::policy_host& host,
   }
   if (sim_clock == "wall") {
     o.sim.clock = tierpool::sim_clock_mode::wall;
-  } else if (sim_clock == "virtual") {
+  } else if (sim_clock == "virtual" || sim_clock == "virtual-hidden") {
     o.sim.clock = tierpool::sim_clock_mode::virtual_clock;
+    o.sim.hide_device_times = sim_clock == "virtual-hidden";  // as on a GPU: measured with events
   } else {
-    throw tierpool::logic_error("unknown sim_clock '" + sim_clock + "' (known: wall, virtual)");
+    throw tierpool::logic_error("unknown sim_clock '" + sim_clock + "' (known: wall, virtual, virtual-hidden)");
   }
   if (sim_device_bytes) { o.sim.device_bytes = *sim_device_bytes; }
   for (nb::dict const& f : sim_faults) { o.sim.faults.rules.push_back(fault_from_dict(f)); }
@@ -1349,8 +1350,9 @@ NB_MODULE(_tierpool, m)
                       "policy (and a tier dict's 'policy'): a spec ('lru', a registered Python policy's name) or a "
                       "Python EvictionPolicy class; prefetch: a spec or a Python Predictor class; "
                       "backend: 'auto' (CUDA when usable, else the simulated device), 'sim' or 'cuda'; "
-                      "sim_memory: 'real' (bytes) or 'phantom' (address ranges only: no views); sim_clock: 'wall' or "
-                      "'virtual'; sim_device_bytes: the simulated device's memory (default 256 MiB); "
+                      "sim_memory: 'real' (bytes) or 'phantom' (address ranges only: no views); sim_clock: 'wall', "
+                      "'virtual', or 'virtual-hidden' (the virtual clock with its device times hidden from the pool, "
+                      "as a GPU's are: a planner measures them with timed events); sim_device_bytes: the simulated device's memory (default 256 MiB); "
                       "read_environment: the TIERPOOL_* variables win over these options (False ignores them); "
                       "publish: live figures for `tierpool top`; quiet: no message when falling back to sim; "
                       "sim_faults: fault rules of the simulated device, for testing failure paths, each a dict "

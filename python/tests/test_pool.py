@@ -340,3 +340,42 @@ def test_discard_drops_dead_bytes_and_refuses_reads_until_rewritten():
             p.discard(t)
     assert p.validate()
     p.close()
+
+
+@pytest.mark.parametrize("clock", ["virtual", "virtual-hidden"])
+def test_the_planner_learns_the_compute_the_program_tells_of(clock):
+    # A loop of 8 accesses, each after a kernel of its own length (note_compute: 1..8 us on
+    # the simulated stream), the host waiting at each iteration's end. Where the device times
+    # are hidden, as on a GPU, the pool times the kernels with events once they ran; either
+    # way the planner learns 36 us of compute a period, and the bytes stay.
+    p = make_pool(256 * KiB, prefetch="plan", sim_clock=clock)
+    s = p.create_stream()
+    n = 48 * KiB  # 8 x 48 KiB: more than the device tier
+    ts = [p.allocate(n) for _ in range(8)]
+    for k, t in enumerate(ts):
+        with p.acquire_host(t, "write_discard") as lease:
+            np.asarray(lease)[:] = pattern(n, k)
+    for _ in range(8):
+        for k, t in enumerate(ts):
+            p.note_compute((k + 1) * 1000, s)
+            with p.acquire(t, "read", stream=s):
+                pass
+        p.synchronize(s)
+    st = p.stats()
+    assert st["planner_state"] == "planned" and st["planner_period"] == 8
+    assert st["planner_period_compute_seconds"] == pytest.approx(36e-6, abs=1e-12)
+    if clock == "virtual-hidden":
+        assert st["planner_timed_accesses"] >= 8 * 7
+        assert "planner compute: 0.036 ms a period (measured with events at" in p.summary()
+    else:
+        assert st["planner_timed_accesses"] == 0
+    for k, t in enumerate(ts):
+        with p.acquire_host(t, "read") as lease:
+            assert bytes(memoryview(lease)) == pattern(n, k).tobytes(), k
+    assert p.validate()
+    p.close()
+
+
+def test_an_unknown_sim_clock_is_refused():
+    with pytest.raises(tierpool.LogicError, match="virtual-hidden"):
+        make_pool(sim_clock="gpu")

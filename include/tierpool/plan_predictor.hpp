@@ -71,6 +71,11 @@ class TIERPOOL_EXPORT plan_predictor {
     bool write_back{true};          ///< write dirty tensors back early
     bool clean_ahead{false};        ///< also write back the dirty ones among the policy's next victims
     bool stream_reuse{true};        ///< a planned copy may reuse room vacated behind user work, in stream order
+    /// A planned prefetch that has to evict asks the device tier's policy for this many times
+    /// the room it needs and evicts, of those victims, the ones the forecast needs last
+    /// (Note [Prefetch victims the forecast needs last], transfer_planner.cpp); 1: the
+    /// policy's order alone. 1..64.
+    std::uint32_t victim_sample{8};
     /// A prefetch evicts only what the demand schedule would evict anyway (Note [Conservative
     /// prefetches], pool_impl.cpp): no more bytes moved than without prefetching.
     bool conservative{false};

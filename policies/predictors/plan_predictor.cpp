@@ -364,6 +364,9 @@ void register_plan_predictors(policy_registry& registry)
     c.write_back = p.get<bool>("writeback");
     c.clean_ahead = p.get<bool>("clean_ahead");
     c.stream_reuse = p.get<bool>("stream_reuse");
+    auto const sample = p.get<std::uint64_t>("sample");
+    TIERPOOL_EXPECTS(sample >= 1 && sample <= 64, "plan predictor: sample must be in 1..64");
+    c.victim_sample = static_cast<std::uint32_t>(sample);
     c.conservative = p.get<bool>("conservative");
     c.keep = p.get<bool>("keep");
     c.timing = p.get<bool>("timing");
@@ -386,6 +389,9 @@ void register_plan_predictors(policy_registry& registry)
      "also write back the dirty ones among the victims the policy would give next (an eighth of the tier)"},
     {"stream_reuse", parameter_type::boolean, "on",
      "a planned copy may take room vacated behind user work, waiting for it in stream order"},
+    {"sample", parameter_type::unsigned_integer, "8",
+     "a prefetch that has to evict asks the policy for this many times the room and evicts, of those, what the "
+     "forecast needs last (1..64; 1: the policy's order)"},
     {"conservative", parameter_type::boolean, "off",
      "evict for a prefetch only what the demand schedule would evict anyway: never more bytes moved than without "
      "prefetching (for runs the link bounds)"},

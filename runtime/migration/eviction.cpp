@@ -367,6 +367,42 @@ double migration_engine::cheapest_round_trip(tensor_record const& rec, std::uint
   return best;
 }
 
+void migration_engine::order_by_forecast(std::vector<tensor_id>& victims, std::size_t bytes, tick guard_from,
+                                         tick guard_until) const
+{
+  struct entry {
+    tick next_use;
+    std::size_t bytes;
+    tensor_id id;
+  };
+  thread_local std::vector<entry> order;
+  order.clear();
+  std::size_t limit = 0;  // the policy's first victim that may go, or the request: no larger ones first
+  {
+    std::lock_guard lock(*table_mtx_);
+    for (tensor_id const id : victims) {
+      entry e{kNoForecast, 0, id};  // gone meanwhile: first, the round learns it is gone
+      if (auto const* r = table_->find(static_cast<std::uint64_t>(id))) {
+        e.next_use = (*r)->next_use.load(std::memory_order_relaxed);
+        e.bytes = (*r)->bytes;
+        bool const guarded = e.next_use != kNoForecast && e.next_use >= guard_from && e.next_use <= guard_until;
+        if (limit == 0 && !guarded) { limit = e.bytes; }
+      }
+      order.push_back(e);
+    }
+  }
+  limit = std::max(limit, bytes);
+  // Latest forecast first, larger victims than the limit last; ties (no forecast: plan mode
+  // orders those least recently used first, Note [The planner's step]) in the policy's order.
+  std::stable_sort(order.begin(), order.end(), [limit](entry const& a, entry const& b) {
+    bool const a_over = a.bytes > limit;
+    bool const b_over = b.bytes > limit;
+    if (a_over != b_over) { return b_over; }
+    return !a_over && a.next_use > b.next_use;
+  });
+  for (std::size_t i = 0; i < order.size(); ++i) { victims[i] = order[i].id; }
+}
+
 evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming,
                                             std::uint32_t tenant, evict_pass pass, evict_handoff* handoff,
                                             std::unique_lock<std::mutex>* held, std::span<tensor_id const> chosen)
@@ -406,7 +442,11 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
     for (int ask = 0; ask < asks && got < bytes; ++ask) {
       req.bytes_needed = sat_add(bytes, extra);
       if (chosen.empty()) {
+        // Note [Prefetch victims the forecast needs last], transfer_planner.cpp
+        bool const sample = pt.active && pt.sample > 1;
+        if (sample) { req.bytes_needed = sat_add(req.bytes_needed, bytes * static_cast<std::size_t>(pt.sample - 1)); }
         ts.policy->propose(req, ts.proposal);
+        if (sample && ts.proposal.victims.size() > 1) { order_by_forecast(ts.proposal.victims, bytes, guard_from, guard_until); }
       } else {  // the ladder chose them (Note [Evicting a window for a large request], window_eviction.cpp)
         if (ask != 0) { break; }
         ts.proposal.clear();

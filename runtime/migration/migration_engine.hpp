@@ -194,6 +194,15 @@ struct planning_terms {
   tick now{0};
   std::size_t harm_skips{0};  ///< victims the policy proposed that were protected
   bool stream_reuse{true};    ///< may reuse a block vacated behind user work (plan_predictor::config)
+  /// Asks the policy for this many times the room needed and evicts, of its victims, the
+  /// ones needed last first (Note [Prefetch victims the forecast needs last]); 1: its order.
+  std::uint32_t sample{1};
+};
+
+/// @brief How the planner's prefetches place (plan_predictor::config; migration_engine::plan_prefetch).
+struct plan_terms {
+  bool stream_reuse{true};         ///< planning_terms::stream_reuse
+  std::uint32_t victim_sample{1};  ///< planning_terms::sample
 };
 [[nodiscard]] inline planning_terms& planning() noexcept
 {
@@ -353,6 +362,11 @@ class migration_engine {
   /// round's first phase takes no second lock); the round releases it after that phase.
   /// `chosen`: the victims, in place of the policy's proposal (window_victims_locked);
   /// each is still checked as a proposed one is, and the round asks nothing more.
+  /// Reorders victims by their forecast next use, latest first, passing over none larger
+  /// than `bytes` or the policy's first victim outside [guard_from, guard_until] (those go
+  /// last, in the policy's order; stable: ties keep it too). Takes the table lock. Note
+  /// [Prefetch victims the forecast needs last], transfer_planner.cpp.
+  void order_by_forecast(std::vector<tensor_id>& victims, std::size_t bytes, tick guard_from, tick guard_until) const;
   evict_outcome evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming = {},
                             std::uint32_t tenant = 0, evict_pass pass = evict_pass::shares, evict_handoff* handoff = nullptr,
                             std::unique_lock<std::mutex>* held = nullptr, std::span<tensor_id const> chosen = {});
@@ -490,7 +504,7 @@ class migration_engine {
   // ---- the transfer planner's mechanisms (transfer_planner.cpp); records unlocked ----
   /// Prefetch into tier k for a use at `use` (Note [Planned prefetches], transfer_planner.cpp).
   plan_outcome plan_prefetch(record_ref const& recp, std::uint32_t k, tick use, tick now,
-                             bool stream_reuse);
+                             plan_terms terms);
   /// Write the dirty copy in tier k back now, behind its last use, and keep it resident:
   /// its eviction later drops it without a write-back. @return true when a copy was issued
   bool write_back_early(record_ref const& recp, std::uint32_t k) noexcept;

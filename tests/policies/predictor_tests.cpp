@@ -603,6 +603,13 @@ TEST(PlanPredictor, RegistryParametersAndErrors)
   EXPECT_THROW((void)reg.create_predictor("plan:keep=maybe"), logic_error);
   any_prefetch_predictor o = reg.create_predictor("oracle");
   EXPECT_EQ(o.name(), "oracle");
+  EXPECT_EQ(c.victim_sample, 8U);
+  any_prefetch_predictor vs = reg.create_predictor("oracle:sample=1");
+  plan_predictor const* const vp = vs.target<plan_predictor>();
+  ASSERT_NE(vp, nullptr);
+  EXPECT_EQ(vp != nullptr ? vp->options().victim_sample : 0U, 1U);
+  expect_predictor_refused("plan:sample=0", "plan predictor: sample must be in 1..64");
+  expect_predictor_refused("oracle:sample=65", "plan predictor: sample must be in 1..64");
   EXPECT_THROW((void)reg.create_predictor("plan:window=0"), logic_error);
   EXPECT_THROW((void)reg.create_predictor("plan:history=10"), logic_error);
   EXPECT_THROW((void)reg.create_predictor("oracle:history=100"), logic_error);  // the oracle learns nothing
@@ -1003,6 +1010,54 @@ TEST(PrefetchTiming, ACopyInThatMustEvictWaitsForItsLatestStart)
   }
 }
 
+// Note [Prefetch victims the forecast needs last], transfer_planner.cpp: a full device tier
+// of four tensors, used g0..g3 (lru would evict g0 first), all next used after x, so doing
+// no harm lets x's prefetch evict any of them. Sampled, it evicts g2, the one the forecast
+// needs last; with sample=1 the policy's order gives g0, needed first of them.
+TEST(PoolPlanner, APrefetchEvictsTheVictimTheForecastNeedsLast)
+{
+  for (std::uint32_t const sample : {8U, 1U}) {
+    SCOPED_TRACE("sample=" + std::to_string(sample));
+    auto be = make_sim();
+    auto sched = std::make_shared<stepped_schedule>();
+    pool_options o = small_tiers(be, 1_MiB, 0, 16_MiB);
+    o.policy = "lru";
+    o.prefetch = "oracle:writeback=off,keep=off,timing=off,sample=" + std::to_string(sample);
+    o.schedule = sched;
+    pool p{o};
+    stream_handle const s = p.create_stream();
+    std::vector<tensor> g;
+    for (std::uint64_t k = 0; k < 4; ++k) {
+      g.push_back(p.allocate(256_KiB));
+      fill(p, g.back(), k, 1);
+    }
+    tensor x = p.allocate(256_KiB, {.preferred_tier = tier_id{1}});
+    fill(p, x, 7, 1);
+    for (tensor const& t : g) { lease l = p.acquire(t, access_mode::read, s); }  // lru order g0..g3
+    ASSERT_EQ(p.stats().tiers[0].used_bytes.current, static_cast<std::int64_t>(1_MiB)) << "the device tier is full";
+    ASSERT_EQ(p.residency(x).home, tier_id{1});
+    tick const next[] = {10, 20, 40, 30};
+    for (std::uint64_t k = 0; k < 4; ++k) { p.set_next_use(g[k], next[k]); }
+    p.set_next_use(x, 1);
+    sched->all.push_back({.id = g[3].id(), .bytes = 256_KiB, .when = 0});
+    sched->all.push_back({.id = x.id(), .bytes = 256_KiB, .when = 1});
+    sched->at = 0;
+    { lease l = p.acquire(g[3], access_mode::read, s); }  // the step: x is next
+    p.synchronize(s);
+    ASSERT_EQ(p.stats().planned_prefetches, 1U);
+    EXPECT_EQ(p.residency(x).home, tier_id{0});
+    std::size_t const evicted = sample > 1 ? 2 : 0;
+    for (std::size_t k = 0; k < 4; ++k) {
+      EXPECT_EQ(p.residency(g[k]).home, tier_id{k == evicted ? 1U : 0U}) << "g" << k;
+    }
+    sched->at = 1;
+    { lease l = p.acquire(x, access_mode::read, s); }
+    EXPECT_TRUE(check(p, x, 7, 1));
+    for (std::uint64_t k = 0; k < 4; ++k) { EXPECT_TRUE(check(p, g[k], k, 1)); }
+    EXPECT_TRUE(p.validate());
+  }
+}
+
 // Note [Device times measured with events], device_timer.cpp: a loop of 8 accesses, each after
 // a kernel of its own length (1..8 us), the host waiting for the stream at each iteration's
 // end as a training loop does (loss.item()). Where the backend knows device times ahead the
@@ -1057,7 +1112,7 @@ TEST(PrefetchTiming, CopyInsHeldBackCountAgainstTheBudget)
   auto be = make_sim(sim_clock_mode::virtual_clock);
   auto sched = std::make_shared<stepped_schedule>();
   pool_options o = small_tiers(be, 2_MiB, 0, 16_MiB);
-  o.prefetch = "oracle:writeback=off,keep=off,budget=1MiB";
+  o.prefetch = "oracle:writeback=off,keep=off,budget=1MiB,sample=8";
   o.schedule = sched;
   pool p{o};
   stream_handle const s = p.create_stream();

@@ -928,6 +928,7 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
   double link_ns = backlog ? static_cast<double>(*backlog) : 0.0;  // plus the copies of the candidates so far
   double const next_gap = n != 0 ? static_cast<double>(ahead[0].compute) : 0.0;  // the stream's advance by the next step
   double t_ahead = 0.0;  // compute from the stream's point to the access
+  plan_terms const terms{.stream_reuse = planner.options().stream_reuse, .victim_sample = planner.options().victim_sample};
   thread_local std::vector<std::pair<record_ref, tick>> waiting;  // deferred, nearer than the next one issued
   waiting.clear();
   std::uint64_t waiting_bytes = 0;
@@ -984,14 +985,14 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
     }
     bool stop = false;
     for (auto& [wr, wp] : waiting) {  // the nearer ones first: they would queue behind this one
-      plan_outcome const wo = engine_.plan_prefetch(wr, d, wp, now, planner.options().stream_reuse);
+      plan_outcome const wo = engine_.plan_prefetch(wr, d, wp, now, terms);
       if (wo == plan_outcome::issued) { outstanding += wr->bytes; }
       if (wo == plan_outcome::no_room) { stop = true; break; }
     }
     waiting.clear();
     waiting_bytes = 0;
     if (stop) { break; }
-    plan_outcome const o = engine_.plan_prefetch(r, d, protect, now, planner.options().stream_reuse);
+    plan_outcome const o = engine_.plan_prefetch(r, d, protect, now, terms);
     if (o == plan_outcome::issued) { outstanding += r->bytes; }
     if (o == plan_outcome::no_room) { break; }
   }

@@ -444,7 +444,12 @@ evict_outcome migration_engine::evict_round(std::uint32_t k, std::size_t bytes, 
       if (chosen.empty()) {
         // Note [Prefetch victims the forecast needs last], transfer_planner.cpp
         bool const sample = pt.active && pt.sample > 1;
-        if (sample) { req.bytes_needed = sat_add(req.bytes_needed, bytes * static_cast<std::size_t>(pt.sample - 1)); }
+        if (sample) {  // (sample - 1) x bytes more, saturating
+          std::size_t const more = pt.sample - 1;
+          req.bytes_needed = sat_add(req.bytes_needed, bytes > std::numeric_limits<std::size_t>::max() / more
+                                                           ? std::numeric_limits<std::size_t>::max()
+                                                           : bytes * more);
+        }
         ts.policy->propose(req, ts.proposal);
         if (sample && ts.proposal.victims.size() > 1) { order_by_forecast(ts.proposal.victims, bytes, guard_from, guard_until); }
       } else {  // the ladder chose them (Note [Evicting a window for a large request], window_eviction.cpp)

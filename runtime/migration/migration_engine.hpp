@@ -351,6 +351,12 @@ class migration_engine {
   /// True for the pool's own copy streams (h2d, d2h), whose deferred frees may be reused
   /// in stream order.
   [[nodiscard]] bool is_copy_stream(stream_handle s) const noexcept;
+  /// Reorders a proposal's victims for a planned prefetch (Note [Prefetch victims the
+  /// forecast needs last], transfer_planner.cpp): those no larger than the limit, the larger
+  /// of `bytes` and the size of the policy's first victim outside [guard_from, guard_until],
+  /// come first, latest forecast next use first; the larger ones follow. Stable: ties and the
+  /// larger ones keep the policy's order. Takes the table lock.
+  void order_by_forecast(std::vector<tensor_id>& victims, std::size_t bytes, tick guard_from, tick guard_until) const;
   /// `pass`: which victims the tenants' standing allows (Note [Hard shares and
   /// priorities], eviction.cpp; `tenant`: whom the room is for). evict_pass::shares also
   /// honours the planner's keep window (set_keep_window); placement retries a round that
@@ -362,11 +368,6 @@ class migration_engine {
   /// round's first phase takes no second lock); the round releases it after that phase.
   /// `chosen`: the victims, in place of the policy's proposal (window_victims_locked);
   /// each is still checked as a proposed one is, and the round asks nothing more.
-  /// Reorders victims by their forecast next use, latest first, passing over none larger
-  /// than `bytes` or the policy's first victim outside [guard_from, guard_until] (those go
-  /// last, in the policy's order; stable: ties keep it too). Takes the table lock. Note
-  /// [Prefetch victims the forecast needs last], transfer_planner.cpp.
-  void order_by_forecast(std::vector<tensor_id>& victims, std::size_t bytes, tick guard_from, tick guard_until) const;
   evict_outcome evict_round(std::uint32_t k, std::size_t bytes, place_mode mode, tensor_id incoming = {},
                             std::uint32_t tenant = 0, evict_pass pass = evict_pass::shares, evict_handoff* handoff = nullptr,
                             std::unique_lock<std::mutex>* held = nullptr, std::span<tensor_id const> chosen = {});

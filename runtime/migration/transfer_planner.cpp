@@ -41,16 +41,20 @@
 //   last: a vacated block behind user work serves only a request of its slot size without
 //   waiting (Note [Stream-ordered reuse of deferred blocks], tier.cpp), and a larger victim
 //   made the prefetch find no room (PrefetchTiming.CopyInsHeldBackCountAgainstTheBudget).
-//   Demand evictions keep the policy's order: ranking them by the forecast too moved the
-//   rows by 0.996-1.02x and made one more slower than `none`.
+//   Demand evictions keep the policy's order: ranking them by the forecast too (tried) took
+//   the lru rows' geometric mean from 0.9588 to 0.9576 of `none` but made one more row
+//   slower than `none` (10 of 50).
 //   Measured (virtual clock, pcie4, scripts/planner_rows.py, 50 rows per policy; against
 //   sample=1): `plan` with lru geometric mean 0.9658 -> 0.9588 of `none` (llm-infer-stream at
 //   50 % 6.178 -> 4.966 s, at 25 % 6.478 -> 5.653 s), with repeat 0.9965 -> 0.9934 (rows
 //   slower than `none` 21 -> 17), belady unchanged (its order is the forecast's); `oracle`
 //   with lru 0.9411 -> 0.9254, repeat 0.9724 -> 0.9553.
 //   Limitations: a sample, not the whole tier: a tensor the forecast needs last but the
-//   policy ranks early is not seen; the rows that were slower than `none` with lru (the
-//   recorded PyTorch traces) stay slower.
+//   policy ranks early is not seen. The rows that were slower than `none` with lru (the
+//   recorded PyTorch traces) stay slower, and with repeat those traces lose up to 6.7 %
+//   (its own learned order served them better than the planner's forecast of a 3-iteration
+//   run); training rows move by up to 4 % either way
+//   (bench/results/prefetch-victims-cpu-2026-12-07.md).
 //
 // Note [The keep window]
 //   Rationale: a planned prefetch fills room up to the point where the accesses ahead no

@@ -12,6 +12,10 @@ prints, per policy and per spec, the ratio of each row's makespan to the base sp
 (min, max, geometric mean) and how many rows are slower than `none`; `--rows` lists every
 row. Runs are deterministic, so each row runs once. The traces are generated into
 --work (default: a temporary directory).
+
+--long runs instead the long rows: generated training runs of 10-12 iterations, where the
+planner's trials of prefetching against not (Note [Measuring whether prefetching pays])
+have periods to act on, as in a real training run of thousands of steps.
 """
 import argparse
 import json
@@ -45,6 +49,15 @@ TRACES["resnet-torch"] = ("tests/data/resnet18_torch.tpb", None, [])
 TRACES["gpt2-torch no-tp"] = ("tests/data/gpt2_torch.tpb", None, ["--no-trace-prefetch"])
 TRACES["resnet-torch no-tp"] = ("tests/data/resnet18_torch.tpb", None, ["--no-trace-prefetch"])
 
+LONG = {
+    "tt iterations=12": ("transformer-train", ["iterations=12"], []),
+    "mlp iterations=12": ("mlp-train", ["iterations=12"], []),
+    "tt blocks=24 iterations=10": ("transformer-train", ["blocks=24", "iterations=10"], []),
+    "tt hidden=512 seq=2048 iterations=10": ("transformer-train", ["hidden=512", "seq=2048", "iterations=10"], []),
+    "mlp layers=16 width=1024 batch=512 iterations=10": ("mlp-train", ["layers=16", "width=1024", "batch=512",
+                                                                     "iterations=10"], []),
+}
+
 
 def trace_file(tierpool, work, key):
     src, params, _ = TRACES[key]
@@ -77,7 +90,11 @@ def main():
     ap.add_argument("--only", help="trace keys, separated by ';' (default: every row)")
     ap.add_argument("--work", help="where generated traces go (kept between runs)")
     ap.add_argument("--rows", action="store_true", help="print every row")
+    ap.add_argument("--long", action="store_true", help="the long rows (10-12 iterations) instead")
     a = ap.parse_args()
+    if a.long:
+        TRACES.clear()
+        TRACES.update(LONG)
     specs = [s for s in (a.specs.split(";") if ";" in a.specs else a.specs.split(",")) if s]
     # a spec's own parameters use ','; "plan:frees=off,timing=off" is one spec when ';' separates
     if "none" not in specs:

@@ -83,6 +83,10 @@ struct tensor_view {
   std::uint32_t access_count{0};     ///< accesses so far, this one included
   bool pinned{false};                ///< pinned now; pinned tensors must never be proposed
   bool write_access{false};          ///< on_access: the access writes the tensor
+  /// on_insert: a prefetch copied the tensor in ahead of its use; the insert is not a use
+  /// (the use that follows is reported by on_access). A policy that learns from the times
+  /// of uses (`repeat`) does not count it.
+  bool prefetch{false};
   /// Forecast of the next use, when the driver has one (a replayed trace: Belady).
   /// `std::nullopt`: no forecast; `no_next_use`: the forecast says never again.
   std::optional<tick> next_use{};
@@ -158,7 +162,8 @@ struct eviction_proposal {
  *
  * Hooks, all `noexcept` (a policy never throws on an expected path):
  * - `on_insert(view)`: a tensor became resident in the tier. Inserting a known id updates
- *   it and counts as an access.
+ *   it and counts as an access. `view.prefetch`: a prefetch brought it in ahead of its
+ *   use (the use is reported by on_access when it comes).
  * - `on_access(view)`: the tensor was used. Unknown id: no-op. Called on every access, so
  *   it must be O(1) and must not allocate.
  * - `on_erase(id)`: the tensor left the tier (evicted, freed, moved). Unknown id: no-op.

@@ -67,6 +67,10 @@ void repeat_policy::observe(node& n, std::uint64_t pos) noexcept
 {
   std::uint64_t const d = pos - n.last;
   n.last = pos;
+  if (n.unused) {  // its first use: the prefetch before it was not one
+    n.unused = false;
+    return;
+  }
   if (d <= cfg_.correlation_window) { return; }  // the same use, reported twice
   n.dist = {d, n.dist[0], n.dist[1], n.dist[2]};
   // Moving average with weight 1/16, in integers (deterministic everywhere).
@@ -98,6 +102,26 @@ void repeat_policy::forget_oldest() noexcept
   policies::detail::slab_release(nodes_, free_head_, i);
 }
 
+// Note [Prefetches are not uses]
+//   Rationale: positions count the events the policy sees, and an insert was one: a use.
+//   A prefetch inserts a tensor ahead of its use, at a point that depends on the planner's
+//   timing and on whether the tensor was evicted at all, and the use follows as an access.
+//   Counted as a use, the prefetch put a short, varying distance (prefetch to use) among
+//   the tensor's reuse distances, so the phase match (d0 = dk) failed or matched the wrong
+//   phase, and the predicted next use moved with the prefetches: with `plan` the same
+//   iteration of transformer-train (hidden=512 seq=2048, ten iterations, 50 %) took 95 ms
+//   in its third period and 118 ms from its seventh on. Approach: the engine marks a
+//   prefetch's copy-in (tensor_view::prefetch, set from tensor_record::filling_ahead around
+//   the prefetch's fill); repeat gives it no position and learns no distance from it, and
+//   a tensor first seen through a prefetch learns nothing at its first use either.
+//   Measured (virtual clock, pcie4, `scripts/planner_rows.py`, 50 rows with repeat,
+//   against the same rows before; bench/results/prefetch-not-a-use-cpu-2026-12-07.md):
+//   `plan` against `none` geomean 0.9934 -> 0.9836 (max 1.116 -> 1.103), `oracle` 0.9553
+//   -> 0.9446 (max 1.298 -> 1.230); llm-infer-stream at 25 % with `plan` 5430.5 -> 5150.8
+//   ms. On the ten-iteration runs: that transformer row 1.067x -> 1.006x of `none`,
+//   mlp-train (12 iterations) at 50 % 1.011x -> 0.974x. Costs: GPT-2 small (by hand) at
+//   25 % with `plan` 2928.1 -> 3151.2 ms. lru and belady read no such field: their rows
+//   are unchanged to the bit.
 void repeat_policy::on_insert(tensor_view const& v) noexcept
 {
   index_t i = lookup(v.id);
@@ -105,17 +129,21 @@ void repeat_policy::on_insert(tensor_view const& v) noexcept
     on_access(v);
     return;
   }
-  std::uint64_t const pos = ++clock_;
+  // A prefetch's insert is not a use (tensor_view::prefetch): it takes no position and
+  // teaches no distance, so that the use after it measures the reuse distance from the
+  // use before (Note [Prefetches are not uses]).
+  std::uint64_t const pos = v.prefetch ? clock_ : ++clock_;
   // Hooks are noexcept: out of host memory here terminates.
   if (i != npos) {  // remembered: out of the history list, learn the distance across the absence
     policies::detail::unlink(nodes_, history_, i);
-    observe(nodes_[i], pos);
+    if (!v.prefetch) { observe(nodes_[i], pos); }
   } else {
     i = policies::detail::acquire_intrusive_slot(nodes_, free_head_, order_);
     nodes_[i] = node{};
     nodes_[i].id = v.id;
     nodes_[i].last = pos;
     nodes_[i].live = true;
+    nodes_[i].unused = v.prefetch;
     index_.insert(v.id, i);
   }
   node& n = nodes_[i];

@@ -183,6 +183,7 @@ class TIERPOOL_EXPORT repeat_policy : public policies::detail::flag_pins<repeat_
     bool resident{false};
     bool pinned{false};
     bool live{false};
+    bool unused{false};  // first seen through a prefetch, not used yet: its first use teaches no distance
   };
   using key_of_node = policies::detail::key_member<node, key>;
   using order_set = boost::intrusive::set<node, boost::intrusive::key_of_value<key_of_node>>;

@@ -887,7 +887,7 @@ struct policy_driver {
 template <void (any_eviction_policy::*Hook)(tensor_view const&) noexcept>
 void drive_view(policy_driver& d, std::uint64_t id, std::size_t bytes, std::uint32_t tier, tick last_access,
                 std::uint32_t access_count, bool pinned, bool write_access, std::optional<tick> next_use,
-                tick transfer_cost, std::optional<tick> recompute_cost)
+                tick transfer_cost, std::optional<tick> recompute_cost, bool prefetch)
 {
   tensor_view v;
   v.id = tensor_id{id};
@@ -900,6 +900,7 @@ void drive_view(policy_driver& d, std::uint64_t id, std::size_t bytes, std::uint
   v.next_use = next_use;
   v.transfer_cost = transfer_cost;
   v.recompute_cost = recompute_cost;
+  v.prefetch = prefetch;
   ((*d.policy).*Hook)(v);
 }
 
@@ -909,7 +910,7 @@ void def_view_hook(Class& cls, char const* name, Fn fn, char const* doc)
 {
   cls.def(name, fn, "id"_a, "bytes"_a = 0, "tier"_a = 0, "last_access"_a = 0, "access_count"_a = 1,
           "pinned"_a = false, "write_access"_a = false, "next_use"_a.none() = nb::none(), "transfer_cost"_a = 0,
-          "recompute_cost"_a.none() = nb::none(), doc);
+          "recompute_cost"_a.none() = nb::none(), "prefetch"_a = false, doc);
 }
 
 }  // namespace
@@ -937,6 +938,8 @@ void bind_python_policies(nb::module_& m)
           "Forecast tick of the next use (None: no forecast; NO_NEXT_USE: never again).")
       .def_ro("transfer_cost", &tensor_view::transfer_cost, "Estimated ticks to move it out and back (0: unknown).")
       .def_ro("recompute_cost", &tensor_view::recompute_cost, "Estimated ticks to recompute it (None: it cannot be).")
+      .def_ro("prefetch", &tensor_view::prefetch,
+              "on_insert: a prefetch copied it in ahead of its use; not a use (the use comes as on_access).")
       .def("__repr__", [](tensor_view const& v) {
         return "TensorView(id=" + std::to_string(static_cast<std::uint64_t>(v.id)) +
                ", tier=" + std::to_string(static_cast<std::uint32_t>(v.tier)) + ", bytes=" + std::to_string(v.bytes) +

@@ -145,6 +145,47 @@ def test_hooks_are_called_and_views_carry_the_fields():
         t.free()
 
 
+def test_a_prefetch_insert_says_it_is_not_a_use():
+    inserts = []
+
+    class Spy(LruPolicy):
+        name = "prefetch_spy"
+
+        def on_insert(self, view):
+            inserts.append((view.id, view.prefetch))
+            super().on_insert(view)
+
+    with make_pool(device_bytes=32 * KiB, policy=Spy) as pool:
+        ts = [pool.allocate(8 * KiB) for _ in range(6)]  # 48 KiB in a 32 KiB tier
+        for i, t in enumerate(ts):
+            with pool.acquire_host(t, "write_discard") as lease:
+                view = np.asarray(lease)
+                view[:] = i + 1
+                del view
+        for t in ts:  # the device holds the last four; the first two are below
+            with pool.acquire(t, "read"):
+                pass
+        early, late = ts[0], ts[1]
+        assert pool.residency(early)["home"] != 0 and pool.residency(late)["home"] != 0
+        inserts.clear()
+        pool.prefetch(early)
+        pool.synchronize()
+        for t, value in ((early, 1), (late, 2)):  # its use; then a demand miss: an insert that is a use
+            with pool.acquire(t, "read") as lease:
+                pool.synchronize(lease.stream)
+                view = np.asarray(lease)
+                assert np.array_equal(view, np.full(8 * KiB, value, dtype=np.uint8))
+                del view
+        assert (early.id, True) in inserts and (early.id, False) not in inserts
+        assert (late.id, False) in inserts and (late.id, True) not in inserts
+        for t in ts:
+            t.free()
+    d = tierpool.PolicyDriver(Spy)
+    d.on_insert(7, 10, prefetch=True)
+    d.on_insert(8, 10)
+    assert inserts[-2:] == [(7, True), (8, False)]
+
+
 def test_per_tier_policy_from_a_dict():
     tiers = [
         {"kind": "device", "capacity_bytes": 32 * KiB, "chunk_bytes": 32 * KiB, "policy": FifoPolicy},

@@ -52,6 +52,12 @@ class TensorView:
     def recompute_cost(self) -> int | None:
         """Estimated ticks to recompute it (None: it cannot be)."""
 
+    @property
+    def prefetch(self) -> bool:
+        """
+        on_insert: a prefetch copied it in ahead of its use; not a use (the use comes as on_access).
+        """
+
     def __repr__(self) -> str:
         """The fields."""
 
@@ -129,10 +135,10 @@ class PolicyDriver:
         Build the policy (a spec or a class). Raises LogicError for an unknown spec.
         """
 
-    def on_insert(self, id: int, bytes: int = 0, tier: int = 0, last_access: int = 0, access_count: int = 1, pinned: bool = False, write_access: bool = False, next_use: int | None = None, transfer_cost: int = 0, recompute_cost: int | None = None) -> None:
+    def on_insert(self, id: int, bytes: int = 0, tier: int = 0, last_access: int = 0, access_count: int = 1, pinned: bool = False, write_access: bool = False, next_use: int | None = None, transfer_cost: int = 0, recompute_cost: int | None = None, prefetch: bool = False) -> None:
         """Tell the policy a tensor became resident."""
 
-    def on_access(self, id: int, bytes: int = 0, tier: int = 0, last_access: int = 0, access_count: int = 1, pinned: bool = False, write_access: bool = False, next_use: int | None = None, transfer_cost: int = 0, recompute_cost: int | None = None) -> None:
+    def on_access(self, id: int, bytes: int = 0, tier: int = 0, last_access: int = 0, access_count: int = 1, pinned: bool = False, write_access: bool = False, next_use: int | None = None, transfer_cost: int = 0, recompute_cost: int | None = None, prefetch: bool = False) -> None:
         """Tell the policy a tensor was used."""
 
     def on_erase(self, id: int) -> None:

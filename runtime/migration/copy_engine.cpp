@@ -152,6 +152,7 @@ void migration_engine::insert_into_policy_locked(tier_state& ts, tensor_record& 
   v.pinned = rec.slots[k].pins != 0;
   v.write_access = write;
   v.next_use = forecast_of(rec.next_use.load(std::memory_order_relaxed));
+  v.prefetch = rec.filling_ahead;
   ts.policy->on_insert(v);
   add_under_tier_lock(ts.resident, std::uint64_t{1});
   ts.add_tenant_bytes(rec.tenant, static_cast<std::int64_t>(rec.bytes));
@@ -458,7 +459,7 @@ fill_result migration_engine::ensure_valid_locked(tensor_record& rec, std::uint3
   dst.state = copy_state::valid;
   if (fresh) {
     if (!inserted) { insert_into_policy(rec, k, access != access_mode::read); }
-  } else {
+  } else if (!rec.filling_ahead) {
     note_access(rec, k, access != access_mode::read);  // a stale copy refreshed: the policy knows it, this is a use
   }
   return fill_result::filled;

@@ -45,7 +45,10 @@ void migration_engine::prefetch_record(record_ref const& recp, std::uint32_t k, 
   // stream-ordered eviction round); when room can only be made by waiting, the request
   // is queued and served by later pool calls. A hint: errors do nothing.
   try {
-    fill_result const r = ensure_valid_locked(rec, k, access_mode::read, place_mode::no_wait);
+    fill_result const r = [&] {
+      filling_ahead_scope const ahead(rec);
+      return ensure_valid_locked(rec, k, access_mode::read, place_mode::no_wait);
+    }();
     // A predicted request counts once it issued a copy or was queued (not when dropped).
     if (r == fill_result::filled) {
       counters_->prefetches.fetch_add(1, std::memory_order_relaxed);
@@ -121,6 +124,7 @@ void migration_engine::serve_prefetches() noexcept
     fill_result r = fill_result::no_room;
     bool failed = false;
     try {
+      filling_ahead_scope const ahead(*rec);
       r = ensure_valid_locked(*rec, req.tier, access_mode::read, place_mode::no_wait);
     } catch (...) {
       failed = true;

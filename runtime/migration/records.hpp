@@ -360,6 +360,9 @@ struct alignas(8) tensor_record {
   /// device copy has not left since (an eviction, demote or shrink drops it: the early copy
   /// served; vacate_locked clears this): a write or a free first wastes that copy.
   bool cleaned_early : 1 = false;
+  /// A prefetch is filling it (set around the prefetch's fill, under `mtx`): the copy-in is
+  /// ahead of a use, not a use, and the policy is told so (tensor_view::prefetch).
+  bool filling_ahead : 1 = false;
   bool prefetch_queued{false};    ///< a request for it waits in the prefetch queue
   bool lost{false};               ///< the device was lost with its only valid copy there (device_lost)
   /// pool::discard: its bytes are dead until a write_discard lease gives it new ones. Its
@@ -432,6 +435,19 @@ struct alignas(8) tensor_record {
     no_compress = !o.compressible;
     preferred = o.preferred_tier ? static_cast<std::uint8_t>(*o.preferred_tier) : kNoPreferredTier;
   }
+};
+
+/// @brief Marks a record as filled by a prefetch while it lives (tensor_record::filling_ahead):
+///        the policy is told the copy-in is not a use. The record's lock is held throughout.
+class filling_ahead_scope {
+ public:
+  explicit filling_ahead_scope(tensor_record& r) noexcept : r_(r) { r_.filling_ahead = true; }
+  ~filling_ahead_scope() { r_.filling_ahead = false; }
+  filling_ahead_scope(filling_ahead_scope const&) = delete;
+  filling_ahead_scope& operator=(filling_ahead_scope const&) = delete;
+
+ private:
+  tensor_record& r_;
 };
 
 // Note [Records indexed by id]

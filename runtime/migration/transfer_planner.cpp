@@ -150,6 +150,7 @@ plan_outcome migration_engine::plan_prefetch(record_ref const& recp, std::uint32
   std::size_t skips = 0;
   try {
     planning_scope const scope(use, now, terms);
+    filling_ahead_scope const ahead(rec);
     r = ensure_valid_locked(rec, k, access_mode::read, place_mode::no_wait);
     skips = planning_scope::skips();
   } catch (out_of_memory const&) {

@@ -146,6 +146,38 @@ TEST(RepeatPolicy, CorrelatedReaccessRecordsNoDistance)
   EXPECT_EQ(p.predicted_use(tid(1)), 6U);
 }
 
+TEST(RepeatPolicy, APrefetchIsNotAUse)
+{
+  // Tensor 1 is used every 2 events. Evicted and prefetched back one event before its use,
+  // its next use stays predicted from its last use, and the use after the prefetch teaches
+  // the distance 2, not 1.
+  repeat_policy p{paper_like};
+  p.on_insert(forecast_view(1));  // 1
+  p.on_insert(forecast_view(2));  // 2
+  p.on_access(forecast_view(1));  // 3: d = 2, next use predicted at 5
+  p.on_erase(tid(1));
+  tensor_view ahead = forecast_view(1);
+  ahead.prefetch = true;
+  p.on_insert(ahead);  // no position of its own
+  EXPECT_EQ(p.position(), 3U);
+  EXPECT_EQ(p.predicted_use(tid(1)), 5U);
+  p.on_access(forecast_view(2));  // 4
+  p.on_access(forecast_view(1));  // 5: d = 2 again: predicted 7
+  EXPECT_EQ(p.predicted_use(tid(1)), 7U);
+  // A tensor first seen through a prefetch: resident, no distance yet.
+  tensor_view first = forecast_view(3);
+  first.prefetch = true;
+  p.on_insert(first);
+  EXPECT_EQ(p.position(), 5U);
+  EXPECT_EQ(p.predicted_use(tid(3)), std::nullopt);
+  p.on_access(forecast_view(3));  // 6: its first use, 1 event after the prefetch: no reuse yet
+  EXPECT_EQ(p.predicted_use(tid(3)), std::nullopt);
+  p.on_access(forecast_view(2));  // 7
+  p.on_access(forecast_view(3));  // 8: d = 2 from its first use: predicted 10
+  EXPECT_EQ(p.predicted_use(tid(3)), 10U);
+  EXPECT_TRUE(p.validate());
+}
+
 TEST(RepeatPolicy, PinnedTensorsAreSkipped)
 {
   repeat_policy p{paper_like};

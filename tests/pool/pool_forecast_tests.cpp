@@ -124,5 +124,92 @@ TEST(PoolForecast, SetNextUseReachesThePolicyAndARefusalIsATypedError)
   EXPECT_THROW(p.set_next_use(empty, tick{1}), logic_error);
 }
 
+/// Logs what each insert and access tells the policy: (id, insert or not, tensor_view::prefetch).
+struct told {
+  std::uint64_t id{0};
+  bool insert{false};
+  bool prefetch{false};
+  friend bool operator==(told const&, told const&) = default;
+};
+
+/// Least recently inserted/accessed first, like spy_policy; logs every insert and access.
+class told_policy {
+ public:
+  explicit told_policy(std::shared_ptr<std::vector<told>> log) : log_(std::move(log)) {}
+  void on_insert(tensor_view const& v) noexcept { touch(v, true); }
+  void on_access(tensor_view const& v) noexcept { touch(v, false); }
+  void on_erase(tensor_id id) noexcept { std::erase_if(order_, [&](auto const& e) { return e.first == id; }); }
+  void on_pin(tensor_id) noexcept {}
+  void on_unpin(tensor_id) noexcept {}
+  void propose(eviction_request const& req, eviction_proposal& out) const
+  {
+    for (auto const& [id, bytes] : order_) {
+      if (out.covers(req)) { break; }
+      out.add(id, bytes);
+    }
+  }
+  [[nodiscard]] std::string_view name() const noexcept { return "told"; }
+
+ private:
+  void touch(tensor_view const& v, bool insert) noexcept
+  {
+    try {
+      log_->push_back({static_cast<std::uint64_t>(v.id), insert, v.prefetch});
+      on_erase(v.id);
+      order_.emplace_back(v.id, v.bytes);
+    } catch (...) {
+    }
+  }
+  std::shared_ptr<std::vector<told>> log_;
+  std::vector<std::pair<tensor_id, std::size_t>> order_;
+};
+
+TEST(PoolForecast, APrefetchTellsThePolicyItsCopyInIsNotAUse)
+{
+  auto log = std::make_shared<std::vector<told>>();
+  policy_registry reg = policy_registry::with_builtins();
+  reg.add("told", "test log", {}, [log](policy_params const&) { return any_eviction_policy{told_policy{log}}; });
+  auto be = make_sim();
+  pool_options o = small_tiers(be, 1_MiB, 0, 16_MiB);
+  o.registry = &reg;
+  o.tiers[0].policy = "told";
+  pool p{o};
+  std::vector<tensor> ts;
+  for (std::uint64_t i = 0; i < 5; ++i) {  // 5 x 256 KiB in a 1 MiB device tier: the first two go down
+    ts.push_back(p.allocate(256_KiB));
+    fill(p, ts.back(), i, 1);
+  }
+  stream_handle s = p.create_stream();
+  for (std::uint64_t i = 2; i < 5; ++i) { lease l = p.acquire(ts[i], access_mode::read, s); }
+  p.synchronize(s);
+  ASSERT_NE(p.residency(ts[0]).home, tier_id{0});
+  ASSERT_NE(p.residency(ts[1]).home, tier_id{0});
+  auto const id0 = static_cast<std::uint64_t>(ts[0].id());
+  auto const id1 = static_cast<std::uint64_t>(ts[1].id());
+  log->clear();
+  p.prefetch(ts[0]);  // a prefetch: the insert says so
+  p.synchronize(s);
+  ASSERT_EQ(p.residency(ts[0]).home, tier_id{0});
+  EXPECT_TRUE(p.residency(ts[0]).prefetched);
+  { lease l = p.acquire(ts[0], access_mode::read, s); }  // its use: an access
+  { lease l = p.acquire(ts[1], access_mode::read, s); }  // a demand miss: an insert that is a use
+  p.synchronize(s);
+  { lease l = p.acquire(ts[2], access_mode::read, s); }  // drains the access buffer into the policy
+  std::vector<told> of0;
+  std::vector<told> of1;
+  for (told const& t : *log) {
+    if (t.id == id0) { of0.push_back(t); }
+    if (t.id == id1) { of1.push_back(t); }
+  }
+  ASSERT_FALSE(of0.empty());
+  EXPECT_EQ(of0.front(), (told{id0, true, true}));
+  for (std::size_t i = 1; i < of0.size(); ++i) { EXPECT_EQ(of0[i], (told{id0, false, false})) << i; }
+  EXPECT_EQ(of0.size(), 2U);  // the prefetch's insert, then the acquire's access
+  ASSERT_FALSE(of1.empty());
+  EXPECT_EQ(of1.front(), (told{id1, true, false}));
+  EXPECT_TRUE(p.validate());
+  for (std::uint64_t i = 0; i < 5; ++i) { EXPECT_TRUE(check(p, ts[i], i, 1)) << i; }
+}
+
 }  // namespace
 }  // namespace tierpool::test

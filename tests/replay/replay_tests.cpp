@@ -1224,9 +1224,10 @@ struct probe_runs {
   }
 };
 
-// llm-infer-stream with `repeat` at 50 %: planned prefetches cost every period (5.34 s
-// against 3.44 s without); after the warm-up's 4 periods and its first trial the planner
-// stops issuing them, and tries them again only for a few periods.
+// llm-infer-stream with `repeat` at 50 %: planned prefetches cost every period (4.24 s
+// against 3.44 s without; 4.57 s before `repeat` stopped counting a prefetch as a use);
+// after the warm-up's 4 periods and its first trial the planner stops issuing them, and
+// tries them again only for a few periods (3.55 s).
 TEST(ReplayPlanner, PrefetchingStopsWhereItDoesNotPay)
 {
   auto const t = tr::compiled_trace::compile(tt::generate("llm-infer-stream", {}, 1));
@@ -1235,8 +1236,8 @@ TEST(ReplayPlanner, PrefetchingStopsWhereItDoesNotPay)
   EXPECT_EQ(r.never.planner_periods_prefetching + r.never.planner_periods_without, 0U);
   EXPECT_GT(r.probe.planner_periods_without, 4 * r.probe.planner_periods_prefetching);
   EXPECT_GE(r.probe.planner_periods_prefetching, 4U) << "the warm-up prefetches";
-  EXPECT_LT(r.probe.makespan_seconds, r.always.makespan_seconds * 0.8);
-  EXPECT_LT(r.probe.makespan_seconds, r.never.makespan_seconds * 1.1);
+  EXPECT_LT(r.probe.makespan_seconds, r.always.makespan_seconds * 0.85);
+  EXPECT_LT(r.probe.makespan_seconds, r.never.makespan_seconds * 1.05);
   EXPECT_LT(r.probe.prefetches * 4, r.always.prefetches);
 }
 

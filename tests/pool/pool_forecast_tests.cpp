@@ -64,21 +64,29 @@ class spy_policy {
   std::vector<std::pair<tensor_id, std::size_t>> order_;
 };
 
+/// A pool whose 1 MiB device tier (16 MiB of host below) runs `policy`, registered in `reg`
+/// as `name`, holding `n` tensors of 256 KiB filled with fill(p, t, i, 1).
+template <class Policy>
+pool pool_with_policy(policy_registry& reg, std::string const& name, Policy policy, std::size_t n, std::vector<tensor>& ts)
+{
+  reg.add(name, "test policy", {}, [policy](policy_params const&) { return any_eviction_policy{policy}; });
+  pool_options o = small_tiers(make_sim(), 1_MiB, 0, 16_MiB);
+  o.registry = &reg;
+  o.tiers[0].policy = name;
+  pool p{o};
+  for (std::uint64_t i = 0; i < n; ++i) {
+    ts.push_back(p.allocate(256_KiB));
+    fill(p, ts.back(), i, 1);
+  }
+  return p;
+}
+
 TEST(PoolForecast, SetNextUseReachesThePolicyAndARefusalIsATypedError)
 {
   auto log = std::make_shared<spy_log>();
   policy_registry reg = policy_registry::with_builtins();
-  reg.add("spy", "test spy", {}, [log](policy_params const&) { return any_eviction_policy{spy_policy{log}}; });
-  auto be = make_sim();
-  pool_options o = small_tiers(be, 1_MiB, 0, 16_MiB);
-  o.registry = &reg;
-  o.tiers[0].policy = "spy";
-  pool p{o};
   std::vector<tensor> ts;
-  for (std::uint64_t i = 0; i < 4; ++i) {
-    ts.push_back(p.allocate(256_KiB));
-    fill(p, ts.back(), i, 1);
-  }
+  pool p = pool_with_policy(reg, "spy", spy_policy{log}, 4, ts);
   stream_handle s = p.create_stream();
   p.set_next_use(ts[0], tick{42});
   { lease l = p.acquire(ts[0], access_mode::read, s); }
@@ -168,17 +176,8 @@ TEST(PoolForecast, APrefetchTellsThePolicyItsCopyInIsNotAUse)
 {
   auto log = std::make_shared<std::vector<told>>();
   policy_registry reg = policy_registry::with_builtins();
-  reg.add("told", "test log", {}, [log](policy_params const&) { return any_eviction_policy{told_policy{log}}; });
-  auto be = make_sim();
-  pool_options o = small_tiers(be, 1_MiB, 0, 16_MiB);
-  o.registry = &reg;
-  o.tiers[0].policy = "told";
-  pool p{o};
   std::vector<tensor> ts;
-  for (std::uint64_t i = 0; i < 5; ++i) {  // 5 x 256 KiB in a 1 MiB device tier: the first two go down
-    ts.push_back(p.allocate(256_KiB));
-    fill(p, ts.back(), i, 1);
-  }
+  pool p = pool_with_policy(reg, "told", told_policy{log}, 5, ts);  // 5 x 256 KiB in 1 MiB: the first two go down
   stream_handle s = p.create_stream();
   for (std::uint64_t i = 2; i < 5; ++i) { lease l = p.acquire(ts[i], access_mode::read, s); }
   p.synchronize(s);

@@ -353,7 +353,7 @@ struct alignas(8) tensor_record {
   /// The handle died while leased or while a request of it waited on low-memory callbacks:
   /// the last release frees it (or record_lock's unlock when no lease or request holds it)
   bool free_when_unpinned{false};
-  // Two flags guarded by `mtx` share a byte: the record stays within its budget
+  // Three flags guarded by `mtx` share a byte: the record stays within its budget
   // (RecordLayout test).
   bool prefetched : 1 = false;  ///< a prefetch copied it in and no acquire used it yet
   /// An early write-back (migration_engine::write_back_early) made its lower copy and the

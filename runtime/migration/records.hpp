@@ -702,6 +702,10 @@ struct tier_state {
   /// contiguous run (pool_options::window_eviction_share); 0: never.
   std::size_t window_share{0};
   std::atomic<std::uint64_t> window_evictions{0};  ///< COUNT: ladder rounds that evicted a chosen run
+  /// COUNT: copies that left the tier neither evicted nor freed (pool::demote, a shrink):
+  /// with `evictions`, what tells the planner a quiet window may have changed (Note [A
+  /// quiet window is walked once], pool_impl.cpp)
+  std::atomic<std::uint64_t> moved_down{0};
 };
 
 }  // namespace tierpool::detail

@@ -1058,6 +1058,44 @@ TEST(PoolPlanner, APrefetchEvictsTheVictimTheForecastNeedsLast)
   }
 }
 
+// Note [A quiet window is walked once], pool_impl.cpp: eight tensors that fit the device tier,
+// used in a loop with `plan`. Once the forecast holds, every tensor ahead is resident and the
+// steps walk the window only every so often. A tensor demoted out of the device is prefetched
+// back before its use all the same (the demotion ends the quiet window), and every byte
+// survives.
+TEST(PoolPlanner, ADemotionEndsAQuietWindow)
+{
+  auto be = make_sim();
+  pool_options o = small_tiers(be, 4_MiB, 0, 16_MiB);
+  o.prefetch = "plan:probe=off";
+  pool p{o};
+  stream_handle const s = p.create_stream();
+  std::vector<tensor> ts;
+  for (std::uint64_t k = 0; k < 8; ++k) {  // 2 MiB in a 4 MiB device tier
+    ts.push_back(p.allocate(256_KiB));
+    fill(p, ts.back(), k, 1);
+  }
+  for (int it = 0; it < 8; ++it) {
+    for (tensor const& t : ts) { lease const l = p.acquire(t, access_mode::read, s); }
+  }
+  p.synchronize(s);
+  ASSERT_EQ(p.stats().planner_state, "planned");
+  for (tensor const& t : ts) { ASSERT_EQ(p.residency(t).home, tier_id{0}); }
+  std::uint64_t const misses = p.stats().misses;
+  p.demote(ts[3], tier_id{1});
+  ASSERT_EQ(p.residency(ts[3]).home, tier_id{1});
+  std::uint64_t const planned = p.stats().planned_prefetches;
+  for (std::uint64_t k = 0; k < 3; ++k) { lease const l = p.acquire(ts[k], access_mode::read, s); }
+  p.synchronize(s);
+  EXPECT_EQ(p.stats().planned_prefetches, planned + 1) << "the step after the demotion walked";
+  EXPECT_EQ(p.residency(ts[3]).home, tier_id{0});
+  { lease const l = p.acquire(ts[3], access_mode::read, s); }
+  EXPECT_EQ(p.stats().misses, misses) << "its use found it on the device";
+  p.synchronize(s);
+  for (std::uint64_t k = 0; k < 8; ++k) { EXPECT_TRUE(check(p, ts[k], k, 1)) << k; }
+  EXPECT_TRUE(p.validate());
+}
+
 // Note [Device times measured with events], device_timer.cpp: a loop of 8 accesses, each after
 // a kernel of its own length (1..8 us), the host waiting for the stream at each iteration's
 // end as a training loop does (loss.item()). Where the backend knows device times ahead the

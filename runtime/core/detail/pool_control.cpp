@@ -193,6 +193,7 @@ capacity_report pool_impl::set_capacity(tier_id tier_index, std::size_t bytes)
       ++r.written_back;
     }
     engine_.vacate_locked(rec, k);
+    engine_.tiers()[k]->moved_down.fetch_add(1, std::memory_order_relaxed);
     ++r.moved_tensors;
     r.moved_bytes += rec.bytes;
   }

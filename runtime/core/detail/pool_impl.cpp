@@ -738,6 +738,24 @@ void pool_impl::forecast_before(tensor_record& rec)
 //   every replay figure of the five traces is unchanged. Figures (callgrind, whole replay,
 //   lru, `plan`, with Note [A set cleared by a step's stamp]): docs/chapters/policies.md,
 //   "What a step costs"; the chunks alone saved 1-8 % of the instructions.
+// Note [A quiet window is walked once]
+//   Rationale: where the tensors of the whole window fit the device tier and every one is
+//   resident (a working set that fits, or a phase of one that does not), each step walked
+//   the window (1024 accesses) to find that nothing needs keeping, writing back or
+//   prefetching: `TIERPOOL_PREFETCH=plan tierpool bench hitpath --tensors-per-thread 64`
+//   took 1066 ns per acquire and release against 127 ns with no predictor. Approach: a
+//   full walk that finds no horizon, no pressure point, the whole window read and every
+//   tensor ahead on the device marks the window quiet for kQuietWalk accesses; while the
+//   device tier has evicted nothing, had nothing demoted or shrunk out of it
+//   (tier_state::moved_down) and holds no more bytes than then, a step reads one access
+//   ahead (the next acquire's forecast) and walks nothing. The accessed tensor's own
+//   forecast is still stored. Limitation: a tensor entering the window's far end while it
+//   is quiet, not on the device, is prefetched up to kQuietWalk accesses later than a walk
+//   would have; on the 150 standard rows only GPT-2 small (by hand) at 50 % moves (lru
+//   `plan` 2139.6 -> 2161.6 ms, repeat 2153.3 -> 2169.0, belady 2110.3 -> 2137.2), the
+//   long rows not at all. The hit path above: 1044 -> 306 ns with 1 thread, 4723 -> 1474
+//   ns per thread with 4 (bench/results/planner-quiet-window-cpu-2026-12-07.md); quiet for
+//   8 accesses cost more (508 ns), for 32 saved no more than 16.
 void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream)
 {
   bool const write = access != access_mode::read;
@@ -747,6 +765,7 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
   constexpr std::size_t kCleanPerStep = 8;
   constexpr std::uint64_t kCleanLag = 8;  // accesses after a write before its write-back is tried (the lease ends)
   constexpr std::uint32_t kQuietSteps = 32;  // steps without an eviction before early write-backs go (Note [No early write-back while the tier evicts])
+  constexpr std::uint64_t kQuietWalk = 16;  // accesses a quiet window is not walked again (Note [A quiet window is walked once])
   thread_local std::vector<planned_access> ahead(kAhead);
   thread_local std::vector<record_ref> to_clean;
   plan_predictor& planner = *prediction_.planner;
@@ -754,9 +773,13 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
   std::size_t n = 0;
   std::size_t want = 0;
   bool complete = true;  // every access ahead the window holds is in `ahead`
+  bool cut = false;      // the planner moved on while the walks read more: the window is not whole
   tick now = 0;
   std::optional<tick> next;
   bool prefetch = planner.options().prefetch;  // this step issues planned prefetches
+  bool quiet = false;  // Note [A quiet window is walked once]: this step walks nothing
+  std::int64_t quiet_used = 0;  // the device tier's bytes held, and its evictions, at this step
+  std::uint64_t quiet_evictions = 0;
   record_ref rec;
   {
     std::lock_guard lock(table_mtx_);
@@ -770,9 +793,18 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
     if (oracle) {
       n = prediction_.schedule->upcoming(std::span<planned_access>(ahead.data(), want));
     } else {
+      // A quiet window (Note [A quiet window is walked once]): nothing to walk, and one
+      // access ahead for the next acquire's forecast.
+      auto const& qt = *engine_.tiers()[device_tier()];
+      quiet_used = qt.bytes_allocated.load(std::memory_order_relaxed) - qt.bytes_freed.load(std::memory_order_relaxed);
+      quiet_evictions = qt.evictions.load(std::memory_order_relaxed) + qt.moved_down.load(std::memory_order_relaxed);
+      quiet = planner.state() == plan_predictor::phase::planned &&
+              planner.position() < prediction_.quiet_until.load(std::memory_order_relaxed) &&
+              quiet_evictions == prediction_.quiet_evictions.load(std::memory_order_relaxed) &&
+              quiet_used <= prediction_.quiet_used.load(std::memory_order_relaxed);
       // The first chunk; the walks below ask for more while they need it (Note [The
       // schedule ahead in chunks]).
-      std::size_t const first = std::min(want, kFirstChunk);
+      std::size_t const first = quiet ? std::min<std::size_t>(want, 1) : std::min(want, kFirstChunk);
       n = planner.upcoming(std::span<planned_access>(ahead.data(), first));
       complete = n < first || first == want;
       now = planner.position();
@@ -830,6 +862,7 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
   auto const d = static_cast<std::uint32_t>(device_tier());
   if (n == 0) { engine_.set_keep_window(d, 0, 0); }  // no forecast (learning, fallback): nothing is kept
   if (n == 0 && to_clean.empty()) { return; }
+  if (quiet) { return; }  // no pressure: no early write-back would go, nothing to prefetch or keep
   std::uint64_t const cap = engine_.tiers()[d]->capacity;
   // More of the schedule ahead, under the prediction lock, while the planner is where it
   // was: false when there is no more (or it has moved on: the walk ends there).
@@ -838,6 +871,7 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
     std::size_t const chunk = std::min(want - n, n);
     std::lock_guard lock(prediction_.mtx);
     if (chunk == 0 || planner.position() != now || planner.state() != plan_predictor::phase::planned) {
+      cut = cut || chunk != 0;  // moved on: the walk ends before the window's end
       complete = true;
       return false;
     }
@@ -881,6 +915,9 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
       }
     }
   }
+  // The whole window fits the tier (no horizon, no pressure, every access ahead read): a
+  // candidate for a quiet window, if the prefetch walk finds every tensor resident too.
+  bool walk_quiet = !oracle && horizon == no_next_use && pressure == no_next_use && complete && !cut;
   if (horizon == no_next_use) { horizon = pressure; }
   tick const keep_until = n == 0 ? 0 : horizon == no_next_use ? ahead[n - 1].when : horizon;
   if (n != 0 && planner.options().keep) { engine_.set_keep_window(d, now, keep_until); }
@@ -897,7 +934,16 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
   if (planner.options().clean_ahead) { (void)engine_.clean_ahead(d, static_cast<std::size_t>(cap / 8)); }
   // 3. Planned prefetches.
   seen.clear();
-  if (!prefetch) { return; }
+  auto note_quiet = [&] {
+    if (!walk_quiet) { return; }
+    prediction_.quiet_evictions.store(quiet_evictions, std::memory_order_relaxed);
+    prediction_.quiet_used.store(quiet_used, std::memory_order_relaxed);
+    prediction_.quiet_until.store(now + kQuietWalk, std::memory_order_relaxed);
+  };
+  if (!prefetch) {
+    note_quiet();
+    return;
+  }
   bool const conservative = planner.options().conservative;
   thread_local std::unordered_map<std::uint64_t, tick> reuse;  // conservative: a tensor's second use ahead
   if (conservative) {
@@ -960,12 +1006,17 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
       // fields under it: reading them without it was a data race, seen under TSan); busy:
       // skipped, as plan_prefetch would.
       record_lock const rl(*r, std::try_to_lock);
-      if (!rl.owns() || r->freed) { continue; }
+      if (!rl.owns()) {
+        walk_quiet = false;  // busy: not known resident
+        continue;
+      }
+      if (r->freed) { continue; }
       if (r->slots[d].state == copy_state::valid) {
         if (r->prefetched) { outstanding += r->bytes; }
         continue;
       }
     }
+    walk_quiet = false;  // a tensor ahead is not on the device
     if (outstanding + waiting_bytes + r->bytes > prediction_.budget) { break; }  // held-back ones count as issued
     double const copy_ns = static_cast<double>(r->bytes) * h2d_ns_per_byte;
     // Issued at the next step instead, measured from the stream's point then: it completes
@@ -997,6 +1048,7 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
     if (o == plan_outcome::no_room) { break; }
   }
   waiting.clear();  // the ones a later step issues (their references go now)
+  note_quiet();
 }
 
 // Note [Measuring whether prefetching pays]

@@ -559,7 +559,10 @@ void pool_impl::demote_locked(tensor_record& rec, std::uint32_t k)
   }
   (void)engine_.ensure_valid_locked(rec, k, access_mode::read, place_mode::ladder);
   for (std::uint32_t j = 0; j < k; ++j) {
-    if (rec.slots[j].state != copy_state::absent) { engine_.vacate_locked(rec, j); }
+    if (rec.slots[j].state != copy_state::absent) {
+      engine_.vacate_locked(rec, j);
+      engine_.tiers()[j]->moved_down.fetch_add(1, std::memory_order_relaxed);
+    }
   }
 }
 

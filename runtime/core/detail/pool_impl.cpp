@@ -743,19 +743,22 @@ void pool_impl::forecast_before(tensor_record& rec)
 //   resident (a working set that fits, or a phase of one that does not), each step walked
 //   the window (1024 accesses) to find that nothing needs keeping, writing back or
 //   prefetching: `TIERPOOL_PREFETCH=plan tierpool bench hitpath --tensors-per-thread 64`
-//   took 1066 ns per acquire and release against 127 ns with no predictor. Approach: a
-//   full walk that finds no horizon, no pressure point, the whole window read and every
-//   tensor ahead on the device marks the window quiet for kQuietWalk accesses; while the
-//   device tier has evicted nothing, had nothing demoted or shrunk out of it
-//   (tier_state::moved_down) and holds no more bytes than then, a step reads one access
-//   ahead (the next acquire's forecast) and walks nothing. The accessed tensor's own
-//   forecast is still stored. Limitation: a tensor entering the window's far end while it
-//   is quiet, not on the device, is prefetched up to kQuietWalk accesses later than a walk
-//   would have; on the 150 standard rows only GPT-2 small (by hand) at 50 % moves (lru
-//   `plan` 2139.6 -> 2161.6 ms, repeat 2153.3 -> 2169.0, belady 2110.3 -> 2137.2), the
-//   long rows not at all. The hit path above: 1044 -> 306 ns with 1 thread, 4723 -> 1474
-//   ns per thread with 4 (bench/results/planner-quiet-window-cpu-2026-12-07.md); quiet for
-//   8 accesses cost more (508 ns), for 32 saved no more than 16.
+//   took about 1050 ns per acquire and release against 130 ns with no predictor.
+//   Approach: a full walk that finds no horizon, no pressure point, the whole window read
+//   and every tensor ahead on the device marks the window quiet for kQuietWalk accesses.
+//   While the device tier has evicted nothing, had nothing demoted or shrunk out of it
+//   (tier_state::moved_down) and holds no more bytes than then, a step reads the next
+//   access (the next acquire's forecast) and the accesses that entered the window's far
+//   end since a step last looked (about one per step), and walks nothing if each of those
+//   is of a tensor on the device. A tensor not born yet ends the quiet window there: its
+//   room may bring pressure before any byte is allocated, and the walk writes back early
+//   for it (without that rule GPT-2 small at 50 % with `plan:conservative=on` and repeat
+//   took 2332.8 ms instead of 2126.4). The accessed tensor's own forecast is still stored.
+//   Every row of scripts/planner_rows.py (`plan`, `oracle`, `plan:conservative=on`,
+//   `plan:prefetch=off`; lru, repeat, belady; the 50 standard and the 10 long rows) is
+//   unchanged to the bit. The hit path above: about 1096 -> 343 ns with 1 thread, 5564 ->
+//   1795 ns per thread with 4 (bench/results/planner-quiet-window-cpu-2026-12-07.md);
+//   quiet for 8 accesses cost more, for 32 saved no more than 16.
 void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream)
 {
   bool const write = access != access_mode::read;
@@ -778,6 +781,8 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
   std::optional<tick> next;
   bool prefetch = planner.options().prefetch;  // this step issues planned prefetches
   bool quiet = false;  // Note [A quiet window is walked once]: this step walks nothing
+  thread_local std::vector<planned_access> tail(kQuietWalk);  // quiet: the accesses that entered the window since
+  std::size_t tail_n = 0;
   std::int64_t quiet_used = 0;  // the device tier's bytes held, and its evictions, at this step
   std::uint64_t quiet_evictions = 0;
   record_ref rec;
@@ -806,6 +811,12 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
       // schedule ahead in chunks]).
       std::size_t const first = quiet ? std::min<std::size_t>(want, 1) : std::min(want, kFirstChunk);
       n = planner.upcoming(std::span<planned_access>(ahead.data(), first));
+      if (quiet) {  // the accesses that entered the window's far end since a step last looked
+        std::uint64_t const seen = prediction_.quiet_seen.load(std::memory_order_relaxed);
+        std::uint64_t const entered = planner.position() > seen ? std::min<std::uint64_t>(planner.position() - seen, kQuietWalk) : 0;
+        quiet = entered < want;
+        tail_n = quiet ? planner.upcoming(std::span<planned_access>(tail.data(), entered), want - entered) : 0;
+      }
       complete = n < first || first == want;
       now = planner.position();
       next = planner.next_use_of_last();
@@ -862,7 +873,27 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
   auto const d = static_cast<std::uint32_t>(device_tier());
   if (n == 0) { engine_.set_keep_window(d, 0, 0); }  // no forecast (learning, fallback): nothing is kept
   if (n == 0 && to_clean.empty()) { return; }
-  if (quiet) { return; }  // no pressure: no early write-back would go, nothing to prefetch or keep
+  // Quiet while the accesses that entered the window are of tensors on the device too.
+  for (std::size_t i = 0; quiet && i < tail_n; ++i) {
+    planned_access const& pa = tail[i];
+    if ((static_cast<std::uint64_t>(pa.id) & kUnbornTensor) != 0) {  // born ahead: its room may bring pressure
+      quiet = false;
+      break;
+    }
+    if (pa.discard) { continue; }
+    record_ref r;
+    {
+      std::lock_guard lock(table_mtx_);
+      if (auto const* x = table_.find(static_cast<std::uint64_t>(pa.id))) { r = *x; }
+    }
+    if (r == nullptr || holds_record(*r)) { continue; }
+    record_lock const rl(*r, std::try_to_lock);
+    quiet = rl.owns() && (r->freed || r->slots[d].state == copy_state::valid);
+  }
+  if (quiet) {  // no pressure: no early write-back would go, nothing to prefetch or keep
+    prediction_.quiet_seen.store(now, std::memory_order_relaxed);
+    return;
+  }
   std::uint64_t const cap = engine_.tiers()[d]->capacity;
   // More of the schedule ahead, under the prediction lock, while the planner is where it
   // was: false when there is no more (or it has moved on: the walk ends there).
@@ -939,6 +970,7 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
     prediction_.quiet_evictions.store(quiet_evictions, std::memory_order_relaxed);
     prediction_.quiet_used.store(quiet_used, std::memory_order_relaxed);
     prediction_.quiet_until.store(now + kQuietWalk, std::memory_order_relaxed);
+    prediction_.quiet_seen.store(now, std::memory_order_relaxed);
   };
   if (!prefetch) {
     note_quiet();

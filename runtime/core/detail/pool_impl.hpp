@@ -364,11 +364,13 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
     std::shared_ptr<schedule_source> schedule;        ///< pool_options::schedule (oracle)
     std::uint64_t budget{0};                          ///< bytes prefetched and unused at most
     /// Note [A quiet window is walked once] (pool_impl.cpp): the planner's position before
-    /// which steps skip the walks, and the device tier's evictions and bytes held when the
-    /// last full walk found nothing to do (relaxed: a heuristic, read under mtx).
+    /// which steps skip the walks, and the device tier's departures (evictions, demotes,
+    /// shrinks) and bytes held when the last full walk found nothing to do (relaxed: a
+    /// heuristic, read under mtx).
     std::atomic<std::uint64_t> quiet_until{0};
     std::atomic<std::uint64_t> quiet_evictions{0};
     std::atomic<std::int64_t> quiet_used{0};
+    std::atomic<std::uint64_t> quiet_seen{0};  ///< the position whose window's far end a step checked last
     /// Under mtx: tensors written lately and the access count then, to clean early (FIFO).
     std::vector<std::pair<tensor_id, std::uint64_t>> written;  // looked up in the table when due
     std::size_t written_head{0};                        ///< under mtx: first entry of `written` still pending

@@ -1124,12 +1124,20 @@ bool pool_impl::probe_prefetching(plan_predictor const& planner, stream_handle s
   }
   std::uint64_t const pos = planner.position();
   std::uint64_t const p = planner.period();
-  std::optional<tick> const device = device_times_known(stream) ? backend_->known_stream_time(stream) : std::nullopt;
-  tick const t = device ? *device : backend_->now();
+  // The clock (device time where the backend knows it, the host's otherwise) is read only
+  // where a period begins or ends: most steps are within one.
+  std::optional<tick> t_read;
+  auto t = [&]() -> tick {
+    if (!t_read) {
+      std::optional<tick> const device = device_times_known(stream) ? backend_->known_stream_time(stream) : std::nullopt;
+      t_read = device ? *device : backend_->now();
+    }
+    return *t_read;
+  };
   auto begin = [&] {
     pr.measuring = true;
     pr.start_pos = pos;
-    pr.start_time = t;
+    pr.start_time = t();
   };
   if (pr.period == 0) {  // the first schedule: prefetching, for the warm-up
     pr.period = p;
@@ -1154,7 +1162,7 @@ bool pool_impl::probe_prefetching(plan_predictor const& planner, stream_handle s
     return pr.on;
   }
   if (pos - pr.start_pos < p) { return pr.on; }
-  tick const took = std::max<tick>(t > pr.start_time ? t - pr.start_time : 0, 1);
+  tick const took = std::max<tick>(t() > pr.start_time ? t() - pr.start_time : 0, 1);
   ++(pr.on ? prediction_.periods_on : prediction_.periods_off);
   begin();
   tick& mine = pr.on ? pr.took_on : pr.took_off;

@@ -753,7 +753,13 @@ void pool_impl::forecast_before(tensor_record& rec)
 //   is of a tensor on the device. A tensor not born yet ends the quiet window there: its
 //   room may bring pressure before any byte is allocated, and the walk writes back early
 //   for it (without that rule GPT-2 small at 50 % with `plan:conservative=on` and repeat
-//   took 2332.8 ms instead of 2126.4). The accessed tensor's own forecast is still stored.
+//   took 2332.8 ms instead of 2126.4). A step outside a planned forecast (learning,
+//   fallback) ends the quiet window: the next forecast is walked first. Limitation: a walk
+//   without prefetches (the trials of Note [Measuring whether prefetching pays]) marks its
+//   window quiet without checking residency (not marking it made those steps walk every
+//   time: the hit path above about 350 -> 460 ns); when prefetching resumes, a tensor ahead
+//   that is not resident waits up to kQuietWalk accesses for its prefetch. The accessed
+//   tensor's own forecast is still stored.
 //   Every row of scripts/planner_rows.py (`plan`, `oracle`, `plan:conservative=on`,
 //   `plan:prefetch=off`; lru, repeat, belady; the 50 standard and the 10 long rows) is
 //   unchanged to the bit. The hit path above: about 1096 -> 343 ns with 1 thread, 5564 ->
@@ -803,6 +809,9 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
       auto const& qt = *engine_.tiers()[device_tier()];
       quiet_used = qt.bytes_allocated.load(std::memory_order_relaxed) - qt.bytes_freed.load(std::memory_order_relaxed);
       quiet_evictions = qt.evictions.load(std::memory_order_relaxed) + qt.moved_down.load(std::memory_order_relaxed);
+      if (planner.state() != plan_predictor::phase::planned) {  // a new forecast is walked first
+        prediction_.quiet_until.store(0, std::memory_order_relaxed);
+      }
       quiet = planner.state() == plan_predictor::phase::planned &&
               planner.position() < prediction_.quiet_until.load(std::memory_order_relaxed) &&
               quiet_evictions == prediction_.quiet_evictions.load(std::memory_order_relaxed) &&

@@ -13,7 +13,8 @@ prints, per policy and per spec, the ratio of each row's makespan to the base sp
 row. Runs are deterministic, so each row runs once. The traces are generated into
 --work (default: a temporary directory).
 
---long runs instead the long rows: generated training runs of 10-12 iterations, where the
+--long runs instead the long rows: generated training runs of 10-12 iterations and ResNet-18
+recorded from PyTorch for 12 steps, where the
 planner's trials of prefetching against not (Note [Measuring whether prefetching pays])
 have periods to act on, as in a real training run of thousands of steps.
 """
@@ -56,6 +57,10 @@ LONG = {
     "tt hidden=512 seq=2048 iterations=10": ("transformer-train", ["hidden=512", "seq=2048", "iterations=10"], []),
     "mlp layers=16 width=1024 batch=512 iterations=10": ("mlp-train", ["layers=16", "width=1024", "batch=512",
                                                                      "iterations=10"], []),
+    # ResNet-18 recorded from PyTorch for 12 steps (tests/data/README.md), with and without
+    # its own prefetches
+    "resnet-torch 12 steps": ("tests/data/resnet18_torch_12steps.tpb", None, []),
+    "resnet-torch 12 steps no-tp": ("tests/data/resnet18_torch_12steps.tpb", None, ["--no-trace-prefetch"]),
 }
 
 

@@ -1282,6 +1282,29 @@ TEST(ReplayPlanner, TheAllReduceStreamRunsBesideBackwardAndThePlannerPays)
   EXPECT_LT(plan2.makespan_seconds, none2.makespan_seconds * 0.97);
 }
 
+// ResNet-18 recorded from PyTorch for 12 steps (tests/data/README.md), lru at 50 %: the run
+// is bound by the link in both directions, and planned prefetches move more bytes than demand
+// fetching (always prefetching: 673 ms against 640 with no predictor). After the warm-up's 4
+// periods the trial without prefetches wins, and the rest of the run goes without them: the
+// planner then costs only its warm-up (648 ms).
+TEST(ReplayPlanner, PrefetchingStopsOnARecordedResNetRun)
+{
+  auto const t = tr::compiled_trace::compile_file(std::string(TIERPOOL_TEST_DATA) + "/resnet18_torch_12steps.tpb");
+  probe_runs const r(t, "lru");
+  tr::run_options o;
+  o.policy = "lru";
+  o.recompute = false;
+  o.capacity_bytes = t.peak_live_bytes() / 2;
+  tr::replay_result const none = tr::run(t, o);
+  EXPECT_EQ(r.probe.planner_relearns, 0U) << "one schedule: every step trains the same model";
+  EXPECT_EQ(r.probe.planner_periods_prefetching, 4U) << "the warm-up only";
+  EXPECT_GE(r.probe.planner_periods_without, 6U) << "the trial won and prefetching stayed off";
+  EXPECT_GT(r.always.makespan_seconds, none.makespan_seconds * 1.03) << "prefetching costs on this run";
+  EXPECT_LT(r.probe.makespan_seconds, r.always.makespan_seconds * 0.97);
+  EXPECT_LT(r.probe.makespan_seconds, none.makespan_seconds * 1.02) << "the warm-up costs little";
+  EXPECT_LT(r.never.makespan_seconds, none.makespan_seconds * 1.0);
+}
+
 // A run of 4 iterations plans fewer periods than the warm-up: it never stops prefetching, and
 // runs as without the trials.
 TEST(ReplayPlanner, AShortRunIsNotTrialled)

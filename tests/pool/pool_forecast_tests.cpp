@@ -210,5 +210,68 @@ TEST(PoolForecast, APrefetchTellsThePolicyItsCopyInIsNotAUse)
   for (std::uint64_t i = 0; i < 5; ++i) { EXPECT_TRUE(check(p, ts[i], i, 1)) << i; }
 }
 
+// A prefetch that refreshes a stale device copy (the host wrote the tensor, its device block
+// stayed) is not a use either: the policy already holds the copy and hears nothing of the
+// refresh; the acquire after it is the use (Note [Prefetches are not uses], repeat_policy.cpp;
+// migration_engine::ensure_valid_locked). A demand refresh is an access.
+TEST(PoolForecast, APrefetchRefreshingAStaleCopyIsNotAUse)
+{
+  auto log = std::make_shared<std::vector<told>>();
+  policy_registry reg = policy_registry::with_builtins();
+  std::vector<tensor> ts;
+  pool p = pool_with_policy(reg, "told", told_policy{log}, 3, ts);  // 3 x 256 KiB in the 1 MiB device tier
+  stream_handle s = p.create_stream();
+  for (tensor const& t : ts) { lease l = p.acquire(t, access_mode::read, s); }
+  p.synchronize(s);
+  auto stale_on_device = [&](tensor const& t) {
+    tensor_residency const r = p.residency(t);
+    tensor_copy const* c = r.copy_in(tier_id{0});
+    return c != nullptr && !c->valid;
+  };
+  for (std::uint64_t i : {1U, 2U}) {
+    {  // the host writes it in place: its device copy goes stale, its block stays
+      lease h = p.acquire_host(ts[i], access_mode::read_write);
+      write_pattern(h.data(), h.bytes(), 10 + i, 2);
+    }
+    ASSERT_TRUE(stale_on_device(ts[i])) << i;
+  }
+  // The device tier's buffered accesses reach the policy when a tensor enters or leaves it.
+  auto drain = [&] {
+    tensor x = p.allocate(64_KiB);
+    ASSERT_EQ(p.residency(x).home, tier_id{0});
+    p.free(x);
+  };
+  auto const id1 = static_cast<std::uint64_t>(ts[1].id());
+  auto const id2 = static_cast<std::uint64_t>(ts[2].id());
+  auto told_of = [&](std::uint64_t id) {
+    std::vector<told> out;
+    for (told const& t : *log) {
+      if (t.id == id) { out.push_back(t); }
+    }
+    return out;
+  };
+  drain();  // the acquires above
+  log->clear();
+  p.prefetch(ts[1]);  // the refresh ahead of its use
+  p.synchronize(s);
+  ASSERT_FALSE(stale_on_device(ts[1]));
+  drain();
+  EXPECT_TRUE(told_of(id1).empty()) << "a prefetch's refresh is not an access";
+  { lease l = p.acquire(ts[1], access_mode::read, s); }  // its use
+  drain();
+  { lease l = p.acquire(ts[2], access_mode::read, s); }  // a demand refresh: an access
+  p.synchronize(s);
+  drain();
+  std::vector<told> const of1 = told_of(id1);
+  std::vector<told> const of2 = told_of(id2);
+  ASSERT_EQ(of1.size(), 1U);
+  EXPECT_EQ(of1[0], (told{id1, false, false}));
+  ASSERT_EQ(of2.size(), 1U);
+  EXPECT_EQ(of2[0], (told{id2, false, false}));
+  EXPECT_TRUE(p.validate());
+  EXPECT_TRUE(check(p, ts[0], 0, 1));
+  for (std::uint64_t i : {1U, 2U}) { EXPECT_TRUE(check(p, ts[i], 10 + i, 2)) << i; }
+}
+
 }  // namespace
 }  // namespace tierpool::test

@@ -1096,6 +1096,96 @@ TEST(PoolPlanner, ADemotionEndsAQuietWindow)
   EXPECT_TRUE(p.validate());
 }
 
+// Note [A quiet window is walked once], pool_impl.cpp, its far end: eight resident tensors in
+// a loop with a window of 4 accesses, so a quiet step sees only the accesses that enter the
+// window. At the end of each iteration the host writes t5 in place: its device copy goes
+// stale, and nothing is evicted, demoted or grown. The step where t5 enters the window's far
+// end finds it not valid on the device and walks, and the walk refreshes it ahead of its use,
+// every iteration, whatever step last marked the window quiet.
+TEST(PoolPlanner, AStaleCopyEnteringAQuietWindowIsRefreshedAhead)
+{
+  auto be = make_sim();
+  pool_options o = small_tiers(be, 4_MiB, 0, 16_MiB);
+  o.prefetch = "plan:probe=off,window=4";
+  pool p{o};
+  stream_handle const s = p.create_stream();
+  std::vector<tensor> ts;
+  for (std::uint64_t k = 0; k < 8; ++k) {  // 2 MiB in a 4 MiB device tier
+    ts.push_back(p.allocate(256_KiB));
+    fill(p, ts.back(), k, 1);
+  }
+  auto stale_on_device = [&](tensor const& t) {
+    tensor_residency const r = p.residency(t);
+    tensor_copy const* c = r.copy_in(tier_id{0});
+    return c == nullptr || !c->valid;
+  };
+  std::uint32_t version = 1;
+  std::uint64_t refreshed = 0;
+  for (int it = 0; it < 24; ++it) {
+    for (std::uint64_t k = 0; k < 8; ++k) {
+      if (k == 5 && it >= 8) {
+        p.synchronize(s);
+        if (!stale_on_device(ts[5])) { ++refreshed; }
+        EXPECT_FALSE(stale_on_device(ts[5])) << "iteration " << it << ": refreshed before its use";
+      }
+      lease const l = p.acquire(ts[k], access_mode::read, s);
+    }
+    p.synchronize(s);
+    ASSERT_EQ(p.residency(ts[5]).home, tier_id{0});
+    {  // the host writes t5 in place
+      lease h = p.acquire_host(ts[5], access_mode::read_write);
+      write_pattern(h.data(), h.bytes(), 5, ++version);
+    }
+    ASSERT_TRUE(stale_on_device(ts[5]));
+  }
+  EXPECT_EQ(p.stats().planner_state, "planned");
+  EXPECT_EQ(refreshed, 16U);
+  EXPECT_EQ(p.stats().tiers[0].evictions, 0U);
+  for (std::uint64_t k = 0; k < 8; ++k) { EXPECT_TRUE(check(p, ts[k], k, k == 5 ? version : 1)) << k; }
+  EXPECT_TRUE(p.validate());
+}
+
+// Note [A quiet window is walked once], its unborn rule: a loop of six 256 KiB tensors that
+// fit the 4 MiB device tier, a window of 4 accesses, and at each period's end a 3.5 MiB
+// tensor born, used and freed: with the three loop tensors before it in the window it
+// outgrows the tier. Eleven accesses before that birth the loop writes d, next used a period
+// later. The step that sees the unborn tensor enter the window's far end walks (its bytes
+// are pressure ahead) instead of staying quiet, and so does the next, which writes d back
+// early, off the critical path, every period. Quiet steps there would drop the write-back.
+TEST(PoolPlanner, ATensorBornAheadEndsAQuietWindow)
+{
+  auto be = make_sim();
+  pool_options o = small_tiers(be, 4_MiB, 0, 32_MiB);
+  o.prefetch = "plan:probe=off,window=4";
+  pool p{o};
+  stream_handle const s = p.create_stream();
+  std::vector<tensor> a;
+  for (std::uint64_t k = 0; k < 6; ++k) {
+    a.push_back(p.allocate(256_KiB));
+    fill(p, a.back(), k, 1);
+  }
+  tensor d = p.allocate(256_KiB);
+  fill(p, d, 9, 1);
+  constexpr int kIterations = 12;
+  for (int it = 0; it < kIterations; ++it) {
+    for (int r = 0; r < 7; ++r) {
+      for (tensor const& t : a) { lease const l = p.acquire(t, access_mode::read, s); }
+    }
+    { lease const l = p.acquire(d, access_mode::read_write, s); }  // dirty on the device
+    for (std::uint64_t k = 0; k < 10; ++k) { lease const l = p.acquire(a[k % 6], access_mode::read, s); }
+    tensor n = p.allocate(3_MiB + 768_KiB);
+    { lease const l = p.acquire(n, access_mode::write_discard, s); }
+    p.synchronize(s);
+    p.free(n);
+    ASSERT_TRUE(p.validate()) << it;
+  }
+  pool_stats const st = p.stats();
+  EXPECT_EQ(st.planner_state, "planned");
+  EXPECT_GE(st.early_write_backs, static_cast<std::uint64_t>(kIterations - 4)) << "d, every planned period";
+  for (std::uint64_t k = 0; k < 6; ++k) { EXPECT_TRUE(check(p, a[k], k, 1)) << k; }
+  EXPECT_TRUE(check(p, d, 9, 1));
+}
+
 // Note [Device times measured with events], device_timer.cpp: a loop of 8 accesses, each after
 // a kernel of its own length (1..8 us), the host waiting for the stream at each iteration's
 // end as a training loop does (loss.item()). Where the backend knows device times ahead the

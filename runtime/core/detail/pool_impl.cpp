@@ -758,8 +758,16 @@ void pool_impl::forecast_before(tensor_record& rec)
 //   without prefetches (the trials of Note [Measuring whether prefetching pays]) marks its
 //   window quiet without checking residency (not marking it made those steps walk every
 //   time: the hit path above about 350 -> 460 ns); when prefetching resumes, a tensor ahead
-//   that is not resident waits up to kQuietWalk accesses for its prefetch. The accessed
-//   tensor's own forecast is still stored.
+//   that is not resident waits up to kQuietWalk accesses for its prefetch. A full walk
+//   that finds no pressure marks the window quiet with a tensor not born yet inside it
+//   (its room is counted, nothing to fetch); resident tensors entering afterwards may add up
+//   to pressure with it, unseen until its birth grows the tier's bytes or kQuietWalk
+//   accesses pass: an early write-back is dropped or the keep window lags, no byte is at
+//   risk (not marking such windows would leave few quiet ones in a training loop, where an
+//   activation is born ahead most of the time). The accessed tensor's own forecast is still
+//   stored. Tests: PoolPlanner.ADemotionEndsAQuietWindow, AStaleCopyEnteringAQuietWindowIsRefreshedAhead
+//   (the far end) and ATensorBornAheadEndsAQuietWindow (the unborn rule); each fails
+//   without its rule.
 //   Every row of scripts/planner_rows.py (`plan`, `oracle`, `plan:conservative=on`,
 //   `plan:prefetch=off`; lru, repeat, belady; the 50 standard and the 10 long rows) is
 //   unchanged to the bit. The hit path above: about 1096 -> 343 ns with 1 thread, 5564 ->

@@ -172,7 +172,8 @@ struct pool_stats {
   /// lease, a full queue, a failed copy) count only in `prefetch_dropped`.
   std::uint64_t predicted_prefetches{0};
   /// The transfer planner (prefetch = "plan" or "oracle"; docs/chapters/policies.md): its
-  /// phase ("learning", "planned", "fallback"; empty without a planner), the period it
+  /// phase ("learning", "planned", "fallback", "asleep": no schedule found in `history`
+  /// accesses, device acquires not told for a while; "oracle"; empty without a planner), the period it
   /// learned (accesses; 0: none), how often it relearned, and accesses it predicted wrong.
   std::string planner_state{};
   std::uint64_t planner_period{0};        ///< COUNT

@@ -1058,6 +1058,25 @@ TEST(PoolPlanner, APrefetchEvictsTheVictimTheForecastNeedsLast)
   }
 }
 
+// A pool with a 4 MiB device tier and the prefetch spec given, and `n` tensors of `bytes`
+// on it, each filled with its index as the key (version 1).
+pool planner_pool(std::string spec)
+{
+  pool_options o = small_tiers(make_sim(), 4_MiB, 0, 16_MiB);
+  o.prefetch = std::move(spec);
+  return pool{o};
+}
+
+std::vector<tensor> filled_tensors(pool& p, std::size_t n, std::size_t bytes)
+{
+  std::vector<tensor> ts;
+  for (std::uint64_t k = 0; k < n; ++k) {
+    ts.push_back(p.allocate(bytes));
+    fill(p, ts.back(), k, 1);
+  }
+  return ts;
+}
+
 // Note [A quiet window is walked once], pool_impl.cpp: eight tensors that fit the device tier,
 // used in a loop with `plan`. Once the forecast holds, every tensor ahead is resident and the
 // steps walk the window only every so often. A tensor demoted out of the device is prefetched
@@ -1065,16 +1084,9 @@ TEST(PoolPlanner, APrefetchEvictsTheVictimTheForecastNeedsLast)
 // survives.
 TEST(PoolPlanner, ADemotionEndsAQuietWindow)
 {
-  auto be = make_sim();
-  pool_options o = small_tiers(be, 4_MiB, 0, 16_MiB);
-  o.prefetch = "plan:probe=off";
-  pool p{o};
+  pool p = planner_pool("plan:probe=off");
   stream_handle const s = p.create_stream();
-  std::vector<tensor> ts;
-  for (std::uint64_t k = 0; k < 8; ++k) {  // 2 MiB in a 4 MiB device tier
-    ts.push_back(p.allocate(256_KiB));
-    fill(p, ts.back(), k, 1);
-  }
+  std::vector<tensor> const ts = filled_tensors(p, 8, 256_KiB);  // 2 MiB in a 4 MiB device tier
   for (int it = 0; it < 8; ++it) {
     for (tensor const& t : ts) { lease const l = p.acquire(t, access_mode::read, s); }
   }
@@ -1104,16 +1116,9 @@ TEST(PoolPlanner, ADemotionEndsAQuietWindow)
 // every iteration, whatever step last marked the window quiet.
 TEST(PoolPlanner, AStaleCopyEnteringAQuietWindowIsRefreshedAhead)
 {
-  auto be = make_sim();
-  pool_options o = small_tiers(be, 4_MiB, 0, 16_MiB);
-  o.prefetch = "plan:probe=off,window=4";
-  pool p{o};
+  pool p = planner_pool("plan:probe=off,window=4");
   stream_handle const s = p.create_stream();
-  std::vector<tensor> ts;
-  for (std::uint64_t k = 0; k < 8; ++k) {  // 2 MiB in a 4 MiB device tier
-    ts.push_back(p.allocate(256_KiB));
-    fill(p, ts.back(), k, 1);
-  }
+  std::vector<tensor> const ts = filled_tensors(p, 8, 256_KiB);  // 2 MiB in a 4 MiB device tier
   auto stale_on_device = [&](tensor const& t) {
     tensor_residency const r = p.residency(t);
     tensor_copy const* c = r.copy_in(tier_id{0});
@@ -1184,6 +1189,46 @@ TEST(PoolPlanner, ATensorBornAheadEndsAQuietWindow)
   EXPECT_GE(st.early_write_backs, static_cast<std::uint64_t>(kIterations - 4)) << "d, every planned period";
   for (std::uint64_t k = 0; k < 6; ++k) { EXPECT_TRUE(check(p, a[k], k, 1)) << k; }
   EXPECT_TRUE(check(p, d, 9, 1));
+}
+
+// Note [A planner that finds no schedule sleeps], pool_impl.cpp: a history of 64 accesses and
+// sixteen resident tensors acquired in a random order, where no schedule repeats. After 64
+// acquires told without a forecast the planner sleeps through the next 64 (stats: "asleep"),
+// learns again, and finding nothing sleeps twice as long. Once the program loops it finds
+// the period after its sleep and plans. Every byte survives.
+TEST(PoolPlanner, APlannerThatFindsNoScheduleSleeps)
+{
+  pool p = planner_pool("plan:probe=off,history=64,window=8");
+  stream_handle const s = p.create_stream();
+  std::vector<tensor> const ts = filled_tensors(p, 16, 128_KiB);  // 2 MiB in a 4 MiB device tier
+  std::mt19937_64 rng{7};
+  auto random_acquires = [&](int n) {
+    for (int i = 0; i < n; ++i) { lease const l = p.acquire(ts[rng() % ts.size()], access_mode::read, s); }
+  };
+  random_acquires(63);
+  EXPECT_EQ(p.stats().planner_state, "learning");
+  random_acquires(1);
+  EXPECT_EQ(p.stats().planner_state, "asleep") << "64 accesses without a schedule";
+  random_acquires(63);
+  EXPECT_EQ(p.stats().planner_state, "asleep");
+  random_acquires(1);
+  EXPECT_EQ(p.stats().planner_state, "learning") << "a sleep of 64 acquires";
+  random_acquires(64);
+  EXPECT_EQ(p.stats().planner_state, "asleep");
+  random_acquires(100);
+  EXPECT_EQ(p.stats().planner_state, "asleep") << "the second sleep is twice as long";
+  random_acquires(28);
+  EXPECT_EQ(p.stats().planner_state, "learning");
+  std::uint64_t const misses = p.stats().misses;
+  for (int it = 0; it < 8; ++it) {  // a loop: learned from here, within the history
+    for (tensor const& t : ts) { lease const l = p.acquire(t, access_mode::read, s); }
+  }
+  pool_stats const st = p.stats();
+  EXPECT_EQ(st.planner_state, "planned");
+  EXPECT_EQ(st.planner_period, 16U);
+  EXPECT_EQ(st.misses, misses) << "resident all along";
+  for (std::uint64_t k = 0; k < 16; ++k) { EXPECT_TRUE(check(p, ts[k], k, 1)) << k; }
+  EXPECT_TRUE(p.validate());
 }
 
 // Note [Device times measured with events], device_timer.cpp: a loop of 8 accesses, each after

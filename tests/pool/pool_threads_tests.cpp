@@ -218,6 +218,11 @@ INSTANTIATE_TEST_SUITE_P(
                     .unit = 16_KiB,
                     .loop = true,
                     .timed_events = true},
+    // A history of 64: the planner falls asleep and wakes while the threads work (Note [A
+    // planner that finds no schedule sleeps]), its countdown racing with the told acquires.
+    threads_variant{.name = "plan_random_asleep", .prefetch = "plan:history=64", .threads = 8, .ops = 300, .tsan_ops = 150},
+    threads_variant{.name = "plan_loop_asleep_timed_events", .prefetch = "plan:history=64", .threads = 8, .ops = 300,
+                    .tsan_ops = 120, .unit = 16_KiB, .loop = true, .timed_events = true},
     threads_variant{.name = "oracle_loop",
                     .prefetch = "oracle",
                     .threads = 8,

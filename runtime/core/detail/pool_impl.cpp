@@ -571,11 +571,18 @@ void pool_impl::predict_after(tensor_id id, std::size_t bytes, access_mode acces
 //   sequentially consistent stores instead of release ones about 15 ns.
 //   Limitations: device acquires only (pool::acquire, and acquire_all through it), as the
 //   planner is told of no other; a stream in capture gets no forecast (prefetches are hints).
-void pool_impl::forecast_before(tensor_record& rec)
+bool pool_impl::forecast_before(tensor_record& rec)
 {
   plan_predictor const& planner = *prediction_.planner;
   // A capture anywhere: no forecast (capturing(stream) asks the backend, a cost on every acquire).
-  if (planner.options().oracle || backend_->capture_underway()) { return; }
+  if (planner.options().oracle || backend_->capture_underway()) { return true; }
+  if (std::uint64_t const left = prediction_.asleep.load(std::memory_order_relaxed); left != 0) {
+    // Asleep (Note [A planner that finds no schedule sleeps]): least recently used first.
+    std::uint64_t const len = prediction_.sleep_len.load(std::memory_order_relaxed);
+    std::uint64_t const at = prediction_.sleep_base.load(std::memory_order_relaxed) + (len > left ? len - left : 0) + 1;
+    rec.next_use.store(kNoForecast - 1 - std::min<tick>(at, kNoForecast / 2), std::memory_order_relaxed);
+    return false;
+  }
   // The last step's forecast for the acquire it expected (a seqlock over two words; a torn
   // read only makes a forecast a little off, never a byte wrong).
   auto const id = static_cast<std::uint64_t>(rec.id);
@@ -584,7 +591,7 @@ void pool_impl::forecast_before(tensor_record& rec)
     tick const v = prediction_.next_value.load(std::memory_order_acquire);
     if (prediction_.next_id.load(std::memory_order_relaxed) == s1) {
       rec.next_use.store(v, std::memory_order_relaxed);
-      return;
+      return true;
     }
   }
   // Another tensor was expected: ask the planner, unless another thread holds it (then the
@@ -593,12 +600,13 @@ void pool_impl::forecast_before(tensor_record& rec)
   tick now = 0;
   {
     std::unique_lock lock(prediction_.mtx, std::try_to_lock);
-    if (!lock.owns_lock()) { return; }
+    if (!lock.owns_lock()) { return true; }
     f = planner.next_use_if_next(rec.id);
     now = planner.position() + 1;
+    if (!f) { f = unforecast_order(now); }  // least recently used first (slept read under the lock)
   }
-  if (!f) { f = kNoForecast - 1 - std::min<tick>(now, kNoForecast / 2); }  // least recently used first
   rec.next_use.store(*f, std::memory_order_relaxed);
+  return true;
 }
 
 // Note [The planner's step]
@@ -773,9 +781,42 @@ void pool_impl::forecast_before(tensor_record& rec)
 //   unchanged to the bit. The hit path above: about 1096 -> 343 ns with 1 thread, 5564 ->
 //   1795 ns per thread with 4 (bench/results/planner-quiet-window-cpu-2026-12-07.md);
 //   quiet for 8 accesses cost more, for 32 saved no more than 16.
+tick pool_impl::unforecast_order(std::uint64_t position) const noexcept
+{
+  return kNoForecast - 1 - std::min<tick>(position + prediction_.slept, kNoForecast / 2);
+}
+
+bool pool_impl::sleep_step() noexcept
+{
+  std::uint64_t left = prediction_.asleep.load(std::memory_order_relaxed);
+  while (left != 0 && !prediction_.asleep.compare_exchange_weak(left, left - 1, std::memory_order_relaxed)) {}
+  return left != 0;
+}
+
+// Note [A planner that finds no schedule sleeps]
+//   Rationale: the planner's step tells every device acquire to plan_predictor under the
+//   prediction lock, whether or not a schedule is ever learned. Where none repeats (threads
+//   interleaving their loops in no fixed order, requests of an inference server, a random
+//   workload) the step costs its learning and serialises the threads on that lock for
+//   nothing: `TIERPOOL_PREFETCH=plan tierpool bench hitpath --threads 4
+//   --tensors-per-thread 64` took about 1300 ns per acquire + release per thread, against
+//   about 300 with no predictor, and a random-reuse replay ran at two thirds of its speed.
+//   Approach: after `history` accesses in a row told without a forecast (learning or
+//   fallback; a period the planner can learn, at most half the history, is found within
+//   that), the planner sleeps: the next `history` device acquires are not told (a relaxed
+//   countdown, no lock); then it learns again from where it was, and each sleep that
+//   follows without a forecast found in between is twice as long, up to 16 x history. A
+//   forecast resets the lengths. While asleep a tensor's next use is the least recently
+//   used order a step would give it (forecast_before; the positions count the slept
+//   accesses), nothing is kept, written back early or prefetched, as while learning, and
+//   the device times of kernels are not measured. The summary and stats say `asleep`.
+//   Limitations: a schedule that starts repeating during a sleep is learned only after it,
+//   up to 16 x history acquires late; one that needs more than the history is never learned
+//   either way. Oracle: never asleep.
 void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream)
 {
   bool const write = access != access_mode::read;
+  if (prediction_.asleep.load(std::memory_order_relaxed) != 0 && sleep_step()) { return; }
   op_gate::scope const op(gate_, thread_shard());
   constexpr std::size_t kAhead = 4096;  // most accesses ahead read per step (plan_predictor::config::window caps it)
   constexpr std::size_t kFirstChunk = 128;  // accesses ahead read at first; then as many again each time
@@ -809,6 +850,23 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
     std::lock_guard lock(prediction_.mtx);
     access_view const a = tell_predictor(id, bytes, access, stream);
     want = std::min<std::size_t>(kAhead, planner.options().window);
+    if (!oracle) {  // Note [A planner that finds no schedule sleeps]
+      std::uint64_t const h = planner.options().history;
+      if (planner.state() == plan_predictor::phase::planned) {
+        prediction_.unplanned = 0;
+        prediction_.next_sleep = 0;
+      } else if (++prediction_.unplanned >= h) {
+        constexpr std::uint64_t kLongestSleep = 16;  // x history
+        std::uint64_t const len = prediction_.next_sleep == 0 ? h : prediction_.next_sleep;
+        prediction_.next_sleep = std::min(len * 2, kLongestSleep * h);
+        prediction_.sleep_base.store(planner.position() + prediction_.slept, std::memory_order_relaxed);
+        prediction_.sleep_len.store(len, std::memory_order_relaxed);
+        prediction_.slept += len;
+        prediction_.unplanned = 0;
+        prediction_.stream_told.clear();  // the compute since the last told access is unknown after it
+        prediction_.asleep.store(len, std::memory_order_relaxed);
+      }
+    }
     if (oracle) {
       n = prediction_.schedule->upcoming(std::span<planned_access>(ahead.data(), want));
     } else {
@@ -837,11 +895,11 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
       complete = n < first || first == want;
       now = planner.position();
       next = planner.next_use_of_last();
-      if (!next) { next = kNoForecast - 1 - std::min<tick>(now, kNoForecast / 2); }  // least recently used first
+      if (!next) { next = unforecast_order(now); }  // least recently used first
       // The forecast the next acquire will want, if it is of the tensor the schedule has
       // there (Note [The forecast before the access]): read without the lock.
       std::uint64_t sid = kAnyNextTensor;
-      tick sv = kNoForecast - 1 - std::min<tick>(now + 1, kNoForecast / 2);
+      tick sv = unforecast_order(now + 1);
       if (planner.state() == plan_predictor::phase::planned) {
         sid = 0;  // mispredicted ahead: the next acquire asks under the lock
         if (n != 0 && (static_cast<std::uint64_t>(ahead[0].id) & kUnbornTensor) == 0) {

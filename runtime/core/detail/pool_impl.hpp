@@ -94,8 +94,9 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   /// Tell the predictor about a device acquire (no record lock held) and prefetch its plan.
   void predict_after(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream);
   /// The `plan` forecast of the tensor's next use after this access, given before the
-  /// acquire (Note [The forecast before the access], pool_impl.cpp).
-  void forecast_before(tensor_record& rec);
+  /// acquire (Note [The forecast before the access], pool_impl.cpp). @return false while the
+  /// planner sleeps (Note [A planner that finds no schedule sleeps]): nothing to time.
+  bool forecast_before(tensor_record& rec);
   /// The calling thread's latest planned acquire: the pool, its stream and that stream's
   /// device time when it began (known device times only; taken by tell_predictor). Note
   /// [Copy-ins at the latest start].
@@ -401,7 +402,23 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
     } probe;
     std::uint64_t periods_on{0};   ///< under mtx: periods timed with planned prefetches
     std::uint64_t periods_off{0};  ///< under mtx: periods timed without
+    /// Note [A planner that finds no schedule sleeps] (pool_impl.cpp): device acquires left
+    /// untold (0: awake; counted down without the lock), the sleep's length, and the
+    /// least-recently-used order position where it began (read without the lock by
+    /// forecast_before).
+    std::atomic<std::uint64_t> asleep{0};
+    std::atomic<std::uint64_t> sleep_len{0};
+    std::atomic<std::uint64_t> sleep_base{0};
+    std::uint64_t slept{0};       ///< under mtx: accesses slept through so far (the order positions skip them)
+    std::uint64_t unplanned{0};   ///< under mtx: accesses told in a row without a forecast
+    std::uint64_t next_sleep{0};  ///< under mtx: the next sleep's length (0: the first)
   } prediction_;
+  /// The least-recently-used order value of a tensor accessed at the planner's `position`
+  /// while there is no forecast (Note [The planner's step]), counting slept accesses too.
+  [[nodiscard]] tick unforecast_order(std::uint64_t position) const noexcept;
+  /// Note [A planner that finds no schedule sleeps]: a device acquire while asleep is not
+  /// told; true when this one was (the count went down).
+  bool sleep_step() noexcept;
   mutable std::atomic<int> device_times_{-1};  ///< device_times_known: -1 not asked yet, 0 no, 1 yes
   /// Device times measured with events where not known ahead (Note [Device times measured
   /// with events], device_timer.cpp): made with the planner when its timing is on.

@@ -167,6 +167,7 @@ pool_stats pool_impl::stats() const
   if (prediction_.planner != nullptr) {
     std::lock_guard lock(prediction_.mtx);
     st.planner_state = std::string(to_string(prediction_.planner->state()));
+    if (prediction_.asleep.load(std::memory_order_relaxed) != 0) { st.planner_state = "asleep"; }  // Note [A planner that finds no schedule sleeps]
     st.planner_period = prediction_.planner->period();
     st.planner_relearns = prediction_.planner->relearns();
     st.planner_mispredicted = prediction_.planner->mispredicted();

@@ -293,8 +293,7 @@ lease pool_impl::acquire(tensor const& t, access_mode access, stream_handle stre
   op_gate::scope const op(gate_, thread_shard());
   if (lost()) [[unlikely]] { throw_lost("acquire"); }
   tensor_record& rec = checked_record(t, "acquire");
-  if (prediction_.planner != nullptr) [[unlikely]] {
-    forecast_before(rec);
+  if (prediction_.planner != nullptr && forecast_before(rec)) [[unlikely]] {  // not asleep: timed
     if (device_times_known(stream)) {  // Note [Copy-ins at the latest start]
       if (std::optional<tick> const at = backend_->known_stream_time(stream)) { acquire_began() = acquire_start{this, stream.value, *at}; }
     } else if (measured_times(stream) && !capturing(stream)) {  // Note [Device times measured with events]

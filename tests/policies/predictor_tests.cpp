@@ -1231,6 +1231,30 @@ TEST(PoolPlanner, APlannerThatFindsNoScheduleSleeps)
   EXPECT_TRUE(p.validate());
 }
 
+// Note [A planner that finds no schedule sleeps]: a set-up of 30 acquires in no order, then a
+// loop of 24. Before it plans, the planner tells 30 + 24 + 8 accesses without a candidate
+// period and 16 more while it confirms one (78: more than its history of 64); those do not
+// count, so it never sleeps and plans the loop from its third iteration.
+TEST(PoolPlanner, ALongSetUpBeforeALoopDoesNotPutThePlannerToSleep)
+{
+  pool p = planner_pool("plan:probe=off,history=64,window=8");
+  stream_handle const s = p.create_stream();
+  std::vector<tensor> const ts = filled_tensors(p, 24, 64_KiB);
+  std::mt19937_64 rng{11};
+  for (int i = 0; i < 30; ++i) { lease const l = p.acquire(ts[rng() % ts.size()], access_mode::read, s); }
+  ASSERT_EQ(p.stats().planner_state, "learning");
+  for (int it = 0; it < 4; ++it) {
+    for (tensor const& t : ts) {
+      lease const l = p.acquire(t, access_mode::read, s);
+      EXPECT_NE(p.stats().planner_state, "asleep") << "iteration " << it;
+    }
+  }
+  EXPECT_EQ(p.stats().planner_state, "planned");
+  EXPECT_EQ(p.stats().planner_period, 24U);
+  for (std::uint64_t k = 0; k < ts.size(); ++k) { EXPECT_TRUE(check(p, ts[k], k, 1)) << k; }
+  EXPECT_TRUE(p.validate());
+}
+
 // Note [Device times measured with events], device_timer.cpp: a loop of 8 accesses, each after
 // a kernel of its own length (1..8 us), the host waiting for the stream at each iteration's
 // end as a training loop does (loss.item()). Where the backend knows device times ahead the

@@ -801,9 +801,11 @@ bool pool_impl::sleep_step() noexcept
 //   nothing: `TIERPOOL_PREFETCH=plan tierpool bench hitpath --threads 4
 //   --tensors-per-thread 64` took about 1300 ns per acquire + release per thread, against
 //   about 300 with no predictor, and a random-reuse replay ran at two thirds of its speed.
-//   Approach: after `history` accesses in a row told without a forecast (learning or
-//   fallback; a period the planner can learn, at most half the history, is found within
-//   that), the planner sleeps: the next `history` device acquires are not told (a relaxed
+//   Approach: after `history` accesses told without a forecast or a candidate period
+//   (learning or fallback; a period the planner can learn, at most half the history, is a
+//   candidate within that; accesses while a candidate is checked do not count, so a long
+//   set-up before a long loop does not put the planner to sleep in the loop's second
+//   iteration), the planner sleeps: the next `history` device acquires are not told (a relaxed
 //   countdown, no lock); then it learns again from where it was, and each sleep that
 //   follows without a forecast found in between is twice as long, up to 16 x history. A
 //   forecast resets the lengths. While asleep a tensor's next use is the least recently
@@ -855,7 +857,7 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
       if (planner.state() == plan_predictor::phase::planned) {
         prediction_.unplanned = 0;
         prediction_.next_sleep = 0;
-      } else if (++prediction_.unplanned >= h) {
+      } else if (planner.period() == 0 && ++prediction_.unplanned >= h) {  // not even a candidate period
         constexpr std::uint64_t kLongestSleep = 16;  // x history
         std::uint64_t const len = prediction_.next_sleep == 0 ? h : prediction_.next_sleep;
         prediction_.next_sleep = std::min(len * 2, kLongestSleep * h);

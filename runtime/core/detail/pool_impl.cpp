@@ -818,7 +818,14 @@ bool pool_impl::sleep_step() noexcept
 void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream)
 {
   bool const write = access != access_mode::read;
-  if (prediction_.asleep.load(std::memory_order_relaxed) != 0 && sleep_step()) { return; }
+  if (prediction_.asleep.load(std::memory_order_relaxed) != 0 && sleep_step()) {
+    // Asleep since this acquire marked its start (another thread's step began the sleep): the
+    // mark is not told, so it goes now (a later told access would take it for its own).
+    acquire_start& b = acquire_began();
+    if (b.ev && b.pool == this && timer_ != nullptr) { timer_->drop(b.ev); }
+    if (b.pool == this) { b = acquire_start{}; }
+    return;
+  }
   op_gate::scope const op(gate_, thread_shard());
   constexpr std::size_t kAhead = 4096;  // most accesses ahead read per step (plan_predictor::config::window caps it)
   constexpr std::size_t kFirstChunk = 128;  // accesses ahead read at first; then as many again each time

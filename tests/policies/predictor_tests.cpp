@@ -1231,6 +1231,36 @@ TEST(PoolPlanner, APlannerThatFindsNoScheduleSleeps)
   EXPECT_TRUE(p.validate());
 }
 
+// Note [A planner that finds no schedule sleeps]: while asleep each acquired tensor still gets
+// the least-recently-used order value (forecast_before), so `belady` driven by the planner
+// evicts the tensor used longest ago: here t1, after t0..t15 and t0 again.
+TEST(PoolPlanner, AsleepTheOrderIsLeastRecentlyUsed)
+{
+  pool_options o = small_tiers(make_sim(), 1_MiB, 0, 16_MiB);
+  o.policy = "belady";
+  o.prefetch = "plan:probe=off,history=64,window=8";
+  pool p{o};
+  stream_handle const s = p.create_stream();
+  std::vector<tensor> const ts = filled_tensors(p, 16, 64_KiB);  // the device tier, full
+  std::mt19937_64 rng{7};
+  for (int i = 0; i < 64; ++i) { lease const l = p.acquire(ts[rng() % ts.size()], access_mode::read, s); }
+  ASSERT_EQ(p.stats().planner_state, "asleep");
+  for (tensor const& t : ts) { lease const l = p.acquire(t, access_mode::read, s); }
+  { lease const l = p.acquire(ts[0], access_mode::read, s); }
+  for (tensor const& t : ts) { ASSERT_EQ(p.residency(t).home, tier_id{0}); }
+  tensor x = p.allocate(64_KiB, {.preferred_tier = tier_id{1}});
+  fill(p, x, 99, 1);
+  { lease const l = p.acquire(x, access_mode::read, s); }
+  EXPECT_EQ(p.stats().planner_state, "asleep");
+  p.synchronize(s);
+  for (std::size_t k = 0; k < ts.size(); ++k) {
+    EXPECT_EQ(p.residency(ts[k]).home, tier_id{k == 1 ? 1U : 0U}) << "t" << k;
+  }
+  for (std::uint64_t k = 0; k < ts.size(); ++k) { EXPECT_TRUE(check(p, ts[k], k, 1)) << k; }
+  EXPECT_TRUE(check(p, x, 99, 1));
+  EXPECT_TRUE(p.validate());
+}
+
 // Note [A planner that finds no schedule sleeps]: a set-up of 30 acquires in no order, then a
 // loop of 24. Before it plans, the planner tells 30 + 24 + 8 accesses without a candidate
 // period and 16 more while it confirms one (78: more than its history of 64); those do not

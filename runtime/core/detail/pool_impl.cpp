@@ -580,7 +580,7 @@ bool pool_impl::forecast_before(tensor_record& rec)
     // Asleep (Note [A planner that finds no schedule sleeps]): least recently used first.
     std::uint64_t const len = prediction_.sleep_len.load(std::memory_order_relaxed);
     std::uint64_t const at = prediction_.sleep_base.load(std::memory_order_relaxed) + (len > left ? len - left : 0) + 1;
-    rec.next_use.store(kNoForecast - 1 - std::min<tick>(at, kNoForecast / 2), std::memory_order_relaxed);
+    rec.next_use.store(lru_order(at), std::memory_order_relaxed);
     return false;
   }
   // The last step's forecast for the acquire it expected (a seqlock over two words; a torn
@@ -781,10 +781,7 @@ bool pool_impl::forecast_before(tensor_record& rec)
 //   unchanged to the bit. The hit path above: about 1096 -> 343 ns with 1 thread, 5564 ->
 //   1795 ns per thread with 4 (bench/results/planner-quiet-window-cpu-2026-12-07.md);
 //   quiet for 8 accesses cost more, for 32 saved no more than 16.
-tick pool_impl::unforecast_order(std::uint64_t position) const noexcept
-{
-  return kNoForecast - 1 - std::min<tick>(position + prediction_.slept, kNoForecast / 2);
-}
+tick pool_impl::unforecast_order(std::uint64_t position) const noexcept { return lru_order(position + prediction_.slept); }
 
 bool pool_impl::sleep_step() noexcept
 {
@@ -798,9 +795,8 @@ bool pool_impl::sleep_step() noexcept
 //   prediction lock, whether or not a schedule is ever learned. Where none repeats (threads
 //   interleaving their loops in no fixed order, requests of an inference server, a random
 //   workload) the step costs its learning and serialises the threads on that lock for
-//   nothing: `TIERPOOL_PREFETCH=plan tierpool bench hitpath --threads 4
-//   --tensors-per-thread 64` took about 1300 ns per acquire + release per thread, against
-//   about 300 with no predictor, and a random-reuse replay ran at two thirds of its speed.
+//   nothing: a replay of a random-reuse trace of 2 M accesses with `plan` ran at 0.77x the
+//   speed of one with no predictor.
 //   Approach: after `history` accesses told without a forecast or a candidate period
 //   (learning or fallback; a period the planner can learn, at most half the history, is a
 //   candidate within that; accesses while a candidate is checked do not count, so a long
@@ -812,9 +808,14 @@ bool pool_impl::sleep_step() noexcept
 //   used order a step would give it (forecast_before; the positions count the slept
 //   accesses), nothing is kept, written back early or prefetched, as while learning, and
 //   the device times of kernels are not measured. The summary and stats say `asleep`.
-//   Limitations: a schedule that starts repeating during a sleep is learned only after it,
-//   up to 16 x history acquires late; one that needs more than the history is never learned
-//   either way. Oracle: never asleep.
+//   Measured: that replay at 0.94-0.97x, every replay row unchanged
+//   (bench/results/planner-asleep-cpu-2026-12-07.md); about 19 more instructions per
+//   planned acquire + release (callgrind, the hit path with 64 tensors, 1 thread: 161.17 M ->
+//   161.92 M in all). Limitations: a schedule that starts repeating during a sleep is
+//   learned only after it, up to 16 x history acquires late; one that needs more than the
+//   history is never learned either way. Threads that interleave their loops (the hit path
+//   with 4 threads on 2 cores) do not sleep: the planner learns one thread's loop within its
+//   time slice and plans it, and the threads still serialise on the lock. Oracle: never asleep.
 void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream)
 {
   bool const write = access != access_mode::read;
@@ -862,8 +863,10 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
     if (!oracle) {  // Note [A planner that finds no schedule sleeps]
       std::uint64_t const h = planner.options().history;
       if (planner.state() == plan_predictor::phase::planned) {
-        prediction_.unplanned = 0;
-        prediction_.next_sleep = 0;
+        if (prediction_.unplanned != 0 || prediction_.next_sleep != 0) {  // no store per step: lock-free readers share the line
+          prediction_.unplanned = 0;
+          prediction_.next_sleep = 0;
+        }
       } else if (planner.period() == 0 && ++prediction_.unplanned >= h) {  // not even a candidate period
         constexpr std::uint64_t kLongestSleep = 16;  // x history
         std::uint64_t const len = prediction_.next_sleep == 0 ? h : prediction_.next_sleep;

@@ -410,12 +410,17 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
     std::atomic<std::uint64_t> sleep_len{0};
     std::atomic<std::uint64_t> sleep_base{0};
     std::uint64_t slept{0};       ///< under mtx: accesses slept through so far (the order positions skip them)
-    std::uint64_t unplanned{0};   ///< under mtx: accesses told in a row without a forecast
+    std::uint64_t unplanned{0};   ///< under mtx: accesses told without a forecast or a candidate period since the last forecast or sleep
     std::uint64_t next_sleep{0};  ///< under mtx: the next sleep's length (0: the first)
   } prediction_;
   /// The least-recently-used order value of a tensor accessed at the planner's `position`
   /// while there is no forecast (Note [The planner's step]), counting slept accesses too.
   [[nodiscard]] tick unforecast_order(std::uint64_t position) const noexcept;
+  /// The order value of the `at`-th access with no forecast: later accesses get smaller values.
+  [[nodiscard]] static constexpr tick lru_order(std::uint64_t at) noexcept
+  {
+    return kNoForecast - 1 - std::min<tick>(at, kNoForecast / 2);
+  }
   /// Note [A planner that finds no schedule sleeps]: a device acquire while asleep is not
   /// told; true when this one was (the count went down).
   bool sleep_step() noexcept;

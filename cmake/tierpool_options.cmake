@@ -43,7 +43,7 @@ option(TIERPOOL_TEST_PCH
   OFF)
 
 option(TIERPOOL_LINE_TABLES_ONLY
-  "Debug information of line tables only (-g1 for -g) in Debug and RelWithDebInfo builds: a test file at -O2 compiles in 13.4 s against 20.8 s with -g (11.3 s with none); backtraces, perf and callgrind keep file, function and line, a debugger loses variables and types. Off by default; CI's cold builds turn it on"
+  "Debug information of line tables only (-g1 for -g) in the C++ compiles of Debug and RelWithDebInfo builds (the .cu sources keep their flags): a test file at -O2 compiles in 13.4 s against 20.8 s with -g (11.3 s with none); backtraces, perf and callgrind keep file, function and line, a debugger loses variables and types. Off by default; CI's cold builds turn it on"
   OFF)
 
 set(TIERPOOL_PYTHON_PREFIX "" CACHE PATH

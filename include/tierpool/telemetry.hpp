@@ -179,6 +179,10 @@ struct pool_stats {
   std::uint64_t planner_period{0};        ///< COUNT
   std::uint64_t planner_relearns{0};      ///< COUNT
   std::uint64_t planner_mispredicted{0};  ///< COUNT
+  /// COUNT: device acquires the planner was not told because another thread's planner step
+  /// was under way (`plan` never waits for it; the oracle does). Threads that interleave
+  /// their loops show here: a schedule it cannot learn from any one of them.
+  std::uint64_t planner_busy_skips{0};
   /// Accesses whose compute the planner measured with timed events, where the backend does
   /// not know device times ahead (a GPU; Note [Device times measured with events]): 0 where
   /// it knows them (the sim's virtual clock), with `timing=off`, or before any completed.

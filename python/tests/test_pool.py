@@ -363,6 +363,7 @@ def test_the_planner_learns_the_compute_the_program_tells_of(clock):
         p.synchronize(s)
     st = p.stats()
     assert st["planner_state"] == "planned" and st["planner_period"] == 8
+    assert st["planner_busy_skips"] == 0  # one thread: no step ever meets another
     assert st["planner_period_compute_seconds"] == pytest.approx(36e-6, abs=1e-12)
     if clock == "virtual-hidden":
         assert st["planner_timed_accesses"] >= 8 * 7

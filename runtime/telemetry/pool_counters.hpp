@@ -28,6 +28,9 @@ struct alignas(128) counter_shard {
   // counted per copy, on the miss path (four locked adds a copy when they were shared).
   std::atomic<std::uint64_t> bytes_h2d{0}, bytes_d2h{0}, copies_h2d{0}, copies_d2h{0};
   std::atomic<std::uint64_t> bytes_up{0}, bytes_down{0}, copies_up{0}, copies_down{0};
+  // Device acquires whose planner step found another thread's step under way and skipped
+  // (Note [A planner step never waits for another thread's], pool_impl.cpp).
+  std::atomic<std::uint64_t> planner_busy{0};
 };
 static_assert(sizeof(counter_shard) == 128, "a shard is one 128-byte pair of cache lines");
 

@@ -113,11 +113,12 @@ std::string format_summary(pool_stats const& st, std::string_view backend)
   }
   if (!st.planner_state.empty()) {
     add(std::snprintf(line, sizeof line,
-                      "planner %s (period %llu, relearns %llu, mispredicted %llu): prefetched %llu (%s), harm skips %llu, "
-                      "no room %llu; early write-backs %llu (%s), wasted %llu (%s)\n",
+                      "planner %s (period %llu, relearns %llu, mispredicted %llu, busy skips %llu): prefetched %llu (%s), "
+                      "harm skips %llu, no room %llu; early write-backs %llu (%s), wasted %llu (%s)\n",
                       st.planner_state.c_str(), static_cast<unsigned long long>(st.planner_period),
                       static_cast<unsigned long long>(st.planner_relearns),
                       static_cast<unsigned long long>(st.planner_mispredicted),
+                      static_cast<unsigned long long>(st.planner_busy_skips),
                       static_cast<unsigned long long>(st.planned_prefetches),
                       format_byte_size(st.planned_prefetch_bytes).c_str(),
                       static_cast<unsigned long long>(st.plan_harm_skips),
@@ -275,6 +276,7 @@ boost::json::object stats_json(pool_stats const& st)
   root["planner_period"] = st.planner_period;
   root["planner_relearns"] = st.planner_relearns;
   root["planner_mispredicted"] = st.planner_mispredicted;
+  root["planner_busy_skips"] = st.planner_busy_skips;
   root["planner_timed_accesses"] = st.planner_timed_accesses;
   root["planner_period_compute_seconds"] = st.planner_period_compute_seconds;
   root["planner_prefetching"] = st.planner_prefetching;

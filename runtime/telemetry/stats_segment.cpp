@@ -236,6 +236,7 @@ void fill_payload(seg_payload& p, pool_stats const& st)
   p.planner_period = st.planner_period;
   p.planner_relearns = st.planner_relearns;
   p.planner_mispredicted = st.planner_mispredicted;
+  p.planner_busy_skips = st.planner_busy_skips;
   p.planner_prefetching = st.planner_prefetching ? 1 : 0;
   p.planner_periods_prefetching = st.planner_periods_prefetching;
   p.planner_periods_without = st.planner_periods_without;
@@ -322,6 +323,7 @@ pool_stats stats_of(seg_payload const& p)
   st.planner_period = p.planner_period;
   st.planner_relearns = p.planner_relearns;
   st.planner_mispredicted = p.planner_mispredicted;
+  st.planner_busy_skips = p.planner_busy_skips;
   st.planner_prefetching = p.planner_prefetching != 0;
   st.planner_periods_prefetching = p.planner_periods_prefetching;
   st.planner_periods_without = p.planner_periods_without;

@@ -38,7 +38,7 @@
 namespace tierpool::telemetry {
 
 inline constexpr std::uint64_t kMagic = 0x5354415453505054ULL;  // "TPPSTATS" little-endian
-inline constexpr std::uint32_t kVersion = 6;  // 2: the transfer planner and device-time lateness; 3: policies, pressure; 4: storage bytes; 5: wasted early write-backs; 6: the planner's periods with and without prefetches
+inline constexpr std::uint32_t kVersion = 7;  // 2: the transfer planner and device-time lateness; 3: policies, pressure; 4: storage bytes; 5: wasted early write-backs; 6: the planner's periods with and without prefetches; 7: planner steps skipped while another thread's ran
 inline constexpr std::size_t kMaxTiers = 16;
 inline constexpr std::size_t kMaxTenants = 16;
 inline constexpr char kPrefix[] = "tierpool.";  // segment names: tierpool.<pid>.<n>
@@ -82,7 +82,7 @@ struct seg_payload {
   std::uint64_t managed_prefetches{0}, managed_prefetch_bytes{0}, low_memory_callbacks{0};
   double stall_seconds{0.0};
   std::array<char, 16> planner_state{};  ///< "" without a planner
-  std::uint64_t planner_period{0}, planner_relearns{0}, planner_mispredicted{0};
+  std::uint64_t planner_period{0}, planner_relearns{0}, planner_mispredicted{0}, planner_busy_skips{0};
   std::uint64_t planner_prefetching{0}, planner_periods_prefetching{0}, planner_periods_without{0};
   double planner_period_seconds_prefetching{0.0}, planner_period_seconds_without{0.0};
   std::uint64_t planned_prefetches{0}, planned_prefetch_bytes{0}, plan_harm_skips{0}, plan_no_room{0};

@@ -12,11 +12,16 @@
 #include <tierpool/policy.hpp>
 #include <tierpool/pool.hpp>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <future>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace tierpool::test {
@@ -1190,6 +1195,129 @@ TEST(PoolPlanner, ATensorBornAheadEndsAQuietWindow)
   for (std::uint64_t k = 0; k < 6; ++k) { EXPECT_TRUE(check(p, a[k], k, 1)) << k; }
   EXPECT_TRUE(check(p, d, 9, 1));
 }
+
+/// A virtual-clock sim behind a gate: once armed for a thread, that thread's `at`-th call of
+/// known_stream_time waits until the test opens the gate (at most 30 s, so nothing hangs).
+class gated_backend final : public backend {
+ public:
+  explicit gated_backend(std::shared_ptr<sim_backend> inner) : in_(std::move(inner)) {}
+  void arm(std::thread::id who, int at)
+  {
+    std::lock_guard lock(mtx_);
+    who_ = who;
+    at_ = at;
+    calls_ = 0;
+  }
+  /// Wait until the armed call is held; false after `limit`.
+  bool wait_held(std::chrono::seconds limit)
+  {
+    std::unique_lock lock(mtx_);
+    return cv_.wait_for(lock, limit, [&] { return held_; });
+  }
+  void open()
+  {
+    std::lock_guard lock(mtx_);
+    open_ = true;
+    cv_.notify_all();
+  }
+
+  [[nodiscard]] std::optional<tick> known_stream_time(stream_handle s) const noexcept override
+  {
+    std::unique_lock lock(mtx_);
+    if (who_ == std::this_thread::get_id() && ++calls_ == at_) {
+      held_ = true;
+      cv_.notify_all();
+      (void)cv_.wait_for(lock, std::chrono::seconds(30), [&] { return open_; });
+    }
+    lock.unlock();
+    return in_->known_stream_time(s);
+  }
+  [[nodiscard]] std::optional<tick> known_completion(event_handle e) const noexcept override { return in_->known_completion(e); }
+  [[nodiscard]] backend_caps const& caps() const noexcept override { return in_->caps(); }
+  [[nodiscard]] status allocate(tier_kind k, std::size_t n, void** out, int numa) noexcept override { return in_->allocate(k, n, out, numa); }
+  void deallocate(tier_kind k, void* ptr, std::size_t n) noexcept override { in_->deallocate(k, ptr, n); }
+  [[nodiscard]] status device_memory_info(std::size_t* f, std::size_t* t) noexcept override { return in_->device_memory_info(f, t); }
+  [[nodiscard]] status create_stream(stream_handle* out, int prio) noexcept override { return in_->create_stream(out, prio); }
+  void destroy_stream(stream_handle s) noexcept override { in_->destroy_stream(s); }
+  [[nodiscard]] status synchronize_stream(stream_handle s) noexcept override { return in_->synchronize_stream(s); }
+  [[nodiscard]] status create_event(event_handle* out) noexcept override { return in_->create_event(out); }
+  void destroy_event(event_handle e) noexcept override { in_->destroy_event(e); }
+  [[nodiscard]] status record_event(event_handle e, stream_handle s) noexcept override { return in_->record_event(e, s); }
+  [[nodiscard]] status query_event(event_handle e) noexcept override { return in_->query_event(e); }
+  [[nodiscard]] status synchronize_event(event_handle e) noexcept override { return in_->synchronize_event(e); }
+  [[nodiscard]] status stream_wait_event(stream_handle s, event_handle e) noexcept override { return in_->stream_wait_event(s, e); }
+  [[nodiscard]] status copy_async(copy_desc const& d, stream_handle s) noexcept override { return in_->copy_async(d, s); }
+  [[nodiscard]] status prefetch_async(void* p, std::size_t n, memory_location to, stream_handle s) noexcept override
+  {
+    return in_->prefetch_async(p, n, to, s);
+  }
+  [[nodiscard]] status advise(void* p, std::size_t n, mem_advice a, memory_location w) noexcept override { return in_->advise(p, n, a, w); }
+  [[nodiscard]] status launch_host_func(stream_handle s, host_fn fn, void* user) noexcept override
+  {
+    return in_->launch_host_func(s, fn, user);
+  }
+  [[nodiscard]] tick now() const noexcept override { return in_->now(); }
+  [[nodiscard]] std::string last_error() const override { return in_->last_error(); }
+
+ private:
+  std::shared_ptr<sim_backend> in_;
+  mutable std::mutex mtx_;
+  mutable std::condition_variable cv_;
+  std::thread::id who_{};
+  int at_{0};
+  mutable int calls_{0};
+  mutable bool held_{false};
+  bool open_{false};
+};
+
+// Note [A planner step never waits for another thread's], pool_impl.cpp: thread A's planner
+// step is held inside (its backend call for the stream's device time, made under the
+// prediction lock: the second call of its acquire, after the one that marks where the
+// acquire began). Another thread's acquire meanwhile returns without waiting for it, its
+// access not told and counted as a busy skip; A's step then ends, and every byte survives.
+// On the code before (the step waited for the lock) the second acquire never returns while
+// A is held: the test fails after 10 s instead of hanging.
+TEST(PoolPlanner, AStepNeverWaitsForAnotherThreadsStep)
+{
+  auto gate = std::make_shared<gated_backend>(make_virtual_sim(false));
+  pool_options o;
+  o.backend_object = gate;
+  o.read_environment = false;
+  o.tiers.push_back({.kind = tier_kind::device, .capacity_bytes = 4_MiB, .chunk_bytes = 4_MiB});
+  o.tiers.push_back({.kind = tier_kind::host, .capacity_bytes = 16_MiB, .chunk_bytes = 4_MiB});
+  o.prefetch = "plan:probe=off";
+  pool p{o};
+  stream_handle const sa = p.create_stream();
+  stream_handle const sb = p.create_stream();
+  std::vector<tensor> const ts = filled_tensors(p, 2, 256_KiB);
+  for (tensor const& t : ts) { lease const l = p.acquire(t, access_mode::read, sa); }  // resident, times known
+  ASSERT_EQ(p.stats().planner_busy_skips, 0U);
+
+  std::promise<void> armed;
+  std::thread a([&] {
+    gate->arm(std::this_thread::get_id(), 2);
+    armed.set_value();
+    lease const l = p.acquire(ts[0], access_mode::read_write, sa);
+  });
+  armed.get_future().wait();
+  bool const held = gate->wait_held(std::chrono::seconds(10));
+  EXPECT_TRUE(held) << "thread A's acquire never reached its step's device-time call";
+  auto b = std::async(std::launch::async, [&] { lease const l = p.acquire(ts[1], access_mode::read, sb); });
+  bool const returned = b.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  gate->open();
+  a.join();
+  b.get();
+  EXPECT_TRUE(returned) << "the second thread's acquire waited for thread A's planner step";
+  pool_stats const st = p.stats();
+  EXPECT_EQ(st.planner_busy_skips, held ? 1U : 0U) << p.summary();
+  EXPECT_NE(p.summary().find("busy skips 1"), std::string::npos) << p.summary();
+  EXPECT_NE(p.summary_json().find("\"planner_busy_skips\":1"), std::string::npos) << p.summary_json();
+  p.synchronize(sa);
+  p.synchronize(sb);
+  for (std::uint64_t k = 0; k < 2; ++k) { EXPECT_TRUE(check(p, ts[k], k, 1)) << k; }
+  EXPECT_TRUE(p.validate());
+}
+
 
 // Note [A planner that finds no schedule sleeps], pool_impl.cpp: a history of 64 accesses and
 // sixteen resident tensors acquired in a random order, where no schedule repeats. After 64

@@ -296,6 +296,7 @@ int bench_hitpath_command(int argc, char** argv)
   std::uint64_t const acquires = after.acquires - before.acquires;
   std::uint64_t const hits = after.hits - before.hits;
   std::uint64_t const misses = after.misses - before.misses;
+  std::uint64_t const busy_skips = after.planner_busy_skips - before.planner_busy_skips;  // a planner's steps skipped
   std::string const segment = p.stats_segment();
   for (auto& c : ctx) {
     c.tensors.clear();  // free the tensors before their stream and the pool go
@@ -323,6 +324,8 @@ int bench_hitpath_command(int argc, char** argv)
     j["hits"] = hits;
     j["misses"] = misses;
     j["expected_acquires"] = expected;
+    j["planner_state"] = after.planner_state;
+    j["planner_busy_skips"] = busy_skips;
     j["published"] = !segment.empty();
     j["trace_error"] = trace_failure;
     j["valid"] = valid;
@@ -343,6 +346,10 @@ int bench_hitpath_command(int argc, char** argv)
     std::printf("  %-30s %10llu   of %llu acquires (%llu misses)%s\n", "hits", static_cast<unsigned long long>(hits),
                 static_cast<unsigned long long>(acquires), static_cast<unsigned long long>(misses),
                 acquires == expected ? "" : " (acquire count differs from the loops!)");
+    if (!after.planner_state.empty()) {  // TIERPOOL_PREFETCH=plan|oracle
+      std::printf("  %-30s %10llu   (planner %s at the end; steps that met another thread's)\n", "planner busy skips",
+                  static_cast<unsigned long long>(busy_skips), after.planner_state.c_str());
+    }
     std::printf("  %-30s %10s\n", "published", segment.empty() ? "no" : "yes");
     std::printf("  %-30s %10s\n", "pool valid at end", valid ? "yes" : "NO");
   }

@@ -86,11 +86,12 @@ void print_pool(published_pool const& p, published_pool const* prev)
                 bytes(s.prefetch_wasted_bytes).c_str());
   }
   if (!s.planner_state.empty()) {
-    std::printf("  planner: %s  period %llu  relearns %llu  mispredicted %llu  prefetched %llu (%s)  harm skips %llu  "
-                "early write-backs %llu (%s, wasted %llu)\n",
+    std::printf("  planner: %s  period %llu  relearns %llu  mispredicted %llu  busy skips %llu  prefetched %llu (%s)  "
+                "harm skips %llu  early write-backs %llu (%s, wasted %llu)\n",
                 s.planner_state.c_str(), static_cast<unsigned long long>(s.planner_period),
                 static_cast<unsigned long long>(s.planner_relearns),
                 static_cast<unsigned long long>(s.planner_mispredicted),
+                static_cast<unsigned long long>(s.planner_busy_skips),
                 static_cast<unsigned long long>(s.planned_prefetches), bytes(s.planned_prefetch_bytes).c_str(),
                 static_cast<unsigned long long>(s.plan_harm_skips), static_cast<unsigned long long>(s.early_write_backs),
                 bytes(s.early_write_back_bytes).c_str(), static_cast<unsigned long long>(s.early_write_backs_wasted));

@@ -816,6 +816,37 @@ bool pool_impl::sleep_step() noexcept
 //   history is never learned either way. Threads that interleave their loops (the hit path
 //   with 4 threads on 2 cores) do not sleep: the planner learns one thread's loop within its
 //   time slice and plans it, and the threads still serialise on the lock. Oracle: never asleep.
+// Note [A planner step never waits for another thread's]
+//   Rationale: every device acquire with `plan` ran a planner step under the prediction
+//   lock (telling the access, reading the schedule ahead, the keep and write-back queues).
+//   Threads that run their loops at the same time into one pool took turns on that lock:
+//   `TIERPOOL_PREFETCH=plan tierpool bench hitpath -t 4` (4 threads, 2 cores) spent about
+//   1300 ns per acquire + release and thread against about 430 with no predictor. The steps
+//   bought nothing there: the accesses of threads running at once interleave in no fixed
+//   order, so no period holds for long (the planner learns one thread's loop while the
+//   scheduler runs it alone, and mispredicts at the next switch).
+//   Approach: a `plan` step tries the lock. If another thread's planner work holds it (its
+//   step, or its acquire's forecast_before), this access is not told
+//   (pool_stats::planner_busy_skips counts it, per shard) and the acquire goes on as while
+//   asleep: the forecast forecast_before gave it stays, nothing is kept, written back or
+//   prefetched for it, and its device-time mark is dropped. stats() and the allocation or
+//   free of a tensor mark their holds (prediction::outside_hold) and are waited for: they
+//   are brief, and a publishing thread's stats() must not cost a single-threaded loop a
+//   token of its schedule. A program whose threads take turns (PyTorch runs the backward
+//   pass on its autograd thread, the forward on the caller's) never finds the lock held by
+//   a step, so its one schedule across threads is learned as before; a replay (one
+//   thread) is unchanged to the bit. The oracle still waits: its schedule moves with every
+//   access told.
+//   Measured (bench/results/planner-busy-skips-cpu-2026-12-08.md; the hit path above, 7
+//   runs, three alternating rounds against the build before, medians): 4 threads 895-929
+//   ns per pair and thread against 1280-1434 with 1 tensor per thread (25 % of the
+//   4-thread steps skipped), 946-1024 against 1451-1555 with 64 (61 %); 1 thread and no
+//   predictor unchanged. Skipping only when the holder had marked itself a step waited for
+//   forecast_before's holds and kept about a third of the queue.
+//   Limitations: threads that do run loops concurrently get no planned prefetches, as
+//   before, only without the queue; a schedule per thread (lanes) would plan each, but
+//   needs forecasts that compare across lanes for the shared eviction order, and must not
+//   split a schedule that hands over between threads (above).
 void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream)
 {
   bool const write = access != access_mode::read;
@@ -857,7 +888,20 @@ void pool_impl::plan_after(tensor_id id, std::size_t bytes, access_mode access, 
   }
   to_clean.clear();
   {
-    std::lock_guard lock(prediction_.mtx);
+    std::unique_lock lock(prediction_.mtx, std::defer_lock);
+    // Note [A planner step never waits for another thread's]: another step holds the lock:
+    // this access goes untold. The oracle's schedule moves with every access told: it waits.
+    if (!lock.try_lock()) [[unlikely]] {
+      if (!oracle && !prediction_.outside.load(std::memory_order_relaxed)) {
+        acquire_start& b = acquire_began();  // the mark is not told: dropped, as while asleep
+        if (b.ev && b.pool == this && timer_ != nullptr) { timer_->drop(b.ev); }
+        if (b.pool == this) { b = acquire_start{}; }
+        std::size_t const sh = thread_shard();
+        bump(counters_.shards[sh].planner_busy, std::uint64_t{1}, sh);
+        return;
+      }
+      lock.lock();  // stats(), an allocation, a free: brief
+    }
     access_view const a = tell_predictor(id, bytes, access, stream);
     want = std::min<std::size_t>(kAhead, planner.options().window);
     if (!oracle) {  // Note [A planner that finds no schedule sleeps]
@@ -1300,7 +1344,7 @@ void pool_impl::note_prefetch_timing(copy_slot const& slot, stream_handle stream
 
 void pool_impl::plan_allocated(tensor_id id, std::size_t bytes)
 {
-  std::lock_guard lock(prediction_.mtx);
+  prediction::outside_hold const lock(prediction_);
   prediction_.planner->on_allocate(id, bytes);
 }
 

@@ -356,6 +356,23 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   /// (held only to ask the predictor).
   struct prediction {
     mutable std::mutex mtx;
+    /// Set while mtx is held outside the acquires' planner work (stats(), a tensor's
+    /// allocation or free: prediction::outside_hold): a planner step that finds mtx held
+    /// waits then, and skips otherwise (Note [A planner step never waits for another
+    /// thread's], pool_impl.cpp). Next to mtx: the line its holder writes anyway.
+    mutable std::atomic<bool> outside{false};
+    /// mtx held outside the acquires' planner work, marked so.
+    class outside_hold {
+     public:
+      explicit outside_hold(prediction const& p) : lock_(p.mtx), flag_(p.outside) { flag_.store(true, std::memory_order_relaxed); }
+      ~outside_hold() { flag_.store(false, std::memory_order_relaxed); }  // before the unlock (declared after it)
+      outside_hold(outside_hold const&) = delete;
+      outside_hold& operator=(outside_hold const&) = delete;
+
+     private:
+      std::lock_guard<std::mutex> lock_;
+      std::atomic<bool>& flag_;
+    };
     std::optional<any_prefetch_predictor> predictor;  ///< under mtx
     prefetch_plan plan;                               ///< under mtx
     std::uint64_t seq{0};                             ///< under mtx: accesses told so far

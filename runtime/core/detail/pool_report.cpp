@@ -108,6 +108,7 @@ pool_stats pool_impl::stats() const
     st.misses += c.misses.load(std::memory_order_relaxed);
     st.prefetch_hits += c.prefetch_hits.load(std::memory_order_relaxed);
     st.prefetch_late += c.prefetch_late.load(std::memory_order_relaxed);
+    st.planner_busy_skips += c.planner_busy.load(std::memory_order_relaxed);
     st.bytes_h2d += c.bytes_h2d.load(std::memory_order_relaxed);
     st.bytes_d2h += c.bytes_d2h.load(std::memory_order_relaxed);
     st.copies_h2d += c.copies_h2d.load(std::memory_order_relaxed);
@@ -165,7 +166,7 @@ pool_stats pool_impl::stats() const
   st.early_write_backs_wasted = counters_.early_write_backs_wasted.load(std::memory_order_relaxed);
   st.early_write_back_wasted_bytes = counters_.early_write_back_wasted_bytes.load(std::memory_order_relaxed);
   if (prediction_.planner != nullptr) {
-    std::lock_guard lock(prediction_.mtx);
+    prediction::outside_hold const lock(prediction_);
     st.planner_state = std::string(to_string(prediction_.planner->state()));
     if (prediction_.asleep.load(std::memory_order_relaxed) != 0) { st.planner_state = "asleep"; }  // Note [A planner that finds no schedule sleeps]
     st.planner_period = prediction_.planner->period();

@@ -121,7 +121,7 @@ void pool_impl::free_slots_locked(tensor_record& rec) noexcept
   tenants_.credit(rec.tenant, rec.bytes);
   if (rec.named) { drop_name(static_cast<std::uint64_t>(rec.id)); }
   if (prediction_.active) {
-    std::lock_guard lock(prediction_.mtx);
+    prediction::outside_hold const lock(prediction_);
     prediction_.predictor->on_free(rec.id);
   }
 }

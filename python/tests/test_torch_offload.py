@@ -148,7 +148,8 @@ def test_parameter_offload_alone_is_bit_identical(model_name):
 
 
 @pytest.mark.parametrize("model_name", list(MODELS))
-def test_the_transfer_planner_learns_an_offloaded_training_step_and_stays_bit_identical(model_name):
+@pytest.mark.parametrize("tier", [1, 2, 3])
+def test_the_transfer_planner_learns_an_offloaded_training_step_and_stays_bit_identical(model_name, tier):
     """prefetch='plan' on the pool under offload_module, offload_optimizer and
     offload_activations: the planner learns the step's schedule from PyTorch's own accesses
     (new activations each step, named by their births), plans it from the second step on
@@ -156,15 +157,18 @@ def test_the_transfer_planner_learns_an_offloaded_training_step_and_stays_bit_id
     One thread drives the pool (the CPU autograd runs backward on the caller's thread), so
     no planner step meets another.
 
-    The device tier is 96 KiB here, about a third of what a step touches: at DEVICE (32 KiB)
-    a unit's leases fill it, some acquires fall back to host leases (Note [Host leases for
-    a full device tier]) and which ones varies from step to step, so the device accesses
-    the planner learns from do not repeat (mlp: 6 relearns in 8 steps; transformer: it ends
-    in fallback). docs/chapters/pytorch_offload.md says so."""
+    In the DEVICE tier (tier=1) and in twice it a unit's leases fill it and some acquires
+    fall back to host leases, which ones varying from step to step; the planner is told of
+    the failed device acquires too, in order and before the next birth (Note [A failed
+    acquire is still a step of the schedule]), and an unpack asks the device again (Note
+    [Unpacks ask the device tier again]), so the device requests repeat all the same
+    (before both: 6 relearns in 8 steps for the MLP at tier=1; the transformer ended in
+    fallback; told after the next birth, the transformer mispredicted twice at tier=2). In
+    3 x DEVICE (tier=3) none falls back."""
     steps = 8
     ref = reference(model_name, "adam", steps=steps)
     report = {}
-    with make_pool(device_bytes=3 * DEVICE, host_bytes=8192 * KiB, prefetch="plan") as pool:
+    with make_pool(device_bytes=tier * DEVICE, host_bytes=8192 * KiB, prefetch="plan") as pool:
         got = train(model_name, "adam", steps=steps, pool=pool, activations=True, report=report)
         assert pool.validate()
         assert pool.stats()["tensors"] == 0
@@ -175,11 +179,11 @@ def test_the_transfer_planner_learns_an_offloaded_training_step_and_stays_bit_id
     assert st["planner_period"] > 0 and st["planned_prefetches"] > 0
     assert st["planner_relearns"] == 0 and st["planner_mispredicted"] == 0
     assert st["planner_busy_skips"] == 0
-    assert st["acquire_failures"] == 0  # no host fallback: the device accesses repeat
+    assert (st["acquire_failures"] > 0) == (tier < 3)  # host fallbacks only in the small tiers
     assert st["tiers"][0]["evictions"] > 0
     assert 2 * report["param_bytes"] + report["state_bytes"] > 2 * 3 * DEVICE
-    print(f"\n{model_name}/adam with plan: period {st['planner_period']} accesses, {st['planned_prefetches']} planned "
-          f"prefetches, {st['planner_relearns']} relearns, {st['planner_mispredicted']} mispredicted")
+    print(f"\n{model_name}/adam with plan, device tier {tier * DEVICE}: period {st['planner_period']} accesses, "
+          f"{st['planned_prefetches']} planned prefetches, {st['acquire_failures']} host fallbacks")
 
 
 def test_gradient_accumulation_over_two_backwards_is_bit_identical():

@@ -88,7 +88,7 @@ class OffloadedTensor:
         self.device = src.device
         self.nbytes = src.numel() * src.element_size()
         self.unpacks = 0
-        self.host = False  # True: bigger than the device tier can take, kept on host leases
+        self.host = False  # True: the device tier could not take it when last leased (a host lease then)
 
     def free(self):
         """Gives the pool tensor back (idempotent; quiet when the pool is already closed)."""
@@ -129,7 +129,8 @@ class offload_activations:
     tensors left in place: smaller than ``min_bytes`` or empty), ``unpacks`` (tensors
     brought back), ``prefetches`` (``pool.prefetch`` calls made ahead of backward) and
     ``host_tensors`` (offloaded tensors the device tier could not take when packed, e.g.
-    larger than the tier: written and read through host leases instead).
+    larger than the tier: written through a host lease instead; unpacking one asks the
+    device tier again unless it is bigger than the tier).
 
     ``prefetch=True``: when backward unpacks a tensor, the one packed just before it (the
     next one backward is likely to need) is prefetched to the device tier.
@@ -150,6 +151,12 @@ class offload_activations:
         self.host_tensors = 0
         self._order = []  # weak references to the handles, in pack order
         self._hooks = None
+        self._device_bytes = None  # the device tier's capacity, read at __enter__
+
+    def _host_only(self, h):
+        """True for a tensor bigger than the device tier: never asked of it (Note [Unpacks ask
+        the device tier again])."""
+        return h.host and self._device_bytes is not None and h.nbytes > self._device_bytes
 
     # -- hooks ---------------------------------------------------------------------------
 
@@ -191,13 +198,20 @@ class offload_activations:
             raise RuntimeError("tierpool.torch: the offloaded tensor was already freed")
         if self.prefetch and index > 0:
             prev = self._order[index - 1]()
-            # A tensor kept on host leases (bigger than the device tier) is not prefetched.
-            if prev is not None and prev.tensor is not None and not prev.host:
+            # A tensor bigger than the device tier is not prefetched.
+            if prev is not None and prev.tensor is not None and not self._host_only(prev):
                 self.pool.prefetch(prev.tensor, 0)
                 self.prefetches += 1
         contiguous = torch.empty(h.shape, dtype=h.dtype, device=h.device)
         with torch.no_grad():
-            lease, h.host = _acquire(self.pool, h.tensor, "read", h.host)
+            # Note [Unpacks ask the device tier again]: a tensor packed on a host lease because
+            # the device tier was full then asks it again here, unless it is bigger than the
+            # tier. Which packs found the tier full varies from step to step; asking the
+            # device at every unpack keeps the pool's sequence of device acquires (served or
+            # not) the same each step, which is what the transfer planner learns (Note [A
+            # failed acquire is still a step of the schedule], runtime/core/pool.cpp), and
+            # brings the tensor back through the pool's copy, as offload_module's slots do.
+            lease, h.host = _acquire(self.pool, h.tensor, "read", self._host_only(h))
             with lease:
                 src = _bytes_of(lease)
                 contiguous.reshape(-1).view(torch.uint8).copy_(src.to(h.device))
@@ -218,6 +232,7 @@ class offload_activations:
     def __enter__(self):
         if self._hooks is not None:
             raise RuntimeError("tierpool.torch.offload_activations is not reentrant")
+        self._device_bytes = self.pool.stats()["tiers"][0]["capacity_bytes"]
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
         self._hooks.__enter__()
         _active_activation_offloads.append(self)

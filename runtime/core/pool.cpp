@@ -64,11 +64,46 @@ tensor& tensor::operator=(tensor&& other) noexcept
   return *this;
 }
 
+namespace {
+
+/// The calling thread's last device acquire that failed, not yet told.
+struct failed_acquire {
+  std::uint64_t pool{0};  ///< pool_impl::serial(); 0: none
+  tensor_id id{};
+  std::size_t bytes{0};
+  access_mode access{access_mode::read};
+  stream_handle stream{};
+};
+
+failed_acquire& pending_failure() noexcept
+{
+  thread_local failed_acquire f;
+  return f;
+}
+
+/// The calling thread's failed acquire of `impl`, if any, told now: before what the planner
+/// learns from next (Note [A failed acquire is still a step of the schedule], below).
+void tell_failure_first(detail::pool_impl& impl) noexcept
+{
+  failed_acquire& f = pending_failure();
+  if (f.pool != impl.serial()) [[likely]] { return; }
+  failed_acquire const told = std::exchange(f, failed_acquire{});
+  try {
+    impl.predict_failed(told.id, told.bytes, told.access, told.stream);
+  } catch (...) {  // a hint: what the caller does goes on
+  }
+}
+
+}  // namespace
+
 tensor::~tensor() { reset(); }
 
 void tensor::reset() noexcept
 {
-  if (impl_ != nullptr) { impl_->free_handle(*this); }
+  if (impl_ != nullptr) {
+    if (impl_->has_predictor()) [[unlikely]] { tell_failure_first(*impl_); }
+    impl_->free_handle(*this);
+  }
   impl_.reset();
   rec_.reset();
   bytes_ = 0;
@@ -140,15 +175,62 @@ pool& pool::operator=(pool&& other) noexcept
 tensor pool::allocate(std::size_t bytes, tensor_options options)
 {
   detail::pool_impl& impl = checked(impl_, "allocate");
+  if (impl.has_predictor()) [[unlikely]] { tell_failure_first(impl); }
   return noting_loss(impl, [&] { return impl.allocate(bytes, std::move(options)); });
 }
 
+// Note [A failed acquire is still a step of the schedule]
+//   Rationale: a program that meets out_of_memory on a device acquire often goes on
+//   another way: tierpool.torch takes a host lease instead (Note [Host leases for a full
+//   device tier], python/tierpool/torch.py). Which acquires fail depends on what the tier
+//   holds at that moment, so it varies from one iteration to the next, and the planner,
+//   told only of the acquires that succeeded, saw a sequence that never repeated: an
+//   offloaded PyTorch step in a tier its units' leases fill relearned 6 times in 8 steps
+//   (the MLP), or ended in fallback (the transformer).
+//   Approach: a device acquire that throws out_of_memory is noted (thread-local, above:
+//   the pool's serial, the tensor, the access, the stream), and told to the predictor as
+//   the access the program asked for before the next thing the planner learns from on that
+//   thread and pool: a device acquire, an allocation (a tensor's name hashes the access
+//   told before its birth), a free, or another failed acquire. What the program asks for,
+//   in order, is the schedule, whether or not the tier could serve it then. One exception:
+//   if that next thing is a successful acquire of the same tensor, it is a retry (tierpool
+//   replay's engine lets go of its held leases and asks again) and the access is told
+//   once, after it succeeded, as it always was; a retry that fails again keeps the note.
+//   A noted access whose tensor was freed or whose stream was destroyed since is dropped.
+//   Measured: the offloaded PyTorch steps above (python/tests/test_torch_offload.py, the
+//   planner test, device tiers of 32 and 64 KiB) are planned from the second step with no
+//   misprediction. Told at the failure itself (and the retry skipped), GPT-2 small at 25 %
+//   with lru and `plan` went from 3056.6 to 3230.4 ms in replay: that step's walk ran while
+//   the held leases pinned the tier. As it is, every row of scripts/planner_rows.py (lru,
+//   `plan` and `oracle`) is unchanged. Told at the next acquire only, a note was lost when
+//   a second failure overwrote it, and a birth in between got another name (the
+//   transformer at 64 KiB mispredicted twice).
+//   Limitations: out_of_memory only (a refused or broken request is no step of a
+//   schedule); a note is told late (never if the thread does nothing more with the pool);
+//   a program that falls back and then really acquires the same tensor again as its next
+//   device acquire has the failed access untold; the trace (TIERPOOL_TRACE) records
+//   leases, so a replay of such a run does not see the failed attempts.
 lease pool::acquire(tensor const& t, access_mode access, stream_handle stream)
 {
   detail::pool_impl& impl = checked(impl_, "acquire");
-  lease l = noting_loss(impl, [&] { return impl.acquire(t, access, stream); });
+  lease l;
+  try {
+    l = noting_loss(impl, [&] { return impl.acquire(t, access, stream); });
+  } catch (out_of_memory const&) {
+    if (impl.has_predictor()) [[unlikely]] {
+      if (pending_failure().id != t.id()) { tell_failure_first(impl); }  // failures in a row: in order
+      pending_failure() = failed_acquire{impl.serial(), t.id(), t.bytes(), access, stream};
+    }
+    throw;
+  }
   if (impl.tracing()) [[unlikely]] { impl.trace_access(l); }
-  if (impl.has_predictor()) [[unlikely]] { impl.predict_after(l.id(), l.bytes(), access, stream); }
+  if (impl.has_predictor()) [[unlikely]] {
+    if (failed_acquire& f = pending_failure(); f.pool == impl.serial()) [[unlikely]] {
+      failed_acquire const told = std::exchange(f, failed_acquire{});
+      if (told.id != l.id()) { impl.predict_failed(told.id, told.bytes, told.access, told.stream); }
+    }
+    impl.predict_after(l.id(), l.bytes(), access, stream);
+  }
   return l;
 }
 
@@ -199,7 +281,12 @@ void pool::demote(tensor const& t, tier_id to)
   detail::pool_impl& impl = checked(impl_, "demote");
   noting_loss(impl, [&] { impl.demote(t, to); });
 }
-void pool::free(tensor& t) { checked(impl_, "free").free(t); }
+void pool::free(tensor& t)
+{
+  detail::pool_impl& impl = checked(impl_, "free");
+  if (impl.has_predictor() && t.impl_.get() == &impl) [[unlikely]] { tell_failure_first(impl); }
+  impl.free(t);
+}
 std::uint64_t pool::add_low_memory_callback(low_memory_callback callback)
 {
   return checked(impl_, "add_low_memory_callback").add_low_memory_callback(std::move(callback));

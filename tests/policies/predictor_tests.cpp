@@ -12,12 +12,14 @@
 #include <tierpool/policy.hpp>
 #include <tierpool/pool.hpp>
 
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -1318,6 +1320,114 @@ TEST(PoolPlanner, AStepNeverWaitsForAnotherThreadsStep)
   EXPECT_TRUE(p.validate());
 }
 
+
+/// A planner pool with a 1 MiB device tier and three tensors of `sizes`, filled with keys 1, 2, 3.
+struct failing_loop {
+  pool p;
+  stream_handle s;
+  std::vector<tensor> t;
+  explicit failing_loop(std::array<std::size_t, 3> sizes) : p(options())
+  {
+    s = p.create_stream();
+    for (std::uint64_t k = 0; k < 3; ++k) {
+      t.push_back(p.allocate(sizes[k]));
+      fill(p, t.back(), k + 1, 1);
+    }
+  }
+  static pool_options options()
+  {
+    pool_options o = small_tiers(make_sim(), 1_MiB, 0, 16_MiB);
+    o.prefetch = "plan:probe=off";
+    return o;
+  }
+  /// Planned with `period` accesses from the start, never mispredicted; every byte kept.
+  void expect_planned(std::uint64_t period)
+  {
+    pool_stats const st = p.stats();
+    EXPECT_EQ(st.planner_state, "planned") << p.summary();
+    EXPECT_EQ(st.planner_period, period) << p.summary();
+    EXPECT_EQ(st.planner_mispredicted, 0U) << p.summary();
+    EXPECT_EQ(st.planner_relearns, 0U) << p.summary();
+    for (std::uint64_t k = 0; k < 3; ++k) { EXPECT_TRUE(check(p, t[k], k + 1, 1)) << k; }
+    EXPECT_TRUE(p.validate());
+  }
+};
+
+// Note [A failed acquire is still a step of the schedule], runtime/core/pool.cpp: a loop of
+// acquires A, B, C in a 1 MiB device tier. In the iterations a seeded draw picks, A's lease
+// is still held when C is acquired, so A and B pin 768 KiB and C (512 KiB) fails with
+// out_of_memory, and the program goes on another way, also drawn: it reads C through a host
+// lease instead (what tierpool.torch does), or lets go of A and asks for C again (what
+// tierpool replay's engine does). Told only of the acquires that succeeded, the planner saw
+// A, B, C and A, B at random and mispredicted; told of the failed ones too, a retry being
+// the same access, it sees A, B, C every iteration.
+TEST(PoolPlanner, AFailedAcquireIsStillAStepOfTheSchedule)
+{
+  failing_loop f{{512_KiB, 256_KiB, 512_KiB}};
+  pool& p = f.p;
+  tensor const& a = f.t[0];
+  tensor const& b = f.t[1];
+  tensor const& c = f.t[2];
+  std::mt19937_64 rng{11};
+  int failed = 0;
+  int retried = 0;
+  for (int it = 0; it < 48; ++it) {
+    bool const hold = it >= 2 && rng() % 2 == 0;  // the first two iterations learn with C served
+    std::optional<lease> la{p.acquire(a, access_mode::read, f.s)};
+    lease const lb = p.acquire(b, access_mode::read, f.s);
+    if (!hold) { la.reset(); }
+    try {
+      lease const lc = p.acquire(c, access_mode::read, f.s);
+    } catch (out_of_memory const&) {
+      ++failed;
+      if (rng() % 2 == 0) {
+        lease const h = p.acquire_host(c, access_mode::read);
+      } else {
+        la.reset();
+        lease const lc = p.acquire(c, access_mode::read, f.s);  // the retry: room now
+        ++retried;
+      }
+    }
+    p.synchronize(f.s);
+  }
+  EXPECT_GT(failed - retried, 5);
+  EXPECT_GT(retried, 5);
+  EXPECT_EQ(p.stats().acquire_failures, static_cast<std::uint64_t>(failed));
+  f.expect_planned(3);
+}
+
+// The same rule with two failures in a row and a tensor born after them: A (768 KiB) is held
+// in the drawn iterations, so C and D (512 KiB each) both fail and are read through host
+// leases; then a temporary E is born, written and freed. The planner must see A, C, D, E
+// every iteration, and E must get the same name each time (a name hashes the access told
+// before the birth): the failed accesses are told in order, before the allocation.
+TEST(PoolPlanner, FailedAcquiresInARowAndABirthAfterThemKeepTheirOrder)
+{
+  failing_loop f{{768_KiB, 512_KiB, 512_KiB}};
+  pool& p = f.p;
+  std::mt19937_64 rng{5};
+  int failed = 0;
+  for (int it = 0; it < 48; ++it) {
+    bool const hold = it >= 2 && rng() % 2 == 0;
+    std::optional<lease> la{p.acquire(f.t[0], access_mode::read, f.s)};
+    if (!hold) { la.reset(); }
+    for (tensor const* t : {&f.t[1], &f.t[2]}) {
+      try {
+        lease const l = p.acquire(*t, access_mode::read, f.s);
+      } catch (out_of_memory const&) {
+        ++failed;
+        lease const h = p.acquire_host(*t, access_mode::read);
+      }
+    }
+    la.reset();
+    tensor e = p.allocate(256_KiB);
+    { lease const l = p.acquire(e, access_mode::write_discard, f.s); }
+    p.synchronize(f.s);
+    p.free(e);
+  }
+  EXPECT_GT(failed, 20);
+  f.expect_planned(4);
+}
 
 // Note [A planner that finds no schedule sleeps], pool_impl.cpp: a history of 64 accesses and
 // sixteen resident tensors acquired in a random order, where no schedule repeats. After 64

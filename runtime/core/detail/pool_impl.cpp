@@ -520,6 +520,18 @@ access_view pool_impl::tell_predictor(tensor_id id, std::size_t bytes, access_mo
   return a;
 }
 
+void pool_impl::predict_failed(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream)
+{
+  if (closed_.load(std::memory_order_acquire) || lost()) { return; }  // a handle dropped after close()
+  stream_entry const* const se = streams_->find(stream);
+  if (se == nullptr || se->internal || !se->live.load(std::memory_order_relaxed)) { return; }  // destroyed since
+  {
+    std::lock_guard lock(table_mtx_);
+    if (table_.find(static_cast<std::uint64_t>(id)) == nullptr) { return; }  // freed since
+  }
+  predict_after(id, bytes, access, stream);
+}
+
 void pool_impl::predict_after(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream)
 {
   if (capturing(stream)) [[unlikely]] { return; }  // prefetches are hints: Note [Acquire during stream capture]

@@ -91,8 +91,14 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   [[nodiscard]] std::string tracing_error() const { return tracer_.error(); }
   /// True when a prefetch predictor other than `none` is set.
   [[nodiscard]] bool has_predictor() const noexcept { return prediction_.active; }
+  /// This pool's number in the process, never reused (a thread-local note of a failed
+  /// acquire names its pool by it: Note [A failed acquire is still a step of the schedule]).
+  [[nodiscard]] std::uint64_t serial() const noexcept { return serial_; }
   /// Tell the predictor about a device acquire (no record lock held) and prefetch its plan.
   void predict_after(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream);
+  /// predict_after for a device acquire that failed earlier (Note [A failed acquire is still
+  /// a step of the schedule], pool.cpp), if its tensor is still live and its stream too.
+  void predict_failed(tensor_id id, std::size_t bytes, access_mode access, stream_handle stream);
   /// The `plan` forecast of the tensor's next use after this access, given before the
   /// acquire (Note [The forecast before the access], pool_impl.cpp). @return false while the
   /// planner sleeps (Note [A planner that finds no schedule sleeps]): nothing to time.
@@ -307,6 +313,10 @@ class pool_impl final : public record_owner, public std::enable_shared_from_this
   /// two bytes], records.cpp): the first member, so registered first and given back last.
   owner_registration const owner_reg_{this};
   std::uint16_t const owner_index_{owner_reg_.index()};
+  std::uint64_t const serial_{[] {
+    static std::atomic<std::uint64_t> pools{0};
+    return pools.fetch_add(1, std::memory_order_relaxed) + 1;
+  }()};
   mutable spin_mutex names_mtx_;                            // leaf (taken inside table_mtx_)
   std::unordered_map<std::uint64_t, std::string> names_;    // guarded by names_mtx_
   spin_mutex drop_mtx_;                        // leaf: guards the two below

@@ -297,6 +297,7 @@ int bench_hitpath_command(int argc, char** argv)
   std::uint64_t const hits = after.hits - before.hits;
   std::uint64_t const misses = after.misses - before.misses;
   std::uint64_t const busy_skips = after.planner_busy_skips - before.planner_busy_skips;  // a planner's steps skipped
+  std::uint64_t const relearns = after.planner_relearns - before.planner_relearns;
   std::string const segment = p.stats_segment();
   for (auto& c : ctx) {
     c.tensors.clear();  // free the tensors before their stream and the pool go
@@ -326,6 +327,7 @@ int bench_hitpath_command(int argc, char** argv)
     j["expected_acquires"] = expected;
     j["planner_state"] = after.planner_state;
     j["planner_busy_skips"] = busy_skips;
+    j["planner_relearns"] = relearns;
     j["published"] = !segment.empty();
     j["trace_error"] = trace_failure;
     j["valid"] = valid;
@@ -349,6 +351,7 @@ int bench_hitpath_command(int argc, char** argv)
     if (!after.planner_state.empty()) {  // TIERPOOL_PREFETCH=plan|oracle
       std::printf("  %-30s %10llu   (planner %s at the end; steps that met another thread's)\n", "planner busy skips",
                   static_cast<unsigned long long>(busy_skips), after.planner_state.c_str());
+      std::printf("  %-30s %10llu\n", "planner relearns", static_cast<unsigned long long>(relearns));
     }
     std::printf("  %-30s %10s\n", "published", segment.empty() ? "no" : "yes");
     std::printf("  %-30s %10s\n", "pool valid at end", valid ? "yes" : "NO");

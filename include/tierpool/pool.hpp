@@ -238,6 +238,11 @@ class TIERPOOL_EXPORT pool {
    *         neither by create_stream() nor wrap_native_stream(), not the default stream,
    *         or destroyed).
    * @throws tierpool::out_of_memory if the device tier cannot make room (all pinned, ...).
+   *         With a prefetch predictor (pool_options::prefetch) the access still counts as
+   *         a step of the program's schedule: it is told before this thread's next
+   *         acquire, allocate or free on the pool, unless that is an acquire of the same
+   *         tensor that succeeds (a retry: told once). The program may go on another way
+   *         (acquire_host) or retry.
    * @throws tierpool::backend_error if a copy fails; the tensor's bytes are unchanged.
    */
   [[nodiscard]] lease acquire(tensor const& t, access_mode access, stream_handle stream = {});

@@ -112,7 +112,9 @@ struct prefetch_plan {
  * @brief A prefetch predictor: learns from accesses, predicts the next ones.
  *
  * - `on_access(a, out)`: the access `a` happened; append to `out` (passed empty) the
- *   tensors to prefetch now. May throw only std::bad_alloc.
+ *   tensors to prefetch now. May throw only std::bad_alloc. The pool tells every device
+ *   acquire, and one that failed with out_of_memory too (the access the program asked
+ *   for; Note [A failed acquire is still a step of the schedule], pool.cpp).
  * - `on_free(id)`: the tensor was freed (forget it). noexcept.
  * - `name()`: the registry name.
  *

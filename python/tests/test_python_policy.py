@@ -623,6 +623,45 @@ def test_python_predictor_in_a_pool():
             t.free()
 
 
+class Recorder(tierpool.Predictor):
+    """Records the ids it is told of (class-wide: the pool makes the instance)."""
+
+    name = "recorder"
+    seen = []
+
+    def on_access(self, access):
+        Recorder.seen.append(access.id)
+        return []
+
+
+def test_a_predictor_is_told_of_an_acquire_that_failed_and_of_a_retry_once():
+    """An acquire that fails with OutOfMemory is told as the access the program asked for,
+    before the thread's next call on the pool; a retry of the same tensor that succeeds is
+    told once (Note [A failed acquire is still a step of the schedule])."""
+    Recorder.seen = []
+    with make_pool(device_bytes=32 * KiB, prefetch=Recorder) as pool:
+        a, b, c = (pool.allocate(n * KiB) for n in (24, 16, 8))
+        ids = {t.id: name for t, name in ((a, "a"), (b, "b"), (c, "c"))}
+        with pool.acquire(a, "write_discard"):  # 24 of the 32 KiB pinned: b cannot have room
+            with pytest.raises(tierpool.OutOfMemory):
+                pool.acquire(b, "write_discard")
+            with pool.acquire_host(b, "write_discard"):  # the program goes on another way
+                pass
+            assert [ids[i] for i in Recorder.seen] == ["a"]  # not told yet
+        with pool.acquire(c, "write_discard"):  # b is told first
+            pass
+        assert [ids[i] for i in Recorder.seen] == ["a", "b", "c"]
+        lease = pool.acquire(a, "read")
+        with pytest.raises(tierpool.OutOfMemory):
+            pool.acquire(b, "read")
+        lease.release()
+        with pool.acquire(b, "read"):  # the retry: room now, told once
+            pass
+        assert [ids[i] for i in Recorder.seen] == ["a", "b", "c", "a", "b"]
+        assert pool.stats()["acquire_failures"] == 2
+        assert pool.validate()
+
+
 def test_a_raising_predictor_is_disabled_and_the_next_call_raises():
     class Bad(tierpool.Predictor):
         def on_access(self, access):

@@ -659,6 +659,17 @@ def test_a_predictor_is_told_of_an_acquire_that_failed_and_of_a_retry_once():
             pass
         assert [ids[i] for i in Recorder.seen] == ["a", "b", "c", "a", "b"]
         assert pool.stats()["acquire_failures"] == 2
+        # A failed acquire whose tensor is freed next: told before the free (an activation
+        # read through a host lease and dropped by autograd), not lost with it.
+        d = pool.allocate(16 * KiB)
+        ids[d.id] = "d"
+        with pool.acquire(a, "read"):
+            with pytest.raises(tierpool.OutOfMemory):
+                pool.acquire(d, "write_discard")
+        d.free()
+        with pool.acquire(c, "read"):
+            pass
+        assert [ids[i] for i in Recorder.seen][5:] == ["a", "d", "c"]
         assert pool.validate()
 
 
